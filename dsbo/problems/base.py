@@ -1,0 +1,174 @@
+"""The :class:`Problem`: a BoTorch test problem plus the metadata a BO campaign needs.
+
+Convention (``../shared/DESIGN.md``): BoTorch maximizes, so every problem is stored in the
+maximization sense. A problem that the literature minimizes is negated once, here, via the
+``negate`` flag of its BoTorch test problem. Outcomes are laid out as
+``[objective_1, ..., objective_m, slack_1, ..., slack_c]`` where a constraint is satisfied
+when its slack is ``>= 0`` (BoTorch's ``ConstrainedBaseTestProblem`` convention).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import torch
+from botorch.test_functions.base import BaseTestProblem, ConstrainedBaseTestProblem
+from torch import Tensor
+
+from dsbo.errors import ProblemError
+
+
+@dataclass
+class Problem:
+    """A benchmark problem in the maximization sense.
+
+    Args:
+        name: Registry name, e.g. ``"branin-50d"``.
+        test_problem: The BoTorch test problem (already negated where the literature
+            minimizes).
+        default_point: The default / target configuration ``x^s`` (a ``d``-vector within
+            the bounds). Sparsity-aware methods (SEBO, BONSAI) count changes from it.
+        relevant_dims: Indices of the dimensions that affect the outcome.
+        optimal_value: Best achievable objective value (maximization sense), if known.
+        noise_std: Standard deviation of the observation noise added by ``evaluate``.
+        objective_names: One name per objective.
+        constraint_names: One name per outcome constraint.
+        ref_point: Hypervolume reference point (maximization sense) for multi-objective
+            problems.
+        integer_dims: Dimensions whose values must be integers.
+
+    Example:
+        >>> problem = get_problem("branin-50d")
+        >>> Y = problem.evaluate(problem.default_point.unsqueeze(0))
+    """
+
+    name: str
+    test_problem: BaseTestProblem
+    default_point: Tensor
+    relevant_dims: tuple[int, ...]
+    optimal_value: float | None = None
+    noise_std: float | None = None
+    objective_names: tuple[str, ...] = ("objective",)
+    constraint_names: tuple[str, ...] = ()
+    ref_point: Tensor | None = None
+    integer_dims: tuple[int, ...] = ()
+    description: str = ""
+    metadata: dict = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        d = self.dim
+        self.default_point = torch.as_tensor(self.default_point, dtype=torch.double).reshape(-1)
+        if self.default_point.numel() != d:
+            raise ProblemError(
+                f"{self.name}: default_point has {self.default_point.numel()} entries, "
+                f"the problem has {d} dimensions"
+            )
+        self.relevant_dims = tuple(int(i) for i in self.relevant_dims)
+        if any(i < 0 or i >= d for i in self.relevant_dims):
+            raise ProblemError(f"{self.name}: relevant_dims {self.relevant_dims} outside 0..{d - 1}")
+        n_obj = getattr(self.test_problem, "num_objectives", 1)
+        if len(self.objective_names) != n_obj:
+            self.objective_names = tuple(f"objective_{i}" for i in range(n_obj))
+        n_con = getattr(self.test_problem, "num_constraints", 0)
+        if len(self.constraint_names) != n_con:
+            self.constraint_names = tuple(f"constraint_{i}" for i in range(n_con))
+        self.validate(self.default_point.unsqueeze(0), what="default_point")
+
+    # ---------------------------------------------------------------- shape facts
+    @property
+    def dim(self) -> int:
+        return int(self.test_problem.dim)
+
+    @property
+    def bounds(self) -> Tensor:
+        """``2 x d`` tensor of lower and upper bounds (float64)."""
+        return self.test_problem.bounds.to(torch.double)
+
+    @property
+    def num_objectives(self) -> int:
+        return len(self.objective_names)
+
+    @property
+    def num_constraints(self) -> int:
+        return len(self.constraint_names)
+
+    @property
+    def outcome_names(self) -> tuple[str, ...]:
+        return self.objective_names + self.constraint_names
+
+    @property
+    def is_multi_objective(self) -> bool:
+        return self.num_objectives > 1
+
+    # ---------------------------------------------------------------- evaluation
+    def validate(self, X: Tensor, what: str = "X") -> Tensor:
+        """Check that ``X`` is an ``n x d`` finite tensor inside the bounds.
+
+        Raises:
+            ProblemError: naming the offending dimension, value and bound.
+        """
+        X = torch.as_tensor(X, dtype=torch.double)
+        if X.ndim == 1:
+            X = X.unsqueeze(0)
+        if X.ndim != 2 or X.shape[-1] != self.dim:
+            raise ProblemError(
+                f"{self.name}: {what} must have shape n x {self.dim}, got {tuple(X.shape)}"
+            )
+        if not torch.isfinite(X).all():
+            raise ProblemError(f"{self.name}: {what} contains NaN or inf")
+        lb, ub = self.bounds
+        tol = 1e-9 * (ub - lb).clamp_min(1.0)
+        low = X < lb - tol
+        high = X > ub + tol
+        if low.any() or high.any():
+            i, j = torch.nonzero(low | high)[0].tolist()
+            raise ProblemError(
+                f"{self.name}: {what}[{i}, {j}] = {X[i, j].item():.6g} is outside the bounds "
+                f"[{lb[j].item():.6g}, {ub[j].item():.6g}] of dimension {j}"
+            )
+        for j in self.integer_dims:
+            if not torch.equal(X[:, j], X[:, j].round()):
+                raise ProblemError(f"{self.name}: {what}[:, {j}] must be integer-valued")
+        return X
+
+    def round_to_domain(self, X: Tensor) -> Tensor:
+        """Clamp ``X`` into the bounds and round the integer dimensions."""
+        X = torch.max(torch.min(X, self.bounds[1]), self.bounds[0])
+        if self.integer_dims:
+            X = X.clone()
+            idx = list(self.integer_dims)
+            X[..., idx] = X[..., idx].round()
+        return X
+
+    def evaluate(self, X: Tensor, noise: bool = True) -> Tensor:
+        """Outcomes ``n x (num_objectives + num_constraints)`` in the maximization sense."""
+        X = self.validate(X)
+        tp = self.test_problem
+        dtype = tp.bounds.dtype
+        Xt = X.to(dtype)
+        f = tp(Xt, noise=noise)
+        if f.ndim == 1:
+            f = f.unsqueeze(-1)
+        if isinstance(tp, ConstrainedBaseTestProblem):
+            slack = tp.evaluate_slack(Xt, noise=noise)
+            f = torch.cat([f, slack], dim=-1)
+        return f.to(torch.double)
+
+    def evaluate_true(self, X: Tensor) -> Tensor:
+        """Noiseless outcomes (same layout as :meth:`evaluate`)."""
+        return self.evaluate(X, noise=False)
+
+    def __call__(self, x: Tensor | Sequence[float]) -> Tensor:
+        """Evaluate a single point ``x`` (a ``d``-vector); returns a vector of outcomes.
+
+        This is the evaluator protocol of :class:`dsbo.campaign.Campaign`.
+        """
+        return self.evaluate(torch.as_tensor(x, dtype=torch.double).reshape(1, -1))[0]
+
+    def is_feasible(self, Y: Tensor) -> Tensor:
+        """Boolean ``n`` mask: all constraint slacks ``>= 0`` (all True if unconstrained)."""
+        if self.num_constraints == 0:
+            return torch.ones(Y.shape[0], dtype=torch.bool)
+        return (Y[:, self.num_objectives :] >= 0).all(dim=-1)
+

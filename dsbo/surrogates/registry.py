@@ -1,0 +1,182 @@
+"""One call turns data into a BoTorch model: :func:`fit_surrogate`.
+
+Every surrogate (GP baselines here, Lightning-trained zoo models later) registers a factory
+under a name. :func:`fit_surrogate` validates the data, builds the input normalization to the
+unit cube and the output standardization **once**, and hands both to the factory, so every
+acquisition function works with every surrogate.
+
+A factory has the signature::
+
+    factory(train_X, train_Y, *, input_transform, outcome_transform, train_Yvar, **options)
+        -> botorch.models.model.Model   # fitted, single output
+
+``train_X`` is ``n x d`` in the problem's raw coordinates (the input transform maps it to the
+unit cube), ``train_Y`` is ``n x 1``. Multi-output data are fitted one output at a time and
+combined into a ``ModelListGP`` (all GPyTorch models) or a ``ModelList``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from botorch.models import ModelList, ModelListGP
+from botorch.models.gpytorch import GPyTorchModel
+from botorch.models.model import Model
+from botorch.models.transforms.input import Normalize
+from botorch.models.transforms.outcome import Standardize
+from torch import Tensor
+
+from dsbo.errors import ConfigError, DataError
+
+SurrogateFactory = Callable[..., Model]
+
+_REGISTRY: dict[str, SurrogateFactory] = {}
+_DESCRIPTIONS: dict[str, str] = {}
+
+
+@dataclass
+class SurrogateSpec:
+    """Which surrogate to fit and with what options, e.g. ``SurrogateSpec("gp", {"kernel": "rbf"})``."""
+
+    name: str = "map-saas"
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def coerce(cls, spec: SurrogateSpec | str | Mapping[str, Any]) -> SurrogateSpec:
+        """Accept a spec, a bare name, or a mapping ``{"name": ..., **options}``."""
+        if isinstance(spec, SurrogateSpec):
+            return spec
+        if isinstance(spec, str):
+            return cls(spec, {})
+        if isinstance(spec, Mapping):
+            spec = dict(spec)
+            if "name" not in spec:
+                raise ConfigError("surrogate.name is missing (one of: " + ", ".join(available_surrogates()) + ")")
+            name = spec.pop("name")
+            options = dict(spec.pop("options", {}) or {})
+            options.update(spec)
+            return cls(str(name), options)
+        raise ConfigError(f"surrogate must be a name or a mapping, got {type(spec).__name__}")
+
+
+def register_surrogate(name: str, description: str = "") -> Callable[[SurrogateFactory], SurrogateFactory]:
+    """Decorator: register ``factory`` under ``name`` (lower case, dashes)."""
+
+    def decorator(factory: SurrogateFactory) -> SurrogateFactory:
+        if name in _REGISTRY and _REGISTRY[name] is not factory:
+            raise ConfigError(f"surrogate {name!r} is already registered")
+        _REGISTRY[name] = factory
+        _DESCRIPTIONS[name] = description or (factory.__doc__ or "").strip().split("\n")[0]
+        return factory
+
+    return decorator
+
+
+def available_surrogates() -> dict[str, str]:
+    """Registered surrogate names and their one-line descriptions."""
+    return dict(sorted(_DESCRIPTIONS.items()))
+
+
+def get_surrogate_factory(name: str) -> SurrogateFactory:
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise ConfigError(
+            f"surrogate.name={name!r} is not registered; choose one of: "
+            + ", ".join(sorted(_REGISTRY))
+        ) from None
+
+
+def _validate(X: Tensor, Y: Tensor, Yvar: Tensor | None, bounds: Tensor) -> None:
+    if X.ndim != 2:
+        raise DataError(f"train_X must be n x d, got shape {tuple(X.shape)}")
+    if Y.ndim != 2 or Y.shape[0] != X.shape[0]:
+        raise DataError(f"train_Y must be n x m with n = {X.shape[0]}, got shape {tuple(Y.shape)}")
+    if X.shape[0] == 0:
+        raise DataError("cannot fit a surrogate on zero observations")
+    if not torch.isfinite(X).all():
+        raise DataError("train_X contains NaN or inf")
+    if not torch.isfinite(Y).all():
+        bad = (~torch.isfinite(Y)).any(dim=-1).nonzero().flatten().tolist()
+        raise DataError(f"train_Y contains NaN or inf in rows {bad[:10]}; drop failed trials first")
+    if Yvar is not None and Yvar.shape != Y.shape:
+        raise DataError(f"train_Yvar must have the shape of train_Y {tuple(Y.shape)}, got {tuple(Yvar.shape)}")
+    if bounds.shape != (2, X.shape[-1]):
+        raise DataError(f"bounds must be 2 x {X.shape[-1]}, got {tuple(bounds.shape)}")
+    if not (bounds[1] > bounds[0]).all():
+        raise DataError("bounds: every upper bound must exceed its lower bound")
+
+
+def _check_options(spec: SurrogateSpec, factory: SurrogateFactory) -> None:
+    params = inspect.signature(factory).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return
+    reserved = {"train_X", "train_Y", "input_transform", "outcome_transform", "train_Yvar"}
+    allowed = set(params) - reserved
+    unknown = sorted(set(spec.options) - allowed)
+    if unknown:
+        raise ConfigError(
+            f"surrogate {spec.name!r} has no option(s) {unknown}; its options are: "
+            + (", ".join(sorted(allowed)) or "none")
+        )
+
+
+def fit_surrogate(
+    spec: SurrogateSpec | str | Mapping[str, Any],
+    X: Tensor,
+    Y: Tensor,
+    bounds: Tensor | None = None,
+    Yvar: Tensor | None = None,
+) -> Model:
+    """Fit the surrogate named by ``spec`` to ``(X, Y)`` and return a BoTorch ``Model``.
+
+    Args:
+        spec: A :class:`SurrogateSpec`, a registered name, or ``{"name": ..., **options}``.
+        X: ``n x d`` inputs in raw coordinates.
+        Y: ``n x m`` outcomes (maximization sense); ``n`` may also be given as a vector.
+        bounds: ``2 x d`` box the inputs are normalized from (defaults to the data range).
+        Yvar: Optional ``n x m`` observation noise variances.
+
+    Returns:
+        A fitted model with ``num_outputs == m`` whose posterior is in raw coordinates.
+
+    Example:
+        >>> model = fit_surrogate("gp", X, Y, bounds=problem.bounds)
+        >>> model.posterior(X[:3]).mean.shape
+        torch.Size([3, 1])
+    """
+    spec = SurrogateSpec.coerce(spec)
+    factory = get_surrogate_factory(spec.name)
+    X = torch.as_tensor(X, dtype=torch.double)
+    Y = torch.as_tensor(Y, dtype=torch.double)
+    if Y.ndim == 1:
+        Y = Y.unsqueeze(-1)
+    if bounds is None:
+        bounds = torch.stack([X.min(0).values, X.max(0).values])
+        bounds[1] = torch.where(bounds[1] > bounds[0], bounds[1], bounds[0] + 1.0)
+    bounds = torch.as_tensor(bounds, dtype=torch.double)
+    if Yvar is not None:
+        Yvar = torch.as_tensor(Yvar, dtype=torch.double).reshape(Y.shape)
+    _validate(X, Y, Yvar, bounds)
+    _check_options(spec, factory)
+
+    models = []
+    for j in range(Y.shape[-1]):
+        model = factory(
+            X,
+            Y[:, j : j + 1],
+            input_transform=Normalize(d=X.shape[-1], bounds=bounds),
+            outcome_transform=Standardize(m=1),
+            train_Yvar=None if Yvar is None else Yvar[:, j : j + 1],
+            **spec.options,
+        )
+        models.append(model)
+    if len(models) == 1:
+        return models[0]
+    if all(isinstance(m, GPyTorchModel) for m in models):
+        return ModelListGP(*models)
+    return ModelList(*models)
