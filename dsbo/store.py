@@ -1,0 +1,297 @@
+"""The durable trial store: one SQLite database per run directory.
+
+Every trial is a row, written (and committed) when it is proposed (``pending``) and again when
+its evaluation ends (``completed`` or ``failed``), so a crash at any moment loses at most the
+evaluation that was running. The database runs in WAL mode with ``synchronous=FULL``: a
+committed trial survives a killed process and a power loss.
+
+Trial statuses:
+
+* ``pending``   proposed, not (yet) evaluated. After a crash, pending trials are re-evaluated
+  on resume (``on_pending="retry"``, the default for Python evaluators) or marked
+  ``abandoned`` (``on_pending="abandon"``, for black boxes outside Python that may still
+  report them through ``tell``).
+* ``completed`` evaluated, outcomes stored; used for fitting.
+* ``failed``    the evaluation raised or returned NaN/inf; the error is stored; never fitted.
+* ``abandoned`` left pending by a crash and given up; neither fitted nor counted in the budget.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from dsbo.errors import StoreError
+
+SCHEMA_VERSION = 1
+STATUSES = ("pending", "completed", "failed", "abandoned")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS trials (
+    id            INTEGER PRIMARY KEY,
+    batch         INTEGER NOT NULL,
+    generator     TEXT NOT NULL,
+    status        TEXT NOT NULL CHECK (status IN ('pending','completed','failed','abandoned')),
+    x             TEXT NOT NULL,
+    y             TEXT,
+    error         TEXT,
+    created_at    REAL NOT NULL,
+    completed_at  REAL,
+    fit_time      REAL NOT NULL DEFAULT 0,
+    acq_time      REAL NOT NULL DEFAULT 0,
+    eval_time     REAL,
+    metadata      TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX IF NOT EXISTS trials_status ON trials (status);
+"""
+
+
+@dataclass
+class Trial:
+    """One row of the store. ``x`` and ``y`` are plain lists of floats."""
+
+    id: int
+    batch: int
+    generator: str
+    status: str
+    x: list[float]
+    y: list[float] | None = None
+    error: str | None = None
+    created_at: float = 0.0
+    completed_at: float | None = None
+    fit_time: float = 0.0
+    acq_time: float = 0.0
+    eval_time: float | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+def _row_to_trial(row: sqlite3.Row) -> Trial:
+    return Trial(
+        id=row["id"],
+        batch=row["batch"],
+        generator=row["generator"],
+        status=row["status"],
+        x=json.loads(row["x"]),
+        y=None if row["y"] is None else json.loads(row["y"]),
+        error=row["error"],
+        created_at=row["created_at"],
+        completed_at=row["completed_at"],
+        fit_time=row["fit_time"],
+        acq_time=row["acq_time"],
+        eval_time=row["eval_time"],
+        metadata=json.loads(row["metadata"]),
+    )
+
+
+def _finite_json(values: Iterable[float]) -> str:
+    # json.dumps writes NaN/Infinity, which is not JSON; completed outcomes are finite anyway.
+    return json.dumps([float(v) for v in values], allow_nan=False)
+
+
+class TrialStore:
+    """SQLite-backed record of a campaign's trials.
+
+    Args:
+        path: The database file (created if missing), or ``":memory:"`` for a throwaway store.
+
+    Example:
+        >>> store = TrialStore("runs/demo/trials.sqlite")
+        >>> [tid] = store.add_trials([[0.1, 0.2]], generator="sobol")
+        >>> store.complete(tid, [1.5], eval_time=0.01)
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = str(path)
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._conn = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)
+            self._conn.row_factory = sqlite3.Row
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=FULL")
+            self._conn.executescript(_SCHEMA)
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{self.path} is not a usable dsbo store: {exc}") from exc
+        version = self.get_meta("schema_version")
+        if version is None:
+            self.set_meta("schema_version", SCHEMA_VERSION)
+        elif int(version) != SCHEMA_VERSION:
+            raise StoreError(
+                f"{self.path} has store schema {version}, this dsbo reads schema {SCHEMA_VERSION}"
+            )
+
+    # ------------------------------------------------------------------ meta
+    def get_meta(self, key: str) -> Any:
+        row = self._conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else json.loads(row["value"])
+
+    def set_meta(self, key: str, value: Any) -> None:
+        self._conn.execute(
+            "INSERT INTO meta (key, value) VALUES (?, ?) "
+            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            (key, json.dumps(value)),
+        )
+
+    # ------------------------------------------------------------------ writes
+    def add_trials(
+        self,
+        X: Tensor | Sequence[Sequence[float]],
+        generator: str,
+        *,
+        fit_time: float = 0.0,
+        acq_time: float = 0.0,
+        metadata: Sequence[dict[str, Any]] | dict[str, Any] | None = None,
+        status: str = "pending",
+    ) -> list[int]:
+        """Insert a batch of proposed points as one transaction; returns their trial ids.
+
+        ``fit_time`` and ``acq_time`` are the costs of proposing the whole batch; they are
+        stored on its first trial only, so that sums over trials give the true totals.
+        """
+        rows = X.tolist() if isinstance(X, Tensor) else [list(map(float, x)) for x in X]
+        if isinstance(metadata, dict) or metadata is None:
+            metadata = [dict(metadata or {}) for _ in rows]
+        if len(metadata) != len(rows):
+            raise StoreError(f"{len(rows)} points but {len(metadata)} metadata entries")
+        now = time.time()
+        with self._transaction() as cur:
+            batch = cur.execute("SELECT COALESCE(MAX(batch), -1) + 1 FROM trials").fetchone()[0]
+            ids = []
+            for i, (x, meta) in enumerate(zip(rows, metadata, strict=True)):
+                cur.execute(
+                    "INSERT INTO trials (batch, generator, status, x, created_at, fit_time, "
+                    "acq_time, metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        batch,
+                        generator,
+                        status,
+                        _finite_json(x),
+                        now,
+                        fit_time if i == 0 else 0.0,
+                        acq_time if i == 0 else 0.0,
+                        json.dumps(meta),
+                    ),
+                )
+                ids.append(cur.lastrowid)
+        return ids
+
+    def complete(self, trial_id: int, y: Sequence[float], eval_time: float | None = None) -> None:
+        """Record the outcomes of a pending trial (commits immediately)."""
+        self._finish(trial_id, "completed", y=_finite_json(y), error=None, eval_time=eval_time)
+
+    def fail(self, trial_id: int, error: str, eval_time: float | None = None) -> None:
+        """Record a failed evaluation with its error message (commits immediately)."""
+        self._finish(trial_id, "failed", y=None, error=str(error), eval_time=eval_time)
+
+    def abandon_pending(self) -> list[int]:
+        """Mark every pending trial ``abandoned``; returns their ids."""
+        ids = [t.id for t in self.trials(status="pending")]
+        with self._transaction() as cur:
+            cur.executemany(
+                "UPDATE trials SET status = 'abandoned', completed_at = ? WHERE id = ?",
+                [(time.time(), i) for i in ids],
+            )
+        return ids
+
+    def update_metadata(self, trial_id: int, **items: Any) -> None:
+        trial = self.get(trial_id)
+        trial.metadata.update(items)
+        self._conn.execute(
+            "UPDATE trials SET metadata = ? WHERE id = ?", (json.dumps(trial.metadata), trial_id)
+        )
+
+    def _finish(
+        self, trial_id: int, status: str, y: str | None, error: str | None, eval_time: float | None
+    ) -> None:
+        with self._transaction() as cur:
+            row = cur.execute("SELECT status FROM trials WHERE id = ?", (trial_id,)).fetchone()
+            if row is None:
+                raise StoreError(f"trial {trial_id} does not exist")
+            if row["status"] not in ("pending", "abandoned"):
+                raise StoreError(
+                    f"trial {trial_id} is already {row['status']}; a trial is told only once"
+                )
+            cur.execute(
+                "UPDATE trials SET status = ?, y = ?, error = ?, eval_time = ?, completed_at = ? "
+                "WHERE id = ?",
+                (status, y, error, eval_time, time.time(), trial_id),
+            )
+
+    # ------------------------------------------------------------------ reads
+    def get(self, trial_id: int) -> Trial:
+        row = self._conn.execute("SELECT * FROM trials WHERE id = ?", (trial_id,)).fetchone()
+        if row is None:
+            raise StoreError(f"trial {trial_id} does not exist")
+        return _row_to_trial(row)
+
+    def trials(self, status: str | Sequence[str] | None = None) -> list[Trial]:
+        """All trials in id order, optionally only those with the given status(es)."""
+        if status is None:
+            rows = self._conn.execute("SELECT * FROM trials ORDER BY id").fetchall()
+        else:
+            statuses = [status] if isinstance(status, str) else list(status)
+            unknown = set(statuses) - set(STATUSES)
+            if unknown:
+                raise StoreError(f"unknown trial status {sorted(unknown)}; use one of {STATUSES}")
+            marks = ",".join("?" * len(statuses))
+            rows = self._conn.execute(
+                f"SELECT * FROM trials WHERE status IN ({marks}) ORDER BY id", statuses
+            ).fetchall()
+        return [_row_to_trial(r) for r in rows]
+
+    def count(self, status: str | Sequence[str] | None = None) -> int:
+        if status is None:
+            return self._conn.execute("SELECT COUNT(*) FROM trials").fetchone()[0]
+        statuses = [status] if isinstance(status, str) else list(status)
+        marks = ",".join("?" * len(statuses))
+        return self._conn.execute(
+            f"SELECT COUNT(*) FROM trials WHERE status IN ({marks})", statuses
+        ).fetchone()[0]
+
+    def completed_data(self) -> tuple[Tensor, Tensor]:
+        """``(X, Y)`` of the completed trials as float64 tensors (``n x d``, ``n x m``)."""
+        rows = self._conn.execute(
+            "SELECT x, y FROM trials WHERE status = 'completed' ORDER BY id"
+        ).fetchall()
+        if not rows:
+            return torch.empty(0, 0, dtype=torch.double), torch.empty(0, 0, dtype=torch.double)
+        X = torch.tensor([json.loads(r["x"]) for r in rows], dtype=torch.double)
+        Y = torch.tensor([json.loads(r["y"]) for r in rows], dtype=torch.double)
+        return X, Y
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> TrialStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ internals
+    class _Tx:
+        def __init__(self, conn: sqlite3.Connection) -> None:
+            self.conn = conn
+
+        def __enter__(self) -> sqlite3.Cursor:
+            self.conn.execute("BEGIN IMMEDIATE")
+            self.cur = self.conn.cursor()
+            return self.cur
+
+        def __exit__(self, exc_type: object, *rest: object) -> None:
+            self.conn.execute("ROLLBACK" if exc_type else "COMMIT")
+
+    def _transaction(self) -> TrialStore._Tx:
+        return TrialStore._Tx(self._conn)
