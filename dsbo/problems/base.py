@@ -37,6 +37,7 @@ class Problem:
         ref_point: Hypervolume reference point (maximization sense) for multi-objective
             problems.
         integer_dims: Dimensions whose values must be integers.
+        parameter_names: One name per dimension (default ``x0 .. x{d-1}``).
 
     Example:
         >>> problem = get_problem("branin-50d")
@@ -53,6 +54,7 @@ class Problem:
     constraint_names: tuple[str, ...] = ()
     ref_point: Tensor | None = None
     integer_dims: tuple[int, ...] = ()
+    parameter_names: tuple[str, ...] = ()
     description: str = ""
     metadata: dict = field(default_factory=dict)
 
@@ -65,6 +67,8 @@ class Problem:
                 f"the problem has {d} dimensions"
             )
         self.relevant_dims = tuple(int(i) for i in self.relevant_dims)
+        if len(self.parameter_names) != d:
+            self.parameter_names = tuple(f"x{i}" for i in range(d))
         if any(i < 0 or i >= d for i in self.relevant_dims):
             raise ProblemError(f"{self.name}: relevant_dims {self.relevant_dims} outside 0..{d - 1}")
         n_obj = getattr(self.test_problem, "num_objectives", 1)
@@ -143,7 +147,8 @@ class Problem:
 
     def evaluate(self, X: Tensor, noise: bool = True) -> Tensor:
         """Outcomes ``n x (num_objectives + num_constraints)`` in the maximization sense."""
-        X = self.validate(X)
+        # ``validate`` tolerates a rounding error past a bound; BoTorch does not, so clamp.
+        X = self.round_to_domain(self.validate(X))
         tp = self.test_problem
         dtype = tp.bounds.dtype
         Xt = X.to(dtype)

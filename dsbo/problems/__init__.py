@@ -1,0 +1,21 @@
+"""Benchmark problems: BoTorch test problems plus the metadata a BO campaign needs.
+
+Get one by name with :func:`get_problem`; list them with :func:`available_problems`.
+
+Example:
+    >>> from dsbo.problems import get_problem
+    >>> problem = get_problem("branin-50d", target="zero")
+    >>> Y = problem.evaluate(problem.default_point.unsqueeze(0))  # 1 x 1, maximization sense
+
+Modules: :mod:`~dsbo.problems.base` (the :class:`Problem`), :mod:`~dsbo.problems.registry`,
+:mod:`~dsbo.problems.options` (options common to all problems),
+:mod:`~dsbo.problems.classic`, :mod:`~dsbo.problems.multi_objective`,
+:mod:`~dsbo.problems.constrained` and :mod:`~dsbo.problems.embedded`.
+"""
+
+# Importing the problem modules registers their problems.
+from dsbo.problems import classic, constrained, embedded, multi_objective  # noqa: F401
+from dsbo.problems.base import Problem
+from dsbo.problems.registry import available_problems, get_problem, register_problem
+
+__all__ = ["Problem", "available_problems", "get_problem", "register_problem"]

@@ -1,0 +1,134 @@
+"""Benchmark problems by name: :func:`get_problem`.
+
+A factory ``factory(**options) -> Problem`` registers under a name with
+:func:`register_problem`. A name may end in the dimension pattern ``-{D}d``: the factory
+registered as ``"ackley-{D}d"`` serves ``"ackley-5d"`` and is called with ``dim=5``. What
+``dim`` means is the factory's business:
+
+- a scalable function (``ackley``, ``levy``, ...) is built in ``D`` dimensions;
+- a fixed-dimension problem (``branin``, ``hartmann6``, ...) is *embedded* in ``[0, 1]^D``
+  (see :mod:`dsbo.problems.embedded`), so ``"branin-50d"`` is Branin hidden in 50 dims.
+
+Options are checked against the factory's signature, so a misspelled option fails loudly.
+Options common to all problems are described in :mod:`dsbo.problems.options`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Callable
+from typing import Any
+
+from dsbo.errors import ConfigError
+from dsbo.problems.base import Problem
+
+ProblemFactory = Callable[..., Problem]
+
+DIM_PATTERN = "{D}"
+
+_REGISTRY: dict[str, ProblemFactory] = {}
+_DESCRIPTIONS: dict[str, str] = {}
+
+
+def register_problem(
+    name: str, description: str = ""
+) -> Callable[[ProblemFactory], ProblemFactory]:
+    """Decorator: register ``factory`` under ``name``.
+
+    Args:
+        name: Lower case with dashes, e.g. ``"branin"``; ``"branin-{D}d"`` registers a whole
+            family whose members are called with ``dim=D``.
+        description: One line for :func:`available_problems` (defaults to the first line
+            of the factory's docstring).
+
+    Example:
+        >>> @register_problem("my-branin")
+        ... def make_my_branin(noise_std=None, target="center"):
+        ...     "Branin with my defaults."
+        ...     return from_test_problem("my-branin", Branin(negate=True), target=target)
+    """
+    if name.count(DIM_PATTERN) > 1 or (DIM_PATTERN in name and not name.endswith("-{D}d")):
+        raise ConfigError(f"problem name {name!r}: the pattern {DIM_PATTERN} may only end a name as '-{{D}}d'")
+
+    def decorator(factory: ProblemFactory) -> ProblemFactory:
+        if name in _REGISTRY and _REGISTRY[name] is not factory:
+            raise ConfigError(f"problem {name!r} is already registered")
+        _REGISTRY[name] = factory
+        _DESCRIPTIONS[name] = description or (factory.__doc__ or "").strip().split("\n")[0]
+        return factory
+
+    return decorator
+
+
+def available_problems() -> dict[str, str]:
+    """Registered problem names (``-{D}d`` marks a family) and one-line descriptions."""
+    return dict(sorted(_DESCRIPTIONS.items()))
+
+
+def _lookup(name: str) -> tuple[str, ProblemFactory, dict[str, int]]:
+    """The registered name and factory serving ``name``, and the ``dim`` it implies."""
+    if name in _REGISTRY:
+        return name, _REGISTRY[name], {}
+    match = re.fullmatch(r"(.+)-(\d+)d", name)
+    if match is not None:
+        family = f"{match.group(1)}-{DIM_PATTERN}d"
+        if family in _REGISTRY:
+            return family, _REGISTRY[family], {"dim": int(match.group(2))}
+    raise ConfigError(
+        f"problem name {name!r} is not registered; choose one of: "
+        + ", ".join(available_problems())
+        + " (where -{D}d stands for a dimension, e.g. branin-50d)"
+    )
+
+
+def _check_options(registered: str, factory: ProblemFactory, options: dict[str, Any]) -> None:
+    params = inspect.signature(factory).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return
+    allowed = set(params)
+    if DIM_PATTERN in registered:
+        allowed.discard("dim")  # given by the name
+    unknown = sorted(set(options) - allowed)
+    if unknown:
+        raise ConfigError(
+            f"problem {registered!r} has no option(s) {unknown}; its options are: "
+            + (", ".join(sorted(allowed)) or "none")
+        )
+
+
+def get_problem(name: str, **options: Any) -> Problem:
+    """Build the problem registered as ``name`` with the given options.
+
+    Args:
+        name: A registered name (see :func:`available_problems`), e.g. ``"hartmann6"``,
+            ``"ackley-5d"`` (5-dim Ackley) or ``"branin-50d"`` (Branin embedded in 50 dims).
+        **options: Factory options, e.g. ``noise_std``, ``target``, ``embedding_seed``.
+
+    Returns:
+        The :class:`Problem`, in the maximization sense.
+
+    Raises:
+        ConfigError: if the name is not registered or an option is unknown or invalid.
+
+    Example:
+        >>> problem = get_problem("branin-50d", target="zero", embedding_seed=1)
+        >>> problem.dim, problem.relevant_dims
+        (50, (25, 45))
+    """
+    if not isinstance(name, str):
+        raise ConfigError(f"problem name must be a string, got {name!r}")
+    registered, factory, implied = _lookup(name.strip().lower())
+    _check_options(registered, factory, options)
+    return factory(**implied, **options)
+
+
+# ---------------------------------------------------------------- problems defined elsewhere
+@register_problem(
+    "sourcing", "Content-sourcing simulation of SEBO (appendix F.1), integer policy per source"
+)
+def _make_sourcing(**options: Any) -> Problem:
+    """Imported lazily: ``dsbo.problems.sourcing`` is only loaded when asked for."""
+    from dsbo.problems.sourcing import make_sourcing_problem
+
+    return make_sourcing_problem(**options)
