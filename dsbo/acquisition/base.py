@@ -1,0 +1,135 @@
+"""Proposal policies: the interface every acquisition strategy implements, and its registry.
+
+A policy turns a fitted model and the campaign history into ``q`` candidates::
+
+    policy.propose(model, history, problem, q) -> Proposal(X=q x d, metadata=[...])
+
+``model`` is ``None`` for model-free policies (Sobol). Policies register by name, so a YAML
+config (``acquisition.name``) or a Python caller can pick them; later issues add SEBO, BONSAI
+and contextual policies through the same registry.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from botorch.models.model import Model
+from torch import Tensor
+
+from dsbo.errors import ConfigError
+from dsbo.problems.base import Problem
+
+
+@dataclass
+class OptimizerSettings:
+    """How acquisition functions are maximized (``botorch.optim.optimize_acqf``).
+
+    Args:
+        num_restarts: L-BFGS-B restarts.
+        raw_samples: Quasi-random points scored to pick the restarts.
+        maxiter: Iterations per L-BFGS-B run.
+        batch_limit: Restarts optimized jointly in one batch.
+        sequential: For ``q > 1``, optimize the candidates one at a time (greedy).
+        mc_samples: Quasi-MC samples for MC acquisition functions.
+        fixed_features: ``{dimension index: value}`` held fixed during optimization.
+    """
+
+    num_restarts: int = 10
+    raw_samples: int = 512
+    maxiter: int = 200
+    batch_limit: int = 5
+    sequential: bool = False
+    mc_samples: int = 128
+    fixed_features: dict[int, float] | None = None
+
+    def validate(self, prefix: str = "acquisition") -> None:
+        for name in ("num_restarts", "raw_samples", "maxiter", "batch_limit", "mc_samples"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ConfigError(f"{prefix}.{name} must be a positive integer, got {value!r}")
+
+
+@dataclass
+class History:
+    """What the campaign knows when it asks for candidates.
+
+    Attributes:
+        X: ``n x d`` completed points (raw coordinates).
+        Y: ``n x (m + c)`` their outcomes (objectives, then constraint slacks).
+        X_pending: ``k x d`` points proposed but not yet evaluated (or ``None``).
+        seed: The seed of this proposal, for policies that draw random numbers.
+    """
+
+    X: Tensor
+    Y: Tensor
+    X_pending: Tensor | None = None
+    seed: int = 0
+
+
+@dataclass
+class Proposal:
+    """Candidates and one metadata dict per candidate (stored with each trial)."""
+
+    X: Tensor
+    metadata: list[dict[str, Any]] = field(default_factory=list)
+
+
+class Policy(Protocol):
+    name: str
+    needs_model: bool
+
+    def propose(
+        self, model: Model | None, history: History, problem: Problem, q: int
+    ) -> Proposal: ...
+
+
+PolicyFactory = Callable[..., Policy]
+_REGISTRY: dict[str, PolicyFactory] = {}
+_DESCRIPTIONS: dict[str, str] = {}
+
+
+def register_policy(name: str, description: str = "") -> Callable[[PolicyFactory], PolicyFactory]:
+    """Decorator registering a policy class (or factory) under ``name``."""
+
+    def decorator(factory: PolicyFactory) -> PolicyFactory:
+        _REGISTRY[name] = factory
+        _DESCRIPTIONS[name] = description or (factory.__doc__ or "").strip().split("\n")[0]
+        return factory
+
+    return decorator
+
+
+def available_policies() -> dict[str, str]:
+    return dict(sorted(_DESCRIPTIONS.items()))
+
+
+def make_policy(
+    name: str, options: Mapping[str, Any] | None = None, optimizer: OptimizerSettings | None = None
+) -> Policy:
+    """Instantiate the policy ``name`` with its ``options`` and optimizer settings."""
+    if name not in _REGISTRY:
+        raise ConfigError(
+            f"acquisition.name={name!r} is not registered; choose one of: "
+            + ", ".join(sorted(_REGISTRY))
+        )
+    factory = _REGISTRY[name]
+    options = dict(options or {})
+    params = inspect.signature(factory).parameters
+    allowed = set(params) - {"optimizer"}
+    unknown = sorted(set(options) - allowed)
+    if unknown:
+        raise ConfigError(
+            f"acquisition {name!r} has no option(s) {unknown}; its options are: "
+            + (", ".join(sorted(allowed)) or "none")
+        )
+    optimizer = optimizer or OptimizerSettings()
+    optimizer.validate()
+    if "optimizer" in params:
+        options["optimizer"] = optimizer
+    try:
+        return factory(**options)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"acquisition {name!r}: {exc}") from exc

@@ -1,0 +1,240 @@
+"""The plain BO policies: qLogNEI (default), UCB, LogEI, qLogNEHVI, and Sobol.
+
+Outcome layout (see :mod:`dsbo.problems.base`): the model has ``m`` objective outputs
+followed by ``c`` constraint-slack outputs, a constraint holding when its slack is ``>= 0``.
+BoTorch's MC constraint callables are feasible when ``<= 0``, so slack ``s`` becomes ``-s``.
+
+Every policy maximizes its acquisition function with ``botorch.optim.optimize_acqf`` over the
+problem's box, then clamps to the bounds and rounds integer dimensions.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+import torch
+from botorch.acquisition import AcquisitionFunction
+from botorch.acquisition.analytic import (
+    LogConstrainedExpectedImprovement,
+    LogExpectedImprovement,
+    UpperConfidenceBound,
+)
+from botorch.acquisition.logei import qLogNoisyExpectedImprovement
+from botorch.acquisition.monte_carlo import qUpperConfidenceBound
+from botorch.acquisition.multi_objective.logei import (
+    qLogNoisyExpectedHypervolumeImprovement,
+)
+from botorch.acquisition.multi_objective.objective import IdentityMCMultiOutputObjective
+from botorch.acquisition.objective import GenericMCObjective, ScalarizedPosteriorTransform
+from botorch.models.model import Model
+from botorch.optim import optimize_acqf
+from botorch.sampling import SobolQMCNormalSampler
+from botorch.utils.multi_objective.hypervolume import infer_reference_point
+from botorch.utils.multi_objective.pareto import is_non_dominated
+from botorch.utils.sampling import draw_sobol_samples
+from torch import Tensor
+
+from dsbo.acquisition.base import History, OptimizerSettings, Proposal, register_policy
+from dsbo.errors import ConfigError
+from dsbo.problems.base import Problem
+
+
+def slack_constraints(problem: Problem) -> list:
+    """BoTorch MC constraint callables (feasible when ``<= 0``) for the problem's slacks."""
+    m = problem.num_objectives
+    return [lambda Z, j=m + i: -Z[..., j] for i in range(problem.num_constraints)]
+
+
+def best_feasible_value(history: History, problem: Problem) -> float:
+    """Best observed objective among feasible points (the worst point if none is feasible)."""
+    feasible = problem.is_feasible(history.Y)
+    values = history.Y[:, 0]
+    return float(values[feasible].max() if feasible.any() else values.min())
+
+
+class OptimizedPolicy(ABC):
+    """Base of the policies that maximize a BoTorch acquisition function."""
+
+    name = "optimized"
+    needs_model = True
+    supports_batch = True
+
+    def __init__(self, optimizer: OptimizerSettings | None = None) -> None:
+        self.optimizer = optimizer or OptimizerSettings()
+
+    @abstractmethod
+    def build(self, model: Model, history: History, problem: Problem, q: int) -> AcquisitionFunction:
+        """The acquisition function to maximize for this step."""
+
+    def sampler(self, history: History) -> SobolQMCNormalSampler:
+        return SobolQMCNormalSampler(torch.Size([self.optimizer.mc_samples]), seed=history.seed)
+
+    def propose(self, model: Model, history: History, problem: Problem, q: int) -> Proposal:
+        if q > 1 and not self.supports_batch:
+            raise ConfigError(
+                f"acquisition {self.name!r} is analytic and proposes one point at a time; "
+                "set q: 1 or use qlognei / qlognehvi for batches"
+            )
+        acqf = self.build(model, history, problem, q)
+        opt = self.optimizer
+        X, values = optimize_acqf(
+            acqf,
+            bounds=problem.bounds,
+            q=q,
+            num_restarts=opt.num_restarts,
+            raw_samples=opt.raw_samples,
+            options={"maxiter": opt.maxiter, "batch_limit": opt.batch_limit, "seed": history.seed},
+            sequential=opt.sequential and q > 1,
+            fixed_features=opt.fixed_features,
+        )
+        X = problem.round_to_domain(X.detach())
+        values = values.detach().reshape(-1)
+        metadata: list[dict[str, Any]] = []
+        for i in range(q):
+            value = values[i] if values.numel() == q else values[0]
+            metadata.append({"acquisition": self.name, "acq_value": float(value)})
+        return Proposal(X=X, metadata=metadata)
+
+
+@register_policy("qlognei", "q-Log Noisy Expected Improvement (default; constraints, batches)")
+class QLogNEI(OptimizedPolicy):
+    """qLogNEI (Ament et al., 2023): MC, handles noise, outcome constraints and ``q > 1``."""
+
+    name = "qlognei"
+
+    def __init__(self, prune_baseline: bool = True, optimizer: OptimizerSettings | None = None):
+        super().__init__(optimizer)
+        self.prune_baseline = prune_baseline
+
+    def build(self, model: Model, history: History, problem: Problem, q: int) -> AcquisitionFunction:
+        objective = None
+        if model.num_outputs > 1:
+            objective = GenericMCObjective(lambda Z, X=None: Z[..., 0])
+        return qLogNoisyExpectedImprovement(
+            model=model,
+            X_baseline=history.X,
+            sampler=self.sampler(history),
+            objective=objective,
+            X_pending=history.X_pending,
+            constraints=slack_constraints(problem) or None,
+            prune_baseline=self.prune_baseline,
+        )
+
+
+@register_policy("ucb", "Upper Confidence Bound mu + sqrt(beta) sigma (qUCB for q > 1)")
+class UCB(OptimizedPolicy):
+    """UCB(x) = mu(x) + sqrt(beta) * sigma(x); q > 1 uses BoTorch's MC ``qUpperConfidenceBound``."""
+
+    name = "ucb"
+
+    def __init__(self, beta: float = 2.0, optimizer: OptimizerSettings | None = None):
+        super().__init__(optimizer)
+        if not beta > 0:
+            raise ConfigError(f"acquisition.options.beta must be > 0, got {beta!r}")
+        self.beta = float(beta)
+
+    def build(self, model: Model, history: History, problem: Problem, q: int) -> AcquisitionFunction:
+        if problem.num_constraints:
+            raise ConfigError(
+                f"acquisition 'ucb' ignores outcome constraints and {problem.name} has "
+                f"{problem.num_constraints}; use qlognei or logei"
+            )
+        transform = None
+        if model.num_outputs > 1:
+            weights = torch.zeros(model.num_outputs, dtype=torch.double)
+            weights[0] = 1.0
+            transform = ScalarizedPosteriorTransform(weights)
+        if q == 1 and history.X_pending is None:
+            return UpperConfidenceBound(model, beta=self.beta, posterior_transform=transform)
+        return qUpperConfidenceBound(
+            model,
+            beta=self.beta,
+            sampler=self.sampler(history),
+            posterior_transform=transform,
+            X_pending=history.X_pending,
+        )
+
+
+@register_policy("logei", "analytic Log Expected Improvement (q = 1; constrained version built in)")
+class LogEI(OptimizedPolicy):
+    """Analytic LogEI over the best feasible observation; LogCEI when there are constraints."""
+
+    name = "logei"
+    supports_batch = False
+
+    def build(self, model: Model, history: History, problem: Problem, q: int) -> AcquisitionFunction:
+        best_f = best_feasible_value(history, problem)
+        m = problem.num_objectives
+        if problem.num_constraints:
+            bounds = {m + i: (0.0, None) for i in range(problem.num_constraints)}
+            return LogConstrainedExpectedImprovement(
+                model, best_f=best_f, objective_index=0, constraints=bounds
+            )
+        transform = None
+        if model.num_outputs > 1:
+            weights = torch.zeros(model.num_outputs, dtype=torch.double)
+            weights[0] = 1.0
+            transform = ScalarizedPosteriorTransform(weights)
+        return LogExpectedImprovement(model, best_f=best_f, posterior_transform=transform)
+
+
+@register_policy("qlognehvi", "q-Log Noisy Expected Hypervolume Improvement (multi-objective)")
+class QLogNEHVI(OptimizedPolicy):
+    """qLogNEHVI (Daulton et al., 2021; Ament et al., 2023) for ``m >= 2`` objectives.
+
+    The reference point is the problem's, or, when it has none, inferred from the observed
+    Pareto front with BoTorch's ``infer_reference_point`` (nadir minus 10% of the range).
+    """
+
+    name = "qlognehvi"
+
+    def __init__(self, prune_baseline: bool = True, optimizer: OptimizerSettings | None = None):
+        super().__init__(optimizer)
+        self.prune_baseline = prune_baseline
+
+    def reference_point(self, history: History, problem: Problem) -> Tensor:
+        if problem.ref_point is not None:
+            return torch.as_tensor(problem.ref_point, dtype=torch.double)
+        m = problem.num_objectives
+        Y = history.Y[problem.is_feasible(history.Y), :m]
+        if Y.shape[0] == 0:
+            Y = history.Y[:, :m]
+        return infer_reference_point(Y[is_non_dominated(Y)])
+
+    def build(self, model: Model, history: History, problem: Problem, q: int) -> AcquisitionFunction:
+        m = problem.num_objectives
+        if m < 2:
+            raise ConfigError(
+                f"acquisition 'qlognehvi' needs >= 2 objectives and {problem.name} has {m}; "
+                "use qlognei"
+            )
+        return qLogNoisyExpectedHypervolumeImprovement(
+            model=model,
+            ref_point=self.reference_point(history, problem).tolist(),
+            X_baseline=history.X,
+            sampler=self.sampler(history),
+            objective=IdentityMCMultiOutputObjective(outcomes=list(range(m))),
+            constraints=slack_constraints(problem) or None,
+            X_pending=history.X_pending,
+            prune_baseline=self.prune_baseline,
+        )
+
+
+@register_policy("sobol", "scrambled Sobol points (the random baseline; no model)")
+class SobolPolicy:
+    """Quasi-random search: scrambled Sobol points over the box, seeded per proposal."""
+
+    name = "sobol"
+    needs_model = False
+
+    def __init__(self, optimizer: OptimizerSettings | None = None) -> None:
+        self.optimizer = optimizer or OptimizerSettings()
+
+    def propose(self, model: Model | None, history: History, problem: Problem, q: int) -> Proposal:
+        X = draw_sobol_samples(bounds=problem.bounds, n=q, q=1, seed=history.seed).squeeze(1)
+        if self.optimizer.fixed_features:
+            for j, v in self.optimizer.fixed_features.items():
+                X[:, int(j)] = float(v)
+        X = problem.round_to_domain(X)
+        return Proposal(X=X, metadata=[{"acquisition": "sobol"} for _ in range(q)])

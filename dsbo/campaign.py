@@ -1,0 +1,506 @@
+"""The BO campaign: ask/tell over a durable store, and a ``run()`` driver.
+
+A :class:`Campaign` proposes points (``ask``), records outcomes (``tell``) and drives a problem
+to its budget (``run``). Every proposal is committed to the :class:`~dsbo.store.TrialStore` as
+``pending`` before it is evaluated, and every outcome is committed before the next proposal,
+so a crash loses nothing: re-creating the campaign on the same store resumes it.
+
+Reproducibility: the seed of each proposal is derived from the campaign seed and the number of
+trials proposed so far, so the same seed and configuration give the same proposals on CPU, also
+across a crash and resume.
+
+Example:
+    >>> from dsbo.campaign import Campaign
+    >>> from dsbo.problems import get_problem
+    >>> campaign = Campaign(get_problem("branin"), surrogate="gp", budget=12, n_init=6,
+    ...                     store="runs/demo/trials.sqlite")
+    >>> result = campaign.run()
+    >>> result.best_value
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Executor, Future, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+from botorch.utils.multi_objective.hypervolume import Hypervolume
+from botorch.utils.multi_objective.pareto import is_non_dominated
+from botorch.utils.sampling import draw_sobol_samples
+from torch import Tensor
+
+from dsbo.acquisition import History, OptimizerSettings, Policy, make_policy
+from dsbo.errors import ConfigError, EvaluationError
+from dsbo.problems.base import Problem
+from dsbo.sparsity import DEFAULT_TOLERANCE, num_changed
+from dsbo.store import Trial, TrialStore
+from dsbo.surrogates import SurrogateSpec, fit_surrogate
+
+Evaluator = Callable[[Tensor], Any]
+Callback = Callable[["Campaign", list[Trial]], None]
+ON_PENDING = ("retry", "abandon")
+
+
+def outcome_vector(values: Any, names: Sequence[str]) -> list[float]:
+    """Turn what an evaluator returned into a list of ``len(names)`` finite floats.
+
+    Accepts a number, a sequence / tensor / array of numbers, or a mapping from outcome name to
+    number.
+
+    Raises:
+        EvaluationError: naming the missing outcome, the wrong length or the non-finite value.
+    """
+    if isinstance(values, Mapping):
+        missing = [n for n in names if n not in values]
+        if missing:
+            raise EvaluationError(f"evaluation returned no value for outcome(s) {missing}")
+        values = [values[n] for n in names]
+    try:
+        flat = np.asarray(
+            values.detach().cpu().numpy() if isinstance(values, Tensor) else values, dtype=float
+        ).reshape(-1)
+    except (TypeError, ValueError) as exc:
+        raise EvaluationError(f"evaluation returned {values!r}, not numbers: {exc}") from None
+    if flat.size != len(names):
+        raise EvaluationError(
+            f"evaluation returned {flat.size} value(s), expected {len(names)} ({', '.join(names)})"
+        )
+    bad = [n for n, v in zip(names, flat, strict=True) if not math.isfinite(v)]
+    if bad:
+        raise EvaluationError(f"evaluation returned a non-finite value for {bad}")
+    return [float(v) for v in flat]
+
+
+def _timed_call(evaluator: Evaluator, x: list[float]) -> tuple[Any, float]:
+    """Runs in the executor's worker: evaluate one point and time it."""
+    start = time.perf_counter()
+    value = evaluator(torch.tensor(x, dtype=torch.double))
+    if isinstance(value, Tensor):
+        value = value.detach().cpu().tolist()
+    return value, time.perf_counter() - start
+
+
+@dataclass
+class CampaignResult:
+    """Summary of a finished (or interrupted) campaign."""
+
+    best_value: float | None
+    best_x: list[float] | None
+    num_completed: int
+    num_failed: int
+    num_changed_best: int | None
+    history: pd.DataFrame
+
+
+class Campaign:
+    """Bayesian optimization of ``problem`` with a durable, resumable record.
+
+    Args:
+        problem: The :class:`~dsbo.problems.base.Problem`: search box, default point, outcome
+            names (objectives then constraint slacks), and, unless ``evaluator`` is given, the
+            function to evaluate.
+        surrogate: Surrogate spec for :func:`~dsbo.surrogates.fit_surrogate`.
+        acquisition: A registered policy name (``"auto"``: qLogNEI, or qLogNEHVI for
+            multi-objective problems), a mapping ``{"name": ..., **options}``, or a policy.
+        budget: Total number of evaluations (completed + failed).
+        n_init: Scrambled-Sobol initial points (default: ``min(budget, max(5, 2 * d))``
+            capped at a third of the budget, at least 2).
+        q: Candidates proposed (and evaluated concurrently) per iteration.
+        seed: The campaign seed.
+        store: A :class:`~dsbo.store.TrialStore`, a path to its SQLite file, or ``None`` for an
+            in-memory store.
+        evaluator: ``x (d-tensor) -> outcomes`` (number, sequence, tensor, or mapping by
+            outcome name); defaults to the problem itself.
+        executor: Any ``concurrent.futures.Executor`` (thread/process pool, Dask's
+            ``client.get_executor()``); ``None`` evaluates in this process.
+        optimizer: Acquisition optimizer settings.
+        on_pending: What resuming does with trials a crash left pending: ``"retry"``
+            re-evaluates them (same points, same budget slot), ``"abandon"`` marks them
+            abandoned (not fitted, not counted in the budget).
+        max_consecutive_failures: Stop with an :class:`~dsbo.errors.EvaluationError` after this
+            many failed evaluations in a row (a broken evaluator should not burn the budget).
+        callbacks: Called as ``callback(campaign, trials)`` after every finished batch.
+        sparsity_tol: Tolerance (unit-cube coordinates) for counting changed parameters.
+    """
+
+    def __init__(
+        self,
+        problem: Problem,
+        surrogate: SurrogateSpec | str | Mapping[str, Any] = "map-saas",
+        acquisition: str | Mapping[str, Any] | Policy = "auto",
+        budget: int = 30,
+        n_init: int | None = None,
+        q: int = 1,
+        seed: int = 0,
+        store: TrialStore | str | Path | None = None,
+        evaluator: Evaluator | None = None,
+        executor: Executor | None = None,
+        optimizer: OptimizerSettings | None = None,
+        on_pending: str = "retry",
+        max_consecutive_failures: int = 10,
+        callbacks: Sequence[Callback] = (),
+        sparsity_tol: float = DEFAULT_TOLERANCE,
+    ) -> None:
+        self.problem = problem
+        self.surrogate = SurrogateSpec.coerce(surrogate)
+        self.budget = _positive_int("budget", budget)
+        self.q = _positive_int("q", q)
+        if n_init is None:
+            n_init = max(2, min(self.budget // 3, max(5, 2 * problem.dim)))
+        self.n_init = _positive_int("n_init", n_init)
+        if self.n_init > self.budget:
+            raise ConfigError(f"n_init={n_init} exceeds budget={budget}")
+        if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
+            raise ConfigError(f"seed must be a non-negative integer, got {seed!r}")
+        self.seed = seed
+        if on_pending not in ON_PENDING:
+            raise ConfigError(f"on_pending={on_pending!r}; choose one of {ON_PENDING}")
+        self.on_pending = on_pending
+        self.max_consecutive_failures = _positive_int(
+            "max_consecutive_failures", max_consecutive_failures
+        )
+        self.optimizer = optimizer or OptimizerSettings()
+        self.policy = self._make_policy(acquisition)
+        self.evaluator = evaluator if evaluator is not None else problem
+        self.executor = executor
+        self.callbacks = list(callbacks)
+        self.sparsity_tol = sparsity_tol
+        self.store = store if isinstance(store, TrialStore) else TrialStore(store or ":memory:")
+        self._check_store()
+        self.timings: list[dict[str, float]] = []
+
+    # ------------------------------------------------------------------ setup
+    def _make_policy(self, acquisition: str | Mapping[str, Any] | Policy) -> Policy:
+        if hasattr(acquisition, "propose"):
+            return acquisition  # type: ignore[return-value]
+        if isinstance(acquisition, str):
+            name, options = acquisition, {}
+        elif isinstance(acquisition, Mapping):
+            options = dict(acquisition)
+            name = options.pop("name", "auto")
+            options.update(options.pop("options", {}) or {})
+        else:
+            raise ConfigError(f"acquisition must be a name or mapping, got {acquisition!r}")
+        if name == "auto":
+            name = "qlognehvi" if self.problem.is_multi_objective else "qlognei"
+        return make_policy(name, options, self.optimizer)
+
+    def _check_store(self) -> None:
+        identity = {
+            "problem": self.problem.name,
+            "dim": self.problem.dim,
+            "outcomes": list(self.problem.outcome_names),
+        }
+        stored = self.store.get_meta("identity")
+        if stored is None:
+            self.store.set_meta("identity", identity)
+            self.store.set_meta("settings", {"seed": self.seed, "budget": self.budget})
+        elif stored != identity:
+            raise ConfigError(
+                f"the store {self.store.path} belongs to another problem {stored}; this campaign "
+                f"is {identity}. Use a new run directory."
+            )
+
+    # ------------------------------------------------------------------ counts
+    @property
+    def num_used(self) -> int:
+        """Trials that count against the budget: pending, completed and failed."""
+        return self.store.count(("pending", "completed", "failed"))
+
+    @property
+    def remaining(self) -> int:
+        return max(0, self.budget - self.num_used)
+
+    def _proposal_seed(self) -> int:
+        return (self.seed * 1_000_003 + self.store.count()) % (2**31 - 1)
+
+    # ------------------------------------------------------------------ ask / tell
+    def ask(self, q: int | None = None) -> list[Trial]:
+        """Propose up to ``q`` new points, committed as pending trials; ``[]`` when the budget
+        is used up. Initial points come from one scrambled Sobol sequence of length ``n_init``.
+        """
+        q = min(self.q if q is None else _positive_int("q", q), self.remaining)
+        if q == 0:
+            return []
+        start = time.perf_counter()
+        seed = self._proposal_seed()
+        n_proposed = self.store.count(("pending", "completed", "failed"))
+        fit_time = acq_time = 0.0
+        X_done, Y_done = self.store.completed_data()
+        if n_proposed < self.n_init:
+            design = draw_sobol_samples(
+                self.problem.bounds, n=self.n_init, q=1, seed=self.seed
+            ).squeeze(1)
+            X = self.problem.round_to_domain(design[n_proposed : min(self.n_init, n_proposed + q)])
+            generator, metadata = "sobol-init", [{} for _ in range(X.shape[0])]
+        elif not self.policy.needs_model or X_done.shape[0] < 2:
+            fallback = make_policy("sobol", {}, self.optimizer)
+            proposal = fallback.propose(None, History(X_done, Y_done, seed=seed), self.problem, q)
+            X, metadata = proposal.X, proposal.metadata
+            generator = "sobol" if not self.policy.needs_model else "sobol-fallback"
+        else:
+            torch.manual_seed(seed)
+            t0 = time.perf_counter()
+            model = fit_surrogate(self.surrogate, X_done, Y_done, bounds=self.problem.bounds)
+            fit_time = time.perf_counter() - t0
+            pending = self.store.trials("pending")
+            history = History(
+                X=X_done,
+                Y=Y_done,
+                X_pending=torch.tensor([t.x for t in pending], dtype=torch.double)
+                if pending
+                else None,
+                seed=seed,
+            )
+            t0 = time.perf_counter()
+            proposal = self.policy.propose(model, history, self.problem, q)
+            acq_time = time.perf_counter() - t0
+            X, metadata = proposal.X, proposal.metadata
+            generator = getattr(self.policy, "name", type(self.policy).__name__)
+        self.problem.validate(X, what="proposed candidates")
+        changed = num_changed(X, self.problem.default_point, self.problem.bounds, self.sparsity_tol)
+        for meta, n in zip(metadata, changed.tolist(), strict=True):
+            meta["num_changed"] = int(n)
+        t0 = time.perf_counter()
+        ids = self.store.add_trials(
+            X,
+            generator,
+            fit_time=fit_time,
+            acq_time=acq_time,
+            metadata=[dict(m, seed=seed) for m in metadata],
+        )
+        store_time = time.perf_counter() - t0
+        self._last_ask = {
+            "fit": fit_time,
+            "acquisition": acq_time,
+            "store": store_time,
+            "ask_total": time.perf_counter() - start,
+        }
+        return [self.store.get(i) for i in ids]
+
+    def tell(
+        self,
+        trial_id: int,
+        values: Any = None,
+        error: str | BaseException | None = None,
+        eval_time: float | None = None,
+    ) -> Trial:
+        """Record the outcome of a pending trial: ``values`` on success, ``error`` on failure.
+
+        Values that are not finite, or of the wrong length, are recorded as a failure with the
+        reason; the trial is then left out of model fitting.
+        """
+        if error is None:
+            try:
+                y = outcome_vector(values, self.problem.outcome_names)
+            except EvaluationError as exc:
+                error = exc
+            else:
+                self.store.complete(trial_id, y, eval_time=eval_time)
+        if error is not None:
+            message = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
+            self.store.fail(trial_id, message, eval_time=eval_time)
+        return self.store.get(trial_id)
+
+    def attach(self, x: Tensor | Sequence[float], values: Any, generator: str = "manual") -> Trial:
+        """Add an observation made outside the campaign (e.g. the default configuration).
+
+        Raises:
+            ProblemError: if ``x`` has the wrong dimension or lies outside the bounds.
+            EvaluationError: if ``values`` is not a finite outcome vector.
+        """
+        X = self.problem.validate(torch.as_tensor(x, dtype=torch.double).reshape(1, -1), what="x")
+        y = outcome_vector(values, self.problem.outcome_names)
+        [trial_id] = self.store.add_trials(X, generator, metadata={"attached": True})
+        self.store.complete(trial_id, y)
+        return self.store.get(trial_id)
+
+    # ------------------------------------------------------------------ driving
+    def evaluate(self, trials: Sequence[Trial]) -> list[Trial]:
+        """Evaluate pending trials (through the executor, if any), telling each as it ends."""
+        done: list[Trial] = []
+        if self.executor is None:
+            for trial in trials:
+                done.append(self._finish(trial, lambda t=trial: _timed_call(self.evaluator, t.x)))
+            return done
+        futures: dict[Future, Trial] = {
+            self.executor.submit(_timed_call, self.evaluator, t.x): t for t in trials
+        }
+        for future in as_completed(futures):
+            done.append(self._finish(futures[future], future.result))
+        return sorted(done, key=lambda t: t.id)
+
+    def _finish(self, trial: Trial, call: Callable[[], tuple[Any, float]]) -> Trial:
+        t0 = time.perf_counter()
+        try:
+            value, elapsed = call()
+        except Exception as exc:  # noqa: BLE001 - any evaluator error is data, not a crash
+            return self.tell(trial.id, error=exc, eval_time=time.perf_counter() - t0)
+        return self.tell(trial.id, values=value, eval_time=elapsed)
+
+    def resume_pending(self) -> list[Trial]:
+        """Handle trials a crash left pending, as ``on_pending`` says."""
+        pending = self.store.trials("pending")
+        if not pending:
+            return []
+        if self.on_pending == "abandon":
+            self.store.abandon_pending()
+            return []
+        return self.evaluate(pending)
+
+    def step(self) -> list[Trial]:
+        """One iteration: ask for ``q`` points, evaluate them, tell the outcomes."""
+        start = time.perf_counter()
+        trials = self.ask()
+        if not trials:
+            return []
+        t0 = time.perf_counter()
+        done = self.evaluate(trials)
+        evaluate_time = time.perf_counter() - t0
+        timing = dict(self._last_ask)
+        timing["evaluate"] = evaluate_time
+        timing["total"] = time.perf_counter() - start
+        timing["num_observations"] = float(self.store.count("completed"))
+        self.timings.append(timing)
+        self.store.update_metadata(
+            trials[0].id, iteration_time=timing["total"], store_time=timing["store"]
+        )
+        for callback in self.callbacks:
+            callback(self, done)
+        return done
+
+    def run(self) -> CampaignResult:
+        """Drive the campaign to its budget (resuming pending trials first)."""
+        self.resume_pending()
+        consecutive = self._trailing_failures()
+        while self.remaining > 0:
+            for trial in self.step():
+                consecutive = consecutive + 1 if trial.status == "failed" else 0
+            if consecutive >= self.max_consecutive_failures:
+                last = self.store.trials("failed")[-1]
+                raise EvaluationError(
+                    f"{consecutive} evaluations in a row failed (last error: {last.error}); "
+                    f"stopping. Everything is saved in {self.store.path}: fix the evaluator "
+                    "and run again to resume."
+                )
+        return self.result()
+
+    def _trailing_failures(self) -> int:
+        count = 0
+        for trial in reversed(self.store.trials(("completed", "failed"))):
+            if trial.status != "failed":
+                break
+            count += 1
+        return count
+
+    # ------------------------------------------------------------------ results
+    def best(self) -> tuple[float | None, Trial | None]:
+        """Best feasible objective (single objective) or the hypervolume (multi-objective)."""
+        trials = self.store.trials("completed")
+        if not trials:
+            return None, None
+        Y = torch.tensor([t.y for t in trials], dtype=torch.double)
+        trace = best_so_far(Y, self.problem)
+        if self.problem.is_multi_objective:
+            return float(trace[-1]), None
+        feasible = self.problem.is_feasible(Y)
+        if not feasible.any():
+            return None, None
+        values = torch.where(feasible, Y[:, 0], torch.tensor(-math.inf, dtype=torch.double))
+        i = int(values.argmax())
+        return float(values[i]), trials[i]
+
+    def history(self) -> pd.DataFrame:
+        """Every trial as a row: parameters, outcomes, status, error, timings, best so far."""
+        return history_frame(self.store.trials(), self.problem)
+
+    def result(self) -> CampaignResult:
+        value, trial = self.best()
+        return CampaignResult(
+            best_value=value,
+            best_x=None if trial is None else trial.x,
+            num_completed=self.store.count("completed"),
+            num_failed=self.store.count("failed"),
+            num_changed_best=None if trial is None else trial.metadata.get("num_changed"),
+            history=self.history(),
+        )
+
+
+def best_so_far(Y: Tensor, problem: Problem) -> Tensor:
+    """Running best feasible objective (or dominated hypervolume) over completed outcomes.
+
+    Infeasible points do not count; before the first feasible point the trace is ``NaN``.
+    For multi-objective problems the trace is the hypervolume of the feasible points with
+    respect to the problem's reference point (or the nadir of all points, if it has none).
+    """
+    m = problem.num_objectives
+    feasible = problem.is_feasible(Y)
+    if m == 1:
+        values = torch.where(feasible, Y[:, 0], torch.tensor(-math.inf, dtype=Y.dtype))
+        trace = torch.cummax(values, dim=0).values
+        return torch.where(torch.isinf(trace), torch.tensor(math.nan, dtype=Y.dtype), trace)
+    ref = problem.ref_point if problem.ref_point is not None else Y[:, :m].min(0).values
+    hv = Hypervolume(torch.as_tensor(ref, dtype=Y.dtype))
+    trace = []
+    for i in range(1, Y.shape[0] + 1):
+        pts = Y[:i, :m][feasible[:i]]
+        pts = pts[(pts > hv.ref_point).all(dim=-1)]
+        trace.append(hv.compute(pts[is_non_dominated(pts)]) if pts.shape[0] else 0.0)
+    return torch.tensor(trace, dtype=Y.dtype)
+
+
+def history_frame(trials: Sequence[Trial], problem: Problem) -> pd.DataFrame:
+    """The trials as a DataFrame (one row per trial, parameters as ``x0..x{d-1}``)."""
+    rows = []
+    for t in trials:
+        row: dict[str, Any] = {
+            "trial": t.id,
+            "batch": t.batch,
+            "generator": t.generator,
+            "status": t.status,
+        }
+        row.update({name: v for name, v in zip(problem.parameter_names, t.x, strict=True)})
+        y = t.y if t.y is not None else [math.nan] * len(problem.outcome_names)
+        row.update({name: v for name, v in zip(problem.outcome_names, y, strict=True)})
+        row.update(
+            {
+                "num_changed": t.metadata.get("num_changed"),
+                "fit_time": t.fit_time,
+                "acq_time": t.acq_time,
+                "eval_time": t.eval_time,
+                "error": t.error,
+            }
+        )
+        rows.append(row)
+    frame = pd.DataFrame(rows)
+    if frame.empty:
+        return frame
+    done = frame["status"] == "completed"
+    frame["best_so_far"] = math.nan
+    if done.any():
+        Y = torch.tensor(frame.loc[done, list(problem.outcome_names)].to_numpy(), dtype=torch.double)
+        frame.loc[done, "best_so_far"] = best_so_far(Y, problem).numpy()
+        frame["best_so_far"] = frame["best_so_far"].ffill()
+    return frame
+
+
+def _positive_int(name: str, value: Any) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+    return value
+
+
+__all__ = [
+    "Campaign",
+    "CampaignResult",
+    "best_so_far",
+    "history_frame",
+    "outcome_vector",
+]
