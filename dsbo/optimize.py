@@ -1,0 +1,233 @@
+"""``python -m dsbo.optimize``: run a BO campaign from a YAML config.
+
+With no arguments it runs the built-in default (Branin embedded in 20 dimensions, MAP-SAAS +
+qLogNEI, 30 evaluations, about two minutes on 2 CPU cores). Typical use::
+
+    python -m dsbo.optimize --config configs/bo/default.yaml --budget 50 --surrogate.name gp
+    python -m dsbo.optimize --print_config > my.yaml      # a config to edit
+    python -m dsbo.optimize --list                         # problems, surrogates, policies
+
+The run directory (``--run_dir``, default ``runs/<problem>-seed<seed>``) receives the SQLite
+store ``trials.sqlite``, ``config.yaml``, ``history.csv``, ``summary.json``, ``trace.png`` and
+the offline W&B run. Running the same command again resumes the campaign from its store.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import warnings
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import torch
+import yaml
+from jsonargparse import ActionConfigFile, ArgumentParser
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from dsbo.acquisition import OptimizerSettings, available_policies
+from dsbo.campaign import Campaign
+from dsbo.config import OptimizeConfig, validate_config
+from dsbo.errors import DsboError
+from dsbo.problems import available_problems, get_problem
+from dsbo.report import plot_trace, summary
+from dsbo.store import TrialStore
+from dsbo.surrogates import available_surrogates
+from dsbo.tracking import WandbTracker
+
+STORE_NAME = "trials.sqlite"
+
+
+def build_parser() -> ArgumentParser:
+    parser = ArgumentParser(
+        prog="python -m dsbo.optimize",
+        description="Run a Bayesian-optimization campaign (resumable; results in --run_dir).",
+        default_config_files=[],
+    )
+    parser.add_argument("--config", action=ActionConfigFile, help="YAML config file")
+    parser.add_argument("--list", action="store_true", help="list problems, surrogates, policies")
+    parser.add_class_arguments(OptimizeConfig, nested_key=None, fail_untyped=False)
+    return parser
+
+
+def parse_config(argv: Sequence[str] | None = None) -> tuple[OptimizeConfig, bool]:
+    """Parse the command line into a validated :class:`OptimizeConfig` (and the --list flag)."""
+    parser = build_parser()
+    ns = parser.parse_args(list(argv) if argv is not None else None)
+    show_list = bool(ns.pop("list", False))
+    ns.pop("config", None)
+    cfg = parser.instantiate(ns)
+    config = OptimizeConfig(**{k: getattr(cfg, k) for k in OptimizeConfig.__dataclass_fields__})
+    validate_config(config)
+    return config, show_list
+
+
+def print_registries(console: Console) -> None:
+    for title, entries in (
+        ("problems", available_problems()),
+        ("surrogates", available_surrogates()),
+        ("acquisition", {"auto": "qlognei, or qlognehvi for several objectives", **available_policies()}),
+    ):
+        table = Table(title=title, show_header=False)
+        for name, text in entries.items():
+            table.add_row(name, text)
+        console.print(table)
+
+
+@contextmanager
+def warnings_to_file(path: Path) -> Iterator[list[str]]:
+    """Send Python warnings (e.g. BoTorch's optimizer retries) to ``path`` instead of the
+    terminal, where they would break the progress bar; yields the list of messages."""
+    seen: list[str] = []
+    with warnings.catch_warnings(), path.open("a") as log:
+        warnings.simplefilter("default")
+
+        def show(message, category, filename, lineno, file=None, line=None):  # noqa: ANN001
+            text = warnings.formatwarning(message, category, filename, lineno, line)
+            seen.append(text)
+            log.write(text)
+            log.flush()
+
+        warnings.showwarning = show
+        yield seen
+
+
+def run_optimize(cfg: OptimizeConfig, console: Console | None = None) -> dict[str, Any]:
+    """Run (or resume) the campaign ``cfg`` describes; returns the summary dict."""
+    console = console or Console(stderr=True)
+    if cfg.threads is not None:
+        torch.set_num_threads(cfg.threads)
+    problem = get_problem(cfg.problem.name, **cfg.problem.options)
+    run_dir = Path(cfg.run_dir or f"runs/{problem.name}-seed{cfg.seed}")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    resuming = (run_dir / STORE_NAME).exists()
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
+
+    acq = cfg.acquisition
+    optimizer = OptimizerSettings(
+        num_restarts=acq.num_restarts,
+        raw_samples=acq.raw_samples,
+        maxiter=acq.maxiter,
+        batch_limit=acq.batch_limit,
+        sequential=acq.sequential,
+        mc_samples=acq.mc_samples,
+        fixed_features=acq.fixed_features,
+    )
+    store = TrialStore(run_dir / STORE_NAME)
+    campaign = Campaign(
+        problem,
+        surrogate={"name": cfg.surrogate.name, **cfg.surrogate.options},
+        acquisition={"name": acq.name, **acq.options},
+        budget=cfg.budget,
+        n_init=cfg.n_init,
+        q=cfg.q,
+        seed=cfg.seed,
+        store=store,
+        optimizer=optimizer,
+        on_pending=cfg.on_pending,
+        max_consecutive_failures=cfg.max_consecutive_failures,
+    )
+    if resuming:
+        console.print(
+            f"resuming {run_dir}: {store.count('completed')} completed, "
+            f"{store.count('failed')} failed, {store.count('pending')} pending trial(s)"
+        )
+    tracker = WandbTracker(
+        run_dir,
+        cfg.to_dict(),
+        mode=cfg.wandb.mode,
+        project=cfg.wandb.project,
+        entity=cfg.wandb.entity,
+        name=cfg.wandb.name,
+        tags=cfg.wandb.tags,
+    )
+
+    progress = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("best {task.fields[best]}"),
+        TextColumn("{task.fields[last]}"),
+        TimeElapsedColumn(),
+        console=console,
+        disable=not cfg.progress,
+    )
+
+    def best_text() -> str:
+        value, _ = campaign.best()
+        return "-" if value is None else f"{value:.5g}"
+
+    with progress, warnings_to_file(run_dir / "warnings.log") as caught:
+        task = progress.add_task(problem.name, total=cfg.budget, completed=campaign.num_used, best=best_text(), last="")
+
+        def on_batch(c: Campaign, trials: list) -> None:
+            value, _ = c.best()
+            tracker.log_trials(trials, value, problem.outcome_names)
+            last = trials[-1] if trials else None
+            status = "" if last is None or last.status == "completed" else f"[red]failed: {last.error}"
+            progress.update(task, completed=c.num_used, best=best_text(), last=status)
+
+        campaign.callbacks.append(on_batch)
+        campaign.run()
+        progress.update(task, completed=campaign.num_used, best=best_text())
+
+    result = campaign.result()
+    frame = result.history
+    frame.to_csv(run_dir / "history.csv", index=False)
+    trace = plot_trace(frame, problem, run_dir / "trace.png")
+    info = summary(result, problem, frame, campaign.timings)
+    info["warnings"] = len(caught)
+    (run_dir / "summary.json").write_text(json.dumps(info, indent=2))
+    tracker.finish(info, trace)
+    print_summary(console, info, run_dir)
+    store.close()
+    return info
+
+
+def print_summary(console: Console, info: dict[str, Any], run_dir: Path) -> None:
+    table = Table(title=f"dsbo: {info['problem']}", show_header=False)
+    best = info["best_value"]
+    table.add_row("best value", "-" if best is None else f"{best:.6g}")
+    if info["optimal_value"] is not None:
+        table.add_row("known optimum", f"{info['optimal_value']:.6g}")
+    changed = info["num_changed_best"]
+    table.add_row(
+        "parameters changed (best)",
+        "-" if changed is None else f"{changed} of {info['dim']} ({info['num_relevant_dims']} relevant)",
+    )
+    table.add_row("evaluations", f"{info['completed']} completed, {info['failed']} failed")
+    t = info["seconds_per_iteration"]
+    if t["iterations"]:
+        table.add_row(
+            "seconds per BO iteration",
+            f"fit {t['fit']:.2f} + acquisition {t['acquisition']:.2f} + other {t['other']:.2f}",
+        )
+    if info.get("warnings"):
+        table.add_row("warnings", f"{info['warnings']} (see {run_dir / 'warnings.log'})")
+    table.add_row("run directory", str(run_dir))
+    console.print(table)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    console = Console(stderr=True)
+    try:
+        cfg, show_list = parse_config(argv)
+        if show_list:
+            print_registries(Console())
+            return 0
+        run_optimize(cfg, console)
+    except DsboError as exc:
+        console.print(f"[bold red]error:[/] {exc}")
+        return 2
+    except KeyboardInterrupt:
+        console.print("interrupted: every finished evaluation is saved; run again to resume")
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,104 @@
+"""What a finished run shows a person: the trace plot and the summary numbers.
+
+``trace.png`` has two panels: the objective of every completed trial with the best feasible
+value so far (the hypervolume for multi-objective problems, the Pareto front in objective
+space beside it), and the number of parameters each trial changes from the default.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from dsbo.problems.base import Problem  # noqa: E402
+
+
+def plot_trace(frame: pd.DataFrame, problem: Problem, path: str | Path) -> Path:
+    """Write the trace plot of a run's history to ``path`` (PNG) and return the path."""
+    path = Path(path)
+    done = frame[frame["status"] == "completed"] if not frame.empty else frame
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    ax = axes[0]
+    if problem.is_multi_objective:
+        ax.plot(done["trial"], done["best_so_far"], color="C3", drawstyle="steps-post")
+        ax.set_ylabel("dominated hypervolume")
+        ax.set_title(f"{problem.name}: hypervolume")
+        front = axes[1]
+        o1, o2 = problem.objective_names[:2]
+        front.scatter(done[o1], done[o2], s=14, c=done["trial"], cmap="viridis")
+        front.set_xlabel(o1)
+        front.set_ylabel(o2)
+        front.set_title("observed outcomes (colour: trial)")
+    else:
+        name = problem.objective_names[0]
+        init = done["generator"].str.startswith("sobol")
+        ax.scatter(done.loc[init, "trial"], done.loc[init, name], s=14, c="0.6", label="initial / random")
+        ax.scatter(done.loc[~init, "trial"], done.loc[~init, name], s=14, c="C0", label="BO")
+        ax.plot(done["trial"], done["best_so_far"], color="C3", drawstyle="steps-post", label="best so far")
+        if problem.optimal_value is not None:
+            ax.axhline(problem.optimal_value, color="k", ls="--", lw=0.8, label="optimum")
+        ax.set_ylabel(name)
+        ax.set_title(f"{problem.name}: objective (maximized)")
+        ax.legend(fontsize=8)
+        changed = axes[1]
+        changed.bar(frame["trial"], frame["num_changed"].fillna(0), color="C2")
+        changed.axhline(len(problem.relevant_dims), color="k", ls="--", lw=0.8, label="relevant dims")
+        changed.set_ylabel("parameters changed from default")
+        changed.set_title("sparsity: changed if |x - default| >= 1e-3 of the range")
+        changed.legend(fontsize=8)
+        changed.set_xlabel("trial")
+    failed = frame[frame["status"] == "failed"] if not frame.empty else frame
+    for trial in failed["trial"]:
+        ax.axvline(trial, color="r", alpha=0.2, lw=1)
+    ax.set_xlabel("trial")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def timing_summary(frame: pd.DataFrame, timings: list[dict[str, float]]) -> dict[str, float]:
+    """Mean seconds per BO iteration split into fit / acquisition / other.
+
+    ``timings`` are the in-memory iteration timings of this process (:attr:`Campaign.timings`);
+    a resumed run without them falls back on the stored per-batch times.
+    """
+    model_steps = [t for t in timings if t["fit"] > 0 or t["acquisition"] > 0]
+    if model_steps:
+        n = len(model_steps)
+        fit = sum(t["fit"] for t in model_steps) / n
+        acq = sum(t["acquisition"] for t in model_steps) / n
+        total = sum(t["total"] for t in model_steps) / n
+    else:
+        bo = frame[frame["fit_time"] > 0] if not frame.empty else frame
+        n = len(bo)
+        if n == 0:
+            return {"iterations": 0, "fit": math.nan, "acquisition": math.nan, "other": math.nan}
+        fit, acq = bo["fit_time"].mean(), bo["acq_time"].mean()
+        total = fit + acq + frame["eval_time"].fillna(0).sum() / max(len(frame), 1)
+    return {"iterations": n, "fit": fit, "acquisition": acq, "other": max(total - fit - acq, 0.0)}
+
+
+def summary(result: Any, problem: Problem, frame: pd.DataFrame, timings: list[dict[str, float]]) -> dict[str, Any]:
+    """The numbers the CLI prints and writes to ``summary.json``."""
+    times = timing_summary(frame, timings)
+    return {
+        "problem": problem.name,
+        "best_value": result.best_value,
+        "optimal_value": problem.optimal_value,
+        "best_x": result.best_x,
+        "num_changed_best": result.num_changed_best,
+        "num_relevant_dims": len(problem.relevant_dims),
+        "dim": problem.dim,
+        "completed": result.num_completed,
+        "failed": result.num_failed,
+        "seconds_per_iteration": times,
+    }

@@ -1,0 +1,91 @@
+"""`python -m dsbo.optimize`: end to end with a tiny budget, resume, config errors."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from dsbo.config import OptimizeConfig
+from dsbo.optimize import main, parse_config
+from dsbo.problems import get_problem
+
+CONFIGS = Path(__file__).resolve().parents[1] / "configs" / "bo"
+FAST = [
+    "--problem.name", "branin",
+    "--surrogate.name", "gp",
+    "--n_init", "3",
+    "--acquisition.num_restarts", "2",
+    "--acquisition.raw_samples", "32",
+    "--acquisition.maxiter", "25",
+    "--progress", "false",
+]  # fmt: skip
+
+
+def test_end_to_end_run_writes_the_run_directory_and_resumes(tmp_path):
+    run_dir = tmp_path / "run"
+    assert main([*FAST, "--budget", "5", "--run_dir", str(run_dir), "--wandb.mode", "offline"]) == 0
+    for name in ("trials.sqlite", "history.csv", "config.yaml", "trace.png", "summary.json"):
+        assert (run_dir / name).is_file(), name
+    assert list((run_dir / "wandb").glob("offline-run-*")), "an offline W&B run is written"
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["completed"] == 5 and summary["best_value"] <= summary["optimal_value"] + 1e-9
+    assert set(summary["seconds_per_iteration"]) == {"iterations", "fit", "acquisition", "other"}
+
+    # the same command with a larger budget resumes: the 5 trials are kept, 2 are added
+    before = pd.read_csv(run_dir / "history.csv")
+    assert main([*FAST, "--budget", "7", "--run_dir", str(run_dir), "--wandb.mode", "disabled"]) == 0
+    after = pd.read_csv(run_dir / "history.csv")
+    assert len(after) == 7 and after["trial"].is_unique
+    pd.testing.assert_frame_equal(after.iloc[:5][["x0", "x1", "objective"]], before[["x0", "x1", "objective"]])
+
+
+def test_builtin_default_matches_configs_bo_default_yaml():
+    from_file, _ = parse_config(["--config", str(CONFIGS / "default.yaml")])
+    builtin, _ = parse_config([])
+    assert from_file == builtin == OptimizeConfig()
+
+
+@pytest.mark.parametrize("path", sorted(CONFIGS.glob("*.yaml")), ids=lambda p: p.name)
+def test_every_shipped_config_parses_and_builds_its_problem(path):
+    cfg, _ = parse_config(["--config", str(path)])
+    problem = get_problem(cfg.problem.name, **cfg.problem.options)
+    assert problem.dim >= 2
+
+
+@pytest.mark.parametrize(
+    "yaml_text, expected",
+    [
+        ("budget: abc\n", "budget"),
+        ("budgett: 10\n", "budgett"),
+        ("wandb:\n  mode: sometimes\n", "wandb.mode"),
+        ("n_init: 50\nbudget: 10\n", "n_init must be between 1 and budget=10"),
+        ("surrogate:\n  name: forest\n", "surrogate.name='forest' is not registered"),
+        ("acquisition:\n  name: pi\n", "acquisition.name='pi' is not registered"),
+        ("problem:\n  name: brannin\n", "brannin"),
+        ("problem:\n  name: branin\n  options: {target: [1, 2, 3]}\n", "target"),
+        ("surrogate:\n  name: gp\n  options: {kernel: cubic}\n", "kernel"),
+    ],
+)
+def test_a_malformed_config_gets_an_error_naming_the_field(tmp_path, capsys, yaml_text, expected):
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml_text)
+    args = ["--config", str(path), "--run_dir", str(tmp_path / "run"), "--wandb.mode", "disabled"]
+    args += ["--budget", "3", "--n_init", "2"] if "budget" not in yaml_text else []
+    try:
+        code = main(args)
+    except SystemExit as exc:  # jsonargparse reports type errors and exits
+        code = exc.code
+    assert code == 2
+    err = capsys.readouterr().err
+    assert expected in err
+
+
+def test_list_shows_the_registries():
+    out = subprocess.run(
+        [sys.executable, "-m", "dsbo.optimize", "--list"], capture_output=True, text=True, check=True
+    ).stdout
+    for name in ("branin-{D}d", "sourcing", "map-saas", "qlognei", "qlognehvi", "sobol"):
+        assert name in out
