@@ -230,6 +230,7 @@ class Campaign:
         if q == 0:
             return []
         start = time.perf_counter()
+        store_start = self.store.busy_seconds
         seed = self._proposal_seed()
         n_proposed = self.store.count(("pending", "completed", "failed"))
         fit_time = acq_time = 0.0
@@ -268,7 +269,6 @@ class Campaign:
         changed = num_changed(X, self.problem.default_point, self.problem.bounds, self.sparsity_tol)
         for meta, n in zip(metadata, changed.tolist(), strict=True):
             meta["num_changed"] = int(n)
-        t0 = time.perf_counter()
         ids = self.store.add_trials(
             X,
             generator,
@@ -276,14 +276,14 @@ class Campaign:
             acq_time=acq_time,
             metadata=[dict(m, seed=seed) for m in metadata],
         )
-        store_time = time.perf_counter() - t0
+        trials = [self.store.get(i) for i in ids]
         self._last_ask = {
             "fit": fit_time,
             "acquisition": acq_time,
-            "store": store_time,
+            "store": self.store.busy_seconds - store_start,
             "ask_total": time.perf_counter() - start,
         }
-        return [self.store.get(i) for i in ids]
+        return trials
 
     def tell(
         self,
@@ -362,10 +362,11 @@ class Campaign:
         if not trials:
             return []
         t0 = time.perf_counter()
+        store_before = self.store.busy_seconds
         done = self.evaluate(trials)
-        evaluate_time = time.perf_counter() - t0
         timing = dict(self._last_ask)
-        timing["evaluate"] = evaluate_time
+        timing["store"] += self.store.busy_seconds - store_before
+        timing["evaluate"] = time.perf_counter() - t0 - (self.store.busy_seconds - store_before)
         timing["total"] = time.perf_counter() - start
         timing["num_observations"] = float(self.store.count("completed"))
         self.timings.append(timing)

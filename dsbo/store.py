@@ -18,10 +18,11 @@ Trial statuses:
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -100,8 +101,29 @@ def _finite_json(values: Iterable[float]) -> str:
     return json.dumps([float(v) for v in values], allow_nan=False)
 
 
+def _timed(method: Callable) -> Callable:
+    """Add the wall time of an outermost store call to ``store.busy_seconds``."""
+
+    @functools.wraps(method)
+    def wrapper(self: TrialStore, *args: Any, **kwargs: Any) -> Any:
+        if self._depth:
+            return method(self, *args, **kwargs)
+        self._depth += 1
+        start = time.perf_counter()
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            self.busy_seconds += time.perf_counter() - start
+            self._depth -= 1
+
+    return wrapper
+
+
 class TrialStore:
     """SQLite-backed record of a campaign's trials.
+
+    ``busy_seconds`` accumulates the wall time spent in the store's public methods, so a
+    benchmark can show what durability costs per iteration.
 
     Args:
         path: The database file (created if missing), or ``":memory:"`` for a throwaway store.
@@ -114,6 +136,8 @@ class TrialStore:
 
     def __init__(self, path: str | Path) -> None:
         self.path = str(path)
+        self.busy_seconds = 0.0
+        self._depth = 0
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -133,10 +157,12 @@ class TrialStore:
             )
 
     # ------------------------------------------------------------------ meta
+    @_timed
     def get_meta(self, key: str) -> Any:
         row = self._conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return None if row is None else json.loads(row["value"])
 
+    @_timed
     def set_meta(self, key: str, value: Any) -> None:
         self._conn.execute(
             "INSERT INTO meta (key, value) VALUES (?, ?) "
@@ -145,6 +171,7 @@ class TrialStore:
         )
 
     # ------------------------------------------------------------------ writes
+    @_timed
     def add_trials(
         self,
         X: Tensor | Sequence[Sequence[float]],
@@ -187,14 +214,17 @@ class TrialStore:
                 ids.append(cur.lastrowid)
         return ids
 
+    @_timed
     def complete(self, trial_id: int, y: Sequence[float], eval_time: float | None = None) -> None:
         """Record the outcomes of a pending trial (commits immediately)."""
         self._finish(trial_id, "completed", y=_finite_json(y), error=None, eval_time=eval_time)
 
+    @_timed
     def fail(self, trial_id: int, error: str, eval_time: float | None = None) -> None:
         """Record a failed evaluation with its error message (commits immediately)."""
         self._finish(trial_id, "failed", y=None, error=str(error), eval_time=eval_time)
 
+    @_timed
     def abandon_pending(self) -> list[int]:
         """Mark every pending trial ``abandoned``; returns their ids."""
         ids = [t.id for t in self.trials(status="pending")]
@@ -205,6 +235,7 @@ class TrialStore:
             )
         return ids
 
+    @_timed
     def update_metadata(self, trial_id: int, **items: Any) -> None:
         trial = self.get(trial_id)
         trial.metadata.update(items)
@@ -230,12 +261,14 @@ class TrialStore:
             )
 
     # ------------------------------------------------------------------ reads
+    @_timed
     def get(self, trial_id: int) -> Trial:
         row = self._conn.execute("SELECT * FROM trials WHERE id = ?", (trial_id,)).fetchone()
         if row is None:
             raise StoreError(f"trial {trial_id} does not exist")
         return _row_to_trial(row)
 
+    @_timed
     def trials(self, status: str | Sequence[str] | None = None) -> list[Trial]:
         """All trials in id order, optionally only those with the given status(es)."""
         if status is None:
@@ -251,6 +284,7 @@ class TrialStore:
             ).fetchall()
         return [_row_to_trial(r) for r in rows]
 
+    @_timed
     def count(self, status: str | Sequence[str] | None = None) -> int:
         if status is None:
             return self._conn.execute("SELECT COUNT(*) FROM trials").fetchone()[0]
@@ -260,6 +294,7 @@ class TrialStore:
             f"SELECT COUNT(*) FROM trials WHERE status IN ({marks})", statuses
         ).fetchone()[0]
 
+    @_timed
     def completed_data(self) -> tuple[Tensor, Tensor]:
         """``(X, Y)`` of the completed trials as float64 tensors (``n x d``, ``n x m``)."""
         rows = self._conn.execute(

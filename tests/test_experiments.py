@@ -1,0 +1,20 @@
+"""The experiments' --smoke modes run and write their results."""
+
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "experiments"))
+
+
+def test_bench_loop_smoke(tmp_path):
+    import bench_loop
+
+    result = bench_loop.main(["--smoke", "--out", str(tmp_path)])
+    assert {(r["n"], r["threads"]) for r in result["rows"]} == {(10, 1), (10, 2), (20, 1), (20, 2)}
+    for row in result["rows"]:
+        assert row["fit"] > 0 and row["acquisition"] > 0 and 0 < row["store"] < row["total"]
+    assert json.loads((tmp_path / "results.json").read_text())["smoke"] is True
+    assert (tmp_path / "results.md").read_text().startswith("# bench_loop")
+    assert (tmp_path / "bench_loop.png").stat().st_size > 0
