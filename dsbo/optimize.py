@@ -96,17 +96,17 @@ def warnings_to_file(path: Path) -> Iterator[list[str]]:
         yield seen
 
 
-def run_optimize(cfg: OptimizeConfig, console: Console | None = None) -> dict[str, Any]:
-    """Run (or resume) the campaign ``cfg`` describes; returns the summary dict."""
-    console = console or Console(stderr=True)
+def build_campaign(cfg: OptimizeConfig) -> tuple[Campaign, Path, bool]:
+    """The campaign ``cfg`` describes, on the store in its run directory.
+
+    Returns the campaign, the run directory and whether the store existed (a resume).
+    """
     if cfg.threads is not None:
         torch.set_num_threads(cfg.threads)
     problem = get_problem(cfg.problem.name, **cfg.problem.options)
     run_dir = Path(cfg.run_dir or f"runs/{problem.name}-seed{cfg.seed}")
     run_dir.mkdir(parents=True, exist_ok=True)
     resuming = (run_dir / STORE_NAME).exists()
-    (run_dir / "config.yaml").write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
-
     acq = cfg.acquisition
     optimizer = OptimizerSettings(
         num_restarts=acq.num_restarts,
@@ -117,7 +117,6 @@ def run_optimize(cfg: OptimizeConfig, console: Console | None = None) -> dict[st
         mc_samples=acq.mc_samples,
         fixed_features=acq.fixed_features,
     )
-    store = TrialStore(run_dir / STORE_NAME)
     campaign = Campaign(
         problem,
         surrogate={"name": cfg.surrogate.name, **cfg.surrogate.options},
@@ -126,11 +125,32 @@ def run_optimize(cfg: OptimizeConfig, console: Console | None = None) -> dict[st
         n_init=cfg.n_init,
         q=cfg.q,
         seed=cfg.seed,
-        store=store,
+        store=TrialStore(run_dir / STORE_NAME),
         optimizer=optimizer,
         on_pending=cfg.on_pending,
         max_consecutive_failures=cfg.max_consecutive_failures,
     )
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
+    return campaign, run_dir, resuming
+
+
+def write_outputs(campaign: Campaign, run_dir: Path, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Write ``history.csv``, ``trace.png`` and ``summary.json``; return the summary."""
+    result = campaign.result()
+    frame = result.history
+    frame.to_csv(run_dir / "history.csv", index=False)
+    plot_trace(frame, campaign.problem, run_dir / "trace.png")
+    info = summary(result, campaign.problem, frame, campaign.timings)
+    info.update(extra or {})
+    (run_dir / "summary.json").write_text(json.dumps(info, indent=2))
+    return info
+
+
+def run_optimize(cfg: OptimizeConfig, console: Console | None = None) -> dict[str, Any]:
+    """Run (or resume) the campaign ``cfg`` describes; returns the summary dict."""
+    console = console or Console(stderr=True)
+    campaign, run_dir, resuming = build_campaign(cfg)
+    problem, store = campaign.problem, campaign.store
     if resuming:
         console.print(
             f"resuming {run_dir}: {store.count('completed')} completed, "
@@ -175,14 +195,8 @@ def run_optimize(cfg: OptimizeConfig, console: Console | None = None) -> dict[st
         campaign.run()
         progress.update(task, completed=campaign.num_used, best=best_text())
 
-    result = campaign.result()
-    frame = result.history
-    frame.to_csv(run_dir / "history.csv", index=False)
-    trace = plot_trace(frame, problem, run_dir / "trace.png")
-    info = summary(result, problem, frame, campaign.timings)
-    info["warnings"] = len(caught)
-    (run_dir / "summary.json").write_text(json.dumps(info, indent=2))
-    tracker.finish(info, trace)
+    info = write_outputs(campaign, run_dir, {"warnings": len(caught)})
+    tracker.finish(info, run_dir / "trace.png")
     print_summary(console, info, run_dir)
     store.close()
     return info

@@ -14,7 +14,7 @@ Modules: :mod:`~dsbo.problems.base` (the :class:`Problem`), :mod:`~dsbo.problems
 """
 
 # Importing the problem modules registers their problems.
-from dsbo.problems import classic, constrained, embedded, multi_objective  # noqa: F401
+from dsbo.problems import black_box, classic, constrained, embedded, multi_objective  # noqa: F401
 from dsbo.problems.base import Problem
 from dsbo.problems.registry import available_problems, get_problem, register_problem
 

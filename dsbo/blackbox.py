@@ -1,0 +1,91 @@
+"""``python -m dsbo.blackbox``: ask/tell from the shell, for black boxes outside Python.
+
+The campaign is described by the same YAML config as ``python -m dsbo.optimize`` (usually
+with ``problem.name: black-box``) and lives in its run directory, so each command is a short
+process and nothing is kept in memory between them::
+
+    python -m dsbo.blackbox ask    --config lab.yaml            # prints new trials as JSON
+    python -m dsbo.blackbox tell   --config lab.yaml --trial 3 --values '{yield: 0.82}'
+    python -m dsbo.blackbox tell   --config lab.yaml --trial 4 --error "sample spoiled"
+    python -m dsbo.blackbox status --config lab.yaml            # counts, best, history.csv
+
+``ask`` first re-lists trials that are still pending (proposed, not yet told), then proposes
+new ones while the budget allows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import yaml
+
+from dsbo.errors import ConfigError, DsboError
+from dsbo.optimize import build_campaign, parse_config, write_outputs
+from dsbo.store import Trial
+
+
+def _trial_json(trial: Trial, names: Sequence[str]) -> dict[str, Any]:
+    return {
+        "trial": trial.id,
+        "status": trial.status,
+        "parameters": dict(zip(names, trial.x, strict=True)),
+    }
+
+
+def _parse_values(text: str) -> Any:
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"--values {text!r} is not a number, list or mapping: {exc}") from None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m dsbo.blackbox", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    ask = sub.add_parser("ask", help="print pending and new trials as JSON")
+    ask.add_argument("--config", required=True)
+    ask.add_argument("--q", type=int, default=None, help="new trials to propose (default: config q)")
+    tell = sub.add_parser("tell", help="report the outcome of a trial")
+    tell.add_argument("--config", required=True)
+    tell.add_argument("--trial", type=int, required=True)
+    group = tell.add_mutually_exclusive_group(required=True)
+    group.add_argument("--values", help="a number, a list, or a mapping {outcome: value}")
+    group.add_argument("--error", help="the evaluation failed: why")
+    status = sub.add_parser("status", help="counts and best value; writes history.csv, trace.png")
+    status.add_argument("--config", required=True)
+    args = parser.parse_args(argv)
+
+    try:
+        cfg, _ = parse_config(["--config", args.config, "--progress", "false"])
+        campaign, run_dir, _ = build_campaign(cfg)
+        names = campaign.problem.parameter_names
+        if args.command == "ask":
+            pending = campaign.store.trials("pending")
+            new = campaign.ask(args.q)
+            out: dict[str, Any] = {
+                "trials": [_trial_json(t, names) for t in pending + new],
+                "remaining_budget": campaign.remaining,
+            }
+        elif args.command == "tell":
+            values = None if args.values is None else _parse_values(args.values)
+            trial = campaign.tell(args.trial, values=values, error=args.error)
+            out = {"trial": trial.id, "status": trial.status, "error": trial.error}
+        else:
+            info = write_outputs(campaign, run_dir)
+            out = {k: info[k] for k in ("best_value", "best_x", "completed", "failed")}
+            out["pending"] = campaign.store.count("pending")
+            out["remaining_budget"] = campaign.remaining
+        campaign.store.close()
+    except DsboError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(out, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

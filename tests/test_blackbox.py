@@ -1,0 +1,65 @@
+"""`python -m dsbo.blackbox ask|tell|status`: a campaign driven from the shell."""
+
+import json
+
+import yaml
+
+from dsbo.blackbox import main
+
+
+def config(tmp_path):
+    cfg = {
+        "problem": {
+            "name": "black-box",
+            "options": {"parameters": {"a": [0.0, 1.0], "b": [-1.0, 1.0]}, "objectives": ["score"]},
+        },
+        "surrogate": {"name": "gp"},
+        "acquisition": {"num_restarts": 2, "raw_samples": 32, "maxiter": 25},
+        "budget": 5,
+        "n_init": 3,
+        "q": 2,
+        "run_dir": str(tmp_path / "run"),
+        "wandb": {"mode": "disabled"},
+    }
+    path = tmp_path / "lab.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return str(path)
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, (json.loads(captured.out) if code == 0 else captured.err)
+
+
+def test_ask_tell_status_round_trip(tmp_path, capsys):
+    path = config(tmp_path)
+    told = 0
+    while True:
+        code, out = run(capsys, "ask", "--config", path)
+        assert code == 0
+        if not out["trials"]:
+            break
+        for trial in out["trials"]:
+            p = trial["parameters"]
+            if told == 1:  # one evaluation fails in the lab
+                run(capsys, "tell", "--config", path, "--trial", str(trial["trial"]), "--error", "spilled")
+            else:
+                score = -((p["a"] - 0.3) ** 2) - p["b"] ** 2
+                run(capsys, "tell", "--config", path, "--trial", str(trial["trial"]), "--values", str(score))
+            told += 1
+    assert told == 5
+    code, status = run(capsys, "status", "--config", path)
+    assert status["completed"] == 4 and status["failed"] == 1 and status["remaining_budget"] == 0
+    assert (tmp_path / "run" / "history.csv").is_file() and (tmp_path / "run" / "trace.png").is_file()
+
+
+def test_pending_trials_are_listed_again_and_bad_reports_are_refused(tmp_path, capsys):
+    path = config(tmp_path)
+    _, first = run(capsys, "ask", "--config", path, "--q", "1")
+    _, again = run(capsys, "ask", "--config", path, "--q", "1")
+    assert [t["trial"] for t in again["trials"]] == [1, 2]  # the pending one, then a new one
+    _, told = run(capsys, "tell", "--config", path, "--trial", "1", "--values", "{score: .nan}")
+    assert told["status"] == "failed" and "non-finite" in told["error"]
+    code, err = run(capsys, "tell", "--config", path, "--trial", "1", "--values", "1.0")
+    assert code == 2 and "already failed" in err
