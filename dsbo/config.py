@@ -8,9 +8,10 @@ dotted overrides (``--surrogate.name gp --budget 50``), with type errors that na
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Literal
 
+from dsbo.acquisition.base import OptimizerSettings
 from dsbo.errors import ConfigError
 
 
@@ -32,19 +33,16 @@ class SurrogateConfig:
 
 
 @dataclass
-class AcquisitionConfig:
+class AcquisitionConfig(OptimizerSettings):
     """``name``: a registered policy (``auto`` = qlognei, or qlognehvi for several objectives);
-    ``options``: the policy's options; the rest configures ``botorch.optim.optimize_acqf``."""
+    ``options``: the policy's options; the inherited fields configure
+    ``botorch.optim.optimize_acqf`` (see :class:`~dsbo.acquisition.base.OptimizerSettings`)."""
 
     name: str = "auto"
     options: dict[str, Any] = field(default_factory=dict)
-    num_restarts: int = 10
-    raw_samples: int = 512
-    maxiter: int = 200
-    batch_limit: int = 5
-    sequential: bool = False
-    mc_samples: int = 128
-    fixed_features: dict[int, float] | None = None
+
+    def optimizer_settings(self) -> OptimizerSettings:
+        return OptimizerSettings(**{f.name: getattr(self, f.name) for f in fields(OptimizerSettings)})
 
 
 @dataclass

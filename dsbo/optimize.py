@@ -29,7 +29,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from dsbo.acquisition import OptimizerSettings, available_policies
+from dsbo.acquisition import available_policies
 from dsbo.campaign import Campaign
 from dsbo.config import OptimizeConfig, validate_config
 from dsbo.errors import DsboError
@@ -108,15 +108,6 @@ def build_campaign(cfg: OptimizeConfig) -> tuple[Campaign, Path, bool]:
     run_dir.mkdir(parents=True, exist_ok=True)
     resuming = (run_dir / STORE_NAME).exists()
     acq = cfg.acquisition
-    optimizer = OptimizerSettings(
-        num_restarts=acq.num_restarts,
-        raw_samples=acq.raw_samples,
-        maxiter=acq.maxiter,
-        batch_limit=acq.batch_limit,
-        sequential=acq.sequential,
-        mc_samples=acq.mc_samples,
-        fixed_features=acq.fixed_features,
-    )
     campaign = Campaign(
         problem,
         surrogate={"name": cfg.surrogate.name, **cfg.surrogate.options},
@@ -126,7 +117,7 @@ def build_campaign(cfg: OptimizeConfig) -> tuple[Campaign, Path, bool]:
         q=cfg.q,
         seed=cfg.seed,
         store=TrialStore(run_dir / STORE_NAME),
-        optimizer=optimizer,
+        optimizer=acq.optimizer_settings(),
         on_pending=cfg.on_pending,
         max_consecutive_failures=cfg.max_consecutive_failures,
     )
