@@ -1,0 +1,19 @@
+"""Surrogates: everything that turns data into a BoTorch ``Model``.
+
+:func:`fit_surrogate` is the one entry point; importing this package registers the GP
+baselines of :mod:`dsbo.surrogates.gp` (``gp``, ``map-saas``, ``saasbo``, ``ibnn``).
+
+Example:
+    >>> from dsbo.surrogates import fit_surrogate
+    >>> model = fit_surrogate({"name": "gp", "kernel": "rbf"}, X, Y, bounds=bounds)
+"""
+
+from dsbo.surrogates import gp  # noqa: F401  (registers the GP baselines)
+from dsbo.surrogates.registry import (
+    SurrogateSpec,
+    available_surrogates,
+    fit_surrogate,
+    register_surrogate,
+)
+
+__all__ = ["SurrogateSpec", "available_surrogates", "fit_surrogate", "register_surrogate"]
