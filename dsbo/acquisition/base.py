@@ -21,6 +21,7 @@ from torch import Tensor
 
 from dsbo.errors import ConfigError
 from dsbo.problems.base import Problem
+from dsbo.registry import Registry
 
 
 @dataclass
@@ -87,47 +88,28 @@ class Policy(Protocol):
 
 
 PolicyFactory = Callable[..., Policy]
-_REGISTRY: dict[str, PolicyFactory] = {}
-_DESCRIPTIONS: dict[str, str] = {}
+POLICIES: Registry[PolicyFactory] = Registry("acquisition")
 
 
 def register_policy(name: str, description: str = "") -> Callable[[PolicyFactory], PolicyFactory]:
     """Decorator registering a policy class (or factory) under ``name``."""
-
-    def decorator(factory: PolicyFactory) -> PolicyFactory:
-        _REGISTRY[name] = factory
-        _DESCRIPTIONS[name] = description or (factory.__doc__ or "").strip().split("\n")[0]
-        return factory
-
-    return decorator
+    return POLICIES.register(name, description)
 
 
 def available_policies() -> dict[str, str]:
-    return dict(sorted(_DESCRIPTIONS.items()))
+    return POLICIES.available()
 
 
 def make_policy(
     name: str, options: Mapping[str, Any] | None = None, optimizer: OptimizerSettings | None = None
 ) -> Policy:
     """Instantiate the policy ``name`` with its ``options`` and optimizer settings."""
-    if name not in _REGISTRY:
-        raise ConfigError(
-            f"acquisition.name={name!r} is not registered; choose one of: "
-            + ", ".join(sorted(_REGISTRY))
-        )
-    factory = _REGISTRY[name]
+    factory = POLICIES.get(name)
     options = dict(options or {})
-    params = inspect.signature(factory).parameters
-    allowed = set(params) - {"optimizer"}
-    unknown = sorted(set(options) - allowed)
-    if unknown:
-        raise ConfigError(
-            f"acquisition {name!r} has no option(s) {unknown}; its options are: "
-            + (", ".join(sorted(allowed)) or "none")
-        )
+    POLICIES.check_options(name, options, reserved=("optimizer",))
     optimizer = optimizer or OptimizerSettings()
     optimizer.validate()
-    if "optimizer" in params:
+    if "optimizer" in inspect.signature(factory).parameters:
         options["optimizer"] = optimizer
     try:
         return factory(**options)

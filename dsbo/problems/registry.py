@@ -15,20 +15,19 @@ Options common to all problems are described in :mod:`dsbo.problems.options`.
 
 from __future__ import annotations
 
-import inspect
 import re
 from collections.abc import Callable
 from typing import Any
 
 from dsbo.errors import ConfigError
 from dsbo.problems.base import Problem
+from dsbo.registry import Registry
 
 ProblemFactory = Callable[..., Problem]
 
 DIM_PATTERN = "{D}"
 
-_REGISTRY: dict[str, ProblemFactory] = {}
-_DESCRIPTIONS: dict[str, str] = {}
+PROBLEMS: Registry[ProblemFactory] = Registry("problem")
 
 
 def register_problem(
@@ -51,50 +50,24 @@ def register_problem(
     if name.count(DIM_PATTERN) > 1 or (DIM_PATTERN in name and not name.endswith("-{D}d")):
         raise ConfigError(f"problem name {name!r}: the pattern {DIM_PATTERN} may only end a name as '-{{D}}d'")
 
-    def decorator(factory: ProblemFactory) -> ProblemFactory:
-        if name in _REGISTRY and _REGISTRY[name] is not factory:
-            raise ConfigError(f"problem {name!r} is already registered")
-        _REGISTRY[name] = factory
-        _DESCRIPTIONS[name] = description or (factory.__doc__ or "").strip().split("\n")[0]
-        return factory
-
-    return decorator
+    return PROBLEMS.register(name, description)
 
 
 def available_problems() -> dict[str, str]:
     """Registered problem names (``-{D}d`` marks a family) and one-line descriptions."""
-    return dict(sorted(_DESCRIPTIONS.items()))
+    return PROBLEMS.available()
 
 
 def _lookup(name: str) -> tuple[str, ProblemFactory, dict[str, int]]:
     """The registered name and factory serving ``name``, and the ``dim`` it implies."""
-    if name in _REGISTRY:
-        return name, _REGISTRY[name], {}
+    if name in PROBLEMS:
+        return name, PROBLEMS.get(name), {}
     match = re.fullmatch(r"(.+)-(\d+)d", name)
     if match is not None:
         family = f"{match.group(1)}-{DIM_PATTERN}d"
-        if family in _REGISTRY:
-            return family, _REGISTRY[family], {"dim": int(match.group(2))}
-    raise ConfigError(
-        f"problem name {name!r} is not registered; choose one of: "
-        + ", ".join(available_problems())
-        + " (where -{D}d stands for a dimension, e.g. branin-50d)"
-    )
-
-
-def _check_options(registered: str, factory: ProblemFactory, options: dict[str, Any]) -> None:
-    params = inspect.signature(factory).parameters
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
-        return
-    allowed = set(params)
-    if DIM_PATTERN in registered:
-        allowed.discard("dim")  # given by the name
-    unknown = sorted(set(options) - allowed)
-    if unknown:
-        raise ConfigError(
-            f"problem {registered!r} has no option(s) {unknown}; its options are: "
-            + (", ".join(sorted(allowed)) or "none")
-        )
+        if family in PROBLEMS:
+            return family, PROBLEMS.get(family), {"dim": int(match.group(2))}
+    return name, PROBLEMS.get(name, hint=" (where -{D}d stands for a dimension, e.g. branin-50d)"), {}
 
 
 def get_problem(name: str, **options: Any) -> Problem:
@@ -119,7 +92,7 @@ def get_problem(name: str, **options: Any) -> Problem:
     if not isinstance(name, str):
         raise ConfigError(f"problem name must be a string, got {name!r}")
     registered, factory, implied = _lookup(name.strip().lower())
-    _check_options(registered, factory, options)
+    PROBLEMS.check_options(registered, options, reserved=("dim",) if DIM_PATTERN in registered else ())
     return factory(**implied, **options)
 
 

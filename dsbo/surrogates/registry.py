@@ -17,7 +17,6 @@ combined into a ``ModelListGP`` (all GPyTorch models) or a ``ModelList``.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,11 +30,12 @@ from botorch.models.transforms.outcome import Standardize
 from torch import Tensor
 
 from dsbo.errors import ConfigError, DataError
+from dsbo.registry import Registry
 
 SurrogateFactory = Callable[..., Model]
 
-_REGISTRY: dict[str, SurrogateFactory] = {}
-_DESCRIPTIONS: dict[str, str] = {}
+SURROGATES: Registry[SurrogateFactory] = Registry("surrogate")
+_RESERVED = ("train_X", "train_Y", "input_transform", "outcome_transform", "train_Yvar")
 
 
 @dataclass
@@ -64,31 +64,13 @@ class SurrogateSpec:
 
 
 def register_surrogate(name: str, description: str = "") -> Callable[[SurrogateFactory], SurrogateFactory]:
-    """Decorator: register ``factory`` under ``name`` (lower case, dashes)."""
-
-    def decorator(factory: SurrogateFactory) -> SurrogateFactory:
-        if name in _REGISTRY and _REGISTRY[name] is not factory:
-            raise ConfigError(f"surrogate {name!r} is already registered")
-        _REGISTRY[name] = factory
-        _DESCRIPTIONS[name] = description or (factory.__doc__ or "").strip().split("\n")[0]
-        return factory
-
-    return decorator
+    """Decorator: register a surrogate factory under ``name`` (lower case, dashes)."""
+    return SURROGATES.register(name, description)
 
 
 def available_surrogates() -> dict[str, str]:
     """Registered surrogate names and their one-line descriptions."""
-    return dict(sorted(_DESCRIPTIONS.items()))
-
-
-def get_surrogate_factory(name: str) -> SurrogateFactory:
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        raise ConfigError(
-            f"surrogate.name={name!r} is not registered; choose one of: "
-            + ", ".join(sorted(_REGISTRY))
-        ) from None
+    return SURROGATES.available()
 
 
 def _validate(X: Tensor, Y: Tensor, Yvar: Tensor | None, bounds: Tensor) -> None:
@@ -109,20 +91,6 @@ def _validate(X: Tensor, Y: Tensor, Yvar: Tensor | None, bounds: Tensor) -> None
         raise DataError(f"bounds must be 2 x {X.shape[-1]}, got {tuple(bounds.shape)}")
     if not (bounds[1] > bounds[0]).all():
         raise DataError("bounds: every upper bound must exceed its lower bound")
-
-
-def _check_options(spec: SurrogateSpec, factory: SurrogateFactory) -> None:
-    params = inspect.signature(factory).parameters
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
-        return
-    reserved = {"train_X", "train_Y", "input_transform", "outcome_transform", "train_Yvar"}
-    allowed = set(params) - reserved
-    unknown = sorted(set(spec.options) - allowed)
-    if unknown:
-        raise ConfigError(
-            f"surrogate {spec.name!r} has no option(s) {unknown}; its options are: "
-            + (", ".join(sorted(allowed)) or "none")
-        )
 
 
 def fit_surrogate(
@@ -150,7 +118,7 @@ def fit_surrogate(
         torch.Size([3, 1])
     """
     spec = SurrogateSpec.coerce(spec)
-    factory = get_surrogate_factory(spec.name)
+    factory = SURROGATES.get(spec.name)
     X = torch.as_tensor(X, dtype=torch.double)
     Y = torch.as_tensor(Y, dtype=torch.double)
     if Y.ndim == 1:
@@ -162,7 +130,7 @@ def fit_surrogate(
     if Yvar is not None:
         Yvar = torch.as_tensor(Yvar, dtype=torch.double).reshape(Y.shape)
     _validate(X, Y, Yvar, bounds)
-    _check_options(spec, factory)
+    SURROGATES.check_options(spec.name, spec.options, reserved=_RESERVED)
 
     models = []
     for j in range(Y.shape[-1]):

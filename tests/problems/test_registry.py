@@ -72,8 +72,7 @@ def test_register_a_new_problem_and_refuse_a_clash() -> None:
         with pytest.raises(ConfigError, match="already registered"):
             register_problem("test-branin")(lambda: None)
     finally:
-        registry._REGISTRY.pop("test-branin", None)
-        registry._DESCRIPTIONS.pop("test-branin", None)
+        registry.PROBLEMS.unregister("test-branin")
 
 
 def test_dimension_pattern_must_end_the_name() -> None:
