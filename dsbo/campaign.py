@@ -239,6 +239,7 @@ class Campaign:
             design = draw_sobol_samples(
                 self.problem.bounds, n=self.n_init, q=1, seed=self.seed
             ).squeeze(1)
+            design = self.optimizer.apply_fixed_features(design)
             X = self.problem.round_to_domain(design[n_proposed : min(self.n_init, n_proposed + q)])
             generator, metadata = "sobol-init", [{} for _ in range(X.shape[0])]
         elif not self.policy.needs_model or X_done.shape[0] < 2:

@@ -232,3 +232,10 @@ def test_history_exports_to_csv(tmp_path, fast_optimizer):
     text = path.read_text().splitlines()
     assert text[0].startswith("trial,batch,generator,status,x0,x1,objective")
     assert len(text) == 6
+
+
+def test_fixed_features_hold_for_every_generator(fast_optimizer):
+    fast_optimizer.fixed_features = {1: 7.5}
+    for acquisition in ("qlognei", "sobol"):
+        result = small_campaign(fast_optimizer, acquisition=acquisition, budget=6).run()
+        assert (result.history["x1"] == 7.5).all(), acquisition

@@ -46,6 +46,15 @@ class OptimizerSettings:
     mc_samples: int = 128
     fixed_features: dict[int, float] | None = None
 
+    def apply_fixed_features(self, X: Tensor) -> Tensor:
+        """``X`` with the fixed features set (a copy; ``X`` itself is not changed)."""
+        if not self.fixed_features:
+            return X
+        X = X.clone()
+        for j, value in self.fixed_features.items():
+            X[..., int(j)] = float(value)
+        return X
+
     def validate(self, prefix: str = "acquisition") -> None:
         for name in ("num_restarts", "raw_samples", "maxiter", "batch_limit", "mc_samples"):
             value = getattr(self, name)

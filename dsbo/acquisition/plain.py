@@ -233,8 +233,5 @@ class SobolPolicy:
 
     def propose(self, model: Model | None, history: History, problem: Problem, q: int) -> Proposal:
         X = draw_sobol_samples(bounds=problem.bounds, n=q, q=1, seed=history.seed).squeeze(1)
-        if self.optimizer.fixed_features:
-            for j, v in self.optimizer.fixed_features.items():
-                X[:, int(j)] = float(v)
-        X = problem.round_to_domain(X)
+        X = problem.round_to_domain(self.optimizer.apply_fixed_features(X))
         return Proposal(X=X, metadata=[{"acquisition": "sobol"} for _ in range(q)])
