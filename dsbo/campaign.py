@@ -37,6 +37,7 @@ from botorch.utils.sampling import draw_sobol_samples
 from torch import Tensor
 
 from dsbo.acquisition import History, OptimizerSettings, Policy, make_policy
+from dsbo.acquisition.base import PostProcessor, make_postprocessor
 from dsbo.errors import ConfigError, EvaluationError
 from dsbo.problems.base import Problem
 from dsbo.sparsity import DEFAULT_TOLERANCE, num_changed
@@ -128,6 +129,8 @@ class Campaign:
             many failed evaluations in a row (a broken evaluator should not burn the budget).
         callbacks: Called as ``callback(campaign, trials)`` after every finished batch.
         sparsity_tol: Tolerance (unit-cube coordinates) for counting changed parameters.
+        postprocess: A post-processor of the acquisition's candidates, as
+            ``{"bonsai": {"rho": 0.2}}`` (a registered name and its options) or an instance.
     """
 
     def __init__(
@@ -147,6 +150,7 @@ class Campaign:
         max_consecutive_failures: int = 10,
         callbacks: Sequence[Callback] = (),
         sparsity_tol: float = DEFAULT_TOLERANCE,
+        postprocess: Mapping[str, Mapping[str, Any] | None] | PostProcessor | None = None,
     ) -> None:
         self.problem = problem
         self.surrogate = SurrogateSpec.coerce(surrogate)
@@ -168,6 +172,8 @@ class Campaign:
         )
         self.optimizer = optimizer or OptimizerSettings()
         self.policy = self._make_policy(acquisition)
+        if postprocess:
+            self._attach_postprocessor(postprocess)
         self.evaluator = evaluator if evaluator is not None else problem
         self.executor = executor
         self.callbacks = list(callbacks)
@@ -191,6 +197,24 @@ class Campaign:
         if name == "auto":
             name = "qlognehvi" if self.problem.is_multi_objective else "qlognei"
         return make_policy(name, options, self.optimizer)
+
+    def _attach_postprocessor(
+        self, postprocess: Mapping[str, Mapping[str, Any] | None] | PostProcessor
+    ) -> None:
+        if not hasattr(self.policy, "postprocessor"):
+            raise ConfigError(
+                f"postprocess needs an acquisition that is optimized; "
+                f"{getattr(self.policy, 'name', self.policy)!r} is not"
+            )
+        if isinstance(postprocess, Mapping):
+            if len(postprocess) != 1:
+                raise ConfigError(
+                    f"postprocess takes one post-processor, e.g. {{bonsai: {{rho: 0.2}}}}; "
+                    f"got {sorted(postprocess)}"
+                )
+            [(name, options)] = postprocess.items()
+            postprocess = make_postprocessor(name, options or {})
+        self.policy.postprocessor = postprocess  # type: ignore[attr-defined]
 
     def _check_store(self) -> None:
         identity = {
@@ -260,6 +284,7 @@ class Campaign:
                 if pending
                 else None,
                 seed=seed,
+                t=X_done.shape[0],
             )
             t0 = time.perf_counter()
             proposal = self.policy.propose(model, history, self.problem, q)

@@ -5,18 +5,24 @@ from dsbo.acquisition.base import (
     History,
     OptimizerSettings,
     Policy,
+    PostProcessor,
     Proposal,
     available_policies,
     make_policy,
+    make_postprocessor,
     register_policy,
+    register_postprocessor,
 )
 
 __all__ = [
     "History",
     "OptimizerSettings",
     "Policy",
+    "PostProcessor",
     "Proposal",
     "available_policies",
     "make_policy",
+    "make_postprocessor",
     "register_policy",
+    "register_postprocessor",
 ]

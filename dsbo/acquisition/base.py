@@ -71,12 +71,15 @@ class History:
         Y: ``n x (m + c)`` their outcomes (objectives, then constraint slacks).
         X_pending: ``k x d`` points proposed but not yet evaluated (or ``None``).
         seed: The seed of this proposal, for policies that draw random numbers.
+        t: The BO iteration index used by schedules (``rho_t``, ``beta_t``): the number of
+            completed observations, so ``t >= 1`` whenever a model is fitted.
     """
 
     X: Tensor
     Y: Tensor
     X_pending: Tensor | None = None
     seed: int = 0
+    t: int = 0
 
 
 @dataclass
@@ -96,6 +99,37 @@ class Policy(Protocol):
     ) -> Proposal: ...
 
 
+class PostProcessor(Protocol):
+    """Turns the dense maximizers of an acquisition function into final candidates.
+
+    Called by every optimizing policy right after ``optimize_acqf`` with the acquisition
+    function itself, so it can score alternatives (e.g. BONSAI's pruning toward the default).
+
+    Args (of ``__call__``):
+        acqf: The acquisition function that was maximized (deterministic: fixed base samples).
+        X: ``q x d`` dense candidates (raw coordinates).
+        history: The campaign history (evaluated points, pending points, ``t``).
+        problem: The problem (bounds, default point, integer dimensions).
+        optimizer: The optimizer settings (fixed features are never changed).
+        log_scale: Whether ``acqf`` returns log-acquisition values (qLogNEI, LogEI, ...).
+
+    Returns:
+        A :class:`Proposal` with the final candidates and one metadata dict per candidate.
+    """
+
+    name: str
+
+    def __call__(
+        self,
+        acqf: Any,
+        X: Tensor,
+        history: History,
+        problem: Problem,
+        optimizer: OptimizerSettings,
+        log_scale: bool,
+    ) -> Proposal: ...
+
+
 PolicyFactory = Callable[..., Policy]
 POLICIES: Registry[PolicyFactory] = Registry("acquisition")
 
@@ -107,6 +141,28 @@ def register_policy(name: str, description: str = "") -> Callable[[PolicyFactory
 
 def available_policies() -> dict[str, str]:
     return POLICIES.available()
+
+
+PostProcessorFactory = Callable[..., PostProcessor]
+POSTPROCESSORS: Registry[PostProcessorFactory] = Registry("postprocess")
+
+
+def register_postprocessor(
+    name: str, description: str = ""
+) -> Callable[[PostProcessorFactory], PostProcessorFactory]:
+    """Decorator registering a post-processor class (or factory) under ``name``."""
+    return POSTPROCESSORS.register(name, description)
+
+
+def make_postprocessor(name: str, options: Mapping[str, Any] | None = None) -> PostProcessor:
+    """Instantiate the post-processor ``name`` (e.g. ``"bonsai"``) with its options."""
+    factory = POSTPROCESSORS.get(name)
+    options = dict(options or {})
+    POSTPROCESSORS.check_options(name, options)
+    try:
+        return factory(**options)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"postprocess {name!r}: {exc}") from exc
 
 
 def make_policy(

@@ -35,7 +35,13 @@ from botorch.utils.multi_objective.pareto import is_non_dominated
 from botorch.utils.sampling import draw_sobol_samples
 from torch import Tensor
 
-from dsbo.acquisition.base import History, OptimizerSettings, Proposal, register_policy
+from dsbo.acquisition.base import (
+    History,
+    OptimizerSettings,
+    PostProcessor,
+    Proposal,
+    register_policy,
+)
 from dsbo.errors import ConfigError
 from dsbo.problems.base import Problem
 
@@ -59,9 +65,13 @@ class OptimizedPolicy(ABC):
     name = "optimized"
     needs_model = True
     supports_batch = True
+    #: Whether the acquisition function returns log values (for post-processors).
+    log_scale = True
 
     def __init__(self, optimizer: OptimizerSettings | None = None) -> None:
         self.optimizer = optimizer or OptimizerSettings()
+        #: Optional :class:`~dsbo.acquisition.base.PostProcessor` (e.g. BONSAI pruning).
+        self.postprocessor: PostProcessor | None = None
 
     @abstractmethod
     def build(self, model: Model, history: History, problem: Problem, q: int) -> AcquisitionFunction:
@@ -94,7 +104,12 @@ class OptimizedPolicy(ABC):
         for i in range(q):
             value = values[i] if values.numel() == q else values[0]
             metadata.append({"acquisition": self.name, "acq_value": float(value)})
-        return Proposal(X=X, metadata=metadata)
+        if self.postprocessor is None:
+            return Proposal(X=X, metadata=metadata)
+        processed = self.postprocessor(acqf, X, history, problem, opt, self.log_scale)
+        for meta, extra in zip(metadata, processed.metadata, strict=True):
+            meta.update(extra)
+        return Proposal(X=problem.round_to_domain(processed.X), metadata=metadata)
 
 
 @register_policy("qlognei", "q-Log Noisy Expected Improvement (default; constraints, batches)")
@@ -127,6 +142,7 @@ class UCB(OptimizedPolicy):
     """UCB(x) = mu(x) + sqrt(beta) * sigma(x); q > 1 uses BoTorch's MC ``qUpperConfidenceBound``."""
 
     name = "ucb"
+    log_scale = False
 
     def __init__(self, beta: float = 2.0, optimizer: OptimizerSettings | None = None):
         super().__init__(optimizer)
