@@ -62,12 +62,14 @@ class OptimizeConfig:
     """A BO campaign: which problem, surrogate and acquisition, how many evaluations, where.
 
     The built-in default (no arguments) optimizes Branin embedded in 20 dimensions with a
-    MAP-SAAS ensemble and qLogNEI in 30 evaluations.
+    MAP-SAAS ensemble and qLogNEI in 30 evaluations. ``postprocess`` names one post-processor
+    of the acquisition's candidates and its options, e.g. ``{bonsai: {rho: 0.2}}``.
     """
 
     problem: ProblemConfig = field(default_factory=ProblemConfig)
     surrogate: SurrogateConfig = field(default_factory=SurrogateConfig)
     acquisition: AcquisitionConfig = field(default_factory=AcquisitionConfig)
+    postprocess: dict[str, dict[str, Any] | None] | None = None
     budget: int = 30
     n_init: int | None = 10
     q: int = 1
@@ -86,6 +88,7 @@ class OptimizeConfig:
 def validate_config(cfg: OptimizeConfig) -> None:
     """Check values jsonargparse's types cannot express; raise ConfigError naming the field."""
     from dsbo.acquisition import available_policies
+    from dsbo.acquisition.base import POSTPROCESSORS
     from dsbo.surrogates import available_surrogates
 
     for name in ("budget", "q", "max_consecutive_failures"):
@@ -108,3 +111,13 @@ def validate_config(cfg: OptimizeConfig) -> None:
             f"acquisition.name={cfg.acquisition.name!r} is not registered; choose one of: auto, "
             + ", ".join(available_policies())
         )
+    if cfg.postprocess:
+        if len(cfg.postprocess) != 1:
+            raise ConfigError(
+                f"postprocess takes one post-processor, e.g. {{bonsai: {{rho: 0.2}}}}; "
+                f"got {sorted(cfg.postprocess)}"
+            )
+        [name] = cfg.postprocess
+        POSTPROCESSORS.get(name)
+        if cfg.acquisition.name == "sobol":
+            raise ConfigError(f"postprocess.{name} needs an optimized acquisition, not sobol")

@@ -120,6 +120,7 @@ def build_campaign(cfg: OptimizeConfig) -> tuple[Campaign, Path, bool]:
         optimizer=acq.optimizer_settings(),
         on_pending=cfg.on_pending,
         max_consecutive_failures=cfg.max_consecutive_failures,
+        postprocess=cfg.postprocess,
     )
     (run_dir / "config.yaml").write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
     return campaign, run_dir, resuming
@@ -204,6 +205,12 @@ def print_summary(console: Console, info: dict[str, Any], run_dir: Path) -> None
         "parameters changed (best)",
         "-" if changed is None else f"{changed} of {info['dim']} ({info['num_relevant_dims']} relevant)",
     )
+    front = info.get("value_vs_changes") or []
+    if len(front) > 1:
+        table.add_row(
+            "best value with <= k changes",
+            ", ".join(f"k={p['changed']}: {p['best_value']:.4g}" for p in front),
+        )
     table.add_row("evaluations", f"{info['completed']} completed, {info['failed']} failed")
     t = info["seconds_per_iteration"]
     if t["iterations"]:

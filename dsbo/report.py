@@ -16,6 +16,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
+import torch  # noqa: E402
 
 from dsbo.problems.base import Problem  # noqa: E402
 
@@ -87,6 +88,29 @@ def timing_summary(frame: pd.DataFrame, timings: list[dict[str, float]]) -> dict
     return {"iterations": n, "fit": fit, "acquisition": acq, "other": max(total - fit - acq, 0.0)}
 
 
+def value_vs_changes(frame: pd.DataFrame, problem: Problem) -> list[dict[str, float]]:
+    """The value-vs-changes front: for each number of changed parameters ``k`` at which it
+    improves, the best feasible objective among completed points changing at most ``k``.
+
+    Empty for multi-objective problems (their front is in objective space).
+    """
+    if frame.empty or problem.is_multi_objective:
+        return []
+    done = frame[frame["status"] == "completed"]
+    if done.empty:
+        return []
+    Y = torch.tensor(done[list(problem.outcome_names)].to_numpy(), dtype=torch.double)
+    feasible = done[problem.is_feasible(Y).numpy()]
+    front: list[dict[str, float]] = []
+    best = -math.inf
+    for k in sorted(feasible["num_changed"].dropna().unique()):
+        value = feasible.loc[feasible["num_changed"] <= k, problem.objective_names[0]].max()
+        if value > best:
+            best = value
+            front.append({"changed": int(k), "best_value": float(value)})
+    return front
+
+
 def summary(result: Any, problem: Problem, frame: pd.DataFrame, timings: list[dict[str, float]]) -> dict[str, Any]:
     """The numbers the CLI prints and writes to ``summary.json``."""
     times = timing_summary(frame, timings)
@@ -97,6 +121,7 @@ def summary(result: Any, problem: Problem, frame: pd.DataFrame, timings: list[di
         "best_x": result.best_x,
         "num_changed_best": result.num_changed_best,
         "num_relevant_dims": len(problem.relevant_dims),
+        "value_vs_changes": value_vs_changes(frame, problem),
         "dim": problem.dim,
         "completed": result.num_completed,
         "failed": result.num_failed,

@@ -1,6 +1,7 @@
 """The campaign loop: ask/tell, failures as data, executors, resume, determinism, export."""
 
 import math
+import multiprocessing
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 
 import pytest
@@ -121,7 +122,12 @@ def test_attach_validates_points(fast_optimizer):
         campaign.attach([0.0, 5.0], float("nan"))
 
 
-@pytest.mark.parametrize("pool", [ThreadPoolExecutor, ProcessPoolExecutor])
+def spawn_pool(max_workers):
+    # fork after JAX/torch threads exist can deadlock: start workers fresh
+    return ProcessPoolExecutor(max_workers, mp_context=multiprocessing.get_context("spawn"))
+
+
+@pytest.mark.parametrize("pool", [ThreadPoolExecutor, spawn_pool])
 def test_batches_through_an_executor(pool, fast_optimizer):
     with pool(max_workers=2) as executor:
         campaign = small_campaign(fast_optimizer, q=2, executor=executor)
@@ -239,3 +245,22 @@ def test_fixed_features_hold_for_every_generator(fast_optimizer):
     for acquisition in ("qlognei", "sobol"):
         result = small_campaign(fast_optimizer, acquisition=acquisition, budget=6).run()
         assert (result.history["x1"] == 7.5).all(), acquisition
+
+
+def test_ucb_beta_schedule(fast_optimizer):
+    from dsbo.acquisition import make_policy
+
+    policy = make_policy("ucb", {"beta": "log(t+2)"}, fast_optimizer)
+    assert policy.beta_at(1) == pytest.approx(math.log(3))
+    assert make_policy("ucb", {"beta": 0.5}, fast_optimizer).beta_at(10) == 0.5
+    with pytest.raises(ConfigError, match="beta='sqrt'"):
+        make_policy("ucb", {"beta": "sqrt"}, fast_optimizer)
+    result = small_campaign(fast_optimizer, acquisition={"name": "ucb", "beta": "log(t+2)"}, budget=6).run()
+    assert result.num_completed == 6
+
+
+def test_postprocess_needs_a_registered_name_and_an_optimized_policy(fast_optimizer):
+    with pytest.raises(ConfigError, match="postprocess.name='prune' is not registered"):
+        small_campaign(fast_optimizer, postprocess={"prune": {}})
+    with pytest.raises(ConfigError, match="needs an acquisition that is optimized"):
+        small_campaign(fast_optimizer, acquisition="sobol", postprocess={"prune": {}})

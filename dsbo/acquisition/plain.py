@@ -10,6 +10,7 @@ problem's box, then clamps to the bounds and rounds integer dimensions.
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from typing import Any
 
@@ -139,16 +140,31 @@ class QLogNEI(OptimizedPolicy):
 
 @register_policy("ucb", "Upper Confidence Bound mu + sqrt(beta) sigma (qUCB for q > 1)")
 class UCB(OptimizedPolicy):
-    """UCB(x) = mu(x) + sqrt(beta) * sigma(x); q > 1 uses BoTorch's MC ``qUpperConfidenceBound``."""
+    """UCB(x) = mu(x) + sqrt(beta) * sigma(x); q > 1 uses BoTorch's MC ``qUpperConfidenceBound``.
+
+    ``beta`` is a positive number or the schedule ``"log(t+2)"`` (``beta_t = log(t + 2)`` with
+    ``t`` the number of observations; BONSAI-UCB's setting in BoTorch's convention).
+    """
 
     name = "ucb"
     log_scale = False
+    SCHEDULES = ("log(t+2)",)
 
-    def __init__(self, beta: float = 2.0, optimizer: OptimizerSettings | None = None):
+    def __init__(self, beta: float | str = 2.0, optimizer: OptimizerSettings | None = None):
         super().__init__(optimizer)
-        if not beta > 0:
+        if isinstance(beta, str):
+            if beta.replace(" ", "") not in self.SCHEDULES:
+                raise ConfigError(
+                    f"acquisition.options.beta={beta!r}: use a number > 0 or one of {self.SCHEDULES}"
+                )
+            beta = beta.replace(" ", "")
+        elif not beta > 0:
             raise ConfigError(f"acquisition.options.beta must be > 0, got {beta!r}")
-        self.beta = float(beta)
+        self.beta = beta
+
+    def beta_at(self, t: int) -> float:
+        """The exploration weight at iteration ``t``."""
+        return math.log(t + 2) if isinstance(self.beta, str) else float(self.beta)
 
     def build(self, model: Model, history: History, problem: Problem, q: int) -> AcquisitionFunction:
         if problem.num_constraints:
@@ -156,16 +172,17 @@ class UCB(OptimizedPolicy):
                 f"acquisition 'ucb' ignores outcome constraints and {problem.name} has "
                 f"{problem.num_constraints}; use qlognei or logei"
             )
+        beta = self.beta_at(history.t)
         transform = None
         if model.num_outputs > 1:
             weights = torch.zeros(model.num_outputs, dtype=torch.double)
             weights[0] = 1.0
             transform = ScalarizedPosteriorTransform(weights)
         if q == 1 and history.X_pending is None:
-            return UpperConfidenceBound(model, beta=self.beta, posterior_transform=transform)
+            return UpperConfidenceBound(model, beta=beta, posterior_transform=transform)
         return qUpperConfidenceBound(
             model,
-            beta=self.beta,
+            beta=beta,
             sampler=self.sampler(history),
             posterior_transform=transform,
             X_pending=history.X_pending,
