@@ -1,6 +1,9 @@
 """Proposal policies (acquisition) and their registry."""
 
-from dsbo.acquisition import plain  # noqa: F401  (registers the plain policies)
+from dsbo.acquisition import (
+    bonsai,  # noqa: F401  (registers the BONSAI post-processor)
+    plain,  # noqa: F401  (registers the plain policies)
+)
 from dsbo.acquisition.base import (
     History,
     OptimizerSettings,
