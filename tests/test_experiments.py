@@ -18,3 +18,15 @@ def test_bench_loop_smoke(tmp_path):
     assert json.loads((tmp_path / "results.json").read_text())["smoke"] is True
     assert (tmp_path / "results.md").read_text().startswith("# bench_loop")
     assert (tmp_path / "bench_loop.png").stat().st_size > 0
+
+
+def test_bonsai_smoke(tmp_path):
+    import bonsai
+
+    result = bonsai.main(["--smoke", "--workers", "1", "--out", str(tmp_path)])
+    methods = {(r["problem"], r["method"]) for r in result["table"]}
+    assert ("branin-50d", "bonsai") in methods and ("dtlz2-50d", "plain") in methods
+    assert 0.0 <= result["greedy_exact_identical"] <= 1.0
+    assert result["generation_time_ratio"]["branin-50d"] > 0
+    for name in ("results.json", "results.md", "best_vs_evaluations.png", "best_vs_changes.png"):
+        assert (tmp_path / name).stat().st_size > 0
