@@ -3,6 +3,8 @@
 from dsbo.acquisition import (
     bonsai,  # noqa: F401  (registers the BONSAI post-processor)
     plain,  # noqa: F401  (registers the plain policies)
+    regularized,  # noqa: F401  (registers IR and ER)
+    sebo,  # noqa: F401  (registers SEBO)
 )
 from dsbo.acquisition.base import (
     History,

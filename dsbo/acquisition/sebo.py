@@ -1,0 +1,509 @@
+r"""SEBO: sparsity-exploring Bayesian optimization (Liu et al., AISTATS 2023, sections 4-5).
+
+SEBO treats sparsity as a second objective: it maximizes ``f`` and ``-xi`` jointly, where
+``xi(x)`` measures the distance of ``x`` from a target ``x^s`` (:mod:`dsbo.sparsity`: L0, L1 or
+group lasso, in unit-cube coordinates). The model is the objective surrogate plus a
+deterministic model of ``-xi`` (BoTorch ``GenericDeterministicModel`` in a ``ModelList``) and
+the acquisition is the expected hypervolume improvement of ``(f, -xi)`` (eq. 8), with the
+reference point inferred from the observed ``(f, -xi)`` front (BoTorch's
+``infer_reference_point``, exact sparsity values).
+
+Two acquisition functions:
+
+- ``"ehvi"`` (default, ``q = 1``): the closed form of
+  :class:`~dsbo.acquisition.sparse_ehvi.LogSparseExpectedHypervolumeImprovement`, exact and
+  Monte-Carlo free because ``xi`` is known. It takes the observed objective values as the
+  (noiseless) front.
+- ``"qlognehvi"`` (the released implementation's choice, and the path for ``q > 1``, pending
+  points and multi-objective problems): BoTorch's MC ``qLogNoisyExpectedHypervolumeImprovement``
+  on the model list; ``q > 1`` is sequential greedy with the chosen points as pending.
+
+**L0 by homotopy continuation** (section 5, appendix E.1). The exact L0 is piecewise
+constant, so the acquisition is optimized with the smooth ``xi_a`` for a log-spaced sequence
+of ``a`` from ``a_start = 10^-0.5`` to ``a_end = 10^-3`` (30 values; BoTorch's ``Homotopy``
+and ``LogLinearHomotopySchedule`` drive the ``a`` buffer of ``L0Approximation``). The first
+value is optimized by L-BFGS-B from ``num_restarts_homotopy = 20`` restarts; every later
+value re-optimizes from each previous optimum (restarts within ``1e-4`` of a better one are
+pruned). The acquisition is rebuilt at every ``a`` because the observed points' sparsity
+``xi_a`` changes with it. Then every traced candidate is *snapped*: coordinates within
+``snap_tol = 0.01`` (unit cube) of the target are set to the target (fixed features are left
+alone); the candidates are scored by the acquisition with the **exact** L0 count, and the best
+one that is not within ``dedup_tol`` of an evaluated or pending point is proposed (the guard
+against re-proposing, e.g., the already evaluated target corner). If every traced candidate
+is such a duplicate, the best non-duplicate of ``raw_samples`` Sobol points is taken. L1 and
+group lasso need no homotopy: one multi-start optimization with ``optimizer.num_restarts``.
+
+Outcome constraints pass through: ``qlognehvi`` uses the constraint slacks as
+:class:`~dsbo.acquisition.plain.QLogNEI` does; ``ehvi`` multiplies by the probability of
+feasibility and builds the front from feasible points.
+
+Example:
+    >>> from dsbo.campaign import Campaign
+    >>> from dsbo.problems import get_problem
+    >>> campaign = Campaign(get_problem("branin-50d", target="zero"), surrogate="map-saas",
+    ...                     acquisition={"name": "sebo", "penalty": "l0"}, budget=60)
+    >>> campaign.run().history[["objective", "num_changed"]]
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from botorch.acquisition import AcquisitionFunction
+from botorch.acquisition.multi_objective.logei import (
+    qLogNoisyExpectedHypervolumeImprovement,
+)
+from botorch.acquisition.multi_objective.objective import IdentityMCMultiOutputObjective
+from botorch.models import ModelList
+from botorch.models.deterministic import GenericDeterministicModel
+from botorch.models.model import Model
+from botorch.optim import optimize_acqf
+from botorch.optim.homotopy import Homotopy, HomotopyParameter, LogLinearHomotopySchedule
+from botorch.sampling.get_sampler import get_sampler
+from botorch.utils.multi_objective.hypervolume import infer_reference_point
+from botorch.utils.multi_objective.pareto import is_non_dominated
+from botorch.utils.sampling import draw_sobol_samples, manual_seed
+from torch import Tensor
+
+from dsbo.acquisition.base import History, OptimizerSettings, Proposal, register_policy
+from dsbo.acquisition.plain import OptimizedPolicy, slack_constraints
+from dsbo.acquisition.sparse_ehvi import LogSparseExpectedHypervolumeImprovement
+from dsbo.errors import ConfigError
+from dsbo.problems.base import Problem
+from dsbo.problems.options import resolve_target
+from dsbo.sparsity import PENALTIES, SparsityMeasure, to_unit_cube
+
+#: Restarts closer than this (unit cube, Euclidean) to a better one are dropped between steps.
+PRUNE_TOL = 1e-4
+
+
+def resolve_sparsity_target(target: str | Sequence[float] | None, problem: Problem) -> Tensor:
+    """The target ``x^s``: the problem's default point (``None``), ``"zero"`` (lower corner),
+    ``"center"`` or ``d`` floats in raw coordinates."""
+    if target is None:
+        return problem.default_point.to(torch.double)
+    return resolve_target(target, problem.bounds, problem.name)
+
+
+def snap_to_target(
+    X: Tensor, target: Tensor, bounds: Tensor, tol: float, fixed: Sequence[int] = ()
+) -> tuple[Tensor, Tensor]:
+    """Set the coordinates of ``X`` within ``tol`` (unit cube) of ``target`` to the target.
+
+    Returns:
+        The snapped ``n x d`` points and the number of coordinates snapped per point.
+    """
+    mask = (to_unit_cube(X, bounds) - to_unit_cube(target, bounds)).abs() < tol
+    mask = mask & (X != target)
+    if fixed:
+        mask[..., list(fixed)] = False
+    return torch.where(mask, target.to(X).expand_as(X), X), mask.sum(dim=-1)
+
+
+def is_duplicate(X: Tensor, seen: Tensor | None, bounds: Tensor, tol: float) -> Tensor:
+    """``n`` mask: rows of ``X`` within ``tol`` (max-norm, unit cube) of a row of ``seen``."""
+    if seen is None or seen.shape[0] == 0 or tol <= 0:
+        return torch.zeros(X.shape[0], dtype=torch.bool)
+    diff = to_unit_cube(X, bounds).unsqueeze(-2) - to_unit_cube(seen.to(X), bounds)
+    return (diff.abs().amax(dim=-1) <= tol).any(dim=-1)
+
+
+def prune_restarts(X: Tensor, values: Tensor, tol: float = PRUNE_TOL) -> Tensor:
+    """Indices of the restarts kept: best first, dropping those within ``tol`` of a kept one."""
+    kept: list[int] = []
+    for i in torch.argsort(values, descending=True).tolist():
+        if not kept or torch.cdist(X[i : i + 1], X[kept]).min() > tol:
+            kept.append(i)
+    return torch.tensor(sorted(kept), dtype=torch.long)
+
+
+@dataclass
+class TraceResult:
+    """The final point of every traced restart and what produced it."""
+
+    X: Tensor  # R x d
+    restart_ids: Tensor  # R, index of each survivor among the first restarts
+    a_values: list[float] = field(default_factory=list)
+
+
+class SparsityPolicy(OptimizedPolicy):
+    """Base of SEBO, IR and ER: a sparsity measure, its homotopy, snapping and the guard.
+
+    Subclasses implement :meth:`acquisition` (the acquisition for the current state of
+    ``measure``, e.g. the current ``a``) and may override :meth:`prepare`.
+
+    Args:
+        penalty: ``"l0"`` (smooth L0 with homotopy, exact L0 for the final choice), ``"l1"``
+            or ``"group"``.
+        target: ``None`` (the problem's default point), ``"zero"``, ``"center"`` or ``d``
+            floats (raw coordinates).
+        groups: Groups of dimension indices (``penalty="group"``).
+        a_start, a_end, num_steps: The log-linear homotopy schedule of ``a`` (L0 only).
+        num_restarts_homotopy: L-BFGS-B restarts traced through the homotopy (L0 only; L1
+            and group use ``optimizer.num_restarts``).
+        snap_tol: Coordinates within this distance (unit cube) of the target are snapped onto
+            it; ``0`` disables snapping.
+        dedup_tol: Candidates within this distance (max-norm, unit cube) of an evaluated or
+            pending point are not proposed; ``0`` disables the guard.
+        optimizer: Optimizer settings (``raw_samples``, ``maxiter``, ``batch_limit``,
+            ``mc_samples``, ``fixed_features``).
+    """
+
+    name = "sparsity"
+
+    def __init__(
+        self,
+        penalty: str = "l0",
+        target: str | Sequence[float] | None = None,
+        groups: Sequence[Sequence[int]] | None = None,
+        a_start: float = 10**-0.5,
+        a_end: float = 1e-3,
+        num_steps: int = 30,
+        num_restarts_homotopy: int = 20,
+        snap_tol: float = 0.01,
+        dedup_tol: float = 1e-6,
+        optimizer: OptimizerSettings | None = None,
+    ) -> None:
+        super().__init__(optimizer)
+        if penalty not in PENALTIES:
+            raise ConfigError(
+                f"acquisition.options.penalty={penalty!r} is unknown; choose one of {list(PENALTIES)}"
+            )
+        if not (0 < a_end <= a_start):
+            raise ConfigError(
+                f"acquisition.options: need 0 < a_end <= a_start, got a_start={a_start}, a_end={a_end}"
+            )
+        for option, value in (
+            ("num_steps", num_steps),
+            ("num_restarts_homotopy", num_restarts_homotopy),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"acquisition.options.{option}={value!r} must be an integer >= 1")
+        for option, value in (("snap_tol", snap_tol), ("dedup_tol", dedup_tol)):
+            if not (isinstance(value, int | float) and 0 <= value < 1):
+                raise ConfigError(f"acquisition.options.{option}={value!r} must be in [0, 1)")
+        if (penalty == "group") != (groups is not None):
+            raise ConfigError(
+                "acquisition.options.groups is needed with penalty='group' (e.g. groups: "
+                f"[[0, 1], [2, 3]]) and only then; got penalty={penalty!r}, groups={groups!r}"
+            )
+        self.penalty = penalty
+        self.target = target
+        self.groups = groups
+        self.a_start, self.a_end, self.num_steps = float(a_start), float(a_end), num_steps
+        self.num_restarts_homotopy = num_restarts_homotopy
+        self.snap_tol = float(snap_tol)
+        self.dedup_tol = float(dedup_tol)
+
+    # ------------------------------------------------------------------ pieces
+    def make_measure(self, problem: Problem) -> SparsityMeasure:
+        target = resolve_sparsity_target(self.target, problem)
+        return SparsityMeasure(
+            target, problem.bounds, penalty=self.penalty, a=self.a_start, groups=self.groups
+        )
+
+    def homotopy(self, measure: SparsityMeasure) -> Homotopy | None:
+        """The homotopy over ``a`` (L0 only), or ``None``."""
+        if self.penalty != "l0":
+            return None
+        schedule = LogLinearHomotopySchedule(self.a_start, self.a_end, self.num_steps)
+        return Homotopy([HomotopyParameter(parameter=measure.a, schedule=schedule)])
+
+    def prepare(
+        self, model: Model, history: History, problem: Problem, q: int, measure: SparsityMeasure
+    ) -> dict[str, Any]:
+        """Per-proposal settings shared by every acquisition of the homotopy."""
+        return {}
+
+    def acquisition(
+        self,
+        model: Model,
+        history: History,
+        problem: Problem,
+        measure: SparsityMeasure,
+        X_pending: Tensor | None,
+        context: dict[str, Any],
+    ) -> AcquisitionFunction:
+        """The acquisition function for the current state of ``measure``."""
+        raise NotImplementedError
+
+    def build(
+        self, model: Model, history: History, problem: Problem, q: int
+    ) -> AcquisitionFunction:
+        """The acquisition under the exact sparsity measure (what candidates are scored by)."""
+        measure = self.make_measure(problem)
+        measure.exact = True
+        context = self.prepare(model, history, problem, q, measure)
+        return self.acquisition(model, history, problem, measure, history.X_pending, context)
+
+    # ------------------------------------------------------------------ optimization
+    def trace(
+        self,
+        make_acqf: Callable[[], AcquisitionFunction],
+        measure: SparsityMeasure,
+        problem: Problem,
+        seed: int,
+    ) -> TraceResult:
+        """Multi-start L-BFGS-B, continued through the homotopy of ``a`` for L0."""
+        opt = self.optimizer
+        homotopy = self.homotopy(measure)
+        options = {"maxiter": opt.maxiter, "batch_limit": opt.batch_limit, "seed": seed}
+        common = dict(
+            bounds=problem.bounds,
+            q=1,
+            options=options,
+            fixed_features=opt.fixed_features,
+            return_best_only=False,
+            retry_on_optimization_warning=False,
+        )
+        num_restarts = opt.num_restarts if homotopy is None else self.num_restarts_homotopy
+        a_values: list[float] = []
+        if homotopy is not None:
+            homotopy.restart()
+            a_values.append(float(measure.a))
+        X, values = optimize_acqf(
+            make_acqf(), num_restarts=num_restarts, raw_samples=opt.raw_samples, **common
+        )
+        ids = torch.arange(X.shape[0])
+        if homotopy is not None:
+            homotopy.step()
+            while not homotopy.should_stop:
+                a_values.append(float(measure.a))
+                keep = prune_restarts(
+                    to_unit_cube(X.squeeze(-2), problem.bounds), values.reshape(-1)
+                )
+                X, ids = X[keep], ids[keep]
+                X, values = optimize_acqf(
+                    make_acqf(), num_restarts=X.shape[0], batch_initial_conditions=X, **common
+                )
+                homotopy.step()
+        return TraceResult(X=X.detach().squeeze(-2), restart_ids=ids, a_values=a_values)
+
+    def select(
+        self,
+        acqf: AcquisitionFunction,
+        traced: TraceResult,
+        seen: Tensor | None,
+        problem: Problem,
+        measure: SparsityMeasure,
+        seed: int,
+    ) -> tuple[Tensor, dict[str, Any]]:
+        """Snap, drop duplicates of ``seen`` and pick the best candidate under ``acqf``."""
+        fixed = list((self.optimizer.fixed_features or {}).keys())
+        X, snapped = snap_to_target(
+            traced.X, measure.target, problem.bounds, self.snap_tol, [int(j) for j in fixed]
+        )
+        X = problem.round_to_domain(X)
+        duplicate = is_duplicate(X, seen, problem.bounds, self.dedup_tol)
+        num_duplicates = int(duplicate.sum())
+        fallback = bool(duplicate.all())
+        if fallback:  # every traced restart re-proposes a seen point: score Sobol points
+            sobol = draw_sobol_samples(problem.bounds, n=self.optimizer.raw_samples, q=1, seed=seed)
+            X = problem.round_to_domain(self.optimizer.apply_fixed_features(sobol.squeeze(1)))
+            snapped = torch.zeros(X.shape[0], dtype=torch.long)
+            ids = torch.full((X.shape[0],), -1, dtype=torch.long)
+            duplicate = is_duplicate(X, seen, problem.bounds, self.dedup_tol)
+        else:
+            ids = traced.restart_ids
+        with torch.no_grad():
+            values = acqf(X.unsqueeze(-2)).reshape(-1)
+        values = values.masked_fill(duplicate, -math.inf)
+        best = int(torch.argmax(values))
+        x = X[best]
+        metadata = {
+            "acq_value": float(values[best]),
+            "penalty": self.penalty,
+            "xi": float(measure.exact_value(x)),
+            "restart": int(ids[best]),
+            "num_traced": int(traced.X.shape[0]),
+            "snapped": int(snapped[best]),
+            "duplicates_skipped": num_duplicates,
+            "fallback": "sobol" if fallback else None,
+        }
+        if traced.a_values:
+            metadata["a_values"] = [float(a) for a in traced.a_values]
+        return x, metadata
+
+    def propose(self, model: Model, history: History, problem: Problem, q: int) -> Proposal:
+        # Baseline pruning and initial conditions draw from torch's RNG: seed it per proposal.
+        with manual_seed(history.seed):
+            return self._propose(model, history, problem, q)
+
+    def _propose(self, model: Model, history: History, problem: Problem, q: int) -> Proposal:
+        measure = self.make_measure(problem)
+        context = self.prepare(model, history, problem, q, measure)
+        chosen: list[Tensor] = []
+        metadata: list[dict[str, Any]] = []
+        for i in range(q):
+            pending = _stack(history.X_pending, chosen)
+
+            def make_acqf(pending: Tensor | None = pending) -> AcquisitionFunction:
+                return self.acquisition(model, history, problem, measure, pending, context)
+
+            traced = self.trace(make_acqf, measure, problem, seed=history.seed + i)
+            measure.exact = True
+            seen = _stack(history.X, [] if pending is None else [pending])
+            x, meta = self.select(make_acqf(), traced, seen, problem, measure, history.seed + i)
+            measure.exact = False
+            chosen.append(x.unsqueeze(0))
+            metadata.append({"acquisition": self.name, **context.get("metadata", {}), **meta})
+        X = torch.cat(chosen, dim=0)
+        if self.postprocessor is None:
+            return Proposal(X=X, metadata=metadata)
+        measure.exact = True
+        acqf = self.acquisition(model, history, problem, measure, history.X_pending, context)
+        processed = self.postprocessor(acqf, X, history, problem, self.optimizer, self.log_scale)
+        for meta, extra in zip(metadata, processed.metadata, strict=True):
+            meta.update(extra)
+        return Proposal(X=problem.round_to_domain(processed.X), metadata=metadata)
+
+
+def _stack(base: Tensor | None, rows: list[Tensor]) -> Tensor | None:
+    parts = ([] if base is None else [base]) + list(rows)
+    return torch.cat(parts, dim=0) if parts else None
+
+
+@register_policy("sebo", "SEBO: EHVI of (objective, -sparsity), L0 by homotopy (Liu et al., 2023)")
+class SEBO(SparsityPolicy):
+    r"""Sparsity-exploring BO: maximize the EHVI of ``(f, -xi)``.
+
+    Args:
+        acquisition_function: ``"ehvi"`` (closed form; used when ``q = 1``, there are no
+            pending points and one objective, else ``"qlognehvi"``) or ``"qlognehvi"``.
+        ref_point: ``(r_f, r_xi)`` (objective lower bounds, then the sparsity upper bound);
+            default: BoTorch's ``infer_reference_point`` on the observed ``(f, -xi)`` front
+            with exact sparsity values.
+        **kwargs: See :class:`SparsityPolicy` (penalty, target, groups, homotopy schedule,
+            snapping, duplicate guard).
+
+    Example:
+        >>> policy = SEBO(penalty="l0", target="zero")
+        >>> proposal = policy.propose(model, history, problem, q=1)
+        >>> proposal.metadata[0]["xi"], proposal.metadata[0]["a_values"][-1]
+    """
+
+    name = "sebo"
+    ACQUISITION_FUNCTIONS = ("ehvi", "qlognehvi")
+
+    def __init__(
+        self,
+        penalty: str = "l0",
+        target: str | Sequence[float] | None = None,
+        groups: Sequence[Sequence[int]] | None = None,
+        acquisition_function: str = "ehvi",
+        ref_point: Sequence[float] | None = None,
+        a_start: float = 10**-0.5,
+        a_end: float = 1e-3,
+        num_steps: int = 30,
+        num_restarts_homotopy: int = 20,
+        snap_tol: float = 0.01,
+        dedup_tol: float = 1e-6,
+        optimizer: OptimizerSettings | None = None,
+    ) -> None:
+        super().__init__(
+            penalty, target, groups, a_start, a_end, num_steps, num_restarts_homotopy,
+            snap_tol, dedup_tol, optimizer,
+        )  # fmt: skip
+        if acquisition_function not in self.ACQUISITION_FUNCTIONS:
+            raise ConfigError(
+                f"acquisition.options.acquisition_function={acquisition_function!r}; choose one "
+                f"of {list(self.ACQUISITION_FUNCTIONS)}"
+            )
+        self.acquisition_function = acquisition_function
+        self.ref_point = None if ref_point is None else [float(r) for r in ref_point]
+
+    def reference_point(
+        self, history: History, problem: Problem, measure: SparsityMeasure
+    ) -> list[float]:
+        """``(r_f1, ..., r_fm, r_xi)`` in the paper's convention (``xi`` minimized)."""
+        m = problem.num_objectives
+        if self.ref_point is not None:
+            if len(self.ref_point) != m + 1:
+                raise ConfigError(
+                    f"acquisition.options.ref_point needs {m + 1} values (objectives, then "
+                    f"sparsity), got {self.ref_point}"
+                )
+            return list(self.ref_point)
+        feasible = problem.is_feasible(history.Y)
+        if not feasible.any():
+            feasible = torch.ones_like(feasible)
+        Y = torch.cat(
+            [history.Y[feasible, :m], -measure.exact_value(history.X[feasible]).unsqueeze(-1)],
+            dim=-1,
+        )
+        ref = infer_reference_point(Y[is_non_dominated(Y)])
+        if problem.ref_point is not None:
+            ref[:m] = torch.as_tensor(problem.ref_point, dtype=ref.dtype)
+        return ref[:m].tolist() + [-float(ref[m])]
+
+    def prepare(
+        self, model: Model, history: History, problem: Problem, q: int, measure: SparsityMeasure
+    ) -> dict[str, Any]:
+        closed_form = (
+            self.acquisition_function == "ehvi"
+            and q == 1
+            and history.X_pending is None
+            and problem.num_objectives == 1
+        )
+        kind = "ehvi" if closed_form else "qlognehvi"
+        return {
+            "kind": kind,
+            "ref_point": self.reference_point(history, problem, measure),
+            "metadata": {"acquisition_function": kind},
+        }
+
+    def acquisition(
+        self,
+        model: Model,
+        history: History,
+        problem: Problem,
+        measure: SparsityMeasure,
+        X_pending: Tensor | None,
+        context: dict[str, Any],
+    ) -> AcquisitionFunction:
+        m, c = problem.num_objectives, problem.num_constraints
+        ref = context["ref_point"]
+        if context["kind"] == "ehvi":
+            feasible = problem.is_feasible(history.Y)
+            return LogSparseExpectedHypervolumeImprovement(
+                model,
+                sparsity=measure,
+                f_observed=history.Y[feasible, 0],
+                xi_observed=measure(history.X[feasible]),
+                ref_point=(ref[0], ref[1]),
+                constraint_indices=[m + i for i in range(c)],
+            )
+        sparsity_model = GenericDeterministicModel(lambda X: -measure(X).unsqueeze(-1))
+        surrogates = list(model.models) if isinstance(model, ModelList) else [model]
+        model_list = ModelList(*surrogates, sparsity_model)
+        n_out = model.num_outputs
+        sampler = get_sampler(
+            model_list.posterior(history.X[:1]),
+            torch.Size([self.optimizer.mc_samples]),
+            seed=history.seed,
+        )
+        return qLogNoisyExpectedHypervolumeImprovement(
+            model=model_list,
+            ref_point=ref[:m] + [-ref[m]],
+            X_baseline=history.X,
+            sampler=sampler,
+            objective=IdentityMCMultiOutputObjective(outcomes=list(range(m)) + [n_out]),
+            constraints=slack_constraints(problem) or None,
+            X_pending=X_pending,
+            prune_baseline=True,
+        )
+
+
+__all__ = [
+    "SEBO",
+    "SparsityPolicy",
+    "TraceResult",
+    "is_duplicate",
+    "prune_restarts",
+    "resolve_sparsity_target",
+    "snap_to_target",
+]

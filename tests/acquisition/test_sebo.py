@@ -1,0 +1,238 @@
+"""SEBO: homotopy continuation on the paper's Figure 2, the re-proposal guard, fixed features,
+determinism, batches, constraints, and an end-to-end campaign that is sparser than qLogNEI."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from botorch.test_functions.synthetic import SyntheticTestFunction
+from botorch.utils.sampling import draw_sobol_samples
+
+from dsbo.acquisition import History, OptimizerSettings, Proposal, make_policy
+from dsbo.acquisition.sebo import SEBO, is_duplicate, prune_restarts, snap_to_target
+from dsbo.acquisition.sparse_ehvi import LogSparseExpectedHypervolumeImprovement
+from dsbo.campaign import Campaign
+from dsbo.errors import ConfigError
+from dsbo.problems import get_problem
+from dsbo.problems.base import Problem
+from dsbo.surrogates import fit_surrogate
+
+FIG2_OPT = OptimizerSettings(num_restarts=4, raw_samples=16, maxiter=50, batch_limit=4)
+FIG2_REF = [-1.1, 1.1]  # (r_f, r_xi): the observed min f and max xi, minus/plus 10% of the range
+
+
+class NegSquare(SyntheticTestFunction):
+    """``f(x) = -x^2`` on ``[0, 1]`` (Figure 2 of the SEBO paper)."""
+
+    dim = 1
+    continuous_inds = [0]
+    _bounds = [(0.0, 1.0)]
+    _optimal_value = 0.0
+
+    def _evaluate_true(self, X):
+        return -(X**2).squeeze(-1)
+
+
+def figure2(observed):
+    problem = Problem(
+        "neg-square", NegSquare(), default_point=torch.tensor([0.5]), relevant_dims=(0,)
+    )
+    X = torch.tensor(observed).unsqueeze(-1)
+    Y = problem.evaluate(X)
+    torch.manual_seed(0)
+    model = fit_surrogate("gp", X, Y, bounds=problem.bounds)
+    return problem, model, History(X, Y, seed=0, t=X.shape[0])
+
+
+def test_homotopy_finds_the_sparse_optimum_of_figure_2_where_a_fixed_small_a_fails():
+    # f(x) = -x^2, xi(x) = ||x - 0.5||_0, observations {0, 0.25, 0.75, 1}: the global maximum of
+    # the SEBO acquisition (EHVI with the exact L0) is the sparse point x = 0.5.
+    problem, model, history = figure2([0.0, 0.25, 0.75, 1.0])
+    policy = SEBO(ref_point=FIG2_REF, num_restarts_homotopy=4, optimizer=FIG2_OPT)
+    exact_acqf = policy.build(model, history, problem, q=1)
+    grid = torch.cat([torch.linspace(0, 1, 1001), torch.tensor([0.5])]).reshape(-1, 1, 1)
+    with torch.no_grad():
+        assert grid[exact_acqf(grid).argmax()].item() == 0.5
+
+    proposal = policy.propose(model, history, problem, q=1)
+    meta = proposal.metadata[0]
+    assert proposal.X.item() == 0.5 and meta["xi"] == 0.0 and meta["snapped"] == 1
+    assert len(meta["a_values"]) == 30
+    a_values = meta["a_values"]
+    assert a_values[0] == pytest.approx(10**-0.5) and a_values[-1] == pytest.approx(1e-3)
+
+    # The same optimizer at a fixed a = 1e-3: the relaxation is flat almost everywhere and the
+    # restarts end in a dense local optimum with a lower true acquisition value.
+    fixed = SEBO(ref_point=FIG2_REF, a_start=1e-3, a_end=1e-3, num_steps=1,
+                 num_restarts_homotopy=4, optimizer=FIG2_OPT)  # fmt: skip
+    stuck = fixed.propose(model, history, problem, q=1)
+    assert abs(stuck.X.item() - 0.5) > 0.05 and stuck.metadata[0]["xi"] == 1.0
+    assert stuck.metadata[0]["acq_value"] < meta["acq_value"] - 1.0
+
+
+def test_sebo_does_not_repropose_an_evaluated_point():
+    # With the sparse point 0.5 already evaluated (noiseless), the homotopy still pulls the
+    # restarts onto it; without the guard SEBO proposes it again.
+    problem, model, history = figure2([0.0, 0.25, 0.5, 0.75, 1.0])
+    unguarded = SEBO(num_steps=10, num_restarts_homotopy=4, dedup_tol=0.0, optimizer=FIG2_OPT)
+    assert unguarded.propose(model, history, problem, q=1).X.item() == 0.5
+
+    guarded = SEBO(num_steps=10, num_restarts_homotopy=4, optimizer=FIG2_OPT)
+    proposal = guarded.propose(model, history, problem, q=1)
+    assert not is_duplicate(proposal.X, history.X, problem.bounds, 1e-6).any()
+    assert proposal.metadata[0]["duplicates_skipped"] >= 1
+
+
+def test_helpers_snap_dedup_and_prune():
+    bounds = torch.tensor([[0.0, 0.0, 0.0], [1.0, 10.0, 1.0]])
+    target = torch.tensor([0.0, 5.0, 1.0])
+    X = torch.tensor([[0.005, 5.05, 0.5], [0.02, 5.2, 0.995]])
+    snapped, count = snap_to_target(X, target, bounds, tol=0.01, fixed=[0])
+    assert snapped.tolist() == [[0.005, 5.0, 0.5], [0.02, 5.2, 1.0]] and count.tolist() == [1, 1]
+    seen = torch.tensor([[0.005, 5.0, 0.5]])
+    assert is_duplicate(snapped, seen, bounds, 1e-6).tolist() == [True, False]
+    keep = prune_restarts(torch.tensor([[0.0], [1e-5], [0.5]]), torch.tensor([1.0, 2.0, 0.0]))
+    assert keep.tolist() == [1, 2]
+
+
+@pytest.fixture(scope="module")
+def branin15():
+    problem = get_problem("branin-15d", target="zero")
+    X = draw_sobol_samples(problem.bounds, n=8, q=1, seed=0).squeeze(1)
+    Y = problem.evaluate(X)
+    torch.manual_seed(0)
+    model = fit_surrogate("gp", X, Y, bounds=problem.bounds)
+    return problem, model, History(X, Y, seed=3, t=8)
+
+
+SMALL = dict(num_steps=4, num_restarts_homotopy=2)
+
+
+def test_batches_fixed_features_bounds_and_determinism(branin15, fast_optimizer):
+    problem, model, history = branin15
+    fast_optimizer.fixed_features = {0: 0.005, 4: 0.7}  # 0.005 is within snap_tol of the target
+    proposals = [
+        SEBO(optimizer=fast_optimizer, **SMALL).propose(model, history, problem, q=2)
+        for _ in range(2)
+    ]
+    X = proposals[0].X
+    assert torch.equal(X, proposals[1].X)  # same seed, same candidates
+    assert X.shape == (2, 15) and not torch.equal(X[0], X[1])
+    assert (X[:, 0] == 0.005).all() and (X[:, 4] == 0.7).all()
+    assert ((X >= 0) & (X <= 1)).all()
+    assert all(m["acquisition_function"] == "qlognehvi" for m in proposals[0].metadata)
+
+
+def test_l1_and_group_penalties_need_no_homotopy(branin15, fast_optimizer):
+    problem, model, history = branin15
+    groups = [list(range(i, i + 3)) for i in range(0, 15, 3)]
+    for options in ({"penalty": "l1"}, {"penalty": "group", "groups": groups}):
+        proposal = SEBO(optimizer=fast_optimizer, **options).propose(model, history, problem, q=1)
+        meta = proposal.metadata[0]
+        assert "a_values" not in meta and meta["acquisition_function"] == "ehvi"
+        assert meta["num_traced"] <= fast_optimizer.num_restarts
+
+
+def test_postprocessor_sees_the_exact_acquisition(branin15, fast_optimizer):
+    problem, model, history = branin15
+    calls = []
+
+    def postprocessor(acqf, X, history, problem, optimizer, log_scale):
+        calls.append((acqf, log_scale))
+        return Proposal(X=X, metadata=[{"post": True}])
+
+    policy = SEBO(optimizer=fast_optimizer, **SMALL)
+    policy.postprocessor = postprocessor
+    proposal = policy.propose(model, history, problem, q=1)
+    acqf, log_scale = calls[0]
+    assert isinstance(acqf, LogSparseExpectedHypervolumeImprovement) and log_scale
+    assert acqf.sparsity.exact and proposal.metadata[0]["post"]
+
+
+def test_constrained_problem_uses_the_slacks(fast_optimizer):
+    problem = get_problem("pressure-vessel")
+    X = draw_sobol_samples(problem.bounds, n=10, q=1, seed=1).squeeze(1)
+    X = problem.round_to_domain(X)
+    Y = problem.evaluate(X)
+    torch.manual_seed(0)
+    model = fit_surrogate("gp", X, Y, bounds=problem.bounds)
+    history = History(X, Y, seed=0, t=10)
+    policy = SEBO(optimizer=fast_optimizer, **SMALL)
+    assert policy.build(model, history, problem, q=1).constraint_indices == [1, 2, 3, 4]
+    problem.validate(policy.propose(model, history, problem, q=1).X)
+    # The MC path gets the slacks as BoTorch constraints (its optimization is slower: 5 GPs).
+    policy = SEBO(acquisition_function="qlognehvi", optimizer=fast_optimizer, **SMALL)
+    acqf = policy.build(model, history, problem, q=1)
+    assert len(acqf.constraints) == 4 and torch.isfinite(acqf(X[:3].unsqueeze(-2))).all()
+
+
+def test_multi_objective_falls_back_to_qlognehvi(fast_optimizer):
+    problem = get_problem("branin-currin-6d", target="zero")
+    X = draw_sobol_samples(problem.bounds, n=8, q=1, seed=0).squeeze(1)
+    Y = problem.evaluate(X)
+    torch.manual_seed(0)
+    model = fit_surrogate("gp", X, Y, bounds=problem.bounds)
+    proposal = SEBO(optimizer=fast_optimizer, **SMALL).propose(model, History(X, Y), problem, q=1)
+    assert proposal.metadata[0]["acquisition_function"] == "qlognehvi"
+    with pytest.raises(ConfigError, match="ref_point needs 3"):
+        SEBO(ref_point=[0.0, 1.0]).build(model, History(X, Y), problem, q=1)
+
+
+@pytest.mark.parametrize(
+    "options, match",
+    [
+        ({"penalty": "l2"}, "penalty"),
+        ({"penalty": "group"}, "groups"),
+        ({"acquisition_function": "ei"}, "acquisition_function"),
+        ({"a_start": 1e-3, "a_end": 0.1}, "a_end"),
+        ({"num_steps": 0}, "num_steps"),
+        ({"snap_tol": -1}, "snap_tol"),
+        ({"unknown": 1}, "unknown"),
+    ],
+)
+def test_options_are_checked(options, match):
+    with pytest.raises(ConfigError, match=match):
+        make_policy("sebo", options)
+
+
+def run(acquisition, optimizer, budget=9):
+    problem = get_problem("branin-15d", target="zero")
+    campaign = Campaign(problem, surrogate="gp", acquisition=acquisition, budget=budget, n_init=6,
+                        optimizer=optimizer, seed=0)  # fmt: skip
+    campaign.run()
+    trials = campaign.store.trials("completed")
+    X = torch.tensor([t.x for t in trials])
+    return X, [t.metadata for t in trials[6:]]
+
+
+def test_campaign_sebo_is_sparser_than_qlognei(fast_optimizer):
+    _, dense = run("qlognei", fast_optimizer)
+    X, sparse = run({"name": "sebo", **SMALL}, fast_optimizer, budget=10)
+    mean_changed = lambda metas: sum(m["num_changed"] for m in metas) / len(metas)  # noqa: E731
+    assert mean_changed(sparse) < mean_changed(dense) - 5
+    for meta in sparse:
+        assert meta["acquisition"] == "sebo" and meta["xi"] == meta["num_changed"]
+        assert {"a_values", "restart", "snapped"} <= set(meta)
+    bounds = torch.stack([torch.zeros(15), torch.ones(15)])
+    for i in range(1, X.shape[0]):  # nothing was proposed twice
+        assert not is_duplicate(X[i : i + 1], X[:i], bounds, 1e-6)
+
+
+@pytest.fixture(scope="module")
+def branin15_saas():
+    problem = get_problem("branin-15d", target="zero")
+    X = draw_sobol_samples(problem.bounds, n=8, q=1, seed=0).squeeze(1)
+    Y = problem.evaluate(X)
+    model = fit_surrogate(
+        {"name": "map-saas", "num_taus": 2, "seed": 0}, X, Y, bounds=problem.bounds
+    )
+    return problem, model, History(X, Y, seed=1, t=8)
+
+
+@pytest.mark.parametrize("name", ["sebo", "ir", "er"])
+def test_ensemble_surrogate(name, branin15_saas, fast_optimizer):
+    # MAP-SAAS: the posterior has an extra ensemble dimension, averaged by the acquisitions.
+    problem, model, history = branin15_saas
+    policy = make_policy(name, SMALL, fast_optimizer)
+    assert policy.build(model, history, problem, q=1)(history.X[:5].unsqueeze(-2)).shape == (5,)
+    assert policy.propose(model, history, problem, q=1).X.shape == (1, 15)
