@@ -48,6 +48,7 @@ Example:
 from __future__ import annotations
 
 import math
+from abc import abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -219,6 +220,7 @@ class SparsityPolicy(OptimizedPolicy):
         """Per-proposal settings shared by every acquisition of the homotopy."""
         return {}
 
+    @abstractmethod
     def acquisition(
         self,
         model: Model,
@@ -229,7 +231,6 @@ class SparsityPolicy(OptimizedPolicy):
         context: dict[str, Any],
     ) -> AcquisitionFunction:
         """The acquisition function for the current state of ``measure``."""
-        raise NotImplementedError
 
     def build(
         self, model: Model, history: History, problem: Problem, q: int
