@@ -177,6 +177,10 @@ def generation_time(problem_name: str, seed: int, n_init: int, surrogate: str, o
 
 
 # ----------------------------------------------------------------------------- main
+def job_key(job: dict[str, Any]) -> tuple:
+    return tuple(job[k] for k in ("problem", "method", "seed", "budget", "n_init", "surrogate", "smoke"))
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--smoke", action="store_true")
@@ -201,11 +205,24 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         for s in range(seeds) for p in problems for m in METHODS
     ]
     started = time.perf_counter()
-    runs = []
+    # finished runs are appended to runs.jsonl as they end, so an interrupted reproduction
+    # resumes where it stopped (delete the file to start over)
+    log = args.out / "runs.jsonl"
+    done = {}
+    if log.exists():
+        for line in log.read_text().splitlines():
+            run = json.loads(line)
+            done[job_key(run)] = run
+    runs = [done[job_key(j)] for j in jobs if job_key(j) in done]
+    todo = [j for j in jobs if job_key(j) not in done]
+    if runs:
+        print(f"resuming: {len(runs)} of {len(jobs)} campaigns already in {log}", flush=True)
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(args.workers, mp_context=context) as pool:
-        for i, run in enumerate(pool.map(run_campaign, jobs), 1):
+    with ProcessPoolExecutor(args.workers, mp_context=context) as pool, log.open("a") as sink:
+        for i, run in enumerate(pool.map(run_campaign, todo), len(runs) + 1):
             runs.append(run)
+            sink.write(json.dumps(run) + "\n")
+            sink.flush()
             print(f"[{i}/{len(jobs)}] {run['problem']:>20} {run['method']:>6} seed {run['seed']}: "
                   f"best {run['trace'][-1]:.4g}, new points {run['distinct_bo']}/{run['num_bo']}, "
                   f"{run['seconds']:.0f}s  (elapsed {time.perf_counter() - started:.0f}s)", flush=True)
