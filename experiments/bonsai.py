@@ -24,24 +24,29 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import multiprocessing
 import statistics
 import time
 import warnings
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from botorch.optim import optimize_acqf  # noqa: E402
+from campaign_runs import (  # noqa: E402
+    best_with_at_most,
+    optimizer_settings,
+    plot_best_vs_changes,
+    plot_traces,
+    record_campaign,
+    run_resumable,
+)
 
 from dsbo.acquisition import History, OptimizerSettings, make_policy, make_postprocessor  # noqa: E402
-from dsbo.campaign import Campaign, best_so_far  # noqa: E402
+from dsbo.campaign import Campaign  # noqa: E402
 from dsbo.problems import get_problem  # noqa: E402
 from dsbo.sparsity import num_changed  # noqa: E402
 from dsbo.surrogates import fit_surrogate  # noqa: E402
@@ -49,12 +54,6 @@ from dsbo.surrogates import fit_surrogate  # noqa: E402
 RESULTS = Path(__file__).resolve().parent / "results" / "bonsai"
 METHODS = ("bonsai", "plain", "sobol")
 EPSILON = 0.2
-
-
-def optimizer_settings(smoke: bool) -> OptimizerSettings:
-    if smoke:
-        return OptimizerSettings(num_restarts=2, raw_samples=32, maxiter=25, batch_limit=2, mc_samples=32)
-    return OptimizerSettings(num_restarts=8, raw_samples=256, maxiter=100, batch_limit=4, mc_samples=128)
 
 
 # ----------------------------------------------------------------------------- campaigns
@@ -79,37 +78,7 @@ def run_campaign(job: dict[str, Any]) -> dict[str, Any]:
     campaign.attach(default, problem(default), generator="default")
     start = time.perf_counter()
     campaign.run()
-    elapsed = time.perf_counter() - start
-    trials = campaign.store.trials("completed")
-    X = torch.tensor([t.x for t in trials], dtype=torch.double)
-    Y = torch.tensor([t.y for t in trials], dtype=torch.double)
-    changed = num_changed(X, default, problem.bounds).tolist()
-    bo = [t for t in trials if t.generator not in ("default", "sobol-init")]
-    unit = (X - problem.bounds[0]) / (problem.bounds[1] - problem.bounds[0])
-    index = {t.id: i for i, t in enumerate(trials)}
-    # a BO proposal is new when no earlier trial (default and Sobol included) is within 1e-6
-    distinct = sum(
-        not bool(((unit[: index[t.id]] - unit[index[t.id]]).abs().max(dim=-1).values < 1e-6).any())
-        for t in bo
-    )
-    return {
-        **job,
-        "trace": best_so_far(Y, problem).tolist(),
-        "values": Y[:, 0].tolist(),
-        "feasible": problem.is_feasible(Y).tolist(),
-        "changed": changed,
-        "num_bo": len(bo),
-        "distinct_bo": distinct,
-        "duplicate_fallbacks": sum(bool(t.metadata.get("duplicate_fallback")) for t in bo),
-        "acq_time": [t.acq_time for t in bo if t.acq_time > 0],
-        "seconds": elapsed,
-        "default_value": float(Y[0, 0]),
-    }
-
-
-def best_with_at_most(run: dict[str, Any], k: int) -> float:
-    values = [v for v, c, f in zip(run["values"], run["changed"], run["feasible"], strict=True) if c <= k and f]
-    return max(values) if values else math.nan
+    return record_campaign(campaign, problem, job, time.perf_counter() - start)
 
 
 def changes_within_epsilon(run: dict[str, Any], optimum: float) -> float:
@@ -177,10 +146,6 @@ def generation_time(problem_name: str, seed: int, n_init: int, surrogate: str, o
 
 
 # ----------------------------------------------------------------------------- main
-def job_key(job: dict[str, Any]) -> tuple:
-    return tuple(job[k] for k in ("problem", "method", "seed", "budget", "n_init", "surrogate", "smoke"))
-
-
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--smoke", action="store_true")
@@ -204,28 +169,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         {"problem": p, "method": m, "seed": s, "budget": budget, "n_init": n_init, "surrogate": surrogate, "smoke": smoke}
         for s in range(seeds) for p in problems for m in METHODS
     ]
-    started = time.perf_counter()
-    # finished runs are appended to runs.jsonl as they end, so an interrupted reproduction
-    # resumes where it stopped (delete the file to start over)
-    log = args.out / "runs.jsonl"
-    done = {}
-    if log.exists():
-        for line in log.read_text().splitlines():
-            run = json.loads(line)
-            done[job_key(run)] = run
-    runs = [done[job_key(j)] for j in jobs if job_key(j) in done]
-    todo = [j for j in jobs if job_key(j) not in done]
-    if runs:
-        print(f"resuming: {len(runs)} of {len(jobs)} campaigns already in {log}", flush=True)
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(args.workers, mp_context=context) as pool, log.open("a") as sink:
-        for i, run in enumerate(pool.map(run_campaign, todo), len(runs) + 1):
-            runs.append(run)
-            sink.write(json.dumps(run) + "\n")
-            sink.flush()
-            print(f"[{i}/{len(jobs)}] {run['problem']:>20} {run['method']:>6} seed {run['seed']}: "
-                  f"best {run['trace'][-1]:.4g}, new points {run['distinct_bo']}/{run['num_bo']}, "
-                  f"{run['seconds']:.0f}s  (elapsed {time.perf_counter() - started:.0f}s)", flush=True)
+    runs = run_resumable(run_campaign, jobs, args.out, args.workers)
 
     agreement_problems = ["branin-15d"] if smoke else ["branin-15d", "hartmann6-15d"]
     agreement = [greedy_vs_exact(p, s, n_init, surrogate, opt) for p in agreement_problems for s in range(seeds)]
@@ -309,40 +253,8 @@ def write_markdown(result: dict[str, Any], path: Path) -> None:
 
 
 def plot(runs, problems, out: Path) -> None:
-    fig, axes = plt.subplots(1, len(problems), figsize=(4.2 * len(problems), 3.6), squeeze=False)
-    for ax, p in zip(axes[0], problems, strict=True):
-        for m, color in zip(METHODS, ("C3", "C0", "0.5"), strict=True):
-            traces = np.array([r["trace"] for r in runs if r["problem"] == p and r["method"] == m], dtype=float)
-            mean = np.nanmean(traces, axis=0)
-            se = np.nanstd(traces, axis=0) / math.sqrt(max(len(traces), 1))
-            x = np.arange(1, traces.shape[1] + 1)
-            ax.plot(x, mean, color=color, label=m)
-            ax.fill_between(x, mean - se, mean + se, color=color, alpha=0.2)
-        ax.set_title(p)
-        ax.set_xlabel("evaluations")
-    axes[0][0].set_ylabel("best value (hypervolume for DTLZ2)")
-    axes[0][0].legend()
-    fig.tight_layout()
-    fig.savefig(out / "best_vs_evaluations.png", dpi=110)
-    plt.close(fig)
-
-    single = [p for p in problems if not get_problem(p).is_multi_objective]
-    fig, axes = plt.subplots(1, len(single), figsize=(4.2 * len(single), 3.6), squeeze=False)
-    for ax, p in zip(axes[0], single, strict=True):
-        dim = get_problem(p).dim
-        ks = np.arange(0, dim + 1)
-        for m, color in zip(METHODS, ("C3", "C0", "0.5"), strict=True):
-            rs = [r for r in runs if r["problem"] == p and r["method"] == m]
-            curve = [np.nanmean([best_with_at_most(r, int(k)) for r in rs]) for k in ks]
-            ax.step(ks, curve, where="post", color=color, label=m)
-        ax.axvline(len(get_problem(p).relevant_dims), color="k", ls="--", lw=0.8)
-        ax.set_title(p)
-        ax.set_xlabel("changed parameters k")
-    axes[0][0].set_ylabel("best value with <= k changes")
-    axes[0][0].legend()
-    fig.tight_layout()
-    fig.savefig(out / "best_vs_changes.png", dpi=110)
-    plt.close(fig)
+    plot_traces(runs, problems, METHODS, out / "best_vs_evaluations.png", "best value (hypervolume for DTLZ2)")
+    plot_best_vs_changes(runs, problems, METHODS, out / "best_vs_changes.png")
 
 
 if __name__ == "__main__":
