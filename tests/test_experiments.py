@@ -30,3 +30,15 @@ def test_bonsai_smoke(tmp_path):
     assert result["generation_time_ratio"]["branin-50d"] > 0
     for name in ("results.json", "results.md", "best_vs_evaluations.png", "best_vs_changes.png"):
         assert (tmp_path / name).stat().st_size > 0
+
+
+def test_sebo_smoke(tmp_path):
+    import sebo
+
+    result = sebo.main(["--smoke", "--workers", "1", "--out", str(tmp_path)])
+    methods = {r["method"] for r in result["table"]}
+    assert {"sobol", "map-saas", "sebo-l0", "ir-l0-1e-2", "er-l0-1e-2"} <= methods
+    assert all(r["new_points"] == r["num_bo"] for r in result["table"])
+    assert set(result["generation_time_ratio"]) == {"sebo-l0", "ir-l0", "er-l0"}
+    for name in ("results.json", "results.md", "runs.jsonl", "best_vs_changes.png", "sparse_regret.png"):
+        assert (tmp_path / name).stat().st_size > 0
