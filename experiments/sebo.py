@@ -228,9 +228,12 @@ def summarize(runs, timing, problems, methods, seeds, surrogate, smoke) -> dict[
 
 
 def write_markdown(result: dict[str, Any], path: Path) -> None:
+    scope = (
+        f"{result['seeds']} seed(s)" if result["table"] else "generation-time bench only, no campaigns"
+    )
     lines = [
-        f"# SEBO reproduction ({result['seeds']} seed(s), {result['surrogate']} surrogate for the model-based "
-        "sparse methods; GP for GP-EI)" + (" (smoke)" if result["smoke"] else ""),
+        f"# SEBO reproduction ({scope}; {result['surrogate']} surrogate for the model-based "
+        "sparse methods, GP for GP-EI)" + (" (smoke)" if result["smoke"] else ""),
         "",
         "| problem | method | runs | budget | best value | regret with <= true #active changes | "
         "best with <= 2 / 5 / 10 changes | new BO points | s per proposal |",
@@ -243,7 +246,8 @@ def write_markdown(result: dict[str, Any], path: Path) -> None:
             f"| {r['problem']} | {r['method']} | {r['runs']} | {r['budget']} | {r['best']:.4g} +- {r['best_se']:.2g} | "
             f"{regret} | {at_most} | {r['new_points']}/{r['num_bo']} | {r.get('s_per_proposal', float('nan')):.2f} |"
         )
-    lines += ["", "Generation time relative to plain qLogNEI, same model and data, median over "
+    lines += ["", "Generation time relative to plain qLogNEI, same model and data (the problem's "
+              "Sobol initial design; default homotopy: 30 values of a, 20 restarts), median over "
               + ", ".join(result["timing_problems"]) + ": "
               + ", ".join(f"{k}: {v:.2f}x" for k, v in result["generation_time_ratio"].items())
               + " (BONSAI paper: SEBO 13.9x plain BO on average)."]
