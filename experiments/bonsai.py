@@ -53,6 +53,7 @@ from dsbo.surrogates import fit_surrogate  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "bonsai"
 METHODS = ("bonsai", "plain", "sobol")
+PROBLEMS = ("branin-50d", "hartmann6-50d", "pressure-vessel-50d", "dtlz2-50d")
 EPSILON = 0.2
 
 
@@ -153,6 +154,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--budget", type=int, default=None, help="evaluations incl. 20 Sobol + default")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--surrogate", default=None)
+    parser.add_argument("--problems", nargs="*", default=None, choices=PROBLEMS)
+    parser.add_argument("--only-existing", action="store_true",
+                        help="run no new campaign: report the ones in runs.jsonl (and cached side runs)")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
 
@@ -161,7 +165,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     n_init = 4 if smoke else 20
     budget = args.budget or (n_init + 3 if smoke else 35)
     surrogate = args.surrogate or ("gp" if smoke else "map-saas")
-    problems = ["branin-50d", "dtlz2-50d"] if smoke else ["branin-50d", "hartmann6-50d", "pressure-vessel-50d", "dtlz2-50d"]
+    problems = args.problems or (["branin-50d", "dtlz2-50d"] if smoke else list(PROBLEMS))
     opt = optimizer_settings(smoke)
     args.out.mkdir(parents=True, exist_ok=True)
 
@@ -169,13 +173,20 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         {"problem": p, "method": m, "seed": s, "budget": budget, "n_init": n_init, "surrogate": surrogate, "smoke": smoke}
         for s in range(seeds) for p in problems for m in METHODS
     ]
-    runs = run_resumable(run_campaign, jobs, args.out, args.workers)
+    runs = run_resumable(run_campaign, jobs, args.out, args.workers, args.only_existing)
+    problems = [p for p in problems if any(r["problem"] == p for r in runs)]
 
-    agreement_problems = ["branin-15d"] if smoke else ["branin-15d", "hartmann6-15d"]
-    agreement = [greedy_vs_exact(p, s, n_init, surrogate, opt) for p in agreement_problems for s in range(seeds)]
-    timing_problems = ["branin-50d"] if smoke else ["branin-50d", "hartmann6-50d"]
-    timing = [generation_time(p, s, n_init, surrogate, opt, 1 if smoke else 3) for p in timing_problems
-              for s in range(min(seeds, 3))]
+    side = args.out / "side_runs.json"
+    if args.only_existing and side.exists():
+        cached = json.loads(side.read_text())
+        agreement, timing = cached["agreement"], cached["timing"]
+    else:
+        agreement_problems = ["branin-15d"] if smoke else ["branin-15d", "hartmann6-15d"]
+        agreement = [greedy_vs_exact(p, s, n_init, surrogate, opt) for p in agreement_problems for s in range(seeds)]
+        timing_problems = ["branin-50d"] if smoke else ["branin-50d", "hartmann6-50d"]
+        timing = [generation_time(p, s, n_init, surrogate, opt, 1 if smoke else 3) for p in timing_problems
+                  for s in range(min(seeds, 3))]
+        side.write_text(json.dumps({"agreement": agreement, "timing": timing}))
 
     result = summarize(runs, agreement, timing, problems, budget, n_init, seeds, surrogate, smoke)
     (args.out / "results.json").write_text(json.dumps({"summary": result, "runs": runs, "agreement": agreement,
@@ -191,10 +202,13 @@ def summarize(runs, agreement, timing, problems, budget, n_init, seeds, surrogat
         problem = get_problem(p)
         for m in METHODS:
             rs = [r for r in runs if r["problem"] == p and r["method"] == m]
+            if not rs:
+                continue
             final = [r["trace"][-1] for r in rs]
             row = {
                 "problem": p,
                 "method": m,
+                "runs": len(rs),
                 "final_mean": statistics.mean(final),
                 "final_se": statistics.stdev(final) / math.sqrt(len(final)) if len(final) > 1 else 0.0,
                 "distinct_bo": sum(r["distinct_bo"] for r in rs),
@@ -228,14 +242,14 @@ def write_markdown(result: dict[str, Any], path: Path) -> None:
         f"{result['n_init']} Sobol + default + {result['budget'] - result['n_init'] - 1} BO; "
         f"{result['surrogate']} surrogate)" + (" (smoke)" if result["smoke"] else ""),
         "",
-        "| problem | method | final best (HV) mean +- se | best with <= true #relevant changes | "
+        "| problem | method | runs | final best (HV) mean +- se | best with <= true #relevant changes | "
         "changes needed at eps=0.2 (per seed) | BO proposals that are new points | duplicate fallbacks | s per proposal |",
-        "|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in result["table"]:
         eps = r.get("changes_at_epsilon")
         lines.append(
-            f"| {r['problem']} | {r['method']} | {r['final_mean']:.4g} +- {r['final_se']:.2g} | "
+            f"| {r['problem']} | {r['method']} | {r['runs']} | {r['final_mean']:.4g} +- {r['final_se']:.2g} | "
             f"{r.get('best_at_true_k', float('nan')):.4g} | {eps if eps is not None else '-'} | "
             f"{r['distinct_bo']}/{r['num_bo']} | {r['duplicate_fallbacks']} | "
             f"{r.get('mean_generation_s', float('nan')):.2f} |"

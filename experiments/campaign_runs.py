@@ -75,16 +75,20 @@ def run_resumable(
     jobs: Sequence[dict[str, Any]],
     out: Path,
     workers: int,
+    only_existing: bool = False,
 ) -> list[dict[str, Any]]:
     """Run ``worker(job)`` for every job not yet in ``out/runs.jsonl``; returns all runs in
-    job order. Finished runs are appended as they end (delete the file to start over)."""
+    job order. Finished runs are appended as they end (delete the file to start over).
+    With ``only_existing`` nothing new runs: the runs already recorded are returned."""
     log = out / "runs.jsonl"
     done: dict[tuple, dict[str, Any]] = {}
     if log.exists():
         for line in log.read_text().splitlines():
             run = json.loads(line)
             done[job_key(run)] = run
-    todo = [j for j in jobs if job_key(j) not in done]
+    todo = [] if only_existing else [j for j in jobs if job_key(j) not in done]
+    if only_existing:
+        return [done[job_key(j)] for j in jobs if job_key(j) in done]
     if len(todo) < len(jobs):
         print(f"resuming: {len(jobs) - len(todo)} of {len(jobs)} campaigns already in {log}", flush=True)
     started = time.perf_counter()
