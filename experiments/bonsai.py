@@ -155,6 +155,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--surrogate", default=None)
     parser.add_argument("--problems", nargs="*", default=None, choices=PROBLEMS)
+    parser.add_argument("--campaigns-only", action="store_true",
+                        help="reuse the cached greedy-vs-exact and timing runs when present")
     parser.add_argument("--only-existing", action="store_true",
                         help="run no new campaign: report the ones in runs.jsonl (and cached side runs)")
     parser.add_argument("--out", type=Path, default=RESULTS)
@@ -177,7 +179,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     problems = [p for p in problems if any(r["problem"] == p for r in runs)]
 
     side = args.out / "side_runs.json"
-    if args.only_existing and side.exists():
+    if (args.only_existing or args.campaigns_only) and side.exists():
         cached = json.loads(side.read_text())
         agreement, timing = cached["agreement"], cached["timing"]
     else:
