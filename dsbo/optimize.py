@@ -181,7 +181,8 @@ def run_optimize(cfg: OptimizeConfig, console: Console | None = None) -> dict[st
             tracker.log_trials(trials, value, problem.outcome_names)
             last = trials[-1] if trials else None
             status = "" if last is None or last.status == "completed" else f"[red]failed: {last.error}"
-            progress.update(task, completed=c.num_used, best=best_text(), last=status)
+            best = "-" if value is None else f"{value:.5g}"
+            progress.update(task, completed=c.num_used, best=best, last=status)
 
         campaign.callbacks.append(on_batch)
         campaign.run()

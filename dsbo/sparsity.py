@@ -33,6 +33,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import torch
@@ -45,12 +46,27 @@ DEFAULT_TOLERANCE = 1e-3
 PENALTIES = ("l0", "l1", "group")
 
 
+DUPLICATE_TOLERANCE = 1e-6
+
+
 def changed_mask(
     X: Tensor, default: Tensor, bounds: Tensor, tol: float = DEFAULT_TOLERANCE
 ) -> Tensor:
     """Boolean ``... x d`` mask of the coordinates of ``X`` that differ from ``default``."""
     scale = (bounds[1] - bounds[0]).to(X)
     return ((X - default.to(X)).abs() / scale) >= tol
+
+
+def is_duplicate(
+    X: Tensor, seen: Tensor | None, bounds: Tensor, tol: float = DUPLICATE_TOLERANCE
+) -> Tensor:
+    """``n`` mask: rows of ``X`` (``n x d``) closer than ``tol`` to a row of ``seen`` in every
+    unit-cube coordinate (max-norm via ``torch.cdist``: memory ``n x m``, not ``n x m x d``).
+    ``tol <= 0`` or no ``seen`` rows: nothing is a duplicate."""
+    if seen is None or seen.shape[0] == 0 or tol <= 0:
+        return torch.zeros(X.shape[0], dtype=torch.bool)
+    distance = torch.cdist(to_unit_cube(X, bounds), to_unit_cube(seen.to(X), bounds), p=math.inf)
+    return (distance < tol).any(dim=-1)
 
 
 def num_changed(

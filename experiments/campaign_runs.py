@@ -28,7 +28,7 @@ import torch  # noqa: E402
 from dsbo.acquisition import OptimizerSettings  # noqa: E402
 from dsbo.campaign import Campaign, best_so_far  # noqa: E402
 from dsbo.problems import Problem, get_problem  # noqa: E402
-from dsbo.sparsity import num_changed  # noqa: E402
+from dsbo.sparsity import is_duplicate, num_changed  # noqa: E402
 
 KEY_FIELDS = ("problem", "method", "seed", "budget", "n_init", "surrogate", "smoke")
 INITIAL = ("default", "sobol-init")
@@ -48,9 +48,8 @@ def record_campaign(campaign: Campaign, problem: Problem, job: dict[str, Any], s
     X = torch.tensor([t.x for t in trials], dtype=torch.double)
     Y = torch.tensor([t.y for t in trials], dtype=torch.double)
     bo = [i for i, t in enumerate(trials) if t.generator not in INITIAL]
-    unit = (X - problem.bounds[0]) / (problem.bounds[1] - problem.bounds[0])
     # a BO proposal is a new point when no earlier trial is within 1e-6 on every coordinate
-    new = sum(not bool(((unit[:i] - unit[i]).abs().max(dim=-1).values < 1e-6).any()) for i in bo)
+    new = sum(not bool(is_duplicate(X[i : i + 1], X[:i], problem.bounds)) for i in bo)
     return {
         **job,
         "trace": best_so_far(Y, problem).tolist(),

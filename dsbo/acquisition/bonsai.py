@@ -69,7 +69,8 @@ from torch import Tensor
 from dsbo.acquisition.base import History, OptimizerSettings, Proposal, register_postprocessor
 from dsbo.errors import ConfigError
 from dsbo.problems.base import Problem
-from dsbo.sparsity import DEFAULT_TOLERANCE, changed_mask
+from dsbo.sparsity import DEFAULT_TOLERANCE, DUPLICATE_TOLERANCE, changed_mask
+from dsbo.sparsity import is_duplicate as near_seen_point
 
 #: ``score_fn(X: b x d) -> b`` acquisition values (already exponentiated for log acquisitions).
 ScoreFn = Callable[[Tensor], Tensor]
@@ -77,7 +78,6 @@ ScoreFn = Callable[[Tensor], Tensor]
 MaskFn = Callable[[Tensor], Tensor]
 
 #: Two points are duplicates when every coordinate differs by less than this (unit cube).
-DUPLICATE_TOL = 1e-6
 #: Points per acquisition call when many points are scored (evaluated points, exact subsets).
 EVAL_BATCH = 256
 #: Slack allowed on a linear constraint ``sum coef * x[idx] >= rhs`` (times ``max(1, |rhs|)``).
@@ -344,19 +344,10 @@ def acquisition_score_fn(
     return score
 
 
-def duplicate_fn(seen: Tensor, bounds: Tensor, tol: float = DUPLICATE_TOL) -> MaskFn:
+def duplicate_fn(seen: Tensor, bounds: Tensor, tol: float = DUPLICATE_TOLERANCE) -> MaskFn:
     """``X -> b`` booleans: the row is within ``tol`` (unit cube, every coordinate) of a row of
-    ``seen`` (max-norm distances via ``torch.cdist``: memory ``b x n``, not ``b x n x d``)."""
-    scale = (bounds[1] - bounds[0]).clamp_min(1e-12)
-
-    def is_duplicate(X: Tensor) -> Tensor:
-        if seen.shape[0] == 0:
-            return torch.zeros(X.shape[0], dtype=torch.bool)
-        s = scale.to(X)
-        distance = torch.cdist(X / s, seen.to(X) / s, p=math.inf)
-        return (distance < tol).any(dim=-1)
-
-    return is_duplicate
+    ``seen`` (:func:`dsbo.sparsity.is_duplicate`)."""
+    return lambda X: near_seen_point(X, seen, bounds, tol)
 
 
 def _json_float(value: float | None) -> float | None:

@@ -76,7 +76,7 @@ from dsbo.acquisition.sparse_ehvi import LogSparseExpectedHypervolumeImprovement
 from dsbo.errors import ConfigError
 from dsbo.problems.base import Problem
 from dsbo.problems.options import resolve_target
-from dsbo.sparsity import PENALTIES, SparsityMeasure, to_unit_cube
+from dsbo.sparsity import PENALTIES, SparsityMeasure, is_duplicate, to_unit_cube
 
 #: Restarts closer than this (unit cube, Euclidean) to a better one are dropped between steps.
 PRUNE_TOL = 1e-4
@@ -103,14 +103,6 @@ def snap_to_target(
     if fixed:
         mask[..., list(fixed)] = False
     return torch.where(mask, target.to(X).expand_as(X), X), mask.sum(dim=-1)
-
-
-def is_duplicate(X: Tensor, seen: Tensor | None, bounds: Tensor, tol: float) -> Tensor:
-    """``n`` mask: rows of ``X`` within ``tol`` (max-norm, unit cube) of a row of ``seen``."""
-    if seen is None or seen.shape[0] == 0 or tol <= 0:
-        return torch.zeros(X.shape[0], dtype=torch.bool)
-    diff = to_unit_cube(X, bounds).unsqueeze(-2) - to_unit_cube(seen.to(X), bounds)
-    return (diff.abs().amax(dim=-1) <= tol).any(dim=-1)
 
 
 def prune_restarts(X: Tensor, values: Tensor, tol: float = PRUNE_TOL) -> Tensor:
@@ -503,7 +495,6 @@ __all__ = [
     "SEBO",
     "SparsityPolicy",
     "TraceResult",
-    "is_duplicate",
     "prune_restarts",
     "resolve_sparsity_target",
     "snap_to_target",
