@@ -1,0 +1,170 @@
+r"""Fully connected networks in the NTK parameterization, vectorized over ensemble members.
+
+Paria, *On greedy algorithms for blackbox optimization using neural networks* (thesis ch. 3,
+section 3.2). A network with ``L`` hidden layers of widths ``d_1, ..., d_L`` computes
+
+.. math::
+
+    \alpha^{(l+1)} = \phi\Big(\frac{\sigma_w}{\sqrt{d_l}} W^{(l)} \alpha^{(l)} + \sigma_b b^{(l)}\Big),
+    \qquad f(x, \theta) = \frac{\sigma_w}{\sqrt{d_L}} W^{(L)} \alpha^{(L)} + \sigma_b b^{(L)},
+
+with :math:`\alpha^{(0)} = x` and every entry of :math:`\theta = (W, b)` drawn i.i.d.
+:math:`\mathcal N(0, 1)` (the *NTK parameterization*). The *standard* parameterization of
+section 3.7.1 draws :math:`W \sim \mathcal N(0, \sigma_w^2 / d_l)` and
+:math:`b \sim \mathcal N(0, \sigma_b^2)` and computes :math:`W\alpha + b`: the same function
+distribution at initialization, different gradient-descent dynamics (the theory of ch. 3
+assumes NTK). Section 3.7.1 initializes the final bias to zero (``final_bias="zero"``, the
+default); ``"random"`` draws it like the others.
+
+:class:`EnsembleMLP` holds ``M`` independently initialized members as batched weight tensors
+(``M x d_out x d_in``) and evaluates all of them in one ``einsum``: there is never a Python loop
+over members, so an ensemble trains in one optimizer pass.
+
+Example:
+    >>> net = EnsembleMLP(in_dim=2, width=512, num_members=10, gamma=2.0)
+    >>> net(torch.rand(7, 2)).shape          # members x points
+    torch.Size([10, 7])
+    >>> net(torch.rand(4, 3, 2)).shape       # members x batch x q
+    torch.Size([10, 4, 3])
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import torch
+from einops import einsum
+from torch import Tensor, nn
+
+#: Elementwise nonlinearities phi supported by the analytic kernels.
+ACTIVATIONS: dict[str, Callable[[Tensor], Tensor]] = {
+    "tanh": torch.tanh,
+    "relu": torch.relu,
+    "erf": torch.special.erf,
+}
+PARAMETERIZATIONS = ("ntk", "standard")
+FINAL_BIAS = ("zero", "random")
+
+
+class EnsembleMLP(nn.Module):
+    r"""``M`` fully connected networks ``R^d -> R`` with batched weights.
+
+    Args:
+        in_dim: Input dimension ``d``.
+        width: Hidden width ``d_1 = ... = d_L`` (thesis default 5000).
+        depth: Number of hidden layers ``L`` (thesis default 1).
+        activation: ``"tanh"`` (thesis default), ``"relu"`` or ``"erf"``.
+        gamma: Sets ``sigma_w = sigma_b = gamma`` (thesis: tuned in ``[0.5, 5]``).
+        sigma_w: Weight scale; overrides ``gamma``.
+        sigma_b: Bias scale; overrides ``gamma``.
+        num_members: Ensemble size ``M``.
+        parameterization: ``"ntk"`` (section 3.2) or ``"standard"`` (section 3.7.1).
+        final_bias: ``"zero"`` (section 3.7.1) or ``"random"``.
+    """
+
+    def __init__(
+        self,
+        in_dim: int,
+        width: int = 5000,
+        depth: int = 1,
+        activation: str = "tanh",
+        gamma: float = 1.0,
+        sigma_w: float | None = None,
+        sigma_b: float | None = None,
+        num_members: int = 1,
+        parameterization: str = "ntk",
+        final_bias: str = "zero",
+    ) -> None:
+        super().__init__()
+        for name, value, low in (("in_dim", in_dim, 1), ("width", width, 1), ("depth", depth, 0), ("num_members", num_members, 1)):
+            if int(value) != value or value < low:
+                raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+        if activation not in ACTIVATIONS:
+            raise ValueError(f"activation={activation!r}: choose one of {sorted(ACTIVATIONS)}")
+        if parameterization not in PARAMETERIZATIONS:
+            raise ValueError(f"parameterization={parameterization!r}: choose one of {PARAMETERIZATIONS}")
+        if final_bias not in FINAL_BIAS:
+            raise ValueError(f"final_bias={final_bias!r}: choose one of {FINAL_BIAS}")
+        self.sigma_w = float(gamma if sigma_w is None else sigma_w)
+        self.sigma_b = float(gamma if sigma_b is None else sigma_b)
+        if self.sigma_w <= 0 or self.sigma_b < 0:
+            raise ValueError(f"need sigma_w > 0 and sigma_b >= 0, got {self.sigma_w}, {self.sigma_b}")
+        self.in_dim, self.width, self.depth = int(in_dim), int(width), int(depth)
+        self.num_members = int(num_members)
+        self.activation = activation
+        self.parameterization = parameterization
+        self.final_bias = final_bias
+        self.phi = ACTIVATIONS[activation]
+        dims = [self.in_dim] + [self.width] * self.depth + [1]
+        self.layer_dims = list(zip(dims[:-1], dims[1:], strict=True))
+        self.weights = nn.ParameterList(nn.Parameter(torch.empty(self.num_members, o, i)) for i, o in self.layer_dims)
+        self.biases = nn.ParameterList(nn.Parameter(torch.empty(self.num_members, o)) for _, o in self.layer_dims)
+        self.reset_parameters()
+
+    def _scales(self, fan_in: int) -> tuple[float, float, float, float]:
+        """(weight multiplier, bias multiplier, weight init std, bias init std) of a layer."""
+        w, b = self.sigma_w / math.sqrt(fan_in), self.sigma_b
+        if self.parameterization == "ntk":
+            return w, b, 1.0, 1.0
+        return 1.0, 1.0, w, b
+
+    @torch.no_grad()
+    def reset_parameters(self, generator: torch.Generator | None = None) -> None:
+        """Draw a fresh initialization ``theta_0`` (every member independently)."""
+        for layer, (weight, bias) in enumerate(zip(self.weights, self.biases, strict=True)):
+            _, _, w_std, b_std = self._scales(self.layer_dims[layer][0])
+            weight.copy_(torch.randn(weight.shape, generator=generator, dtype=weight.dtype) * w_std)
+            bias.copy_(torch.randn(bias.shape, generator=generator, dtype=bias.dtype) * b_std)
+        if self.final_bias == "zero":
+            self.biases[-1].zero_()
+
+    def _layer(self, h: Tensor, layer: int, first: bool) -> Tensor:
+        w_mult, b_mult, _, _ = self._scales(self.layer_dims[layer][0])
+        weight, bias = self.weights[layer], self.biases[layer]
+        if first:
+            out = einsum(h, weight, "... i, m o i -> m ... o")
+        else:
+            out = einsum(h, weight, "m ... i, m o i -> m ... o")
+        bias = bias.view(bias.shape[0], *([1] * (out.ndim - 2)), bias.shape[-1])
+        return w_mult * out + b_mult * bias
+
+    def features(self, x: Tensor) -> Tensor:
+        r"""Last hidden layer ``alpha^{(L)}(x)``: ``M x batch x d_L`` for ``x`` of shape ``batch x d``.
+
+        With ``depth = 0`` this is ``x`` itself, broadcast over members.
+        """
+        if x.shape[-1] != self.in_dim:
+            raise ValueError(f"input has {x.shape[-1]} features, the network expects in_dim={self.in_dim}")
+        if self.depth == 0:
+            return x.expand(self.num_members, *x.shape)
+        h = x
+        for layer in range(self.depth):
+            h = self.phi(self._layer(h, layer, first=layer == 0))
+        return h
+
+    def forward(self, x: Tensor) -> Tensor:
+        """All members at ``x`` (``batch x d``): a tensor of shape ``M x batch``."""
+        h = self.features(x)
+        return self._layer(h, self.depth, first=False).squeeze(-1)
+
+    def initial_state(self) -> dict[str, Tensor]:
+        """A detached copy of the current parameters (``theta_0`` for the SMB regularizer)."""
+        return {name: p.detach().clone() for name, p in self.named_parameters()}
+
+    def squared_distance(self, reference: dict[str, Tensor]) -> Tensor:
+        r"""Per-member :math:`\|\theta_m - \theta_{0,m}\|_2^2`, shape ``M``."""
+        total = torch.zeros(self.num_members, dtype=self.weights[0].dtype, device=self.weights[0].device)
+        for name, p in self.named_parameters():
+            total = total + (p - reference[name]).pow(2).flatten(1).sum(-1)
+        return total
+
+    def extra_repr(self) -> str:
+        return (
+            f"in_dim={self.in_dim}, width={self.width}, depth={self.depth}, activation={self.activation!r}, "
+            f"sigma_w={self.sigma_w}, sigma_b={self.sigma_b}, members={self.num_members}, "
+            f"parameterization={self.parameterization!r}, final_bias={self.final_bias!r}"
+        )
+
+
+__all__ = ["ACTIVATIONS", "EnsembleMLP"]
