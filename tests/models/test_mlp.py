@@ -38,7 +38,7 @@ def test_relu_init_covariance_matches_the_arc_cosine_nngp(parameterization):
     net = EnsembleMLP(2, width=1000, num_members=4000, gamma=1.3, activation="relu",
                       parameterization=parameterization, final_bias="random").double()
     with torch.no_grad():
-        empirical = torch.cov(net(x))
+        empirical = torch.cov(net(x).T)
     sw2 = sb2 = 1.3**2
     k0 = sb2 + sw2 * x @ x.T / 2
     norm = k0.diag().sqrt()
@@ -56,7 +56,7 @@ def test_zero_final_bias_and_distance_to_init():
     assert torch.equal(net.squared_distance(theta0), torch.zeros(2))
     with torch.no_grad():
         net.weights[0][1].add_(1.0)
-    dist = net.squared_distance(theta0)
+    dist = net.squared_distance(theta0).detach()
     assert dist[0] == 0 and dist[1] == pytest.approx(8.0)
 
 
