@@ -1,0 +1,10 @@
+"""LightningDataModules that feed the zoo models (``models/``).
+
+:class:`~dsbo.data.observations.ObservationDataModule` serves BO observations (a CSV table or
+samples of a registered problem) as ``(x, y, index)`` batches on the unit cube with a
+standardized target.
+"""
+
+from dsbo.data.observations import ObservationDataModule
+
+__all__ = ["ObservationDataModule"]
