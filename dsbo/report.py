@@ -1,8 +1,11 @@
 """What a finished run shows a person: the trace plot and the summary numbers.
 
-``trace.png`` has two panels: the objective of every completed trial with the best feasible
-value so far (the hypervolume for multi-objective problems, the Pareto front in objective
-space beside it), and the number of parameters each trial changes from the default.
+``trace.png`` shows, for a single objective, three panels: the objective of every completed
+trial with the best feasible value so far; the number of parameters each trial changes from
+the default; and the objective-vs-sparsity Pareto front (every completed trial against its
+number of changed parameters, with the best value reachable with at most ``k`` changes, the
+front SEBO and BONSAI trade along). A multi-objective run shows the hypervolume so far and the
+observed outcomes in objective space.
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ def plot_trace(frame: pd.DataFrame, problem: Problem, path: str | Path) -> Path:
     """Write the trace plot of a run's history to ``path`` (PNG) and return the path."""
     path = Path(path)
     done = frame[frame["status"] == "completed"] if not frame.empty else frame
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    single = not problem.is_multi_objective
+    fig, axes = plt.subplots(1, 3 if single else 2, figsize=(16 if single else 11, 4))
     ax = axes[0]
     if problem.is_multi_objective:
         ax.plot(done["trial"], done["best_so_far"], color="C3", drawstyle="steps-post")
@@ -55,6 +59,7 @@ def plot_trace(frame: pd.DataFrame, problem: Problem, path: str | Path) -> Path:
         changed.set_title("sparsity: changed if |x - default| >= 1e-3 of the range")
         changed.legend(fontsize=8)
         changed.set_xlabel("trial")
+        plot_sparsity_front(axes[2], frame, problem)
     failed = frame[frame["status"] == "failed"] if not frame.empty else frame
     for trial in failed["trial"]:
         ax.axvline(trial, color="r", alpha=0.2, lw=1)
@@ -64,6 +69,26 @@ def plot_trace(frame: pd.DataFrame, problem: Problem, path: str | Path) -> Path:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def plot_sparsity_front(ax: plt.Axes, frame: pd.DataFrame, problem: Problem) -> None:
+    """Objective vs number of changed parameters, with the value-vs-changes Pareto front."""
+    name = problem.objective_names[0]
+    done = frame[frame["status"] == "completed"] if not frame.empty else frame
+    points = ax.scatter(done["num_changed"], done[name], s=14, c=done["trial"], cmap="viridis")
+    front = value_vs_changes(frame, problem)
+    if front:
+        ks = [p["changed"] for p in front] + [problem.dim]
+        values = [p["best_value"] for p in front]
+        ax.step(ks, values + values[-1:], where="post", color="C3", label="Pareto front")
+        ax.legend(fontsize=8)
+    if problem.optimal_value is not None:
+        ax.axhline(problem.optimal_value, color="k", ls="--", lw=0.8)
+    if len(done):
+        plt.colorbar(points, ax=ax, label="trial")
+    ax.set_xlabel("parameters changed from default")
+    ax.set_ylabel(name)
+    ax.set_title("objective vs sparsity (best with <= k changes)")
 
 
 def timing_summary(frame: pd.DataFrame, timings: list[dict[str, float]]) -> dict[str, float]:
