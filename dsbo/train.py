@@ -1,0 +1,342 @@
+"""``python -m dsbo.train``: train, validate, test or predict with a zoo model (LightningCLI).
+
+A LightningCLI over the surrogate zoo (every LightningModule in ``models/``, picked by class
+name) and :class:`~dsbo.data.ObservationDataModule`. The datamodule's ``in_dim`` is passed to
+the model, so a config never repeats the input dimension. Typical use::
+
+    python -m dsbo.train fit --config configs/train/simple-smb-branin.yaml
+    python -m dsbo.train fit --config configs/train/simple-smb-branin.yaml --model.gamma 4
+    python -m dsbo.train fit --model SimpleSMB --model.width 64 --data.problem hartmann6
+    python -m dsbo.train test --config configs/train/simple-smb-branin.yaml \\
+        --ckpt_path runs/train/SimpleSMB-.../checkpoints/epoch=....ckpt
+    python -m dsbo.train fit --config configs/train/simple-smb-branin.yaml --print_config
+
+Every run writes to its run directory (``--run_dir``; default ``$DSBO_RUN_DIR`` or
+``runs/train/<name>-<timestamp>``): ``config.yaml``, ``checkpoints/`` (ModelCheckpoint; load
+one as a BoTorch model with :func:`dsbo.surrogates.checkpoint.load_surrogate`),
+``summary.json`` (the final metrics of every subcommand run there, the checkpoint path),
+``predictions.csv`` (``predict``: raw inputs, target and predicted mean/std in raw units) and
+the offline W&B run (``WANDB_MODE`` overrides ``offline``; ``--trainer.logger false`` turns it
+off, ``--trainer.logger`` another logger replaces it).
+
+Zoo modules that lack ``validation_step``, ``test_step`` or ``predict_step`` get the generic
+ones of :class:`SurrogateMetrics` (MSE and R^2 of the ensemble mean in standardized units,
+logged as ``{val,test}_mse`` and ``{val,test}_r2``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import pkgutil
+import sys
+import time
+import warnings
+from collections.abc import Sequence
+from datetime import datetime
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytorch_lightning as pl
+import torch
+from pytorch_lightning.callbacks import ModelCheckpoint
+from pytorch_lightning.cli import LightningArgumentParser, LightningCLI
+from pytorch_lightning.loggers import WandbLogger
+from pytorch_lightning.utilities.model_helpers import is_overridden
+from rich.console import Console
+from torch import Tensor, nn
+from torchmetrics import MeanSquaredError, R2Score
+
+from dsbo.data import ObservationDataModule
+from dsbo.errors import ConfigError, DsboError
+
+#: Package whose modules are imported so that ``--model SimpleSMB`` resolves by class name.
+ZOO_PACKAGE = "models"
+#: Where runs go unless ``--run_dir`` or ``$DSBO_RUN_DIR`` says otherwise.
+RUNS_ROOT = Path("runs/train")
+RUN_DIR_ENV = "DSBO_RUN_DIR"
+SUMMARY_NAME = "summary.json"
+PREDICTIONS_NAME = "predictions.csv"
+STEP_HOOKS = ("validation_step", "test_step", "predict_step")
+#: Trainer defaults; small BO data sets train full batch, one step per epoch.
+TRAINER_DEFAULTS: dict[str, Any] = {"accelerator": "auto", "max_epochs": 100, "log_every_n_steps": 1}
+DEFAULT_SEED = 0
+
+
+def import_zoo() -> list[str]:
+    """Import every module of the zoo package so jsonargparse finds its LightningModules by
+    class name; returns the modules imported (a module that fails to import is skipped with a
+    warning naming it)."""
+    package = importlib.import_module(ZOO_PACKAGE)
+    names = [f"{ZOO_PACKAGE}.{m.name}" for m in pkgutil.iter_modules(package.__path__)]
+    imported = []
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except Exception as exc:  # one broken zoo module must not take the others down
+            warnings.warn(f"zoo module {name} failed to import, its models are unavailable: {exc!r}", stacklevel=2)
+        else:
+            imported.append(name)
+    return imported
+
+
+# ---------------------------------------------------------------------- generic steps
+def ensemble_mean_std(module: pl.LightningModule, x: Tensor) -> tuple[Tensor, Tensor]:
+    """Mean and standard deviation over members of ``module(x)`` for ``x`` of shape ``n x d``.
+
+    ``module(x)`` is ``members x n`` (the zoo's ensemble contract) or ``n``; a single member
+    has standard deviation zero.
+    """
+    out = module(x)
+    if not isinstance(out, Tensor):
+        raise ConfigError(
+            f"{type(module).__name__}.forward returned {type(out).__name__}; the generic metrics need "
+            "a tensor of shape members x n or n (or the module's own validation/test/predict steps)"
+        )
+    n = x.shape[0]
+    if out.ndim == 1 and out.shape[0] == n:
+        return out, torch.zeros_like(out)
+    if out.ndim == 2 and out.shape[1] == n:
+        std = out.std(dim=0) if out.shape[0] > 1 else torch.zeros_like(out[0])
+        return out.mean(dim=0), std
+    raise ConfigError(
+        f"{type(module).__name__}.forward returned shape {tuple(out.shape)} for {n} points; "
+        "the generic metrics need members x n or n"
+    )
+
+
+class SurrogateMetrics:
+    """Validation, test and predict steps for a zoo module whose ``forward`` returns ensemble
+    draws ``members x n`` in standardized units.
+
+    ``{val,test}_mse`` and ``{val,test}_r2`` are the MSE and R^2 of the ensemble mean,
+    accumulated over the epoch (torchmetrics). ``predict_step`` returns the batch's
+    ``index``, ``mean`` and ``std`` (over members), in standardized units.
+    """
+
+    def _dsbo_metrics(self, stage: str) -> nn.ModuleDict:
+        if "dsbo_metrics" not in self._modules:
+            # Metric states are not persistent: the state dict, hence checkpoints, stay the model's.
+            self.add_module("dsbo_metrics", nn.ModuleDict())
+        store = self._modules["dsbo_metrics"]
+        if stage not in store:
+            store[stage] = nn.ModuleDict({"mse": MeanSquaredError(), "r2": R2Score()}).to(self.device)
+        return store[stage]
+
+    def _dsbo_eval_step(self, batch: tuple[Tensor, Tensor, Tensor], stage: str) -> None:
+        x, y, _ = batch
+        mean, _ = ensemble_mean_std(self, x)
+        for name, metric in self._dsbo_metrics(stage).items():
+            metric.update(mean, y)
+            self.log(
+                f"{stage}_{name}",
+                metric,
+                on_step=False,
+                on_epoch=True,
+                batch_size=len(y),
+                metric_attribute=f"dsbo_metrics.{stage}.{name}",
+            )
+
+    def validation_step(self, batch: tuple[Tensor, Tensor, Tensor], batch_idx: int) -> None:
+        self._dsbo_eval_step(batch, "val")
+
+    def test_step(self, batch: tuple[Tensor, Tensor, Tensor], batch_idx: int) -> None:
+        self._dsbo_eval_step(batch, "test")
+
+    def predict_step(self, batch: tuple[Tensor, Tensor, Tensor], batch_idx: int) -> dict[str, Tensor]:
+        x, _, index = batch
+        mean, std = ensemble_mean_std(self, x)
+        return {"index": index, "mean": mean, "std": std}
+
+
+@cache
+def _with_metrics(cls: type, missing: tuple[str, ...]) -> type:
+    namespace = {name: SurrogateMetrics.__dict__[name] for name in missing}
+    namespace.update({k: v for k, v in SurrogateMetrics.__dict__.items() if k.startswith("_dsbo")})
+    namespace.update({"__module__": cls.__module__, "__qualname__": cls.__qualname__, "__doc__": cls.__doc__})
+    return type(cls.__name__, (cls,), namespace)
+
+
+def add_missing_steps(model: pl.LightningModule) -> list[str]:
+    """Give ``model`` the :class:`SurrogateMetrics` steps it does not define itself; returns
+    their names. Its class becomes a subclass with the same name, module and state dict, so
+    checkpoints still load into the original class."""
+    missing = tuple(name for name in STEP_HOOKS if not is_overridden(name, model, pl.LightningModule))
+    if missing:
+        model.__class__ = _with_metrics(type(model), missing)
+    return list(missing)
+
+
+# ---------------------------------------------------------------------- the CLI
+def wandb_mode() -> str:
+    """``$WANDB_MODE`` (``offline`` unless set; ``dryrun`` is W&B's old name for it)."""
+    mode = os.environ.get("WANDB_MODE", "offline")
+    return "offline" if mode == "dryrun" else mode
+
+
+def _class_name(config: Any) -> str:
+    class_path = config.get("class_path") if hasattr(config, "get") else None
+    return str(class_path).rsplit(".", 1)[-1] if class_path else "model"
+
+
+class DsboTrainCLI(LightningCLI):
+    """LightningCLI with dsbo's defaults: run directories, offline W&B, checkpoints, a seed."""
+
+    def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
+        parser.add_argument("--run_dir", type=str | None, default=None, help=f"run directory (default: ${RUN_DIR_ENV} or {RUNS_ROOT}/<name>-<timestamp>)")
+        parser.add_argument("--name", type=str | None, default=None, help="run name (default: the model class name)")
+        parser.add_argument("--threads", type=int | None, default=None, help="torch intra-op threads (default: torch's)")
+        parser.link_arguments("data.in_dim", "model.init_args.in_dim", apply_on="instantiate")
+
+    def _subconfig(self) -> Any:
+        return self.config[self.subcommand] if self.subcommand else self.config
+
+    def before_instantiate_classes(self) -> None:
+        cfg = self._subconfig()
+        threads = cfg.get("threads")
+        if threads is not None:
+            if threads < 1:
+                raise ConfigError(f"threads={threads} must be >= 1")
+            torch.set_num_threads(threads)
+        self.run_name = cfg.get("name") or _class_name(cfg.get("model"))
+        run_dir = cfg.get("run_dir") or os.environ.get(RUN_DIR_ENV)
+        if not run_dir:
+            run_dir = RUNS_ROOT / f"{self.run_name}-{datetime.now():%Y%m%d-%H%M%S-%f}"
+        self.run_dir = Path(run_dir)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.started = time.perf_counter()
+
+    def instantiate_classes(self) -> None:
+        super().instantiate_classes()
+        self.generic_steps = add_missing_steps(self.model)
+
+    def instantiate_trainer(self, **kwargs: Any) -> pl.Trainer:
+        trainer_cfg = self._get(self.config_init, "trainer", default={})
+        if trainer_cfg.get("default_root_dir") is None:
+            kwargs["default_root_dir"] = str(self.run_dir)
+        if trainer_cfg.get("logger") in (None, True):
+            os.environ.setdefault("WANDB_SILENT", "true")
+            kwargs["logger"] = WandbLogger(
+                save_dir=str(self.run_dir),
+                name=self.run_name,
+                project=os.environ.get("WANDB_PROJECT", "dsbo"),
+                mode=wandb_mode(),
+            )
+        callbacks = trainer_cfg.get("callbacks") or []
+        callbacks = list(callbacks) if isinstance(callbacks, list | tuple) else [callbacks]
+        wants_checkpoints = trainer_cfg.get("enable_checkpointing") is not False
+        if wants_checkpoints and not any(isinstance(c, ModelCheckpoint) for c in callbacks):
+            # The last epoch's weights (a surrogate is trained for a fixed budget), in the run directory.
+            callbacks.append(ModelCheckpoint(dirpath=str(self.run_dir / "checkpoints")))
+        trainer_cfg["callbacks"] = callbacks
+        return super().instantiate_trainer(**kwargs)
+
+    # ------------------------------------------------------------------ after each subcommand
+    def _finish(self, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+        trainer = self.trainer
+        path = self.run_dir / SUMMARY_NAME
+        summary: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
+        metrics = {k: float(v) for k, v in trainer.callback_metrics.items() if isinstance(v, Tensor) and v.numel() == 1}
+        model_cfg = self._subconfig().get("model")
+        summary.update(metrics)
+        summary.update(
+            {
+                "subcommand": self.subcommand,
+                "model": str(model_cfg.get("class_path")) if model_cfg is not None else None,
+                "run_dir": str(self.run_dir),
+                "seconds": round(time.perf_counter() - self.started, 3),
+                "generic_steps": self.generic_steps,
+            }
+        )
+        if trainer.checkpoint_callback is not None and getattr(trainer.checkpoint_callback, "best_model_path", ""):
+            summary["checkpoint"] = trainer.checkpoint_callback.best_model_path
+        if self.subcommand == "fit":
+            summary.update({"epochs": trainer.current_epoch, "global_step": trainer.global_step})
+        summary.update(extra or {})
+        path.write_text(json.dumps(summary, indent=2))
+        for logger in trainer.loggers:
+            if isinstance(logger, WandbLogger) and logger._experiment is not None:
+                logger.experiment.summary.update({k: v for k, v in metrics.items()})
+                logger.experiment.finish()
+        return summary
+
+    def after_fit(self) -> None:
+        info = self._finish()
+        Console(stderr=True).print(f"fit done: {info.get('checkpoint', 'no checkpoint')} (run directory {self.run_dir})")
+
+    def after_validate(self) -> None:
+        self._finish()
+
+    def after_test(self) -> None:
+        self._finish()
+
+    def after_predict(self) -> None:
+        outputs = self.trainer.predict_loop.predictions
+        written = write_predictions(outputs, self.datamodule, self.run_dir / PREDICTIONS_NAME)
+        self._finish({"predictions": str(written) if written else None})
+
+
+def write_predictions(outputs: Any, datamodule: Any, path: Path) -> Path | None:
+    """Write ``predict`` outputs (dicts of ``index``/``mean``/``std`` or tensors ``members x n``
+    or ``n``, in standardized units) as a CSV in raw units next to the inputs and target;
+    returns the path, or ``None`` when the outputs are of another kind."""
+    if not isinstance(datamodule, ObservationDataModule) or not outputs:
+        return None
+    means, stds = [], []
+    for out in outputs:
+        if isinstance(out, dict) and "mean" in out:
+            means.append(out["mean"].detach().cpu().double())
+            stds.append(out.get("std", torch.zeros_like(out["mean"])).detach().cpu().double())
+        elif isinstance(out, Tensor) and out.ndim in (1, 2):
+            draws = out.detach().cpu().double().reshape(-1, out.shape[-1])
+            means.append(draws.mean(dim=0))
+            stds.append(draws.std(dim=0) if draws.shape[0] > 1 else torch.zeros(draws.shape[1], dtype=torch.double))
+        else:
+            return None
+    mean, std = torch.cat(means), torch.cat(stds)
+    X, y = datamodule.raw_data("all")
+    if len(mean) != len(y):
+        return None
+    frame = pd.DataFrame(X.numpy(), columns=datamodule.inputs)
+    frame[datamodule.target] = y.numpy()
+    frame["pred_mean"] = datamodule.untransform_y(mean).numpy()
+    frame["pred_std"] = (std * datamodule.y_std).numpy()
+    frame.to_csv(path, index=False)
+    return path
+
+
+def build_cli(args: Sequence[str] | None = None, run: bool = True) -> DsboTrainCLI:
+    """The CLI object after parsing ``args`` (and, with ``run``, running its subcommand)."""
+    import_zoo()
+    return DsboTrainCLI(
+        model_class=pl.LightningModule,
+        subclass_mode_model=True,
+        datamodule_class=ObservationDataModule,
+        trainer_defaults=TRAINER_DEFAULTS,
+        seed_everything_default=DEFAULT_SEED,
+        save_config_kwargs={"overwrite": True},
+        parser_kwargs={"prog": "python -m dsbo.train"},
+        args=list(args) if args is not None else None,
+        run=run,
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit status (2 on a dsbo error, with the message)."""
+    console = Console(stderr=True)
+    warnings.filterwarnings("ignore", message=".*does not have many workers.*")
+    try:
+        build_cli(argv)
+    except DsboError as exc:
+        console.print(f"[bold red]error:[/] {exc}")
+        return 2
+    except SystemExit as exc:  # argparse: --help, --print_config, a bad argument
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

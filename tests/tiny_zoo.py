@@ -1,0 +1,35 @@
+"""A tiny zoo-style LightningModule for the train/checkpoint/sweep tests.
+
+Same contract as the zoo (``models/``): ``in_dim`` first, ``save_hyperparameters()``, batches
+``(x, y, index)``, ``forward(x)`` returns ``members x n``. It defines only ``training_step``, so
+the CLI's generic validation/test/predict steps are exercised.
+"""
+
+from __future__ import annotations
+
+import pytorch_lightning as pl
+import torch
+from torch import Tensor
+
+from models.mlp import EnsembleMLP
+
+
+class TinyEnsemble(pl.LightningModule):
+    def __init__(self, in_dim: int, width: int = 16, num_members: int = 2, gamma: float = 1.0, lr: float = 0.05) -> None:
+        super().__init__()
+        self.save_hyperparameters()
+        self.net = EnsembleMLP(in_dim, width=width, num_members=num_members, gamma=gamma, parameterization="standard")
+        self.lr = lr
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.net(x)
+
+    def training_step(self, batch: tuple[Tensor, Tensor, Tensor], batch_idx: int) -> Tensor:
+        x, y, index = batch
+        assert index.dtype == torch.long and index.max() < len(self.trainer.train_dataloader.dataset)
+        loss = (self(x) - y).pow(2).mean()
+        self.log("train_loss", loss, on_step=False, on_epoch=True, batch_size=len(y))
+        return loss
+
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        return torch.optim.Adam(self.parameters(), lr=self.lr)
