@@ -154,6 +154,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--problems", nargs="*", default=None, choices=sorted(PROBLEMS))
     parser.add_argument("--methods", nargs="*", default=None, choices=sorted(METHODS))
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--budget", type=int, default=None, help="evaluations per campaign (default: per problem)")
     parser.add_argument("--surrogate", default=None, help="default: map-saas (gp with --smoke)")
     parser.add_argument("--timing-only", action="store_true", help="only the generation-time bench")
     parser.add_argument("--out", type=Path, default=RESULTS)
@@ -172,7 +173,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         for s in range(seeds):
             for p in problems:
                 _, n_init, budget = PROBLEMS[p]
-                n_init, budget = (3, 6) if smoke else (n_init, budget)
+                n_init, budget = (3, 6) if smoke else (n_init, args.budget or budget)
                 jobs += [{"problem": p, "method": m, "seed": s, "budget": budget, "n_init": n_init,
                           "surrogate": surrogate, "smoke": smoke} for m in methods]
         runs = run_resumable(run_campaign, jobs, args.out, args.workers)

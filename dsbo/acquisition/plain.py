@@ -19,6 +19,7 @@ from botorch.acquisition import AcquisitionFunction
 from botorch.acquisition.analytic import (
     LogConstrainedExpectedImprovement,
     LogExpectedImprovement,
+    PosteriorMean,
     UpperConfidenceBound,
 )
 from botorch.acquisition.logei import qLogNoisyExpectedImprovement
@@ -58,6 +59,15 @@ def best_feasible_value(history: History, problem: Problem) -> float:
     feasible = problem.is_feasible(history.Y)
     values = history.Y[:, 0]
     return float(values[feasible].max() if feasible.any() else values.min())
+
+
+def objective_transform(model: Model) -> ScalarizedPosteriorTransform | None:
+    """Select the objective (output 0) of a multi-output model, else ``None``."""
+    if model.num_outputs == 1:
+        return None
+    weights = torch.zeros(model.num_outputs, dtype=torch.double)
+    weights[0] = 1.0
+    return ScalarizedPosteriorTransform(weights)
 
 
 class OptimizedPolicy(ABC):
@@ -173,11 +183,7 @@ class UCB(OptimizedPolicy):
                 f"{problem.num_constraints}; use qlognei or logei"
             )
         beta = self.beta_at(history.t)
-        transform = None
-        if model.num_outputs > 1:
-            weights = torch.zeros(model.num_outputs, dtype=torch.double)
-            weights[0] = 1.0
-            transform = ScalarizedPosteriorTransform(weights)
+        transform = objective_transform(model)
         if q == 1 and history.X_pending is None:
             return UpperConfidenceBound(model, beta=beta, posterior_transform=transform)
         return qUpperConfidenceBound(
@@ -204,12 +210,42 @@ class LogEI(OptimizedPolicy):
             return LogConstrainedExpectedImprovement(
                 model, best_f=best_f, objective_index=0, constraints=bounds
             )
-        transform = None
-        if model.num_outputs > 1:
-            weights = torch.zeros(model.num_outputs, dtype=torch.double)
-            weights[0] = 1.0
-            transform = ScalarizedPosteriorTransform(weights)
-        return LogExpectedImprovement(model, best_f=best_f, posterior_transform=transform)
+        return LogExpectedImprovement(model, best_f=best_f, posterior_transform=objective_transform(model))
+
+
+def neural_greedy_exploration(dim: int, budget: int) -> int:
+    """The random exploration phase of neural greedy: ``T_e = clip(5 d, 0.025 T, 0.075 T)``.
+
+    Paria thesis section 3.7.1 (at least one point); use it as the campaign's ``n_init``.
+    """
+    if dim < 1 or budget < 1:
+        raise ConfigError(f"need dim >= 1 and budget >= 1, got dim={dim}, budget={budget}")
+    return max(1, round(min(max(5 * dim, 0.025 * budget), 0.075 * budget)))
+
+
+@register_policy("greedy", "maximize the surrogate itself (neural greedy, Paria thesis Alg. 3.1)")
+class Greedy(OptimizedPolicy):
+    r"""Propose :math:`\arg\max_x \tilde f_t(x)`: the surrogate is the acquisition.
+
+    Paria's neural greedy algorithm (thesis ch. 3, Algorithm 3.1 line 8; the thesis minimizes,
+    dsbo maximizes). With a SimpleSMB/PosteriorSMB surrogate of one sample the surrogate is
+    one trained network, i.e. a Thompson sample in the infinite-width limit (Propositions
+    3.1/3.2); with ``s`` samples or any other model this is BoTorch's ``PosteriorMean``
+    (pure exploitation). The thesis restarts gradient descent 10 times: set
+    ``optimizer.num_restarts: 10``. One point per step (``q = 1``).
+    """
+
+    name = "greedy"
+    supports_batch = False
+    log_scale = False
+
+    def build(self, model: Model, history: History, problem: Problem, q: int) -> AcquisitionFunction:
+        if problem.num_constraints:
+            raise ConfigError(
+                f"acquisition 'greedy' ignores outcome constraints and {problem.name} has "
+                f"{problem.num_constraints}; use qlognei or logei"
+            )
+        return PosteriorMean(model, posterior_transform=objective_transform(model))
 
 
 @register_policy("qlognehvi", "q-Log Noisy Expected Hypervolume Improvement (multi-objective)")
