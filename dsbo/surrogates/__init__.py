@@ -1,14 +1,20 @@
 """Surrogates: everything that turns data into a BoTorch ``Model``.
 
 :func:`fit_surrogate` is the one entry point; importing this package registers the GP
-baselines of :mod:`dsbo.surrogates.gp` (``gp``, ``map-saas``, ``saasbo``, ``ibnn``).
+baselines of :mod:`dsbo.surrogates.gp` (``gp``, ``map-saas``, ``saasbo``, ``ibnn``) and the
+Lightning-trained zoo surrogates of :mod:`dsbo.surrogates.neural` (``simple-smb``,
+``posterior-smb``, ``neural-ensemble``, ``neural-lints``, ``neural-ucb``).
 
 Example:
     >>> from dsbo.surrogates import fit_surrogate
     >>> model = fit_surrogate({"name": "gp", "kernel": "rbf"}, X, Y, bounds=bounds)
 """
 
-from dsbo.surrogates import gp  # noqa: F401  (registers the GP baselines)
+from dsbo.surrogates import (
+    gp,  # noqa: F401  (registers the GP baselines)
+    neural,  # noqa: F401  (registers the zoo surrogates)
+    ntk,  # noqa: F401  (registers ntk-gp and nngp-gp)
+)
 from dsbo.surrogates.registry import (
     SurrogateSpec,
     available_surrogates,

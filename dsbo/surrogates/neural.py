@@ -1,0 +1,640 @@
+r"""The Lightning bridge: train a zoo model on ``(X, Y)`` and return a BoTorch ``Model``.
+
+:func:`train_module` fits a :mod:`models` LightningModule with a cheap ``pl.Trainer`` (no
+logger, checkpoints, progress bar or model summary; one full batch of
+``TensorDataset(X, Y, arange(n))`` per epoch, so ``max_epochs`` is the number of gradient
+steps), and :func:`model_from_module` wraps the trained module by its ``posterior_kind``:
+
+- ``"ensemble"`` (SimpleSMB, PosteriorSMB, NeuralEnsemble): :class:`NeuralEnsembleModel`, a
+  BoTorch ``EnsembleModel`` whose ``s`` members are the module's ``s`` networks (posterior
+  draws); its :class:`NeuralEnsemblePosterior` accepts BoTorch's index base samples and also
+  ``N(0, 1)`` base samples (dsbo's policies pass a ``SobolQMCNormalSampler``), which it maps
+  to members through the normal CDF (stratified member indices);
+- ``"gaussian"`` (NeuralLinTS, NeuralUCB): :class:`NeuralGaussianModel`, whose posterior is a
+  ``GPyTorchPosterior`` over the module's ``predict_mean_cov``.
+
+The networks train on unit-cube inputs and standardized outcomes: the factories receive the
+``Normalize`` and ``Standardize`` transforms built by
+:func:`~dsbo.surrogates.registry.fit_surrogate`, apply them to the data, and attach them to
+the returned model (eval mode), so its posterior is in raw coordinates. BoTorch works in
+float64; the module runs in its own dtype (option ``dtype``) and the model casts at the
+boundary.
+
+Registered surrogates (options = module hyperparameters + training options):
+
+==================  ==========================================  =========================
+name                module (thesis ch. 3)                       posterior
+==================  ==========================================  =========================
+``simple-smb``      :class:`models.smb.SimpleSMB` (Alg. 3.2)     ensemble of ``num_samples``
+``posterior-smb``   :class:`models.smb.PosteriorSMB` (Alg. 3.3)  ensemble of ``num_samples``
+``neural-ensemble`` :class:`models.NeuralEnsemble`               ensemble of 10, warm start
+``neural-lints``    :class:`models.NeuralLinTS`                  Gaussian (BLR on features)
+``neural-ucb``      :class:`models.NeuralUCB`                    Gaussian (``g^T Z^-1 g``)
+==================  ==========================================  =========================
+
+Training options common to all: ``max_epochs`` (full-batch steps), ``train_tol`` (stop once
+the mean squared training residual, standardized units, is below it; ``0`` disables) and
+``dtype`` (``"float32"`` or ``"float64"``). Randomness (initialization, target noise) comes
+from torch's global RNG, which :class:`~dsbo.campaign.Campaign` seeds before every fit, so a
+campaign is reproducible on CPU.
+
+**Warm starts.** ``neural-ensemble`` (and any surrogate with ``warm_start: true``) continues
+from the weights of its previous fit. The previous module is kept in a small in-process
+:class:`WarmStartCache` keyed by the surrogate name and its options and matched on *data
+lineage*: an entry is reused only when its training data are a prefix of the new data (same
+first rows of ``X`` and ``Y``, in order, in raw units), which is how a BO campaign's history
+grows. The two outputs of a multi-output fit therefore keep separate lineages (their ``Y``
+columns differ), and an unrelated data set starts fresh. The cache holds at most
+``WarmStartCache.max_entries`` lineages (least recently used dropped); it is not persisted,
+so a campaign resumed in a new process restarts its warm-started networks from a fresh init.
+:func:`clear_warm_start_cache` empties it.
+
+Example:
+    >>> from dsbo.surrogates import fit_surrogate
+    >>> model = fit_surrogate({"name": "simple-smb", "num_samples": 8, "width": 512},
+    ...                       X, Y, bounds=bounds)
+    >>> model.posterior(X[:3]).mean.shape
+    torch.Size([3, 1])
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import warnings
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytorch_lightning as pl
+import torch
+from botorch.acquisition.objective import PosteriorTransform
+from botorch.exceptions.errors import UnsupportedError
+from botorch.models.ensemble import EnsembleModel
+from botorch.models.model import Model
+from botorch.models.transforms.input import InputTransform
+from botorch.models.transforms.outcome import OutcomeTransform
+from botorch.posteriors.ensemble import EnsemblePosterior
+from botorch.posteriors.gpytorch import GPyTorchPosterior
+from gpytorch.distributions import MultivariateNormal
+from torch import Tensor
+from torch.utils.data import DataLoader, TensorDataset
+
+from dsbo.errors import ConfigError, DataError
+from dsbo.surrogates.registry import register_surrogate
+from models.neural_ensemble import NeuralEnsemble
+from models.neural_lints import NeuralLinTS
+from models.neural_ucb import NeuralUCB
+from models.smb import PosteriorSMB, SimpleSMB
+
+DTYPES = {"float32": torch.float32, "float64": torch.float64}
+POSTERIOR_KINDS = ("ensemble", "gaussian")
+#: Jitter added to the diagonal of a Gaussian posterior covariance (standardized units), so
+#: that coincident candidates in a q-batch do not make the Cholesky factor fail.
+GAUSSIAN_JITTER = 1e-9
+_LIGHTNING_LOGGERS = ("pytorch_lightning", "lightning.pytorch", "lightning_fabric")
+
+
+# ---------------------------------------------------------------------------- posteriors
+class NeuralEnsemblePosterior(EnsemblePosterior):
+    r"""An ``EnsemblePosterior`` that also takes ``N(0, 1)`` base samples.
+
+    BoTorch samples ensembles with index base samples (``IndexSampler``). dsbo's policies pass
+    a ``SobolQMCNormalSampler`` to every model; for those, one normal number :math:`z` per MC
+    sample (shared by all t-batches) selects the member :math:`k` with
+    :math:`\Phi(z) \in (w_1 + \dots + w_{k-1}, w_1 + \dots + w_k]`: quasi-random normals give
+    stratified member indices, and the same base samples give the same members everywhere.
+    """
+
+    @property
+    def base_sample_shape(self) -> torch.Size:
+        return self.batch_shape + torch.Size([1])
+
+    @property
+    def batch_range(self) -> tuple[int, int]:
+        return (0, len(self.batch_shape))
+
+    def rsample_from_base_samples(self, sample_shape: torch.Size, base_samples: Tensor) -> Tensor:
+        if base_samples.is_floating_point():
+            u = torch.special.ndtr(base_samples[..., 0].to(self.values))
+            bounds = self.weights.cumsum(-1).contiguous()
+            index = torch.searchsorted(bounds, u.contiguous() * bounds[-1])
+            base_samples = index.clamp(max=self.ensemble_size - 1)
+        return super().rsample_from_base_samples(sample_shape, base_samples)
+
+
+# ---------------------------------------------------------------------------- models
+def _module_dtype(module: torch.nn.Module) -> torch.dtype:
+    return next(module.parameters()).dtype
+
+
+class NeuralEnsembleModel(EnsembleModel):
+    r"""A zoo module with ``posterior_kind = "ensemble"`` as a BoTorch ``EnsembleModel``.
+
+    ``forward`` maps transformed inputs ``batch x n x d`` to ``batch x s x n x 1``: the
+    module's ``s`` draws (``module(x)`` is ``s x batch x n``).
+    """
+
+    _num_outputs = 1
+
+    def __init__(
+        self,
+        module: torch.nn.Module,
+        input_transform: InputTransform | None = None,
+        outcome_transform: OutcomeTransform | None = None,
+    ) -> None:
+        super().__init__()
+        self.module = module
+        if input_transform is not None:
+            self.input_transform = input_transform
+        if outcome_transform is not None:
+            self.outcome_transform = outcome_transform
+        self.eval()
+
+    @property
+    def batch_shape(self) -> torch.Size:
+        return torch.Size()
+
+    def _set_transformed_inputs(self) -> None:
+        """No stored training inputs to transform (the module holds what it learned)."""
+
+    def _revert_to_original_inputs(self) -> None:
+        """No stored training inputs to restore."""
+
+    def forward(self, X: Tensor) -> Tensor:
+        values = self.module(X.to(_module_dtype(self.module)))  # s x batch x n
+        return values.movedim(0, -2).unsqueeze(-1).to(X.dtype)
+
+    def posterior(
+        self,
+        X: Tensor,
+        output_indices: list[int] | None = None,
+        posterior_transform: PosteriorTransform | None = None,
+        **kwargs: Any,
+    ) -> NeuralEnsemblePosterior:
+        """The ensemble posterior at ``X`` (``batch x q x d``, raw coordinates)."""
+        self.eval()
+        if isinstance(kwargs.get("observation_noise"), Tensor):
+            raise UnsupportedError("neural ensemble surrogates do not model observation noise")
+        Xt = self.transform_inputs(X)
+        values = self.forward(Xt)
+        if hasattr(self, "outcome_transform"):
+            values, _ = self.outcome_transform.untransform(values, X=X)
+        if output_indices is not None:
+            values = values[..., output_indices]
+        posterior = NeuralEnsemblePosterior(values=values, weights=self.ensemble_weights)
+        if posterior_transform is not None:
+            return posterior_transform(posterior=posterior, X=X)
+        return posterior
+
+
+class NeuralGaussianModel(Model):
+    r"""A zoo module with ``posterior_kind = "gaussian"`` (``predict_mean_cov``) as a BoTorch
+    model with a ``GPyTorchPosterior``: jointly Gaussian over the ``q`` points of a t-batch.
+
+    ``observation_noise=True`` adds the module's ``noise_var`` (if it has one, e.g. the BLR
+    noise of NeuralLinTS) in standardized units.
+    """
+
+    _num_outputs = 1
+
+    def __init__(
+        self,
+        module: torch.nn.Module,
+        input_transform: InputTransform | None = None,
+        outcome_transform: OutcomeTransform | None = None,
+    ) -> None:
+        super().__init__()
+        self.module = module
+        if input_transform is not None:
+            self.input_transform = input_transform
+        if outcome_transform is not None:
+            self.outcome_transform = outcome_transform
+        self.eval()
+
+    @property
+    def num_outputs(self) -> int:
+        return self._num_outputs
+
+    @property
+    def batch_shape(self) -> torch.Size:
+        return torch.Size()
+
+    def _set_transformed_inputs(self) -> None:
+        """No stored training inputs to transform (the module holds what it learned)."""
+
+    def _revert_to_original_inputs(self) -> None:
+        """No stored training inputs to restore."""
+
+    def posterior(
+        self,
+        X: Tensor,
+        output_indices: list[int] | None = None,
+        observation_noise: bool | Tensor = False,
+        posterior_transform: PosteriorTransform | None = None,
+        **kwargs: Any,
+    ) -> GPyTorchPosterior:
+        """The Gaussian posterior at ``X`` (``batch x q x d`` or ``q x d``, raw coordinates)."""
+        self.eval()
+        if output_indices is not None and list(output_indices) != [0]:
+            raise UnsupportedError(f"the model has one output; got output_indices={output_indices}")
+        Xt = self.transform_inputs(X)
+        unbatched = Xt.ndim == 2
+        if unbatched:
+            Xt = Xt.unsqueeze(0)
+        batch = Xt.shape[:-2]
+        mean, cov = self.module.predict_mean_cov(Xt.reshape(-1, *Xt.shape[-2:]))
+        mean = mean.reshape(*batch, -1).to(X.dtype)
+        cov = cov.reshape(*batch, *cov.shape[-2:]).to(X.dtype)
+        diag = torch.full_like(mean, GAUSSIAN_JITTER)
+        if isinstance(observation_noise, Tensor):
+            raise UnsupportedError("pass observation_noise=True; a noise tensor is not supported")
+        if observation_noise:
+            diag = diag + float(getattr(self.module, "noise_var", 0.0))
+        cov = cov + torch.diag_embed(diag)
+        if unbatched:
+            mean, cov = mean.squeeze(0), cov.squeeze(0)
+        posterior = GPyTorchPosterior(MultivariateNormal(mean, cov))
+        if hasattr(self, "outcome_transform"):
+            posterior = self.outcome_transform.untransform_posterior(posterior, X=X)
+        if posterior_transform is not None:
+            return posterior_transform(posterior)
+        return posterior
+
+
+def model_from_module(
+    module: pl.LightningModule,
+    input_transform: InputTransform | None = None,
+    outcome_transform: OutcomeTransform | None = None,
+) -> Model:
+    """Wrap a trained zoo module as a BoTorch model by its ``posterior_kind``.
+
+    Args:
+        module: A trained :mod:`models` LightningModule with ``posterior_kind`` ``"ensemble"``
+            (``module(x)`` is ``s x batch``) or ``"gaussian"`` (``predict_mean_cov``).
+        input_transform: Maps raw inputs to the coordinates the module was trained in.
+        outcome_transform: The (fitted) transform of the training targets; the posterior is
+            untransformed with it.
+
+    Returns:
+        A single-output model in eval mode whose posterior is in raw coordinates.
+    """
+    kind = getattr(module, "posterior_kind", None)
+    for transform in (input_transform, outcome_transform):
+        if transform is not None:
+            transform.eval()
+    module.eval()
+    if kind == "ensemble":
+        return NeuralEnsembleModel(module, input_transform, outcome_transform)
+    if kind == "gaussian":
+        if not callable(getattr(module, "predict_mean_cov", None)):
+            raise ConfigError(f"{type(module).__name__} has posterior_kind 'gaussian' but no predict_mean_cov")
+        return NeuralGaussianModel(module, input_transform, outcome_transform)
+    raise ConfigError(
+        f"{type(module).__name__}.posterior_kind={kind!r}: a zoo surrogate needs one of {POSTERIOR_KINDS}"
+    )
+
+
+# ---------------------------------------------------------------------------- training
+class _StopAtTolerance(pl.Callback):
+    """Stop training once the module's ``train_mse`` (last step) falls below ``tol``."""
+
+    def __init__(self, tol: float) -> None:
+        self.tol = tol
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        mse = getattr(pl_module, "train_mse", None)
+        if mse is not None and float(mse) < self.tol:
+            trainer.should_stop = True
+
+
+@contextmanager
+def _quiet_lightning() -> Iterator[None]:
+    """Silence Lightning's per-fit info messages and hints inside a BO step."""
+    loggers = [logging.getLogger(name) for name in _LIGHTNING_LOGGERS]
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.WARNING)
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*does not have many workers.*")
+            warnings.filterwarnings("ignore", message=".*LeafSpec.*")
+            warnings.filterwarnings("ignore", message=".*no `val_dataloader`.*")
+            warnings.filterwarnings("ignore", message=".*smaller than the logging interval.*")
+            yield
+    finally:
+        for lg, level in zip(loggers, levels, strict=True):
+            lg.setLevel(level)
+
+
+def train_module(
+    module: pl.LightningModule, X: Tensor, Y: Tensor, max_epochs: int, train_tol: float = 0.0
+) -> pl.LightningModule:
+    """Fit ``module`` on ``X`` (``n x d``, model coordinates) and ``Y`` (``n``) with full-batch
+    steps: ``max_epochs`` steps at most, fewer if ``train_tol > 0`` is reached."""
+    dtype = _module_dtype(module)
+    n = X.shape[0]
+    data = TensorDataset(X.to(dtype), Y.reshape(n).to(dtype), torch.arange(n))
+    loader = DataLoader(data, batch_size=n, shuffle=False)
+    callbacks = [_StopAtTolerance(train_tol)] if train_tol > 0 else []
+    with _quiet_lightning():
+        trainer = pl.Trainer(
+            accelerator="auto",
+            devices=1,
+            max_epochs=max_epochs,
+            logger=False,
+            enable_checkpointing=False,
+            enable_progress_bar=False,
+            enable_model_summary=False,
+            num_sanity_val_steps=0,
+            callbacks=callbacks,
+        )
+        trainer.fit(module, loader)
+    module.to("cpu")
+    return module.eval()
+
+
+# ---------------------------------------------------------------------------- warm starts
+class WarmStartCache:
+    """Trained modules of warm-started surrogates, by configuration and data lineage.
+
+    ``lookup(key, X, Y)`` returns (and removes) the stored module of ``key`` whose training
+    data ``(X', Y')`` are the first rows of ``(X, Y)``, preferring the longest such prefix;
+    ``store(key, X, Y, module)`` records a module after its fit. Entries beyond
+    ``max_entries`` are dropped, least recently used first.
+    """
+
+    max_entries = 8
+
+    def __init__(self) -> None:
+        self._entries: OrderedDict[int, tuple[Hashable, Tensor, Tensor, torch.nn.Module]] = OrderedDict()
+        self._next = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+    def lookup(self, key: Hashable, X: Tensor, Y: Tensor) -> torch.nn.Module | None:
+        best, best_rows = None, -1
+        for entry_id, (k, X_old, Y_old, _) in self._entries.items():
+            rows = X_old.shape[0]
+            if k != key or rows > X.shape[0] or rows <= best_rows:
+                continue
+            if torch.equal(X_old, X[:rows]) and torch.equal(Y_old, Y[:rows]):
+                best, best_rows = entry_id, rows
+        if best is None:
+            return None
+        return self._entries.pop(best)[3]
+
+    def store(self, key: Hashable, X: Tensor, Y: Tensor, module: torch.nn.Module) -> None:
+        self._entries[self._next] = (key, X.detach().clone(), Y.detach().clone(), module)
+        self._next += 1
+        while len(self._entries) > self.max_entries:
+            self._entries.popitem(last=False)
+
+
+#: The process-wide cache of warm-started surrogates.
+WARM_START_CACHE = WarmStartCache()
+
+
+def clear_warm_start_cache() -> None:
+    """Forget every warm-started network (the next fits start from a fresh init)."""
+    WARM_START_CACHE.clear()
+
+
+# ---------------------------------------------------------------------------- factories
+def _check_training_options(name: str, max_epochs: Any, train_tol: Any, dtype: Any) -> torch.dtype:
+    if isinstance(max_epochs, bool) or not isinstance(max_epochs, int) or max_epochs < 1:
+        raise ConfigError(f"surrogate {name!r}: option max_epochs={max_epochs!r} must be an integer >= 1")
+    if isinstance(train_tol, bool) or not isinstance(train_tol, (int, float)) or not train_tol >= 0:
+        raise ConfigError(f"surrogate {name!r}: option train_tol={train_tol!r} must be a number >= 0")
+    if dtype not in DTYPES:
+        raise ConfigError(f"surrogate {name!r}: option dtype={dtype!r}; choose one of {sorted(DTYPES)}")
+    return DTYPES[dtype]
+
+
+def _build(name: str, cls: Callable[..., pl.LightningModule], in_dim: int, options: dict[str, Any]):
+    try:
+        return cls(in_dim, **options)
+    except (ValueError, TypeError) as err:
+        raise ConfigError(f"surrogate {name!r}: {err}") from err
+
+
+def fit_zoo_surrogate(
+    name: str,
+    cls: Callable[..., pl.LightningModule],
+    train_X: Tensor,
+    train_Y: Tensor,
+    input_transform: InputTransform,
+    outcome_transform: OutcomeTransform,
+    module_options: dict[str, Any],
+    max_epochs: int,
+    train_tol: float,
+    dtype: str,
+) -> Model:
+    """Build (or, for warm starts, retrieve) the module, train it on the transformed data
+    and wrap it with :func:`model_from_module`. Shared by every registered factory."""
+    torch_dtype = _check_training_options(name, max_epochs, train_tol, dtype)
+    if train_Y.ndim != 2 or train_Y.shape[-1] != 1:
+        raise DataError(f"surrogate {name!r} fits one output at a time; got train_Y of shape {tuple(train_Y.shape)}")
+    module = _build(name, cls, train_X.shape[-1], module_options)
+    key = (name, train_X.shape[-1], tuple(sorted((k, repr(v)) for k, v in module_options.items())))
+    if module.warm_start:
+        cached = WARM_START_CACHE.lookup(key, train_X, train_Y)
+        if cached is not None:
+            module = cached
+    module = module.to(torch_dtype)
+    input_transform.train()
+    outcome_transform.train()
+    X_unit = input_transform(train_X)
+    Y_std, _ = outcome_transform(train_Y)
+    train_module(module, X_unit, Y_std.squeeze(-1), max_epochs=max_epochs, train_tol=train_tol)
+    if module.warm_start:
+        WARM_START_CACHE.store(key, train_X, train_Y, copy.deepcopy(module))
+    return model_from_module(module, input_transform, outcome_transform)
+
+
+@register_surrogate("simple-smb", "SimpleSMB (Paria thesis Alg. 3.2): networks trained from a fresh NTK init")
+def fit_simple_smb(
+    train_X: Tensor,
+    train_Y: Tensor,
+    *,
+    input_transform: InputTransform,
+    outcome_transform: OutcomeTransform,
+    train_Yvar: Tensor | None = None,
+    num_samples: int = 1,
+    width: int = 5000,
+    depth: int = 1,
+    activation: str = "tanh",
+    gamma: float = 1.0,
+    parameterization: str = "ntk",
+    final_bias: str = "zero",
+    noise_var: float = 0.0,
+    nu: float = 1.0,
+    lr: float = 1e-3,
+    optimizer: str = "adam",
+    warm_start: bool = False,
+    max_epochs: int = 2000,
+    train_tol: float = 1e-4,
+    dtype: str = "float32",
+) -> Model:
+    """SimpleSMB: ``num_samples`` networks, each trained from a fresh random init on targets
+    perturbed with ``N(0, noise_var)``, with the penalty ``noise_var nu^2 ||theta - theta_0||^2``
+    (:class:`models.smb.SimpleSMB`; thesis defaults). One sample is one Thompson-like draw:
+    maximize it with ``PosteriorMean`` / the greedy policy, or use ``num_samples > 1`` with an
+    MC acquisition. ``train_Yvar`` is ignored (the noise is ``noise_var``)."""
+    options = {k: v for k, v in locals().items() if k in _SMB_OPTIONS}
+    return fit_zoo_surrogate(
+        "simple-smb", SimpleSMB, train_X, train_Y, input_transform, outcome_transform,
+        options, max_epochs, train_tol, dtype,
+    )
+
+
+@register_surrogate("posterior-smb", "PosteriorSMB (Paria thesis Alg. 3.3): SimpleSMB + NTK posterior correction")
+def fit_posterior_smb(
+    train_X: Tensor,
+    train_Y: Tensor,
+    *,
+    input_transform: InputTransform,
+    outcome_transform: OutcomeTransform,
+    train_Yvar: Tensor | None = None,
+    num_samples: int = 1,
+    width: int = 5000,
+    depth: int = 1,
+    activation: str = "tanh",
+    gamma: float = 1.0,
+    parameterization: str = "ntk",
+    final_bias: str = "zero",
+    noise_var: float = 0.0,
+    nu: float = 1.0,
+    lr: float = 1e-3,
+    optimizer: str = "adam",
+    warm_start: bool = False,
+    max_epochs: int = 2000,
+    train_tol: float = 1e-4,
+    dtype: str = "float32",
+) -> Model:
+    """PosteriorSMB: SimpleSMB plus ``delta(x) = <grad f(x, theta_0), theta~_0>``, a draw from
+    the NTK-GP posterior in the infinite-width limit (:class:`models.smb.PosteriorSMB`)."""
+    options = {k: v for k, v in locals().items() if k in _SMB_OPTIONS}
+    return fit_zoo_surrogate(
+        "posterior-smb", PosteriorSMB, train_X, train_Y, input_transform, outcome_transform,
+        options, max_epochs, train_tol, dtype,
+    )
+
+
+@register_surrogate("neural-ensemble", "Deep ensemble of 10 MSE-trained networks, warm-started across fits")
+def fit_neural_ensemble(
+    train_X: Tensor,
+    train_Y: Tensor,
+    *,
+    input_transform: InputTransform,
+    outcome_transform: OutcomeTransform,
+    train_Yvar: Tensor | None = None,
+    num_members: int = 10,
+    width: int = 1000,
+    depth: int = 1,
+    activation: str = "tanh",
+    gamma: float = 1.0,
+    parameterization: str = "standard",
+    final_bias: str = "zero",
+    lr: float = 1e-3,
+    optimizer: str = "adam",
+    warm_start: bool = True,
+    max_epochs: int = 2000,
+    train_tol: float = 1e-4,
+    dtype: str = "float32",
+) -> Model:
+    """The neural-ensemble baseline (:class:`models.NeuralEnsemble`): the members are the
+    ensemble posterior; with ``warm_start`` (default) each fit continues the previous one."""
+    options = {k: v for k, v in locals().items() if k in _ENSEMBLE_OPTIONS}
+    return fit_zoo_surrogate(
+        "neural-ensemble", NeuralEnsemble, train_X, train_Y, input_transform, outcome_transform,
+        options, max_epochs, train_tol, dtype,
+    )
+
+
+@register_surrogate("neural-lints", "NeuralLinTS: Bayesian linear regression on a trained network's features")
+def fit_neural_lints(
+    train_X: Tensor,
+    train_Y: Tensor,
+    *,
+    input_transform: InputTransform,
+    outcome_transform: OutcomeTransform,
+    train_Yvar: Tensor | None = None,
+    width: int = 500,
+    depth: int = 1,
+    activation: str = "tanh",
+    gamma: float = 1.0,
+    parameterization: str = "standard",
+    final_bias: str = "zero",
+    prior_var: float = 100.0,
+    noise_var: float = 0.01,
+    lr: float = 1e-3,
+    optimizer: str = "adam",
+    warm_start: bool = False,
+    max_epochs: int = 2000,
+    train_tol: float = 1e-4,
+    dtype: str = "float64",
+) -> Model:
+    """NeuralLinTS (:class:`models.NeuralLinTS`): Gaussian posterior of a BLR with prior
+    ``N(0, prior_var I)`` and noise ``noise_var`` (standardized units) on the last hidden
+    layer of a network trained by MSE."""
+    options = {k: v for k, v in locals().items() if k in _LINTS_OPTIONS}
+    return fit_zoo_surrogate(
+        "neural-lints", NeuralLinTS, train_X, train_Y, input_transform, outcome_transform,
+        options, max_epochs, train_tol, dtype,
+    )
+
+
+@register_surrogate("neural-ucb", "NeuralUCB: network mean, covariance g^T Z^-1 g / m from gradient features")
+def fit_neural_ucb(
+    train_X: Tensor,
+    train_Y: Tensor,
+    *,
+    input_transform: InputTransform,
+    outcome_transform: OutcomeTransform,
+    train_Yvar: Tensor | None = None,
+    width: int = 20,
+    depth: int = 2,
+    activation: str = "tanh",
+    gamma: float = 1.0,
+    parameterization: str = "standard",
+    final_bias: str = "zero",
+    reg_lambda: float = 1e-3,
+    confidence_scale: float = 0.1,
+    lr: float = 1e-3,
+    optimizer: str = "adam",
+    warm_start: bool = False,
+    max_epochs: int = 2000,
+    train_tol: float = 1e-4,
+    dtype: str = "float64",
+) -> Model:
+    """NeuralUCB (:class:`models.NeuralUCB`): Gaussian with the network's mean and covariance
+    ``confidence_scale^2 g^T Z^-1 g / m``; UCB with ``beta = 1`` is Zhou et al.'s rule."""
+    options = {k: v for k, v in locals().items() if k in _UCB_OPTIONS}
+    return fit_zoo_surrogate(
+        "neural-ucb", NeuralUCB, train_X, train_Y, input_transform, outcome_transform,
+        options, max_epochs, train_tol, dtype,
+    )
+
+
+_COMMON = ("width", "depth", "activation", "gamma", "parameterization", "final_bias", "lr", "optimizer", "warm_start")
+_SMB_OPTIONS = frozenset(_COMMON + ("num_samples", "noise_var", "nu"))
+_ENSEMBLE_OPTIONS = frozenset(_COMMON + ("num_members",))
+_LINTS_OPTIONS = frozenset(_COMMON + ("prior_var", "noise_var"))
+_UCB_OPTIONS = frozenset(_COMMON + ("reg_lambda", "confidence_scale"))
+
+__all__ = [
+    "NeuralEnsembleModel",
+    "NeuralEnsemblePosterior",
+    "NeuralGaussianModel",
+    "WARM_START_CACHE",
+    "WarmStartCache",
+    "clear_warm_start_cache",
+    "model_from_module",
+    "train_module",
+]
