@@ -2,8 +2,7 @@
 
 :func:`fit_surrogate` is the one entry point; importing this package registers the GP
 baselines of :mod:`dsbo.surrogates.gp` (``gp``, ``map-saas``, ``saasbo``, ``ibnn``) and the
-Lightning-trained zoo surrogates of :mod:`dsbo.surrogates.neural` (``simple-smb``,
-``posterior-smb``, ``neural-ensemble``, ``neural-lints``, ``neural-ucb``).
+infinite-width network GPs of :mod:`dsbo.surrogates.ntk` (``ntk-gp``, ``nngp-gp``).
 
 Example:
     >>> from dsbo.surrogates import fit_surrogate
@@ -12,7 +11,6 @@ Example:
 
 from dsbo.surrogates import (
     gp,  # noqa: F401  (registers the GP baselines)
-    neural,  # noqa: F401  (registers the zoo surrogates)
     ntk,  # noqa: F401  (registers ntk-gp and nngp-gp)
 )
 from dsbo.surrogates.registry import (
