@@ -234,7 +234,25 @@ class DsboTrainCLI(LightningCLI):
         trainer_cfg["callbacks"] = callbacks
         return super().instantiate_trainer(**kwargs)
 
-    # ------------------------------------------------------------------ after each subcommand
+    # ------------------------------------------------------------------ around each subcommand
+    def _log_data_hparams(self) -> None:
+        hparams = getattr(self.datamodule, "hparams", None)
+        if hparams:
+            for logger in self.trainer.loggers:
+                logger.log_hyperparams({"data": dict(hparams)})
+
+    def before_fit(self) -> None:
+        self._log_data_hparams()
+
+    def before_validate(self) -> None:
+        self._log_data_hparams()
+
+    def before_test(self) -> None:
+        self._log_data_hparams()
+
+    def before_predict(self) -> None:
+        self._log_data_hparams()
+
     def _finish(self, extra: dict[str, Any] | None = None) -> dict[str, Any]:
         trainer = self.trainer
         path = self.run_dir / SUMMARY_NAME

@@ -38,6 +38,7 @@ import warnings
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
 import pandas as pd
 import pytorch_lightning as pl
 import torch
@@ -100,7 +101,9 @@ class ObservationDataModule(pl.LightningDataModule):
         nan_policy: Literal["drop", "error"] = "drop",
     ) -> None:
         super().__init__()
-        self.save_hyperparameters()
+        # Not merged into the logger's hparams: Lightning refuses a key the model shares with a
+        # different value (SimpleSMB's num_samples); dsbo.train logs them under "data".
+        self.save_hyperparameters(logger=False)
         if (csv_path is None) == (problem is None):
             raise ConfigError("data: set exactly one of csv_path (a CSV file) or problem (a registered problem name)")
         _check_fraction("val_fraction", val_fraction)
@@ -327,7 +330,7 @@ def _read_csv(
                 f"(line {row + 2}) holds {raw.iloc[row]!r}"
             )
         numeric[column] = values.to_numpy(dtype=float)
-    table = torch.tensor([numeric[c] for c in [*inputs, target]], dtype=torch.double).T.reshape(-1, len(inputs) + 1)
+    table = torch.from_numpy(np.stack([numeric[c] for c in [*inputs, target]], axis=1)).to(torch.double)
     finite = torch.isfinite(table)
     bad_rows = (~finite.all(dim=1)).nonzero().flatten().tolist()
     if bad_rows:
