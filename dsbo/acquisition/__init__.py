@@ -5,6 +5,7 @@ from dsbo.acquisition import (
     plain,  # noqa: F401  (registers the plain policies)
     regularized,  # noqa: F401  (registers IR and ER)
     sebo,  # noqa: F401  (registers SEBO)
+    thompson,  # noqa: F401  (registers Thompson sampling)
 )
 from dsbo.acquisition.base import (
     History,
