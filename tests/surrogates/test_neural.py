@@ -1,0 +1,176 @@
+"""The Lightning bridge: every zoo surrogate as a BoTorch model, acquisitions, campaigns."""
+
+import pytest
+import torch
+from botorch.acquisition.analytic import PosteriorMean
+from botorch.acquisition.logei import qLogNoisyExpectedImprovement
+from botorch.acquisition.monte_carlo import qUpperConfidenceBound
+from botorch.acquisition.multi_objective.logei import qLogNoisyExpectedHypervolumeImprovement
+from botorch.models import ModelList
+from botorch.optim import optimize_acqf
+from botorch.sampling import SobolQMCNormalSampler
+
+from dsbo.campaign import Campaign
+from dsbo.errors import ConfigError
+from dsbo.problems import get_problem
+from dsbo.surrogates import available_surrogates, fit_surrogate
+from dsbo.surrogates.neural import (
+    WARM_START_CACHE,
+    NeuralEnsembleModel,
+    NeuralEnsemblePosterior,
+    NeuralGaussianModel,
+    clear_warm_start_cache,
+    model_from_module,
+)
+from models.smb import SimpleSMB
+
+TINY = {
+    "simple-smb": {"width": 32, "num_samples": 4, "max_epochs": 60},
+    "posterior-smb": {"width": 32, "num_samples": 4, "max_epochs": 60},
+    "neural-ensemble": {"width": 32, "num_members": 3, "max_epochs": 60},
+    "neural-lints": {"width": 16, "max_epochs": 60},
+    "neural-ucb": {"width": 6, "max_epochs": 60},
+}
+KIND = {"neural-lints": NeuralGaussianModel, "neural-ucb": NeuralGaussianModel}
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache():
+    clear_warm_start_cache()
+    yield
+    clear_warm_start_cache()
+
+
+def test_all_zoo_surrogates_are_registered():
+    assert set(TINY) <= set(available_surrogates())
+
+
+@pytest.mark.parametrize("name", list(TINY))
+def test_optimize_acqf_with_mc_and_analytic_acquisitions(name, data_3d):
+    torch.manual_seed(0)
+    model = fit_surrogate({"name": name, **TINY[name]}, data_3d.X, data_3d.Y, bounds=data_3d.bounds)
+    assert isinstance(model, KIND.get(name, NeuralEnsembleModel))
+    post = model.posterior(data_3d.X_test[:5])
+    assert post.mean.shape == (5, 1) and post.mean.dtype == torch.double
+    # raw units: the standardized fit is mapped back near the data's scale
+    assert abs(float(post.mean.detach().mean()) - float(data_3d.Y.mean())) < 3 * float(data_3d.Y.std())
+    sampler = SobolQMCNormalSampler(torch.Size([16]), seed=0)  # what dsbo's policies pass
+    acqfs = [
+        (qLogNoisyExpectedImprovement(model, data_3d.X, sampler=sampler), 2),
+        (qLogNoisyExpectedImprovement(model, data_3d.X), 1),  # BoTorch's own sampler
+        (qUpperConfidenceBound(model, beta=2.0, sampler=sampler), 2),
+        (PosteriorMean(model), 1),
+    ]
+    for acqf, q in acqfs:
+        X, value = optimize_acqf(acqf, bounds=data_3d.bounds, q=q, num_restarts=2, raw_samples=16,
+                                 options={"maxiter": 10})
+        assert X.shape == (q, 3) and torch.isfinite(value).all()
+        assert (X >= data_3d.bounds[0]).all() and (X <= data_3d.bounds[1]).all()
+
+
+@pytest.mark.parametrize("name", list(TINY))
+def test_qlognehvi_on_two_outputs(name, data_3d):
+    torch.manual_seed(0)
+    Y2 = torch.cat([data_3d.Y, -((data_3d.X - 0.5) ** 2).sum(-1, keepdim=True)], -1)
+    model = fit_surrogate({"name": name, **TINY[name]}, data_3d.X, Y2, bounds=data_3d.bounds)
+    assert isinstance(model, ModelList) and model.num_outputs == 2
+    ref = Y2.min(0).values - 0.1 * (Y2.max(0).values - Y2.min(0).values)
+    acqf = qLogNoisyExpectedHypervolumeImprovement(model, ref_point=ref.tolist(), X_baseline=data_3d.X)
+    X, value = optimize_acqf(acqf, bounds=data_3d.bounds, q=1, num_restarts=2, raw_samples=16,
+                             options={"maxiter": 10})
+    assert X.shape == (1, 3) and torch.isfinite(value).all()
+
+
+@pytest.mark.parametrize("name", list(TINY))
+def test_short_campaign(name, fast_optimizer):
+    options = dict(TINY[name], max_epochs=30)
+    campaign = Campaign(get_problem("branin"), surrogate={"name": name, **options},
+                        acquisition="qlognei", budget=5, n_init=3, seed=0, optimizer=fast_optimizer)
+    result = campaign.run()
+    trials = campaign.store.trials("completed")
+    assert len(trials) == 5 and [t.generator for t in trials[3:]] == ["qlognei", "qlognei"]
+    assert result.best_value is not None
+
+
+def test_campaign_is_reproducible_with_the_same_seed(fast_optimizer):
+    def proposals():
+        campaign = Campaign(get_problem("branin"), surrogate={"name": "simple-smb", **TINY["simple-smb"]},
+                            acquisition="qlognei", budget=4, n_init=3, seed=3, optimizer=fast_optimizer)
+        campaign.run()
+        return torch.tensor([t.x for t in campaign.store.trials("completed")])
+
+    torch.testing.assert_close(proposals(), proposals())
+
+
+def test_noiseless_simple_smb_posterior_reproduces_the_data_in_raw_units(data_3d):
+    torch.manual_seed(0)
+    X, Y = data_3d.X[:6], data_3d.Y[:6]
+    options = {"width": 128, "num_samples": 2, "lr": 1e-2, "max_epochs": 2000, "train_tol": 1e-6,
+               "dtype": "float64"}
+    model = fit_surrogate({"name": "simple-smb", **options}, X, Y, bounds=data_3d.bounds)
+    assert float(model.module.train_mse) < 1e-6
+    values = model.posterior(X).values.detach()  # 2 x n x 1 draws
+    assert (values - Y).abs().max() < 0.01 * float(Y.std())
+
+
+def test_train_tol_stops_early(data_1d):
+    torch.manual_seed(0)
+    options = {"width": 64, "lr": 1e-2, "max_epochs": 5000, "train_tol": 1e-3}
+    model = fit_surrogate({"name": "neural-ensemble", **options, "num_members": 2}, data_1d.X, data_1d.Y,
+                          bounds=data_1d.bounds)
+    assert float(model.module.train_mse) < 1e-3
+    assert int(model.module.global_step) < 5000
+
+
+def test_warm_started_ensemble_continues_its_lineage_per_output(data_3d):
+    torch.manual_seed(0)
+    spec = {"name": "neural-ensemble", **TINY["neural-ensemble"]}
+    X, Y = data_3d.X, data_3d.Y
+    first = fit_surrogate(spec, X[:10], Y[:10], bounds=data_3d.bounds)
+    assert len(WARM_START_CACHE) == 1
+    second = fit_surrogate(spec, X[:12], Y[:12], bounds=data_3d.bounds)  # the history grew
+    assert int(second.module.num_fits) == 2 and int(first.module.num_fits) == 1
+    other = fit_surrogate(spec, X[5:12], Y[5:12], bounds=data_3d.bounds)  # unrelated data
+    assert int(other.module.num_fits) == 1
+    Y2 = torch.cat([Y, -Y], -1)
+    both = fit_surrogate(spec, X[:14], Y2[:14], bounds=data_3d.bounds)
+    assert [int(m.module.num_fits) for m in both.models] == [3, 1]
+    # the cached copy is not the returned module: a later fit does not change earlier models
+    before = first.posterior(X[:3]).values.clone()
+    fit_surrogate(spec, X[:13], Y[:13], bounds=data_3d.bounds)
+    torch.testing.assert_close(first.posterior(X[:3]).values, before)
+
+
+def test_simple_smb_fresh_init_differs_between_fits(data_3d):
+    spec = {"name": "simple-smb", **TINY["simple-smb"]}
+    a = fit_surrogate(spec, data_3d.X, data_3d.Y, bounds=data_3d.bounds)
+    b = fit_surrogate(spec, data_3d.X, data_3d.Y, bounds=data_3d.bounds)
+    assert not torch.allclose(a.posterior(data_3d.X_test).values, b.posterior(data_3d.X_test).values)
+    assert len(WARM_START_CACHE) == 0
+
+
+def test_normal_base_samples_select_members_by_quantile():
+    values = torch.arange(4.0).reshape(4, 1, 1).expand(4, 2, 1)  # member k predicts k
+    post = NeuralEnsemblePosterior(values)
+    z = torch.distributions.Normal(0.0, 1.0).icdf(torch.tensor([0.1, 0.3, 0.6, 0.9]))
+    samples = post.rsample_from_base_samples(torch.Size([4]), z.reshape(4, 1))
+    torch.testing.assert_close(samples[:, 0, 0], torch.tensor([0.0, 1.0, 2.0, 3.0]))
+    assert samples.shape == (4, 2, 1)
+
+
+def test_model_from_module_rejects_unknown_kinds():
+    module = SimpleSMB(2, width=4)
+    module.posterior_kind = "mystery"
+    with pytest.raises(ConfigError, match="posterior_kind"):
+        model_from_module(module)
+
+
+@pytest.mark.parametrize(
+    "name, option, value",
+    [("simple-smb", "width", 0), ("simple-smb", "noise_var", -1.0), ("posterior-smb", "optimizer", "lbfgs"),
+     ("neural-ensemble", "max_epochs", 0), ("neural-lints", "dtype", "float16"),
+     ("neural-ucb", "train_tol", -1.0), ("neural-ucb", "confidence_scale", 0.0), ("neural-lints", "bogus", 1)],
+)
+def test_bad_options_raise_config_errors_naming_the_field(name, option, value, data_1d):
+    with pytest.raises(ConfigError, match=option):
+        fit_surrogate({"name": name, option: value}, data_1d.X, data_1d.Y, bounds=data_1d.bounds)
