@@ -515,7 +515,10 @@ def _fit_neural_gp(
         if isinstance(noise, bool) or not isinstance(noise, int | float) or not noise >= 0:
             raise ConfigError(f"surrogate {name!r}: option noise={noise!r} must be a number >= 0 or 'fit'")
         likelihood = GaussianLikelihood(noise_constraint=GreaterThan(MIN_NOISE / 2))
-        likelihood.noise = max(float(noise), MIN_NOISE)
+        # Proposition 3.2: kernel nu^2 Theta with noise nu^2 sigma^2 (the mean does not depend on
+        # nu); with nu="fit" the noise is taken as the absolute variance sigma^2.
+        scale = float(nu) ** 2 if nu != "fit" else 1.0
+        likelihood.noise = max(scale * float(noise), MIN_NOISE)
         likelihood.raw_noise.requires_grad_(False)
     model = SingleTaskGP(
         train_X,
@@ -536,8 +539,9 @@ def _fit_neural_gp(
 
 _FACTORY_DOC = """
     The GP has zero mean on the standardized outcomes (the thesis' GP(0, .)) and sees inputs
-    normalized to the unit cube. Observation noise is ``noise`` (standardized units; values
-    below :data:`MIN_NOISE` are raised to it) or fitted by marginal likelihood (``"fit"``);
+    normalized to the unit cube. Observation noise is ``nu^2 noise`` (standardized units, as
+    in Proposition 3.2; ``noise`` alone when ``nu="fit"``; values below :data:`MIN_NOISE` are
+    raised to it) or fitted by marginal likelihood (``noise="fit"``);
     observed noise ``train_Yvar``, when given, is used instead and ``noise`` is ignored.
 
     Args:
