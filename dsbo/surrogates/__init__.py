@@ -1,8 +1,10 @@
 """Surrogates: everything that turns data into a BoTorch ``Model``.
 
 :func:`fit_surrogate` is the one entry point; importing this package registers the GP
-baselines of :mod:`dsbo.surrogates.gp` (``gp``, ``map-saas``, ``saasbo``, ``ibnn``) and the
-infinite-width network GPs of :mod:`dsbo.surrogates.ntk` (``ntk-gp``, ``nngp-gp``).
+baselines of :mod:`dsbo.surrogates.gp` (``gp``, ``map-saas``, ``saasbo``, ``ibnn``), the
+infinite-width network GPs of :mod:`dsbo.surrogates.ntk` (``ntk-gp``, ``nngp-gp``) and the
+Lightning-trained zoo surrogates of :mod:`dsbo.surrogates.neural` (``simple-smb``,
+``posterior-smb``, ``neural-ensemble``, ``neural-lints``, ``neural-ucb``).
 
 Example:
     >>> from dsbo.surrogates import fit_surrogate
@@ -11,6 +13,7 @@ Example:
 
 from dsbo.surrogates import (
     gp,  # noqa: F401  (registers the GP baselines)
+    neural,  # noqa: F401  (registers the zoo surrogates)
     ntk,  # noqa: F401  (registers ntk-gp and nngp-gp)
 )
 from dsbo.surrogates.registry import (
