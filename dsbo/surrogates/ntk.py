@@ -134,7 +134,6 @@ MIN_NOISE = 1e-6
 #: Kernel entries evaluated at once by the tanh quadrature (bounds memory: chunk * n^2).
 _QUADRATURE_CHUNK_NODES = 2**22
 _TINY = 1e-300
-_RHO_EPS = 1e-15
 
 
 @lru_cache(maxsize=16)
@@ -146,8 +145,9 @@ def _hermite_rule(order: int) -> tuple[np.ndarray, np.ndarray]:
 
 def _relu_expectations(q1: Tensor, q2: Tensor, c: Tensor) -> tuple[Tensor, Tensor]:
     norm = torch.sqrt((q1 * q2).clamp_min(_TINY))
-    rho = (c / norm).clamp(-1.0 + _RHO_EPS, 1.0 - _RHO_EPS)
-    angle = torch.arccos(rho)
+    rho = (c / norm).clamp(-1.0, 1.0)
+    # arccos(rho) via atan2, with a gradient that stays finite at rho = +-1 (the diagonal)
+    angle = torch.atan2(torch.sqrt((1 - rho * rho).clamp_min(_TINY)), rho)
     e_phi = norm / (2 * math.pi) * (torch.sin(angle) + (math.pi - angle) * rho)
     e_dphi = (math.pi - angle) / (2 * math.pi)
     return e_phi, e_dphi
