@@ -99,8 +99,9 @@ def run_resumable(
             sink.flush()
             print(
                 f"[{i}/{len(jobs)}] {run['problem']:>20} {run['method']:>12} seed {run['seed']}: "
-                f"best {run['trace'][-1]:.4g}, new points {run['distinct_bo']}/{run['num_bo']}, "
-                f"{run['seconds']:.0f}s  (elapsed {time.perf_counter() - started:.0f}s)",
+                f"last trace value {run['trace'][-1]:.4g}, "
+                + (f"new points {run['distinct_bo']}/{run['num_bo']}, " if "distinct_bo" in run else "")
+                + f"{run['seconds']:.0f}s  (elapsed {time.perf_counter() - started:.0f}s)",
                 flush=True,
             )
     return [done[job_key(j)] for j in jobs]

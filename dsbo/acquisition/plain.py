@@ -29,9 +29,10 @@ from botorch.acquisition.multi_objective.logei import (
 )
 from botorch.acquisition.multi_objective.objective import IdentityMCMultiOutputObjective
 from botorch.acquisition.objective import GenericMCObjective, ScalarizedPosteriorTransform
+from botorch.models import ModelList, ModelListGP
 from botorch.models.model import Model
 from botorch.optim import optimize_acqf
-from botorch.sampling import SobolQMCNormalSampler
+from botorch.sampling import ListSampler, MCSampler, SobolQMCNormalSampler
 from botorch.utils.multi_objective.hypervolume import infer_reference_point
 from botorch.utils.multi_objective.pareto import is_non_dominated
 from botorch.utils.sampling import draw_sobol_samples
@@ -88,8 +89,15 @@ class OptimizedPolicy(ABC):
     def build(self, model: Model, history: History, problem: Problem, q: int) -> AcquisitionFunction:
         """The acquisition function to maximize for this step."""
 
-    def sampler(self, history: History) -> SobolQMCNormalSampler:
-        return SobolQMCNormalSampler(torch.Size([self.optimizer.mc_samples]), seed=history.seed)
+    def sampler(self, history: History, model: Model | None = None) -> MCSampler:
+        """Sobol QMC normal base samples, seeded per proposal; for a ``ModelList`` of non-GP
+        models (e.g. zoo ensembles) one sampler per member model (BoTorch's ``ListSampler``)."""
+        shape = torch.Size([self.optimizer.mc_samples])
+        if isinstance(model, ModelList) and not isinstance(model, ModelListGP):
+            return ListSampler(
+                *(SobolQMCNormalSampler(shape, seed=history.seed + i) for i in range(len(model.models)))
+            )
+        return SobolQMCNormalSampler(shape, seed=history.seed)
 
     def propose(self, model: Model, history: History, problem: Problem, q: int) -> Proposal:
         if q > 1 and not self.supports_batch:
@@ -140,7 +148,7 @@ class QLogNEI(OptimizedPolicy):
         return qLogNoisyExpectedImprovement(
             model=model,
             X_baseline=history.X,
-            sampler=self.sampler(history),
+            sampler=self.sampler(history, model),
             objective=objective,
             X_pending=history.X_pending,
             constraints=slack_constraints(problem) or None,
@@ -189,7 +197,7 @@ class UCB(OptimizedPolicy):
         return qUpperConfidenceBound(
             model,
             beta=beta,
-            sampler=self.sampler(history),
+            sampler=self.sampler(history, model),
             posterior_transform=transform,
             X_pending=history.X_pending,
         )
@@ -282,7 +290,7 @@ class QLogNEHVI(OptimizedPolicy):
             model=model,
             ref_point=self.reference_point(history, problem).tolist(),
             X_baseline=history.X,
-            sampler=self.sampler(history),
+            sampler=self.sampler(history, model),
             objective=IdentityMCMultiOutputObjective(outcomes=list(range(m))),
             constraints=slack_constraints(problem) or None,
             X_pending=history.X_pending,

@@ -170,7 +170,7 @@ class InternalRegularization(RegularizedEI):
         return qLogNoisyExpectedImprovement(
             model=model,
             X_baseline=history.X,
-            sampler=self.sampler(history),
+            sampler=self.sampler(history, model),
             objective=objective,
             X_pending=X_pending,
             constraints=slack_constraints(problem) or None,
@@ -225,7 +225,7 @@ class ExternalRegularization(RegularizedEI):
                 raw = qNoisyExpectedImprovement(
                     model=model,
                     X_baseline=history.X,
-                    sampler=self.sampler(history),
+                    sampler=self.sampler(history, model),
                     objective=GenericMCObjective(lambda Z, X=None: Z[..., 0])
                     if model.num_outputs > 1
                     else None,

@@ -338,6 +338,7 @@ def train_module(
     data = TensorDataset(X.to(dtype), Y.reshape(n).to(dtype), torch.arange(n))
     loader = DataLoader(data, batch_size=n, shuffle=False)
     callbacks = [_StopAtTolerance(train_tol)] if train_tol > 0 else []
+    module.train()  # a warm-started module comes back from the cache in eval mode
     with _quiet_lightning():
         trainer = pl.Trainer(
             accelerator="auto",

@@ -174,3 +174,25 @@ def test_model_from_module_rejects_unknown_kinds():
 def test_bad_options_raise_config_errors_naming_the_field(name, option, value, data_1d):
     with pytest.raises(ConfigError, match=option):
         fit_surrogate({"name": name, option: value}, data_1d.X, data_1d.Y, bounds=data_1d.bounds)
+
+
+@pytest.mark.parametrize("name", ["simple-smb", "neural-lints"])
+def test_multi_objective_campaign_with_qlognehvi(name, fast_optimizer):
+    """dsbo's policies hand a ModelList of zoo models one Sobol sampler per member model."""
+    campaign = Campaign(get_problem("branin-currin"), surrogate={"name": name, **TINY[name]},
+                        acquisition="qlognehvi", budget=5, n_init=3, seed=0, optimizer=fast_optimizer)
+    campaign.run()
+    assert [t.generator for t in campaign.store.trials("completed")][3:] == ["qlognehvi"] * 2
+
+
+@pytest.mark.parametrize("acquisition_function", ["ehvi", "qlognehvi"])
+def test_sebo_with_a_zoo_surrogate(acquisition_function, fast_optimizer):
+    problem = get_problem("branin-6d", target="zero")
+    acquisition = {"name": "sebo", "penalty": "l0", "num_steps": 3, "num_restarts_homotopy": 2,
+                   "acquisition_function": acquisition_function}
+    campaign = Campaign(problem, surrogate={"name": "neural-ensemble", **TINY["neural-ensemble"]},
+                        acquisition=acquisition, budget=5, n_init=3, seed=0, optimizer=fast_optimizer)
+    campaign.run()
+    trials = campaign.store.trials("completed")
+    assert [t.generator for t in trials][3:] == ["sebo"] * 2
+    assert all(t.metadata["acquisition_function"] == acquisition_function for t in trials[3:])
