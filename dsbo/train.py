@@ -15,6 +15,7 @@ Every run writes to its run directory (``--run_dir``; default ``$DSBO_RUN_DIR`` 
 ``runs/train/<name>-<timestamp>``): ``config.yaml``, ``checkpoints/`` (ModelCheckpoint; load
 one as a BoTorch model with :func:`dsbo.surrogates.checkpoint.load_surrogate`),
 ``summary.json`` (the final metrics of every subcommand run there, the checkpoint path),
+``checkpoints/final.ckpt`` (saved when ``fit`` returns, after the module's ``on_fit_end``),
 ``predictions.csv`` (``predict``: raw inputs, target and predicted mean/std in raw units) and
 the offline W&B run (``WANDB_MODE`` overrides ``offline``; ``--trainer.logger false`` turns it
 off, ``--trainer.logger`` another logger replaces it).
@@ -59,6 +60,8 @@ ZOO_PACKAGE = "models"
 RUNS_ROOT = Path("runs/train")
 RUN_DIR_ENV = "DSBO_RUN_DIR"
 SUMMARY_NAME = "summary.json"
+#: Saved after ``fit`` returns: the trained surrogate, for :func:`~dsbo.surrogates.checkpoint.load_surrogate`.
+FINAL_CHECKPOINT = "final.ckpt"
 PREDICTIONS_NAME = "predictions.csv"
 STEP_HOOKS = ("validation_step", "test_step", "predict_step")
 #: Trainer defaults; small BO data sets train full batch, one step per epoch.
@@ -84,19 +87,24 @@ def import_zoo() -> list[str]:
 
 
 # ---------------------------------------------------------------------- generic steps
-def ensemble_mean_std(module: pl.LightningModule, x: Tensor) -> tuple[Tensor, Tensor]:
-    """Mean and standard deviation over members of ``module(x)`` for ``x`` of shape ``n x d``.
+def surrogate_mean_std(module: pl.LightningModule, x: Tensor) -> tuple[Tensor, Tensor]:
+    """Predictive mean and standard deviation of a zoo ``module`` at ``x`` (``n x d``), in the
+    module's (standardized) units.
 
-    ``module(x)`` is ``members x n`` (the zoo's ensemble contract) or ``n``; a single member
-    has standard deviation zero.
+    A ``posterior_kind = "gaussian"`` module answers with ``predict_mean_cov``; otherwise
+    ``module(x)`` is ``members x n`` (an ensemble: mean and std over members) or ``n`` (a
+    point prediction, std zero).
     """
+    n = x.shape[0]
+    if getattr(module, "posterior_kind", None) == "gaussian" and callable(getattr(module, "predict_mean_cov", None)):
+        mean, cov = module.predict_mean_cov(x.unsqueeze(-2))
+        return mean.reshape(n).to(x), cov.reshape(n).clamp_min(0).sqrt().to(x)
     out = module(x)
     if not isinstance(out, Tensor):
         raise ConfigError(
             f"{type(module).__name__}.forward returned {type(out).__name__}; the generic metrics need "
             "a tensor of shape members x n or n (or the module's own validation/test/predict steps)"
         )
-    n = x.shape[0]
     if out.ndim == 1 and out.shape[0] == n:
         return out, torch.zeros_like(out)
     if out.ndim == 2 and out.shape[1] == n:
@@ -109,12 +117,11 @@ def ensemble_mean_std(module: pl.LightningModule, x: Tensor) -> tuple[Tensor, Te
 
 
 class SurrogateMetrics:
-    """Validation, test and predict steps for a zoo module whose ``forward`` returns ensemble
-    draws ``members x n`` in standardized units.
+    """Validation, test and predict steps for a zoo module (see :func:`surrogate_mean_std`).
 
-    ``{val,test}_mse`` and ``{val,test}_r2`` are the MSE and R^2 of the ensemble mean,
+    ``{val,test}_mse`` and ``{val,test}_r2`` are the MSE and R^2 of the predictive mean,
     accumulated over the epoch (torchmetrics). ``predict_step`` returns the batch's
-    ``index``, ``mean`` and ``std`` (over members), in standardized units.
+    ``index``, ``mean`` and ``std``, in standardized units.
     """
 
     def _dsbo_metrics(self, stage: str) -> nn.ModuleDict:
@@ -128,7 +135,7 @@ class SurrogateMetrics:
 
     def _dsbo_eval_step(self, batch: tuple[Tensor, Tensor, Tensor], stage: str) -> None:
         x, y, _ = batch
-        mean, _ = ensemble_mean_std(self, x)
+        mean, _ = surrogate_mean_std(self, x)
         for name, metric in self._dsbo_metrics(stage).items():
             metric.update(mean, y)
             self.log(
@@ -148,7 +155,7 @@ class SurrogateMetrics:
 
     def predict_step(self, batch: tuple[Tensor, Tensor, Tensor], batch_idx: int) -> dict[str, Tensor]:
         x, _, index = batch
-        mean, std = ensemble_mean_std(self, x)
+        mean, std = surrogate_mean_std(self, x)
         return {"index": index, "mean": mean, "std": std}
 
 
@@ -282,7 +289,11 @@ class DsboTrainCLI(LightningCLI):
         return summary
 
     def after_fit(self) -> None:
-        info = self._finish()
+        # After on_fit_end (where e.g. NeuralLinTS fits its BLR head and NeuralUCB its Z), which
+        # the ModelCheckpoint files of the last epoch predate: this is the surrogate to load.
+        final = self.run_dir / "checkpoints" / FINAL_CHECKPOINT
+        self.trainer.save_checkpoint(final)
+        info = self._finish({"checkpoint": str(final)})
         Console(stderr=True).print(f"fit done: {info.get('checkpoint', 'no checkpoint')} (run directory {self.run_dir})")
 
     def after_validate(self) -> None:
@@ -326,9 +337,36 @@ def write_predictions(outputs: Any, datamodule: Any, path: Path) -> Path | None:
     return path
 
 
+def zoo_classes() -> dict[str, str]:
+    """Class name -> full class path of every LightningModule defined in the (imported) zoo."""
+    found: dict[str, str] = {}
+    for name in import_zoo():
+        for obj in vars(sys.modules[name]).values():
+            if isinstance(obj, type) and issubclass(obj, pl.LightningModule) and obj.__module__ == name:
+                found.setdefault(obj.__name__, f"{name}.{obj.__qualname__}")
+    return found
+
+
+def expand_model_names(args: Sequence[str], classes: dict[str, str]) -> list[str]:
+    """``--model SimpleSMB`` -> ``--model models.smb.SimpleSMB``: a zoo class is also
+    re-exported by ``models/__init__``, which jsonargparse would call ambiguous."""
+    out = list(args)
+    for i, arg in enumerate(out):
+        if arg == "--model" and i + 1 < len(out) and out[i + 1] in classes:
+            out[i + 1] = classes[out[i + 1]]
+        elif arg.startswith("--model=") and arg[len("--model=") :] in classes:
+            out[i] = "--model=" + classes[arg[len("--model=") :]]
+    return out
+
+
 def build_cli(args: Sequence[str] | None = None, run: bool = True) -> DsboTrainCLI:
     """The CLI object after parsing ``args`` (and, with ``run``, running its subcommand)."""
-    import_zoo()
+    classes = zoo_classes()
+    if args is None:
+        args = sys.argv[1:]
+    args = expand_model_names(args, classes)
+    # We always pass the (expanded) command line, so Lightning's "args and sys.argv" caution is moot.
+    warnings.filterwarnings("ignore", message="LightningCLI's args parameter is intended")
     return DsboTrainCLI(
         model_class=pl.LightningModule,
         subclass_mode_model=True,
@@ -337,7 +375,7 @@ def build_cli(args: Sequence[str] | None = None, run: bool = True) -> DsboTrainC
         seed_everything_default=DEFAULT_SEED,
         save_config_kwargs={"overwrite": True},
         parser_kwargs={"prog": "python -m dsbo.train"},
-        args=list(args) if args is not None else None,
+        args=args,
         run=run,
     )
 

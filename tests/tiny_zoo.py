@@ -15,6 +15,8 @@ from models.mlp import EnsembleMLP
 
 
 class TinyEnsemble(pl.LightningModule):
+    posterior_kind = "ensemble"
+
     def __init__(self, in_dim: int, width: int = 16, num_members: int = 2, gamma: float = 1.0, lr: float = 0.05) -> None:
         super().__init__()
         self.save_hyperparameters()
