@@ -6,7 +6,12 @@ import torch
 from botorch.models.model import Model
 
 from dsbo.errors import ConfigError, DataError
-from dsbo.surrogates.checkpoint import load_surrogate, make_transforms, module_class, read_checkpoint
+from dsbo.surrogates.checkpoint import (
+    load_surrogate,
+    make_transforms,
+    module_class,
+    read_checkpoint,
+)
 from dsbo.train import main
 
 CASES = {
