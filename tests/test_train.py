@@ -1,0 +1,154 @@
+"""``python -m dsbo.train``: fit / validate / test / predict / --print_config, run directories,
+offline W&B, generic steps, errors; every config in configs/train is instantiated."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import pytorch_lightning as pl
+import torch
+import yaml
+from tiny_zoo import TinyEnsemble
+
+from dsbo.errors import ConfigError
+from dsbo.train import add_missing_steps, build_cli, expand_model_names, main, surrogate_mean_std
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = f"{TinyEnsemble.__module__}.TinyEnsemble"
+QUIET = ["--trainer.enable_progress_bar", "false", "--trainer.enable_model_summary", "false"]
+
+
+def tiny_args(run_dir, *extra):
+    return [
+        "--model", TINY, "--model.width", "8",
+        "--data.problem", "branin", "--data.num_samples", "30",
+        "--run_dir", str(run_dir), *QUIET, *extra,
+    ]
+
+
+@pytest.fixture
+def offline_wandb(tmp_path, monkeypatch):
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_DIR", str(tmp_path / "wandb-dir"))
+    monkeypatch.setenv("WANDB_SILENT", "true")
+
+
+def test_fit_validate_test_predict(tmp_path, offline_wandb):
+    run_dir = tmp_path / "run"
+    assert main(["fit", *tiny_args(run_dir), "--trainer.max_epochs", "3"]) == 0
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["subcommand"] == "fit" and summary["model"] == TINY and summary["epochs"] == 3
+    assert summary["generic_steps"] == ["validation_step", "test_step", "predict_step"]
+    assert {"train_loss", "val_mse", "val_r2"} <= set(summary)
+    final = run_dir / "checkpoints" / "final.ckpt"
+    assert summary["checkpoint"] == str(final) and final.is_file()
+    assert len(list((run_dir / "checkpoints").glob("epoch=2-step=3.ckpt"))) == 1
+    assert (run_dir / "config.yaml").is_file()
+    offline = list((run_dir / "wandb").glob("offline-run-*"))
+    assert len(offline) == 1, "the W&B run is offline, in the run directory"
+    saved = torch.load(final, weights_only=True)
+    assert saved["hyper_parameters"]["in_dim"] == 2  # linked from the datamodule
+    assert saved["ObservationDataModule"]["inputs"] == ["x0", "x1"]
+
+    no_log = ["--trainer.logger", "false", "--ckpt_path", str(final)]
+    assert main(["validate", *tiny_args(run_dir), *no_log]) == 0
+    assert main(["test", *tiny_args(run_dir), *no_log]) == 0
+    assert main(["predict", *tiny_args(run_dir), *no_log]) == 0
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert {"val_mse", "test_mse", "test_r2"} <= set(summary) and summary["subcommand"] == "predict"
+    frame = pd.read_csv(run_dir / "predictions.csv")
+    assert list(frame.columns) == ["x0", "x1", "objective", "pred_mean", "pred_std"] and len(frame) == 30
+    assert frame["pred_mean"].notna().all() and (frame["pred_std"] >= 0).all()
+    # raw units: Branin (maximization sense) is far from standardized
+    assert frame["objective"].max() <= 0 and frame["pred_mean"].abs().mean() > 5
+
+
+def test_same_seed_same_model(tmp_path):
+    args = ["--trainer.max_epochs", "2", "--trainer.logger", "false"]
+    assert main(["fit", *tiny_args(tmp_path / "a"), *args]) == 0
+    assert main(["fit", *tiny_args(tmp_path / "b"), *args]) == 0
+    a = torch.load(tmp_path / "a/checkpoints/final.ckpt", weights_only=True)["state_dict"]
+    b = torch.load(tmp_path / "b/checkpoints/final.ckpt", weights_only=True)["state_dict"]
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_print_config(tmp_path, capsys):
+    code = main(["fit", "--config", str(ROOT / "configs/train/simple-smb-branin.yaml"), "--model.gamma", "4", "--print_config"])
+    assert code == 0
+    cfg = yaml.safe_load(capsys.readouterr().out)
+    assert cfg["model"]["class_path"] == "models.smb.SimpleSMB"
+    assert cfg["model"]["init_args"]["gamma"] == 4.0
+    assert cfg["data"]["problem"] == "branin" and cfg["data"]["num_samples"] == 200
+    assert cfg["seed_everything"] == 0 and cfg["trainer"]["accelerator"] == "auto"
+
+
+def test_short_model_names_resolve():
+    classes = {"SimpleSMB": "models.smb.SimpleSMB"}
+    assert expand_model_names(["fit", "--model", "SimpleSMB"], classes) == ["fit", "--model", "models.smb.SimpleSMB"]
+    assert expand_model_names(["--model=SimpleSMB", "--model.gamma", "2"], classes)[0] == "--model=models.smb.SimpleSMB"
+
+
+def test_errors_name_the_field(tmp_path, capsys):
+    code = main(["fit", "--model", TINY, "--data.csv_path", str(tmp_path / "none.csv"), "--data.target", "y", "--run_dir", str(tmp_path)])
+    assert code == 2 and "csv_path=" in capsys.readouterr().err
+    assert main(["fit", "--model", TINY, "--data.problem", "branin", "--data.sampling", "grid"]) != 0
+    code = main(["validate", *tiny_args(tmp_path / "v"), "--data.val_fraction", "0", "--trainer.logger", "false"])
+    assert code == 2 and "data.val_fraction > 0" in capsys.readouterr().err
+
+
+class WithValidation(TinyEnsemble):
+    def validation_step(self, batch, batch_idx):
+        return torch.zeros(())
+
+
+def test_generic_steps_fill_only_what_is_missing():
+    model = WithValidation(in_dim=2)
+    keys = set(model.state_dict())
+    assert add_missing_steps(model) == ["test_step", "predict_step"]
+    assert type(model).__name__ == "WithValidation" and isinstance(model, WithValidation)
+    assert type(model).validation_step is WithValidation.validation_step
+    assert set(model.state_dict()) == keys  # checkpoints still load into the original class
+    out = model.predict_step((torch.rand(5, 2), torch.zeros(5), torch.arange(5)), 0)
+    assert out["mean"].shape == (5,) and (out["std"] >= 0).all()
+
+
+def test_surrogate_mean_std_shapes():
+    class Point(pl.LightningModule):
+        def forward(self, x):
+            return x.sum(-1)
+
+    class Wrong(pl.LightningModule):
+        def forward(self, x):
+            return x
+
+    x = torch.rand(4, 3)
+    mean, std = surrogate_mean_std(Point(), x)
+    assert torch.equal(mean, x.sum(-1)) and torch.equal(std, torch.zeros(4))
+    with pytest.raises(ConfigError, match="members x n or n"):
+        surrogate_mean_std(Wrong(), x)
+
+
+@pytest.mark.parametrize("config", sorted((ROOT / "configs/train").glob("*.yaml")), ids=lambda p: p.name)
+def test_every_train_config_instantiates(config, tmp_path, monkeypatch):
+    monkeypatch.chdir(ROOT)  # configs name data files relative to the repository root
+    cli = build_cli(["--config", str(config), "--run_dir", str(tmp_path), "--trainer.logger", "false"], run=False)
+    assert cli.model.hparams["in_dim"] == cli.datamodule.in_dim
+    x, y, index = next(iter(cli.datamodule.train_dataloader()))
+    assert x.shape[-1] == cli.datamodule.in_dim and y.ndim == 1 and index.dtype == torch.long
+    assert cli.trainer.max_epochs >= 1
+
+
+def test_subprocess_fit(tmp_path):
+    env = {**os.environ, "WANDB_MODE": "offline", "WANDB_SILENT": "true", "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests")])}
+    env["DSBO_RUN_DIR"] = str(tmp_path / "run")  # what dsbo.sweep sets
+    args = tiny_args(tmp_path / "unused", "--trainer.max_epochs", "2")
+    args = args[: args.index("--run_dir")] + args[args.index("--run_dir") + 2 :]
+    proc = subprocess.run([sys.executable, "-m", "dsbo.train", "fit", *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["epochs"] == 2 and Path(summary["checkpoint"]).is_file()
+    assert list((tmp_path / "run" / "wandb").glob("offline-run-*"))
