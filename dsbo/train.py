@@ -208,6 +208,8 @@ class DsboTrainCLI(LightningCLI):
             if threads < 1:
                 raise ConfigError(f"threads={threads} must be >= 1")
             torch.set_num_threads(threads)
+        if "weights_only" in cfg and cfg["weights_only"] is None:
+            cfg["weights_only"] = True  # --ckpt_path restores with torch.load(weights_only=True)
         self.run_name = cfg.get("name") or _class_name(cfg.get("model"))
         run_dir = cfg.get("run_dir") or os.environ.get(RUN_DIR_ENV)
         if not run_dir:
@@ -292,7 +294,7 @@ class DsboTrainCLI(LightningCLI):
         # After on_fit_end (where e.g. NeuralLinTS fits its BLR head and NeuralUCB its Z), which
         # the ModelCheckpoint files of the last epoch predate: this is the surrogate to load.
         final = self.run_dir / "checkpoints" / FINAL_CHECKPOINT
-        self.trainer.save_checkpoint(final)
+        self.trainer.save_checkpoint(final, weights_only=False)  # full: fit can resume from it
         info = self._finish({"checkpoint": str(final)})
         Console(stderr=True).print(f"fit done: {info.get('checkpoint', 'no checkpoint')} (run directory {self.run_dir})")
 
