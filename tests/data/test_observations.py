@@ -154,3 +154,15 @@ def test_state_dict_round_trip_and_checks(table):
         check_state({k: v for k, v in state.items() if k != "y_std"})
     with pytest.raises(DataError, match="lower < upper"):
         check_state({**state, "bounds": [[1, 1], [0, 2]]})
+
+
+def test_module_example_runs():
+    import doctest
+
+    from dsbo.data import observations
+
+    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+    for test in doctest.DocTestFinder().find(observations, globs=vars(observations)):
+        runner.run(test)
+    result = runner.summarize(verbose=False)
+    assert result.attempted >= 3 and result.failed == 0
