@@ -179,8 +179,10 @@ def add_missing_steps(model: pl.LightningModule) -> list[str]:
 
 # ---------------------------------------------------------------------- the CLI
 def wandb_mode() -> str:
-    """``$WANDB_MODE`` (``offline`` unless set; ``dryrun`` is W&B's old name for it)."""
-    mode = os.environ.get("WANDB_MODE", "offline")
+    """``$WANDB_MODE``; unset, ``offline`` (``online`` under a W&B sweep agent, which sets
+    ``$WANDB_SWEEP_ID``: its server needs the run's metrics). ``dryrun`` means offline."""
+    default = "online" if os.environ.get("WANDB_SWEEP_ID") else "offline"
+    mode = os.environ.get("WANDB_MODE", default)
     return "offline" if mode == "dryrun" else mode
 
 

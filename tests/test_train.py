@@ -152,3 +152,17 @@ def test_subprocess_fit(tmp_path):
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["epochs"] == 2 and Path(summary["checkpoint"]).is_file()
     assert list((tmp_path / "run" / "wandb").glob("offline-run-*"))
+
+
+def test_wandb_mode(monkeypatch):
+    from dsbo.train import wandb_mode
+
+    monkeypatch.delenv("WANDB_MODE", raising=False)
+    monkeypatch.delenv("WANDB_SWEEP_ID", raising=False)
+    assert wandb_mode() == "offline"
+    monkeypatch.setenv("WANDB_SWEEP_ID", "abc123")  # launched by `wandb agent`
+    assert wandb_mode() == "online"
+    monkeypatch.setenv("WANDB_MODE", "dryrun")
+    assert wandb_mode() == "offline"
+    monkeypatch.setenv("WANDB_MODE", "disabled")
+    assert wandb_mode() == "disabled"
