@@ -547,8 +547,8 @@ def run_sweep(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
-        TextColumn("{task.fields[last]}"),
-        TextColumn("best {task.fields[best]}"),
+        TextColumn("{task.fields[last]}", markup=False),
+        TextColumn("best {task.fields[best]}", markup=False),
         TimeElapsedColumn(),
         console=console,
         disable=not progress,
@@ -561,7 +561,7 @@ def run_sweep(
             last = f"{record.run} {record.status}" + ("" if record.metric is None else f" {metric_name}={record.metric:.4g}")
             bar.update(task, advance=1, last=last, best="-" if best is None else f"{best.metric:.4g} ({best.run})")
             if not progress:
-                console.print(last)
+                console.print(last, markup=False)
             write_results(sweep_dir, info, records, best_line(sweep, best))
     best = best_run(sweep, records)
     info["best"] = None if best is None else asdict(best)
@@ -598,7 +598,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             configs = expand_runs(sweep, args.count, args.seed)
             out = Console()
             for i, params in enumerate(configs):
-                out.print(f"run-{i:03d}: " + " ".join(build_command(sweep, params, Path(f"run-{i:03d}/args.json"))), soft_wrap=True)
+                out.print(f"run-{i:03d}: " + " ".join(build_command(sweep, params, Path(f"run-{i:03d}/args.json"))), soft_wrap=True, markup=False)
             console.print(f"{len(configs)} run(s), method {sweep.method}; nothing was run (--dry-run)")
             return 0
         name = sweep.name or Path(args.sweep_file).stem
@@ -609,8 +609,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     statuses = [r["status"] for r in info["runs"]]
     summary = ", ".join(f"{statuses.count(s)} {s}" for s in dict.fromkeys(statuses))
-    console.print(f"{len(statuses)} run(s): {summary}; results in {info['sweep_dir']}/sweep.json, sweep.csv")
-    console.print(info["best_line"], soft_wrap=True)
+    console.print(f"{len(statuses)} run(s): {summary}; results in {info['sweep_dir']}/sweep.json, sweep.csv", markup=False)
+    console.print(info["best_line"], soft_wrap=True, markup=False)
     return 0 if any(s in ("finished", "no_metric") for s in statuses) else 1
 
 

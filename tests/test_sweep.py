@@ -192,7 +192,8 @@ def test_real_two_run_sweep_of_the_train_cli(tmp_path, monkeypatch):
             }
         )
     )
-    assert main([str(sweep_file), "--sweep-dir", "out", "--no-progress"]) == 0
+    # an absolute sweep dir: the best line ends in "[/...]", which must not be read as markup
+    assert main([str(sweep_file), "--sweep-dir", str(tmp_path / "out"), "--no-progress"]) == 0
     info = json.loads((tmp_path / "out" / "sweep.json").read_text())
     assert [r["status"] for r in info["runs"]] == ["finished", "finished"], info["runs"]
     assert [r["params"] for r in info["runs"]] == [{"model.gamma": 0.5}, {"model.gamma": 2.0}]
