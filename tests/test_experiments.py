@@ -42,3 +42,34 @@ def test_sebo_smoke(tmp_path):
     assert set(result["generation_time_ratio"]) == {"sebo-l0", "ir-l0", "er-l0"}
     for name in ("results.json", "results.md", "runs.jsonl", "best_vs_changes.png", "sparse_regret.png"):
         assert (tmp_path / name).stat().st_size > 0
+
+
+def test_neural_greedy_smoke(tmp_path):
+    import neural_greedy
+
+    methods = ["simple-smb-g4", "posterior-smb", "gp-ei", "neural-lints", "random"]
+    result = neural_greedy.main(["--smoke", "--workers", "1", "--problems", "branin", "--methods", *methods,
+                                 "--out", str(tmp_path)])
+    rows = {r["method"]: r for r in result["table"]}
+    assert set(rows) == set(methods)
+    for r in rows.values():
+        assert r["regret"] >= 0 and r["budget"] == 6
+    assert result["best_simple_smb"] == {"branin": "simple-smb-g4"}
+    for name in ("results.json", "results.md", "runs.jsonl", "regret_vs_evaluations.png"):
+        assert (tmp_path / name).stat().st_size > 0
+    runs = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
+    assert all(r["num_completed"] == 6 and len(r["trace"]) == 6 for r in runs)
+
+
+def test_bench_surrogates_smoke(tmp_path):
+    import bench_surrogates
+
+    result = bench_surrogates.main(["--smoke", "--out", str(tmp_path)])
+    assert {(r["n"], r["method"]) for r in result["rows"]} == {
+        (n, m) for n in (20, 40) for m in ("simple-smb", "smb-ensemble-10", "exact-gp")
+    }
+    assert result["ensemble"]["ratio"] > 0 and result["gp_ratio"]["n"] == 40
+    assert 0.0 <= result["lightning"]["overhead_share"] < 1.0
+    assert {r["threads"] for r in result["thread_rows"]} == {1, 2}
+    for name in ("results.json", "results.md", "bench_surrogates.png"):
+        assert (tmp_path / name).stat().st_size > 0
