@@ -47,6 +47,7 @@ import torch
 from torch import Tensor
 
 from models.mlp import EnsembleMLP
+from models.training_data import unique_training_rows
 
 OPTIMIZERS = ("adam", "sgd")
 
@@ -164,13 +165,9 @@ class NeuralLinTS(pl.LightningModule):
         return torch.optim.Adam(self.parameters(), lr=self.lr)
 
     def on_fit_end(self) -> None:
-        """Fit the BLR head on the features of the whole training set (one pass)."""
-        xs, ys = [], []
-        loader = self.trainer.train_dataloader
-        for x, y, _ in loader:
-            xs.append(x.to(self.device))
-            ys.append(y.to(self.device))
-        self.fit_posterior(torch.cat(xs), torch.cat(ys))
+        """Fit the BLR head on the features of every training point, once."""
+        x, y, _ = unique_training_rows(self.trainer, self.device)
+        self.fit_posterior(x, y)
         self.num_fits += 1
 
     @torch.no_grad()

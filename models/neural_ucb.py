@@ -49,6 +49,7 @@ from torch import Tensor
 from torch.func import functional_call, jacrev, vmap
 
 from models.mlp import EnsembleMLP
+from models.training_data import num_train_points, unique_training_rows
 
 OPTIMIZERS = ("adam", "sgd")
 
@@ -160,7 +161,7 @@ class NeuralUCB(pl.LightningModule):
         x, y, index = batch
         residual = (self(x) - y).pow(2)
         self.train_mse = residual.detach().mean()
-        n = _num_train_points(self.trainer, len(index))
+        n = num_train_points(self.trainer) or len(index)
         penalty = self.net.squared_distance(self.theta0()).sum()
         loss = residual.sum() + len(index) / n * self.width * self.reg_lambda * penalty
         if self.trainer.loggers:
@@ -192,9 +193,9 @@ class NeuralUCB(pl.LightningModule):
         return g.reshape(*x.shape[:-1], g.shape[-1])
 
     def on_fit_end(self) -> None:
-        """Compute ``Z`` from the gradient features of the whole training set (one pass)."""
-        xs = [x.to(self.device) for x, _, _ in self.trainer.train_dataloader]
-        self.fit_design(torch.cat(xs))
+        """Compute ``Z`` from the gradient features of every training point, once."""
+        x, _, _ = unique_training_rows(self.trainer, self.device)
+        self.fit_design(x)
         self.num_fits += 1
 
     @torch.no_grad()
@@ -215,14 +216,6 @@ class NeuralUCB(pl.LightningModule):
         half = torch.linalg.solve_triangular(self.z_chol, g.transpose(-1, -2), upper=False)
         cov = half.transpose(-1, -2) @ half * (self.confidence_scale**2 / self.width)
         return mean, cov
-
-
-def _num_train_points(trainer: pl.Trainer, default: int) -> int:
-    dataset = getattr(trainer.train_dataloader, "dataset", None)
-    try:
-        return len(dataset)  # type: ignore[arg-type]
-    except TypeError:
-        return default
 
 
 __all__ = ["NeuralUCB"]

@@ -60,6 +60,7 @@ from torch import Tensor
 from torch.func import functional_call, jvp
 
 from models.mlp import EnsembleMLP
+from models.training_data import num_train_points, unique_training_rows
 
 OPTIMIZERS = ("adam", "sgd")
 
@@ -291,9 +292,9 @@ class PosteriorSMB(SimpleSMB):
         """Draw ``eps`` and tabulate ``delta`` at the training points (fixed during a fit)."""
         super().on_train_start()
         table = torch.zeros_like(self.eps)
+        x, _, index = unique_training_rows(self.trainer, table.device)
         with torch.no_grad():
-            for x, _, index in self.trainer.train_dataloader:
-                table[:, index.to(table.device)] = self.delta(x.to(table.device))
+            table[:, index] = self.delta(x)
         self._delta_train = table
 
     def on_fit_end(self) -> None:
@@ -313,17 +314,13 @@ class PosteriorSMB(SimpleSMB):
 
 def _num_train_points(trainer: pl.Trainer) -> int:
     """Size of the training set behind ``trainer``'s train dataloader (the range of ``index``)."""
-    loader = trainer.train_dataloader
-    dataset = getattr(loader, "dataset", None)
-    if dataset is None and isinstance(loader, (list, tuple)) and loader:
-        dataset = getattr(loader[0], "dataset", None)
-    try:
-        return len(dataset)  # type: ignore[arg-type]
-    except TypeError:
+    n = num_train_points(trainer)
+    if n is None:
         raise ValueError(
             "train_dataloader: SMB models need a sized dataset of (x, y, index) rows, so that "
             "the target noise eps is drawn once per training point"
-        ) from None
+        )
+    return n
 
 
 __all__ = ["OPTIMIZERS", "PosteriorSMB", "SimpleSMB"]

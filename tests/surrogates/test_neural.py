@@ -21,6 +21,7 @@ from dsbo.surrogates.neural import (
     NeuralGaussianModel,
     clear_warm_start_cache,
     model_from_module,
+    train_module,
 )
 from models.smb import SimpleSMB
 
@@ -196,3 +197,45 @@ def test_sebo_with_a_zoo_surrogate(acquisition_function, fast_optimizer):
     trials = campaign.store.trials("completed")
     assert [t.generator for t in trials][3:] == ["sebo"] * 2
     assert all(t.metadata["acquisition_function"] == acquisition_function for t in trials[3:])
+
+
+def test_post_training_passes_see_every_point_once_under_the_repeated_full_batch_trainer():
+    """train_module runs one epoch of many identical full batches: NeuralLinTS's BLR head,
+    NeuralUCB's Z and PosteriorSMB's delta table must still be built from the n points."""
+    from models.neural_lints import NeuralLinTS
+    from models.neural_ucb import NeuralUCB
+    from models.smb import PosteriorSMB
+
+    torch.manual_seed(0)
+    X, Y = torch.rand(9, 2), torch.randn(9)
+
+    lints = train_module(NeuralLinTS(in_dim=2, width=16), X, Y, max_epochs=40)
+    mean, chol = lints.blr_mean.clone(), lints.blr_precision_chol.clone()
+    lints.fit_posterior(X, Y)  # the closed form on the 9 points
+    torch.testing.assert_close(lints.blr_mean, mean)
+    torch.testing.assert_close(lints.blr_precision_chol, chol)
+
+    ucb = train_module(NeuralUCB(in_dim=2, width=6), X, Y, max_epochs=40)
+    z_chol = ucb.z_chol.clone()
+    ucb.fit_design(X)
+    torch.testing.assert_close(ucb.z_chol, z_chol)
+
+    smb = PosteriorSMB(in_dim=2, width=16, num_samples=3)
+    tables = []
+    smb.on_fit_end = lambda: tables.append(smb._delta_train.clone())  # noqa: B023
+    train_module(smb, X, Y, max_epochs=40)
+    torch.testing.assert_close(tables[0], smb.delta(X).detach())
+
+
+def test_unique_training_rows_reads_shuffled_minibatches_once():
+    from torch.utils.data import DataLoader, TensorDataset
+
+    from models.training_data import unique_training_rows
+
+    X, Y = torch.rand(11, 2), torch.randn(11)
+    loader = DataLoader(TensorDataset(X, Y, torch.arange(11)), batch_size=4, shuffle=True)
+    trainer = type("T", (), {"train_dataloader": loader})()
+    x, y, index = unique_training_rows(trainer, torch.device("cpu"))
+    assert index.tolist() == list(range(11))
+    torch.testing.assert_close(x, X)
+    torch.testing.assert_close(y, Y)
