@@ -69,7 +69,8 @@ def test_bench_surrogates_smoke(tmp_path):
         (n, m) for n in (20, 40) for m in ("simple-smb", "smb-ensemble-10", "exact-gp")
     }
     assert result["ensemble"]["ratio"] > 0 and result["gp_ratio"]["n"] == 40
-    assert 0.0 <= result["lightning"]["overhead_share"] < 1.0
+    assert [o["width"] for o in result["lightning_by_width"]] == [32, 64]
+    assert all(0.0 <= o["overhead_share"] < 1.0 for o in result["lightning_by_width"])
     assert {r["threads"] for r in result["thread_rows"]} == {1, 2}
     for name in ("results.json", "results.md", "bench_surrogates.png"):
         assert (tmp_path / name).stat().st_size > 0
