@@ -10,6 +10,9 @@ method         surrogate                                    acquisition
 ============== ============================================ ==================================
 simple-smb-gG  SimpleSMB (1 network, width ``--width``,     ``greedy``: maximize the network
                gamma ``G`` in {0.5, 1, 2, 4})               (Alg. 3.1; 10 restarts)
+simple-smb-    SimpleSMB, gamma ``--posterior-gamma``, warm  ``greedy`` (the thesis' ablation:
+warm           started from the previous fit (no fresh      warm starts collapse the
+               init, no theta_0 resample)                   exploration of a fresh init)
 posterior-smb  PosteriorSMB (gamma ``--posterior-gamma``)   ``greedy``
 gp-ei          exact GP, RBF ARD kernel                     analytic LogEI
 neural-ens     NeuralEnsemble (10 members, warm-started)    qLogNEI over the members (EI)
@@ -74,6 +77,9 @@ def method_specs(width: int, posterior_gamma: float, max_epochs: int, smoke: boo
     specs: dict[str, tuple[Any, Any]] = {
         f"simple-smb-g{g:g}": ({"name": "simple-smb", "gamma": g, **smb}, {"name": "greedy"}) for g in GAMMAS
     }
+    specs["simple-smb-warm"] = (
+        {"name": "simple-smb", "gamma": posterior_gamma, "warm_start": True, **smb}, {"name": "greedy"}
+    )
     specs["posterior-smb"] = ({"name": "posterior-smb", "gamma": posterior_gamma, **smb}, {"name": "greedy"})
     specs["gp-ei"] = ({"name": "gp", "kernel": "rbf"}, {"name": "logei"})
     specs["neural-ens"] = ({"name": "neural-ensemble", **capped["ensemble"], **baseline}, {"name": "qlognei"})
@@ -138,6 +144,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--max-epochs", type=int, default=None, help="full-batch training steps per fit")
     parser.add_argument("--posterior-gamma", type=float, default=2.0)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--only-existing", action="store_true",
+                        help="run nothing new: report the campaigns already in runs.jsonl")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
 
@@ -165,7 +173,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                  "smoke": smoke, "width": width, "max_epochs": max_epochs, "posterior_gamma": args.posterior_gamma}
                 for m in methods
             ]
-    runs = run_resumable(run_campaign, jobs, args.out, args.workers)
+    runs = run_resumable(run_campaign, jobs, args.out, args.workers, args.only_existing)
     result = summarize(runs, problems, methods, seeds, width, max_epochs, args.posterior_gamma, smoke)
     (args.out / "results.json").write_text(json.dumps(result, indent=1))
     write_markdown(result, args.out / "results.md")

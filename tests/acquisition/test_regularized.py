@@ -10,7 +10,11 @@ from botorch.acquisition.monte_carlo import qNoisyExpectedImprovement
 from botorch.utils.sampling import draw_sobol_samples
 
 from dsbo.acquisition import History, make_policy
-from dsbo.acquisition.regularized import ExternalRegularization, InternalRegularization
+from dsbo.acquisition.regularized import (
+    ExternalRegularization,
+    InternalRegularization,
+    LogPenalizedExpectedImprovement,
+)
 from dsbo.campaign import Campaign
 from dsbo.errors import ConfigError
 from dsbo.problems import get_problem
@@ -32,7 +36,7 @@ def branin15():
 
 def test_ir_penalizes_inside_the_improvement(branin15):
     problem, model, history = branin15
-    policy = InternalRegularization(penalty_weight=0.1, **SMALL)
+    policy = InternalRegularization(penalty_weight=0.1, acquisition_function="qlognei", **SMALL)
     acqf = policy.build(model, history, problem, q=1)  # exact L0 for the final choice
     assert isinstance(acqf, qLogNoisyExpectedImprovement)
     # The MC objective is g = (f - m_y) / s_y - lambda * xi: the incumbent is the best g.
@@ -43,6 +47,78 @@ def test_ir_penalizes_inside_the_improvement(branin15):
     changes = (X >= 1e-3).sum(-1).to(X)
     expected = (Z[..., 0] - y.mean()) / y.std() - 0.1 * changes
     torch.testing.assert_close(acqf.objective(Z, X), expected)
+
+
+def monte_carlo_ir(model, X, measure, mean, std, weight, best_g, n=200_000):
+    """E[(g - g*)_+] for g = (f - mean) / std - weight * xi, by sampling the posterior (for an
+    ensemble the samples of every member together are draws of the mixture)."""
+    with torch.no_grad():
+        f = model.posterior(X).rsample(torch.Size([n]))[..., 0, 0]  # n x batch (x members)
+    xi = measure(X).squeeze(-1)
+    if f.dim() == 3:
+        xi = xi.unsqueeze(-1)
+    improvement = ((f - mean) / std - weight * xi - best_g).clamp_min(0.0)
+    return improvement.reshape(n, X.shape[0], -1).mean(dim=(0, 2))
+
+
+@pytest.mark.parametrize("surrogate", ["gp", "map-saas"])
+def test_closed_form_ir_equals_monte_carlo(branin15, surrogate):
+    problem, _, history = branin15
+    torch.manual_seed(0)
+    model = fit_surrogate(surrogate, history.X, history.Y, bounds=problem.bounds)
+    policy = InternalRegularization(penalty_weight=0.1, **SMALL)
+    measure = policy.make_measure(problem)
+    context = policy.prepare(model, history, problem, 1, measure)
+    measure.a.fill_(0.1)
+    acqf = policy.acquisition(model, history, problem, measure, None, context)
+    assert isinstance(acqf, LogPenalizedExpectedImprovement)
+    assert context["metadata"]["acquisition_function"] == "ei"
+    mean, std = context["mean"], context["std"]
+    y = history.Y[:, 0]
+    best_g = ((y - mean) / std - 0.1 * measure(history.X)).max()
+    assert acqf.best_g == pytest.approx(float(best_g))
+    # candidates near the incumbents, where the improvement is not negligible
+    g = torch.Generator().manual_seed(1)
+    X = (history.X[:4] + 0.05 * torch.randn(4, 15, generator=g, dtype=history.X.dtype)).clamp(0, 1)
+    X[:2, 5:] = 0.0  # two sparse candidates
+    X = X.unsqueeze(-2)
+    torch.manual_seed(2)
+    expected = monte_carlo_ir(model, X, measure, mean, std, 0.1, float(best_g))
+    closed = acqf(X).exp()
+    torch.testing.assert_close(closed, expected, rtol=0.03, atol=1e-4)
+
+
+def test_ir_uses_monte_carlo_for_batches_and_on_request(branin15):
+    problem, model, history = branin15
+    measure = InternalRegularization().make_measure(problem)
+    for policy, q in ((InternalRegularization(), 2), (InternalRegularization(acquisition_function="qlognei"), 1)):
+        context = policy.prepare(model, history, problem, q, measure)
+        acqf = policy.acquisition(model, history, problem, measure, None, context)
+        assert isinstance(acqf, qLogNoisyExpectedImprovement)
+        assert context["metadata"]["acquisition_function"] == "qlognei"
+    with pytest.raises(ConfigError, match="acquisition_function"):
+        InternalRegularization(acquisition_function="ucb")
+
+
+def test_closed_form_ir_with_constraints_adds_log_feasibility(fast_optimizer):
+    problem = get_problem("pressure-vessel")
+    X = draw_sobol_samples(problem.bounds, n=16, q=1, seed=1).squeeze(1)
+    Y = problem.evaluate(X)
+    torch.manual_seed(0)
+    model = fit_surrogate("gp", X, Y, bounds=problem.bounds)
+    history = History(X, Y)
+    policy = InternalRegularization(optimizer=fast_optimizer)
+    if not problem.is_feasible(Y).any():
+        pytest.skip("no feasible Sobol point")
+    acqf = policy.build(model, history, problem, q=1)
+    assert isinstance(acqf, LogPenalizedExpectedImprovement)
+    assert acqf.constraint_indices == [1, 2, 3, 4]
+    values = acqf(X.unsqueeze(-2))
+    assert torch.isfinite(values).all()
+    unconstrained = LogPenalizedExpectedImprovement(
+        model, acqf.sparsity, acqf.best_g, acqf.mean, acqf.std, acqf.penalty_weight
+    )(X.unsqueeze(-2))
+    assert (values <= unconstrained + 1e-9).all()  # log P(feasible) <= 0
 
 
 @pytest.mark.filterwarnings("ignore::botorch.exceptions.warnings.NumericsWarning")
