@@ -172,6 +172,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--budget", type=int, default=None, help="evaluations per campaign (default: per problem)")
     parser.add_argument("--surrogate", default=None, help="default: map-saas (gp with --smoke)")
     parser.add_argument("--timing-only", action="store_true", help="only the generation-time bench")
+    parser.add_argument("--skip-timing", action="store_true", help="campaigns only, no generation-time bench")
     parser.add_argument("--only-existing", action="store_true",
                         help="run no new campaign: report the ones already in runs.jsonl")
     parser.add_argument("--out", type=Path, default=RESULTS)
@@ -196,7 +197,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         runs = run_resumable(run_campaign, jobs, args.out, args.workers, args.only_existing)
 
     timing_problems = ["branin-50d"] if smoke else ["branin-50d", "hartmann6-50d"]
-    timing = [
+    timing = [] if args.skip_timing else [
         generation_time(p, s, 4 if smoke else PROBLEMS[p][1], surrogate, smoke, 1 if smoke else 3)
         for p in timing_problems for s in range(1 if smoke else 2)
     ]
