@@ -124,10 +124,26 @@ def mean_and_se(values: Sequence[float]) -> tuple[float, float]:
     return float(arr.mean()), se
 
 
+def method_color(j: int, num_methods: int) -> Any:
+    """A distinct colour per method: matplotlib's 10-colour cycle, or tab20 beyond 10."""
+    return f"C{j}" if num_methods <= 10 else plt.get_cmap("tab20")(j % 20)
+
+
+def panel_grid(num_panels: int, max_columns: int = 4) -> tuple[Any, list[Any]]:
+    """A figure with ``num_panels`` panels in rows of at most ``max_columns``; extra axes hidden."""
+    columns = min(num_panels, max_columns)
+    rows = math.ceil(num_panels / columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(4.2 * columns, 3.6 * rows), squeeze=False)
+    flat = list(axes.flat)
+    for ax in flat[num_panels:]:
+        ax.set_visible(False)
+    return fig, flat[:num_panels]
+
+
 def plot_traces(runs, problems, methods, path: Path, ylabel: str, transform=None) -> None:
     """Mean +- standard error of each method's best-so-far trace, one panel per problem."""
-    fig, axes = plt.subplots(1, len(problems), figsize=(4.2 * len(problems), 3.6), squeeze=False)
-    for ax, p in zip(axes[0], problems, strict=True):
+    fig, axes = panel_grid(len(problems))
+    for ax, p in zip(axes, problems, strict=True):
         for j, m in enumerate(methods):
             traces = np.array([r["trace"] for r in runs if r["problem"] == p and r["method"] == m], dtype=float)
             if traces.size == 0:
@@ -137,12 +153,13 @@ def plot_traces(runs, problems, methods, path: Path, ylabel: str, transform=None
             mean = np.nanmean(traces, axis=0)
             se = np.nanstd(traces, axis=0) / math.sqrt(len(traces))
             x = np.arange(1, traces.shape[1] + 1)
-            ax.plot(x, mean, color=f"C{j}", label=m)
-            ax.fill_between(x, mean - se, mean + se, color=f"C{j}", alpha=0.2)
+            color = method_color(j, len(methods))
+            ax.plot(x, mean, color=color, label=m)
+            ax.fill_between(x, mean - se, mean + se, color=color, alpha=0.2)
         ax.set_title(p)
         ax.set_xlabel("evaluations")
-    axes[0][0].set_ylabel(ylabel)
-    axes[0][0].legend(fontsize=7)
+        ax.set_ylabel(ylabel)
+    axes[0].legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -153,8 +170,8 @@ def plot_best_vs_changes(runs, problems, methods, path: Path) -> None:
     single = [p for p in problems if not get_problem(p).is_multi_objective]
     if not single:
         return
-    fig, axes = plt.subplots(1, len(single), figsize=(4.2 * len(single), 3.6), squeeze=False)
-    for ax, p in zip(axes[0], single, strict=True):
+    fig, axes = panel_grid(len(single))
+    for ax, p in zip(axes, single, strict=True):
         problem = get_problem(p)
         ks = np.arange(0, problem.dim + 1)
         for j, m in enumerate(methods):
@@ -162,12 +179,12 @@ def plot_best_vs_changes(runs, problems, methods, path: Path) -> None:
             if not rs:
                 continue
             curve = [np.nanmean([best_with_at_most(r, int(k)) for r in rs]) for k in ks]
-            ax.step(ks, curve, where="post", color=f"C{j}", label=m)
+            ax.step(ks, curve, where="post", color=method_color(j, len(methods)), label=m)
         ax.axvline(len(problem.relevant_dims), color="k", ls="--", lw=0.8)
         ax.set_title(p)
         ax.set_xlabel("changed parameters k")
-    axes[0][0].set_ylabel("best value with <= k changes")
-    axes[0][0].legend(fontsize=7)
+        ax.set_ylabel("best value with <= k changes")
+    axes[0].legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
