@@ -265,11 +265,12 @@ def write_markdown(result: dict[str, Any], path: Path) -> None:
             f"| {r['problem']} | {r['method']} | {r['runs']} | {r['budget']} | {r['best']:.4g} +- {r['best_se']:.2g} | "
             f"{regret} | {at_most} | {r['new_points']}/{r['num_bo']} | {r.get('s_per_proposal', float('nan')):.2f} |"
         )
-    lines += ["", "Generation time relative to plain qLogNEI, same model and data (the problem's "
-              "Sobol initial design; default homotopy: 30 values of a, 20 restarts), median over "
-              + ", ".join(result["timing_problems"]) + ": "
-              + ", ".join(f"{k}: {v:.2f}x" for k, v in result["generation_time_ratio"].items())
-              + " (BONSAI paper: SEBO 13.9x plain BO on average)."]
+    if result["timing_problems"]:
+        lines += ["", "Generation time relative to plain qLogNEI, same model and data (the problem's "
+                  "Sobol initial design; default homotopy: 30 values of a, 20 restarts), median over "
+                  + ", ".join(result["timing_problems"]) + ": "
+                  + ", ".join(f"{k}: {v:.2f}x" for k, v in result["generation_time_ratio"].items())
+                  + " (BONSAI paper: SEBO 13.9x plain BO on average)."]
     path.write_text("\n".join(lines) + "\n")
 
 
