@@ -197,7 +197,11 @@ class DsboTrainCLI(LightningCLI):
     def add_arguments_to_parser(self, parser: LightningArgumentParser) -> None:
         parser.add_argument("--run_dir", type=str | None, default=None, help=f"run directory (default: ${RUN_DIR_ENV} or {RUNS_ROOT}/<name>-<timestamp>)")
         parser.add_argument("--name", type=str | None, default=None, help="run name (default: the model class name)")
-        parser.add_argument("--threads", type=int | None, default=None, help="torch intra-op threads (default: torch's)")
+        parser.add_argument(
+            "--threads", type=int | None, default=1,
+            help="torch intra-op threads (default 1: measured faster for these small networks on "
+            "2 shared cores, experiments/bench_surrogates.py; null keeps torch's default)",
+        )
         parser.link_arguments("data.in_dim", "model.init_args.in_dim", apply_on="instantiate")
 
     def _subconfig(self) -> Any:
