@@ -100,12 +100,17 @@ def test_ir_uses_monte_carlo_for_batches_and_on_request(branin15):
         InternalRegularization(acquisition_function="ucb")
 
 
-def test_closed_form_ir_with_constraints_adds_log_feasibility(fast_optimizer):
+def fitted_pressure_vessel(n: int):
+    """A GP on ``n`` Sobol points of the constrained pressure-vessel problem."""
     problem = get_problem("pressure-vessel")
-    X = draw_sobol_samples(problem.bounds, n=16, q=1, seed=1).squeeze(1)
+    X = draw_sobol_samples(problem.bounds, n=n, q=1, seed=1).squeeze(1)
     Y = problem.evaluate(X)
     torch.manual_seed(0)
-    model = fit_surrogate("gp", X, Y, bounds=problem.bounds)
+    return problem, X, Y, fit_surrogate("gp", X, Y, bounds=problem.bounds)
+
+
+def test_closed_form_ir_with_constraints_adds_log_feasibility(fast_optimizer):
+    problem, X, Y, model = fitted_pressure_vessel(16)
     history = History(X, Y)
     policy = InternalRegularization(optimizer=fast_optimizer)
     if not problem.is_feasible(Y).any():
@@ -142,11 +147,7 @@ def test_er_penalizes_outside_ei(branin15):
 
 
 def test_er_with_constraints_uses_constrained_ei(fast_optimizer):
-    problem = get_problem("pressure-vessel")
-    X = draw_sobol_samples(problem.bounds, n=10, q=1, seed=1).squeeze(1)
-    Y = problem.evaluate(X)
-    torch.manual_seed(0)
-    model = fit_surrogate("gp", X, Y, bounds=problem.bounds)
+    problem, X, Y, model = fitted_pressure_vessel(10)
     acqf = ExternalRegularization(optimizer=fast_optimizer).build(
         model, History(X, Y), problem, q=1
     )
