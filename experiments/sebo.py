@@ -238,10 +238,8 @@ def summarize(runs, timing, problems, methods, seeds, surrogate, smoke) -> dict[
             if any(r["acq_time"] for r in rs):
                 row["s_per_proposal"] = statistics.mean(t for r in rs for t in r["acq_time"])
             table.append(row)
-    ratios: dict[str, float] = {}
-    for name in ("sebo-l0", "sebo-l0-qlognehvi", "ir-l0", "ir-l0-qlognei", "er-l0"):
-        values = [t["ratio"][name] for t in timing]
-        ratios[name] = statistics.median(values) if values else math.nan
+    names = [name for name in timing[0]["ratio"] if name != "qlognei"] if timing else []
+    ratios = {name: statistics.median(t["ratio"][name] for t in timing) for name in names}
     return {"seeds": seeds, "surrogate": surrogate, "smoke": smoke, "table": table, "generation_time_ratio": ratios,
             "timing_problems": sorted({t["problem"] for t in timing})}
 
