@@ -6,11 +6,19 @@ process and nothing is kept in memory between them::
 
     python -m dsbo.blackbox ask    --config lab.yaml            # prints new trials as JSON
     python -m dsbo.blackbox tell   --config lab.yaml --trial 3 --values '{yield: 0.82}'
-    python -m dsbo.blackbox tell   --config lab.yaml --trial 4 --error "sample spoiled"
+    python -m dsbo.blackbox tell   --config lab.yaml --trial 4 --failed "sample spoiled"
     python -m dsbo.blackbox status --config lab.yaml            # counts, best, history.csv
 
 ``ask`` first re-lists trials that are still pending (proposed, not yet told), then proposes
-new ones while the budget allows.
+new ones while the budget allows. The first ``ask`` of a new run directory checks the whole
+config with a dry iteration (:mod:`dsbo.validation`) before proposing anything.
+
+``tell`` is strict: ``--values`` must give exactly one number per outcome (a number, a flat
+list, or a mapping with exactly the outcome names; no strings, booleans, nested lists or
+repeated keys). Anything else is refused with a message and the trial stays pending, so the
+right values can still be told. Only ``--failed`` (or a reported ``.nan`` / ``.inf``)
+records a failure. A trial abandoned by a resume with ``on_pending: abandon`` is still
+recorded (and counts) while the budget has room.
 """
 
 from __future__ import annotations
@@ -21,11 +29,10 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-import yaml
-
-from dsbo.errors import ConfigError, DsboError
+from dsbo.errors import DsboError, OutcomeError
 from dsbo.optimize import build_campaign, parse_config, write_outputs
 from dsbo.store import Trial
+from dsbo.strict_yaml import load_value
 
 
 def _trial_json(trial: Trial, names: Sequence[str]) -> dict[str, Any]:
@@ -38,9 +45,9 @@ def _trial_json(trial: Trial, names: Sequence[str]) -> dict[str, Any]:
 
 def _parse_values(text: str) -> Any:
     try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"--values {text!r} is not a number, list or mapping: {exc}") from None
+        return load_value(text, "--values")
+    except DsboError as exc:
+        raise OutcomeError(str(exc)) from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -54,14 +61,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     tell.add_argument("--trial", type=int, required=True)
     group = tell.add_mutually_exclusive_group(required=True)
     group.add_argument("--values", help="a number, a list, or a mapping {outcome: value}")
-    group.add_argument("--error", help="the evaluation failed: why")
+    group.add_argument("--failed", "--error", dest="error", help="the evaluation failed: why")
     status = sub.add_parser("status", help="counts and best value; writes history.csv, trace.png")
     status.add_argument("--config", required=True)
     args = parser.parse_args(argv)
 
     try:
         cfg, _ = parse_config(["--config", args.config, "--progress", "false"])
-        campaign, run_dir, _ = build_campaign(cfg)
+        campaign, run_dir, _ = build_campaign(cfg, dry_run=None if args.command == "ask" else False)
         names = campaign.problem.parameter_names
         if args.command == "ask":
             pending = campaign.store.trials("pending")

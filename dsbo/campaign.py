@@ -23,12 +23,11 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Executor, Future, as_completed
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 import torch
 from botorch.utils.multi_objective.hypervolume import Hypervolume
@@ -39,53 +38,17 @@ from torch import Tensor
 from dsbo.acquisition import History, OptimizerSettings, Policy, make_policy
 from dsbo.acquisition.base import PostProcessor, make_postprocessor
 from dsbo.errors import ConfigError, EvaluationError
+from dsbo.evaluation import UNFINISHED, Evaluator, evaluate_batch, outcome_vector, parse_outcomes
 from dsbo.problems.base import Problem
 from dsbo.sparsity import DEFAULT_TOLERANCE, num_changed
-from dsbo.store import Trial, TrialStore
+from dsbo.store import BUDGETED, Trial, TrialStore
 from dsbo.surrogates import SurrogateSpec, fit_surrogate
+from dsbo.validation import check_campaign
 
-Evaluator = Callable[[Tensor], Any]
 Callback = Callable[["Campaign", list[Trial]], None]
 ON_PENDING = ("retry", "abandon")
-
-
-def outcome_vector(values: Any, names: Sequence[str]) -> list[float]:
-    """Turn what an evaluator returned into a list of ``len(names)`` finite floats.
-
-    Accepts a number, a sequence / tensor / array of numbers, or a mapping from outcome name to
-    number.
-
-    Raises:
-        EvaluationError: naming the missing outcome, the wrong length or the non-finite value.
-    """
-    if isinstance(values, Mapping):
-        missing = [n for n in names if n not in values]
-        if missing:
-            raise EvaluationError(f"evaluation returned no value for outcome(s) {missing}")
-        values = [values[n] for n in names]
-    try:
-        flat = np.asarray(
-            values.detach().cpu().numpy() if isinstance(values, Tensor) else values, dtype=float
-        ).reshape(-1)
-    except (TypeError, ValueError) as exc:
-        raise EvaluationError(f"evaluation returned {values!r}, not numbers: {exc}") from None
-    if flat.size != len(names):
-        raise EvaluationError(
-            f"evaluation returned {flat.size} value(s), expected {len(names)} ({', '.join(names)})"
-        )
-    bad = [n for n, v in zip(names, flat, strict=True) if not math.isfinite(v)]
-    if bad:
-        raise EvaluationError(f"evaluation returned a non-finite value for {bad}")
-    return [float(v) for v in flat]
-
-
-def _timed_call(evaluator: Evaluator, x: list[float]) -> tuple[Any, float]:
-    """Runs in the executor's worker: evaluate one point and time it."""
-    start = time.perf_counter()
-    value = evaluator(torch.tensor(x, dtype=torch.double))
-    if isinstance(value, Tensor):
-        value = value.detach().cpu().tolist()
-    return value, time.perf_counter() - start
+#: Seeds are 32-bit unsigned integers (NumPy's and Sobol's limit).
+MAX_SEED = 2**32 - 1
 
 
 @dataclass
@@ -131,6 +94,16 @@ class Campaign:
         sparsity_tol: Tolerance (unit-cube coordinates) for counting changed parameters.
         postprocess: A post-processor of the acquisition's candidates, as
             ``{"bonsai": {"rho": 0.2}}`` (a registered name and its options) or an instance.
+        eval_timeout: Seconds an evaluation may run before it is stopped and recorded as a
+            failed trial (:mod:`dsbo.evaluation`); ``None``: no limit.
+        worker_retries: Times a trial whose executor worker died is evaluated again before
+            it counts as failed.
+        dry_run: Check every part against the problem with one dry iteration on synthetic
+            data before anything is evaluated (:mod:`dsbo.validation`).
+
+    Raises:
+        ConfigError: for any bad setting, before anything is evaluated or stored.
+        StoreLockedError: if another process has the store open.
     """
 
     def __init__(
@@ -151,6 +124,9 @@ class Campaign:
         callbacks: Sequence[Callback] = (),
         sparsity_tol: float = DEFAULT_TOLERANCE,
         postprocess: Mapping[str, Mapping[str, Any] | None] | PostProcessor | None = None,
+        eval_timeout: float | None = None,
+        worker_retries: int = 1,
+        dry_run: bool = True,
     ) -> None:
         self.problem = problem
         self.surrogate = SurrogateSpec.coerce(surrogate)
@@ -161,8 +137,8 @@ class Campaign:
         self.n_init = _positive_int("n_init", n_init)
         if self.n_init > self.budget:
             raise ConfigError(f"n_init={n_init} exceeds budget={budget}")
-        if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
-            raise ConfigError(f"seed must be a non-negative integer, got {seed!r}")
+        if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed <= MAX_SEED:
+            raise ConfigError(f"seed must be an integer in [0, {MAX_SEED}], got {seed!r}")
         self.seed = seed
         if on_pending not in ON_PENDING:
             raise ConfigError(f"on_pending={on_pending!r}; choose one of {ON_PENDING}")
@@ -174,10 +150,21 @@ class Campaign:
         self.policy = self._make_policy(acquisition)
         if postprocess:
             self._attach_postprocessor(postprocess)
+        if eval_timeout is not None and (
+            isinstance(eval_timeout, bool)
+            or not isinstance(eval_timeout, int | float)
+            or not 0 < eval_timeout < math.inf
+        ):
+            raise ConfigError(f"eval_timeout must be a number of seconds > 0, got {eval_timeout!r}")
+        self.eval_timeout = None if eval_timeout is None else float(eval_timeout)
+        if isinstance(worker_retries, bool) or not isinstance(worker_retries, int) or worker_retries < 0:
+            raise ConfigError(f"worker_retries must be an integer >= 0, got {worker_retries!r}")
+        self.worker_retries = worker_retries
         self.evaluator = evaluator if evaluator is not None else problem
         self.executor = executor
         self.callbacks = list(callbacks)
         self.sparsity_tol = sparsity_tol
+        check_campaign(problem, self.surrogate, self.policy, self.optimizer, self.q, seed, dry_run)
         self.store = store if isinstance(store, TrialStore) else TrialStore(store or ":memory:")
         self._check_store()
         self.timings: list[dict[str, float]] = []
@@ -236,7 +223,7 @@ class Campaign:
     @property
     def num_used(self) -> int:
         """Trials that count against the budget: pending, completed and failed."""
-        return self.store.count(("pending", "completed", "failed"))
+        return self.store.count(BUDGETED)
 
     @property
     def remaining(self) -> int:
@@ -256,7 +243,7 @@ class Campaign:
         start = time.perf_counter()
         store_start = self.store.busy_seconds
         seed = self._proposal_seed()
-        n_proposed = self.store.count(("pending", "completed", "failed"))
+        n_proposed = self.store.count(BUDGETED)
         fit_time = acq_time = 0.0
         X_done, Y_done = self.store.completed_data()
         if n_proposed < self.n_init:
@@ -301,6 +288,7 @@ class Campaign:
             fit_time=fit_time,
             acq_time=acq_time,
             metadata=[dict(m, seed=seed) for m in metadata],
+            budget=self.budget,
         )
         trials = [self.store.get(i) for i in ids]
         self._last_ask = {
@@ -320,19 +308,28 @@ class Campaign:
     ) -> Trial:
         """Record the outcome of a pending trial: ``values`` on success, ``error`` on failure.
 
-        Values that are not finite, or of the wrong length, are recorded as a failure with the
-        reason; the trial is then left out of model fitting.
+        ``values`` are parsed strictly (:func:`~dsbo.evaluation.parse_outcomes`): malformed
+        values are refused and the trial is left untouched, so the right values can still be
+        told. Values that are NaN or infinite are recorded as a failure with the reason (the
+        evaluation itself failed); the trial is then left out of model fitting. A trial that
+        was abandoned is recorded, and counted, while the budget has room.
+
+        Raises:
+            OutcomeError: if ``values`` are malformed (missing/unknown outcome, wrong length,
+                not numbers); nothing is recorded.
+            BudgetExhaustedError: for a late result of an abandoned trial once the budget is
+                spent; nothing is recorded.
+            StoreError: if the trial does not exist or was already told.
         """
         if error is None:
-            try:
-                y = outcome_vector(values, self.problem.outcome_names)
-            except EvaluationError as exc:
-                error = exc
-            else:
-                self.store.complete(trial_id, y, eval_time=eval_time)
-        if error is not None:
-            message = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
-            self.store.fail(trial_id, message, eval_time=eval_time)
+            y = parse_outcomes(values, self.problem.outcome_names)
+            bad = [n for n, v in zip(self.problem.outcome_names, y, strict=True) if not math.isfinite(v)]
+            if not bad:
+                self.store.complete(trial_id, y, eval_time=eval_time, budget=self.budget)
+                return self.store.get(trial_id)
+            error = EvaluationError(f"evaluation returned a non-finite value for {bad}")
+        message = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
+        self.store.fail(trial_id, message, eval_time=eval_time, budget=self.budget)
         return self.store.get(trial_id)
 
     def attach(self, x: Tensor | Sequence[float], values: Any, generator: str = "manual") -> Trial:
@@ -344,32 +341,43 @@ class Campaign:
         """
         X = self.problem.validate(torch.as_tensor(x, dtype=torch.double).reshape(1, -1), what="x")
         y = outcome_vector(values, self.problem.outcome_names)
-        [trial_id] = self.store.add_trials(X, generator, metadata={"attached": True})
+        [trial_id] = self.store.add_trials(
+            X, generator, metadata={"attached": True}, budget=self.budget
+        )
         self.store.complete(trial_id, y)
         return self.store.get(trial_id)
 
     # ------------------------------------------------------------------ driving
     def evaluate(self, trials: Sequence[Trial]) -> list[Trial]:
-        """Evaluate pending trials (through the executor, if any), telling each as it ends."""
-        done: list[Trial] = []
-        if self.executor is None:
-            for trial in trials:
-                done.append(self._finish(trial, lambda t=trial: _timed_call(self.evaluator, t.x)))
-            return done
-        futures: dict[Future, Trial] = {
-            self.executor.submit(_timed_call, self.evaluator, t.x): t for t in trials
-        }
-        for future in as_completed(futures):
-            done.append(self._finish(futures[future], future.result))
-        return sorted(done, key=lambda t: t.id)
+        """Evaluate pending trials (through the executor, if any), telling each as it ends.
 
-    def _finish(self, trial: Trial, call: Callable[[], tuple[Any, float]]) -> Trial:
-        t0 = time.perf_counter()
-        try:
-            value, elapsed = call()
-        except Exception as exc:  # noqa: BLE001 - any evaluator error is data, not a crash
-            return self.tell(trial.id, error=exc, eval_time=time.perf_counter() - t0)
-        return self.tell(trial.id, values=value, eval_time=elapsed)
+        An evaluator error, a malformed or non-finite result, a timeout, or a worker that died
+        ``worker_retries + 1`` times is a failed trial (:mod:`dsbo.evaluation`). If the
+        executor breaks as a whole, the trials it held stay pending and an
+        :class:`~dsbo.errors.EvaluationError` says how to resume.
+        """
+        done: list[Trial] = []
+
+        def report(trial_id: int, value: Any, error: BaseException | None, seconds: float) -> None:
+            if value is UNFINISHED:
+                return
+            if error is None:
+                try:
+                    done.append(self.tell(trial_id, values=value, eval_time=seconds))
+                    return
+                except EvaluationError as exc:  # the evaluator returned something malformed
+                    error = exc
+            done.append(self.tell(trial_id, error=error, eval_time=seconds))
+
+        evaluate_batch(
+            self.evaluator,
+            [(t.id, t.x) for t in trials],
+            report,
+            executor=self.executor,
+            timeout=self.eval_timeout,
+            worker_retries=self.worker_retries,
+        )
+        return sorted(done, key=lambda t: t.id)
 
     def resume_pending(self) -> list[Trial]:
         """Handle trials a crash left pending, as ``on_pending`` says."""
@@ -506,8 +514,13 @@ def history_frame(trials: Sequence[Trial], problem: Problem) -> pd.DataFrame:
             }
         )
         rows.append(row)
-    frame = pd.DataFrame(rows)
+    columns = [
+        "trial", "batch", "generator", "status", *problem.parameter_names,
+        *problem.outcome_names, "num_changed", "fit_time", "acq_time", "eval_time", "error",
+    ]  # fmt: skip
+    frame = pd.DataFrame(rows, columns=columns)
     if frame.empty:
+        frame["best_so_far"] = pd.Series(dtype=float)
         return frame
     done = frame["status"] == "completed"
     frame["best_so_far"] = math.nan
@@ -525,6 +538,7 @@ def _positive_int(name: str, value: Any) -> int:
 
 
 __all__ = [
+    "MAX_SEED",
     "Campaign",
     "CampaignResult",
     "best_so_far",

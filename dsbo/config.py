@@ -8,11 +8,24 @@ dotted overrides (``--surrogate.name gp --budget 50``), with type errors that na
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+import math
+import os
+import types
+import typing
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
+from pathlib import Path
 from typing import Any, Literal
+
+import yaml
 
 from dsbo.acquisition.base import OptimizerSettings
 from dsbo.errors import ConfigError
+
+#: Largest budget a config may ask for (a guard against typos such as an extra zero or two).
+MAX_BUDGET = 1_000_000
+#: ``threads`` may oversubscribe the cores at most this many times.
+MAX_THREADS_PER_CORE = 4
 
 
 @dataclass
@@ -78,6 +91,7 @@ class OptimizeConfig:
     threads: int | None = 1
     on_pending: Literal["retry", "abandon"] = "retry"
     max_consecutive_failures: int = 10
+    eval_timeout: float | None = None
     progress: bool = True
     wandb: WandbConfig = field(default_factory=WandbConfig)
 
@@ -89,18 +103,35 @@ def validate_config(cfg: OptimizeConfig) -> None:
     """Check values jsonargparse's types cannot express; raise ConfigError naming the field."""
     from dsbo.acquisition import available_policies
     from dsbo.acquisition.base import POSTPROCESSORS
+    from dsbo.campaign import MAX_SEED
     from dsbo.surrogates import available_surrogates
 
+    for name in ("problem", "surrogate", "acquisition", "wandb"):
+        if getattr(cfg, name) is None:
+            raise ConfigError(f"{name} is null; give it a mapping (or leave it out for the default)")
     for name in ("budget", "q", "max_consecutive_failures"):
         value = getattr(cfg, name)
         if value < 1:
             raise ConfigError(f"{name} must be >= 1, got {value}")
+    if cfg.budget > MAX_BUDGET:
+        raise ConfigError(f"budget must be <= {MAX_BUDGET}, got {cfg.budget}")
+    if cfg.q > cfg.budget:
+        raise ConfigError(f"q={cfg.q} exceeds budget={cfg.budget}")
     if cfg.n_init is not None and not 1 <= cfg.n_init <= cfg.budget:
         raise ConfigError(f"n_init must be between 1 and budget={cfg.budget}, got {cfg.n_init}")
-    if cfg.seed < 0:
-        raise ConfigError(f"seed must be >= 0, got {cfg.seed}")
-    if cfg.threads is not None and cfg.threads < 1:
-        raise ConfigError(f"threads must be >= 1 (or null for torch's default), got {cfg.threads}")
+    if not 0 <= cfg.seed <= MAX_SEED:
+        raise ConfigError(f"seed must be an integer in [0, {MAX_SEED}], got {cfg.seed}")
+    cores = os.cpu_count() or 1
+    if cfg.threads is not None and not 1 <= cfg.threads <= MAX_THREADS_PER_CORE * cores:
+        raise ConfigError(
+            f"threads must be between 1 and {MAX_THREADS_PER_CORE * cores} (this machine has "
+            f"{cores} cores), or null for torch's default; got {cfg.threads}"
+        )
+    if cfg.eval_timeout is not None and not 0 < cfg.eval_timeout < math.inf:
+        raise ConfigError(f"eval_timeout must be a number of seconds > 0, got {cfg.eval_timeout}")
+    for name in ("problem", "surrogate", "acquisition"):
+        if not isinstance(getattr(cfg, name).options, dict):
+            raise ConfigError(f"{name}.options must be a mapping, got {getattr(cfg, name).options!r}")
     if cfg.surrogate.name not in available_surrogates():
         raise ConfigError(
             f"surrogate.name={cfg.surrogate.name!r} is not registered; choose one of: "
@@ -121,3 +152,81 @@ def validate_config(cfg: OptimizeConfig) -> None:
         POSTPROCESSORS.get(name)
         if cfg.acquisition.name == "sobol":
             raise ConfigError(f"postprocess.{name} needs an optimized acquisition, not sobol")
+
+
+def _field_types(cls: type, prefix: str = "") -> dict[str, Any]:
+    """Dotted field name -> type hint, through nested config dataclasses."""
+    out: dict[str, Any] = {}
+    for name, hint in typing.get_type_hints(cls).items():
+        if is_dataclass(hint):
+            out[prefix + name] = hint
+            out.update(_field_types(hint, f"{prefix}{name}."))
+        else:
+            out[prefix + name] = hint
+    return out
+
+
+def _check_literal(key: str, hint: Any, value: Any) -> None:
+    """``value`` (as the strict YAML loader read it) fits the numeric or section field ``key``."""
+    args = typing.get_args(hint) if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union else (hint,)
+    optional = type(None) in args
+    if value is None:
+        if not optional:
+            raise ConfigError(f"{key} is null; give it a value (or leave it out for the default)")
+        return
+    if int in args and (isinstance(value, bool) or not isinstance(value, int)):
+        raise ConfigError(f"{key} must be a decimal integer, got {value!r}")
+    if float in args and int not in args and (isinstance(value, bool) or not isinstance(value, int | float)):
+        raise ConfigError(f"{key} must be a number, got {value!r}")
+    if any(is_dataclass(a) for a in args) and not isinstance(value, dict):
+        raise ConfigError(f"{key} must be a mapping, got {value!r}")
+
+
+def _walk(mapping: Any, fields_: dict[str, Any], prefix: str = "") -> None:
+    if not isinstance(mapping, dict):
+        return
+    for key, value in mapping.items():
+        dotted = f"{prefix}{key}"
+        if dotted in fields_:
+            _check_literal(dotted, fields_[dotted], value)
+            _walk(value, fields_, dotted + ".")
+
+
+def check_literals(argv: Sequence[str]) -> None:
+    """Check the numbers and sections of config files and ``--key value`` arguments before
+    jsonargparse converts them, which would read ``0x10`` as 16 or ``010`` as 8.
+
+    Every file given with ``--config`` and every value of a numeric field on the command line
+    is read with :mod:`dsbo.strict_yaml` (decimal integers only, no repeated keys).
+
+    Raises:
+        ConfigError: naming the field (or the file) at fault.
+    """
+    from dsbo.strict_yaml import load, load_value
+
+    fields_ = _field_types(OptimizeConfig)
+    args = list(argv)
+    for i, token in enumerate(args):
+        if not token.startswith("--"):
+            continue
+        key, has_value, value = token[2:].partition("=")
+        if not has_value:
+            if i + 1 >= len(args):
+                continue
+            value = args[i + 1]
+        if key == "config":
+            path = Path(value)
+            try:
+                text = path.read_text()
+            except OSError as exc:
+                raise ConfigError(f"--config {value}: cannot read it ({exc.strerror})") from None
+            try:
+                _walk(load(text), fields_)
+            except yaml.YAMLError as exc:
+                detail = str(exc).strip().splitlines()
+                raise ConfigError(f"--config {value}: {detail[0] if detail else exc}") from None
+        elif key in fields_ and not is_dataclass(fields_[key]):
+            hint = fields_[key]
+            args_ = typing.get_args(hint) or (hint,)
+            if int in args_ or float in args_:
+                _check_literal(key, hint, load_value(value, key))

@@ -29,3 +29,24 @@ class StoreError(DsboError):
 
 class EvaluationError(DsboError):
     """An evaluation produced no usable value; recorded as a failed trial, never fitted."""
+
+
+class StoreLockedError(StoreError):
+    """Another process holds the store's writer lock (one writer per store at a time)."""
+
+
+class BudgetExhaustedError(DsboError):
+    """A proposal or a late result would exceed the campaign's budget."""
+
+
+class OutcomeError(EvaluationError, ValueError):
+    """Reported outcomes are malformed (wrong keys, length or type). ``Campaign.tell`` refuses
+    them and leaves the trial untouched; from an evaluator they are a failed trial."""
+
+
+class EvaluationTimeout(EvaluationError):
+    """An evaluation ran past the campaign's ``eval_timeout``; recorded as a failed trial."""
+
+
+class WorkerDiedError(EvaluationError):
+    """The worker process running an evaluation died (killed, out of memory, crashed)."""

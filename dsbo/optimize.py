@@ -15,8 +15,12 @@ the offline W&B run. Running the same command again resumes the campaign from it
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sys
+import threading
 import warnings
+from argparse import ArgumentError
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,22 +28,27 @@ from typing import Any
 
 import torch
 import yaml
-from jsonargparse import ActionConfigFile, ArgumentParser
+import yaml as pyyaml
+from jsonargparse import ActionConfigFile, ArgumentParser, set_loader
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from dsbo.acquisition import available_policies
 from dsbo.campaign import Campaign
-from dsbo.config import OptimizeConfig, validate_config
-from dsbo.errors import DsboError
+from dsbo.config import OptimizeConfig, check_literals, validate_config
+from dsbo.errors import ConfigError, DsboError
 from dsbo.problems import available_problems, get_problem
 from dsbo.report import plot_trace, summary
-from dsbo.store import TrialStore
+from dsbo.strict_yaml import load as strict_yaml_load
 from dsbo.surrogates import available_surrogates
 from dsbo.tracking import WandbTracker
 
 STORE_NAME = "trials.sqlite"
+#: jsonargparse reads config files and command-line values with :mod:`dsbo.strict_yaml`
+#: (decimal integers only, no repeated keys), so ``--budget 0x10`` is an error, not 16.
+PARSER_MODE = "dsbo_strict_yaml"
+set_loader(PARSER_MODE, strict_yaml_load, exceptions=(pyyaml.YAMLError,))
 
 
 def build_parser() -> ArgumentParser:
@@ -47,6 +56,8 @@ def build_parser() -> ArgumentParser:
         prog="python -m dsbo.optimize",
         description="Run a Bayesian-optimization campaign (resumable; results in --run_dir).",
         default_config_files=[],
+        parser_mode=PARSER_MODE,
+        exit_on_error=False,
     )
     parser.add_argument("--config", action=ActionConfigFile, help="YAML config file")
     parser.add_argument("--list", action="store_true", help="list problems, surrogates, policies")
@@ -56,8 +67,13 @@ def build_parser() -> ArgumentParser:
 
 def parse_config(argv: Sequence[str] | None = None) -> tuple[OptimizeConfig, bool]:
     """Parse the command line into a validated :class:`OptimizeConfig` (and the --list flag)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    check_literals(argv)
     parser = build_parser()
-    ns = parser.parse_args(list(argv) if argv is not None else None)
+    try:
+        ns = parser.parse_args(argv)
+    except ArgumentError as exc:
+        raise ConfigError(" ".join(str(exc).split())) from None
     show_list = bool(ns.pop("list", False))
     ns.pop("config", None)
     cfg = parser.instantiate(ns)
@@ -96,8 +112,14 @@ def warnings_to_file(path: Path) -> Iterator[list[str]]:
         yield seen
 
 
-def build_campaign(cfg: OptimizeConfig) -> tuple[Campaign, Path, bool]:
+def build_campaign(
+    cfg: OptimizeConfig, dry_run: bool | None = True
+) -> tuple[Campaign, Path, bool]:
     """The campaign ``cfg`` describes, on the store in its run directory.
+
+    Every part is checked against the problem before the run directory is written, with one
+    dry iteration on synthetic data (:mod:`dsbo.validation`) if ``dry_run`` is true, or if it
+    is ``None`` and the store is new.
 
     Returns the campaign, the run directory and whether the store existed (a resume).
     """
@@ -105,7 +127,7 @@ def build_campaign(cfg: OptimizeConfig) -> tuple[Campaign, Path, bool]:
         torch.set_num_threads(cfg.threads)
     problem = get_problem(cfg.problem.name, **cfg.problem.options)
     run_dir = Path(cfg.run_dir or f"runs/{problem.name}-seed{cfg.seed}")
-    run_dir.mkdir(parents=True, exist_ok=True)
+    check_run_dir(run_dir)
     resuming = (run_dir / STORE_NAME).exists()
     acq = cfg.acquisition
     campaign = Campaign(
@@ -116,14 +138,25 @@ def build_campaign(cfg: OptimizeConfig) -> tuple[Campaign, Path, bool]:
         n_init=cfg.n_init,
         q=cfg.q,
         seed=cfg.seed,
-        store=TrialStore(run_dir / STORE_NAME),
+        store=run_dir / STORE_NAME,
         optimizer=acq.optimizer_settings(),
         on_pending=cfg.on_pending,
         max_consecutive_failures=cfg.max_consecutive_failures,
         postprocess=cfg.postprocess,
+        eval_timeout=cfg.eval_timeout,
+        dry_run=not resuming if dry_run is None else dry_run,
     )
     (run_dir / "config.yaml").write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
     return campaign, run_dir, resuming
+
+
+def check_run_dir(run_dir: Path) -> None:
+    """The run directory is a directory we can write (or can be created); ConfigError if not."""
+    existing = next((p for p in (run_dir, *run_dir.parents) if p.exists()), None)
+    if existing is not None and not existing.is_dir():
+        raise ConfigError(f"run_dir={str(run_dir)!r}: {existing} is a file, not a directory")
+    if existing is not None and not os.access(existing, os.W_OK | os.X_OK):
+        raise ConfigError(f"run_dir={str(run_dir)!r}: {existing} is not writable")
 
 
 def write_outputs(campaign: Campaign, run_dir: Path, extra: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -225,8 +258,15 @@ def print_summary(console: Console, info: dict[str, Any], run_dir: Path) -> None
     console.print(table)
 
 
+def _terminate(signum: int, frame: object) -> None:
+    """SIGTERM ends the run like Ctrl-C: finally-blocks run, worker processes are stopped."""
+    raise KeyboardInterrupt
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     console = Console(stderr=True)
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _terminate)
     try:
         cfg, show_list = parse_config(argv)
         if show_list:

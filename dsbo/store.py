@@ -14,13 +14,27 @@ Trial statuses:
 * ``completed`` evaluated, outcomes stored; used for fitting.
 * ``failed``    the evaluation raised or returned NaN/inf; the error is stored; never fitted.
 * ``abandoned`` left pending by a crash and given up; neither fitted nor counted in the budget.
+  A late result for it is still recorded while the budget has room (it then counts), and
+  refused with :class:`~dsbo.errors.BudgetExhaustedError` once the budget is spent.
+
+One writer at a time: a file store takes an exclusive lock (``flock`` on ``<store>.lock``,
+which also records the holder's pid, host and command) for as long as it is open, so a second
+process on the same run directory fails at once with :class:`~dsbo.errors.StoreLockedError`
+naming the holder. The lock dies with its process (even ``kill -9``): there is never a stale
+lock to clean up. Readers that only watch a running campaign open the store with
+``lock=False``. Independently of the lock, :meth:`TrialStore.add_trials` checks the budget
+inside its write transaction, so the budget can never be overspent.
 """
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import json
+import os
+import socket
 import sqlite3
+import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -30,10 +44,12 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from dsbo.errors import StoreError
+from dsbo.errors import BudgetExhaustedError, StoreError, StoreLockedError
 
 SCHEMA_VERSION = 1
 STATUSES = ("pending", "completed", "failed", "abandoned")
+#: Statuses that count against a campaign's budget.
+BUDGETED = ("pending", "completed", "failed")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -127,6 +143,8 @@ class TrialStore:
 
     Args:
         path: The database file (created if missing), or ``":memory:"`` for a throwaway store.
+        lock: Take the store's writer lock (file stores only). ``False`` is for readers that
+            watch a campaign another process runs; they must not write.
 
     Example:
         >>> store = TrialStore("runs/demo/trials.sqlite")
@@ -134,12 +152,20 @@ class TrialStore:
         >>> store.complete(tid, [1.5], eval_time=0.01)
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, lock: bool = True) -> None:
         self.path = str(path)
         self.busy_seconds = 0.0
         self._depth = 0
+        self._lock_file = None
         if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            try:
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(f"cannot create the run directory of {self.path}: {exc}") from None
+            if Path(self.path).is_dir():
+                raise StoreError(f"{self.path} is a directory, not a dsbo store")
+            if lock:
+                self._lock_file = _acquire_lock(Path(self.path + ".lock"))
         try:
             self._conn = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)
             self._conn.row_factory = sqlite3.Row
@@ -147,11 +173,13 @@ class TrialStore:
             self._conn.execute("PRAGMA synchronous=FULL")
             self._conn.executescript(_SCHEMA)
         except sqlite3.DatabaseError as exc:
-            raise StoreError(f"{self.path} is not a usable dsbo store: {exc}") from exc
+            self._release_lock()
+            raise StoreError(f"{self.path} is not a usable dsbo store: {exc}") from None
         version = self.get_meta("schema_version")
         if version is None:
             self.set_meta("schema_version", SCHEMA_VERSION)
         elif int(version) != SCHEMA_VERSION:
+            self.close()
             raise StoreError(
                 f"{self.path} has store schema {version}, this dsbo reads schema {SCHEMA_VERSION}"
             )
@@ -181,11 +209,17 @@ class TrialStore:
         acq_time: float = 0.0,
         metadata: Sequence[dict[str, Any]] | dict[str, Any] | None = None,
         status: str = "pending",
+        budget: int | None = None,
     ) -> list[int]:
         """Insert a batch of proposed points as one transaction; returns their trial ids.
 
         ``fit_time`` and ``acq_time`` are the costs of proposing the whole batch; they are
         stored on its first trial only, so that sums over trials give the true totals.
+
+        Raises:
+            BudgetExhaustedError: if ``budget`` is given and the batch would take the trials
+                that count against it (pending, completed, failed) beyond it; checked inside
+                the write transaction, so concurrent writers cannot overspend it either.
         """
         rows = X.tolist() if isinstance(X, Tensor) else [list(map(float, x)) for x in X]
         if isinstance(metadata, dict) or metadata is None:
@@ -194,6 +228,13 @@ class TrialStore:
             raise StoreError(f"{len(rows)} points but {len(metadata)} metadata entries")
         now = time.time()
         with self._transaction() as cur:
+            if budget is not None:
+                used = self._count_in(cur, BUDGETED)
+                if used + len(rows) > budget:
+                    raise BudgetExhaustedError(
+                        f"{len(rows)} new trial(s) would exceed the budget of {budget} "
+                        f"({used} trial(s) already count against it)"
+                    )
             batch = cur.execute("SELECT COALESCE(MAX(batch), -1) + 1 FROM trials").fetchone()[0]
             ids = []
             for i, (x, meta) in enumerate(zip(rows, metadata, strict=True)):
@@ -215,14 +256,29 @@ class TrialStore:
         return ids
 
     @_timed
-    def complete(self, trial_id: int, y: Sequence[float], eval_time: float | None = None) -> None:
-        """Record the outcomes of a pending trial (commits immediately)."""
-        self._finish(trial_id, "completed", y=_finite_json(y), error=None, eval_time=eval_time)
+    def complete(
+        self,
+        trial_id: int,
+        y: Sequence[float],
+        eval_time: float | None = None,
+        budget: int | None = None,
+    ) -> None:
+        """Record the outcomes of a pending trial (commits immediately).
+
+        An abandoned trial is accepted only with a ``budget`` that has room for it.
+        """
+        self._finish(trial_id, "completed", _finite_json(y), None, eval_time, budget)
 
     @_timed
-    def fail(self, trial_id: int, error: str, eval_time: float | None = None) -> None:
+    def fail(
+        self,
+        trial_id: int,
+        error: str,
+        eval_time: float | None = None,
+        budget: int | None = None,
+    ) -> None:
         """Record a failed evaluation with its error message (commits immediately)."""
-        self._finish(trial_id, "failed", y=None, error=str(error), eval_time=eval_time)
+        self._finish(trial_id, "failed", None, str(error), eval_time, budget)
 
     @_timed
     def abandon_pending(self) -> list[int]:
@@ -244,7 +300,13 @@ class TrialStore:
         )
 
     def _finish(
-        self, trial_id: int, status: str, y: str | None, error: str | None, eval_time: float | None
+        self,
+        trial_id: int,
+        status: str,
+        y: str | None,
+        error: str | None,
+        eval_time: float | None,
+        budget: int | None,
     ) -> None:
         with self._transaction() as cur:
             row = cur.execute("SELECT status FROM trials WHERE id = ?", (trial_id,)).fetchone()
@@ -254,6 +316,15 @@ class TrialStore:
                 raise StoreError(
                     f"trial {trial_id} is already {row['status']}; a trial is told only once"
                 )
+            if row["status"] == "abandoned":
+                used = self._count_in(cur, BUDGETED)
+                if budget is None or used >= budget:
+                    raise BudgetExhaustedError(
+                        f"trial {trial_id} was abandoned and the budget"
+                        + ("" if budget is None else f" of {budget}")
+                        + f" is used up ({used} trial(s) count against it): its late result "
+                        "is not recorded. Raise the budget to record it."
+                    )
             cur.execute(
                 "UPDATE trials SET status = ?, y = ?, error = ?, eval_time = ?, completed_at = ? "
                 "WHERE id = ?",
@@ -288,10 +359,13 @@ class TrialStore:
     def count(self, status: str | Sequence[str] | None = None) -> int:
         if status is None:
             return self._conn.execute("SELECT COUNT(*) FROM trials").fetchone()[0]
-        statuses = [status] if isinstance(status, str) else list(status)
+        return self._count_in(self._conn, [status] if isinstance(status, str) else status)
+
+    @staticmethod
+    def _count_in(cursor: sqlite3.Connection | sqlite3.Cursor, statuses: Sequence[str]) -> int:
         marks = ",".join("?" * len(statuses))
-        return self._conn.execute(
-            f"SELECT COUNT(*) FROM trials WHERE status IN ({marks})", statuses
+        return cursor.execute(
+            f"SELECT COUNT(*) FROM trials WHERE status IN ({marks})", list(statuses)
         ).fetchone()[0]
 
     @_timed
@@ -307,7 +381,14 @@ class TrialStore:
         return X, Y
 
     def close(self) -> None:
+        """Close the database and release the writer lock (idempotent)."""
         self._conn.close()
+        self._release_lock()
+
+    def _release_lock(self) -> None:
+        if self._lock_file is not None:
+            self._lock_file.close()  # closing the descriptor releases the flock
+            self._lock_file = None
 
     def __enter__(self) -> TrialStore:
         return self
@@ -330,3 +411,48 @@ class TrialStore:
 
     def _transaction(self) -> TrialStore._Tx:
         return TrialStore._Tx(self._conn)
+
+
+def _acquire_lock(path: Path) -> Any:
+    """Take the exclusive writer lock ``path`` without waiting; record who holds it.
+
+    Raises:
+        StoreLockedError: naming the process (pid, host, command) that holds the lock.
+    """
+    try:
+        handle = path.open("a+")
+    except OSError as exc:
+        raise StoreError(f"cannot create the lock file {path}: {exc}") from None
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.seek(0)
+        try:
+            holder = json.loads(handle.read() or "{}")
+        except json.JSONDecodeError:
+            holder = {}
+        handle.close()
+        if holder.get("pid") == os.getpid() and holder.get("host") == socket.gethostname():
+            who = "this process (another TrialStore on it is still open: close it first)"
+        else:
+            who = (
+                f"process {holder.get('pid', '?')} on {holder.get('host', '?')} "
+                f"({holder.get('command', '?')}, since {holder.get('since', '?')})"
+            )
+        raise StoreLockedError(
+            f"the store {str(path)[: -len('.lock')]} is in use by {who}; one campaign writes a "
+            "store at a time: wait for it to finish, stop it, or use another run directory"
+        ) from None
+    handle.seek(0)
+    handle.truncate()
+    json.dump(
+        {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "command": " ".join(sys.argv)[:200] or sys.executable,
+            "since": time.strftime("%Y-%m-%d %H:%M:%S"),
+        },
+        handle,
+    )
+    handle.flush()
+    return handle

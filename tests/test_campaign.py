@@ -8,8 +8,8 @@ import pytest
 import torch
 from botorch.test_functions.synthetic import ConstrainedGramacy
 
-from dsbo.campaign import Campaign, outcome_vector
-from dsbo.errors import ConfigError, EvaluationError, ProblemError
+from dsbo.campaign import Campaign
+from dsbo.errors import ConfigError, EvaluationError, OutcomeError, ProblemError
 from dsbo.problems import Problem, get_problem
 from dsbo.store import TrialStore
 
@@ -82,20 +82,6 @@ def test_a_broken_evaluator_stops_with_a_clear_error(fast_optimizer):
     assert campaign.store.count("failed") == 3
 
 
-def test_outcome_vector_accepts_common_shapes_and_names_errors():
-    names = ("f", "c")
-    assert outcome_vector({"f": 1, "c": 2}, names) == [1.0, 2.0]
-    assert outcome_vector(torch.tensor([1.0, 2.0]), names) == [1.0, 2.0]
-    with pytest.raises(EvaluationError, match=r"no value for outcome\(s\) \['c'\]"):
-        outcome_vector({"f": 1}, names)
-    with pytest.raises(EvaluationError, match="returned 1 value"):
-        outcome_vector(3.0, names)
-    with pytest.raises(EvaluationError, match=r"non-finite value for \['c'\]"):
-        outcome_vector([1.0, math.inf], names)
-    with pytest.raises(EvaluationError, match="not numbers"):
-        outcome_vector("abc", names)
-
-
 def test_ask_tell_for_an_external_black_box(tmp_path, fast_optimizer):
     problem = get_problem("branin")
     campaign = small_campaign(fast_optimizer, store=tmp_path / "s.sqlite", budget=6)
@@ -103,11 +89,17 @@ def test_ask_tell_for_an_external_black_box(tmp_path, fast_optimizer):
         for trial in trials:  # evaluated "elsewhere"
             campaign.tell(trial.id, {"objective": float(problem(torch.tensor(trial.x)))})
     assert campaign.store.count("completed") == 6 and campaign.ask() == []
-    # a wrong-length report is a recorded failure with the reason
+    # a wrong-length report is refused and the trial stays pending for the right one ...
     campaign2 = small_campaign(fast_optimizer, budget=2, n_init=1)
     [trial] = campaign2.ask(1)
-    told = campaign2.tell(trial.id, [1.0, 2.0])
-    assert told.status == "failed" and "expected 1" in told.error
+    with pytest.raises(OutcomeError, match="expected 1"):
+        campaign2.tell(trial.id, [1.0, 2.0])
+    assert campaign2.store.get(trial.id).status == "pending"
+    assert campaign2.tell(trial.id, [1.5]).status == "completed"
+    # ... while a NaN is the evaluation's own failure, recorded with the reason
+    [trial] = campaign2.ask(1)
+    told = campaign2.tell(trial.id, [math.nan])
+    assert told.status == "failed" and "non-finite" in told.error
 
 
 def test_attach_validates_points(fast_optimizer):
@@ -156,12 +148,15 @@ def test_resume_continues_without_loss_or_duplicates(tmp_path, fast_optimizer):
 def test_pending_trials_after_a_crash(tmp_path, fast_optimizer):
     path = tmp_path / "s.sqlite"
     campaign = small_campaign(fast_optimizer, store=path, budget=5)
-    campaign.ask(2)  # proposed, then "the process died"
+    campaign.ask(2)  # proposed, then "the process died" (and its lock with it)
+    campaign.store.close()
     retry = small_campaign(fast_optimizer, store=TrialStore(path), budget=5)
     assert len(retry.resume_pending()) == 2 and retry.store.count("completed") == 2
 
     path2 = tmp_path / "s2.sqlite"
-    small_campaign(fast_optimizer, store=path2, budget=5).ask(2)
+    crashed = small_campaign(fast_optimizer, store=path2, budget=5)
+    crashed.ask(2)
+    crashed.store.close()
     abandon = small_campaign(fast_optimizer, store=TrialStore(path2), budget=5, on_pending="abandon")
     abandon.run()
     assert abandon.store.count("abandoned") == 2 and abandon.store.count("completed") == 5
@@ -169,7 +164,7 @@ def test_pending_trials_after_a_crash(tmp_path, fast_optimizer):
 
 def test_a_store_of_another_problem_is_refused(tmp_path, fast_optimizer):
     path = tmp_path / "s.sqlite"
-    small_campaign(fast_optimizer, store=path).ask()
+    small_campaign(fast_optimizer, store=path).store.close()
     with pytest.raises(ConfigError, match="belongs to another problem"):
         Campaign(get_problem("hartmann6"), store=path)
 
@@ -181,19 +176,17 @@ def test_a_store_of_another_problem_is_refused(tmp_path, fast_optimizer):
         ({"n_init": 20}, "n_init=20 exceeds budget=8"),
         ({"acquisition": "nope"}, "acquisition.name='nope' is not registered"),
         ({"acquisition": {"name": "ucb", "gamma": 1}}, r"no option\(s\) \['gamma'\]"),
-        ({"surrogate": "nope"}, None),
+        ({"surrogate": "nope"}, "surrogate.name='nope' is not registered"),
+        ({"surrogate": {"name": "gp", "kernel": "foo"}}, "option kernel='foo' is unknown"),
+        ({"acquisition": "logei", "q": 2}, "one point at a time and q=2"),
+        ({"seed": 2**64}, r"seed must be an integer in \[0, 4294967295\]"),
+        ({"eval_timeout": 0}, "eval_timeout must be"),
+        ({"worker_retries": -1}, "worker_retries"),
         ({"on_pending": "later"}, "on_pending"),
         ({"seed": -1}, "seed"),
     ],
 )
 def test_bad_settings_name_the_field(kwargs, match, fast_optimizer):
-    if kwargs.get("surrogate") == "nope":  # surrogates are looked up when first fitted
-        campaign = small_campaign(fast_optimizer, **kwargs)
-        for t in campaign.ask(4):
-            campaign.tell(t.id, 1.0 + t.x[0])
-        with pytest.raises(ConfigError, match="surrogate.name='nope'"):
-            campaign.ask()
-        return
     with pytest.raises(ConfigError, match=match):
         small_campaign(fast_optimizer, **kwargs)
 
@@ -205,13 +198,11 @@ def test_other_policies_run(acquisition, fast_optimizer):
     assert set(result.history["generator"][4:]) == {acquisition}
 
 
-def test_analytic_policy_refuses_batches(fast_optimizer):
-    campaign = small_campaign(fast_optimizer, acquisition="logei", q=2)
-    for _ in range(2):
-        for t in campaign.ask():
-            campaign.tell(t.id, 1.0 + t.x[0])
+def test_analytic_policy_refuses_batches_before_anything_is_stored(tmp_path, fast_optimizer):
+    path = tmp_path / "s.sqlite"
     with pytest.raises(ConfigError, match="one point at a time"):
-        campaign.ask()
+        small_campaign(fast_optimizer, acquisition="logei", q=2, store=path)
+    assert not path.exists()
 
 
 def test_constrained_and_multi_objective_problems_run(fast_optimizer):

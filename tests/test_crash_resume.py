@@ -48,7 +48,7 @@ def test_sigkill_mid_run_then_resume(tmp_path):
         while time.time() < deadline and proc.poll() is None:
             time.sleep(0.05)
             if store_path.exists():
-                with TrialStore(store_path) as probe:
+                with TrialStore(store_path, lock=False) as probe:
                     completed = probe.count("completed")
                 if completed >= 5:
                     break
@@ -59,7 +59,7 @@ def test_sigkill_mid_run_then_resume(tmp_path):
         if proc.poll() is None:
             os.kill(proc.pid, signal.SIGKILL)
 
-    with TrialStore(store_path) as store:
+    with TrialStore(store_path) as store:  # the kill released the writer lock
         before = {t.id: (t.x, t.y) for t in store.trials("completed")}
         assert 5 <= len(before) < BUDGET, "killed mid-run"
 

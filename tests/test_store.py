@@ -1,11 +1,15 @@
 """The SQLite trial store: durability, statuses, schema checks."""
 
+import os
+import socket
 import sqlite3
+import subprocess
+import sys
 
 import pytest
 import torch
 
-from dsbo.errors import StoreError
+from dsbo.errors import BudgetExhaustedError, StoreError, StoreLockedError
 from dsbo.store import TrialStore
 
 
@@ -52,9 +56,62 @@ def test_abandon_pending_and_counts(tmp_path):
     store.complete(ids[0], [0.0])
     assert store.abandon_pending() == ids[1:]
     assert store.count("abandoned") == 2 and store.count(("completed", "pending")) == 1
-    # an abandoned trial reported late by an external black box is still accepted
-    store.complete(ids[1], [3.0])
+    # an abandoned trial reported late by an external black box is accepted while the
+    # budget has room, and then counts against it ...
+    store.complete(ids[1], [3.0], budget=2)
     assert store.get(ids[1]).status == "completed"
+    # ... and refused, untouched, once the budget is spent (or none was given)
+    for budget in (2, None):
+        with pytest.raises(BudgetExhaustedError, match=f"trial {ids[2]} was abandoned"):
+            store.fail(ids[2], "late", budget=budget)
+    assert store.get(ids[2]).status == "abandoned"
+    store.complete(ids[2], [1.0], budget=3)
+    assert store.count(("completed",)) == 3
+
+
+def test_add_trials_never_overspends_the_budget(tmp_path):
+    store = TrialStore(tmp_path / "t.sqlite")
+    store.add_trials([[0.1], [0.2]], "sobol", budget=3)
+    with pytest.raises(BudgetExhaustedError, match="would exceed the budget of 3"):
+        store.add_trials([[0.3], [0.4]], "sobol", budget=3)
+    assert store.count() == 2, "the refused batch left nothing behind"
+    store.abandon_pending()  # abandoned trials do not count
+    assert len(store.add_trials([[0.3], [0.4], [0.5]], "sobol", budget=3)) == 3
+
+
+def test_one_writer_per_store(tmp_path):
+    path = tmp_path / "t.sqlite"
+    first = TrialStore(path)
+    with pytest.raises(StoreLockedError, match="this process"):
+        TrialStore(path)
+    watcher = TrialStore(path, lock=False)  # a reader does not take the lock
+    assert watcher.count() == 0
+    watcher.close()
+    first.close()
+    TrialStore(path).close()  # released on close
+    first.close()  # idempotent
+
+
+def test_a_second_process_fails_fast_naming_the_holder(tmp_path):
+    path = tmp_path / "t.sqlite"
+    holder = TrialStore(path)
+    code = (
+        "import sys, time\n"
+        "from dsbo.store import TrialStore\n"
+        "from dsbo.errors import StoreLockedError\n"
+        "start = time.perf_counter()\n"
+        "try:\n"
+        f"    TrialStore({str(path)!r})\n"
+        "except StoreLockedError as exc:\n"
+        "    print(f'{time.perf_counter() - start:.3f}', exc)\n"
+        "    sys.exit(3)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    holder.close()
+    assert proc.returncode == 3, proc.stderr
+    seconds, message = proc.stdout.split(" ", 1)
+    assert float(seconds) < 1.0, "fails at once, no waiting"
+    assert f"process {os.getpid()} on {socket.gethostname()}" in message
 
 
 def test_wal_mode_and_schema_version(tmp_path):

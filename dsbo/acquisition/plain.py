@@ -79,6 +79,8 @@ class OptimizedPolicy(ABC):
     supports_batch = True
     #: Whether the acquisition function returns log values (for post-processors).
     log_scale = True
+    #: The problems it optimizes: ``"single"`` objective, ``"multi"`` (>= 2) or ``"any"``.
+    objectives = "single"
 
     def __init__(self, optimizer: OptimizerSettings | None = None) -> None:
         self.optimizer = optimizer or OptimizerSettings()
@@ -99,12 +101,27 @@ class OptimizedPolicy(ABC):
             )
         return SobolQMCNormalSampler(shape, seed=history.seed)
 
-    def propose(self, model: Model, history: History, problem: Problem, q: int) -> Proposal:
+    def check(self, problem: Problem, q: int) -> None:
+        """Raise a ConfigError if this policy cannot serve ``problem`` with batches of ``q``."""
         if q > 1 and not self.supports_batch:
             raise ConfigError(
-                f"acquisition {self.name!r} is analytic and proposes one point at a time; "
+                f"acquisition {self.name!r} proposes one point at a time and q={q}; "
                 "set q: 1 or use qlognei / qlognehvi for batches"
             )
+        m = problem.num_objectives
+        if self.objectives == "single" and m > 1:
+            raise ConfigError(
+                f"acquisition {self.name!r} optimizes one objective and {problem.name} has {m}; "
+                "use qlognehvi (or sebo)"
+            )
+        if self.objectives == "multi" and m < 2:
+            raise ConfigError(
+                f"acquisition {self.name!r} needs >= 2 objectives and {problem.name} has {m}; "
+                "use qlognei"
+            )
+
+    def propose(self, model: Model, history: History, problem: Problem, q: int) -> Proposal:
+        self.check(problem, q)
         acqf = self.build(model, history, problem, q)
         opt = self.optimizer
         X, values = optimize_acqf(
@@ -265,6 +282,7 @@ class QLogNEHVI(OptimizedPolicy):
     """
 
     name = "qlognehvi"
+    objectives = "multi"
 
     def __init__(self, prune_baseline: bool = True, optimizer: OptimizerSettings | None = None):
         super().__init__(optimizer)
@@ -281,11 +299,6 @@ class QLogNEHVI(OptimizedPolicy):
 
     def build(self, model: Model, history: History, problem: Problem, q: int) -> AcquisitionFunction:
         m = problem.num_objectives
-        if m < 2:
-            raise ConfigError(
-                f"acquisition 'qlognehvi' needs >= 2 objectives and {problem.name} has {m}; "
-                "use qlognei"
-            )
         return qLogNoisyExpectedHypervolumeImprovement(
             model=model,
             ref_point=self.reference_point(history, problem).tolist(),

@@ -326,6 +326,7 @@ class SparsityPolicy(OptimizedPolicy):
         return x, metadata
 
     def propose(self, model: Model, history: History, problem: Problem, q: int) -> Proposal:
+        self.check(problem, q)
         # Baseline pruning and initial conditions draw from torch's RNG: seed it per proposal.
         with manual_seed(history.seed):
             return self._propose(model, history, problem, q)
@@ -384,6 +385,7 @@ class SEBO(SparsityPolicy):
     """
 
     name = "sebo"
+    objectives = "any"
     ACQUISITION_FUNCTIONS = ("ehvi", "qlognehvi")
 
     def __init__(

@@ -26,6 +26,9 @@ from dsbo.registry import Registry
 ProblemFactory = Callable[..., Problem]
 
 DIM_PATTERN = "{D}"
+#: Largest dimension a ``-{D}d`` name may ask for (BO beyond it is not meaningful, and a typo
+#: such as ``branin-99999999999d`` would otherwise try to allocate hundreds of gigabytes).
+MAX_DIM = 10_000
 
 PROBLEMS: Registry[ProblemFactory] = Registry("problem")
 
@@ -66,7 +69,13 @@ def _lookup(name: str) -> tuple[str, ProblemFactory, dict[str, int]]:
     if match is not None:
         family = f"{match.group(1)}-{DIM_PATTERN}d"
         if family in PROBLEMS:
-            return family, PROBLEMS.get(family), {"dim": int(match.group(2))}
+            dim = int(match.group(2))
+            if not 1 <= dim <= MAX_DIM:
+                raise ConfigError(
+                    f"problem.name={name!r}: the dimension must be between 1 and {MAX_DIM}, "
+                    f"got {dim}"
+                )
+            return family, PROBLEMS.get(family), {"dim": dim}
     return name, PROBLEMS.get(name, hint=" (where -{D}d stands for a dimension, e.g. branin-50d)"), {}
 
 
