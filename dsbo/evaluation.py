@@ -85,7 +85,9 @@ def parse_outcomes(values: Any, names: Sequence[str]) -> list[float]:
         if isinstance(value, bool) or not isinstance(value, Real):
             raise OutcomeError(f"outcome {name!r} must be a number, got {value!r}")
     if len(flat) != m:
-        raise OutcomeError(f"got {len(flat)} value(s), expected {m} ({', '.join(names)})")
+        raise OutcomeError(
+            f"outcomes must be {m} number(s) ({', '.join(names)}), got {len(flat)} value(s)"
+        )
     return [float(v) for v in flat]
 
 

@@ -93,8 +93,8 @@ def load_value(text: str, what: str) -> Any:
     try:
         return load(text)
     except yaml.YAMLError as exc:
-        reason = str(exc).strip().splitlines()
-        raise ConfigError(f"{what}: {text!r} is not valid YAML ({reason[-1] if reason else exc})") from None
+        reason = getattr(exc, "problem", None) or str(exc).strip().splitlines()[0]
+        raise ConfigError(f"{what}: {text!r} is not valid YAML ({reason})") from None
 
 
 __all__ = ["StrictLoader", "load", "load_value"]

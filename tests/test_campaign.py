@@ -92,7 +92,7 @@ def test_ask_tell_for_an_external_black_box(tmp_path, fast_optimizer):
     # a wrong-length report is refused and the trial stays pending for the right one ...
     campaign2 = small_campaign(fast_optimizer, budget=2, n_init=1)
     [trial] = campaign2.ask(1)
-    with pytest.raises(OutcomeError, match="expected 1"):
+    with pytest.raises(OutcomeError, match=r"must be 1 number\(s\) \(objective\), got 2"):
         campaign2.tell(trial.id, [1.0, 2.0])
     assert campaign2.store.get(trial.id).status == "pending"
     assert campaign2.tell(trial.id, [1.5]).status == "completed"

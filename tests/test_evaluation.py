@@ -34,7 +34,7 @@ def test_outcomes_in_every_accepted_shape():
     [
         ({"f": 1}, r"missing \['c'\]"),
         ({"f": 1, "c": 2, "typo": 3}, r"unknown \['typo'\]"),
-        (3.0, r"got 1 value\(s\), expected 2"),
+        (3.0, r"outcomes must be 2 number\(s\) \(f, c\), got 1 value\(s\)"),
         ([1, 2, 3], r"got 3 value\(s\)"),
         (["1.5", 2], r"outcome 'f' must be a number, got '1.5'"),
         ([True, 2], "outcome 'f' must be a number, got True"),

@@ -105,7 +105,9 @@ def test_out_of_bounds_or_wrong_dimension_raise_problem_error() -> None:
 
 
 def test_bad_dimension_raises_config_error() -> None:
-    with pytest.raises(ConfigError, match="ackley: dim=0"):
+    with pytest.raises(ConfigError, match="ackley-0d'.*between 1 and 10000, got 0"):
         get_problem("ackley-0d")
+    with pytest.raises(ConfigError, match="between 1 and 10000, got 99999999999"):
+        get_problem("branin-99999999999d")
     with pytest.raises(ConfigError, match="dim='5'"):
         get_problem("ackley", dim="5")
