@@ -18,7 +18,6 @@ from dsbo.acquisition import OptimizerSettings
 from dsbo.campaign import Campaign
 from dsbo.errors import BudgetExhaustedError, EvaluationError, StoreLockedError
 from dsbo.problems import get_problem
-from dsbo.store import TrialStore
 
 FAST = OptimizerSettings(num_restarts=2, raw_samples=32, maxiter=25, batch_limit=2, mc_samples=32)
 
