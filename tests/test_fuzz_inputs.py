@@ -3,13 +3,15 @@
 For every generated case: a non-zero exit, a message that names the field, no traceback, and
 nothing evaluated (the run directory holds no completed or failed trial; a refused `tell`
 leaves its trial pending). Runs in-process, so a case costs a config parse and at most one
-dry iteration of a GP on synthetic points.
+dry iteration of a GP on synthetic points. ``DSBO_FUZZ_EXAMPLES=400 pytest
+tests/test_fuzz_inputs.py`` runs a longer hunt.
 """
 
 import contextlib
 import io
 import json
 import math
+import os
 import re
 import sqlite3
 from pathlib import Path
@@ -132,8 +134,9 @@ def _assert_refused(code: int, message: str, field: str, run_dir: Path) -> None:
     assert _evaluations(run_dir) == 0, "nothing is evaluated before a config error"
 
 
+#: Examples per fuzz test; ``DSBO_FUZZ_EXAMPLES=400`` for a longer hunt than CI's.
 fuzz = settings(
-    max_examples=60,
+    max_examples=int(os.environ.get("DSBO_FUZZ_EXAMPLES", "60")),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
