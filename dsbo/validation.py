@@ -14,8 +14,9 @@ BO iteration, such an error would come after the ``n_init`` evaluations were spe
 2. it runs one **dry iteration** on a tiny synthetic data set: ``n`` scrambled-Sobol points of
    the problem's box with standard-normal outcomes (constraint slacks shifted so that some
    points are feasible), the real surrogate fitted to them, and the real policy (with its
-   post-processor) asked for ``q`` candidates with a cheap optimizer (one restart, few raw
-   samples and iterations). Its candidates must lie in the box. Torch's and NumPy's global
+   post-processor) asked for ``q`` candidates, as a cheap copy of itself where it offers one
+   (``policy.for_dry_run()``: one restart, three iterations, 16 MC samples; SEBO two
+   homotopy steps). Its candidates must lie in the box. Torch's and NumPy's global
    random states are restored afterwards, so the campaign's proposals do not change.
 
 A dry iteration costs about one BO step on a handful of points (a few hundredths of a second
@@ -25,7 +26,6 @@ for a GP, seconds for the neural zoo's defaults or SAASBO's NUTS);
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import warnings
 from numbers import Real
@@ -81,17 +81,6 @@ def synthetic_history(problem: Problem, optimizer: OptimizerSettings, n: int, se
     return History(X=X, Y=Y, seed=seed, t=n)
 
 
-def _cheap(optimizer: OptimizerSettings) -> OptimizerSettings:
-    return dataclasses.replace(
-        optimizer,
-        num_restarts=1,
-        raw_samples=min(optimizer.raw_samples, 8),
-        maxiter=min(optimizer.maxiter, 3),
-        batch_limit=1,
-        mc_samples=min(optimizer.mc_samples, 16),
-    )
-
-
 def check_campaign(
     problem: Problem,
     surrogate: SurrogateSpec,
@@ -122,11 +111,9 @@ def check_campaign(
                 f"surrogate {surrogate.name!r} with options {surrogate.options} failed to fit "
                 f"{DRY_RUN_POINTS} synthetic points: {type(exc).__name__}: {exc}"
             ) from exc
-        saved = getattr(policy, "optimizer", None)
-        if saved is not None:
-            policy.optimizer = _cheap(saved)  # type: ignore[attr-defined]
+        cheap = policy.for_dry_run() if hasattr(policy, "for_dry_run") else policy
         try:
-            proposal = policy.propose(model, history, problem, q)
+            proposal = cheap.propose(model, history, problem, q)
             problem.validate(proposal.X, what=f"acquisition {name!r} candidates")
         except DsboError:
             raise
@@ -136,9 +123,6 @@ def check_campaign(
                 f"of {problem.name}: {type(exc).__name__}: {exc}; check acquisition and "
                 "postprocess options"
             ) from exc
-        finally:
-            if saved is not None:
-                policy.optimizer = saved  # type: ignore[attr-defined]
 
 
 class _numpy_state:

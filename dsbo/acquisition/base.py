@@ -11,6 +11,7 @@ and contextual policies through the same registry.
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -54,6 +55,17 @@ class OptimizerSettings:
         for j, value in self.fixed_features.items():
             X[..., int(j)] = float(value)
         return X
+
+    def for_dry_run(self) -> OptimizerSettings:
+        """Cheap settings for a campaign's dry iteration (:mod:`dsbo.validation`): one restart,
+        three iterations, 16 MC samples; ``raw_samples`` and fixed features unchanged."""
+        return dataclasses.replace(
+            self,
+            num_restarts=1,
+            maxiter=min(self.maxiter, 3),
+            batch_limit=1,
+            mc_samples=min(self.mc_samples, 16),
+        )
 
     def validate(self, prefix: str = "acquisition") -> None:
         for name in ("num_restarts", "raw_samples", "maxiter", "batch_limit", "mc_samples"):

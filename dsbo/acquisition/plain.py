@@ -10,6 +10,7 @@ problem's box, then clamps to the bounds and rounds integer dimensions.
 
 from __future__ import annotations
 
+import copy
 import math
 from abc import ABC, abstractmethod
 from typing import Any
@@ -100,6 +101,12 @@ class OptimizedPolicy(ABC):
                 *(SobolQMCNormalSampler(shape, seed=history.seed + i) for i in range(len(model.models)))
             )
         return SobolQMCNormalSampler(shape, seed=history.seed)
+
+    def for_dry_run(self) -> OptimizedPolicy:
+        """A cheap copy for a campaign's dry iteration (same options, cheap optimizer)."""
+        cheap = copy.copy(self)
+        cheap.optimizer = self.optimizer.for_dry_run()
+        return cheap
 
     def check(self, problem: Problem, q: int) -> None:
         """Raise a ConfigError if this policy cannot serve ``problem`` with batches of ``q``."""

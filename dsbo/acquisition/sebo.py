@@ -192,6 +192,13 @@ class SparsityPolicy(OptimizedPolicy):
         self.snap_tol = float(snap_tol)
         self.dedup_tol = float(dedup_tol)
 
+    def for_dry_run(self) -> SparsityPolicy:
+        """A cheap copy: two homotopy steps from two restarts, and a cheap optimizer."""
+        cheap = super().for_dry_run()
+        cheap.num_steps = min(self.num_steps, 2)
+        cheap.num_restarts_homotopy = min(self.num_restarts_homotopy, 2)
+        return cheap
+
     # ------------------------------------------------------------------ pieces
     def make_measure(self, problem: Problem) -> SparsityMeasure:
         target = resolve_sparsity_target(self.target, problem)
