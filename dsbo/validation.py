@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from numbers import Real
 from typing import Any
 
@@ -102,27 +104,25 @@ def check_campaign(
     with torch.random.fork_rng(devices=[]), _numpy_state(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         history = synthetic_history(problem, optimizer, DRY_RUN_POINTS, seed)
-        try:
+        with _blame(f"surrogate {surrogate.name!r} with options {surrogate.options} failed to fit"):
             model = fit_surrogate(surrogate, history.X, history.Y, bounds=problem.bounds)
-        except DsboError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - reported with the field to fix
-            raise ConfigError(
-                f"surrogate {surrogate.name!r} with options {surrogate.options} failed to fit "
-                f"{DRY_RUN_POINTS} synthetic points: {type(exc).__name__}: {exc}"
-            ) from exc
         cheap = policy.for_dry_run() if hasattr(policy, "for_dry_run") else policy
-        try:
+        with _blame(f"acquisition {name!r} (check acquisition and postprocess options) failed on"):
             proposal = cheap.propose(model, history, problem, q)
             problem.validate(proposal.X, what=f"acquisition {name!r} candidates")
-        except DsboError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - reported with the field to fix
-            raise ConfigError(
-                f"acquisition {name!r} failed a dry run on {DRY_RUN_POINTS} synthetic points "
-                f"of {problem.name}: {type(exc).__name__}: {exc}; check acquisition and "
-                "postprocess options"
-            ) from exc
+
+
+@contextmanager
+def _blame(part: str) -> Iterator[None]:
+    """Turn an unexpected exception of the dry iteration into a ConfigError naming ``part``."""
+    try:
+        yield
+    except DsboError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - reported with the part to fix
+        raise ConfigError(
+            f"{part} {DRY_RUN_POINTS} synthetic points: {type(exc).__name__}: {exc}"
+        ) from exc
 
 
 class _numpy_state:

@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -28,36 +27,12 @@ def campaign_on(store, **kwargs):
     return Campaign(get_problem("branin"), **options)
 
 
-SLOW_CAMPAIGN = textwrap.dedent(
-    """
-    import sys, time
-    import torch
-    torch.set_num_threads(1)
-    from dsbo.acquisition import OptimizerSettings
-    from dsbo.campaign import Campaign
-    from dsbo.problems import get_problem
-
-    problem = get_problem("branin")
-
-    def slow(x):
-        time.sleep(0.2)
-        return problem(x)
-
-    opt = OptimizerSettings(num_restarts=2, raw_samples=32, maxiter=25, batch_limit=2, mc_samples=32)
-    campaign = Campaign(problem, surrogate="gp", budget=int(sys.argv[2]), n_init=3, seed=1,
-                        store=sys.argv[1], evaluator=slow, optimizer=opt)
-    print("running", flush=True)
-    campaign.run()
-    """
-)
-
-
-def test_a_second_campaign_on_a_running_store_fails_at_once(tmp_path):
-    script = tmp_path / "campaign.py"
-    script.write_text(SLOW_CAMPAIGN)
+def test_a_second_campaign_on_a_running_store_fails_at_once(tmp_path, slow_campaign_script):
     store = tmp_path / "trials.sqlite"
     first = subprocess.Popen(
-        [sys.executable, str(script), str(store), "30"], stdout=subprocess.PIPE, text=True
+        [sys.executable, str(slow_campaign_script), str(store), "30", "3", "1", "1"],
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         assert first.stdout.readline().strip() == "running"

@@ -4,7 +4,6 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 
 import torch
@@ -15,33 +14,11 @@ from dsbo.problems import get_problem
 from dsbo.store import TrialStore
 
 BUDGET = 12
-SCRIPT = textwrap.dedent(
-    """
-    import sys, time
-    import torch
-    torch.set_num_threads(1)
-    from dsbo.acquisition import OptimizerSettings
-    from dsbo.campaign import Campaign
-    from dsbo.problems import get_problem
-
-    problem = get_problem("branin")
-
-    def slow(x):
-        time.sleep(0.15)
-        return problem(x)
-
-    opt = OptimizerSettings(num_restarts=2, raw_samples=32, maxiter=25, batch_limit=2, mc_samples=32)
-    Campaign(problem, surrogate="gp", budget={budget}, n_init=4, q=2, seed=7, store=sys.argv[1],
-             evaluator=slow, optimizer=opt).run()
-    """
-)
-
-
-def test_sigkill_mid_run_then_resume(tmp_path):
+def test_sigkill_mid_run_then_resume(tmp_path, slow_campaign_script):
     store_path = tmp_path / "trials.sqlite"
-    script = tmp_path / "campaign.py"
-    script.write_text(SCRIPT.format(budget=BUDGET))
-    proc = subprocess.Popen([sys.executable, str(script), str(store_path)])
+    proc = subprocess.Popen(
+        [sys.executable, str(slow_campaign_script), str(store_path), str(BUDGET), "4", "2", "7"]
+    )
     try:
         deadline = time.time() + 120
         completed = 0
