@@ -12,8 +12,9 @@ the model, so a config never repeats the input dimension. Typical use::
     python -m dsbo.train fit --config configs/train/simple-smb-branin.yaml --print_config
 
 Every run writes to its run directory (``--run_dir``; default ``$DSBO_RUN_DIR`` or
-``runs/train/<name>-<timestamp>``): ``config.yaml``, ``checkpoints/`` (ModelCheckpoint; load
-one as a BoTorch model with :func:`dsbo.surrogates.checkpoint.load_surrogate`),
+``runs/train/<name>-<timestamp>``): ``config.yaml``, ``checkpoints/`` (the best epoch by
+``val_mse``, or ``train_loss`` without a validation split, and ``last.ckpt``; load one as a
+BoTorch model with :func:`dsbo.surrogates.checkpoint.load_surrogate`),
 ``summary.json`` (the final metrics of every subcommand run there, the checkpoint path),
 ``checkpoints/final.ckpt`` (saved when ``fit`` returns, after the module's ``on_fit_end``),
 ``predictions.csv`` (``predict``: raw inputs, target and predicted mean/std in raw units) and
@@ -186,6 +187,22 @@ def wandb_mode() -> str:
     return "offline" if mode == "dryrun" else mode
 
 
+def default_checkpoint(dirpath: Path, datamodule: Any) -> ModelCheckpoint:
+    """The checkpoint callback a run gets unless it configures its own: the best epoch by
+    ``val_mse`` (the predictive mean's validation MSE) when the data have a validation split,
+    else by ``train_loss``, plus ``last.ckpt``. Files are named after the metric and value."""
+    has_val = float(getattr(datamodule, "hparams", {}).get("val_fraction", 0) or 0) > 0
+    monitor = "val_mse" if has_val else "train_loss"
+    return ModelCheckpoint(
+        dirpath=str(dirpath),
+        monitor=monitor,
+        mode="min",
+        save_top_k=1,
+        save_last=True,
+        filename=f"best-{{epoch}}-{{{monitor}:.4g}}",
+    )
+
+
 def _class_name(config: Any) -> str:
     class_path = config.get("class_path") if hasattr(config, "get") else None
     return str(class_path).rsplit(".", 1)[-1] if class_path else "model"
@@ -244,8 +261,7 @@ class DsboTrainCLI(LightningCLI):
         callbacks = list(callbacks) if isinstance(callbacks, list | tuple) else [callbacks]
         wants_checkpoints = trainer_cfg.get("enable_checkpointing") is not False
         if wants_checkpoints and not any(isinstance(c, ModelCheckpoint) for c in callbacks):
-            # The last epoch's weights (a surrogate is trained for a fixed budget), in the run directory.
-            callbacks.append(ModelCheckpoint(dirpath=str(self.run_dir / "checkpoints")))
+            callbacks.append(default_checkpoint(self.run_dir / "checkpoints", self.datamodule))
         trainer_cfg["callbacks"] = callbacks
         return super().instantiate_trainer(**kwargs)
 

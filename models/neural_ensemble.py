@@ -28,18 +28,12 @@ Example:
 
 from __future__ import annotations
 
-import math
-
-import pytorch_lightning as pl
-import torch
 from torch import Tensor
 
-from models.mlp import EnsembleMLP
-
-OPTIMIZERS = ("adam", "sgd")
+from models.base import ZooModule
 
 
-class NeuralEnsemble(pl.LightningModule):
+class NeuralEnsemble(ZooModule):
     r"""``num_members`` networks fitted by MSE, weights kept across fits (warm start).
 
     Args:
@@ -73,68 +67,22 @@ class NeuralEnsemble(pl.LightningModule):
         optimizer: str = "adam",
         warm_start: bool = True,
     ) -> None:
-        super().__init__()
+        super().__init__(
+            in_dim, num_members=num_members, width=width, depth=depth, activation=activation,
+            gamma=gamma, parameterization=parameterization, final_bias=final_bias, lr=lr,
+            optimizer=optimizer, warm_start=warm_start,
+        )  # fmt: skip
         self.save_hyperparameters()
-        if not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr > 0):
-            raise ValueError(f"lr must be a number > 0, got {lr!r}")
-        if optimizer not in OPTIMIZERS:
-            raise ValueError(f"optimizer={optimizer!r}: choose one of {OPTIMIZERS}")
-        if not isinstance(warm_start, bool):
-            raise ValueError(f"warm_start must be true or false, got {warm_start!r}")
-        self.lr, self.optimizer_name, self.warm_start = float(lr), optimizer, warm_start
-        self.net = EnsembleMLP(
-            in_dim,
-            width=width,
-            depth=depth,
-            activation=activation,
-            gamma=gamma,
-            num_members=num_members,
-            parameterization=parameterization,
-            final_bias=final_bias,
-        )
-        #: Number of completed fits (persistent, so the warm start survives a checkpoint).
-        self.register_buffer("num_fits", torch.zeros((), dtype=torch.long))
-        self.train_mse: Tensor | None = None
-
-    @property
-    def num_members(self) -> int:
-        return self.net.num_members
-
-    def on_fit_start(self) -> None:
-        """The first fit (and every fit without ``warm_start``) starts from a fresh random
-        initialization drawn from torch's global RNG; later fits continue the weights."""
-        if self.trainer is not None and self.trainer.ckpt_path:
-            return
-        if self.warm_start and int(self.num_fits) > 0:
-            return
-        self.net.reset_parameters()
-
-    def on_fit_end(self) -> None:
-        self.num_fits += 1
 
     def forward(self, x: Tensor) -> Tensor:
         """Every member at ``x`` (``batch x d``): ``num_members x batch``."""
         return self.net(x)
 
-    def training_step(self, batch: tuple[Tensor, Tensor, Tensor], batch_idx: int) -> Tensor:
-        x, y, _ = batch
+    def loss(self, x: Tensor, y: Tensor, index: Tensor) -> Tensor:
+        """The sum over members of each member's mean squared error."""
         mse = (self.net(x) - y).pow(2).mean(-1)  # per member
-        loss = mse.sum()
         self.train_mse = mse.detach().mean()
-        if self.trainer.loggers:
-            self.log("train_loss", loss.detach(), on_step=False, on_epoch=True, batch_size=len(y))
-        return loss
-
-    def validation_step(self, batch: tuple[Tensor, Tensor, Tensor], batch_idx: int) -> Tensor:
-        x, y, _ = batch
-        mse = (self(x).mean(0) - y).pow(2).mean()
-        self.log("val_mse", mse, batch_size=len(y))
-        return mse
-
-    def configure_optimizers(self) -> torch.optim.Optimizer:
-        if self.optimizer_name == "sgd":
-            return torch.optim.SGD(self.parameters(), lr=self.lr)
-        return torch.optim.Adam(self.parameters(), lr=self.lr)
+        return mse.sum()
 
 
 __all__ = ["NeuralEnsemble"]

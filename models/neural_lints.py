@@ -42,24 +42,18 @@ from __future__ import annotations
 
 import math
 
-import pytorch_lightning as pl
 import torch
 from torch import Tensor
 
-from models.mlp import EnsembleMLP
-from models.training_data import unique_training_rows
-
-OPTIMIZERS = ("adam", "sgd")
+from models.base import ZooModule, check_number
 
 
-def _positive(name: str, value: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{name} must be a number > 0, got {value!r}")
-    return float(value)
-
-
-class NeuralLinTS(pl.LightningModule):
+class NeuralLinTS(ZooModule):
     r"""A trained network's last-hidden-layer features with a Bayesian linear regression head.
+
+    The head (:meth:`fit_head`) is refitted after training, before every validation during
+    ``fit`` and before every checkpoint (:class:`~models.base.ZooModule`), so ``val_mse`` and
+    every checkpoint describe the model with its head.
 
     Args:
         in_dim: Input dimension ``d``.
@@ -77,6 +71,7 @@ class NeuralLinTS(pl.LightningModule):
     """
 
     posterior_kind = "gaussian"
+    has_head = True
 
     def __init__(
         self,
@@ -93,34 +88,20 @@ class NeuralLinTS(pl.LightningModule):
         optimizer: str = "adam",
         warm_start: bool = False,
     ) -> None:
-        super().__init__()
-        self.save_hyperparameters()
-        if depth < 1:
+        if isinstance(depth, int) and depth < 1:
             raise ValueError(f"depth must be >= 1 (the features are a hidden layer), got {depth!r}")
-        self.prior_var = _positive("prior_var", prior_var)
-        self.noise_var = _positive("noise_var", noise_var)
-        self.lr = _positive("lr", lr)
-        if optimizer not in OPTIMIZERS:
-            raise ValueError(f"optimizer={optimizer!r}: choose one of {OPTIMIZERS}")
-        if not isinstance(warm_start, bool):
-            raise ValueError(f"warm_start must be true or false, got {warm_start!r}")
-        self.optimizer_name, self.warm_start = optimizer, warm_start
-        self.net = EnsembleMLP(
-            in_dim,
-            width=width,
-            depth=depth,
-            activation=activation,
-            gamma=gamma,
-            num_members=1,
-            parameterization=parameterization,
-            final_bias=final_bias,
-        )
+        super().__init__(
+            in_dim, width=width, depth=depth, activation=activation, gamma=gamma,
+            parameterization=parameterization, final_bias=final_bias, lr=lr,
+            optimizer=optimizer, warm_start=warm_start,
+        )  # fmt: skip
+        self.save_hyperparameters()
+        self.prior_var = check_number("prior_var", prior_var)
+        self.noise_var = check_number("noise_var", noise_var)
         p = self.net.width
         # BLR posterior (float64): mean mu (p) and the Cholesky factor L of Sigma^{-1} (p x p).
         self.register_buffer("blr_mean", torch.zeros(p, dtype=torch.double))
         self.register_buffer("blr_precision_chol", math.sqrt(1 / self.prior_var) * torch.eye(p, dtype=torch.double))
-        self.register_buffer("num_fits", torch.zeros((), dtype=torch.long))
-        self.train_mse: Tensor | None = None
 
     def _apply(self, fn, recurse=True):  # type: ignore[override]
         """Casts move the BLR buffers between devices but keep them float64."""
@@ -130,13 +111,6 @@ class NeuralLinTS(pl.LightningModule):
             setattr(self, name, value.to(device=getattr(self, name).device))
         return out
 
-    def on_fit_start(self) -> None:
-        if self.trainer is not None and self.trainer.ckpt_path:
-            return
-        if self.warm_start and int(self.num_fits) > 0:
-            return
-        self.net.reset_parameters()
-
     def features(self, x: Tensor) -> Tensor:
         r""":math:`\phi(x)`: ``batch x p`` for ``x`` of shape ``batch x d``."""
         return self.net.features(x).squeeze(0)
@@ -145,30 +119,21 @@ class NeuralLinTS(pl.LightningModule):
         """The trained network's prediction at ``x`` (``batch x d``): ``batch``."""
         return self.net(x).squeeze(0)
 
-    def training_step(self, batch: tuple[Tensor, Tensor, Tensor], batch_idx: int) -> Tensor:
-        x, y, _ = batch
+    def loss(self, x: Tensor, y: Tensor, index: Tensor) -> Tensor:
+        """The network's mean squared error (the features are trained by MSE)."""
         loss = (self(x) - y).pow(2).mean()
         self.train_mse = loss.detach()
-        if self.trainer.loggers:
-            self.log("train_loss", loss.detach(), on_step=False, on_epoch=True, batch_size=len(y))
         return loss
 
-    def validation_step(self, batch: tuple[Tensor, Tensor, Tensor], batch_idx: int) -> Tensor:
-        x, y, _ = batch
-        mse = (self.predict_mean_cov(x.unsqueeze(-2))[0].squeeze(-1) - y.double()).pow(2).mean()
-        self.log("val_mse", mse, batch_size=len(y))
-        return mse
+    def predict_members(self, x: Tensor) -> Tensor:
+        """The head's predictive mean (one member); before the head's first fit (Lightning's
+        sanity check runs before any training data is loaded) the network's own output."""
+        if not bool(self.head_fitted):
+            return self(x).reshape(1, -1)
+        return self.predict_mean_cov(x.unsqueeze(-2))[0].reshape(1, -1)
 
-    def configure_optimizers(self) -> torch.optim.Optimizer:
-        if self.optimizer_name == "sgd":
-            return torch.optim.SGD(self.parameters(), lr=self.lr)
-        return torch.optim.Adam(self.parameters(), lr=self.lr)
-
-    def on_fit_end(self) -> None:
-        """Fit the BLR head on the features of every training point, once."""
-        x, y, _ = unique_training_rows(self.trainer, self.device)
+    def fit_head(self, x: Tensor, y: Tensor) -> None:
         self.fit_posterior(x, y)
-        self.num_fits += 1
 
     @torch.no_grad()
     def fit_posterior(self, x: Tensor, y: Tensor) -> None:
@@ -180,10 +145,16 @@ class NeuralLinTS(pl.LightningModule):
         rhs = (phi.T @ y.double() / self.noise_var).unsqueeze(-1)
         self.blr_mean = torch.cholesky_solve(rhs, chol).squeeze(-1)
         self.blr_precision_chol = chol
+        self.head_fitted.fill_(True)
 
     def predict_mean_cov(self, x: Tensor) -> tuple[Tensor, Tensor]:
         r"""Posterior of :math:`g` at ``x`` (``batch x q x d``), differentiable in ``x``:
-        mean ``batch x q`` and covariance ``batch x q x q`` (float64)."""
+        mean ``batch x q`` and covariance ``batch x q x q`` (float64).
+
+        Raises:
+            UnfittedHeadError: if the head was never fitted.
+        """
+        self.require_head()
         phi = self.features(x.to(self.net.weights[0].dtype)).double()  # batch x q x p
         mean = phi @ self.blr_mean
         # phi Sigma phi^T = (L^{-1} phi^T)^T (L^{-1} phi^T) with L L^T = Sigma^{-1}

@@ -43,25 +43,20 @@ from __future__ import annotations
 
 import math
 
-import pytorch_lightning as pl
 import torch
 from torch import Tensor
 from torch.func import functional_call, jacrev, vmap
 
-from models.mlp import EnsembleMLP
-from models.training_data import num_train_points, unique_training_rows
-
-OPTIMIZERS = ("adam", "sgd")
+from models.base import ZooModule, check_number
+from models.training_data import num_train_points
 
 
-def _positive(name: str, value: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{name} must be a number > 0, got {value!r}")
-    return float(value)
-
-
-class NeuralUCB(pl.LightningModule):
+class NeuralUCB(ZooModule):
     r"""Zhou et al.'s NeuralUCB as a Gaussian model over ``f``.
+
+    The design matrix ``Z`` is the Bayesian head (:meth:`fit_head`): refitted after training,
+    before every validation during ``fit`` and before every checkpoint
+    (:class:`~models.base.ZooModule`).
 
     Args:
         in_dim: Input dimension ``d``.
@@ -80,6 +75,8 @@ class NeuralUCB(pl.LightningModule):
     """
 
     posterior_kind = "gaussian"
+    anchored = True
+    has_head = True
 
     def __init__(
         self,
@@ -96,34 +93,17 @@ class NeuralUCB(pl.LightningModule):
         optimizer: str = "adam",
         warm_start: bool = False,
     ) -> None:
-        super().__init__()
+        super().__init__(
+            in_dim, width=width, depth=depth, activation=activation, gamma=gamma,
+            parameterization=parameterization, final_bias=final_bias, lr=lr,
+            optimizer=optimizer, warm_start=warm_start,
+        )  # fmt: skip
         self.save_hyperparameters()
-        self.reg_lambda = _positive("reg_lambda", reg_lambda)
-        self.confidence_scale = _positive("confidence_scale", confidence_scale)
-        self.lr = _positive("lr", lr)
-        if optimizer not in OPTIMIZERS:
-            raise ValueError(f"optimizer={optimizer!r}: choose one of {OPTIMIZERS}")
-        if not isinstance(warm_start, bool):
-            raise ValueError(f"warm_start must be true or false, got {warm_start!r}")
-        self.optimizer_name, self.warm_start = optimizer, warm_start
-        self.net = EnsembleMLP(
-            in_dim,
-            width=width,
-            depth=depth,
-            activation=activation,
-            gamma=gamma,
-            num_members=1,
-            parameterization=parameterization,
-            final_bias=final_bias,
-        )
-        self._param_names = [name for name, _ in self.net.named_parameters()]
-        for name, p in self.net.named_parameters():
-            self.register_buffer("theta0_" + name.replace(".", "_"), p.detach().clone())
+        self.reg_lambda = check_number("reg_lambda", reg_lambda)
+        self.confidence_scale = check_number("confidence_scale", confidence_scale)
         p = self.num_params
         # Cholesky factor of Z (float64), lambda I before the first fit.
         self.register_buffer("z_chol", math.sqrt(self.reg_lambda) * torch.eye(p, dtype=torch.double))
-        self.register_buffer("num_fits", torch.zeros((), dtype=torch.long))
-        self.train_mse: Tensor | None = None
 
     def _apply(self, fn, recurse=True):  # type: ignore[override]
         """Casts move ``z_chol`` between devices but keep it float64."""
@@ -141,43 +121,17 @@ class NeuralUCB(pl.LightningModule):
     def width(self) -> int:
         return self.net.width
 
-    def theta0(self) -> dict[str, Tensor]:
-        return {n: getattr(self, "theta0_" + n.replace(".", "_")) for n in self._param_names}
-
-    @torch.no_grad()
-    def on_fit_start(self) -> None:
-        if self.trainer is not None and self.trainer.ckpt_path:
-            return
-        if not (self.warm_start and int(self.num_fits) > 0):
-            self.net.reset_parameters()
-        for name, value in self.net.initial_state().items():
-            self.theta0()[name].copy_(value)
-
     def forward(self, x: Tensor) -> Tensor:
         """The network's prediction at ``x`` (``batch x d``): ``batch``."""
         return self.net(x).squeeze(0)
 
-    def training_step(self, batch: tuple[Tensor, Tensor, Tensor], batch_idx: int) -> Tensor:
-        x, y, index = batch
+    def loss(self, x: Tensor, y: Tensor, index: Tensor) -> Tensor:
+        """Squared errors plus ``m lambda ||theta - theta_0||^2``, weighted ``batch / n``."""
         residual = (self(x) - y).pow(2)
         self.train_mse = residual.detach().mean()
-        n = num_train_points(self.trainer) or len(index)
+        n = num_train_points(self.trainer) if self._trainer is not None else None
         penalty = self.net.squared_distance(self.theta0()).sum()
-        loss = residual.sum() + len(index) / n * self.width * self.reg_lambda * penalty
-        if self.trainer.loggers:
-            self.log("train_loss", loss.detach(), on_step=False, on_epoch=True, batch_size=len(y))
-        return loss
-
-    def validation_step(self, batch: tuple[Tensor, Tensor, Tensor], batch_idx: int) -> Tensor:
-        x, y, _ = batch
-        mse = (self(x) - y).pow(2).mean()
-        self.log("val_mse", mse, batch_size=len(y))
-        return mse
-
-    def configure_optimizers(self) -> torch.optim.Optimizer:
-        if self.optimizer_name == "sgd":
-            return torch.optim.SGD(self.net.parameters(), lr=self.lr)
-        return torch.optim.Adam(self.net.parameters(), lr=self.lr)
+        return residual.sum() + len(index) / (n or len(index)) * self.width * self.reg_lambda * penalty
 
     def gradient_features(self, x: Tensor) -> Tensor:
         r""":math:`g(x) = \nabla_\theta f(x, \theta)` for ``x`` of shape ``... x d``: ``... x p``
@@ -192,11 +146,8 @@ class NeuralUCB(pl.LightningModule):
         g = torch.cat([jac[name].reshape(flat.shape[0], -1) for name in self._param_names], -1)
         return g.reshape(*x.shape[:-1], g.shape[-1])
 
-    def on_fit_end(self) -> None:
-        """Compute ``Z`` from the gradient features of every training point, once."""
-        x, _, _ = unique_training_rows(self.trainer, self.device)
+    def fit_head(self, x: Tensor, y: Tensor) -> None:
         self.fit_design(x)
-        self.num_fits += 1
 
     @torch.no_grad()
     def fit_design(self, x: Tensor) -> None:
@@ -205,11 +156,21 @@ class NeuralUCB(pl.LightningModule):
         z = g.T @ g / self.width
         z.diagonal().add_(self.reg_lambda)
         self.z_chol = torch.linalg.cholesky(z)
+        self.head_fitted.fill_(True)
+
+    def predict_members(self, x: Tensor) -> Tensor:
+        """The predictive mean, the network's output (one member)."""
+        return self(x).reshape(1, -1)
 
     def predict_mean_cov(self, x: Tensor) -> tuple[Tensor, Tensor]:
         r"""Mean :math:`f(x, \theta)` (``batch x q``) and covariance
         :math:`\kappa^2 g^\top Z^{-1} g / m` (``batch x q x q``) at ``x`` (``batch x q x d``),
-        float64 and differentiable in ``x``."""
+        float64 and differentiable in ``x``.
+
+        Raises:
+            UnfittedHeadError: if ``Z`` was never fitted.
+        """
+        self.require_head()
         x = x.to(self.net.weights[0].dtype)
         mean = self(x).double()
         g = self.gradient_features(x).double()  # batch x q x p

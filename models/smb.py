@@ -52,34 +52,17 @@ Example:
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 
 import pytorch_lightning as pl
 import torch
 from torch import Tensor
 from torch.func import functional_call, jvp
 
-from models.mlp import EnsembleMLP
+from models.base import OPTIMIZERS, ZooModule, _buffer_name, check_number
 from models.training_data import num_train_points, unique_training_rows
 
-OPTIMIZERS = ("adam", "sgd")
 
-
-def _check_positive(name: str, value: float, allow_zero: bool = False) -> float:
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number, got {value!r}") from None
-    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
-        raise ValueError(f"{name} must be {'>= 0' if allow_zero else '> 0'}, got {value!r}")
-    return value
-
-
-def _buffer_name(prefix: str, param_name: str) -> str:
-    return prefix + param_name.replace(".", "_")
-
-
-class SimpleSMB(pl.LightningModule):
+class SimpleSMB(ZooModule):
     r"""SimpleSMB (thesis Algorithm 3.2): ``num_samples`` networks, each trained from a fresh
     NTK initialization on perturbed targets with a distance-to-initialization penalty.
 
@@ -101,6 +84,7 @@ class SimpleSMB(pl.LightningModule):
     """
 
     posterior_kind = "ensemble"
+    anchored = True
 
     def __init__(
         self,
@@ -118,68 +102,22 @@ class SimpleSMB(pl.LightningModule):
         optimizer: str = "adam",
         warm_start: bool = False,
     ) -> None:
-        super().__init__()
-        self.save_hyperparameters()
-        if isinstance(num_samples, bool) or int(num_samples) != num_samples or num_samples < 1:
+        if isinstance(num_samples, bool) or not isinstance(num_samples, int) or num_samples < 1:
             raise ValueError(f"num_samples must be an integer >= 1, got {num_samples!r}")
-        self.noise_var = _check_positive("noise_var", noise_var, allow_zero=True)
-        self.nu = _check_positive("nu", nu)
-        self.lr = _check_positive("lr", lr)
-        if optimizer not in OPTIMIZERS:
-            raise ValueError(f"optimizer={optimizer!r}: choose one of {OPTIMIZERS}")
-        if not isinstance(warm_start, bool):
-            raise ValueError(f"warm_start must be true or false, got {warm_start!r}")
-        self.optimizer_name = optimizer
-        self.warm_start = warm_start
-        self.net = EnsembleMLP(
-            in_dim,
-            width=width,
-            depth=depth,
-            activation=activation,
-            gamma=gamma,
-            num_members=int(num_samples),
-            parameterization=parameterization,
-            final_bias=final_bias,
-        )
-        self._param_names = [name for name, _ in self.net.named_parameters()]
-        # theta_0 of the current fit (the regularizer's centre; PosteriorSMB's delta needs it).
-        for name, p in self.net.named_parameters():
-            self.register_buffer(_buffer_name("theta0_", name), p.detach().clone())
-        #: Number of completed fits (persistent, so a warm start survives a checkpoint).
-        self.register_buffer("num_fits", torch.zeros((), dtype=torch.long))
+        super().__init__(
+            in_dim, num_members=num_samples, width=width, depth=depth, activation=activation,
+            gamma=gamma, parameterization=parameterization, final_bias=final_bias, lr=lr,
+            optimizer=optimizer, warm_start=warm_start,
+        )  # fmt: skip
+        self.save_hyperparameters()
+        self.noise_var = check_number("noise_var", noise_var, allow_equal=True)
+        self.nu = check_number("nu", nu)
         # eps_{m,i} ~ N(0, noise_var) of the current fit, members x training points.
-        self.register_buffer("eps", torch.zeros(int(num_samples), 0), persistent=False)
-        self.train_mse: Tensor | None = None
+        self.register_buffer("eps", torch.zeros(num_samples, 0), persistent=False)
 
-    # ------------------------------------------------------------------ state
     @property
     def num_samples(self) -> int:
         return self.net.num_members
-
-    def theta0(self) -> dict[str, Tensor]:
-        r"""The initialization :math:`\theta_0` of the current fit, by parameter name."""
-        return {name: getattr(self, _buffer_name("theta0_", name)) for name in self._param_names}
-
-    def _set_buffers(self, prefix: str, values: Mapping[str, Tensor]) -> None:
-        for name in self._param_names:
-            getattr(self, _buffer_name(prefix, name)).copy_(values[name])
-
-    @torch.no_grad()
-    def reinitialize(self) -> None:
-        r"""Draw a fresh :math:`\theta_0` from torch's global RNG (Alg. 3.2 line 2)."""
-        self.net.reset_parameters()
-        self._set_buffers("theta0_", self.net.initial_state())
-
-    def on_fit_start(self) -> None:
-        """Every ``trainer.fit`` starts from a fresh initialization, unless it resumes a
-        checkpoint or ``warm_start`` keeps the weights of an earlier fit."""
-        if self.trainer is not None and self.trainer.ckpt_path:
-            return
-        if self.warm_start and int(self.num_fits) > 0:
-            with torch.no_grad():
-                self._set_buffers("theta0_", self.net.initial_state())
-            return
-        self.reinitialize()
 
     def on_train_start(self) -> None:
         """Draw the target noise ``eps`` (members x training points) once for this fit."""
@@ -190,14 +128,10 @@ class SimpleSMB(pl.LightningModule):
             eps = torch.randn(shape, dtype=eps.dtype).to(eps.device) * math.sqrt(self.noise_var)
         self.eps = eps
 
-    def on_fit_end(self) -> None:
-        self.num_fits += 1
-
     def training_offset(self, x: Tensor, index: Tensor) -> Tensor:
         """The untrainable offset at training points ``x`` (rows ``index``); zero here."""
         return torch.zeros((), dtype=x.dtype, device=x.device)
 
-    # ------------------------------------------------------------------ model
     def surrogate_offset(self, x: Tensor) -> Tensor:
         """What is added to ``f(x, theta)`` before scaling by ``nu`` (zero for SimpleSMB)."""
         return torch.zeros((), dtype=x.dtype, device=x.device)
@@ -215,7 +149,6 @@ class SimpleSMB(pl.LightningModule):
         pred = self.nu * (self.net(x) + offset)
         target = y + self.nu * self.eps[:, index]
         residual = (target - pred).pow(2)
-        #: Mean squared residual of the last step (per point and member; a stopping signal).
         self.train_mse = residual.detach().mean()
         loss = residual.sum()
         if self.noise_var > 0:
@@ -223,25 +156,6 @@ class SimpleSMB(pl.LightningModule):
             penalty = self.net.squared_distance(self.theta0()).sum()
             loss = loss + weight * self.noise_var * self.nu**2 * penalty
         return loss
-
-    def training_step(self, batch: tuple[Tensor, Tensor, Tensor], batch_idx: int) -> Tensor:
-        x, y, index = batch
-        loss = self.loss(x, y, index)
-        if self.trainer.loggers:  # self.log costs milliseconds per step: only when it is kept
-            self.log("train_loss", loss.detach(), on_step=False, on_epoch=True, batch_size=len(y))
-        return loss
-
-    def validation_step(self, batch: tuple[Tensor, Tensor, Tensor], batch_idx: int) -> Tensor:
-        x, y, _ = batch
-        mse = (self(x) - y).pow(2).mean()
-        self.log("val_mse", mse, batch_size=len(y))
-        return mse
-
-    def configure_optimizers(self) -> torch.optim.Optimizer:
-        params = self.net.parameters()
-        if self.optimizer_name == "sgd":
-            return torch.optim.SGD(params, lr=self.lr)
-        return torch.optim.Adam(params, lr=self.lr)
 
 
 class PosteriorSMB(SimpleSMB):

@@ -46,7 +46,9 @@ def test_fit_validate_test_predict(tmp_path, offline_wandb):
     assert {"train_loss", "val_mse", "val_r2"} <= set(summary)
     final = run_dir / "checkpoints" / "final.ckpt"
     assert summary["checkpoint"] == str(final) and final.is_file()
-    assert len(list((run_dir / "checkpoints").glob("epoch=2-step=3.ckpt"))) == 1
+    # the default callback: the best epoch by val_mse (named after it) and the last one
+    assert len(list((run_dir / "checkpoints").glob("best-epoch=*-val_mse=*.ckpt"))) == 1
+    assert (run_dir / "checkpoints" / "last.ckpt").is_file()
     assert (run_dir / "config.yaml").is_file()
     offline = list((run_dir / "wandb").glob("offline-run-*"))
     assert len(offline) == 1, "the W&B run is offline, in the run directory"

@@ -113,7 +113,8 @@ def load_surrogate(
 
     Raises:
         ConfigError: the file is missing, or its class is unknown or untrusted.
-        DataError: the file is not a checkpoint or lacks the datamodule state.
+        DataError: the file is not a checkpoint, lacks the datamodule state, or holds a model
+            whose Bayesian head was never fitted.
     """
     checkpoint = read_checkpoint(checkpoint_path)
     state = checkpoint.get(DATAMODULE_KEY)
@@ -126,4 +127,10 @@ def load_surrogate(
     cls = model_class or module_class(checkpoint, checkpoint_path)
     module = cls.load_from_checkpoint(checkpoint_path, map_location="cpu", weights_only=True)
     module = module.to(dtype).eval()
+    if getattr(module, "has_head", False) and not bool(module.head_fitted):
+        raise DataError(
+            f"checkpoint_path={str(checkpoint_path)!r}: the {cls.__name__} in it has no fitted "
+            "Bayesian head (saved before training); use a checkpoint saved during or after fit, "
+            "e.g. last.ckpt or final.ckpt"
+        )
     return model_from_module(module, input_transform=normalize, outcome_transform=standardize)

@@ -370,6 +370,10 @@ def train_module(
     loader = DataLoader(data, batch_sampler=RepeatedFullBatch(n, max_epochs), collate_fn=_as_batch)
     callbacks = [_StopAtTolerance(train_tol)] if train_tol > 0 else []
     module.train()  # a warm-started module comes back from the cache in eval mode
+    # self.log costs milliseconds per step and nothing reads it inside a BO step
+    log_metrics = getattr(module, "log_metrics", None)
+    if log_metrics is not None:
+        module.log_metrics = False
     with _quiet_lightning():
         trainer = pl.Trainer(
             accelerator="auto",
@@ -383,6 +387,8 @@ def train_module(
             callbacks=callbacks,
         )
         trainer.fit(module, loader)
+    if log_metrics is not None:
+        module.log_metrics = log_metrics
     module.to("cpu")
     return module.eval()
 

@@ -44,7 +44,7 @@ def test_loss_penalizes_the_distance_to_init_with_m_lambda():
     ucb = fit(NeuralUCB(2, width=8, reg_lambda=0.5, lr=1e-2), x, y, epochs=20)
     distance = ucb.net.squared_distance(ucb.theta0()).sum()
     assert distance > 0
-    loss = ucb.training_step((x, y, torch.arange(5)), 0)
+    loss = ucb.loss(x, y, torch.arange(5))
     torch.testing.assert_close(loss, (ucb(x) - y).pow(2).sum() + 8 * 0.5 * distance)
 
 

@@ -94,3 +94,24 @@ def test_load_errors(tmp_path, trained):
     nameless = {**checkpoint, "hyper_parameters": {k: v for k, v in checkpoint["hyper_parameters"].items() if k != "_class_path"}}
     with pytest.raises(ConfigError, match="pass model_class"):
         module_class(nameless, "nameless.ckpt")
+
+
+def test_every_checkpoint_of_a_gaussian_run_is_a_usable_surrogate(trained):
+    """The default callback keeps the best epoch (by val_mse) and last.ckpt; each holds a head
+    fitted to its own weights, so none predicts a constant."""
+    files = sorted((trained["gaussian"] / "checkpoints").glob("*.ckpt"))
+    names = {f.name for f in files}
+    assert {"last.ckpt", "final.ckpt"} <= names
+    assert any(n.startswith("best-epoch=") and "val_mse=" in n for n in names), names
+    X = torch.rand(16, 6, dtype=torch.double)
+    for path in files:
+        mean = load_surrogate(path).posterior(X).mean
+        assert mean.std() > 1e-6, f"{path.name} predicts a constant"
+
+
+def test_a_checkpoint_with_an_unfitted_head_is_refused(tmp_path, trained):
+    checkpoint = read_checkpoint(trained["gaussian"] / "checkpoints" / "final.ckpt")
+    checkpoint["state_dict"]["head_fitted"] = torch.tensor(False)
+    torch.save(checkpoint, tmp_path / "unfitted.ckpt")
+    with pytest.raises(DataError, match="NeuralLinTS in it has no fitted Bayesian head"):
+        load_surrogate(tmp_path / "unfitted.ckpt")
