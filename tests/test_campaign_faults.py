@@ -1,6 +1,7 @@
 """A campaign under faults: a second writer, late results, hanging evaluations, broken pools."""
 
 import functools
+import importlib
 import math
 import multiprocessing
 import os
@@ -16,6 +17,7 @@ import pytest
 from dsbo.acquisition import OptimizerSettings
 from dsbo.campaign import Campaign
 from dsbo.errors import BudgetExhaustedError, EvaluationError, StoreLockedError
+from dsbo.executors import WorkerPool
 from dsbo.problems import get_problem
 
 FAST = OptimizerSettings(num_restarts=2, raw_samples=32, maxiter=25, batch_limit=2, mc_samples=32)
@@ -104,9 +106,13 @@ def test_a_hanging_evaluation_is_timed_out_and_recorded(tmp_path):
 
 
 def _marked_slow_branin(marks, x):
-    """Leave a mark with this worker's pid, then evaluate slowly."""
-    (marks / f"{os.getpid()}").write_text("")
-    time.sleep(3)
+    """Leave a mark with this worker's pid, wait until two evaluations have started (however
+    slowly the workers start on a loaded machine), then evaluate slowly."""
+    (marks / f"{os.getpid()}-{time.monotonic_ns()}").write_text("")
+    deadline = time.monotonic() + 60
+    while len(list(marks.iterdir())) < 2 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    time.sleep(2)
     return get_problem("branin")(x)
 
 
@@ -115,7 +121,7 @@ def kill_a_worker_once_both_run(marks):
     deadline = time.time() + 60
     while time.time() < deadline and len(list(marks.iterdir())) < 2:
         time.sleep(0.05)
-    victim = int(sorted(marks.iterdir())[0].name)
+    victim = int(sorted(marks.iterdir())[0].name.split("-")[0])
     os.kill(victim, signal.SIGKILL)
     return victim
 
@@ -142,3 +148,90 @@ def test_a_stdlib_pool_that_breaks_keeps_its_trials_pending(tmp_path):
     resumed = campaign_on(path, budget=4, n_init=2, q=2)
     assert len(resumed.resume_pending()) == 2 and resumed.store.count("completed") == 2
     assert not math.isnan(resumed.result().best_value)
+
+
+def test_a_worker_killed_mid_evaluation_retries_only_its_own_trial(tmp_path):
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    evaluator = functools.partial(_marked_slow_branin, marks)
+    with WorkerPool(workers=2) as pool:
+        campaign = campaign_on(tmp_path / "s.sqlite", budget=2, n_init=2, q=2, executor=pool, evaluator=evaluator)
+        killer = threading.Thread(target=kill_a_worker_once_both_run, args=(marks,))
+        killer.start()
+        campaign.run()
+        killer.join()
+    trials = campaign.store.trials()
+    assert [t.status for t in trials] == ["completed", "completed"], "nothing failed, nothing lost"
+    # three evaluations started: the two of the batch, and the killed one's retry
+    assert len(list(marks.iterdir())) == 3
+
+
+def test_a_hung_evaluation_in_a_worker_is_killed_at_the_timeout(tmp_path):
+    # the workers import the evaluator's module at start, not inside the first timed evaluation
+    with WorkerPool(workers=2, initializer=importlib.import_module, initargs=[__name__]) as pool:
+        campaign = campaign_on(
+            tmp_path / "s.sqlite", budget=4, n_init=4, q=2, executor=pool,
+            evaluator=_hang_when_x0_is_large, eval_timeout=3.0,
+        )  # fmt: skip
+        start = time.perf_counter()
+        result = campaign.run()
+        assert time.perf_counter() - start < 40
+        assert len(pool.pids()) == 2, "the killed workers were replaced"
+    failed = campaign.store.trials("failed")
+    assert failed and all("EvaluationTimeout" in t.error for t in failed)
+    assert all(t.x[0] > 2.5 for t in failed) and result.num_completed == 4 - len(failed)
+
+
+def _hang_when_x0_is_large(x):
+    if float(x[0]) > 2.5:
+        time.sleep(120)
+    return get_problem("branin")(x)
+
+
+POOL_DRIVER = """
+import sys
+from dsbo.campaign import Campaign
+from dsbo.executors import WorkerPool
+from dsbo.problems import get_problem
+sys.path.insert(0, {tests!r})
+from test_campaign_faults import _marked_slow_branin
+import functools, pathlib
+
+if __name__ == "__main__":
+    marks = pathlib.Path(sys.argv[1])
+    with WorkerPool(workers=2) as pool:
+        print(" ".join(map(str, pool.pids() or [])), flush=True)
+        Campaign(get_problem("branin"), surrogate="gp", budget=20, n_init=4, q=2, store=sys.argv[2],
+                 executor=pool, evaluator=functools.partial(_marked_slow_branin, marks)).run()
+"""
+
+
+def test_no_orphaned_workers_after_the_driver_is_killed(tmp_path):
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    script = tmp_path / "driver.py"
+    script.write_text(POOL_DRIVER.format(tests=os.path.dirname(__file__)))
+    driver = subprocess.Popen([sys.executable, str(script), str(marks), str(tmp_path / "s.sqlite")])
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline and len(list(marks.iterdir())) < 2:
+            time.sleep(0.05)
+        workers = [int(p.name.split("-")[0]) for p in marks.iterdir()]
+        assert len(workers) == 2 and all(_alive(p) for p in workers), "two evaluations running"
+        driver.send_signal(signal.SIGKILL)
+        driver.wait(timeout=30)
+        deadline = time.time() + 5
+        while time.time() < deadline and any(_alive(p) for p in workers):
+            time.sleep(0.05)
+        assert not any(_alive(p) for p in workers), "no orphaned worker processes"
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+
+
+def _alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False

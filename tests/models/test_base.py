@@ -7,10 +7,10 @@ import pytest
 import pytorch_lightning as pl
 import torch
 from pytorch_lightning.callbacks import EarlyStopping, ModelCheckpoint
+from zoo_helpers import loader
 
 from models import NeuralEnsemble, NeuralLinTS, NeuralUCB, SimpleSMB
 from models.base import UnfittedHeadError
-from zoo_helpers import loader
 
 
 def data(n=24, seed=0):
