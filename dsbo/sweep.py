@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import difflib
 import itertools
 import json
 import math
@@ -191,6 +192,12 @@ def _is_number(x: Any) -> bool:
     return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
 
 
+#: The keys of a W&B sweep parameter (W&B's sweep configuration reference).
+PARAMETER_KEYS = frozenset(
+    {"value", "values", "probabilities", "distribution", "min", "max", "mu", "sigma", "q", "parameters"}
+)
+
+
 def parse_parameter(name: str, spec: Any) -> Parameter:
     """Validate one ``parameters`` entry against W&B's documented search constraints."""
     where = f"parameters.{name}"
@@ -202,6 +209,14 @@ def parse_parameter(name: str, spec: Any) -> Parameter:
         raise ConfigError(
             f"{where}: nested parameters pass a dict to the program; name the leaves with dots "
             f"instead (e.g. {name}.gamma), which dsbo.train reads as --{name}.gamma"
+        )
+    unknown = sorted(set(spec) - PARAMETER_KEYS)
+    if unknown:
+        hints = [difflib.get_close_matches(str(k), sorted(PARAMETER_KEYS), n=1) for k in unknown]
+        hint = "; ".join(f"did you mean {h[0]!r} for {k!r}?" for k, h in zip(unknown, hints, strict=True) if h)
+        raise ConfigError(
+            f"{where}: unknown key(s) {unknown}" + (f" ({hint})" if hint else "")
+            + f"; a parameter takes {', '.join(sorted(PARAMETER_KEYS))}"
         )
     distribution = spec.get("distribution")
     if distribution is None:  # W&B's inference rules

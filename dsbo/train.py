@@ -28,13 +28,17 @@ logged as ``{val,test}_mse`` and ``{val,test}_r2``).
 
 from __future__ import annotations
 
+import difflib
 import importlib
+import inspect
 import json
 import os
 import pkgutil
+import re
 import sys
 import time
 import warnings
+from argparse import ArgumentError
 from collections.abc import Sequence
 from datetime import datetime
 from functools import cache
@@ -362,11 +366,13 @@ def write_predictions(outputs: Any, datamodule: Any, path: Path) -> Path | None:
 
 
 def zoo_classes() -> dict[str, str]:
-    """Class name -> full class path of every LightningModule defined in the (imported) zoo."""
+    """Class name -> full class path of every concrete LightningModule defined in the
+    (imported) zoo (not the abstract base :class:`models.base.ZooModule`)."""
     found: dict[str, str] = {}
     for name in import_zoo():
         for obj in vars(sys.modules[name]).values():
-            if isinstance(obj, type) and issubclass(obj, pl.LightningModule) and obj.__module__ == name:
+            concrete = isinstance(obj, type) and not inspect.isabstract(obj)
+            if concrete and issubclass(obj, pl.LightningModule) and obj.__module__ == name:
                 found.setdefault(obj.__name__, f"{name}.{obj.__qualname__}")
     return found
 
@@ -398,10 +404,43 @@ def build_cli(args: Sequence[str] | None = None, run: bool = True) -> DsboTrainC
         trainer_defaults=TRAINER_DEFAULTS,
         seed_everything_default=DEFAULT_SEED,
         save_config_kwargs={"overwrite": True},
-        parser_kwargs={"prog": "python -m dsbo.train"},
+        parser_kwargs={"prog": "python -m dsbo.train", "exit_on_error": False},
         args=args,
         run=run,
     )
+
+
+def short_argument_error(exc: ArgumentError) -> str:
+    """One line from jsonargparse's nested report: the key, what is wrong, and a suggestion.
+
+    ``--model.widht 5`` gives ``model.widht: SimpleSMB has no option 'widht' (did you mean
+    'width'?)`` instead of the ~60 lines of usage and union-type diagnostics.
+    """
+    text = str(exc)
+    key = re.search(r'Parser key "([^"]+)"', text)
+    option = re.search(r"Option '([^']+)' is not accepted", text)
+    class_path = re.search(r"class_path '([^']+)'", text)
+    if option:
+        name = option.group(1)
+        where = f"{key.group(1)}.{name}" if key else name
+        owner, accepted = "it", []
+        if class_path:
+            module_name, _, cls_name = class_path.group(1).rpartition(".")
+            cls = getattr(sys.modules.get(module_name), cls_name, None)
+            if cls is not None:
+                owner = cls_name
+                accepted = [p for p in inspect.signature(cls).parameters if p not in ("self", "in_dim")]
+        close = difflib.get_close_matches(name, accepted, n=1)
+        return f"{where}: {owner} has no option {name!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
+    if key and key.group(1) == "model" and "Expected a path" in text:
+        return "model: not a zoo model; choose one of " + ", ".join(sorted(zoo_classes()))
+    keys = re.findall(r'Parser key "([^"]+)":\s*\n\s*(?!Does not validate)(.+)', text)
+    if keys:  # the innermost key with its message, e.g. model.width: Expected a <class 'int'>
+        path = ".".join(re.findall(r'Parser key "([^"]+)"', text))
+        return f"{path}: {keys[-1][1].strip()}"
+    noise = ("Subtypes:", "Errors:", "Given value", "- Expected a <class 'NoneType'>", "Does not validate")
+    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.strip().startswith(noise)]
+    return " ".join(lines[:3])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -412,6 +451,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         build_cli(argv)
     except DsboError as exc:
         console.print(f"[bold red]error:[/] {exc}")
+        return 2
+    except ArgumentError as exc:
+        console.print(f"[bold red]error:[/] {short_argument_error(exc)}")
+        console.print("(python -m dsbo.train fit --help lists every option)")
         return 2
     except SystemExit as exc:  # argparse: --help, --print_config, a bad argument
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)

@@ -91,6 +91,10 @@ def test_args_macros_substituted():
         ({"parameters": {"bad name": {"value": 1}}}, "must match"),
         ({"command": ["${nope}"]}, r"macro \$\{nope\}"),
         ({"run_cap": 0}, "run_cap=0"),
+        (
+            {"parameters": {"model.width": {"valeus": [32, 64]}}},
+            r"parameters.model.width: unknown key\(s\) \['valeus'\] \(did you mean 'values'",
+        ),
     ],
 )
 def test_schema_errors_name_the_key(overrides, match):

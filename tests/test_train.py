@@ -102,6 +102,23 @@ def test_errors_name_the_field(tmp_path, capsys):
     assert code == 2 and "data.val_fraction > 0" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--model", "SimpleSMB", "--model.widht", "5"], "model.widht: SimpleSMB has no option 'widht' (did you mean 'width'?)"),
+        (["--model", "SimpleSMB", "--model.width", "abc"], "model.width: Expected a <class 'int'>. Got value: abc"),
+        (["--model", "NotAModel"], "model: not a zoo model; choose one of NeuralEnsemble, NeuralLinTS"),
+        (["--model", "SimpleSMB", "--bogus", "1"], "unrecognized arguments: --bogus 1"),
+    ],
+)
+def test_a_typo_gets_a_short_named_error_first(args, message, tmp_path, capsys):
+    code = main(["fit", *args, "--data.problem", "branin", "--run_dir", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert " ".join(err.split()).startswith(f"error: {message}"), err
+    assert len(err.splitlines()) <= 4 and "usage:" not in err
+
+
 class WithValidation(TinyEnsemble):
     def validation_step(self, batch, batch_idx):
         return torch.zeros(())
