@@ -59,11 +59,13 @@ Example:
 from __future__ import annotations
 
 import copy
+import inspect
 import logging
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, fields
 from typing import Any
 
 import pytorch_lightning as pl
@@ -128,12 +130,9 @@ def _module_dtype(module: torch.nn.Module) -> torch.dtype:
     return next(module.parameters()).dtype
 
 
-class NeuralEnsembleModel(EnsembleModel):
-    r"""A zoo module with ``posterior_kind = "ensemble"`` as a BoTorch ``EnsembleModel``.
-
-    ``forward`` maps transformed inputs ``batch x n x d`` to ``batch x s x n x 1``: the
-    module's ``s`` draws (``module(x)`` is ``s x batch x n``).
-    """
+class _ZooModel:
+    """What both wrappers share: the module, the transforms it was trained in, no stored
+    training inputs, no batch shape. Mixed in before the BoTorch base class."""
 
     _num_outputs = 1
 
@@ -160,6 +159,14 @@ class NeuralEnsembleModel(EnsembleModel):
 
     def _revert_to_original_inputs(self) -> None:
         """No stored training inputs to restore."""
+
+
+class NeuralEnsembleModel(_ZooModel, EnsembleModel):
+    r"""A zoo module with ``posterior_kind = "ensemble"`` as a BoTorch ``EnsembleModel``.
+
+    ``forward`` maps transformed inputs ``batch x n x d`` to ``batch x s x n x 1``: the
+    module's ``s`` draws (``module(x)`` is ``s x batch x n``).
+    """
 
     def forward(self, X: Tensor) -> Tensor:
         values = self.module(X.to(_module_dtype(self.module)))  # s x batch x n
@@ -188,7 +195,7 @@ class NeuralEnsembleModel(EnsembleModel):
         return posterior
 
 
-class NeuralGaussianModel(Model):
+class NeuralGaussianModel(_ZooModel, Model):
     r"""A zoo module with ``posterior_kind = "gaussian"`` (``predict_mean_cov``) as a BoTorch
     model with a ``GPyTorchPosterior``: jointly Gaussian over the ``q`` points of a t-batch.
 
@@ -196,35 +203,9 @@ class NeuralGaussianModel(Model):
     noise of NeuralLinTS) in standardized units.
     """
 
-    _num_outputs = 1
-
-    def __init__(
-        self,
-        module: torch.nn.Module,
-        input_transform: InputTransform | None = None,
-        outcome_transform: OutcomeTransform | None = None,
-    ) -> None:
-        super().__init__()
-        self.module = module
-        if input_transform is not None:
-            self.input_transform = input_transform
-        if outcome_transform is not None:
-            self.outcome_transform = outcome_transform
-        self.eval()
-
     @property
     def num_outputs(self) -> int:
         return self._num_outputs
-
-    @property
-    def batch_shape(self) -> torch.Size:
-        return torch.Size()
-
-    def _set_transformed_inputs(self) -> None:
-        """No stored training inputs to transform (the module holds what it learned)."""
-
-    def _revert_to_original_inputs(self) -> None:
-        """No stored training inputs to restore."""
 
     def posterior(
         self,
@@ -444,21 +425,31 @@ def clear_warm_start_cache() -> None:
 
 
 # ---------------------------------------------------------------------------- factories
-def _check_training_options(name: str, max_epochs: Any, train_tol: Any, dtype: Any) -> torch.dtype:
-    if isinstance(max_epochs, bool) or not isinstance(max_epochs, int) or max_epochs < 1:
-        raise ConfigError(f"surrogate {name!r}: option max_epochs={max_epochs!r} must be an integer >= 1")
-    if isinstance(train_tol, bool) or not isinstance(train_tol, (int, float)) or not train_tol >= 0:
-        raise ConfigError(f"surrogate {name!r}: option train_tol={train_tol!r} must be a number >= 0")
-    if dtype not in DTYPES:
-        raise ConfigError(f"surrogate {name!r}: option dtype={dtype!r}; choose one of {sorted(DTYPES)}")
-    return DTYPES[dtype]
+@dataclass(frozen=True)
+class TrainingOptions:
+    """How a zoo surrogate is trained inside a BO step (shared by every registration).
 
+    Args:
+        max_epochs: Full-batch gradient steps at most.
+        train_tol: Stop once the mean squared training residual (standardized units) is below
+            it; ``0`` disables.
+        dtype: ``"float32"`` or ``"float64"``.
+    """
 
-def _build(name: str, cls: Callable[..., pl.LightningModule], in_dim: int, options: dict[str, Any]):
-    try:
-        return cls(in_dim, **options)
-    except (ValueError, TypeError) as err:
-        raise ConfigError(f"surrogate {name!r}: {err}") from err
+    max_epochs: int = 2000
+    train_tol: float = 1e-4
+    dtype: str = "float32"
+
+    def check(self, name: str) -> torch.dtype:
+        """The torch dtype; a ConfigError naming the option if any value is invalid."""
+        if isinstance(self.max_epochs, bool) or not isinstance(self.max_epochs, int) or self.max_epochs < 1:
+            raise ConfigError(f"surrogate {name!r}: option max_epochs={self.max_epochs!r} must be an integer >= 1")
+        tol = self.train_tol
+        if isinstance(tol, bool) or not isinstance(tol, int | float) or not tol >= 0:
+            raise ConfigError(f"surrogate {name!r}: option train_tol={tol!r} must be a number >= 0")
+        if self.dtype not in DTYPES:
+            raise ConfigError(f"surrogate {name!r}: option dtype={self.dtype!r}; choose one of {sorted(DTYPES)}")
+        return DTYPES[self.dtype]
 
 
 def fit_zoo_surrogate(
@@ -469,16 +460,17 @@ def fit_zoo_surrogate(
     input_transform: InputTransform,
     outcome_transform: OutcomeTransform,
     module_options: dict[str, Any],
-    max_epochs: int,
-    train_tol: float,
-    dtype: str,
+    training: TrainingOptions,
 ) -> Model:
     """Build (or, for warm starts, retrieve) the module, train it on the transformed data
     and wrap it with :func:`model_from_module`. Shared by every registered factory."""
-    torch_dtype = _check_training_options(name, max_epochs, train_tol, dtype)
+    torch_dtype = training.check(name)
     if train_Y.ndim != 2 or train_Y.shape[-1] != 1:
         raise DataError(f"surrogate {name!r} fits one output at a time; got train_Y of shape {tuple(train_Y.shape)}")
-    module = _build(name, cls, train_X.shape[-1], module_options)
+    try:
+        module = cls(train_X.shape[-1], **module_options)
+    except (ValueError, TypeError) as err:
+        raise ConfigError(f"surrogate {name!r}: {err}") from err
     key = (name, train_X.shape[-1], tuple(sorted((k, repr(v)) for k, v in module_options.items())))
     if module.warm_start:
         cached = WARM_START_CACHE.lookup(key, train_X, train_Y)
@@ -489,185 +481,100 @@ def fit_zoo_surrogate(
     outcome_transform.train()
     X_unit = input_transform(train_X)
     Y_std, _ = outcome_transform(train_Y)
-    train_module(module, X_unit, Y_std.squeeze(-1), max_epochs=max_epochs, train_tol=train_tol)
+    train_module(module, X_unit, Y_std.squeeze(-1), max_epochs=training.max_epochs, train_tol=training.train_tol)
     if module.warm_start:
         WARM_START_CACHE.store(key, train_X, train_Y, copy.deepcopy(module))
     return model_from_module(module, input_transform, outcome_transform)
 
 
-@register_surrogate("simple-smb", "SimpleSMB (Paria thesis Alg. 3.2): networks trained from a fresh NTK init")
-def fit_simple_smb(
-    train_X: Tensor,
-    train_Y: Tensor,
-    *,
-    input_transform: InputTransform,
-    outcome_transform: OutcomeTransform,
-    train_Yvar: Tensor | None = None,
-    num_samples: int = 1,
-    width: int = 5000,
-    depth: int = 1,
-    activation: str = "tanh",
-    gamma: float = 1.0,
-    parameterization: str = "ntk",
-    final_bias: str = "zero",
-    noise_var: float = 0.0,
-    nu: float = 1.0,
-    lr: float = 1e-3,
-    optimizer: str = "adam",
-    warm_start: bool = False,
-    max_epochs: int = 2000,
-    train_tol: float = 1e-4,
-    dtype: str = "float32",
-) -> Model:
-    """SimpleSMB: ``num_samples`` networks, each trained from a fresh random init on targets
-    perturbed with ``N(0, noise_var)``, with the penalty ``noise_var nu^2 ||theta - theta_0||^2``
-    (:class:`models.smb.SimpleSMB`; thesis defaults). One sample is one Thompson-like draw:
-    maximize it with ``PosteriorMean`` / the greedy policy, or use ``num_samples > 1`` with an
-    MC acquisition. ``train_Yvar`` is ignored (the noise is ``noise_var``)."""
-    options = {k: v for k, v in locals().items() if k in _SMB_OPTIONS}
-    return fit_zoo_surrogate(
-        "simple-smb", SimpleSMB, train_X, train_Y, input_transform, outcome_transform,
-        options, max_epochs, train_tol, dtype,
+def _constructor_parameters(cls: type) -> list[inspect.Parameter]:
+    """The named constructor arguments of ``cls`` but ``in_dim``, from the first class of its
+    MRO that spells them out (``PosteriorSMB(*args, **kwargs)`` forwards to SimpleSMB's)."""
+    variadic = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+    for klass in cls.__mro__:
+        params = list(inspect.signature(klass.__init__).parameters.values())[1:]
+        if not any(p.kind in variadic for p in params):
+            return [p for p in params if p.name != "in_dim"]
+    raise ConfigError(f"{cls.__name__} does not spell out its constructor arguments")
+
+
+def register_zoo_surrogate(
+    name: str, cls: type[pl.LightningModule], description: str, **defaults: Any
+) -> Callable[..., Model]:
+    """Register the zoo class ``cls`` as the surrogate ``name``.
+
+    Its options are the class's constructor arguments (but ``in_dim``, which the data give)
+    and the :class:`TrainingOptions`, with ``defaults`` overriding either. The factory gets an
+    explicit signature, so misspelled options are refused by name and ``--list`` and the docs
+    show every option with its default.
+    """
+    module_params = _constructor_parameters(cls)
+    training_names = {f.name for f in fields(TrainingOptions)}
+    unknown = set(defaults) - {p.name for p in module_params} - training_names
+    if unknown:
+        raise ConfigError(f"register_zoo_surrogate({name!r}): unknown defaults {sorted(unknown)}")
+
+    def factory(
+        train_X: Tensor,
+        train_Y: Tensor,
+        *,
+        input_transform: InputTransform,
+        outcome_transform: OutcomeTransform,
+        train_Yvar: Tensor | None = None,
+        **options: Any,
+    ) -> Model:
+        options = {**defaults, **options}
+        training = TrainingOptions(**{k: options.pop(k) for k in list(options) if k in training_names})
+        return fit_zoo_surrogate(
+            name, cls, train_X, train_Y, input_transform, outcome_transform, options, training
+        )
+
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    fixed = [
+        inspect.Parameter("train_X", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Tensor),
+        inspect.Parameter("train_Y", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Tensor),
+        inspect.Parameter("input_transform", keyword, annotation=InputTransform),
+        inspect.Parameter("outcome_transform", keyword, annotation=OutcomeTransform),
+        inspect.Parameter("train_Yvar", keyword, default=None),
+    ]
+    option_params = [
+        p.replace(kind=keyword, default=defaults.get(p.name, p.default)) for p in module_params
+    ] + [
+        inspect.Parameter(f.name, keyword, default=defaults.get(f.name, f.default), annotation=f.type)
+        for f in fields(TrainingOptions)
+    ]
+    factory.__signature__ = inspect.Signature(fixed + option_params, return_annotation=Model)
+    factory.__name__ = factory.__qualname__ = "fit_" + name.replace("-", "_")
+    factory.__doc__ = (
+        f"{description} (:class:`{cls.__module__}.{cls.__name__}`, whose docstring gives the "
+        "options and their thesis defaults; training: :class:`TrainingOptions`). "
+        "``train_Yvar`` is ignored."
     )
+    return register_surrogate(name, description)(factory)
 
 
-@register_surrogate("posterior-smb", "PosteriorSMB (Paria thesis Alg. 3.3): SimpleSMB + NTK posterior correction")
-def fit_posterior_smb(
-    train_X: Tensor,
-    train_Y: Tensor,
-    *,
-    input_transform: InputTransform,
-    outcome_transform: OutcomeTransform,
-    train_Yvar: Tensor | None = None,
-    num_samples: int = 1,
-    width: int = 5000,
-    depth: int = 1,
-    activation: str = "tanh",
-    gamma: float = 1.0,
-    parameterization: str = "ntk",
-    final_bias: str = "zero",
-    noise_var: float = 0.0,
-    nu: float = 1.0,
-    lr: float = 1e-3,
-    optimizer: str = "adam",
-    warm_start: bool = False,
-    max_epochs: int = 2000,
-    train_tol: float = 1e-4,
-    dtype: str = "float32",
-) -> Model:
-    """PosteriorSMB: SimpleSMB plus ``delta(x) = <grad f(x, theta_0), theta~_0>``, a draw from
-    the NTK-GP posterior in the infinite-width limit (:class:`models.smb.PosteriorSMB`)."""
-    options = {k: v for k, v in locals().items() if k in _SMB_OPTIONS}
-    return fit_zoo_surrogate(
-        "posterior-smb", PosteriorSMB, train_X, train_Y, input_transform, outcome_transform,
-        options, max_epochs, train_tol, dtype,
-    )
-
-
-@register_surrogate("neural-ensemble", "Deep ensemble of 10 MSE-trained networks, warm-started across fits")
-def fit_neural_ensemble(
-    train_X: Tensor,
-    train_Y: Tensor,
-    *,
-    input_transform: InputTransform,
-    outcome_transform: OutcomeTransform,
-    train_Yvar: Tensor | None = None,
-    num_members: int = 10,
-    width: int = 1000,
-    depth: int = 1,
-    activation: str = "tanh",
-    gamma: float = 1.0,
-    parameterization: str = "standard",
-    final_bias: str = "zero",
-    lr: float = 1e-3,
-    optimizer: str = "adam",
-    warm_start: bool = True,
-    max_epochs: int = 2000,
-    train_tol: float = 1e-4,
-    dtype: str = "float32",
-) -> Model:
-    """The neural-ensemble baseline (:class:`models.NeuralEnsemble`): the members are the
-    ensemble posterior; with ``warm_start`` (default) each fit continues the previous one."""
-    options = {k: v for k, v in locals().items() if k in _ENSEMBLE_OPTIONS}
-    return fit_zoo_surrogate(
-        "neural-ensemble", NeuralEnsemble, train_X, train_Y, input_transform, outcome_transform,
-        options, max_epochs, train_tol, dtype,
-    )
-
-
-@register_surrogate("neural-lints", "NeuralLinTS: Bayesian linear regression on a trained network's features")
-def fit_neural_lints(
-    train_X: Tensor,
-    train_Y: Tensor,
-    *,
-    input_transform: InputTransform,
-    outcome_transform: OutcomeTransform,
-    train_Yvar: Tensor | None = None,
-    width: int = 500,
-    depth: int = 1,
-    activation: str = "tanh",
-    gamma: float = 1.0,
-    parameterization: str = "standard",
-    final_bias: str = "zero",
-    prior_var: float = 100.0,
-    noise_var: float = 0.01,
-    lr: float = 1e-3,
-    optimizer: str = "adam",
-    warm_start: bool = False,
-    max_epochs: int = 2000,
-    train_tol: float = 1e-4,
-    dtype: str = "float64",
-) -> Model:
-    """NeuralLinTS (:class:`models.NeuralLinTS`): Gaussian posterior of a BLR with prior
-    ``N(0, prior_var I)`` and noise ``noise_var`` (standardized units) on the last hidden
-    layer of a network trained by MSE."""
-    options = {k: v for k, v in locals().items() if k in _LINTS_OPTIONS}
-    return fit_zoo_surrogate(
-        "neural-lints", NeuralLinTS, train_X, train_Y, input_transform, outcome_transform,
-        options, max_epochs, train_tol, dtype,
-    )
-
-
-@register_surrogate("neural-ucb", "NeuralUCB: network mean, covariance g^T Z^-1 g / m from gradient features")
-def fit_neural_ucb(
-    train_X: Tensor,
-    train_Y: Tensor,
-    *,
-    input_transform: InputTransform,
-    outcome_transform: OutcomeTransform,
-    train_Yvar: Tensor | None = None,
-    width: int = 20,
-    depth: int = 2,
-    activation: str = "tanh",
-    gamma: float = 1.0,
-    parameterization: str = "standard",
-    final_bias: str = "zero",
-    reg_lambda: float = 1e-3,
-    confidence_scale: float = 0.1,
-    lr: float = 1e-3,
-    optimizer: str = "adam",
-    warm_start: bool = False,
-    max_epochs: int = 2000,
-    train_tol: float = 1e-4,
-    dtype: str = "float64",
-) -> Model:
-    """NeuralUCB (:class:`models.NeuralUCB`): Gaussian with the network's mean and covariance
-    ``confidence_scale^2 g^T Z^-1 g / m``; UCB with ``beta = 1`` is Zhou et al.'s rule."""
-    options = {k: v for k, v in locals().items() if k in _UCB_OPTIONS}
-    return fit_zoo_surrogate(
-        "neural-ucb", NeuralUCB, train_X, train_Y, input_transform, outcome_transform,
-        options, max_epochs, train_tol, dtype,
-    )
-
-
-_COMMON = ("width", "depth", "activation", "gamma", "parameterization", "final_bias", "lr", "optimizer", "warm_start")
-_SMB_OPTIONS = frozenset(_COMMON + ("num_samples", "noise_var", "nu"))
-_ENSEMBLE_OPTIONS = frozenset(_COMMON + ("num_members",))
-_LINTS_OPTIONS = frozenset(_COMMON + ("prior_var", "noise_var"))
-_UCB_OPTIONS = frozenset(_COMMON + ("reg_lambda", "confidence_scale"))
+fit_simple_smb = register_zoo_surrogate(
+    "simple-smb", SimpleSMB, "SimpleSMB (Paria thesis Alg. 3.2): networks trained from a fresh NTK init"
+)
+fit_posterior_smb = register_zoo_surrogate(
+    "posterior-smb", PosteriorSMB, "PosteriorSMB (Paria thesis Alg. 3.3): SimpleSMB + NTK posterior correction"
+)
+fit_neural_ensemble = register_zoo_surrogate(
+    "neural-ensemble", NeuralEnsemble, "Deep ensemble of 10 MSE-trained networks, warm-started across fits"
+)
+fit_neural_lints = register_zoo_surrogate(
+    "neural-lints", NeuralLinTS, "NeuralLinTS: Bayesian linear regression on a trained network's features",
+    dtype="float64",
+)
+fit_neural_ucb = register_zoo_surrogate(
+    "neural-ucb", NeuralUCB, "NeuralUCB: network mean, covariance g^T Z^-1 g / m from gradient features",
+    dtype="float64",
+)
 
 __all__ = [
     "NeuralEnsembleModel",
+    "TrainingOptions",
+    "register_zoo_surrogate",
     "NeuralEnsemblePosterior",
     "NeuralGaussianModel",
     "WARM_START_CACHE",
