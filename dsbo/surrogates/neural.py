@@ -90,6 +90,34 @@ from models.neural_ucb import NeuralUCB
 from models.smb import PosteriorSMB, SimpleSMB
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
+#: Lightning's accelerator for each torch device type a surrogate may train on.
+LIGHTNING_ACCELERATORS = {"cpu": "cpu", "cuda": "gpu", "mps": "mps"}
+
+
+def resolve_device(device: str, name: str = "surrogate") -> torch.device:
+    """``"auto"`` (CUDA, else MPS, else the CPU), ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or
+    ``"mps"`` as a torch device that this machine has; a ConfigError naming it otherwise."""
+    if device == "auto":
+        if torch.cuda.is_available():
+            return torch.device("cuda", torch.cuda.current_device())
+        mps = getattr(torch.backends, "mps", None)
+        return torch.device("mps" if mps is not None and mps.is_available() else "cpu")
+    try:
+        resolved = torch.device(device)
+    except (RuntimeError, TypeError):
+        resolved = None
+    if resolved is None or resolved.type not in LIGHTNING_ACCELERATORS:
+        raise ConfigError(
+            f"{name}: option device={device!r}; use auto, cpu, cuda, cuda:N or mps"
+        )
+    available = {
+        "cpu": True,
+        "cuda": torch.cuda.is_available() and (resolved.index or 0) < torch.cuda.device_count(),
+        "mps": bool(getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()),
+    }[resolved.type]
+    if not available:
+        raise ConfigError(f"{name}: option device={device!r} is not available on this machine; use cpu or auto")
+    return torch.device("cuda", resolved.index or 0) if resolved.type == "cuda" else resolved
 POSTERIOR_KINDS = ("ensemble", "gaussian")
 #: Jitter added to the diagonal of a Gaussian posterior covariance (standardized units), so
 #: that coincident candidates in a q-batch do not make the Cholesky factor fail.
@@ -160,6 +188,12 @@ class _ZooModel:
     def _revert_to_original_inputs(self) -> None:
         """No stored training inputs to restore."""
 
+    def module_input(self, X: Tensor) -> Tensor:
+        """``X`` on the module's device and in its dtype (the fitted module stays where it was
+        trained; BoTorch's tensors may live elsewhere, e.g. on the CPU)."""
+        parameter = next(self.module.parameters())
+        return X.to(device=parameter.device, dtype=parameter.dtype)
+
 
 class NeuralEnsembleModel(_ZooModel, EnsembleModel):
     r"""A zoo module with ``posterior_kind = "ensemble"`` as a BoTorch ``EnsembleModel``.
@@ -169,8 +203,8 @@ class NeuralEnsembleModel(_ZooModel, EnsembleModel):
     """
 
     def forward(self, X: Tensor) -> Tensor:
-        values = self.module(X.to(_module_dtype(self.module)))  # s x batch x n
-        return values.movedim(0, -2).unsqueeze(-1).to(X.dtype)
+        values = self.module(self.module_input(X))  # s x batch x n
+        return values.movedim(0, -2).unsqueeze(-1).to(X)
 
     def posterior(
         self,
@@ -224,9 +258,9 @@ class NeuralGaussianModel(_ZooModel, Model):
         if unbatched:
             Xt = Xt.unsqueeze(0)
         batch = Xt.shape[:-2]
-        mean, cov = self.module.predict_mean_cov(Xt.reshape(-1, *Xt.shape[-2:]))
-        mean = mean.reshape(*batch, -1).to(X.dtype)
-        cov = cov.reshape(*batch, *cov.shape[-2:]).to(X.dtype)
+        mean, cov = self.module.predict_mean_cov(self.module_input(Xt.reshape(-1, *Xt.shape[-2:])))
+        mean = mean.reshape(*batch, -1).to(X)
+        cov = cov.reshape(*batch, *cov.shape[-2:]).to(X)
         diag = torch.full_like(mean, GAUSSIAN_JITTER)
         if isinstance(observation_noise, Tensor):
             raise UnsupportedError("pass observation_noise=True; a noise tensor is not supported")
@@ -336,7 +370,12 @@ def _as_batch(batch: tuple[Tensor, ...]) -> tuple[Tensor, ...]:
 
 
 def train_module(
-    module: pl.LightningModule, X: Tensor, Y: Tensor, max_epochs: int, train_tol: float = 0.0
+    module: pl.LightningModule,
+    X: Tensor,
+    Y: Tensor,
+    max_epochs: int,
+    train_tol: float = 0.0,
+    device: torch.device | str = "cpu",
 ) -> pl.LightningModule:
     """Fit ``module`` on ``X`` (``n x d``, model coordinates) and ``Y`` (``n``) with full-batch
     gradient steps: ``max_epochs`` steps at most, fewer if ``train_tol > 0`` is reached.
@@ -344,7 +383,11 @@ def train_module(
     The steps run as *one* Lightning epoch of ``max_epochs`` identical full batches
     (:class:`RepeatedFullBatch` over :class:`FullBatches`): Lightning's per-epoch machinery
     (dataloader iterators, epoch hooks) then runs once per fit instead of once per step,
-    which halved its share of a fit at ``N = 100`` (``experiments/bench_surrogates.py``)."""
+    which halved its share of a fit at ``N = 100`` (``experiments/bench_surrogates.py``).
+
+    The module trains on ``device`` (Lightning's accelerator for it) and stays there; the
+    BoTorch wrappers move their inputs to it."""
+    device = torch.device(device)
     dtype = _module_dtype(module)
     n = X.shape[0]
     data = FullBatches(X.to(dtype), Y.reshape(n).to(dtype), torch.arange(n))
@@ -357,8 +400,8 @@ def train_module(
         module.log_metrics = False
     with _quiet_lightning():
         trainer = pl.Trainer(
-            accelerator="auto",
-            devices=1,
+            accelerator=LIGHTNING_ACCELERATORS[device.type],
+            devices=[device.index or 0] if device.type == "cuda" else 1,
             max_epochs=1,
             logger=False,
             enable_checkpointing=False,
@@ -370,7 +413,7 @@ def train_module(
         trainer.fit(module, loader)
     if log_metrics is not None:
         module.log_metrics = log_metrics
-    module.to("cpu")
+    module.to(device)
     return module.eval()
 
 
@@ -434,14 +477,19 @@ class TrainingOptions:
         train_tol: Stop once the mean squared training residual (standardized units) is below
             it; ``0`` disables.
         dtype: ``"float32"`` or ``"float64"``.
+        device: Where the network trains and then predicts: ``"cpu"`` (default, the
+            measured choice for BO-sized data), ``"auto"`` (a GPU if there is one),
+            ``"cuda"``, ``"cuda:N"`` or ``"mps"``.
     """
 
     max_epochs: int = 2000
     train_tol: float = 1e-4
     dtype: str = "float32"
+    device: str = "cpu"
 
     def check(self, name: str) -> torch.dtype:
         """The torch dtype; a ConfigError naming the option if any value is invalid."""
+        resolve_device(self.device, f"surrogate {name!r}")
         if isinstance(self.max_epochs, bool) or not isinstance(self.max_epochs, int) or self.max_epochs < 1:
             raise ConfigError(f"surrogate {name!r}: option max_epochs={self.max_epochs!r} must be an integer >= 1")
         tol = self.train_tol
@@ -481,7 +529,10 @@ def fit_zoo_surrogate(
     outcome_transform.train()
     X_unit = input_transform(train_X)
     Y_std, _ = outcome_transform(train_Y)
-    train_module(module, X_unit, Y_std.squeeze(-1), max_epochs=training.max_epochs, train_tol=training.train_tol)
+    train_module(
+        module, X_unit, Y_std.squeeze(-1), max_epochs=training.max_epochs,
+        train_tol=training.train_tol, device=resolve_device(training.device),
+    )  # fmt: skip
     if module.warm_start:
         WARM_START_CACHE.store(key, train_X, train_Y, copy.deepcopy(module))
     return model_from_module(module, input_transform, outcome_transform)
@@ -575,6 +626,7 @@ __all__ = [
     "NeuralEnsembleModel",
     "TrainingOptions",
     "register_zoo_surrogate",
+    "resolve_device",
     "NeuralEnsemblePosterior",
     "NeuralGaussianModel",
     "WARM_START_CACHE",

@@ -21,6 +21,7 @@ from dsbo.surrogates.neural import (
     NeuralGaussianModel,
     clear_warm_start_cache,
     model_from_module,
+    resolve_device,
     train_module,
 )
 from models.smb import SimpleSMB
@@ -170,7 +171,8 @@ def test_model_from_module_rejects_unknown_kinds():
     "name, option, value",
     [("simple-smb", "width", 0), ("simple-smb", "noise_var", -1.0), ("posterior-smb", "optimizer", "lbfgs"),
      ("neural-ensemble", "max_epochs", 0), ("neural-lints", "dtype", "float16"),
-     ("neural-ucb", "train_tol", -1.0), ("neural-ucb", "confidence_scale", 0.0), ("neural-lints", "bogus", 1)],
+     ("neural-ucb", "train_tol", -1.0), ("neural-ucb", "confidence_scale", 0.0), ("neural-lints", "bogus", 1),
+     ("simple-smb", "device", "tpu"), ("neural-ensemble", "device", "cuda:7")],
 )
 def test_bad_options_raise_config_errors_naming_the_field(name, option, value, data_1d):
     with pytest.raises(ConfigError, match=option):
@@ -239,3 +241,26 @@ def test_unique_training_rows_reads_shuffled_minibatches_once():
     assert index.tolist() == list(range(11))
     torch.testing.assert_close(x, X)
     torch.testing.assert_close(y, Y)
+
+
+@pytest.mark.parametrize("name", sorted(TINY))
+def test_the_device_option_keeps_the_model_there_and_moves_inputs(name, data_3d):
+    """On this CPU-only machine the device is the CPU; the wrapper still converts BoTorch's
+    float64 inputs to the module's device and dtype and hands back the caller's."""
+    options = {**TINY[name], "device": "auto", "dtype": "float32"}
+    model = fit_surrogate({"name": name, **options}, data_3d.X, data_3d.Y, bounds=data_3d.bounds)
+    parameter = next(model.module.parameters())
+    assert parameter.device == resolve_device("auto") and parameter.dtype == torch.float32
+    X = torch.rand(5, 3, dtype=torch.double)
+    posterior = model.posterior(X)
+    assert posterior.mean.dtype == torch.double and posterior.mean.device == X.device
+    assert model.module_input(X).dtype == torch.float32
+
+
+def test_an_unavailable_device_is_named():
+    if not torch.cuda.is_available():
+        with pytest.raises(ConfigError, match="device='cuda' is not available on this machine"):
+            resolve_device("cuda", "surrogate 'simple-smb'")
+    with pytest.raises(ConfigError, match="use auto, cpu, cuda, cuda:N or mps"):
+        resolve_device("gpu0", "surrogate 'simple-smb'")
+    assert resolve_device("cpu") == torch.device("cpu")
