@@ -97,6 +97,7 @@ References:
 
 from __future__ import annotations
 
+import functools
 import math
 from functools import lru_cache
 
@@ -458,23 +459,24 @@ def _gamma_option(name: str, gamma: float | str) -> tuple[float, bool]:
 
 
 def _fit_neural_gp(
-    name: str,
     kernel_cls: type[_NeuralKernel],
+    name: str,
     train_X: Tensor,
     train_Y: Tensor,
+    *,
     input_transform: InputTransform,
     outcome_transform: OutcomeTransform,
-    train_Yvar: Tensor | None,
-    activation: str,
-    depth: int,
-    gamma: float | str,
-    sigma_w: float | None,
-    sigma_b: float | None,
-    noise: float | str,
-    nu: float | str,
-    final_bias: str,
-    tanh_method: str,
-    quadrature_order: int,
+    train_Yvar: Tensor | None = None,
+    activation: str = "tanh",
+    depth: int = 1,
+    gamma: float | str = 1.0,
+    sigma_w: float | None = None,
+    sigma_b: float | None = None,
+    noise: float | str = 1e-4,
+    nu: float | str = 1.0,
+    final_bias: str = "zero",
+    tanh_method: str = "erf-mixture",
+    quadrature_order: int = DEFAULT_QUADRATURE_ORDER,
 ) -> SingleTaskGP:
     gamma_value, learn = _gamma_option(name, gamma)
     if isinstance(depth, bool) or not isinstance(depth, int) or depth < 0:
@@ -560,32 +562,9 @@ _FACTORY_DOC = """
 """
 
 
-@register_surrogate("ntk-gp", "Exact GP with the NTK of an infinitely wide MLP (PosteriorSMB limit)")
-def fit_ntk_gp(
-    train_X: Tensor,
-    train_Y: Tensor,
-    *,
-    input_transform: InputTransform,
-    outcome_transform: OutcomeTransform,
-    train_Yvar: Tensor | None = None,
-    activation: str = "tanh",
-    depth: int = 1,
-    gamma: float | str = 1.0,
-    sigma_w: float | None = None,
-    sigma_b: float | None = None,
-    noise: float | str = 1e-4,
-    nu: float | str = 1.0,
-    final_bias: str = "zero",
-    tanh_method: str = "erf-mixture",
-    quadrature_order: int = DEFAULT_QUADRATURE_ORDER,
-) -> SingleTaskGP:
-    return _fit_neural_gp(
-        "ntk-gp", NTKKernel, train_X, train_Y, input_transform, outcome_transform, train_Yvar,
-        activation, depth, gamma, sigma_w, sigma_b, noise, nu, final_bias, tanh_method,
-        quadrature_order,
-    )  # fmt: skip
-
-
+fit_ntk_gp = register_surrogate(
+    "ntk-gp", "Exact GP with the NTK of an infinitely wide MLP (PosteriorSMB limit)"
+)(functools.partial(_fit_neural_gp, NTKKernel, "ntk-gp"))
 fit_ntk_gp.__doc__ = (
     """An exact GP with kernel nu^2 Theta (the NTK) and noise nu^2 sigma^2: the infinite-width
     limit of PosteriorSMB (thesis Proposition 3.2). Its posterior is
@@ -601,32 +580,9 @@ fit_ntk_gp.__doc__ = (
 )
 
 
-@register_surrogate("nngp-gp", "Exact GP with the NNGP kernel of an infinitely wide MLP")
-def fit_nngp_gp(
-    train_X: Tensor,
-    train_Y: Tensor,
-    *,
-    input_transform: InputTransform,
-    outcome_transform: OutcomeTransform,
-    train_Yvar: Tensor | None = None,
-    activation: str = "tanh",
-    depth: int = 1,
-    gamma: float | str = 1.0,
-    sigma_w: float | None = None,
-    sigma_b: float | None = None,
-    noise: float | str = 1e-4,
-    nu: float | str = 1.0,
-    final_bias: str = "zero",
-    tanh_method: str = "erf-mixture",
-    quadrature_order: int = DEFAULT_QUADRATURE_ORDER,
-) -> SingleTaskGP:
-    return _fit_neural_gp(
-        "nngp-gp", NNGPKernel, train_X, train_Y, input_transform, outcome_transform, train_Yvar,
-        activation, depth, gamma, sigma_w, sigma_b, noise, nu, final_bias, tanh_method,
-        quadrature_order,
-    )  # fmt: skip
-
-
+fit_nngp_gp = register_surrogate(
+    "nngp-gp", "Exact GP with the NNGP kernel of an infinitely wide MLP"
+)(functools.partial(_fit_neural_gp, NNGPKernel, "nngp-gp"))
 fit_nngp_gp.__doc__ = (
     """An exact GP with the NNGP kernel K^NN (the prior of a randomly initialized, infinitely
     wide network; Lee et al. 2018): Bayesian inference with the network prior itself.
