@@ -60,6 +60,18 @@ def check_number(name: str, value: Any, minimum: float = 0.0, allow_equal: bool 
     return float(value)
 
 
+#: The constructor arguments every family passes on to :class:`ZooModule`.
+NETWORK_ARGUMENTS = (
+    "num_members", "width", "depth", "activation", "gamma", "parameterization", "final_bias",
+    "lr", "optimizer", "warm_start",
+)  # fmt: skip
+
+
+def network_arguments(arguments: dict[str, Any]) -> dict[str, Any]:
+    """The :data:`NETWORK_ARGUMENTS` among a family constructor's ``locals()``."""
+    return {k: v for k, v in arguments.items() if k in NETWORK_ARGUMENTS}
+
+
 def _buffer_name(prefix: str, param_name: str) -> str:
     return prefix + param_name.replace(".", "_")
 
@@ -260,4 +272,11 @@ class ZooModule(pl.LightningModule, ABC):
             )
 
 
-__all__ = ["OPTIMIZERS", "UnfittedHeadError", "ZooModule", "check_number"]
+__all__ = [
+    "NETWORK_ARGUMENTS",
+    "OPTIMIZERS",
+    "UnfittedHeadError",
+    "ZooModule",
+    "check_number",
+    "network_arguments",
+]

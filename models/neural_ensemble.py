@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from torch import Tensor
 
-from models.base import ZooModule
+from models.base import ZooModule, network_arguments
 
 
 class NeuralEnsemble(ZooModule):
@@ -67,11 +67,7 @@ class NeuralEnsemble(ZooModule):
         optimizer: str = "adam",
         warm_start: bool = True,
     ) -> None:
-        super().__init__(
-            in_dim, num_members=num_members, width=width, depth=depth, activation=activation,
-            gamma=gamma, parameterization=parameterization, final_bias=final_bias, lr=lr,
-            optimizer=optimizer, warm_start=warm_start,
-        )  # fmt: skip
+        super().__init__(in_dim, **network_arguments(locals()))
         self.save_hyperparameters()
 
     def forward(self, x: Tensor) -> Tensor:

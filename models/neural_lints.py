@@ -45,7 +45,7 @@ import math
 import torch
 from torch import Tensor
 
-from models.base import ZooModule, check_number
+from models.base import ZooModule, check_number, network_arguments
 
 
 class NeuralLinTS(ZooModule):
@@ -90,11 +90,7 @@ class NeuralLinTS(ZooModule):
     ) -> None:
         if isinstance(depth, int) and depth < 1:
             raise ValueError(f"depth must be >= 1 (the features are a hidden layer), got {depth!r}")
-        super().__init__(
-            in_dim, width=width, depth=depth, activation=activation, gamma=gamma,
-            parameterization=parameterization, final_bias=final_bias, lr=lr,
-            optimizer=optimizer, warm_start=warm_start,
-        )  # fmt: skip
+        super().__init__(in_dim, **network_arguments(locals()))
         self.save_hyperparameters()
         self.prior_var = check_number("prior_var", prior_var)
         self.noise_var = check_number("noise_var", noise_var)

@@ -47,7 +47,7 @@ import torch
 from torch import Tensor
 from torch.func import functional_call, jacrev, vmap
 
-from models.base import ZooModule, check_number
+from models.base import ZooModule, check_number, network_arguments
 from models.training_data import num_train_points
 
 
@@ -93,11 +93,7 @@ class NeuralUCB(ZooModule):
         optimizer: str = "adam",
         warm_start: bool = False,
     ) -> None:
-        super().__init__(
-            in_dim, width=width, depth=depth, activation=activation, gamma=gamma,
-            parameterization=parameterization, final_bias=final_bias, lr=lr,
-            optimizer=optimizer, warm_start=warm_start,
-        )  # fmt: skip
+        super().__init__(in_dim, **network_arguments(locals()))
         self.save_hyperparameters()
         self.reg_lambda = check_number("reg_lambda", reg_lambda)
         self.confidence_scale = check_number("confidence_scale", confidence_scale)

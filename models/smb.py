@@ -58,7 +58,7 @@ import torch
 from torch import Tensor
 from torch.func import functional_call, jvp
 
-from models.base import OPTIMIZERS, ZooModule, _buffer_name, check_number
+from models.base import OPTIMIZERS, ZooModule, _buffer_name, check_number, network_arguments
 from models.training_data import num_train_points, unique_training_rows
 
 
@@ -104,11 +104,7 @@ class SimpleSMB(ZooModule):
     ) -> None:
         if isinstance(num_samples, bool) or not isinstance(num_samples, int) or num_samples < 1:
             raise ValueError(f"num_samples must be an integer >= 1, got {num_samples!r}")
-        super().__init__(
-            in_dim, num_members=num_samples, width=width, depth=depth, activation=activation,
-            gamma=gamma, parameterization=parameterization, final_bias=final_bias, lr=lr,
-            optimizer=optimizer, warm_start=warm_start,
-        )  # fmt: skip
+        super().__init__(in_dim, num_members=num_samples, **network_arguments(locals()))
         self.save_hyperparameters()
         self.noise_var = check_number("noise_var", noise_var, allow_equal=True)
         self.nu = check_number("nu", nu)
