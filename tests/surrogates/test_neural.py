@@ -264,3 +264,30 @@ def test_an_unavailable_device_is_named():
     with pytest.raises(ConfigError, match="use auto, cpu, cuda, cuda:N or mps"):
         resolve_device("gpu0", "surrogate 'simple-smb'")
     assert resolve_device("cpu") == torch.device("cpu")
+
+
+@pytest.mark.parametrize("name", sorted(TINY))
+def test_acquisition_gradients_match_finite_differences(name, data_3d):
+    """L-BFGS-B relies on autograd through the wrapper, the transforms and the module: the
+    gradient of UCB (analytic for Gaussian models, MC for ensembles) and of qLogNEI at a
+    random point equals a central finite difference (float64 throughout)."""
+    torch.manual_seed(1)
+    options = {**TINY[name], "dtype": "float64"}
+    model = fit_surrogate({"name": name, **options}, data_3d.X, data_3d.Y, bounds=data_3d.bounds)
+    sampler = SobolQMCNormalSampler(torch.Size([32]), seed=0)
+    acqfs = [
+        qLogNoisyExpectedImprovement(model, data_3d.X, sampler=sampler, prune_baseline=False),
+        qUpperConfidenceBound(model, beta=2.0, sampler=sampler),
+    ]
+    lower, upper = data_3d.bounds
+    x0 = (lower + (upper - lower) * torch.rand(1, 3, dtype=torch.double)).unsqueeze(0)
+    for acqf in acqfs:
+        x = x0.clone().requires_grad_(True)
+        acqf(x).sum().backward()
+        h = 1e-5 * (upper - lower)
+        numeric = torch.stack([
+            (acqf(x0 + h[j] * torch.eye(3, dtype=torch.double)[j]) - acqf(x0 - h[j] * torch.eye(3, dtype=torch.double)[j])).sum() / (2 * h[j])
+            for j in range(3)
+        ])  # fmt: skip
+        assert x.grad.abs().max() > 1e-6, "a gradient to follow"
+        torch.testing.assert_close(x.grad.reshape(3), numeric.detach(), rtol=1e-4, atol=1e-6)
