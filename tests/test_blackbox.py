@@ -63,3 +63,9 @@ def test_pending_trials_are_listed_again_and_bad_reports_are_refused(tmp_path, c
     assert told["status"] == "failed" and "non-finite" in told["error"]
     code, err = run(capsys, "tell", "--config", path, "--trial", "1", "--values", "1.0")
     assert code == 2 and "already failed" in err
+
+
+def test_status_before_any_ask(tmp_path, capsys):
+    code, out = run(capsys, "status", "--config", config(tmp_path))
+    assert code == 0 and out["completed"] == 0 and out["best_value"] is None
+    assert out["remaining_budget"] == 5
