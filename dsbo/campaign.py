@@ -61,6 +61,10 @@ class CampaignResult:
     num_failed: int
     num_changed_best: int | None
     history: pd.DataFrame
+    #: What ``num_changed`` counts changes from: ``"acquisition target"`` (SEBO/IR/ER's
+    #: ``target``), ``"postprocess default"`` (BONSAI's explicit ``default``) or
+    #: ``"problem default"``.
+    changes_from: str = "problem default"
 
 
 class Campaign:
@@ -100,6 +104,10 @@ class Campaign:
             it counts as failed.
         dry_run: Check every part against the problem with one dry iteration on synthetic
             data before anything is evaluated (:mod:`dsbo.validation`).
+        include_default: Evaluate the problem's default point first (generator
+            ``"default"``, a batch of its own), then the ``n_init`` Sobol points: the initial
+            design is ``n_init + 1`` evaluations, all counted in the budget. Fixed features
+            apply to it.
 
     Raises:
         ConfigError: for any bad setting, before anything is evaluated or stored.
@@ -127,6 +135,7 @@ class Campaign:
         eval_timeout: float | None = None,
         worker_retries: int = 1,
         dry_run: bool = True,
+        include_default: bool = False,
     ) -> None:
         self.problem = problem
         self.surrogate = SurrogateSpec.coerce(surrogate)
@@ -135,8 +144,14 @@ class Campaign:
         if n_init is None:
             n_init = max(2, min(self.budget // 3, max(5, 2 * problem.dim)))
         self.n_init = _positive_int("n_init", n_init)
-        if self.n_init > self.budget:
-            raise ConfigError(f"n_init={n_init} exceeds budget={budget}")
+        if not isinstance(include_default, bool):
+            raise ConfigError(f"include_default must be true or false, got {include_default!r}")
+        self.include_default = include_default
+        if self.n_init + include_default > self.budget:
+            raise ConfigError(
+                f"n_init={n_init}" + (" + the default point" if include_default else "")
+                + f" exceeds budget={budget}"
+            )
         if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed <= MAX_SEED:
             raise ConfigError(f"seed must be an integer in [0, {MAX_SEED}], got {seed!r}")
         self.seed = seed
@@ -165,6 +180,7 @@ class Campaign:
         self.callbacks = list(callbacks)
         self.sparsity_tol = sparsity_tol
         check_campaign(problem, self.surrogate, self.policy, self.optimizer, self.q, seed, dry_run)
+        self.changes_from, self.reference_point = self._sparsity_reference()
         self.store = store if isinstance(store, TrialStore) else TrialStore(store or ":memory:")
         self._check_store()
         self.timings: list[dict[str, float]] = []
@@ -219,6 +235,26 @@ class Campaign:
                 f"is {identity}. Use a new run directory."
             )
 
+    def _sparsity_reference(self) -> tuple[str, Tensor]:
+        """What changed parameters are counted from: the policy's sparsity target, else a
+        post-processor's explicit default, else the problem's default point."""
+        target = getattr(self.policy, "sparsity_target", None)
+        if target is not None:
+            return "acquisition target", target(self.problem).to(torch.double)
+        default = getattr(getattr(self.policy, "postprocessor", None), "default", None)
+        if isinstance(default, Tensor):
+            return "postprocess default", default.to(torch.double)
+        return "problem default", self.problem.default_point.to(torch.double)
+
+    def initial_design(self) -> Tensor:
+        """The initial points in order: the default point (with ``include_default``), then
+        ``n_init`` scrambled Sobol points, fixed features applied, rounded to the domain."""
+        design = draw_sobol_samples(self.problem.bounds, n=self.n_init, q=1, seed=self.seed).squeeze(1)
+        if self.include_default:
+            default = self.problem.default_point.to(design).reshape(1, -1)
+            design = torch.cat([default, design])
+        return self.problem.round_to_domain(self.optimizer.apply_fixed_features(design))
+
     # ------------------------------------------------------------------ counts
     @property
     def num_used(self) -> int:
@@ -246,13 +282,14 @@ class Campaign:
         n_proposed = self.store.count(BUDGETED)
         fit_time = acq_time = 0.0
         X_done, Y_done = self.store.completed_data()
-        if n_proposed < self.n_init:
-            design = draw_sobol_samples(
-                self.problem.bounds, n=self.n_init, q=1, seed=self.seed
-            ).squeeze(1)
-            design = self.optimizer.apply_fixed_features(design)
-            X = self.problem.round_to_domain(design[n_proposed : min(self.n_init, n_proposed + q)])
-            generator, metadata = "sobol-init", [{} for _ in range(X.shape[0])]
+        n_design = self.n_init + self.include_default
+        if n_proposed < n_design:
+            if self.include_default and n_proposed == 0:  # the default point, on its own
+                X, generator = self.initial_design()[:1], "default"
+            else:
+                X = self.initial_design()[n_proposed : min(n_design, n_proposed + q)]
+                generator = "sobol-init"
+            metadata = [{} for _ in range(X.shape[0])]
         elif not self.policy.needs_model or X_done.shape[0] < 2:
             fallback = make_policy("sobol", {}, self.optimizer)
             proposal = fallback.propose(None, History(X_done, Y_done, seed=seed), self.problem, q)
@@ -279,7 +316,7 @@ class Campaign:
             X, metadata = proposal.X, proposal.metadata
             generator = getattr(self.policy, "name", type(self.policy).__name__)
         self.problem.validate(X, what="proposed candidates")
-        changed = num_changed(X, self.problem.default_point, self.problem.bounds, self.sparsity_tol)
+        changed = num_changed(X, self.reference_point, self.problem.bounds, self.sparsity_tol)
         for meta, n in zip(metadata, changed.tolist(), strict=True):
             meta["num_changed"] = int(n)
         ids = self.store.add_trials(
@@ -465,6 +502,7 @@ class Campaign:
             num_failed=self.store.count("failed"),
             num_changed_best=None if trial is None else trial.metadata.get("num_changed"),
             history=self.history(),
+            changes_from=self.changes_from,
         )
 
 

@@ -59,6 +59,14 @@ class AcquisitionConfig(OptimizerSettings):
 
 
 @dataclass
+class InitialDesignConfig:
+    """``include_default``: evaluate the problem's default point first, then ``n_init``
+    Sobol points (``n_init + 1`` initial evaluations, all within the budget)."""
+
+    include_default: bool = False
+
+
+@dataclass
 class WandbConfig:
     """W&B tracking. ``offline`` (default) writes the run under the run directory and needs no
     account; ``online`` uploads (``wandb login`` first); ``disabled`` turns it off."""
@@ -85,6 +93,7 @@ class OptimizeConfig:
     postprocess: dict[str, dict[str, Any] | None] | None = None
     budget: int = 30
     n_init: int | None = 10
+    initial_design: InitialDesignConfig = field(default_factory=InitialDesignConfig)
     q: int = 1
     seed: int = 0
     run_dir: str | None = None
@@ -106,7 +115,7 @@ def validate_config(cfg: OptimizeConfig) -> None:
     from dsbo.campaign import MAX_SEED
     from dsbo.surrogates import available_surrogates
 
-    for name in ("problem", "surrogate", "acquisition", "wandb"):
+    for name in ("problem", "surrogate", "acquisition", "wandb", "initial_design"):
         if getattr(cfg, name) is None:
             raise ConfigError(f"{name} is null; give it a mapping (or leave it out for the default)")
     for name in ("budget", "q", "max_consecutive_failures"):
@@ -119,6 +128,11 @@ def validate_config(cfg: OptimizeConfig) -> None:
         raise ConfigError(f"q={cfg.q} exceeds budget={cfg.budget}")
     if cfg.n_init is not None and not 1 <= cfg.n_init <= cfg.budget:
         raise ConfigError(f"n_init must be between 1 and budget={cfg.budget}, got {cfg.n_init}")
+    if cfg.n_init is not None and cfg.initial_design.include_default and cfg.n_init + 1 > cfg.budget:
+        raise ConfigError(
+            f"n_init={cfg.n_init} + the default point (initial_design.include_default) exceeds "
+            f"budget={cfg.budget}"
+        )
     if not 0 <= cfg.seed <= MAX_SEED:
         raise ConfigError(f"seed must be an integer in [0, {MAX_SEED}], got {cfg.seed}")
     cores = os.cpu_count() or 1

@@ -145,6 +145,7 @@ def build_campaign(
         postprocess=cfg.postprocess,
         eval_timeout=cfg.eval_timeout,
         dry_run=not resuming if dry_run is None else dry_run,
+        include_default=cfg.initial_design.include_default,
     )
     (run_dir / "config.yaml").write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
     return campaign, run_dir, resuming
@@ -237,7 +238,8 @@ def print_summary(console: Console, info: dict[str, Any], run_dir: Path) -> None
     changed = info["num_changed_best"]
     table.add_row(
         "parameters changed (best)",
-        "-" if changed is None else f"{changed} of {info['dim']} ({info['num_relevant_dims']} relevant)",
+        "-" if changed is None else f"{changed} of {info['dim']} ({info['num_relevant_dims']} relevant), "
+        f"from the {info.get('changes_from', 'problem default')}",
     )
     front = info.get("value_vs_changes") or []
     if len(front) > 1:

@@ -145,6 +145,7 @@ def summary(result: Any, problem: Problem, frame: pd.DataFrame, timings: list[di
         "optimal_value": problem.optimal_value,
         "best_x": result.best_x,
         "num_changed_best": result.num_changed_best,
+        "changes_from": getattr(result, "changes_from", "problem default"),
         "num_relevant_dims": len(problem.relevant_dims),
         "value_vs_changes": value_vs_changes(frame, problem),
         "dim": problem.dim,

@@ -255,3 +255,32 @@ def test_postprocess_needs_a_registered_name_and_an_optimized_policy(fast_optimi
         small_campaign(fast_optimizer, postprocess={"prune": {}})
     with pytest.raises(ConfigError, match="needs an acquisition that is optimized"):
         small_campaign(fast_optimizer, acquisition="sobol", postprocess={"prune": {}})
+
+
+def test_the_default_point_can_lead_the_initial_design(fast_optimizer):
+    problem = get_problem("branin-6d")  # default: the box centre
+    campaign = small_campaign(fast_optimizer, problem=problem, budget=7, n_init=4, include_default=True, q=3)
+    result = campaign.run()
+    frame = result.history
+    assert list(frame["generator"][:5]) == ["default"] + ["sobol-init"] * 4
+    assert frame.loc[0, [f"x{i}" for i in range(6)]].tolist() == problem.default_point.tolist()
+    assert frame.loc[0, "num_changed"] == 0 and len(frame) == 7, "it counts against the budget"
+    assert frame.loc[0, "batch"] != frame.loc[1, "batch"], "a batch of its own"
+    with pytest.raises(ConfigError, match=r"n_init=7 \+ the default point exceeds budget=7"):
+        small_campaign(fast_optimizer, budget=7, n_init=7, include_default=True)
+
+
+def test_changes_are_counted_from_the_policy_target(fast_optimizer):
+    problem = get_problem("branin-6d")  # default: the box centre
+    sebo = {"name": "sebo", "target": "zero", "num_restarts_homotopy": 2, "num_steps": 3}
+    campaign = small_campaign(fast_optimizer, problem=problem, budget=5, n_init=4, acquisition=sebo)
+    assert campaign.changes_from == "acquisition target"
+    torch.testing.assert_close(campaign.reference_point, torch.zeros(6, dtype=torch.double))
+    result = campaign.run()
+    assert result.changes_from == "acquisition target"
+    plain = small_campaign(fast_optimizer, problem=problem, budget=5, n_init=4)
+    assert plain.changes_from == "problem default"
+    bonsai = small_campaign(
+        fast_optimizer, problem=problem, budget=5, n_init=4, postprocess={"bonsai": {"default": [0.25] * 6}}
+    )
+    assert bonsai.changes_from == "postprocess default"

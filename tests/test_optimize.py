@@ -89,3 +89,14 @@ def test_list_shows_the_registries():
     ).stdout
     for name in ("branin-{D}d", "sourcing", "map-saas", "qlognei", "qlognehvi", "sobol"):
         assert name in out
+
+
+def test_initial_design_with_the_default_point_from_the_command_line(tmp_path):
+    run_dir = tmp_path / "run"
+    args = [*FAST, "--problem.name", "branin-4d", "--budget", "5", "--n_init", "3",
+            "--initial_design.include_default", "true", "--run_dir", str(run_dir), "--wandb.mode", "disabled"]  # fmt: skip
+    assert main(args) == 0
+    frame = pd.read_csv(run_dir / "history.csv")
+    assert list(frame["generator"][:4]) == ["default", "sobol-init", "sobol-init", "sobol-init"]
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["changes_from"] == "problem default" and summary["completed"] == 5

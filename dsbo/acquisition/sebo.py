@@ -192,6 +192,11 @@ class SparsityPolicy(OptimizedPolicy):
         self.snap_tol = float(snap_tol)
         self.dedup_tol = float(dedup_tol)
 
+    def sparsity_target(self, problem: Problem) -> Tensor:
+        """The point sparsity is measured from (raw coordinates): the campaign counts each
+        proposal's changed parameters from it too."""
+        return resolve_sparsity_target(self.target, problem)
+
     def for_dry_run(self) -> SparsityPolicy:
         """A cheap copy: two homotopy steps from two restarts, and a cheap optimizer."""
         cheap = super().for_dry_run()
