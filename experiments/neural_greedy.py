@@ -9,17 +9,23 @@ registered policy:
 method         surrogate                                    acquisition
 ============== ============================================ ==================================
 simple-smb-gG  SimpleSMB (1 network, width ``--width``,     ``greedy``: maximize the network
-               gamma ``G`` in {0.5, 1, 2, 4})               (Alg. 3.1; 10 restarts)
-simple-smb-    SimpleSMB, gamma ``--posterior-gamma``, warm  ``greedy`` (the thesis' ablation:
+               gamma ``G`` in ``--gammas``)                 (Alg. 3.1; 10 restarts)
+simple-smb-    SimpleSMB, gamma ``--warm-gamma``, warm      ``greedy`` (the thesis' ablation:
 warm           started from the previous fit (no fresh      warm starts collapse the
                init, no theta_0 resample)                   exploration of a fresh init)
-posterior-smb  PosteriorSMB (gamma ``--posterior-gamma``)   ``greedy``
+posterior-smb- PosteriorSMB, gamma ``G`` in ``--gammas``    ``greedy``
+gG
 gp-ei          exact GP, RBF ARD kernel                     analytic LogEI
 neural-ens     NeuralEnsemble (10 members, warm-started)    qLogNEI over the members (EI)
 neural-lints   NeuralLinTS (BLR on last-layer features)     ``thompson`` (sampled on Sobol set)
 neural-ucb     NeuralUCB (2 x 20 network)                   ``ucb``
 random         -                                            Sobol
 ============== ============================================ ==================================
+
+The acquisition optimizer is ``--optimizer lbfgsb`` (BoTorch's L-BFGS-B from 10 of 256
+scored Sobol starts) or ``--optimizer thesis`` (section 3.7.1: 10 uniform random starts x 500
+plain gradient-ascent steps at lr 0.01, :meth:`dsbo.acquisition.OptimizerSettings.thesis`);
+GP-EI always uses L-BFGS-B. Each SMB family reports its own best gamma.
 
 The exploration phase is the thesis' ``T_e = clip(5 d, 0.025 T, 0.075 T)`` Sobol points.
 The thesis minimizes; dsbo maximizes the negated functions, and the reported regret is
@@ -30,6 +36,9 @@ an interrupted run resumes.
 
     python experiments/neural_greedy.py --smoke     # seconds: tiny networks, 1 seed
     python experiments/neural_greedy.py             # the reduced budget stated in the report
+    python experiments/neural_greedy.py --width 5000 --optimizer thesis --seeds 5 \
+        --problems branin hartmann6 --gammas 2 4 5 --methods-like smb gp-ei \
+        --out experiments/results/neural_greedy_thesis     # the thesis' width and optimizer
 """
 
 from __future__ import annotations
@@ -53,6 +62,7 @@ from dsbo.problems import get_problem
 
 RESULTS = Path(__file__).resolve().parent / "results" / "neural_greedy"
 GAMMAS = (0.5, 1.0, 2.0, 4.0)
+FAMILIES = ("simple-smb-g", "posterior-smb-g")
 
 #: name -> (registered problem, options, budget T of the thesis' setup or the issue)
 PROBLEMS: dict[str, tuple[str, dict[str, Any], int]] = {
@@ -67,7 +77,7 @@ PROBLEMS: dict[str, tuple[str, dict[str, Any], int]] = {
 }
 
 
-def method_specs(width: int, posterior_gamma: float, max_epochs: int, smoke: bool) -> dict[str, tuple[Any, Any]]:
+def method_specs(width: int, gammas: tuple[float, ...], warm_gamma: float, max_epochs: int) -> dict[str, tuple[Any, Any]]:
     """method -> (surrogate spec, acquisition spec)."""
     smb = {"width": width, "max_epochs": max_epochs}
     # the baselines keep their thesis widths (ensemble 1000, LinTS 500, UCB 2 x 20) capped by
@@ -75,12 +85,13 @@ def method_specs(width: int, posterior_gamma: float, max_epochs: int, smoke: boo
     baseline = {"max_epochs": max_epochs}
     capped = {"ensemble": {"width": min(width, 1000)}, "lints": {"width": min(width, 500)}}
     specs: dict[str, tuple[Any, Any]] = {
-        f"simple-smb-g{g:g}": ({"name": "simple-smb", "gamma": g, **smb}, {"name": "greedy"}) for g in GAMMAS
+        f"simple-smb-g{g:g}": ({"name": "simple-smb", "gamma": g, **smb}, {"name": "greedy"}) for g in gammas
     }
     specs["simple-smb-warm"] = (
-        {"name": "simple-smb", "gamma": posterior_gamma, "warm_start": True, **smb}, {"name": "greedy"}
+        {"name": "simple-smb", "gamma": warm_gamma, "warm_start": True, **smb}, {"name": "greedy"}
     )
-    specs["posterior-smb"] = ({"name": "posterior-smb", "gamma": posterior_gamma, **smb}, {"name": "greedy"})
+    for g in gammas:
+        specs[f"posterior-smb-g{g:g}"] = ({"name": "posterior-smb", "gamma": g, **smb}, {"name": "greedy"})
     specs["gp-ei"] = ({"name": "gp", "kernel": "rbf"}, {"name": "logei"})
     specs["neural-ens"] = ({"name": "neural-ensemble", **capped["ensemble"], **baseline}, {"name": "qlognei"})
     specs["neural-lints"] = ({"name": "neural-lints", **capped["lints"], **baseline}, {"name": "thompson"})
@@ -89,8 +100,11 @@ def method_specs(width: int, posterior_gamma: float, max_epochs: int, smoke: boo
     return specs
 
 
-def optimizer_settings(smoke: bool) -> OptimizerSettings:
-    """The thesis restarts gradient descent 10 times; L-BFGS-B here."""
+def optimizer_settings(smoke: bool, optimizer: str, method: str) -> OptimizerSettings:
+    """L-BFGS-B from scored starts, or the thesis' 10 uniform starts x 500 gradient steps
+    (``greedy`` methods only; GP-EI and the baselines keep L-BFGS-B)."""
+    if optimizer == "thesis" and "smb" in method:
+        return OptimizerSettings.thesis(maxiter=20 if smoke else 500, num_restarts=2 if smoke else 10)
     if smoke:
         return OptimizerSettings(num_restarts=2, raw_samples=32, maxiter=25, batch_limit=2, mc_samples=32)
     return OptimizerSettings(num_restarts=10, raw_samples=256, maxiter=100, batch_limit=10, mc_samples=128)
@@ -102,9 +116,8 @@ def run_campaign(job: dict[str, Any]) -> dict[str, Any]:
     warnings.simplefilter("ignore")
     name, options, _ = PROBLEMS[job["problem"]]
     problem = get_problem(name, **options)
-    surrogate, acquisition = method_specs(job["width"], job["posterior_gamma"], job["max_epochs"], job["smoke"])[
-        job["method"]
-    ]
+    specs = method_specs(job["width"], tuple(job["gammas"]), job["warm_gamma"], job["max_epochs"])
+    surrogate, acquisition = specs[job["method"]]
     campaign = Campaign(
         problem,
         surrogate=surrogate,
@@ -112,7 +125,7 @@ def run_campaign(job: dict[str, Any]) -> dict[str, Any]:
         budget=job["budget"],
         n_init=job["n_init"],
         seed=job["seed"],
-        optimizer=optimizer_settings(job["smoke"]),
+        optimizer=optimizer_settings(job["smoke"], job["optimizer"], job["method"]),
     )
     start = time.perf_counter()
     campaign.run()
@@ -142,7 +155,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--budget", type=int, default=None, help="T for every problem (default: per problem)")
     parser.add_argument("--width", type=int, default=None, help="SMB width (thesis 5000; default 500)")
     parser.add_argument("--max-epochs", type=int, default=None, help="full-batch training steps per fit")
-    parser.add_argument("--posterior-gamma", type=float, default=2.0)
+    parser.add_argument("--gammas", type=float, nargs="+", default=list(GAMMAS),
+                        help="gammas of the SimpleSMB and PosteriorSMB methods (thesis range 0.5-5)")
+    parser.add_argument("--warm-gamma", type=float, default=4.0, help="gamma of simple-smb-warm")
+    parser.add_argument("--optimizer", choices=("lbfgsb", "thesis"), default="lbfgsb",
+                        help="acquisition optimizer of the SMB methods")
+    parser.add_argument("--methods-like", nargs="*", default=None,
+                        help="run the methods whose name contains one of these strings")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--only-existing", action="store_true",
                         help="run nothing new: report the campaigns already in runs.jsonl")
@@ -154,8 +173,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     width = args.width or (32 if smoke else 500)
     max_epochs = args.max_epochs or (20 if smoke else 500)
     problems = args.problems or (["branin", "ackley-2-noisy"] if smoke else ["branin", "hartmann6", "ackley-2", "ackley-2-noisy"])
-    all_methods = list(method_specs(width, args.posterior_gamma, max_epochs, smoke))
+    gammas = tuple(args.gammas)
+    all_methods = list(method_specs(width, gammas, args.warm_gamma, max_epochs))
     methods = args.methods or all_methods
+    if args.methods_like:
+        methods = [m for m in methods if any(s in m for s in args.methods_like)]
     unknown = sorted(set(methods) - set(all_methods))
     if unknown:
         parser.error(f"unknown --methods {unknown}; choose from {all_methods}")
@@ -170,11 +192,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             n_init = 3 if smoke else neural_greedy_exploration(dim, budget)
             jobs += [
                 {"problem": p, "method": m, "seed": s, "budget": budget, "n_init": n_init, "surrogate": m,
-                 "smoke": smoke, "width": width, "max_epochs": max_epochs, "posterior_gamma": args.posterior_gamma}
+                 "smoke": smoke, "width": width, "max_epochs": max_epochs, "gammas": list(gammas),
+                 "warm_gamma": args.warm_gamma, "optimizer": args.optimizer}
                 for m in methods
             ]
     runs = run_resumable(run_campaign, jobs, args.out, args.workers, args.only_existing)
-    result = summarize(runs, problems, methods, seeds, width, max_epochs, args.posterior_gamma, smoke)
+    result = summarize(runs, problems, methods, width, max_epochs, args.optimizer, smoke)
     (args.out / "results.json").write_text(json.dumps(result, indent=1))
     write_markdown(result, args.out / "results.md")
     plot_traces(runs, problems, methods, args.out / "regret_vs_evaluations.png",
@@ -182,7 +205,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     return result
 
 
-def summarize(runs, problems, methods, seeds, width, max_epochs, posterior_gamma, smoke) -> dict[str, Any]:
+def summarize(runs, problems, methods, width, max_epochs, optimizer, smoke) -> dict[str, Any]:
     table = []
     for p in problems:
         for m in methods:
@@ -193,33 +216,42 @@ def summarize(runs, problems, methods, seeds, width, max_epochs, posterior_gamma
             table.append({"problem": p, "method": m, "runs": len(rs), "budget": rs[0]["budget"],
                           "n_init": rs[0]["n_init"], "regret": regret, "regret_se": se,
                           "step_time": float(np.mean(steps)) if (steps := [r["step_time"] for r in rs if not math.isnan(r["step_time"])]) else math.nan})
-    best_gamma = {}
-    for p in problems:
-        rows = [r for r in table if r["problem"] == p and r["method"].startswith("simple-smb-g")]
-        if rows:
-            best_gamma[p] = min(rows, key=lambda r: r["regret"])["method"]
-    return {"seeds": seeds, "width": width, "max_epochs": max_epochs, "posterior_gamma": posterior_gamma,
-            "smoke": smoke, "table": table, "best_simple_smb": best_gamma}
+    best_gamma: dict[str, dict[str, str]] = {}
+    for family in FAMILIES:
+        for p in problems:
+            rows = [r for r in table if r["problem"] == p and r["method"].startswith(family)]
+            if rows:
+                best_gamma.setdefault(family.removesuffix("-g"), {})[p] = min(rows, key=lambda r: r["regret"])["method"]
+    runs_per_row = sorted({r["runs"] for r in table})
+    return {"seeds_per_row": runs_per_row, "width": width, "max_epochs": max_epochs, "optimizer": optimizer,
+            "smoke": smoke, "table": table, "best_gamma": best_gamma}
+
+
+OPTIMIZER_TEXT = {
+    "lbfgsb": "L-BFGS-B, 10 restarts from 256 scored Sobol points, 100 iterations",
+    "thesis": "the thesis' 10 uniform starts x 500 gradient-ascent steps at lr 0.01 (GP-EI: L-BFGS-B)",
+}
 
 
 def write_markdown(result: dict[str, Any], path: Path) -> None:
     lines = [
-        f"# Neural greedy ({result['seeds']} seed(s); SMB width {result['width']}, {result['max_epochs']} "
-        f"full-batch Adam steps per fit; PosteriorSMB gamma {result['posterior_gamma']:g})"
+        f"# Neural greedy (seeds run per row: {', '.join(map(str, result['seeds_per_row']))}, see `seeds`; "
+        f"SMB width {result['width']}, {result['max_epochs']} full-batch Adam steps per fit; "
+        f"acquisition optimizer: {OPTIMIZER_TEXT[result['optimizer']]})"
         + (" (smoke)" if result["smoke"] else ""),
         "",
         "Final simple regret f(x_best) - f* of the noise-free values (thesis units, minimization), "
-        "mean +- standard error over seeds.",
+        "mean +- standard error over the `seeds` seeds of each row (seeds 0..seeds-1).",
         "",
-        "| problem | method | runs | T | T_e | regret | s per BO step |",
+        "| problem | method | seeds | T | T_e | regret | s per BO step |",
         "|---|---|---|---|---|---|---|",
     ]
     for r in result["table"]:
         lines.append(f"| {r['problem']} | {r['method']} | {r['runs']} | {r['budget']} | {r['n_init']} | "
                      f"{r['regret']:.4g} +- {r['regret_se']:.2g} | {r['step_time']:.2f} |")
-    if result["best_simple_smb"]:
-        lines += ["", "Best SimpleSMB gamma per problem: "
-                  + ", ".join(f"{p}: {m.removeprefix('simple-smb-g')}" for p, m in result["best_simple_smb"].items())]
+    for family, best in result["best_gamma"].items():
+        lines += ["", f"Best {family} gamma per problem: "
+                  + ", ".join(f"{p}: {m.removeprefix(family + '-g')}" for p, m in best.items())]
     path.write_text("\n".join(lines) + "\n")
 
 

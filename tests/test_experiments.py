@@ -47,14 +47,17 @@ def test_sebo_smoke(tmp_path):
 def test_neural_greedy_smoke(tmp_path):
     import neural_greedy
 
-    methods = ["simple-smb-g4", "posterior-smb", "gp-ei", "neural-lints", "random"]
+    methods = ["simple-smb-g4", "posterior-smb-g2", "gp-ei", "neural-lints", "random"]
     result = neural_greedy.main(["--smoke", "--workers", "1", "--problems", "branin", "--methods", *methods,
-                                 "--out", str(tmp_path)])
+                                 "--gammas", "2", "4", "--optimizer", "thesis", "--out", str(tmp_path)])
     rows = {r["method"]: r for r in result["table"]}
     assert set(rows) == set(methods)
     for r in rows.values():
         assert r["regret"] >= 0 and r["budget"] == 6
-    assert result["best_simple_smb"] == {"branin": "simple-smb-g4"}
+    assert result["best_gamma"] == {"simple-smb": {"branin": "simple-smb-g4"},
+                                    "posterior-smb": {"branin": "posterior-smb-g2"}}
+    assert result["seeds_per_row"] == [1]
+    assert "seeds run per row: 1" in (tmp_path / "results.md").read_text()
     for name in ("results.json", "results.md", "runs.jsonl", "regret_vs_evaluations.png"):
         assert (tmp_path / name).stat().st_size > 0
     runs = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()]

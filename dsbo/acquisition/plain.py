@@ -32,7 +32,6 @@ from botorch.acquisition.multi_objective.objective import IdentityMCMultiOutputO
 from botorch.acquisition.objective import GenericMCObjective, ScalarizedPosteriorTransform
 from botorch.models import ModelList, ModelListGP
 from botorch.models.model import Model
-from botorch.optim import optimize_acqf
 from botorch.sampling import ListSampler, MCSampler, SobolQMCNormalSampler
 from botorch.utils.multi_objective.hypervolume import infer_reference_point
 from botorch.utils.multi_objective.pareto import is_non_dominated
@@ -131,16 +130,7 @@ class OptimizedPolicy(ABC):
         self.check(problem, q)
         acqf = self.build(model, history, problem, q)
         opt = self.optimizer
-        X, values = optimize_acqf(
-            acqf,
-            bounds=problem.bounds,
-            q=q,
-            num_restarts=opt.num_restarts,
-            raw_samples=opt.raw_samples,
-            options={"maxiter": opt.maxiter, "batch_limit": opt.batch_limit, "seed": history.seed},
-            sequential=opt.sequential and q > 1,
-            fixed_features=opt.fixed_features,
-        )
+        X, values = opt.maximize(acqf, problem.bounds, q, history.seed, sequential=opt.sequential and q > 1)
         X = problem.round_to_domain(X.detach())
         values = values.detach().reshape(-1)
         metadata: list[dict[str, Any]] = []

@@ -47,6 +47,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from abc import abstractmethod
 from collections.abc import Callable, Sequence
@@ -62,7 +63,6 @@ from botorch.acquisition.multi_objective.objective import IdentityMCMultiOutputO
 from botorch.models import ModelList
 from botorch.models.deterministic import GenericDeterministicModel
 from botorch.models.model import Model
-from botorch.optim import optimize_acqf
 from botorch.optim.homotopy import Homotopy, HomotopyParameter, LogLinearHomotopySchedule
 from botorch.sampling.get_sampler import get_sampler
 from botorch.utils.multi_objective.hypervolume import infer_reference_point
@@ -253,7 +253,7 @@ class SparsityPolicy(OptimizedPolicy):
         problem: Problem,
         seed: int,
     ) -> TraceResult:
-        """Multi-start L-BFGS-B, continued through the homotopy of ``a`` for L0."""
+        """Multi-start optimization (L-BFGS-B by default), continued through the homotopy of ``a`` for L0."""
         opt = self.optimizer
         homotopy = self.homotopy(measure)
         num_restarts = opt.num_restarts if homotopy is None else self.num_restarts_homotopy
@@ -261,22 +261,13 @@ class SparsityPolicy(OptimizedPolicy):
         # state and convergence test per restart, and 30 steps x ceil(20 / batch_limit)
         # scipy calls of Python overhead dominated the homotopy (2.3x slower with batches of 4).
         batch_limit = opt.batch_limit if homotopy is None else max(opt.batch_limit, num_restarts)
-        options = {"maxiter": opt.maxiter, "batch_limit": batch_limit, "seed": seed}
-        common = dict(
-            bounds=problem.bounds,
-            q=1,
-            options=options,
-            fixed_features=opt.fixed_features,
-            return_best_only=False,
-            retry_on_optimization_warning=False,
-        )
+        opt = dataclasses.replace(opt, batch_limit=batch_limit)
+        common = dict(return_best_only=False, retry_on_optimization_warning=False)
         a_values: list[float] = []
         if homotopy is not None:
             homotopy.restart()
             a_values.append(float(measure.a))
-        X, values = optimize_acqf(
-            make_acqf(), num_restarts=num_restarts, raw_samples=opt.raw_samples, **common
-        )
+        X, values = opt.maximize(make_acqf(), problem.bounds, 1, seed, num_restarts=num_restarts, **common)
         ids = torch.arange(X.shape[0])
         if homotopy is not None:
             homotopy.step()
@@ -286,8 +277,9 @@ class SparsityPolicy(OptimizedPolicy):
                     to_unit_cube(X.squeeze(-2), problem.bounds), values.reshape(-1)
                 )
                 X, ids = X[keep], ids[keep]
-                X, values = optimize_acqf(
-                    make_acqf(), num_restarts=X.shape[0], batch_initial_conditions=X, **common
+                X, values = opt.maximize(
+                    make_acqf(), problem.bounds, 1, seed, num_restarts=X.shape[0],
+                    batch_initial_conditions=X, **common,
                 )
                 homotopy.step()
         return TraceResult(X=X.detach().squeeze(-2), restart_ids=ids, a_values=a_values)
