@@ -60,7 +60,7 @@ from dsbo.data import ObservationDataModule
 from dsbo.errors import ConfigError, DsboError
 
 #: Package whose modules are imported so that ``--model SimpleSMB`` resolves by class name.
-ZOO_PACKAGE = "models"
+ZOO_PACKAGE = "dsbo_zoo"
 #: Where runs go unless ``--run_dir`` or ``$DSBO_RUN_DIR`` says otherwise.
 RUNS_ROOT = Path("runs/train")
 RUN_DIR_ENV = "DSBO_RUN_DIR"
@@ -367,7 +367,7 @@ def write_predictions(outputs: Any, datamodule: Any, path: Path) -> Path | None:
 
 def zoo_classes() -> dict[str, str]:
     """Class name -> full class path of every concrete LightningModule defined in the
-    (imported) zoo (not the abstract base :class:`models.base.ZooModule`)."""
+    (imported) zoo (not the abstract base :class:`dsbo_zoo.base.ZooModule`)."""
     found: dict[str, str] = {}
     for name in import_zoo():
         for obj in vars(sys.modules[name]).values():
@@ -378,7 +378,7 @@ def zoo_classes() -> dict[str, str]:
 
 
 def expand_model_names(args: Sequence[str], classes: dict[str, str]) -> list[str]:
-    """``--model SimpleSMB`` -> ``--model models.smb.SimpleSMB``: a zoo class is also
+    """``--model SimpleSMB`` -> ``--model dsbo_zoo.smb.SimpleSMB``: a zoo class is also
     re-exported by ``models/__init__``, which jsonargparse would call ambiguous."""
     out = list(args)
     for i, arg in enumerate(out):

@@ -46,7 +46,7 @@ from dsbo.acquisition import History, OptimizerSettings, make_policy  # noqa: E4
 from dsbo.problems import get_problem  # noqa: E402
 from dsbo.surrogates import fit_surrogate  # noqa: E402
 from dsbo.surrogates.neural import train_module  # noqa: E402
-from models.smb import SimpleSMB  # noqa: E402
+from dsbo_zoo.smb import SimpleSMB  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "bench_surrogates"
 

@@ -4,10 +4,10 @@ The zoo never imports :mod:`dsbo`, so it stays usable without BoTorch. Model fam
 added one file each (see ``../shared/DESIGN.md``).
 """
 
-from models.mlp import EnsembleMLP
-from models.neural_ensemble import NeuralEnsemble
-from models.neural_lints import NeuralLinTS
-from models.neural_ucb import NeuralUCB
-from models.smb import PosteriorSMB, SimpleSMB
+from .mlp import EnsembleMLP
+from .neural_ensemble import NeuralEnsemble
+from .neural_lints import NeuralLinTS
+from .neural_ucb import NeuralUCB
+from .smb import PosteriorSMB, SimpleSMB
 
 __all__ = ["EnsembleMLP", "NeuralEnsemble", "NeuralLinTS", "NeuralUCB", "PosteriorSMB", "SimpleSMB"]

@@ -2,7 +2,7 @@ r"""What every zoo model shares: the network, its initialization per fit, the tr
 the validation metrics, and the Bayesian head's place in the Lightning life cycle.
 
 Paria's thesis (ch. 3) compares four families of neural surrogates that differ only in what
-they add to an MLP (:class:`~models.mlp.EnsembleMLP`): SimpleSMB/PosteriorSMB perturb targets
+they add to an MLP (:class:`~dsbo_zoo.mlp.EnsembleMLP`): SimpleSMB/PosteriorSMB perturb targets
 and anchor to the initialization, the deep ensemble keeps its weights across fits, NeuralLinTS
 puts a Bayesian linear regression on the last hidden layer, NeuralUCB a Gaussian on the
 gradient features. :class:`ZooModule` holds everything else once:
@@ -41,8 +41,8 @@ import pytorch_lightning as pl
 import torch
 from torch import Tensor
 
-from models.mlp import EnsembleMLP
-from models.training_data import unique_training_rows
+from .mlp import EnsembleMLP
+from .training_data import unique_training_rows
 
 OPTIMIZERS = ("adam", "sgd")
 
@@ -81,9 +81,9 @@ class ZooModule(pl.LightningModule, ABC):
 
     Args:
         in_dim: Input dimension ``d``.
-        num_members: Networks held as one batched :class:`~models.mlp.EnsembleMLP`.
+        num_members: Networks held as one batched :class:`~dsbo_zoo.mlp.EnsembleMLP`.
         width, depth, activation, gamma, parameterization, final_bias: The network
-            (:class:`~models.mlp.EnsembleMLP`).
+            (:class:`~dsbo_zoo.mlp.EnsembleMLP`).
         lr: Learning rate.
         optimizer: ``"adam"`` or ``"sgd"`` (plain gradient descent).
         warm_start: Continue from the previous fit's weights instead of a fresh init.

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from torch import Tensor
 
-from models.base import ZooModule, network_arguments
+from .base import ZooModule, network_arguments
 
 
 class NeuralEnsemble(ZooModule):

@@ -45,14 +45,14 @@ import math
 import torch
 from torch import Tensor
 
-from models.base import ZooModule, check_number, network_arguments
+from .base import ZooModule, check_number, network_arguments
 
 
 class NeuralLinTS(ZooModule):
     r"""A trained network's last-hidden-layer features with a Bayesian linear regression head.
 
     The head (:meth:`fit_head`) is refitted after training, before every validation during
-    ``fit`` and before every checkpoint (:class:`~models.base.ZooModule`), so ``val_mse`` and
+    ``fit`` and before every checkpoint (:class:`~dsbo_zoo.base.ZooModule`), so ``val_mse`` and
     every checkpoint describe the model with its head.
 
     Args:

@@ -47,8 +47,8 @@ import torch
 from torch import Tensor
 from torch.func import functional_call, jacrev, vmap
 
-from models.base import ZooModule, check_number, network_arguments
-from models.training_data import num_train_points
+from .base import ZooModule, check_number, network_arguments
+from .training_data import num_train_points
 
 
 class NeuralUCB(ZooModule):
@@ -56,7 +56,7 @@ class NeuralUCB(ZooModule):
 
     The design matrix ``Z`` is the Bayesian head (:meth:`fit_head`): refitted after training,
     before every validation during ``fit`` and before every checkpoint
-    (:class:`~models.base.ZooModule`).
+    (:class:`~dsbo_zoo.base.ZooModule`).
 
     Args:
         in_dim: Input dimension ``d``.

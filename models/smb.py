@@ -2,7 +2,7 @@ r"""Neural greedy surrogate model builders: SimpleSMB and PosteriorSMB.
 
 Paria, *On greedy algorithms for blackbox optimization using neural networks* (thesis ch. 3,
 Algorithms 3.2 and 3.3; Propositions 3.1 and 3.2). Each fit draws a fresh initialization
-:math:`\theta_0` (NTK-INIT(:math:`\gamma`), see :mod:`models.mlp`) and a fresh target
+:math:`\theta_0` (NTK-INIT(:math:`\gamma`), see :mod:`dsbo_zoo.mlp`) and a fresh target
 perturbation :math:`\epsilon_i \sim \mathcal N(0, \sigma^2)`, and minimizes by (stochastic)
 gradient descent, starting at :math:`\theta_0`, the *sum* over data points
 
@@ -29,7 +29,7 @@ restored from the proofs of section 3.6), where
 
 ``num_samples = s`` members are ``s`` independent draws (independent :math:`\theta_0`,
 :math:`\tilde\theta_0` and :math:`\epsilon`), trained together as one batched
-:class:`~models.mlp.EnsembleMLP`; the loss is summed over members, so members do not interact.
+:class:`~dsbo_zoo.mlp.EnsembleMLP`; the loss is summed over members, so members do not interact.
 
 Training batches are ``(x, y, index)`` with ``index`` each point's row in the training set, so
 :math:`\epsilon` (one per member and point, drawn once per fit) stays attached to its point
@@ -58,8 +58,8 @@ import torch
 from torch import Tensor
 from torch.func import functional_call, jvp
 
-from models.base import OPTIMIZERS, ZooModule, _buffer_name, check_number, network_arguments
-from models.training_data import num_train_points, unique_training_rows
+from .base import OPTIMIZERS, ZooModule, _buffer_name, check_number, network_arguments
+from .training_data import num_train_points, unique_training_rows
 
 
 class SimpleSMB(ZooModule):

@@ -82,16 +82,16 @@ def test_print_config(tmp_path, capsys):
     code = main(["fit", "--config", str(ROOT / "configs/train/simple-smb-branin.yaml"), "--model.gamma", "4", "--print_config"])
     assert code == 0
     cfg = yaml.safe_load(capsys.readouterr().out)
-    assert cfg["model"]["class_path"] == "models.smb.SimpleSMB"
+    assert cfg["model"]["class_path"] == "dsbo_zoo.smb.SimpleSMB"
     assert cfg["model"]["init_args"]["gamma"] == 4.0
     assert cfg["data"]["problem"] == "branin" and cfg["data"]["num_samples"] == 200
     assert cfg["seed_everything"] == 0 and cfg["trainer"]["accelerator"] == "auto"
 
 
 def test_short_model_names_resolve():
-    classes = {"SimpleSMB": "models.smb.SimpleSMB"}
-    assert expand_model_names(["fit", "--model", "SimpleSMB"], classes) == ["fit", "--model", "models.smb.SimpleSMB"]
-    assert expand_model_names(["--model=SimpleSMB", "--model.gamma", "2"], classes)[0] == "--model=models.smb.SimpleSMB"
+    classes = {"SimpleSMB": "dsbo_zoo.smb.SimpleSMB"}
+    assert expand_model_names(["fit", "--model", "SimpleSMB"], classes) == ["fit", "--model", "dsbo_zoo.smb.SimpleSMB"]
+    assert expand_model_names(["--model=SimpleSMB", "--model.gamma", "2"], classes)[0] == "--model=dsbo_zoo.smb.SimpleSMB"
 
 
 def test_errors_name_the_field(tmp_path, capsys):

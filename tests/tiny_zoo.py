@@ -11,7 +11,7 @@ import pytorch_lightning as pl
 import torch
 from torch import Tensor
 
-from models.mlp import EnsembleMLP
+from dsbo_zoo.mlp import EnsembleMLP
 
 
 class TinyEnsemble(pl.LightningModule):

@@ -17,6 +17,7 @@ Example:
 from __future__ import annotations
 
 import importlib
+import io
 import sys
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,9 @@ from dsbo.errors import ConfigError, DataError
 from dsbo.surrogates.neural import model_from_module
 
 #: Packages whose classes a checkpoint may name and :func:`load_surrogate` imports itself.
-TRUSTED_PACKAGES = ("models.",)
+TRUSTED_PACKAGES = ("dsbo_zoo.",)
+#: The zoo's import name before it became ``dsbo_zoo`` (checkpoints saved then name it).
+LEGACY_ZOO_PREFIX = "models."
 #: Key of the datamodule state in a Lightning checkpoint (the datamodule's class qualname).
 DATAMODULE_KEY = ObservationDataModule.__qualname__
 
@@ -67,11 +70,20 @@ def read_checkpoint(checkpoint_path: str | Path) -> dict[str, Any]:
         raise DataError(f"checkpoint_path={str(checkpoint_path)!r} is not a loadable checkpoint: {exc}") from None
 
 
+def current_class_path(class_path: str) -> str:
+    """``models.smb.SimpleSMB`` (the zoo's import name until it became ``dsbo_zoo``) ->
+    ``dsbo_zoo.smb.SimpleSMB``; any other class path unchanged."""
+    if class_path.startswith(LEGACY_ZOO_PREFIX):
+        return TRUSTED_PACKAGES[0] + class_path.removeprefix(LEGACY_ZOO_PREFIX)
+    return class_path
+
+
 def module_class(checkpoint: dict[str, Any], checkpoint_path: str | Path) -> type[pl.LightningModule]:
     """The LightningModule class a LightningCLI checkpoint names (``_class_path``).
 
-    Classes of the zoo (``models.*``) are imported on demand; any other class must already
-    be imported (a checkpoint must not make us import arbitrary code).
+    Classes of the zoo (``dsbo_zoo.*``; ``models.*`` in checkpoints saved before the rename)
+    are imported on demand; any other class must already be imported (a checkpoint must not
+    make us import arbitrary code).
     """
     hparams = checkpoint.get("hyper_parameters") or {}
     class_path = hparams.get("_class_path")
@@ -80,7 +92,8 @@ def module_class(checkpoint: dict[str, Any], checkpoint_path: str | Path) -> typ
             f"checkpoint_path={str(checkpoint_path)!r} does not name its model class (it was not "
             "trained with python -m dsbo.train): pass model_class"
         )
-    module_name, _, name = str(class_path).rpartition(".")
+    class_path = current_class_path(str(class_path))
+    module_name, _, name = class_path.rpartition(".")
     if module_name not in sys.modules:
         if not module_name.startswith(TRUSTED_PACKAGES):
             raise ConfigError(
@@ -125,7 +138,15 @@ def load_surrogate(
         )
     normalize, standardize = make_transforms(state)
     cls = model_class or module_class(checkpoint, checkpoint_path)
-    module = cls.load_from_checkpoint(checkpoint_path, map_location="cpu", weights_only=True)
+    source: str | Path | io.BytesIO = checkpoint_path
+    hparams = checkpoint.get("hyper_parameters") or {}
+    if str(hparams.get("_class_path", "")).startswith(LEGACY_ZOO_PREFIX):
+        # Lightning checks the recorded class path itself: hand it the renamed one
+        hparams["_class_path"] = current_class_path(hparams["_class_path"])
+        source = io.BytesIO()
+        torch.save(checkpoint, source)
+        source.seek(0)
+    module = cls.load_from_checkpoint(source, map_location="cpu", weights_only=True)
     module = module.to(dtype).eval()
     if getattr(module, "has_head", False) and not bool(module.head_fitted):
         raise DataError(

@@ -24,8 +24,8 @@ Registered surrogates (options = module hyperparameters + training options):
 ==================  ==========================================  =========================
 name                module (thesis ch. 3)                       posterior
 ==================  ==========================================  =========================
-``simple-smb``      :class:`models.smb.SimpleSMB` (Alg. 3.2)     ensemble of ``num_samples``
-``posterior-smb``   :class:`models.smb.PosteriorSMB` (Alg. 3.3)  ensemble of ``num_samples``
+``simple-smb``      :class:`dsbo_zoo.smb.SimpleSMB` (Alg. 3.2)     ensemble of ``num_samples``
+``posterior-smb``   :class:`dsbo_zoo.smb.PosteriorSMB` (Alg. 3.3)  ensemble of ``num_samples``
 ``neural-ensemble`` :class:`models.NeuralEnsemble`               ensemble of 10, warm start
 ``neural-lints``    :class:`models.NeuralLinTS`                  Gaussian (BLR on features)
 ``neural-ucb``      :class:`models.NeuralUCB`                    Gaussian (``g^T Z^-1 g``)
@@ -84,10 +84,10 @@ from torch.utils.data import DataLoader, Sampler, TensorDataset
 
 from dsbo.errors import ConfigError, DataError
 from dsbo.surrogates.registry import register_surrogate
-from models.neural_ensemble import NeuralEnsemble
-from models.neural_lints import NeuralLinTS
-from models.neural_ucb import NeuralUCB
-from models.smb import PosteriorSMB, SimpleSMB
+from dsbo_zoo.neural_ensemble import NeuralEnsemble
+from dsbo_zoo.neural_lints import NeuralLinTS
+from dsbo_zoo.neural_ucb import NeuralUCB
+from dsbo_zoo.smb import PosteriorSMB, SimpleSMB
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 #: Lightning's accelerator for each torch device type a surrogate may train on.

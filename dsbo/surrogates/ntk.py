@@ -1,4 +1,4 @@
-r"""Infinite-width kernels of :class:`models.mlp.EnsembleMLP`: the NNGP kernel and the NTK.
+r"""Infinite-width kernels of :class:`dsbo_zoo.mlp.EnsembleMLP`: the NNGP kernel and the NTK.
 
 Paria, *On greedy algorithms for blackbox optimization using neural networks* (thesis ch. 3,
 section 3.2). A network with ``L`` hidden layers in the NTK parameterization,
@@ -118,7 +118,7 @@ from torch import Tensor
 from dsbo.errors import ConfigError
 from dsbo.surrogates.registry import register_surrogate
 
-#: Activations with an analytic or quadrature kernel (those of ``models.mlp.ACTIVATIONS``).
+#: Activations with an analytic or quadrature kernel (those of ``dsbo_zoo.mlp.ACTIVATIONS``).
 KERNEL_ACTIVATIONS = ("tanh", "relu", "erf")
 FINAL_BIAS = ("zero", "random")
 #: Gauss-Hermite nodes per axis for tanh (``n^2`` nodes on the 2-D Gaussian).
@@ -280,7 +280,7 @@ def neural_kernels(
     diag: bool = False,
 ) -> tuple[Tensor, Tensor]:
     r"""The NNGP kernel :math:`\mathcal K^{NN}` and the NTK :math:`\Theta` of the network family
-    of :class:`models.mlp.EnsembleMLP` (see the module docstring for the recursion).
+    of :class:`dsbo_zoo.mlp.EnsembleMLP` (see the module docstring for the recursion).
 
     Args:
         x1: ``batch x n x d`` inputs.

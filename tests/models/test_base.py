@@ -9,8 +9,8 @@ import torch
 from pytorch_lightning.callbacks import EarlyStopping, ModelCheckpoint
 from zoo_helpers import loader
 
-from models import NeuralEnsemble, NeuralLinTS, NeuralUCB, SimpleSMB
-from models.base import UnfittedHeadError
+from dsbo_zoo import NeuralEnsemble, NeuralLinTS, NeuralUCB, SimpleSMB
+from dsbo_zoo.base import UnfittedHeadError
 
 
 def data(n=24, seed=0):

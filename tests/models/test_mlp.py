@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from models.mlp import EnsembleMLP
+from dsbo_zoo.mlp import EnsembleMLP
 
 
 def test_shapes_follow_members_then_batch():

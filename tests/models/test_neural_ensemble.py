@@ -4,7 +4,7 @@ import pytest
 import torch
 from zoo_helpers import fit
 
-from models.neural_ensemble import NeuralEnsemble
+from dsbo_zoo.neural_ensemble import NeuralEnsemble
 
 
 def data():

@@ -4,7 +4,7 @@ import pytest
 import torch
 from zoo_helpers import fit
 
-from models.neural_lints import NeuralLinTS
+from dsbo_zoo.neural_lints import NeuralLinTS
 
 
 def test_blr_posterior_equals_the_kernel_form_closed_form():

@@ -4,7 +4,7 @@ import pytest
 import torch
 from zoo_helpers import fit
 
-from models.neural_ucb import NeuralUCB
+from dsbo_zoo.neural_ucb import NeuralUCB
 
 
 def per_point_gradients(ucb, x):

@@ -8,7 +8,7 @@ import pytorch_lightning as pl
 import torch
 from zoo_helpers import fit
 
-from models.smb import PosteriorSMB, SimpleSMB
+from dsbo_zoo.smb import PosteriorSMB, SimpleSMB
 
 
 def data(n=5, d=1, seed=0):

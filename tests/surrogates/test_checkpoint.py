@@ -115,3 +115,17 @@ def test_a_checkpoint_with_an_unfitted_head_is_refused(tmp_path, trained):
     torch.save(checkpoint, tmp_path / "unfitted.ckpt")
     with pytest.raises(DataError, match="NeuralLinTS in it has no fitted Bayesian head"):
         load_surrogate(tmp_path / "unfitted.ckpt")
+
+
+def test_a_checkpoint_saved_under_the_zoos_old_import_name_loads(tmp_path, trained):
+    """Checkpoints saved before the zoo became ``dsbo_zoo`` name ``models.smb.SimpleSMB``."""
+    checkpoint = read_checkpoint(trained["ensemble"] / "checkpoints" / "final.ckpt")
+    assert checkpoint["hyper_parameters"]["_class_path"] == "dsbo_zoo.smb.SimpleSMB"
+    legacy = {**checkpoint, "hyper_parameters": {**checkpoint["hyper_parameters"], "_class_path": "models.smb.SimpleSMB"}}
+    assert module_class(legacy, "legacy.ckpt").__module__ == "dsbo_zoo.smb"
+    torch.save(legacy, tmp_path / "legacy.ckpt")
+    X = torch.rand(4, 6, dtype=torch.double)
+    with torch.no_grad():
+        old = load_surrogate(tmp_path / "legacy.ckpt").posterior(X).mean
+        new = load_surrogate(trained["ensemble"] / "checkpoints" / "final.ckpt").posterior(X).mean
+    assert torch.equal(old, new)

@@ -24,7 +24,7 @@ from dsbo.surrogates.neural import (
     resolve_device,
     train_module,
 )
-from models.smb import SimpleSMB
+from dsbo_zoo.smb import SimpleSMB
 
 TINY = {
     "simple-smb": {"width": 32, "num_samples": 4, "max_epochs": 60},
@@ -204,9 +204,9 @@ def test_sebo_with_a_zoo_surrogate(acquisition_function, fast_optimizer):
 def test_post_training_passes_see_every_point_once_under_the_repeated_full_batch_trainer():
     """train_module runs one epoch of many identical full batches: NeuralLinTS's BLR head,
     NeuralUCB's Z and PosteriorSMB's delta table must still be built from the n points."""
-    from models.neural_lints import NeuralLinTS
-    from models.neural_ucb import NeuralUCB
-    from models.smb import PosteriorSMB
+    from dsbo_zoo.neural_lints import NeuralLinTS
+    from dsbo_zoo.neural_ucb import NeuralUCB
+    from dsbo_zoo.smb import PosteriorSMB
 
     torch.manual_seed(0)
     X, Y = torch.rand(9, 2), torch.randn(9)
@@ -232,7 +232,7 @@ def test_post_training_passes_see_every_point_once_under_the_repeated_full_batch
 def test_unique_training_rows_reads_shuffled_minibatches_once():
     from torch.utils.data import DataLoader, TensorDataset
 
-    from models.training_data import unique_training_rows
+    from dsbo_zoo.training_data import unique_training_rows
 
     X, Y = torch.rand(11, 2), torch.randn(11)
     loader = DataLoader(TensorDataset(X, Y, torch.arange(11)), batch_size=4, shuffle=True)

@@ -15,7 +15,7 @@ from dsbo.errors import ConfigError
 from dsbo.problems import get_problem
 from dsbo.surrogates import fit_surrogate
 from dsbo.surrogates.ntk import NNGPKernel, NTKKernel, gaussian_expectations, neural_kernels
-from models.mlp import EnsembleMLP
+from dsbo_zoo.mlp import EnsembleMLP
 
 POINTS = torch.tensor([[0.3, -0.8], [1.2, 0.4], [-0.5, -0.6]], dtype=torch.double)
 

@@ -2,7 +2,7 @@
 
 Runs only where the ``ntk`` extra is installed (a separate venv: it pins jax 0.4.30, which
 conflicts with the ``saas`` extra); skipped otherwise. neural-tangents' ``stax.Dense`` uses the
-NTK parameterization by default, like :class:`models.mlp.EnsembleMLP`, and its final ``Dense``
+NTK parameterization by default, like :class:`dsbo_zoo.mlp.EnsembleMLP`, and its final ``Dense``
 has a random bias, i.e. ``final_bias="random"``.
 """
 

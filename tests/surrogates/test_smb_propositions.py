@@ -49,7 +49,7 @@ import torch
 from torch.utils.data import DataLoader, TensorDataset
 
 from dsbo.surrogates.ntk import neural_kernels
-from models.smb import PosteriorSMB, SimpleSMB
+from dsbo_zoo.smb import PosteriorSMB, SimpleSMB
 
 X_TRAIN = torch.tensor([[-1.0], [-0.4], [0.1], [0.6], [1.1]], dtype=torch.double)
 Y_TRAIN = torch.tensor([0.3, -0.5, 0.2, 0.9, 0.4], dtype=torch.double)
