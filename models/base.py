@@ -18,6 +18,10 @@ gradient features. :class:`ZooModule` holds everything else once:
   :attr:`ZooModule.log_metrics` is switched off (dsbo's BO-step trainer does, where a
   ``self.log`` costs milliseconds per step and nothing reads it). ``train_mse`` holds the mean
   squared training residual of the last step, a stopping signal.
+- **Repeated steps on one batch.** With ``automatic_optimization = False`` a training batch
+  runs :attr:`ZooModule.steps_per_batch` optimizer steps (:meth:`ZooModule.repeated_steps`;
+  Lightning's manual optimization): a full-batch fit then pays Lightning's per-batch hooks
+  once per ``steps_per_batch`` steps instead of every step.
 - **Validation metrics, one definition for the zoo.** ``val_mse`` is the mean squared error of
   the model's *predictive mean* (the ensemble mean; the Gaussian head's mean);
   ``val_member_mse`` is the mean over members of each member's MSE and
@@ -140,6 +144,11 @@ class ZooModule(pl.LightningModule, ABC):
         self.train_mse: Tensor | None = None
         #: Log ``train_loss`` in ``training_step`` (dsbo switches it off inside BO steps).
         self.log_metrics = True
+        #: Optimizer steps per batch under manual optimization (``automatic_optimization =
+        #: False``; :meth:`repeated_steps`), and the training MSE that ends them early (0: never).
+        #: dsbo's full-batch BO-step fits use this (``dsbo.surrogates.neural.train_module``).
+        self.steps_per_batch = 1
+        self.train_tol = 0.0
         self._head_step = -1
 
     # ------------------------------------------------------------------ state
@@ -192,10 +201,28 @@ class ZooModule(pl.LightningModule, ABC):
 
     def training_step(self, batch: tuple[Tensor, Tensor, Tensor], batch_idx: int) -> Tensor:
         x, y, index = batch
-        loss = self.loss(x, y, index)
+        loss = self.loss(x, y, index) if self.automatic_optimization else self.repeated_steps(x, y, index)
         if self.log_metrics:
             self.log("train_loss", loss.detach(), on_step=False, on_epoch=True, batch_size=len(y))
         return loss
+
+    def repeated_steps(self, x: Tensor, y: Tensor, index: Tensor) -> Tensor:
+        """``steps_per_batch`` optimizer steps on one batch (manual optimization): Lightning's
+        per-batch machinery then runs once per ``steps_per_batch`` steps. Stops early at the
+        trainer's ``max_steps`` or once :attr:`train_mse` falls below :attr:`train_tol`;
+        returns the last step's loss (detached)."""
+        optimizer = self.optimizers()
+        max_steps = self.trainer.max_steps
+        for _ in range(self.steps_per_batch):
+            optimizer.zero_grad()
+            loss = self.loss(x, y, index)
+            self.manual_backward(loss)
+            optimizer.step()
+            if 0 < max_steps <= self.trainer.global_step:
+                break
+            if self.train_tol > 0 and float(self.train_mse) < self.train_tol:
+                break
+        return loss.detach()
 
     def validation_step(self, batch: tuple[Tensor, Tensor, Tensor], batch_idx: int) -> Tensor:
         x, y, _ = batch

@@ -84,12 +84,15 @@ from torch.utils.data import DataLoader, Sampler, TensorDataset
 
 from dsbo.errors import ConfigError, DataError
 from dsbo.surrogates.registry import register_surrogate
+from dsbo_zoo.base import ZooModule
 from dsbo_zoo.neural_ensemble import NeuralEnsemble
 from dsbo_zoo.neural_lints import NeuralLinTS
 from dsbo_zoo.neural_ucb import NeuralUCB
 from dsbo_zoo.smb import PosteriorSMB, SimpleSMB
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
+#: Adam steps per Lightning training batch in a BO-step fit (see :func:`train_module`).
+STEPS_PER_BATCH = 50
 #: Lightning's accelerator for each torch device type a surrogate may train on.
 LIGHTNING_ACCELERATORS = {"cpu": "cpu", "cuda": "gpu", "mps": "mps"}
 
@@ -380,24 +383,31 @@ def train_module(
     """Fit ``module`` on ``X`` (``n x d``, model coordinates) and ``Y`` (``n``) with full-batch
     gradient steps: ``max_epochs`` steps at most, fewer if ``train_tol > 0`` is reached.
 
-    The steps run as *one* Lightning epoch of ``max_epochs`` identical full batches
-    (:class:`RepeatedFullBatch` over :class:`FullBatches`): Lightning's per-epoch machinery
-    (dataloader iterators, epoch hooks) then runs once per fit instead of once per step,
-    which halved its share of a fit at ``N = 100`` (``experiments/bench_surrogates.py``).
+    The steps run as *one* Lightning epoch of identical full batches, each running
+    :data:`STEPS_PER_BATCH` Adam steps (:meth:`dsbo_zoo.base.ZooModule.repeated_steps`, manual
+    optimization; the trainer's ``max_steps`` caps the total at ``max_epochs``): Lightning's
+    per-epoch machinery runs once per fit and its per-batch hooks once per
+    :data:`STEPS_PER_BATCH` steps (``experiments/bench_surrogates.py`` measures its share).
+    A module that is not a :class:`~dsbo_zoo.base.ZooModule` trains one step per batch.
 
     The module trains on ``device`` (Lightning's accelerator for it) and stays there; the
     BoTorch wrappers move their inputs to it."""
     device = torch.device(device)
     dtype = _module_dtype(module)
     n = X.shape[0]
+    repeated = isinstance(module, ZooModule)
+    steps_per_batch = min(STEPS_PER_BATCH, max_epochs) if repeated else 1
     data = FullBatches(X.to(dtype), Y.reshape(n).to(dtype), torch.arange(n))
-    loader = DataLoader(data, batch_sampler=RepeatedFullBatch(n, max_epochs), collate_fn=_as_batch)
+    batches = -(-max_epochs // steps_per_batch)
+    loader = DataLoader(data, batch_sampler=RepeatedFullBatch(n, batches), collate_fn=_as_batch)
     callbacks = [_StopAtTolerance(train_tol)] if train_tol > 0 else []
     module.train()  # a warm-started module comes back from the cache in eval mode
-    # self.log costs milliseconds per step and nothing reads it inside a BO step
-    log_metrics = getattr(module, "log_metrics", None)
-    if log_metrics is not None:
+    if repeated:
+        saved = (module.log_metrics, module.automatic_optimization, module.steps_per_batch, module.train_tol)
+        # self.log costs milliseconds per step and nothing reads it inside a BO step
         module.log_metrics = False
+        module.automatic_optimization = False
+        module.steps_per_batch, module.train_tol = steps_per_batch, train_tol
     with _quiet_lightning():
         trainer = pl.Trainer(
             accelerator=LIGHTNING_ACCELERATORS[device.type],
@@ -409,10 +419,13 @@ def train_module(
             enable_model_summary=False,
             num_sanity_val_steps=0,
             callbacks=callbacks,
+            max_steps=max_epochs,
         )
-        trainer.fit(module, loader)
-    if log_metrics is not None:
-        module.log_metrics = log_metrics
+        try:
+            trainer.fit(module, loader)
+        finally:
+            if repeated:
+                module.log_metrics, module.automatic_optimization, module.steps_per_batch, module.train_tol = saved
     module.to(device)
     return module.eval()
 

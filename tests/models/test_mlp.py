@@ -64,3 +64,30 @@ def test_zero_final_bias_and_distance_to_init():
 def test_bad_settings_name_the_field(bad):
     with pytest.raises(ValueError, match=next(iter(bad))):
         EnsembleMLP(2, **bad)
+
+
+def test_tanh_through_the_sigmoid_is_tanh():
+    from dsbo_zoo.mlp import tanh
+
+    z = torch.linspace(-20, 20, 4001, dtype=torch.double)
+    assert torch.allclose(tanh(z), torch.tanh(z), rtol=0, atol=1e-15)
+    z32 = z.float().requires_grad_(True)
+    tanh(z32).sum().backward()
+    assert torch.allclose(z32.grad, 1 - torch.tanh(z32.detach()) ** 2, atol=1e-6)
+
+
+@pytest.mark.parametrize("depth", [0, 1, 2])
+def test_members_in_chunks_give_the_same_values_and_gradients(monkeypatch, depth):
+    import dsbo_zoo.mlp as mlp
+
+    x = torch.rand(9, 3, dtype=torch.double)
+    net = EnsembleMLP(in_dim=3, width=16, depth=depth, num_members=5).double()
+    whole = net(x)
+    (g_whole,) = torch.autograd.grad(whole.pow(2).sum(), net.weights[0])
+    assert net.member_chunk(x) == 5
+    monkeypatch.setattr(mlp, "CHUNK_BYTES", 2 * 9 * 16 * 8)  # two members per chunk
+    assert net.member_chunk(x) == 2
+    chunked = net(x)
+    (g_chunked,) = torch.autograd.grad(chunked.pow(2).sum(), net.weights[0])
+    assert torch.equal(whole, chunked) and torch.allclose(g_whole, g_chunked, rtol=1e-12)
+    assert net(torch.rand(4, 2, 3, dtype=torch.double)).shape == (5, 4, 2)
