@@ -42,7 +42,6 @@ from einops import rearrange
 from torch import Tensor, nn
 
 
-
 def tanh(z: Tensor) -> Tensor:
     r""":math:`\tanh z = 2\sigma(2z) - 1`: the same function, computed through the logistic
     sigmoid, which torch evaluates several times faster than ``torch.tanh`` on the CPU
