@@ -149,6 +149,8 @@ class ZooModule(pl.LightningModule, ABC):
         #: dsbo's full-batch BO-step fits use this (``dsbo.surrogates.neural.train_module``).
         self.steps_per_batch = 1
         self.train_tol = 0.0
+        #: Optimizer steps taken by the current (or last) fit.
+        self.fit_steps = 0
         self._head_step = -1
 
     # ------------------------------------------------------------------ state
@@ -191,6 +193,7 @@ class ZooModule(pl.LightningModule, ABC):
 
     # ------------------------------------------------------------------ Lightning hooks
     def on_fit_start(self) -> None:
+        self.fit_steps = 0
         if self.trainer is not None and self.trainer.ckpt_path:
             return
         if self.warm_start and int(self.num_fits) > 0:
@@ -201,7 +204,11 @@ class ZooModule(pl.LightningModule, ABC):
 
     def training_step(self, batch: tuple[Tensor, Tensor, Tensor], batch_idx: int) -> Tensor:
         x, y, index = batch
-        loss = self.loss(x, y, index) if self.automatic_optimization else self.repeated_steps(x, y, index)
+        if self.automatic_optimization:
+            loss = self.loss(x, y, index)
+            self.fit_steps += 1
+        else:
+            loss = self.repeated_steps(x, y, index)
         if self.log_metrics:
             self.log("train_loss", loss.detach(), on_step=False, on_epoch=True, batch_size=len(y))
         return loss
@@ -218,6 +225,7 @@ class ZooModule(pl.LightningModule, ABC):
             loss = self.loss(x, y, index)
             self.manual_backward(loss)
             optimizer.step()
+            self.fit_steps += 1
             if 0 < max_steps <= self.trainer.global_step:
                 break
             if self.train_tol > 0 and float(self.train_mse) < self.train_tol:

@@ -72,6 +72,9 @@ def test_bench_surrogates_smoke(tmp_path):
         (n, m) for n in (20, 40) for m in ("simple-smb", "smb-ensemble-10", "exact-gp")
     }
     assert result["ensemble"]["ratio"] > 0 and result["gp_ratio"]["n"] == 40
+    assert set(result["ensemble"]["variants"]) == {"default", "one-batch", "torch-tanh", "compiled"}
+    assert result["ensemble"]["lbfgs"]["iterations"] >= 1
+    assert [c["n"] for c in result["converged"]] == [20] and 1 <= result["converged"][0]["net_steps"] <= 200
     assert [o["width"] for o in result["lightning_by_width"]] == [32, 64]
     assert all(0.0 <= o["overhead_share"] < 1.0 for o in result["lightning_by_width"])
     assert {r["threads"] for r in result["thread_rows"]} == {1, 2}
