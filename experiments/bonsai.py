@@ -43,6 +43,7 @@ from campaign_runs import (  # noqa: E402
     plot_traces,
     record_campaign,
     run_resumable,
+    seeds_per_row,
 )
 
 from dsbo.acquisition import History, OptimizerSettings, make_policy, make_postprocessor  # noqa: E402
@@ -240,11 +241,11 @@ def summarize(runs, agreement, timing, problems, budget, n_init, seeds, surrogat
 
 def write_markdown(result: dict[str, Any], path: Path) -> None:
     lines = [
-        f"# BONSAI reproduction ({result['seeds']} seeds, {result['budget']} evaluations = "
+        f"# BONSAI reproduction ({seeds_per_row(result['table'])}; {result['budget']} evaluations = "
         f"{result['n_init']} Sobol + default + {result['budget'] - result['n_init'] - 1} BO; "
         f"{result['surrogate']} surrogate)" + (" (smoke)" if result["smoke"] else ""),
         "",
-        "| problem | method | runs | final best (HV) mean +- se | best with <= true #relevant changes | "
+        "| problem | method | seeds | final best (HV) mean +- se | best with <= true #relevant changes | "
         "changes needed at eps=0.2 (per seed) | BO proposals that are new points | duplicate fallbacks | s per proposal |",
         "|---|---|---|---|---|---|---|---|---|",
     ]

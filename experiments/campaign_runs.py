@@ -65,6 +65,16 @@ def record_campaign(campaign: Campaign, problem: Problem, job: dict[str, Any], s
     }
 
 
+def seeds_per_row(table: Sequence[dict[str, Any]], key: str = "runs") -> str:
+    """``"seeds run per row: 3 or 5 (column seeds)"``: what a report's header states, from the
+    rows themselves (seeds ``0..k-1`` of each row)."""
+    counts = sorted({int(r[key]) for r in table})
+    if not counts:
+        return "no runs"
+    listed = " or ".join(map(str, counts)) if len(counts) <= 3 else f"{counts[0]}-{counts[-1]}"
+    return f"seeds run per row: {listed} (column `seeds`)"
+
+
 def job_key(job: dict[str, Any]) -> tuple:
     return tuple(job[k] for k in KEY_FIELDS)
 

@@ -53,7 +53,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from campaign_runs import mean_and_se, plot_traces, run_resumable
+from campaign_runs import mean_and_se, plot_traces, run_resumable, seeds_per_row
 
 from dsbo.acquisition import OptimizerSettings
 from dsbo.acquisition.plain import neural_greedy_exploration
@@ -235,7 +235,7 @@ OPTIMIZER_TEXT = {
 
 def write_markdown(result: dict[str, Any], path: Path) -> None:
     lines = [
-        f"# Neural greedy (seeds run per row: {', '.join(map(str, result['seeds_per_row']))}, see `seeds`; "
+        f"# Neural greedy ({seeds_per_row(result['table'])}; "
         f"SMB width {result['width']}, {result['max_epochs']} full-batch Adam steps per fit; "
         f"acquisition optimizer: {OPTIMIZER_TEXT[result['optimizer']]})"
         + (" (smoke)" if result["smoke"] else ""),
@@ -249,6 +249,9 @@ def write_markdown(result: dict[str, Any], path: Path) -> None:
     for r in result["table"]:
         lines.append(f"| {r['problem']} | {r['method']} | {r['runs']} | {r['budget']} | {r['n_init']} | "
                      f"{r['regret']:.4g} +- {r['regret_se']:.2g} | {r['step_time']:.2f} |")
+    if "posterior_gamma" in result:  # reports written before PosteriorSMB got its own gamma sweep
+        lines += ["", f"`posterior-smb` ran at gamma {result['posterior_gamma']:g} only; "
+                  f"`simple-smb-warm` at gamma {result['posterior_gamma']:g}."]
     for family, best in result["best_gamma"].items():
         lines += ["", f"Best {family} gamma per problem: "
                   + ", ".join(f"{p}: {m.removeprefix(family + '-g')}" for p, m in best.items())]

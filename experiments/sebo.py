@@ -39,6 +39,7 @@ from campaign_runs import (
     plot_traces,
     record_campaign,
     run_resumable,
+    seeds_per_row,
 )
 
 from dsbo.acquisition import History, make_policy
@@ -245,14 +246,12 @@ def summarize(runs, timing, problems, methods, seeds, surrogate, smoke) -> dict[
 
 
 def write_markdown(result: dict[str, Any], path: Path) -> None:
-    scope = (
-        f"{result['seeds']} seed(s)" if result["table"] else "generation-time bench only, no campaigns"
-    )
+    scope = seeds_per_row(result["table"]) if result["table"] else "generation-time bench only, no campaigns"
     lines = [
         f"# SEBO reproduction ({scope}; {result['surrogate']} surrogate for the model-based "
         "sparse methods, GP for GP-EI)" + (" (smoke)" if result["smoke"] else ""),
         "",
-        "| problem | method | runs | budget | best value | regret with <= true #active changes | "
+        "| problem | method | seeds | budget | best value | regret with <= true #active changes | "
         "best with <= 2 / 5 / 10 changes | new BO points | s per proposal |",
         "|---|---|---|---|---|---|---|---|---|",
     ]

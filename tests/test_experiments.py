@@ -57,7 +57,7 @@ def test_neural_greedy_smoke(tmp_path):
     assert result["best_gamma"] == {"simple-smb": {"branin": "simple-smb-g4"},
                                     "posterior-smb": {"branin": "posterior-smb-g2"}}
     assert result["seeds_per_row"] == [1]
-    assert "seeds run per row: 1" in (tmp_path / "results.md").read_text()
+    assert "seeds run per row: 1 (column `seeds`)" in (tmp_path / "results.md").read_text()
     for name in ("results.json", "results.md", "runs.jsonl", "regret_vs_evaluations.png"):
         assert (tmp_path / name).stat().st_size > 0
     runs = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
