@@ -10,7 +10,8 @@ the *incremental* acquisition value of ``x*``::
     alpha~(x*)  = alpha_t(x*) - b_t               incremental value of the dense candidate
     tau_t       = rho_t * alpha~(x*)              the tolerance, computed once per candidate
     Delta_t(x)  = alpha_t(x*) - alpha_t(x)        the gap, always against the dense x*
-    A(x)        = {j : |x_j - x^def_j| >= tol (ub_j - lb_j)}   active (changed) coordinates
+    A(x)        = {j : x_j != x^def_j}                    active (changed) coordinates, after
+                  every x_j with |x_j - x^def_j| < tol (ub_j - lb_j) was reset to x^def_j
     P_S(x)      = x with the coordinates outside S reset to x^def
 
 *Exact* pruning returns ``P_S*(x*)`` with
@@ -639,14 +640,18 @@ class Bonsai:
         log_scale: bool,
     ) -> tuple[Tensor, dict[str, Any]]:
         start = time.perf_counter()
-        active = torch.nonzero(changed_mask(x_star, default, bounds, self.tol) & ~frozen)
-        active = active.reshape(-1).tolist()
+        # coordinates within tol of the default are reset to it exactly (it costs nothing), so
+        # the active set is exactly the coordinates that differ from the default
+        near = ~changed_mask(x_star, default, bounds, self.tol) & ~frozen & (x_star != default)
+        x_star = torch.where(near, default.to(x_star), x_star)
+        active = torch.nonzero((x_star != default) & ~frozen).reshape(-1).tolist()
         meta: dict[str, Any] = {
             "postprocess": "bonsai",
             "prune_mode": self.mode,
             "exact_fallback": False,
             "rho": rho,
             "num_active": len(active),
+            "snapped_dims": [int(j) for j in torch.nonzero(near).reshape(-1)],
             "pruned_dims": [],
             "incremental_value": None,
             "tau": None,

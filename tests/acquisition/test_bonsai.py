@@ -326,13 +326,17 @@ def test_log_acquisitions_are_exponentiated_without_underflow(branin15) -> None:
 def test_fixed_features_and_coordinates_at_the_default_are_not_pruned(branin15) -> None:
     acqf = FakeAcqf(lambda X, P: far_from(torch.zeros(1, 15), X))
     X = torch.full((1, 15), 0.9)
-    X[0, 5] = 0.5 + 1e-4  # within the 1e-3 tolerance: not active, left as it is
+    default = branin15.default_point
+    X[0, 5] = default[5] + 1e-4 * (branin15.bounds[1, 5] - branin15.bounds[0, 5])  # within 1e-3
+    X[0, 7] = default[7]  # exactly at the default
     opt = fast(fixed_features={0: 0.9, 3: 0.9})
     proposal = Bonsai()(acqf, X, history_at(torch.zeros(1, 15)), branin15, opt, False)
     x, meta = proposal.X[0], proposal.metadata[0]
-    assert x[0] == 0.9 and x[3] == 0.9 and x[5] == 0.5 + 1e-4
-    assert meta["num_active"] == 12
-    assert sorted(meta["pruned_dims"]) == [j for j in range(15) if j not in (0, 3, 5)]
+    assert x[0] == 0.9 and x[3] == 0.9
+    assert x[5] == default[5] and x[7] == default[7]  # the near-default coordinate is reset exactly
+    assert meta["snapped_dims"] == [5]
+    assert meta["num_active"] == 11
+    assert sorted(meta["pruned_dims"]) == [j for j in range(15) if j not in (0, 3, 5, 7)]
 
 
 def test_resets_that_break_a_linear_constraint_are_not_taken(branin15) -> None:
