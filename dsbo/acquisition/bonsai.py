@@ -316,21 +316,39 @@ class IncrementalValue:
 
 
 def incremental_value(
-    acqf: Callable[[Tensor], Tensor], x_star: Tensor, X_evaluated: Tensor, log_scale: bool
+    acqf: Callable[[Tensor], Tensor],
+    x_star: Tensor,
+    X_evaluated: Tensor,
+    log_scale: bool,
+    baseline_raw: float | None = None,
 ) -> IncrementalValue:
     r"""Today's ``alpha`` at ``x*`` and at the evaluated points, in one batched call.
+
+    With ``baseline_raw`` (a batch point after the first, paper section 6.3) the baseline is
+    that acquisition value instead of ``max_s alpha(x_s)``: ``alpha(x_{i-1})`` given the
+    points before it, i.e. the value of the batch so far, so ``alpha~`` is the improvement
+    ``x_i`` adds to it.
 
     Returns the :class:`IncrementalValue`; its ``value`` is NaN when ``alpha(x*)`` or an
     ``alpha(x_s)`` is not finite (or ``-inf`` without evaluated points), which the caller
     treats as "skip pruning".
     """
+    if baseline_raw is not None:
+        raw = evaluate_acquisition(acqf, x_star.unsqueeze(0))
+        raw = torch.cat([raw, raw.new_tensor([baseline_raw])])
+        return _incremental(raw, log_scale, evaluations=1)
     raw = evaluate_acquisition(acqf, torch.cat([x_star.unsqueeze(0), X_evaluated.to(x_star)]))
+    return _incremental(raw, log_scale, evaluations=raw.numel())
+
+
+def _incremental(raw: Tensor, log_scale: bool, evaluations: int) -> IncrementalValue:
+    """``raw[0]`` is ``alpha(x*)``; the baseline is the largest of ``raw[1:]``."""
     log_shift = float(raw[0]) if log_scale else None
     values = torch.exp(raw - raw[0]) if log_scale else raw
     if not torch.isfinite(values).all():
         values = torch.full_like(values, math.nan)
     baseline = float(values[1:].max()) if values.numel() > 1 else math.inf
-    return IncrementalValue(float(values[0]), baseline, log_shift, raw.numel())
+    return IncrementalValue(float(values[0]), baseline, log_shift, evaluations)
 
 
 def acquisition_score_fn(
@@ -596,6 +614,7 @@ class Bonsai:
                 in_place = True
         chosen: list[Tensor] = []
         metadata: list[dict[str, Any]] = []
+        previous: float | None = None  # alpha(x_{i-1}) given the points before it
         try:
             for i in range(q):
                 done = torch.stack(chosen) if chosen else X.new_zeros(0, d)
@@ -617,8 +636,13 @@ class Bonsai:
                     frozen,
                     feasible_fn,
                     log_scale,
+                    baseline_raw=previous if conditioned else None,
                 )
                 meta["batch_conditioning"] = conditioned
+                meta["baseline"] = "previous batch point" if conditioned else "evaluated points"
+                if conditioning and i + 1 < q:
+                    previous = float(evaluate_acquisition(work, x.unsqueeze(0))[0])
+                    meta["acq_evaluations"] += 1
                 chosen.append(x)
                 metadata.append(meta)
         finally:
@@ -638,6 +662,7 @@ class Bonsai:
         frozen: Tensor,
         feasible_fn: MaskFn | None,
         log_scale: bool,
+        baseline_raw: float | None = None,
     ) -> tuple[Tensor, dict[str, Any]]:
         start = time.perf_counter()
         # coordinates within tol of the default are reset to it exactly (it costs nothing), so
@@ -662,7 +687,7 @@ class Bonsai:
             "skip_reason": None,
             "duplicate_fallback": False,
         }
-        inc = incremental_value(acqf, x_star, evaluated, log_scale)
+        inc = incremental_value(acqf, x_star, evaluated, log_scale, baseline_raw)
         meta["acq_evaluations"] = inc.evaluations
         reason = None
         if evaluated.shape[0] == 0:

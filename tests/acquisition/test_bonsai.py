@@ -425,6 +425,29 @@ def test_batches_are_pruned_conditioned_on_the_earlier_points(branin15, monkeypa
     assert [m["batch_conditioning"] for m in again.metadata] == [False, True]
 
 
+def test_batch_points_after_the_first_are_measured_against_the_batch_so_far(branin15) -> None:
+    """Paper section 6.3: with a joint acquisition alpha(x | P) = g(x) + sum_p g(p), the
+    incremental value of the second point is alpha(x_2 | x_1) - alpha(x_1) = g(x_2), not
+    alpha(x_2 | x_1) - max_s alpha(x_s | x_1) = g(x_2) - max_s g(x_s)."""
+    w = torch.linspace(1.0, 2.0, 15)
+
+    def g(X):
+        return ((X - branin15.default_point).abs() * w).sum(-1)
+
+    def joint(X, P):
+        return g(X) + (0.0 if P is None else float(g(P).sum()))
+
+    evaluated = branin15.default_point + 0.3 * (branin15.bounds[1] - branin15.bounds[0]) * (torch.arange(15) % 2)
+    X = branin15.default_point + 0.4 * (branin15.bounds[1] - branin15.bounds[0]) * torch.ones(2, 15)
+    X[1, :7] = branin15.default_point[:7]
+    proposal = Bonsai(rho=0.0)(FakeAcqf(joint, pending=True), X, history_at(evaluated[None]), branin15, fast(), False)
+    first, second = proposal.metadata
+    assert first["baseline"] == "evaluated points" and second["baseline"] == "previous batch point"
+    assert first["incremental_value"] == pytest.approx(float(g(X[:1]) - g(evaluated[None])))
+    assert second["incremental_value"] == pytest.approx(float(g(X[1:])))
+    assert torch.equal(proposal.X, X)  # rho = 0: nothing may be pruned
+
+
 def test_rho_schedule() -> None:
     assert Bonsai(rho="1/t").rho_at(4) == 0.25
     assert Bonsai(rho="1/t").rho_at(0) == 1.0  # t < 1 counts as 1
