@@ -126,11 +126,28 @@ class OptimizedPolicy(ABC):
                 "use qlognei"
             )
 
+    def linear_constraints(self, problem: Problem) -> list[tuple[Tensor, Tensor, float]]:
+        """Linear constraints the dense candidate must satisfy: those given to the
+        post-processor (BONSAI's ``inequality_constraints``), so that pruning starts from a
+        feasible ``x*``. BoTorch's format: ``sum_i coefficients_i x[indices_i] >= rhs``."""
+        constraints = getattr(self.postprocessor, "inequality_constraints", None) or []
+        if constraints and self.optimizer.method != "lbfgsb":
+            raise ConfigError(
+                f"linear constraints need acquisition.method='lbfgsb' (SLSQP), got "
+                f"{self.optimizer.method!r}"
+            )
+        dtype = problem.bounds.dtype
+        return [(idx, coef.to(dtype), float(rhs)) for idx, coef, rhs in constraints]
+
     def propose(self, model: Model, history: History, problem: Problem, q: int) -> Proposal:
         self.check(problem, q)
         acqf = self.build(model, history, problem, q)
         opt = self.optimizer
-        X, values = opt.maximize(acqf, problem.bounds, q, history.seed, sequential=opt.sequential and q > 1)
+        kwargs: dict[str, Any] = {"sequential": opt.sequential and q > 1}
+        constraints = self.linear_constraints(problem)
+        if constraints:
+            kwargs["inequality_constraints"] = constraints
+        X, values = opt.maximize(acqf, problem.bounds, q, history.seed, **kwargs)
         X = problem.round_to_domain(X.detach())
         values = values.detach().reshape(-1)
         metadata: list[dict[str, Any]] = []

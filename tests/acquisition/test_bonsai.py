@@ -550,6 +550,25 @@ def test_campaign_with_bonsai_changes_fewer_coordinates(branin15) -> None:
     assert meta["acq_evaluations"] > 11
 
 
+def test_linear_constraints_reach_the_optimizer_of_the_dense_candidate(branin15) -> None:
+    """x0 + x1 >= 1.6 excludes the default (0.5, 0.5) and most of the box: every BO proposal
+    and its dense candidate satisfy it."""
+    constraint = ([0, 1], [1.0, 1.0], 1.6)
+    campaign = Campaign(
+        branin15, surrogate="gp", acquisition="qlognei", budget=13, n_init=11, optimizer=fast(),
+        postprocess={"bonsai": {"rho": 0.2, "inequality_constraints": [constraint]}},
+    )  # fmt: skip
+    campaign.run()
+    bo = [t for t in campaign.store.trials() if t.generator == "qlognei"]
+    assert len(bo) == 2
+    for trial in bo:
+        assert trial.x[0] + trial.x[1] >= 1.6 - 1e-6
+    with pytest.raises(ConfigError, match="acquisition.method='lbfgsb'"):
+        Campaign(branin15, surrogate="gp", acquisition="qlognei", budget=13, n_init=11,
+                 optimizer=fast(method="adam"),
+                 postprocess={"bonsai": {"inequality_constraints": [constraint]}})  # fmt: skip
+
+
 def test_campaign_batch_with_fixed_features(branin15) -> None:
     campaign = Campaign(
         branin15, surrogate="gp", acquisition="qlognei", postprocess={"bonsai": {}}, q=2,
