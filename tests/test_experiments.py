@@ -80,3 +80,13 @@ def test_bench_surrogates_smoke(tmp_path):
     assert {r["threads"] for r in result["thread_rows"]} == {1, 2}
     for name in ("results.json", "results.md", "bench_surrogates.png"):
         assert (tmp_path / name).stat().st_size > 0
+
+
+def test_bench_bonsai_prune_smoke(tmp_path):
+    import bench_bonsai_prune
+
+    result = bench_bonsai_prune.main(["--smoke", "--out", str(tmp_path)])
+    [row] = result["rows"]
+    assert row["prefix_evaluations"] <= row["greedy_evaluations"]
+    assert row["greedy_relative_gap"] is None or row["greedy_relative_gap"] <= 0.2 + 1e-9
+    assert (tmp_path / "results.md").read_text().startswith("# BONSAI pruning")

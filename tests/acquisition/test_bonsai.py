@@ -5,6 +5,7 @@ the campaign."""
 from __future__ import annotations
 
 import doctest
+import functools
 import itertools
 import json
 import math
@@ -33,7 +34,7 @@ from dsbo.sparsity import num_changed
 from dsbo.surrogates import fit_surrogate
 
 PROPERTY = settings(max_examples=40, deadline=None, derandomize=True)
-PRUNERS = {"greedy": greedy_prune, "exact": exact_prune}
+PRUNERS = {"greedy": greedy_prune, "exact": exact_prune, "prefix": functools.partial(greedy_prune, prefix=True)}
 META_KEYS = {
     "postprocess", "prune_mode", "exact_fallback", "rho", "num_active", "pruned_dims",
     "incremental_value", "tau", "gap", "relative_gap", "acq_evaluations", "prune_skipped",
@@ -159,8 +160,11 @@ def test_greedy_equals_exact_for_an_additive_acquisition(weights: list[int], tau
     alpha_star = float(w.sum())
     xg, greedy = greedy_prune(score, x_star, default, tau, range(d), alpha_star=alpha_star)
     xe, exact = exact_prune(score, x_star, default, tau, range(d), alpha_star=alpha_star)
+    xp, prefix = greedy_prune(score, x_star, default, tau, range(d), alpha_star=alpha_star, prefix=True)
     assert len(greedy.pruned) == len(exact.pruned)
     assert greedy.gap == exact.gap
+    # the prefix speed-up is exactly greedy on an additive acquisition, in at most 2 calls + rounds
+    assert torch.equal(xp, xg) and sorted(prefix.pruned) == sorted(greedy.pruned) and prefix.gap == greedy.gap
     # The sum of the k smallest weights is the least gap of k resets.
     assert greedy.gap == sum(sorted(weights)[: len(greedy.pruned)])
 
