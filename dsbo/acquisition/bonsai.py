@@ -729,6 +729,11 @@ class Bonsai:
             reason = "no evaluated points to form the baseline max_s alpha(x_s)"
         elif not math.isfinite(inc.value):
             reason = "an acquisition value (at x* or at an evaluated point) is not finite"
+        elif inc.value <= 0 and baseline_raw is not None:
+            reason = (
+                "incremental value alpha(x*) - alpha(x_{i-1}) <= 0: the dense candidate adds "
+                "nothing to the batch before it under today's acquisition"
+            )
         elif inc.value <= 0:
             reason = (
                 "incremental value alpha(x*) - max_s alpha(x_s) <= 0: the dense candidate does "

@@ -666,6 +666,10 @@ def test_qlognehvi_batch_on_dtlz2() -> None:
         assert torch.equal(acqf(Z), before)  # conditioned a copy: the cached boxes are intact
     assert proposal.X.shape == (2, 6)
     assert [m["batch_conditioning"] for m in proposal.metadata] == [False, True]
+    first = proposal.metadata[0]
+    assert not first["prune_skipped"] and first["pruned_dims"]  # pruning really ran
+    assert first["gap"] <= first["tau"]
+    assert torch.equal(proposal.X[0, first["pruned_dims"]], problem.default_point[first["pruned_dims"]])
     for meta in proposal.metadata:
         assert META_KEYS <= set(meta)
         assert meta["prune_skipped"] or meta["gap"] <= meta["tau"]
