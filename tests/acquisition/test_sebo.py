@@ -3,6 +3,8 @@ determinism, batches, constraints, and an end-to-end campaign that is sparser th
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 from botorch.test_functions.synthetic import SyntheticTestFunction
@@ -127,11 +129,24 @@ def test_batches_fixed_features_bounds_and_determinism(branin15, fast_optimizer)
 def test_l1_and_group_penalties_need_no_homotopy(branin15, fast_optimizer):
     problem, model, history = branin15
     groups = [list(range(i, i + 3)) for i in range(0, 15, 3)]
+    norms = {"l1": lambda x: x.abs().sum(), "group": lambda x: sum(len(g) ** 0.5 * x[g].norm() for g in groups)}
     for options in ({"penalty": "l1"}, {"penalty": "group", "groups": groups}):
-        proposal = SEBO(optimizer=fast_optimizer, **options).propose(model, history, problem, q=1)
-        meta = proposal.metadata[0]
+        policy = SEBO(optimizer=fast_optimizer, **options)
+        proposal = policy.propose(model, history, problem, q=1)
+        meta, x = proposal.metadata[0], proposal.X[0]
         assert "a_values" not in meta and meta["acquisition_function"] == "ehvi"
         assert meta["num_traced"] <= fast_optimizer.num_restarts
+        # the recorded xi is the penalty of the proposal (target 0, unit box: no rescaling)
+        assert meta["xi"] == pytest.approx(float(norms[options["penalty"]](x)), rel=1e-9)
+        # snapping made it sparse: the snapped coordinates sit exactly on the target
+        assert meta["snapped"] >= 1 and int((x == 0).sum()) >= meta["snapped"]
+        # the pick maximizes the exact EHVI: above the target itself and every evaluated point
+        acqf = policy.build(model, history, problem, q=1)
+        with torch.no_grad():
+            value = float(acqf(proposal.X.unsqueeze(-2)))
+            others = acqf(torch.cat([problem.default_point[None], history.X]).unsqueeze(-2))
+        assert value == pytest.approx(meta["acq_value"], rel=1e-9)
+        assert value >= float(others.max())
 
 
 def test_postprocessor_sees_the_exact_acquisition(branin15, fast_optimizer):
@@ -159,7 +174,17 @@ def test_constrained_problem_uses_the_slacks(fast_optimizer):
     model = fit_surrogate("gp", X, Y, bounds=problem.bounds)
     history = History(X, Y, seed=0, t=10)
     policy = SEBO(optimizer=fast_optimizer, **SMALL)
-    assert policy.build(model, history, problem, q=1).constraint_indices == [1, 2, 3, 4]
+    acqf = policy.build(model, history, problem, q=1)
+    assert acqf.constraint_indices == [1, 2, 3, 4]
+    # log EHVI_c(x) = log EHVI(x) + sum_j log P(slack_j(x) >= 0), the slacks independent outputs
+    unconstrained = copy.copy(acqf)
+    unconstrained.constraint_indices = []
+    with torch.no_grad():
+        posterior = model.posterior(X)
+        log_feasible = torch.special.log_ndtr(posterior.mean[:, 1:5] / posterior.variance[:, 1:5].sqrt()).sum(-1)
+        values, base = acqf(X.unsqueeze(-2)), unconstrained(X.unsqueeze(-2))
+    assert torch.allclose(values, base + log_feasible, rtol=1e-6, atol=1e-8)
+    assert (log_feasible < -1e-3).any()
     problem.validate(policy.propose(model, history, problem, q=1).X)
     # The MC path gets the slacks as BoTorch constraints (its optimization is slower: 5 GPs).
     policy = SEBO(acquisition_function="qlognehvi", optimizer=fast_optimizer, **SMALL)
@@ -235,5 +260,15 @@ def test_ensemble_surrogate(name, branin15_saas, fast_optimizer):
     # MAP-SAAS: the posterior has an extra ensemble dimension, averaged by the acquisitions.
     problem, model, history = branin15_saas
     policy = make_policy(name, SMALL, fast_optimizer)
-    assert policy.build(model, history, problem, q=1)(history.X[:5].unsqueeze(-2)).shape == (5,)
-    assert policy.propose(model, history, problem, q=1).X.shape == (1, 15)
+    acqf = policy.build(model, history, problem, q=1)
+    assert acqf(history.X[:5].unsqueeze(-2)).shape == (5,)
+    proposal = policy.propose(model, history, problem, q=1)
+    assert proposal.X.shape == (1, 15)
+    # the pick is scored by the exact acquisition averaged over the members, and beats the
+    # target and every evaluated point under it
+    with torch.no_grad():
+        value = float(acqf(proposal.X.unsqueeze(-2)))
+        others = acqf(torch.cat([problem.default_point[None], history.X]).unsqueeze(-2))
+    assert acqf.model.batch_shape == torch.Size([2])  # num_taus members, averaged over
+    assert value == pytest.approx(proposal.metadata[0]["acq_value"], rel=1e-9)
+    assert value >= float(others.max())
