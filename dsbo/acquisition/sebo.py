@@ -377,8 +377,14 @@ class SEBO(SparsityPolicy):
         acquisition_function: ``"ehvi"`` (closed form; used when ``q = 1``, there are no
             pending points and one objective, else ``"qlognehvi"``) or ``"qlognehvi"``.
         ref_point: ``(r_f, r_xi)`` (objective lower bounds, then the sparsity upper bound);
-            default: BoTorch's ``infer_reference_point`` on the observed ``(f, -xi)`` front
-            with exact sparsity values.
+            default: ``r_xi`` is the largest ``xi`` over the box (the paper's choice: the
+            number of non-fixed parameters for L0; every non-fixed coordinate at the bound
+            farther from the target for L1 and group lasso), and only ``r_f`` is inferred,
+            by BoTorch's ``infer_reference_point`` on the observed ``(f, -xi)`` front.
+        front: The objective values of the closed-form EHVI's Pareto front:
+            ``"posterior_mean"`` (default: the model's mean at the observed points, as noisy
+            EHVI does in expectation, so noise in ``y`` does not enter the front) or
+            ``"observed"`` (the observed ``y``).
         **kwargs: See :class:`SparsityPolicy` (penalty, target, groups, homotopy schedule,
             snapping, duplicate guard).
 
@@ -391,6 +397,7 @@ class SEBO(SparsityPolicy):
     name = "sebo"
     objectives = "any"
     ACQUISITION_FUNCTIONS = ("ehvi", "qlognehvi")
+    FRONTS = ("posterior_mean", "observed")
 
     def __init__(
         self,
@@ -399,6 +406,7 @@ class SEBO(SparsityPolicy):
         groups: Sequence[Sequence[int]] | None = None,
         acquisition_function: str = "ehvi",
         ref_point: Sequence[float] | None = None,
+        front: str = "posterior_mean",
         a_start: float = 10**-0.5,
         a_end: float = 1e-3,
         num_steps: int = 30,
@@ -418,6 +426,19 @@ class SEBO(SparsityPolicy):
             )
         self.acquisition_function = acquisition_function
         self.ref_point = None if ref_point is None else [float(r) for r in ref_point]
+        if front not in self.FRONTS:
+            raise ConfigError(f"acquisition.options.front={front!r}; choose one of {list(self.FRONTS)}")
+        self.front = front
+
+    def largest_sparsity(self, problem: Problem, measure: SparsityMeasure) -> float:
+        """The largest ``xi`` over the box: every non-fixed coordinate at the bound farther from
+        the target, the fixed features at their values (``d - #fixed`` for L0 when the fixed
+        values are the target's)."""
+        lb, ub = problem.bounds
+        target = measure.target.to(lb)
+        farthest = torch.where(ub - target >= target - lb, ub, lb)
+        farthest = self.optimizer.apply_fixed_features(farthest.unsqueeze(0))
+        return float(measure.exact_value(farthest)[0])
 
     def reference_point(
         self, history: History, problem: Problem, measure: SparsityMeasure
@@ -441,7 +462,7 @@ class SEBO(SparsityPolicy):
         ref = infer_reference_point(Y[is_non_dominated(Y)])
         if problem.ref_point is not None:
             ref[:m] = torch.as_tensor(problem.ref_point, dtype=ref.dtype)
-        return ref[:m].tolist() + [-float(ref[m])]
+        return ref[:m].tolist() + [self.largest_sparsity(problem, measure)]
 
     def prepare(
         self, model: Model, history: History, problem: Problem, q: int, measure: SparsityMeasure
@@ -453,11 +474,21 @@ class SEBO(SparsityPolicy):
             and problem.num_objectives == 1
         )
         kind = "ehvi" if closed_form else "qlognehvi"
-        return {
-            "kind": kind,
-            "ref_point": self.reference_point(history, problem, measure),
-            "metadata": {"acquisition_function": kind},
-        }
+        ref_point = self.reference_point(history, problem, measure)
+        metadata: dict[str, Any] = {"acquisition_function": kind, "ref_point": ref_point}
+        if kind == "ehvi":
+            metadata["front"] = self.front
+        return {"kind": kind, "ref_point": ref_point, "metadata": metadata}
+
+    def front_values(self, model: Model, X: Tensor, Y: Tensor) -> Tensor:
+        """The objective values of the observed front: the posterior mean at ``X`` (the
+        mixture mean for ensembles) or the observed ``Y``, per :attr:`front`."""
+        if self.front == "observed" or X.shape[0] == 0:
+            return Y[:, 0]
+        with torch.no_grad():
+            posterior = model.posterior(X)
+        mean = getattr(posterior, "mixture_mean", posterior.mean)
+        return mean[..., 0].reshape(-1).to(Y)
 
     def acquisition(
         self,
@@ -475,7 +506,7 @@ class SEBO(SparsityPolicy):
             return LogSparseExpectedHypervolumeImprovement(
                 model,
                 sparsity=measure,
-                f_observed=history.Y[feasible, 0],
+                f_observed=self.front_values(model, history.X[feasible], history.Y[feasible]),
                 xi_observed=measure(history.X[feasible]),
                 ref_point=(ref[0], ref[1]),
                 constraint_indices=[m + i for i in range(c)],
