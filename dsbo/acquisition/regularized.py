@@ -180,6 +180,7 @@ class RegularizedEI(SparsityPolicy):
         snap_tol: float = 0.01,
         dedup_tol: float = 1e-6,
         optimizer: OptimizerSettings | None = None,
+        starts: str = "sparse",
     ) -> None:
         if penalty not in self.ALLOWED_PENALTIES:
             raise ConfigError(
@@ -196,7 +197,7 @@ class RegularizedEI(SparsityPolicy):
             )
         super().__init__(
             penalty, target, None, a_start, a_end, num_steps, num_restarts_homotopy,
-            snap_tol, dedup_tol, optimizer,
+            snap_tol, dedup_tol, optimizer, starts,
         )  # fmt: skip
         self.penalty_weight = float(penalty_weight)
 

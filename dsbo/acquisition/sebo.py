@@ -78,6 +78,8 @@ from dsbo.problems.base import Problem
 from dsbo.problems.options import resolve_target
 from dsbo.sparsity import PENALTIES, SparsityMeasure, is_duplicate, to_unit_cube
 
+#: Where the homotopy's restarts start (see :class:`SparsityPolicy`).
+STARTS = ("sparse", "sobol")
 #: Restarts closer than this (unit cube, Euclidean) to a better one are dropped between steps.
 PRUNE_TOL = 1e-4
 
@@ -142,6 +144,10 @@ class SparsityPolicy(OptimizedPolicy):
             it; ``0`` disables snapping.
         dedup_tol: Candidates within this distance (max-norm, unit cube) of an evaluated or
             pending point are not proposed; ``0`` disables the guard.
+        starts: Where the homotopy's restarts start (L0): ``"sparse"`` (default,
+            :meth:`homotopy_starts`: Sobol points and perturbed Pareto-front points, each with
+            a random subset of coordinates at the target, as Ax does) or ``"sobol"``
+            (BoTorch's starts chosen from ``raw_samples`` scored Sobol points).
         optimizer: Optimizer settings (``raw_samples``, ``maxiter``, ``batch_limit``,
             ``mc_samples``, ``fixed_features``).
     """
@@ -160,8 +166,12 @@ class SparsityPolicy(OptimizedPolicy):
         snap_tol: float = 0.01,
         dedup_tol: float = 1e-6,
         optimizer: OptimizerSettings | None = None,
+        starts: str = "sparse",
     ) -> None:
         super().__init__(optimizer)
+        if starts not in STARTS:
+            raise ConfigError(f"acquisition.options.starts={starts!r}; choose one of {list(STARTS)}")
+        self.starts = starts
         if penalty not in PENALTIES:
             raise ConfigError(
                 f"acquisition.options.penalty={penalty!r} is unknown; choose one of {list(PENALTIES)}"
@@ -246,14 +256,45 @@ class SparsityPolicy(OptimizedPolicy):
         return self.acquisition(model, history, problem, measure, history.X_pending, context)
 
     # ------------------------------------------------------------------ optimization
+    def homotopy_starts(self, history: History, problem: Problem, measure: SparsityMeasure, seed: int) -> Tensor:
+        """``num_restarts_homotopy x 1 x d`` starting points of the homotopy (as Ax's SEBO):
+        half are Sobol points with a random subset of coordinates (a random fraction per point)
+        set to the target, half are perturbations (Gaussian, 5% of the range, plus a random
+        subset reset to the target) of points on the observed Pareto front of ``(f, -xi)``;
+        without observations all are Sobol-based. Fixed features are applied."""
+        n = self.num_restarts_homotopy
+        lb, ub = problem.bounds
+        target = measure.target.to(lb)
+        generator = torch.Generator().manual_seed(seed)
+
+        def reset_some(X: Tensor) -> Tensor:
+            fraction = torch.rand(X.shape[0], 1, generator=generator, dtype=X.dtype)
+            mask = torch.rand(X.shape, generator=generator, dtype=X.dtype) < fraction
+            return torch.where(mask, target, X)
+
+        feasible = problem.is_feasible(history.Y) if history.X.shape[0] else history.X.new_zeros(0, dtype=torch.bool)
+        n_front = n // 2 if bool(feasible.any()) else 0
+        sobol = draw_sobol_samples(problem.bounds, n=n - n_front, q=1, seed=seed).squeeze(1)
+        starts = [reset_some(sobol)]
+        if n_front:
+            X, Y = history.X[feasible], history.Y[feasible]
+            m = problem.num_objectives
+            front = X[is_non_dominated(torch.cat([Y[:, :m], -measure.exact_value(X).unsqueeze(-1)], dim=-1))]
+            picks = front[torch.randint(front.shape[0], (n_front,), generator=generator)]
+            noise = 0.05 * (ub - lb) * torch.randn(picks.shape, generator=generator, dtype=picks.dtype)
+            starts.append(reset_some(torch.minimum(torch.maximum(picks + noise, lb), ub)))
+        return self.optimizer.apply_fixed_features(torch.cat(starts)).unsqueeze(-2)
+
     def trace(
         self,
         make_acqf: Callable[[], AcquisitionFunction],
         measure: SparsityMeasure,
         problem: Problem,
         seed: int,
+        starts: Tensor | None = None,
     ) -> TraceResult:
-        """Multi-start optimization (L-BFGS-B by default), continued through the homotopy of ``a`` for L0."""
+        """Multi-start optimization (L-BFGS-B by default), continued through the homotopy of
+        ``a`` for L0, from ``starts`` (``R x 1 x d``) when given."""
         opt = self.optimizer
         homotopy = self.homotopy(measure)
         num_restarts = opt.num_restarts if homotopy is None else self.num_restarts_homotopy
@@ -267,7 +308,11 @@ class SparsityPolicy(OptimizedPolicy):
         if homotopy is not None:
             homotopy.restart()
             a_values.append(float(measure.a))
+        if starts is not None:
+            common["batch_initial_conditions"] = starts
+            num_restarts = starts.shape[0]
         X, values = opt.maximize(make_acqf(), problem.bounds, 1, seed, num_restarts=num_restarts, **common)
+        common.pop("batch_initial_conditions", None)
         ids = torch.arange(X.shape[0])
         if homotopy is not None:
             homotopy.step()
@@ -346,7 +391,10 @@ class SparsityPolicy(OptimizedPolicy):
             def make_acqf(pending: Tensor | None = pending) -> AcquisitionFunction:
                 return self.acquisition(model, history, problem, measure, pending, context)
 
-            traced = self.trace(make_acqf, measure, problem, seed=history.seed + i)
+            starts = None
+            if self.homotopy(measure) is not None and self.starts == "sparse":
+                starts = self.homotopy_starts(history, problem, measure, history.seed + i)
+            traced = self.trace(make_acqf, measure, problem, seed=history.seed + i, starts=starts)
             measure.exact = True
             seen = _stack(history.X, [] if pending is None else [pending])
             x, meta = self.select(make_acqf(), traced, seen, problem, measure, history.seed + i)
@@ -414,10 +462,11 @@ class SEBO(SparsityPolicy):
         snap_tol: float = 0.01,
         dedup_tol: float = 1e-6,
         optimizer: OptimizerSettings | None = None,
+        starts: str = "sparse",
     ) -> None:
         super().__init__(
             penalty, target, groups, a_start, a_end, num_steps, num_restarts_homotopy,
-            snap_tol, dedup_tol, optimizer,
+            snap_tol, dedup_tol, optimizer, starts,
         )  # fmt: skip
         if acquisition_function not in self.ACQUISITION_FUNCTIONS:
             raise ConfigError(

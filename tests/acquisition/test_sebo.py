@@ -52,8 +52,10 @@ def figure2(observed):
 def test_homotopy_finds_the_sparse_optimum_of_figure_2_where_a_fixed_small_a_fails():
     # f(x) = -x^2, xi(x) = ||x - 0.5||_0, observations {0, 0.25, 0.75, 1}: the global maximum of
     # the SEBO acquisition (EHVI with the exact L0) is the sparse point x = 0.5.
+    # Both arms start from BoTorch's scored Sobol starts (starts: sobol): the sparse starts of
+    # the default put some restarts on the target itself, which no a can then miss.
     problem, model, history = figure2([0.0, 0.25, 0.75, 1.0])
-    policy = SEBO(ref_point=FIG2_REF, num_restarts_homotopy=4, optimizer=FIG2_OPT)
+    policy = SEBO(ref_point=FIG2_REF, num_restarts_homotopy=4, optimizer=FIG2_OPT, starts="sobol")
     exact_acqf = policy.build(model, history, problem, q=1)
     grid = torch.cat([torch.linspace(0, 1, 1001), torch.tensor([0.5])]).reshape(-1, 1, 1)
     with torch.no_grad():
@@ -69,7 +71,7 @@ def test_homotopy_finds_the_sparse_optimum_of_figure_2_where_a_fixed_small_a_fai
     # The same optimizer at a fixed a = 1e-3: the relaxation is flat almost everywhere and the
     # restarts end in a dense local optimum with a lower true acquisition value.
     fixed = SEBO(ref_point=FIG2_REF, a_start=1e-3, a_end=1e-3, num_steps=1,
-                 num_restarts_homotopy=4, optimizer=FIG2_OPT)  # fmt: skip
+                 num_restarts_homotopy=4, optimizer=FIG2_OPT, starts="sobol")  # fmt: skip
     stuck = fixed.propose(model, history, problem, q=1)
     assert abs(stuck.X.item() - 0.5) > 0.05 and stuck.metadata[0]["xi"] == 1.0
     assert stuck.metadata[0]["acq_value"] < meta["acq_value"] - 1.0
@@ -322,3 +324,25 @@ def test_the_closed_form_front_is_the_posterior_mean_on_noisy_data(fast_optimize
     assert not torch.equal(fronts["posterior_mean"], fronts["observed"])
     with pytest.raises(ConfigError, match="front"):
         SEBO(front="best")
+
+
+def test_homotopy_starts_are_sparse_and_near_the_front(branin15, fast_optimizer):
+    """Half Sobol points with a random subset at the target, half perturbed front points."""
+    problem, model, history = branin15
+    policy = SEBO(optimizer=fast_optimizer, num_restarts_homotopy=20)
+    measure = policy.make_measure(problem)
+    starts = policy.homotopy_starts(history, problem, measure, seed=0)
+    assert starts.shape == (20, 1, 15)
+    X = starts.squeeze(1)
+    assert ((X >= problem.bounds[0]) & (X <= problem.bounds[1])).all()
+    at_target = (X == measure.target).sum(-1)
+    assert (at_target > 0).sum() >= 10 and at_target.float().mean() < 12  # sparse, mostly not all target
+    assert torch.equal(starts, policy.homotopy_starts(history, problem, measure, seed=0))
+    # the second half lies within a few percent of the range of observed points (or on the target)
+    near = (X[10:, None, :] - history.X[None]).abs() <= 0.25
+    on_target = X[10:, None, :] == measure.target
+    assert ((near | on_target).all(-1)).any(-1).all()
+    proposal = policy.propose(model, history, problem, q=1)
+    assert 1 <= proposal.metadata[0]["num_traced"] <= 20  # restarts alive at the end
+    with pytest.raises(ConfigError, match="starts"):
+        SEBO(starts="grid")
