@@ -30,7 +30,9 @@ from dsbo.campaign import Campaign, best_so_far  # noqa: E402
 from dsbo.problems import Problem, get_problem  # noqa: E402
 from dsbo.sparsity import is_duplicate, num_changed  # noqa: E402
 
-KEY_FIELDS = ("problem", "method", "seed", "budget", "n_init", "surrogate", "smoke")
+KEY_FIELDS = ("problem", "method", "seed", "budget", "n_init", "surrogate", "smoke", "evaluate_target")
+#: Key fields that runs recorded before the field existed lack, and their value then.
+KEY_DEFAULTS = {"evaluate_target": True}
 INITIAL = ("default", "sobol-init")
 
 
@@ -61,7 +63,7 @@ def record_campaign(campaign: Campaign, problem: Problem, job: dict[str, Any], s
         "duplicate_fallbacks": sum(bool(trials[i].metadata.get("duplicate_fallback")) for i in bo),
         "acq_time": [trials[i].acq_time for i in bo if trials[i].acq_time > 0],
         "seconds": seconds,
-        "default_value": float(Y[0, 0]),
+        "default_value": next((float(Y[i, 0]) for i, t in enumerate(trials) if t.generator == "default"), None),
     }
 
 
@@ -76,7 +78,7 @@ def seeds_per_row(table: Sequence[dict[str, Any]], key: str = "runs") -> str:
 
 
 def job_key(job: dict[str, Any]) -> tuple:
-    return tuple(job[k] for k in KEY_FIELDS)
+    return tuple(job[k] if k in job else KEY_DEFAULTS[k] for k in KEY_FIELDS)
 
 
 def run_resumable(
