@@ -203,7 +203,7 @@ def greedy_prune(
                 taken = idx[order[:k]].tolist()
                 pruned += taken
                 gaps += prefix_gap[:k].tolist()
-                remaining = [j for j in remaining if j not in set(taken)]
+                remaining = sorted(set(remaining) - set(taken))
     while remaining:
         idx = torch.tensor(remaining)
         candidates = x.repeat(len(remaining), 1)

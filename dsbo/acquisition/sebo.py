@@ -308,11 +308,10 @@ class SparsityPolicy(OptimizedPolicy):
         if homotopy is not None:
             homotopy.restart()
             a_values.append(float(measure.a))
+        first = common if starts is None else {**common, "batch_initial_conditions": starts}
         if starts is not None:
-            common["batch_initial_conditions"] = starts
             num_restarts = starts.shape[0]
-        X, values = opt.maximize(make_acqf(), problem.bounds, 1, seed, num_restarts=num_restarts, **common)
-        common.pop("batch_initial_conditions", None)
+        X, values = opt.maximize(make_acqf(), problem.bounds, 1, seed, num_restarts=num_restarts, **first)
         ids = torch.arange(X.shape[0])
         if homotopy is not None:
             homotopy.step()
@@ -392,7 +391,7 @@ class SparsityPolicy(OptimizedPolicy):
                 return self.acquisition(model, history, problem, measure, pending, context)
 
             starts = None
-            if self.homotopy(measure) is not None and self.starts == "sparse":
+            if self.penalty == "l0" and self.starts == "sparse":  # the homotopy's restarts
                 starts = self.homotopy_starts(history, problem, measure, history.seed + i)
             traced = self.trace(make_acqf, measure, problem, seed=history.seed + i, starts=starts)
             measure.exact = True

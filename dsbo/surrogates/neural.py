@@ -21,15 +21,15 @@ boundary.
 
 Registered surrogates (options = module hyperparameters + training options):
 
-==================  ==========================================  =========================
-name                module (thesis ch. 3)                       posterior
-==================  ==========================================  =========================
-``simple-smb``      :class:`dsbo_zoo.smb.SimpleSMB` (Alg. 3.2)     ensemble of ``num_samples``
-``posterior-smb``   :class:`dsbo_zoo.smb.PosteriorSMB` (Alg. 3.3)  ensemble of ``num_samples``
-``neural-ensemble`` :class:`models.NeuralEnsemble`               ensemble of 10, warm start
-``neural-lints``    :class:`models.NeuralLinTS`                  Gaussian (BLR on features)
-``neural-ucb``      :class:`models.NeuralUCB`                    Gaussian (``g^T Z^-1 g``)
-==================  ==========================================  =========================
+===================  =============================================  ===========================
+name                 module (thesis ch. 3)                          posterior
+===================  =============================================  ===========================
+``simple-smb``       :class:`dsbo_zoo.smb.SimpleSMB` (Alg. 3.2)     ensemble of ``num_samples``
+``posterior-smb``    :class:`dsbo_zoo.smb.PosteriorSMB` (Alg. 3.3)  ensemble of ``num_samples``
+``neural-ensemble``  :class:`dsbo_zoo.NeuralEnsemble`               ensemble of 10, warm start
+``neural-lints``     :class:`dsbo_zoo.NeuralLinTS`                  Gaussian (BLR on features)
+``neural-ucb``       :class:`dsbo_zoo.NeuralUCB`                    Gaussian (``g^T Z^-1 g``)
+===================  =============================================  ===========================
 
 Training options common to all: ``max_epochs`` (full-batch steps), ``train_tol`` (stop once
 the mean squared training residual, standardized units, is below it; ``0`` disables) and
