@@ -73,13 +73,26 @@ class Registry(Generic[F]):
 
         ``reserved`` parameters are supplied by dsbo, not by the user.
         """
-        params = inspect.signature(self.get(name)).parameters
-        if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        accepted = accepted_options(self.get(name))
+        if accepted is None:
             return
-        allowed = set(params) - set(reserved)
+        allowed = accepted - set(reserved)
         unknown = sorted(set(options) - allowed)
         if unknown:
             raise ConfigError(
                 f"{self.kind} {name!r} has no option(s) {unknown}; its options are: "
                 + (", ".join(sorted(allowed)) or "none")
             )
+
+
+def accepted_options(factory: Callable[..., Any]) -> set[str] | None:
+    """The keyword options ``factory`` takes; a class whose ``__init__`` forwards ``**kwargs``
+    takes its bases' options too. ``None`` when they cannot be known (an open ``**kwargs``)."""
+    inits = [c.__init__ for c in factory.__mro__ if "__init__" in vars(c)] if isinstance(factory, type) else [factory]
+    names: set[str] = set()
+    for init in inits:
+        params = inspect.signature(init).parameters.values()
+        names |= {p.name for p in params if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)} - {"self"}
+        if not any(p.kind is p.VAR_KEYWORD for p in params):
+            return names
+    return None

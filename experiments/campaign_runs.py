@@ -77,20 +77,22 @@ def seeds_per_row(table: Sequence[dict[str, Any]], key: str = "runs") -> str:
     return f"seeds run per row: {listed} (column `seeds`)"
 
 
-def job_key(job: dict[str, Any]) -> tuple:
-    return tuple(job[k] if k in job else KEY_DEFAULTS[k] for k in KEY_FIELDS)
-
-
 def run_resumable(
     worker: Callable[[dict[str, Any]], dict[str, Any]],
     jobs: Sequence[dict[str, Any]],
     out: Path,
     workers: int,
     only_existing: bool = False,
+    key_fields: Sequence[str] = KEY_FIELDS,
 ) -> list[dict[str, Any]]:
     """Run ``worker(job)`` for every job not yet in ``out/runs.jsonl``; returns all runs in
     job order. Finished runs are appended as they end (delete the file to start over).
-    With ``only_existing`` nothing new runs: the runs already recorded are returned."""
+    With ``only_existing`` nothing new runs: the runs already recorded are returned. A run
+    is identified by its ``key_fields``."""
+
+    def job_key(job: dict[str, Any]) -> tuple:
+        return tuple(job[k] if k in job else KEY_DEFAULTS[k] for k in key_fields)
+
     log = out / "runs.jsonl"
     done: dict[tuple, dict[str, Any]] = {}
     if log.exists():
@@ -109,9 +111,10 @@ def run_resumable(
             done[job_key(run)] = run
             sink.write(json.dumps(run) + "\n")
             sink.flush()
+            what = " ".join(f"{run[k]}" for k in key_fields if k in ("problem", "method", "part"))
             print(
-                f"[{i}/{len(jobs)}] {run['problem']:>20} {run['method']:>12} seed {run['seed']}: "
-                f"last trace value {run['trace'][-1]:.4g}, "
+                f"[{i}/{len(jobs)}] {what} seed {run['seed']}: "
+                + (f"last trace value {run['trace'][-1]:.4g}, " if "trace" in run else "")
                 + (f"new points {run['distinct_bo']}/{run['num_bo']}, " if "distinct_bo" in run else "")
                 + f"{run['seconds']:.0f}s  (elapsed {time.perf_counter() - started:.0f}s)",
                 flush=True,

@@ -164,6 +164,9 @@ class RegularizedEI(SparsityPolicy):
     Args:
         penalty_weight: ``lambda``, relative to the standardized objective (paper: 1e-3..1e-1).
         penalty: ``"l0"`` (homotopy) or ``"l1"``.
+        target: The sparsity target (see :class:`~dsbo.acquisition.sebo.SparsityPolicy`).
+        **kwargs: The homotopy, snapping and repeat-guard options of
+            :class:`~dsbo.acquisition.sebo.SparsityPolicy`.
     """
 
     ALLOWED_PENALTIES = ("l0", "l1")
@@ -173,14 +176,8 @@ class RegularizedEI(SparsityPolicy):
         penalty_weight: float = 1e-2,
         penalty: str = "l0",
         target: str | Sequence[float] | None = None,
-        a_start: float = 10**-0.5,
-        a_end: float = 1e-3,
-        num_steps: int = 30,
-        num_restarts_homotopy: int = 20,
-        snap_tol: float = 0.01,
-        dedup_tol: float = 1e-6,
         optimizer: OptimizerSettings | None = None,
-        starts: str = "sparse",
+        **kwargs: Any,
     ) -> None:
         if penalty not in self.ALLOWED_PENALTIES:
             raise ConfigError(
@@ -195,10 +192,7 @@ class RegularizedEI(SparsityPolicy):
             raise ConfigError(
                 f"acquisition {self.name!r}: penalty_weight={penalty_weight!r} must be a number >= 0"
             )
-        super().__init__(
-            penalty, target, None, a_start, a_end, num_steps, num_restarts_homotopy,
-            snap_tol, dedup_tol, optimizer, starts,
-        )  # fmt: skip
+        super().__init__(penalty, target, optimizer=optimizer, **kwargs)
         self.penalty_weight = float(penalty_weight)
 
     def prepare(

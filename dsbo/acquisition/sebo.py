@@ -22,16 +22,23 @@ Two acquisition functions:
 constant, so the acquisition is optimized with the smooth ``xi_a`` for a log-spaced sequence
 of ``a`` from ``a_start = 10^-0.5`` to ``a_end = 10^-3`` (30 values; BoTorch's ``Homotopy``
 and ``LogLinearHomotopySchedule`` drive the ``a`` buffer of ``L0Approximation``). The first
-value is optimized by L-BFGS-B from ``num_restarts_homotopy = 20`` restarts; every later
-value re-optimizes from each previous optimum (restarts within ``1e-4`` of a better one are
-pruned). The acquisition is rebuilt at every ``a`` because the observed points' sparsity
-``xi_a`` changes with it. Then every traced candidate is *snapped*: coordinates within
-``snap_tol = 0.01`` (unit cube) of the target are set to the target (fixed features are left
-alone); the candidates are scored by the acquisition with the **exact** L0 count, and the best
-one that is not within ``dedup_tol`` of an evaluated or pending point is proposed (the guard
-against re-proposing, e.g., the already evaluated target corner). If every traced candidate
-is such a duplicate, the best non-duplicate of ``raw_samples`` Sobol points is taken. L1 and
-group lasso need no homotopy: one multi-start optimization with ``optimizer.num_restarts``.
+value is optimized by L-BFGS-B from ``optimizer.num_restarts`` restarts (half sparse Sobol
+points, half perturbed Pareto-front points, as Ax); every later value re-optimizes from each
+previous optimum (restarts within ``1e-4`` of a better one are pruned). The acquisition is
+rebuilt at every ``a`` because the observed points' sparsity ``xi_a`` changes with it.
+Intermediate values are cheap: at most ``homotopy_maxiter = 20`` L-BFGS-B iterations, and a
+restart whose largest move (unit cube) at one value is below ``freeze_tol = 1e-3`` is frozen
+(not re-optimized) until the final ``a``, where every surviving restart is polished with the
+full optimizer settings; once every restart is frozen the schedule jumps to the final ``a``.
+Then every traced candidate is *snapped*: coordinates within ``snap_tol = 0.01`` (unit cube)
+of the target are set to the target (fixed features are left alone); the candidates are
+scored by the acquisition with the **exact** L0 count, and the best one that is not a repeat
+of an evaluated or pending point is proposed. Two guards: exact duplicates (within
+``dedup_tol`` on every coordinate) and near-repeats for the surrogate (lengthscale-scaled
+distance below ``repeat_tol = 0.01``, :mod:`dsbo.surrogates.relevance`: e.g. the evaluated
+target corner again, differing only in coordinates the model considers irrelevant). If every
+traced candidate is a repeat, the best non-repeat of ``raw_samples`` Sobol points is taken.
+L1 and group lasso need no homotopy: one multi-start optimization.
 
 Outcome constraints pass through: ``qlognehvi`` uses the constraint slacks as
 :class:`~dsbo.acquisition.plain.QLogNEI` does; ``ehvi`` multiplies by the probability of
@@ -49,6 +56,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import warnings
 from abc import abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -77,6 +85,7 @@ from dsbo.errors import ConfigError
 from dsbo.problems.base import Problem
 from dsbo.problems.options import resolve_target
 from dsbo.sparsity import PENALTIES, SparsityMeasure, is_duplicate, to_unit_cube
+from dsbo.surrogates.relevance import scaled_distance
 
 #: Where the homotopy's restarts start (see :class:`SparsityPolicy`).
 STARTS = ("sparse", "sobol")
@@ -138,12 +147,21 @@ class SparsityPolicy(OptimizedPolicy):
             floats (raw coordinates).
         groups: Groups of dimension indices (``penalty="group"``).
         a_start, a_end, num_steps: The log-linear homotopy schedule of ``a`` (L0 only).
-        num_restarts_homotopy: L-BFGS-B restarts traced through the homotopy (L0 only; L1
-            and group use ``optimizer.num_restarts``).
+        num_restarts_homotopy: Restarts traced through the homotopy (L0); default
+            ``optimizer.num_restarts``, so both arms of a comparison get the same setting
+            (a different value is used, with a warning naming both).
+        homotopy_maxiter: L-BFGS-B iterations at each intermediate ``a`` (the first and the
+            final ``a`` get ``optimizer.maxiter``); ``None``: ``optimizer.maxiter``.
+        freeze_tol: A restart moving less than this (largest coordinate, unit cube) at an
+            intermediate ``a`` is not re-optimized until the final ``a``; ``0`` traces every
+            restart at every ``a``.
         snap_tol: Coordinates within this distance (unit cube) of the target are snapped onto
             it; ``0`` disables snapping.
         dedup_tol: Candidates within this distance (max-norm, unit cube) of an evaluated or
             pending point are not proposed; ``0`` disables the guard.
+        repeat_tol: Candidates within this lengthscale-scaled distance of an evaluated or
+            pending point are near-repeats and not proposed (models with lengthscales only);
+            ``0`` disables the guard.
         starts: Where the homotopy's restarts start (L0): ``"sparse"`` (default,
             :meth:`homotopy_starts`: Sobol points and perturbed Pareto-front points, each with
             a random subset of coordinates at the target, as Ax does) or ``"sobol"``
@@ -162,9 +180,12 @@ class SparsityPolicy(OptimizedPolicy):
         a_start: float = 10**-0.5,
         a_end: float = 1e-3,
         num_steps: int = 30,
-        num_restarts_homotopy: int = 20,
+        num_restarts_homotopy: int | None = None,
+        homotopy_maxiter: int | None = 20,
+        freeze_tol: float = 1e-3,
         snap_tol: float = 0.01,
         dedup_tol: float = 1e-6,
+        repeat_tol: float = 0.01,
         optimizer: OptimizerSettings | None = None,
         starts: str = "sparse",
     ) -> None:
@@ -183,12 +204,28 @@ class SparsityPolicy(OptimizedPolicy):
         for option, value in (
             ("num_steps", num_steps),
             ("num_restarts_homotopy", num_restarts_homotopy),
+            ("homotopy_maxiter", homotopy_maxiter),
         ):
+            if value is None and option != "num_steps":
+                continue
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError(f"acquisition.options.{option}={value!r} must be an integer >= 1")
-        for option, value in (("snap_tol", snap_tol), ("dedup_tol", dedup_tol)):
-            if not (isinstance(value, int | float) and 0 <= value < 1):
+        for option, value in (
+            ("snap_tol", snap_tol), ("dedup_tol", dedup_tol), ("freeze_tol", freeze_tol),
+            ("repeat_tol", repeat_tol),
+        ):  # fmt: skip
+            if isinstance(value, bool) or not (isinstance(value, int | float) and 0 <= value < 1):
                 raise ConfigError(f"acquisition.options.{option}={value!r} must be in [0, 1)")
+        if (
+            penalty == "l0"
+            and num_restarts_homotopy is not None
+            and num_restarts_homotopy != self.optimizer.num_restarts
+        ):
+            warnings.warn(
+                f"{self.name}: the homotopy traces num_restarts_homotopy={num_restarts_homotopy} "
+                f"restarts, not the optimizer's num_restarts={self.optimizer.num_restarts}",
+                stacklevel=2,
+            )
         if (penalty == "group") != (groups is not None):
             raise ConfigError(
                 "acquisition.options.groups is needed with penalty='group' (e.g. groups: "
@@ -198,9 +235,14 @@ class SparsityPolicy(OptimizedPolicy):
         self.target = target
         self.groups = groups
         self.a_start, self.a_end, self.num_steps = float(a_start), float(a_end), num_steps
-        self.num_restarts_homotopy = num_restarts_homotopy
+        self.num_restarts_homotopy = (
+            self.optimizer.num_restarts if num_restarts_homotopy is None else num_restarts_homotopy
+        )
+        self.homotopy_maxiter = homotopy_maxiter
+        self.freeze_tol = float(freeze_tol)
         self.snap_tol = float(snap_tol)
         self.dedup_tol = float(dedup_tol)
+        self.repeat_tol = float(repeat_tol)
 
     def sparsity_target(self, problem: Problem) -> Tensor:
         """The point sparsity is measured from (raw coordinates): the campaign counts each
@@ -294,7 +336,11 @@ class SparsityPolicy(OptimizedPolicy):
         starts: Tensor | None = None,
     ) -> TraceResult:
         """Multi-start optimization (L-BFGS-B by default), continued through the homotopy of
-        ``a`` for L0, from ``starts`` (``R x 1 x d``) when given."""
+        ``a`` for L0, from ``starts`` (``R x 1 x d``) when given.
+
+        At each intermediate ``a`` only the restarts still moving are re-optimized, with at
+        most ``homotopy_maxiter`` iterations; the final ``a`` polishes every survivor with the
+        full settings (see the module docstring)."""
         opt = self.optimizer
         homotopy = self.homotopy(measure)
         num_restarts = opt.num_restarts if homotopy is None else self.num_restarts_homotopy
@@ -312,21 +358,36 @@ class SparsityPolicy(OptimizedPolicy):
         if starts is not None:
             num_restarts = starts.shape[0]
         X, values = opt.maximize(make_acqf(), problem.bounds, 1, seed, num_restarts=num_restarts, **first)
+        X, values = X.detach().squeeze(-2), values.detach().reshape(-1)
         ids = torch.arange(X.shape[0])
-        if homotopy is not None:
+        if homotopy is None:
+            return TraceResult(X=X, restart_ids=ids, a_values=a_values)
+        maxiter = opt.maxiter if self.homotopy_maxiter is None else min(opt.maxiter, self.homotopy_maxiter)
+        cheap = dataclasses.replace(opt, maxiter=maxiter)
+        frozen = torch.zeros(X.shape[0], dtype=torch.bool)
+        for step in range(1, self.num_steps):
             homotopy.step()
-            while not homotopy.should_stop:
-                a_values.append(float(measure.a))
-                keep = prune_restarts(
-                    to_unit_cube(X.squeeze(-2), problem.bounds), values.reshape(-1)
-                )
-                X, ids = X[keep], ids[keep]
-                X, values = opt.maximize(
-                    make_acqf(), problem.bounds, 1, seed, num_restarts=X.shape[0],
-                    batch_initial_conditions=X, **common,
-                )
-                homotopy.step()
-        return TraceResult(X=X.detach().squeeze(-2), restart_ids=ids, a_values=a_values)
+            final = step == self.num_steps - 1
+            if not final and bool(frozen.all()):
+                continue  # nothing moves any more: jump to the final a
+            a_values.append(float(measure.a))
+            acqf = make_acqf()
+            if bool(frozen.any()):  # the frozen restarts' values under the current a
+                with torch.no_grad():
+                    values[frozen] = acqf(X[frozen].unsqueeze(-2)).reshape(-1)
+            keep = prune_restarts(to_unit_cube(X, problem.bounds), values)
+            X, values, ids, frozen = X[keep], values[keep], ids[keep], frozen[keep]
+            active = torch.ones_like(frozen) if final else ~frozen
+            X_new, v_new = (opt if final else cheap).maximize(
+                acqf, problem.bounds, 1, seed, num_restarts=int(active.sum()),
+                batch_initial_conditions=X[active].unsqueeze(-2), **common,
+            )  # fmt: skip
+            X_new, v_new = X_new.detach().squeeze(-2), v_new.detach().reshape(-1)
+            move = (to_unit_cube(X_new, problem.bounds) - to_unit_cube(X[active], problem.bounds)).abs()
+            frozen[active] = move.amax(dim=-1) < self.freeze_tol
+            X, values = X.clone(), values.clone()
+            X[active], values[active] = X_new, v_new
+        return TraceResult(X=X, restart_ids=ids, a_values=a_values)
 
     def select(
         self,
@@ -336,27 +397,29 @@ class SparsityPolicy(OptimizedPolicy):
         problem: Problem,
         measure: SparsityMeasure,
         seed: int,
+        model: Model | None = None,
     ) -> tuple[Tensor, dict[str, Any]]:
-        """Snap, drop duplicates of ``seen`` and pick the best candidate under ``acqf``."""
+        """Snap, drop repeats of ``seen`` (:meth:`repeats`) and pick the best candidate under
+        ``acqf``."""
         fixed = list((self.optimizer.fixed_features or {}).keys())
         X, snapped = snap_to_target(
             traced.X, measure.target, problem.bounds, self.snap_tol, [int(j) for j in fixed]
         )
         X = problem.round_to_domain(X)
-        duplicate = is_duplicate(X, seen, problem.bounds, self.dedup_tol)
-        num_duplicates = int(duplicate.sum())
-        fallback = bool(duplicate.all())
+        duplicate, near = self.repeats(X, seen, problem, model)
+        num_duplicates, num_near = int(duplicate.sum()), int((near & ~duplicate).sum())
+        fallback = bool((duplicate | near).all())
         if fallback:  # every traced restart re-proposes a seen point: score Sobol points
             sobol = draw_sobol_samples(problem.bounds, n=self.optimizer.raw_samples, q=1, seed=seed)
             X = problem.round_to_domain(self.optimizer.apply_fixed_features(sobol.squeeze(1)))
             snapped = torch.zeros(X.shape[0], dtype=torch.long)
             ids = torch.full((X.shape[0],), -1, dtype=torch.long)
-            duplicate = is_duplicate(X, seen, problem.bounds, self.dedup_tol)
+            duplicate, near = self.repeats(X, seen, problem, model)
         else:
             ids = traced.restart_ids
         with torch.no_grad():
             values = acqf(X.unsqueeze(-2)).reshape(-1)
-        values = values.masked_fill(duplicate, -math.inf)
+        values = values.masked_fill(duplicate | near, -math.inf)
         best = int(torch.argmax(values))
         x = X[best]
         metadata = {
@@ -367,11 +430,26 @@ class SparsityPolicy(OptimizedPolicy):
             "num_traced": int(traced.X.shape[0]),
             "snapped": int(snapped[best]),
             "duplicates_skipped": num_duplicates,
+            "near_repeats_skipped": num_near,
             "fallback": "sobol" if fallback else None,
         }
         if traced.a_values:
             metadata["a_values"] = [float(a) for a in traced.a_values]
         return x, metadata
+
+    def repeats(
+        self, X: Tensor, seen: Tensor | None, problem: Problem, model: Model | None
+    ) -> tuple[Tensor, Tensor]:
+        """Two ``n`` masks over the rows of ``X``: exact duplicates of a ``seen`` row (within
+        ``dedup_tol`` on every unit-cube coordinate) and near-repeats for ``model``
+        (lengthscale-scaled distance below ``repeat_tol``; all false without lengthscales)."""
+        duplicate = is_duplicate(X, seen, problem.bounds, self.dedup_tol)
+        near = torch.zeros_like(duplicate)
+        if model is not None and seen is not None and seen.shape[0] and self.repeat_tol > 0:
+            distance = scaled_distance(model, X, seen)
+            if distance is not None:
+                near = (distance < self.repeat_tol).any(dim=-1)
+        return duplicate, near
 
     def propose(self, model: Model, history: History, problem: Problem, q: int) -> Proposal:
         self.check(problem, q)
@@ -396,7 +474,7 @@ class SparsityPolicy(OptimizedPolicy):
             traced = self.trace(make_acqf, measure, problem, seed=history.seed + i, starts=starts)
             measure.exact = True
             seen = _stack(history.X, [] if pending is None else [pending])
-            x, meta = self.select(make_acqf(), traced, seen, problem, measure, history.seed + i)
+            x, meta = self.select(make_acqf(), traced, seen, problem, measure, history.seed + i, model)
             measure.exact = False
             chosen.append(x.unsqueeze(0))
             metadata.append({"acquisition": self.name, **context.get("metadata", {}), **meta})
@@ -432,8 +510,8 @@ class SEBO(SparsityPolicy):
             ``"posterior_mean"`` (default: the model's mean at the observed points, as noisy
             EHVI does in expectation, so noise in ``y`` does not enter the front) or
             ``"observed"`` (the observed ``y``).
-        **kwargs: See :class:`SparsityPolicy` (penalty, target, groups, homotopy schedule,
-            snapping, duplicate guard).
+        **kwargs: See :class:`SparsityPolicy` (homotopy schedule and restarts, snapping,
+            the repeat guards).
 
     Example:
         >>> policy = SEBO(penalty="l0", target="zero")
@@ -454,19 +532,10 @@ class SEBO(SparsityPolicy):
         acquisition_function: str = "ehvi",
         ref_point: Sequence[float] | None = None,
         front: str = "posterior_mean",
-        a_start: float = 10**-0.5,
-        a_end: float = 1e-3,
-        num_steps: int = 30,
-        num_restarts_homotopy: int = 20,
-        snap_tol: float = 0.01,
-        dedup_tol: float = 1e-6,
         optimizer: OptimizerSettings | None = None,
-        starts: str = "sparse",
+        **kwargs: Any,
     ) -> None:
-        super().__init__(
-            penalty, target, groups, a_start, a_end, num_steps, num_restarts_homotopy,
-            snap_tol, dedup_tol, optimizer, starts,
-        )  # fmt: skip
+        super().__init__(penalty, target, groups, optimizer=optimizer, **kwargs)
         if acquisition_function not in self.ACQUISITION_FUNCTIONS:
             raise ConfigError(
                 f"acquisition.options.acquisition_function={acquisition_function!r}; choose one "
