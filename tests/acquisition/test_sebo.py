@@ -220,6 +220,9 @@ def test_multi_objective_falls_back_to_qlognehvi(fast_optimizer):
         ({"a_start": 1e-3, "a_end": 0.1}, "a_end"),
         ({"num_steps": 0}, "num_steps"),
         ({"snap_tol": -1}, "snap_tol"),
+        ({"repeat_tol": 1.5}, "repeat_tol"),
+        ({"homotopy_maxiter": 0}, "homotopy_maxiter"),
+        ({"freeze_tol": True}, "freeze_tol"),
         ({"unknown": 1}, "unknown"),
     ],
 )
@@ -349,3 +352,59 @@ def test_homotopy_starts_are_sparse_and_near_the_front(branin15, fast_optimizer)
     assert 1 <= proposal.metadata[0]["num_traced"] <= 20  # restarts alive at the end
     with pytest.raises(ConfigError, match="starts"):
         SEBO(starts="grid")
+
+
+def test_cheap_homotopy_freezes_still_restarts_and_lands_where_the_full_one_does():
+    # Figure 2: the full homotopy optimizes all 30 values of a; the cheap one (default)
+    # stops re-optimizing restarts that no longer move, jumps to the final a and polishes
+    # there, and proposes the same sparse optimum x = 0.5.
+    problem, model, history = figure2([0.0, 0.25, 0.75, 1.0])
+    common = dict(ref_point=FIG2_REF, optimizer=FIG2_OPT, starts="sobol")
+    full = SEBO(freeze_tol=0.0, homotopy_maxiter=None, **common).propose(model, history, problem, q=1)
+    cheap = SEBO(**common).propose(model, history, problem, q=1)
+    assert len(full.metadata[0]["a_values"]) == 30
+    assert len(cheap.metadata[0]["a_values"]) < 30
+    assert cheap.metadata[0]["a_values"][-1] == full.metadata[0]["a_values"][-1] == pytest.approx(1e-3)
+    assert cheap.X.item() == full.X.item() == 0.5
+    assert cheap.metadata[0]["acq_value"] == pytest.approx(full.metadata[0]["acq_value"])
+
+
+def test_homotopy_restarts_follow_the_optimizer_and_a_different_count_warns(recwarn):
+    policy = SEBO(optimizer=OptimizerSettings(num_restarts=4))
+    assert policy.num_restarts_homotopy == 4 and not recwarn.list
+    with pytest.warns(UserWarning, match="num_restarts_homotopy=20 .* num_restarts=4"):
+        SEBO(num_restarts_homotopy=20, optimizer=OptimizerSettings(num_restarts=4))
+    SEBO(penalty="l1", num_restarts_homotopy=20, optimizer=OptimizerSettings(num_restarts=4))  # no homotopy
+    assert not recwarn.list
+
+
+class FirstCoordinateOnly(SyntheticTestFunction):
+    """``f(x) = -(x_0 - 0.3)^2`` on ``[0, 1]^3``: the last two inputs are irrelevant."""
+
+    dim = 3
+    continuous_inds = [0, 1, 2]
+    _bounds = [(0.0, 1.0)] * 3
+    _optimal_value = 0.0
+
+    def _evaluate_true(self, X):
+        return -((X[..., 0] - 0.3) ** 2)
+
+
+def test_near_repeats_differ_only_where_the_surrogate_sees_no_effect():
+    problem = Problem("first-only", FirstCoordinateOnly(), default_point=torch.zeros(3), relevant_dims=(0,))
+    X = draw_sobol_samples(problem.bounds, n=16, q=1, seed=0).squeeze(1)
+    torch.manual_seed(0)
+    model = fit_surrogate("map-saas", X, problem.evaluate(X), bounds=problem.bounds)
+    seen = X[:1]
+    candidates = torch.stack([
+        seen[0],                                              # the same point
+        torch.cat([seen[0, :1], 1 - seen[0, 1:]]),            # same x_0, irrelevant inputs moved
+        torch.cat([seen[0, :1] + 0.2, seen[0, 1:]]),          # x_0 moved
+    ]).clamp(0, 1)  # fmt: skip
+    policy = SEBO()
+    duplicate, near = policy.repeats(candidates, seen, problem, model)
+    assert duplicate.tolist() == [True, False, False]
+    assert near.tolist() == [True, True, False]
+    duplicate, near = SEBO(repeat_tol=0.0).repeats(candidates, seen, problem, model)
+    assert near.tolist() == [False, False, False]
+    assert SEBO().repeats(candidates, seen, problem, None)[1].tolist() == [False, False, False]
