@@ -40,7 +40,7 @@ from dsbo.acquisition.base import PostProcessor, make_postprocessor
 from dsbo.errors import ConfigError, EvaluationError
 from dsbo.evaluation import UNFINISHED, Evaluator, evaluate_batch, outcome_vector, parse_outcomes
 from dsbo.problems.base import Problem
-from dsbo.sparsity import DEFAULT_TOLERANCE, num_changed
+from dsbo.sparsity import DEFAULT_TOLERANCE, changed_mask, num_changed
 from dsbo.store import BUDGETED, Trial, TrialStore
 from dsbo.surrogates import SurrogateSpec, fit_surrogate
 from dsbo.validation import check_campaign
@@ -65,6 +65,8 @@ class CampaignResult:
     #: ``target``), ``"postprocess default"`` (BONSAI's explicit ``default``) or
     #: ``"problem default"``.
     changes_from: str = "problem default"
+    #: The best point's changed parameters: ``{"parameter", "from", "to"}`` each.
+    changes_best: list[dict[str, Any]] | None = None
 
 
 class Campaign:
@@ -503,7 +505,18 @@ class Campaign:
             num_changed_best=None if trial is None else trial.metadata.get("num_changed"),
             history=self.history(),
             changes_from=self.changes_from,
+            changes_best=None if trial is None else self.changes(trial.x),
         )
+
+    def changes(self, x: Sequence[float]) -> list[dict[str, Any]]:
+        """The parameters ``x`` changes from the reference point (see ``changes_from``)."""
+        X = torch.as_tensor(x, dtype=torch.double).unsqueeze(0)
+        mask = changed_mask(X, self.reference_point, self.problem.bounds, self.sparsity_tol)[0]
+        return [
+            {"parameter": self.problem.parameter_names[j], "from": float(self.reference_point[j]),
+             "to": float(X[0, j])}
+            for j in torch.nonzero(mask).reshape(-1).tolist()
+        ]  # fmt: skip
 
 
 def best_so_far(Y: Tensor, problem: Problem) -> Tensor:

@@ -229,6 +229,10 @@ def run_optimize(cfg: OptimizeConfig, console: Console | None = None) -> dict[st
     return info
 
 
+#: The summary lists the best point's changed parameters when there are at most this many.
+MAX_CHANGES_LISTED = 8
+
+
 def print_summary(console: Console, info: dict[str, Any], run_dir: Path) -> None:
     table = Table(title=f"dsbo: {info['problem']}", show_header=False)
     best = info["best_value"]
@@ -241,6 +245,11 @@ def print_summary(console: Console, info: dict[str, Any], run_dir: Path) -> None
         "-" if changed is None else f"{changed} of {info['dim']} ({info['num_relevant_dims']} relevant), "
         f"from the {info.get('changes_from', 'problem default')}",
     )
+    changes = info.get("changes_best") or []
+    if 0 < len(changes) <= MAX_CHANGES_LISTED:
+        table.add_row(
+            "changes (best)", ", ".join(f"{c['parameter']}: {c['from']:.4g} -> {c['to']:.4g}" for c in changes)
+        )
     front = info.get("value_vs_changes") or []
     if len(front) > 1:
         table.add_row(

@@ -146,6 +146,7 @@ def summary(result: Any, problem: Problem, frame: pd.DataFrame, timings: list[di
         "best_x": result.best_x,
         "num_changed_best": result.num_changed_best,
         "changes_from": getattr(result, "changes_from", "problem default"),
+        "changes_best": getattr(result, "changes_best", None),
         "num_relevant_dims": len(problem.relevant_dims),
         "value_vs_changes": value_vs_changes(frame, problem),
         "dim": problem.dim,

@@ -278,6 +278,12 @@ def test_changes_are_counted_from_the_policy_target(fast_optimizer):
     torch.testing.assert_close(campaign.reference_point, torch.zeros(6, dtype=torch.double))
     result = campaign.run()
     assert result.changes_from == "acquisition target"
+    # the best point's changes, named, from the target
+    best = torch.tensor(result.best_x, dtype=torch.double)
+    expected = [j for j in range(6) if abs(float(best[j])) > 1e-3 * float(problem.bounds[1, j] - problem.bounds[0, j])]
+    assert [c["parameter"] for c in result.changes_best] == [f"x{j}" for j in expected]
+    assert all(c["from"] == 0.0 and c["to"] == float(best[int(c["parameter"][1:])]) for c in result.changes_best)
+    assert len(result.changes_best) == result.num_changed_best
     plain = small_campaign(fast_optimizer, problem=problem, budget=5, n_init=4)
     assert plain.changes_from == "problem default"
     bonsai = small_campaign(

@@ -100,3 +100,4 @@ def test_initial_design_with_the_default_point_from_the_command_line(tmp_path):
     assert list(frame["generator"][:4]) == ["default", "sobol-init", "sobol-init", "sobol-init"]
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["changes_from"] == "problem default" and summary["completed"] == 5
+    assert len(summary["changes_best"]) == summary["num_changed_best"]
