@@ -8,6 +8,7 @@ dotted overrides (``--surrogate.name gp --budget 50``), with type errors that na
 
 from __future__ import annotations
 
+import copy
 import math
 import os
 import types
@@ -78,19 +79,27 @@ class WandbConfig:
     tags: list[str] = field(default_factory=list)
 
 
+#: The post-processing of a config that does not name one: BONSAI toward the problem's default.
+DEFAULT_POSTPROCESS: dict[str, dict[str, Any]] = {"bonsai": {"rho": 0.2}}
+
+
 @dataclass
 class OptimizeConfig:
     """A BO campaign: which problem, surrogate and acquisition, how many evaluations, where.
 
     The built-in default (no arguments) optimizes Branin embedded in 20 dimensions with a
-    MAP-SAAS ensemble and qLogNEI in 30 evaluations. ``postprocess`` names one post-processor
-    of the acquisition's candidates and its options, e.g. ``{bonsai: {rho: 0.2}}``.
+    MAP-SAAS ensemble and qLogNEI + BONSAI in 30 evaluations: 10 Sobol points, then 20 BO
+    steps whose candidates are pruned toward the problem's default point. ``postprocess``
+    names one post-processor of the acquisition's candidates and its options (default
+    :data:`DEFAULT_POSTPROCESS`, BONSAI with ``rho = 0.2``; ``null`` for plain BO).
     """
 
     problem: ProblemConfig = field(default_factory=ProblemConfig)
     surrogate: SurrogateConfig = field(default_factory=SurrogateConfig)
     acquisition: AcquisitionConfig = field(default_factory=AcquisitionConfig)
-    postprocess: dict[str, dict[str, Any] | None] | None = None
+    postprocess: dict[str, dict[str, Any] | None] | None = field(
+        default_factory=lambda: copy.deepcopy(DEFAULT_POSTPROCESS)
+    )
     budget: int = 30
     n_init: int | None = 10
     initial_design: InitialDesignConfig = field(default_factory=InitialDesignConfig)
@@ -165,7 +174,10 @@ def validate_config(cfg: OptimizeConfig) -> None:
         [name] = cfg.postprocess
         POSTPROCESSORS.get(name)
         if cfg.acquisition.name == "sobol":
-            raise ConfigError(f"postprocess.{name} needs an optimized acquisition, not sobol")
+            raise ConfigError(
+                f"postprocess.{name} needs an optimized acquisition, not sobol; set "
+                "postprocess: null (or --postprocess null) for a Sobol run"
+            )
 
 
 def _field_types(cls: type, prefix: str = "") -> dict[str, Any]:

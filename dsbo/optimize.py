@@ -248,7 +248,7 @@ def print_summary(console: Console, info: dict[str, Any], run_dir: Path) -> None
     changes = info.get("changes_best") or []
     if 0 < len(changes) <= MAX_CHANGES_LISTED:
         table.add_row(
-            "changes (best)", ", ".join(f"{c['parameter']}: {c['from']:.4g} -> {c['to']:.4g}" for c in changes)
+            "changes (best)", "\n".join(f"{c['parameter']}: {c['from']:.4g} -> {c['to']:.4g}" for c in changes)
         )
     front = info.get("value_vs_changes") or []
     if len(front) > 1:

@@ -48,6 +48,26 @@ def test_builtin_default_matches_configs_bo_default_yaml():
     assert from_file == builtin == OptimizeConfig()
 
 
+def test_the_builtin_default_prunes_with_bonsai_and_plain_is_one_flag_away(tmp_path, capsys):
+    builtin, _ = parse_config([])
+    assert builtin.postprocess == {"bonsai": {"rho": 0.2}}
+    plain, _ = parse_config(["--postprocess", "null"])
+    assert plain.postprocess is None
+    common = [*FAST, "--problem.name", "branin-6d", "--budget", "6", "--wandb.mode", "disabled"]
+    assert main([*common, "--run_dir", str(tmp_path / "bonsai")]) == 0
+    out = capsys.readouterr().err  # the summary table goes to stderr
+    frame = pd.read_csv(tmp_path / "bonsai" / "history.csv")
+    summary = json.loads((tmp_path / "bonsai" / "summary.json").read_text())
+    assert frame["num_changed"].iloc[3:].max() < 6, "BONSAI resets some of the 6 coordinates"
+    names = [c["parameter"] for c in summary["changes_best"]]
+    assert len(names) == summary["num_changed_best"] and all(f"{name}: " in out for name in names)
+    assert main([*common, "--postprocess", "null", "--run_dir", str(tmp_path / "plain")]) == 0
+    plain_frame = pd.read_csv(tmp_path / "plain" / "history.csv")
+    assert (plain_frame["num_changed"].iloc[3:] == 6).all(), "plain qLogNEI changes everything"
+    assert main([*common, "--acquisition.name", "sobol", "--run_dir", str(tmp_path / "sobol")]) != 0
+    assert "postprocess: null" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("path", sorted(CONFIGS.glob("*.yaml")), ids=lambda p: p.name)
 def test_every_shipped_config_parses_and_builds_its_problem(path):
     cfg, _ = parse_config(["--config", str(path)])
