@@ -37,13 +37,15 @@ from torch import Tensor
 
 from dsbo.acquisition import History, OptimizerSettings, Policy, make_policy
 from dsbo.acquisition.base import PostProcessor, make_postprocessor
+from dsbo.contexts import ContextSettings, ContextState, Environment
+from dsbo.contexts.settings import ContextValues
 from dsbo.errors import ConfigError, EvaluationError
 from dsbo.evaluation import UNFINISHED, Evaluator, evaluate_batch, outcome_vector, parse_outcomes
 from dsbo.problems.base import Problem
 from dsbo.sparsity import DEFAULT_TOLERANCE, changed_mask, num_changed
 from dsbo.store import BUDGETED, Trial, TrialStore
 from dsbo.surrogates import SurrogateSpec, fit_surrogate
-from dsbo.validation import check_campaign
+from dsbo.validation import check_campaign, check_context_policy
 
 Callback = Callable[["Campaign", list[Trial]], None]
 ON_PENDING = ("retry", "abandon")
@@ -67,6 +69,8 @@ class CampaignResult:
     changes_from: str = "problem default"
     #: The best point's changed parameters: ``{"parameter", "from", "to"}`` each.
     changes_best: list[dict[str, Any]] | None = None
+    #: The cost ledger: summed cost of the trials that count against the budget.
+    cost_used: float = 0.0
 
 
 class Campaign:
@@ -79,7 +83,8 @@ class Campaign:
         surrogate: Surrogate spec for :func:`~dsbo.surrogates.fit_surrogate`.
         acquisition: A registered policy name (``"auto"``: qLogNEI, or qLogNEHVI for
             multi-objective problems), a mapping ``{"name": ..., **options}``, or a policy.
-        budget: Total number of evaluations (completed + failed).
+        budget: Total number of evaluations (completed + failed); default 30, or as many as
+            ``budget_cost`` can pay for.
         n_init: Scrambled-Sobol initial points (default: ``min(budget, max(5, 2 * d))``
             capped at a third of the budget, at least 2).
         q: Candidates proposed (and evaluated concurrently) per iteration.
@@ -110,6 +115,14 @@ class Campaign:
             ``"default"``, a batch of its own), then the ``n_init`` Sobol points: the initial
             design is ``n_init + 1`` evaluations, all counted in the budget. Fixed features
             apply to it.
+        contexts: For a problem with context variables: the context policy and its settings
+            (:class:`~dsbo.contexts.ContextSettings`, a policy name or a mapping; default
+            SADCBO). Each iteration then proposes one point whose contexts are optimized,
+            observed or ignored as the policy decides; the initial design observes them all.
+        budget_cost: A budget in cost units: no trial is proposed once the ledger plus the
+            cheapest evaluation (``problem.design_cost``) would pass it.
+        environment: A callable returning the contexts as they are now (``{name: value}``),
+            e.g. a sensor; simulated problems draw from ``p(z)`` without one.
 
     Raises:
         ConfigError: for any bad setting, before anything is evaluated or stored.
@@ -121,7 +134,7 @@ class Campaign:
         problem: Problem,
         surrogate: SurrogateSpec | str | Mapping[str, Any] = "map-saas",
         acquisition: str | Mapping[str, Any] | Policy = "auto",
-        budget: int = 30,
+        budget: int | None = None,
         n_init: int | None = None,
         q: int = 1,
         seed: int = 0,
@@ -138,9 +151,21 @@ class Campaign:
         worker_retries: int = 1,
         dry_run: bool = True,
         include_default: bool = False,
+        contexts: ContextSettings | str | Mapping[str, Any] | None = None,
+        budget_cost: float | None = None,
+        environment: Callable[[], ContextValues] | None = None,
     ) -> None:
         self.problem = problem
         self.surrogate = SurrogateSpec.coerce(surrogate)
+        if budget_cost is not None and (
+            isinstance(budget_cost, bool)
+            or not isinstance(budget_cost, int | float)
+            or not 0 < budget_cost < math.inf
+        ):
+            raise ConfigError(f"budget_cost must be a finite number > 0, got {budget_cost!r}")
+        self.budget_cost = None if budget_cost is None else float(budget_cost)
+        if budget is None:
+            budget = 30 if budget_cost is None else max(1, int(budget_cost / problem.design_cost))
         self.budget = _positive_int("budget", budget)
         self.q = _positive_int("q", q)
         if n_init is None:
@@ -151,7 +176,8 @@ class Campaign:
         self.include_default = include_default
         if self.n_init + include_default > self.budget:
             raise ConfigError(
-                f"n_init={n_init}" + (" + the default point" if include_default else "")
+                f"n_init={n_init}"
+                + (" + the default point" if include_default else "")
                 + f" exceeds budget={budget}"
             )
         if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed <= MAX_SEED:
@@ -165,6 +191,12 @@ class Campaign:
         )
         self.optimizer = optimizer or OptimizerSettings()
         self.policy = self._make_policy(acquisition)
+        self.context_settings = ContextSettings.coerce(contexts)
+        if self.context_settings is None and problem.is_contextual:
+            self.context_settings = ContextSettings()
+        self.context_policy = None
+        if self.context_settings is not None:
+            self._setup_contexts(acquisition, postprocess, environment)
         if postprocess:
             self._attach_postprocessor(postprocess)
         if eval_timeout is not None and (
@@ -174,14 +206,23 @@ class Campaign:
         ):
             raise ConfigError(f"eval_timeout must be a number of seconds > 0, got {eval_timeout!r}")
         self.eval_timeout = None if eval_timeout is None else float(eval_timeout)
-        if isinstance(worker_retries, bool) or not isinstance(worker_retries, int) or worker_retries < 0:
+        if (
+            isinstance(worker_retries, bool)
+            or not isinstance(worker_retries, int)
+            or worker_retries < 0
+        ):
             raise ConfigError(f"worker_retries must be an integer >= 0, got {worker_retries!r}")
         self.worker_retries = worker_retries
         self.evaluator = evaluator if evaluator is not None else problem
         self.executor = executor
         self.callbacks = list(callbacks)
         self.sparsity_tol = sparsity_tol
-        check_campaign(problem, self.surrogate, self.policy, self.optimizer, self.q, seed, dry_run)
+        if self.context_policy is None:
+            check_campaign(
+                problem, self.surrogate, self.policy, self.optimizer, self.q, seed, dry_run
+            )
+        else:
+            check_context_policy(self.problem, self.surrogate, self.context_policy, seed, dry_run)
         self.changes_from, self.reference_point = self._sparsity_reference()
         self.store = store if isinstance(store, TrialStore) else TrialStore(store or ":memory:")
         self._check_store()
@@ -202,6 +243,30 @@ class Campaign:
         if name == "auto":
             name = "qlognehvi" if self.problem.is_multi_objective else "qlognei"
         return make_policy(name, options, self.optimizer)
+
+    def _setup_contexts(self, acquisition: Any, postprocess: Any, environment: Any) -> None:
+        """Resolve the ``contexts`` settings against the problem (names, costs, policy)."""
+        if self.q != 1:
+            raise ConfigError(
+                f"a contextual campaign proposes one point per iteration; got q={self.q}"
+            )
+        if acquisition not in ("auto", None) and not (
+            isinstance(acquisition, Mapping) and acquisition.get("name", "auto") == "auto"
+        ):
+            raise ConfigError(
+                "a contextual campaign chooses points with its context policy (UCB); leave acquisition "
+                "at auto and set contexts.options (e.g. beta) instead"
+            )
+        if postprocess:
+            raise ConfigError("postprocess does not apply to a contextual campaign")
+        if environment is not None and not callable(environment):
+            raise ConfigError(
+                f"environment must be a callable returning the contexts, got {environment!r}"
+            )
+        self.problem, self.context_policy, self.fixed_contexts, self.observe_only = (
+            self.context_settings.resolve(self.problem, self.optimizer)
+        )
+        self.environment = Environment(self.problem, self.seed, environment)
 
     def _attach_postprocessor(
         self, postprocess: Mapping[str, Mapping[str, Any] | None] | PostProcessor
@@ -230,7 +295,10 @@ class Campaign:
         stored = self.store.get_meta("identity")
         if stored is None:
             self.store.set_meta("identity", identity)
-            self.store.set_meta("settings", {"seed": self.seed, "budget": self.budget})
+            self.store.set_meta(
+                "settings",
+                {"seed": self.seed, "budget": self.budget, "budget_cost": self.budget_cost},
+            )
         elif stored != identity:
             raise ConfigError(
                 f"the store {self.store.path} belongs to another problem {stored}; this campaign "
@@ -251,7 +319,9 @@ class Campaign:
     def initial_design(self) -> Tensor:
         """The initial points in order: the default point (with ``include_default``), then
         ``n_init`` scrambled Sobol points, fixed features applied, rounded to the domain."""
-        design = draw_sobol_samples(self.problem.bounds, n=self.n_init, q=1, seed=self.seed).squeeze(1)
+        design = draw_sobol_samples(
+            self.problem.bounds, n=self.n_init, q=1, seed=self.seed
+        ).squeeze(1)
         if self.include_default:
             default = self.problem.default_point.to(design).reshape(1, -1)
             design = torch.cat([default, design])
@@ -264,20 +334,41 @@ class Campaign:
         return self.store.count(BUDGETED)
 
     @property
+    def cost_used(self) -> float:
+        """The cost ledger: summed cost of the trials that count against the budget."""
+        return self.store.cost_used()
+
+    @property
     def remaining(self) -> int:
+        """Evaluations still allowed by the budget (0 once the cost budget cannot pay for the
+        cheapest evaluation)."""
+        if (
+            self.budget_cost is not None
+            and self.cost_used + self.problem.design_cost > self.budget_cost + 1e-9
+        ):
+            return 0
         return max(0, self.budget - self.num_used)
 
     def _proposal_seed(self) -> int:
         return (self.seed * 1_000_003 + self.store.count()) % (2**31 - 1)
 
     # ------------------------------------------------------------------ ask / tell
-    def ask(self, q: int | None = None) -> list[Trial]:
+    def ask(self, q: int | None = None, contexts: ContextValues | None = None) -> list[Trial]:
         """Propose up to ``q`` new points, committed as pending trials; ``[]`` when the budget
         is used up. Initial points come from one scrambled Sobol sequence of length ``n_init``.
+
+        ``contexts``: for a contextual problem, the contexts as the environment has them now
+        (``{name: value}``); simulated problems draw them from ``p(z)`` when not given.
         """
         q = min(self.q if q is None else _positive_int("q", q), self.remaining)
         if q == 0:
             return []
+        if self.context_policy is not None:
+            return [self._ask_contextual(contexts)]
+        if contexts is not None:
+            raise ConfigError(
+                f"contexts were given but {self.problem.name} has no context variables"
+            )
         start = time.perf_counter()
         store_start = self.store.busy_seconds
         seed = self._proposal_seed()
@@ -328,15 +419,94 @@ class Campaign:
             acq_time=acq_time,
             metadata=[dict(m, seed=seed) for m in metadata],
             budget=self.budget,
+            cost=self.problem.design_cost,
+            budget_cost=self.budget_cost,
         )
         trials = [self.store.get(i) for i in ids]
+        self._record_ask(start, store_start, fit_time, acq_time)
+        return trials
+
+    def _record_ask(
+        self, start: float, store_start: float, fit_time: float, acq_time: float
+    ) -> None:
         self._last_ask = {
             "fit": fit_time,
             "acquisition": acq_time,
             "store": self.store.busy_seconds - store_start,
             "ask_total": time.perf_counter() - start,
         }
-        return trials
+
+    def _ask_contextual(self, given: ContextValues | None) -> Trial:
+        """One contextual proposal: the environment's contexts, the policy's roles and point,
+        committed with its cost (the initial design observes every context)."""
+        start, store_start = time.perf_counter(), self.store.busy_seconds
+        seed = self._proposal_seed()
+        problem = self.problem
+        z = self.environment.values(self.store.count(), given)
+        X_done, Y_done = self.store.completed_data()
+        n_proposed = self.store.count(BUDGETED)
+        fit_time = acq_time = 0.0
+        n_design = self.n_init + self.include_default
+        if n_proposed < n_design or X_done.shape[0] < 2:
+            if n_proposed < n_design:
+                x = self.initial_design()[n_proposed].clone()
+                generator = "default" if n_proposed == 0 and self.include_default else "sobol-init"
+            else:  # too few completed points to fit: another random design point
+                x = draw_sobol_samples(problem.bounds, n=1, q=1, seed=seed).reshape(-1)
+                generator = "sobol-fallback"
+            x[list(problem.context_dims)] = z
+            roles = dict.fromkeys(problem.context_names, "observed")
+            cost, metadata = problem.design_cost, {}
+        else:
+            earlier = [
+                t.metadata
+                for t in self.store.trials()
+                if "phase" in t.metadata or "switch_check" in t.metadata
+            ]
+            spent = self.cost_used
+            affordable = (
+                math.inf
+                if self.budget_cost is None
+                else self.budget_cost - spent - problem.design_cost
+            )
+            design_spent = (self.n_init + self.include_default) * problem.design_cost
+            if self.budget_cost is not None:
+                cooling = (self.budget_cost - spent) / max(self.budget_cost - design_spent, 1e-12)
+            else:
+                cooling = self.remaining / max(self.budget - self.n_init - self.include_default, 1)
+            state = ContextState(
+                problem=problem, X=X_done, Y=Y_done[:, 0], z=z,
+                t=sum(1 for t in self.store.trials() if t.generator == self.context_policy.name) + 1,
+                seed=seed, surrogate=self.surrogate, optimizer=self.optimizer, affordable=affordable,
+                fixed=self.fixed_contexts, observe_only=self.observe_only,
+                phase="optimization" if any(m.get("phase") == "optimization" for m in earlier) else "observational",
+                checks=[m["switch_check"] for m in earlier if "switch_check" in m],
+                cost_cooling=min(max(cooling, 0.0), 1.0),
+            )  # fmt: skip
+            torch.manual_seed(seed)
+            t0 = time.perf_counter()
+            proposal = self.context_policy.propose(state)
+            acq_time = time.perf_counter() - t0
+            x, roles, cost, metadata = proposal.x, proposal.roles, proposal.cost, proposal.metadata
+            generator = self.context_policy.name
+        X = problem.validate(x.reshape(1, -1), what="proposed candidate")
+        metadata = {
+            **metadata, "contexts": roles, "seed": seed,
+            "context_values": dict(zip(problem.context_names, z.tolist(), strict=True)),
+            "num_changed": int(num_changed(X, self.reference_point, problem.bounds, self.sparsity_tol)[0]),
+        }  # fmt: skip
+        [trial_id] = self.store.add_trials(
+            X,
+            generator,
+            fit_time=fit_time,
+            acq_time=acq_time,
+            metadata=[metadata],
+            budget=self.budget,
+            cost=cost,
+            budget_cost=self.budget_cost,
+        )
+        self._record_ask(start, store_start, fit_time, acq_time)
+        return self.store.get(trial_id)
 
     def tell(
         self,
@@ -362,7 +532,11 @@ class Campaign:
         """
         if error is None:
             y = parse_outcomes(values, self.problem.outcome_names)
-            bad = [n for n, v in zip(self.problem.outcome_names, y, strict=True) if not math.isfinite(v)]
+            bad = [
+                n
+                for n, v in zip(self.problem.outcome_names, y, strict=True)
+                if not math.isfinite(v)
+            ]
             if not bad:
                 self.store.complete(trial_id, y, eval_time=eval_time, budget=self.budget)
                 return self.store.get(trial_id)
@@ -381,7 +555,12 @@ class Campaign:
         X = self.problem.validate(torch.as_tensor(x, dtype=torch.double).reshape(1, -1), what="x")
         y = outcome_vector(values, self.problem.outcome_names)
         [trial_id] = self.store.add_trials(
-            X, generator, metadata={"attached": True}, budget=self.budget
+            X,
+            generator,
+            metadata={"attached": True},
+            budget=self.budget,
+            cost=self.problem.design_cost,
+            budget_cost=self.budget_cost,
         )
         self.store.complete(trial_id, y)
         return self.store.get(trial_id)
@@ -506,6 +685,7 @@ class Campaign:
             history=self.history(),
             changes_from=self.changes_from,
             changes_best=None if trial is None else self.changes(trial.x),
+            cost_used=self.cost_used,
         )
 
     def changes(self, x: Sequence[float]) -> list[dict[str, Any]]:
@@ -562,21 +742,31 @@ def history_frame(trials: Sequence[Trial], problem: Problem) -> pd.DataFrame:
                 "acq_time": t.acq_time,
                 "eval_time": t.eval_time,
                 "error": t.error,
+                "cost": t.cost,
             }
         )
+        if problem.is_contextual:
+            roles = t.metadata.get("contexts", {})
+            row["optimized"] = " ".join(n for n, r in roles.items() if r == "optimized")
+            row["observed"] = " ".join(n for n, r in roles.items() if r == "observed")
+            row["phase"] = t.metadata.get("phase", "")
         rows.append(row)
     columns = [
         "trial", "batch", "generator", "status", *problem.parameter_names,
-        *problem.outcome_names, "num_changed", "fit_time", "acq_time", "eval_time", "error",
+        *problem.outcome_names, "num_changed", "fit_time", "acq_time", "eval_time", "error", "cost",
+        *(["optimized", "observed", "phase"] if problem.is_contextual else []),
     ]  # fmt: skip
     frame = pd.DataFrame(rows, columns=columns)
+    frame["cumulative_cost"] = frame["cost"].where(frame["status"] != "abandoned", 0.0).cumsum()
     if frame.empty:
         frame["best_so_far"] = pd.Series(dtype=float)
         return frame
     done = frame["status"] == "completed"
     frame["best_so_far"] = math.nan
     if done.any():
-        Y = torch.tensor(frame.loc[done, list(problem.outcome_names)].to_numpy(), dtype=torch.double)
+        Y = torch.tensor(
+            frame.loc[done, list(problem.outcome_names)].to_numpy(), dtype=torch.double
+        )
         frame.loc[done, "best_so_far"] = best_so_far(Y, problem).numpy()
         frame["best_so_far"] = frame["best_so_far"].ffill()
     return frame

@@ -24,6 +24,12 @@ naming the holder. The lock dies with its process (even ``kill -9``): there is n
 lock to clean up. Readers that only watch a running campaign open the store with
 ``lock=False``. Independently of the lock, :meth:`TrialStore.add_trials` checks the budget
 inside its write transaction, so the budget can never be overspent.
+
+Each trial records the ``cost`` paid for it (``lambda_x`` plus the costs of the contexts it
+optimized; 1 per evaluation when nothing says otherwise), written with the proposal, so the
+cost ledger (:meth:`TrialStore.cost_used`, the sum over trials that count against the budget)
+is exact after any crash. Schema 2 added the column; a schema-1 store is upgraded in place
+(its trials cost 1 each).
 """
 
 from __future__ import annotations
@@ -46,7 +52,7 @@ from torch import Tensor
 
 from dsbo.errors import BudgetExhaustedError, StoreError, StoreLockedError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 STATUSES = ("pending", "completed", "failed", "abandoned")
 #: Statuses that count against a campaign's budget.
 BUDGETED = ("pending", "completed", "failed")
@@ -69,7 +75,8 @@ CREATE TABLE IF NOT EXISTS trials (
     fit_time      REAL NOT NULL DEFAULT 0,
     acq_time      REAL NOT NULL DEFAULT 0,
     eval_time     REAL,
-    metadata      TEXT NOT NULL DEFAULT '{}'
+    metadata      TEXT NOT NULL DEFAULT '{}',
+    cost          REAL NOT NULL DEFAULT 1.0
 );
 CREATE INDEX IF NOT EXISTS trials_status ON trials (status);
 """
@@ -92,6 +99,7 @@ class Trial:
     acq_time: float = 0.0
     eval_time: float | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    cost: float = 1.0
 
 
 def _row_to_trial(row: sqlite3.Row) -> Trial:
@@ -109,6 +117,7 @@ def _row_to_trial(row: sqlite3.Row) -> Trial:
         acq_time=row["acq_time"],
         eval_time=row["eval_time"],
         metadata=json.loads(row["metadata"]),
+        cost=row["cost"],
     )
 
 
@@ -172,10 +181,17 @@ class TrialStore:
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=FULL")
             self._conn.executescript(_SCHEMA)
+            version = self.get_meta("schema_version")
+            if version is not None and int(version) == 1:  # schema 1 -> 2: the cost column
+                columns = {r["name"] for r in self._conn.execute("PRAGMA table_info(trials)")}
+                if "cost" not in columns:
+                    self._conn.execute(
+                        "ALTER TABLE trials ADD COLUMN cost REAL NOT NULL DEFAULT 1.0"
+                    )
+                self.set_meta("schema_version", version := SCHEMA_VERSION)
         except sqlite3.DatabaseError as exc:
             self._release_lock()
             raise StoreError(f"{self.path} is not a usable dsbo store: {exc}") from None
-        version = self.get_meta("schema_version")
         if version is None:
             self.set_meta("schema_version", SCHEMA_VERSION)
         elif int(version) != SCHEMA_VERSION:
@@ -210,15 +226,19 @@ class TrialStore:
         metadata: Sequence[dict[str, Any]] | dict[str, Any] | None = None,
         status: str = "pending",
         budget: int | None = None,
+        cost: float | Sequence[float] = 1.0,
+        budget_cost: float | None = None,
     ) -> list[int]:
         """Insert a batch of proposed points as one transaction; returns their trial ids.
 
         ``fit_time`` and ``acq_time`` are the costs of proposing the whole batch; they are
         stored on its first trial only, so that sums over trials give the true totals.
+        ``cost`` is the cost paid for each trial (one number, or one per point).
 
         Raises:
             BudgetExhaustedError: if ``budget`` is given and the batch would take the trials
-                that count against it (pending, completed, failed) beyond it; checked inside
+                that count against it (pending, completed, failed) beyond it, or if
+                ``budget_cost`` is given and their summed cost would pass it; checked inside
                 the write transaction, so concurrent writers cannot overspend it either.
         """
         rows = X.tolist() if isinstance(X, Tensor) else [list(map(float, x)) for x in X]
@@ -226,6 +246,11 @@ class TrialStore:
             metadata = [dict(metadata or {}) for _ in rows]
         if len(metadata) != len(rows):
             raise StoreError(f"{len(rows)} points but {len(metadata)} metadata entries")
+        costs = (
+            [float(cost)] * len(rows) if isinstance(cost, int | float) else [float(c) for c in cost]
+        )
+        if len(costs) != len(rows) or not all(c >= 0 for c in costs):
+            raise StoreError(f"{len(rows)} points need as many costs >= 0, got {cost!r}")
         now = time.time()
         with self._transaction() as cur:
             if budget is not None:
@@ -235,12 +260,19 @@ class TrialStore:
                         f"{len(rows)} new trial(s) would exceed the budget of {budget} "
                         f"({used} trial(s) already count against it)"
                     )
+            if budget_cost is not None:
+                spent = self._cost_in(cur)
+                if spent + sum(costs) > budget_cost + 1e-9:
+                    raise BudgetExhaustedError(
+                        f"{len(rows)} new trial(s) costing {sum(costs):g} would exceed the cost budget of "
+                        f"{budget_cost:g} ({spent:g} already spent)"
+                    )
             batch = cur.execute("SELECT COALESCE(MAX(batch), -1) + 1 FROM trials").fetchone()[0]
             ids = []
             for i, (x, meta) in enumerate(zip(rows, metadata, strict=True)):
                 cur.execute(
                     "INSERT INTO trials (batch, generator, status, x, created_at, fit_time, "
-                    "acq_time, metadata) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    "acq_time, metadata, cost) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         batch,
                         generator,
@@ -250,6 +282,7 @@ class TrialStore:
                         fit_time if i == 0 else 0.0,
                         acq_time if i == 0 else 0.0,
                         json.dumps(meta),
+                        costs[i],
                     ),
                 )
                 ids.append(cur.lastrowid)
@@ -367,6 +400,21 @@ class TrialStore:
         return cursor.execute(
             f"SELECT COUNT(*) FROM trials WHERE status IN ({marks})", list(statuses)
         ).fetchone()[0]
+
+    @_timed
+    def cost_used(self) -> float:
+        """The cost ledger: summed cost of the trials that count against the budget."""
+        return self._cost_in(self._conn)
+
+    @staticmethod
+    def _cost_in(cursor: sqlite3.Connection | sqlite3.Cursor) -> float:
+        marks = ",".join("?" * len(BUDGETED))
+        return float(
+            cursor.execute(
+                f"SELECT COALESCE(SUM(cost), 0) FROM trials WHERE status IN ({marks})",
+                list(BUDGETED),
+            ).fetchone()[0]
+        )
 
     @_timed
     def completed_data(self) -> tuple[Tensor, Tensor]:

@@ -26,6 +26,7 @@ for a GP, seconds for the neural zoo's defaults or SAASBO's NUTS);
 
 from __future__ import annotations
 
+import copy
 import math
 import warnings
 from collections.abc import Iterator
@@ -46,7 +47,9 @@ from dsbo.surrogates import SurrogateSpec, fit_surrogate
 DRY_RUN_POINTS = 6
 
 
-def check_fixed_features(fixed: Any, problem: Problem, field: str = "acquisition.fixed_features") -> None:
+def check_fixed_features(
+    fixed: Any, problem: Problem, field: str = "acquisition.fixed_features"
+) -> None:
     """Each fixed feature is an existing dimension with a value inside its bounds.
 
     Raises:
@@ -112,6 +115,31 @@ def check_campaign(
             problem.validate(proposal.X, what=f"acquisition {name!r} candidates")
 
 
+def check_context_policy(problem: Problem, surrogate: SurrogateSpec, policy: Any, seed: int = 0,
+                         dry_run: bool = True) -> None:  # fmt: skip
+    """The dry iteration of a contextual campaign: the context policy (a cheap copy: one
+    restart, two q-UCB points) proposes once on synthetic data at a simulated context draw."""
+    if not dry_run:
+        return
+    from dsbo.contexts import ContextState
+
+    name = getattr(policy, "name", type(policy).__name__)
+    with torch.random.fork_rng(devices=[]), _numpy_state(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cheap = copy.copy(policy)
+        cheap.optimizer = policy.optimizer.for_dry_run()
+        if getattr(cheap, "q_points", 0):
+            cheap.q_points = 2
+        history = synthetic_history(problem, cheap.optimizer, DRY_RUN_POINTS, seed)
+        low, high = problem.context_distribution()
+        z = low + (high - low) * torch.rand(len(problem.contexts), dtype=torch.double)
+        state = ContextState(problem=problem, X=history.X, Y=history.Y[:, 0], z=z, t=2, seed=seed,
+                             surrogate=surrogate, optimizer=cheap.optimizer)  # fmt: skip
+        with _blame(f"contexts.policy {name!r} with surrogate {surrogate.name!r} failed on"):
+            proposal = cheap.propose(state)
+            problem.validate(proposal.x.reshape(1, -1), what=f"contexts.policy {name!r} candidate")
+
+
 @contextmanager
 def _blame(part: str) -> Iterator[None]:
     """Turn an unexpected exception of the dry iteration into a ConfigError naming ``part``."""
@@ -135,4 +163,10 @@ class _numpy_state:
         np.random.set_state(self.state)
 
 
-__all__ = ["DRY_RUN_POINTS", "check_campaign", "check_fixed_features", "synthetic_history"]
+__all__ = [
+    "DRY_RUN_POINTS",
+    "check_campaign",
+    "check_context_policy",
+    "check_fixed_features",
+    "synthetic_history",
+]

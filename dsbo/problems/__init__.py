@@ -9,12 +9,12 @@ Example:
 
 Modules: :mod:`~dsbo.problems.base` (the :class:`Problem`), :mod:`~dsbo.problems.registry`,
 :mod:`~dsbo.problems.options` (options common to all problems),
-:mod:`~dsbo.problems.classic`, :mod:`~dsbo.problems.multi_objective`,
+:mod:`~dsbo.problems.classic`, :mod:`~dsbo.problems.multi_objective`, :mod:`~dsbo.problems.contextual`,
 :mod:`~dsbo.problems.constrained` and :mod:`~dsbo.problems.embedded`.
 """
 
 # Importing the problem modules registers their problems.
-from dsbo.problems import black_box, classic, constrained, embedded, multi_objective  # noqa: F401
+from dsbo.problems import black_box, classic, constrained, contextual, embedded, multi_objective  # noqa: F401
 from dsbo.problems.base import Problem
 from dsbo.problems.registry import available_problems, get_problem, register_problem
 

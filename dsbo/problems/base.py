@@ -9,6 +9,7 @@ when its slack is ``>= 0`` (BoTorch's ``ConstrainedBaseTestProblem`` convention)
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -16,7 +17,42 @@ import torch
 from botorch.test_functions.base import BaseTestProblem, ConstrainedBaseTestProblem
 from torch import Tensor
 
-from dsbo.errors import ProblemError
+from dsbo.errors import ConfigError, ProblemError
+
+#: How a context variable is treated in one iteration (SADCBO, Martinelli et al. 2024, sec. 2):
+#: ``optimized`` (set by the optimizer, its cost paid), ``observed`` (taken from the
+#: environment for free and given to the surrogate) or ``ignored`` (taken from the
+#: environment, left out of the surrogate).
+CONTEXT_ROLES = ("optimized", "observed", "ignored")
+
+
+@dataclass(frozen=True)
+class Context:
+    """A context variable ``z_j``: a dimension of the problem that the environment sets (drawn
+    from ``p(z_j)``, uniform on ``[low, high]``) unless it is optimized, at ``cost``.
+
+    Args:
+        dim: The problem dimension it occupies.
+        cost: ``lambda_j >= 0``, paid in each iteration that optimizes it.
+        controllable: ``False`` for a context that can only be observed (the weather):
+            it is never optimized.
+        low, high: The support of its uniform distribution ``p(z_j)`` (default: its bounds).
+    """
+
+    dim: int
+    cost: float = 1.0
+    controllable: bool = True
+    low: float | None = None
+    high: float | None = None
+
+    def __post_init__(self) -> None:
+        if (
+            isinstance(self.cost, bool)
+            or not isinstance(self.cost, int | float)
+            or not math.isfinite(self.cost)
+            or self.cost < 0
+        ):
+            raise ConfigError(f"context cost must be a finite number >= 0, got {self.cost!r}")
 
 
 @dataclass
@@ -38,6 +74,9 @@ class Problem:
             problems.
         integer_dims: Dimensions whose values must be integers.
         parameter_names: One name per dimension (default ``x0 .. x{d-1}``).
+        contexts: The context variables (:class:`Context`), if any; every other dimension
+            is a design variable.
+        design_cost: ``lambda_x``, the cost of one evaluation with no context optimized.
 
     Example:
         >>> problem = get_problem("branin-50d")
@@ -57,6 +96,8 @@ class Problem:
     parameter_names: tuple[str, ...] = ()
     description: str = ""
     metadata: dict = field(default_factory=dict)
+    contexts: tuple[Context, ...] = ()
+    design_cost: float = 1.0
 
     def __post_init__(self) -> None:
         d = self.dim
@@ -70,7 +111,9 @@ class Problem:
         if len(self.parameter_names) != d:
             self.parameter_names = tuple(f"x{i}" for i in range(d))
         if any(i < 0 or i >= d for i in self.relevant_dims):
-            raise ProblemError(f"{self.name}: relevant_dims {self.relevant_dims} outside 0..{d - 1}")
+            raise ProblemError(
+                f"{self.name}: relevant_dims {self.relevant_dims} outside 0..{d - 1}"
+            )
         n_obj = getattr(self.test_problem, "num_objectives", 1)
         if len(self.objective_names) != n_obj:
             self.objective_names = tuple(f"objective_{i}" for i in range(n_obj))
@@ -78,6 +121,62 @@ class Problem:
         if len(self.constraint_names) != n_con:
             self.constraint_names = tuple(f"constraint_{i}" for i in range(n_con))
         self.validate(self.default_point.unsqueeze(0), what="default_point")
+        self._check_contexts()
+
+    def _check_contexts(self) -> None:
+        self.contexts = tuple(self.contexts)
+        dims = [c.dim for c in self.contexts]
+        if len(set(dims)) != len(dims) or any(not 0 <= j < self.dim for j in dims):
+            raise ProblemError(
+                f"{self.name}: context dimensions {dims} must be distinct and in 0..{self.dim - 1}"
+            )
+        if len(dims) == self.dim:
+            raise ProblemError(
+                f"{self.name}: every dimension is a context; at least one must be a design variable"
+            )
+        if (
+            isinstance(self.design_cost, bool)
+            or not isinstance(self.design_cost, int | float)
+            or not math.isfinite(self.design_cost)
+            or self.design_cost <= 0
+        ):
+            raise ConfigError(
+                f"{self.name}: design_cost must be a finite number > 0, got {self.design_cost!r}"
+            )
+        lb, ub = self.bounds
+        for c in self.contexts:
+            low = lb[c.dim].item() if c.low is None else c.low
+            high = ub[c.dim].item() if c.high is None else c.high
+            if not lb[c.dim].item() <= low < high <= ub[c.dim].item():
+                raise ProblemError(
+                    f"{self.name}: context {self.parameter_names[c.dim]} has p(z) on [{low}, {high}], "
+                    f"which must be an interval within its bounds"
+                )
+
+    # ---------------------------------------------------------------- contexts
+    @property
+    def is_contextual(self) -> bool:
+        return bool(self.contexts)
+
+    @property
+    def context_dims(self) -> tuple[int, ...]:
+        return tuple(c.dim for c in self.contexts)
+
+    @property
+    def design_dims(self) -> tuple[int, ...]:
+        ctx = set(self.context_dims)
+        return tuple(j for j in range(self.dim) if j not in ctx)
+
+    @property
+    def context_names(self) -> tuple[str, ...]:
+        return tuple(self.parameter_names[c.dim] for c in self.contexts)
+
+    def context_distribution(self) -> Tensor:
+        """``2 x c`` bounds of the uniform ``p(z)`` of each context, in ``contexts`` order."""
+        lb, ub = self.bounds
+        low = [lb[c.dim].item() if c.low is None else c.low for c in self.contexts]
+        high = [ub[c.dim].item() if c.high is None else c.high for c in self.contexts]
+        return torch.tensor([low, high], dtype=torch.double)
 
     # ---------------------------------------------------------------- shape facts
     @property
@@ -176,4 +275,3 @@ class Problem:
         if self.num_constraints == 0:
             return torch.ones(Y.shape[0], dtype=torch.bool)
         return (Y[:, self.num_objectives :] >= 0).all(dim=-1)
-
