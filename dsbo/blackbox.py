@@ -9,6 +9,11 @@ process and nothing is kept in memory between them::
     python -m dsbo.blackbox tell   --config lab.yaml --trial 4 --failed "sample spoiled"
     python -m dsbo.blackbox status --config lab.yaml            # counts, best, history.csv
 
+A black box with context variables (problem option ``contexts``) is asked with the contexts
+as the environment has them now: ``ask --contexts '{humidity: 0.41}'``. Each new trial then
+lists every context's role (``optimized``: set it to the proposed value, at its cost;
+``observed`` / ``ignored``: leave it as it is) and the trial's cost.
+
 ``ask`` first re-lists trials that are still pending (proposed, not yet told), then proposes
 new ones while the budget allows. The first ``ask`` of a new run directory checks the whole
 config with a dry iteration (:mod:`dsbo.validation`) before proposing anything.
@@ -36,11 +41,15 @@ from dsbo.strict_yaml import load_value
 
 
 def _trial_json(trial: Trial, names: Sequence[str]) -> dict[str, Any]:
-    return {
+    out = {
         "trial": trial.id,
         "status": trial.status,
         "parameters": dict(zip(names, trial.x, strict=True)),
     }
+    if "contexts" in trial.metadata:
+        out["contexts"] = trial.metadata["contexts"]
+        out["cost"] = trial.cost
+    return out
 
 
 def _parse_values(text: str) -> Any:
@@ -56,6 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ask = sub.add_parser("ask", help="print pending and new trials as JSON")
     ask.add_argument("--config", required=True)
     ask.add_argument("--q", type=int, default=None, help="new trials to propose (default: config q)")
+    ask.add_argument("--contexts", default=None, help="the contexts now, {name: value} (contextual problems)")
     tell = sub.add_parser("tell", help="report the outcome of a trial")
     tell.add_argument("--config", required=True)
     tell.add_argument("--trial", type=int, required=True)
@@ -72,7 +82,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         names = campaign.problem.parameter_names
         if args.command == "ask":
             pending = campaign.store.trials("pending")
-            new = campaign.ask(args.q)
+            contexts = None if args.contexts is None else load_value(args.contexts, "--contexts")
+            new = campaign.ask(args.q, contexts=contexts)
             out: dict[str, Any] = {
                 "trials": [_trial_json(t, names) for t in pending + new],
                 "remaining_budget": campaign.remaining,

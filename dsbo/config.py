@@ -68,6 +68,20 @@ class InitialDesignConfig:
 
 
 @dataclass
+class ContextsConfig:
+    """For a problem with context variables (:mod:`dsbo.contexts`): ``policy`` (``sadcbo``,
+    ``cubo``, ``vbo``, ``cbo``, ``cabo``, ``dropout``, ``mmdbo``) and its ``options``;
+    ``costs`` overrides the problem's ``{context: lambda_j}``; ``observed`` lists contexts that
+    are only observed (never optimized), ``fixed`` those optimized in every iteration."""
+
+    policy: str = "sadcbo"
+    options: dict[str, Any] = field(default_factory=dict)
+    costs: dict[str, float] = field(default_factory=dict)
+    observed: list[str] = field(default_factory=list)
+    fixed: list[str] = field(default_factory=list)
+
+
+@dataclass
 class WandbConfig:
     """W&B tracking. ``offline`` (default) writes the run under the run directory and needs no
     account; ``online`` uploads (``wandb login`` first); ``disabled`` turns it off."""
@@ -91,7 +105,10 @@ class OptimizeConfig:
     MAP-SAAS ensemble and qLogNEI + BONSAI in 30 evaluations: 10 Sobol points, then 20 BO
     steps whose candidates are pruned toward the problem's default point. ``postprocess``
     names one post-processor of the acquisition's candidates and its options (default
-    :data:`DEFAULT_POSTPROCESS`, BONSAI with ``rho = 0.2``; ``null`` for plain BO).
+    :data:`DEFAULT_POSTPROCESS`, BONSAI with ``rho = 0.2``; ``null`` for plain BO; a
+    contextual problem, which chooses with its ``contexts`` policy, drops the default).
+    ``budget_cost`` is a budget in cost units (contextual problems: ``lambda_x`` plus the costs
+    of optimized contexts per evaluation); with ``budget: null`` it alone ends the run.
     """
 
     problem: ProblemConfig = field(default_factory=ProblemConfig)
@@ -100,7 +117,9 @@ class OptimizeConfig:
     postprocess: dict[str, dict[str, Any] | None] | None = field(
         default_factory=lambda: copy.deepcopy(DEFAULT_POSTPROCESS)
     )
-    budget: int = 30
+    budget: int | None = 30
+    budget_cost: float | None = None
+    contexts: ContextsConfig | None = None
     n_init: int | None = 10
     initial_design: InitialDesignConfig = field(default_factory=InitialDesignConfig)
     q: int = 1
@@ -127,17 +146,27 @@ def validate_config(cfg: OptimizeConfig) -> None:
     for name in ("problem", "surrogate", "acquisition", "wandb", "initial_design"):
         if getattr(cfg, name) is None:
             raise ConfigError(f"{name} is null; give it a mapping (or leave it out for the default)")
-    for name in ("budget", "q", "max_consecutive_failures"):
+    if cfg.budget_cost is not None and not 0 < cfg.budget_cost < math.inf:
+        raise ConfigError(f"budget_cost must be a number > 0, got {cfg.budget_cost}")
+    if cfg.budget is None:
+        if cfg.budget_cost is None:
+            raise ConfigError("budget is null; give budget (evaluations) or budget_cost (cost units)")
+        budget = cfg.budget_cost  # an upper bound: each evaluation costs at least design_cost
+    else:
+        budget = cfg.budget
+    for name in ("q", "max_consecutive_failures"):
         value = getattr(cfg, name)
         if value < 1:
             raise ConfigError(f"{name} must be >= 1, got {value}")
-    if cfg.budget > MAX_BUDGET:
+    if cfg.budget is not None and cfg.budget < 1:
+        raise ConfigError(f"budget must be >= 1, got {cfg.budget}")
+    if cfg.budget is not None and cfg.budget > MAX_BUDGET:
         raise ConfigError(f"budget must be <= {MAX_BUDGET}, got {cfg.budget}")
-    if cfg.q > cfg.budget:
-        raise ConfigError(f"q={cfg.q} exceeds budget={cfg.budget}")
-    if cfg.n_init is not None and not 1 <= cfg.n_init <= cfg.budget:
-        raise ConfigError(f"n_init must be between 1 and budget={cfg.budget}, got {cfg.n_init}")
-    if cfg.n_init is not None and cfg.initial_design.include_default and cfg.n_init + 1 > cfg.budget:
+    if cfg.q > budget:
+        raise ConfigError(f"q={cfg.q} exceeds budget={budget}")
+    if cfg.n_init is not None and not 1 <= cfg.n_init <= budget:
+        raise ConfigError(f"n_init must be between 1 and budget={budget}, got {cfg.n_init}")
+    if cfg.n_init is not None and cfg.initial_design.include_default and cfg.n_init + 1 > budget:
         raise ConfigError(
             f"n_init={cfg.n_init} + the default point (initial_design.include_default) exceeds "
             f"budget={cfg.budget}"

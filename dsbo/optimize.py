@@ -23,6 +23,7 @@ import warnings
 from argparse import ArgumentError
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +37,8 @@ from rich.table import Table
 
 from dsbo.acquisition import available_policies
 from dsbo.campaign import Campaign
-from dsbo.config import OptimizeConfig, check_literals, validate_config
+from dsbo.config import DEFAULT_POSTPROCESS, OptimizeConfig, check_literals, validate_config
+from dsbo.contexts import available_context_policies
 from dsbo.errors import ConfigError, DsboError
 from dsbo.problems import available_problems, get_problem
 from dsbo.report import plot_trace, summary
@@ -87,6 +89,7 @@ def print_registries(console: Console) -> None:
         ("problems", available_problems()),
         ("surrogates", available_surrogates()),
         ("acquisition", {"auto": "qlognei, or qlognehvi for several objectives", **available_policies()}),
+        ("contexts.policy (contextual problems)", available_context_policies()),
     ):
         table = Table(title=title, show_header=False)
         for name, text in entries.items():
@@ -130,6 +133,9 @@ def build_campaign(
     check_run_dir(run_dir)
     resuming = (run_dir / STORE_NAME).exists()
     acq = cfg.acquisition
+    postprocess = cfg.postprocess
+    if problem.is_contextual and postprocess == DEFAULT_POSTPROCESS:
+        postprocess = None  # a contextual campaign chooses with its contexts policy
     campaign = Campaign(
         problem,
         surrogate={"name": cfg.surrogate.name, **cfg.surrogate.options},
@@ -142,10 +148,12 @@ def build_campaign(
         optimizer=acq.optimizer_settings(),
         on_pending=cfg.on_pending,
         max_consecutive_failures=cfg.max_consecutive_failures,
-        postprocess=cfg.postprocess,
+        postprocess=postprocess,
         eval_timeout=cfg.eval_timeout,
         dry_run=not resuming if dry_run is None else dry_run,
         include_default=cfg.initial_design.include_default,
+        contexts=None if cfg.contexts is None else asdict(cfg.contexts),
+        budget_cost=cfg.budget_cost,
     )
     (run_dir / "config.yaml").write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
     return campaign, run_dir, resuming
@@ -167,6 +175,7 @@ def write_outputs(campaign: Campaign, run_dir: Path, extra: dict[str, Any] | Non
     frame.to_csv(run_dir / "history.csv", index=False)
     plot_trace(frame, campaign.problem, run_dir / "trace.png")
     info = summary(result, campaign.problem, frame, campaign.timings)
+    info["budget_cost"] = campaign.budget_cost
     info.update(extra or {})
     (run_dir / "summary.json").write_text(json.dumps(info, indent=2))
     return info
@@ -208,7 +217,7 @@ def run_optimize(cfg: OptimizeConfig, console: Console | None = None) -> dict[st
         return "-" if value is None else f"{value:.5g}"
 
     with progress, warnings_to_file(run_dir / "warnings.log") as caught:
-        task = progress.add_task(problem.name, total=cfg.budget, completed=campaign.num_used, best=best_text(), last="")
+        task = progress.add_task(problem.name, total=campaign.budget, completed=campaign.num_used, best=best_text(), last="")
 
         def on_batch(c: Campaign, trials: list) -> None:
             value, _ = c.best()
@@ -239,24 +248,35 @@ def print_summary(console: Console, info: dict[str, Any], run_dir: Path) -> None
     table.add_row("best value", "-" if best is None else f"{best:.6g}")
     if info["optimal_value"] is not None:
         table.add_row("known optimum", f"{info['optimal_value']:.6g}")
-    changed = info["num_changed_best"]
-    table.add_row(
-        "parameters changed (best)",
-        "-" if changed is None else f"{changed} of {info['dim']} ({info['num_relevant_dims']} relevant), "
-        f"from the {info.get('changes_from', 'problem default')}",
-    )
-    changes = info.get("changes_best") or []
-    if 0 < len(changes) <= MAX_CHANGES_LISTED:
+    if not info.get("contexts"):  # sparsity from a default means little with contexts
+        changed = info["num_changed_best"]
         table.add_row(
-            "changes (best)", "\n".join(f"{c['parameter']}: {c['from']:.4g} -> {c['to']:.4g}" for c in changes)
+            "parameters changed (best)",
+            "-" if changed is None else f"{changed} of {info['dim']} ({info['num_relevant_dims']} relevant), "
+            f"from the {info.get('changes_from', 'problem default')}",
         )
-    front = info.get("value_vs_changes") or []
-    if len(front) > 1:
-        table.add_row(
-            "best value with <= k changes",
-            ", ".join(f"k={p['changed']}: {p['best_value']:.4g}" for p in front),
-        )
+        changes = info.get("changes_best") or []
+        if 0 < len(changes) <= MAX_CHANGES_LISTED:
+            table.add_row(
+                "changes (best)", "\n".join(f"{c['parameter']}: {c['from']:.4g} -> {c['to']:.4g}" for c in changes)
+            )
+        front = info.get("value_vs_changes") or []
+        if len(front) > 1:
+            table.add_row(
+                "best value with <= k changes",
+                ", ".join(f"k={p['changed']}: {p['best_value']:.4g}" for p in front),
+            )
     table.add_row("evaluations", f"{info['completed']} completed, {info['failed']} failed")
+    contexts = info.get("contexts")
+    if contexts:
+        budget = "" if info.get("budget_cost") is None else f" of {info['budget_cost']:g}"
+        table.add_row("cost spent", f"{info['cost_used']:g}{budget}")
+        switch = contexts["switch_trial"]
+        table.add_row("phase switch", "none" if switch is None else f"at trial {switch}")
+        table.add_row("contexts kept (last BO iteration)", ", ".join(
+            f"{name} ({role})" for name, role in contexts["last_roles"].items() if role != "ignored") or "none")
+        table.add_row("inclusion frequency (BO iterations)", ", ".join(
+            f"{name} {share:.2f}" for name, share in contexts["inclusion"].items()))
     t = info["seconds_per_iteration"]
     if t["iterations"]:
         table.add_row(

@@ -5,7 +5,9 @@ trial with the best feasible value so far; the number of parameters each trial c
 the default; and the objective-vs-sparsity Pareto front (every completed trial against its
 number of changed parameters, with the best value reachable with at most ``k`` changes, the
 front SEBO and BONSAI trade along). A multi-objective run shows the hypervolume so far and the
-observed outcomes in objective space.
+observed outcomes in objective space. A contextual run (:mod:`dsbo.contexts`) shows the
+objective, the regret (or best value) against the cumulative cost, and each context's role per
+trial (optimized, observed or ignored).
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from dsbo.problems.base import Problem  # noqa: E402
 def plot_trace(frame: pd.DataFrame, problem: Problem, path: str | Path) -> Path:
     """Write the trace plot of a run's history to ``path`` (PNG) and return the path."""
     path = Path(path)
+    if problem.is_contextual:
+        return plot_contextual_trace(frame, problem, path)
     done = frame[frame["status"] == "completed"] if not frame.empty else frame
     single = not problem.is_multi_objective
     fig, axes = plt.subplots(1, 3 if single else 2, figsize=(16 if single else 11, 4))
@@ -69,6 +73,74 @@ def plot_trace(frame: pd.DataFrame, problem: Problem, path: str | Path) -> Path:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+ROLE_CODES = {"ignored": 0, "observed": 1, "optimized": 2}
+
+
+def plot_contextual_trace(frame: pd.DataFrame, problem: Problem, path: Path) -> Path:
+    """Objective per trial; regret (or best value) vs cumulative cost; context roles per trial."""
+    done = frame[frame["status"] == "completed"] if not frame.empty else frame
+    name = problem.objective_names[0]
+    fig, axes = plt.subplots(1, 3, figsize=(17, 4), gridspec_kw={"width_ratios": [1, 1, 1.3]})
+    bo = ~done["generator"].isin(("sobol-init", "sobol-fallback", "default"))
+    axes[0].scatter(done.loc[~bo, "trial"], done.loc[~bo, name], s=14, c="0.6", label="initial (contexts observed)")
+    axes[0].scatter(done.loc[bo, "trial"], done.loc[bo, name], s=14, c="C0", label="BO")
+    axes[0].plot(done["trial"], done["best_so_far"], color="C3", drawstyle="steps-post", label="best so far")
+    axes[0].set(xlabel="trial", ylabel=name, title=f"{problem.name}: objective (maximized)")
+    axes[0].legend(fontsize=8)
+    if problem.optimal_value is not None:
+        axes[1].plot(done["cumulative_cost"], problem.optimal_value - done["best_so_far"], drawstyle="steps-post")
+        axes[1].set(yscale="log", ylabel="optimum - best observed")
+    else:
+        axes[1].plot(done["cumulative_cost"], done["best_so_far"], drawstyle="steps-post")
+        axes[1].set(ylabel="best observed")
+    axes[1].set(xlabel="cumulative cost", title="regret vs cost paid")
+    roles = [[ROLE_CODES[role] for role in row.split()] for row in _role_rows(frame, problem)]
+    if roles:
+        extent = (frame["trial"].min() - 0.5, frame["trial"].max() + 0.5, len(problem.contexts) - 0.5, -0.5)
+        image = axes[2].imshow(torch.tensor(roles).T.numpy(), aspect="auto", interpolation="nearest", extent=extent,
+                               cmap=matplotlib.colors.ListedColormap(["white", "C0", "C3"]), vmin=0, vmax=2)
+        colorbar = plt.colorbar(image, ax=axes[2], ticks=[1 / 3, 1, 5 / 3])
+        colorbar.ax.set_yticklabels(list(ROLE_CODES))
+    axes[2].set_yticks(range(len(problem.context_names)), problem.context_names)
+    axes[2].set(xlabel="trial", title="context roles per trial")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _role_rows(frame: pd.DataFrame, problem: Problem) -> list[str]:
+    """One space-separated role per context for every trial (in trial order)."""
+    rows = []
+    for _, row in frame.iterrows():
+        optimized, observed = set(str(row["optimized"]).split()), set(str(row["observed"]).split())
+        rows.append(" ".join("optimized" if n in optimized else "observed" if n in observed else "ignored"
+                             for n in problem.context_names))  # fmt: skip
+    return rows
+
+
+def context_summary(frame: pd.DataFrame, problem: Problem) -> dict[str, Any] | None:
+    """For a contextual run: each context's inclusion frequency (share of BO iterations whose
+    surrogate kept it, observed or optimized), the last BO iteration's roles and the trial at
+    which the phase switched to optimization (``None`` if it never did)."""
+    if not problem.is_contextual or frame.empty:
+        return None
+    bo = frame[~frame["generator"].isin(("sobol-init", "sobol-fallback", "default"))]
+    inclusion = {}
+    for name in problem.context_names:
+        kept = [name in f"{row['optimized']} {row['observed']}".split() for _, row in bo.iterrows()]
+        inclusion[name] = sum(kept) / len(kept) if kept else 0.0
+    last = {}
+    if len(bo):
+        row = bo.iloc[-1]
+        last = {n: "optimized" if n in str(row["optimized"]).split() else "observed" if n in str(row["observed"]).split()
+                else "ignored" for n in problem.context_names}  # fmt: skip
+    switched = bo[bo["phase"] == "optimization"]
+    return {"inclusion": inclusion, "last_roles": last,
+            "switch_trial": None if switched.empty else int(switched["trial"].iloc[0])}  # fmt: skip
 
 
 def plot_sparsity_front(ax: plt.Axes, frame: pd.DataFrame, problem: Problem) -> None:
@@ -153,4 +225,6 @@ def summary(result: Any, problem: Problem, frame: pd.DataFrame, timings: list[di
         "completed": result.num_completed,
         "failed": result.num_failed,
         "seconds_per_iteration": times,
+        "cost_used": getattr(result, "cost_used", None),
+        "contexts": context_summary(frame, problem),
     }

@@ -19,7 +19,7 @@ from botorch.test_functions.base import BaseTestProblem
 from torch import Tensor
 
 from dsbo.errors import ConfigError, EvaluationError
-from dsbo.problems.base import Problem
+from dsbo.problems.base import Context, Problem
 from dsbo.problems.options import resolve_target
 from dsbo.problems.registry import register_problem
 
@@ -59,6 +59,7 @@ def make_black_box(
     constraints: Sequence[str] = (),
     integer: Sequence[str] = (),
     target: str | Sequence[float] | Mapping[str, float] = "center",
+    contexts: Mapping[str, float | Mapping[str, object]] | None = None,
 ) -> Problem:
     """An external black box.
 
@@ -69,6 +70,9 @@ def make_black_box(
         integer: Names of the integer-valued parameters.
         target: The default configuration: ``"center"``, ``"zero"`` (lower corner), a list, or
             ``{name: value}``.
+        contexts: Parameters the environment sets (:mod:`dsbo.contexts`): ``{name: cost}``
+            or ``{name: {cost: 2.0, observe_only: true}}``. Their current values come from
+            ``ask --contexts`` (or a Python environment callable), never from dsbo.
     """
     if not parameters:
         raise ConfigError("black-box: options.parameters is required, e.g. {x: [0, 1], y: [0, 1]}")
@@ -98,6 +102,7 @@ def make_black_box(
         target = [float(target[n]) for n in names]
     return Problem(
         name="black-box",
+        contexts=_declared_contexts(contexts or {}, names),
         test_problem=test_problem,
         default_point=resolve_target(target, test_problem.bounds, "black-box"),
         relevant_dims=tuple(range(len(names))),
@@ -108,3 +113,26 @@ def make_black_box(
     )
 
 
+
+
+def _declared_contexts(contexts: Mapping[str, object], names: list[str]) -> tuple[Context, ...]:
+    """The ``contexts`` option as :class:`Context` objects, checked against the parameters."""
+    if not isinstance(contexts, Mapping):
+        raise ConfigError(f"black-box: options.contexts must be a mapping {{name: cost}}, got {contexts!r}")
+    declared = []
+    for name, spec in contexts.items():
+        if name not in names:
+            raise ConfigError(f"black-box: options.contexts names {name!r}, which is not a parameter; parameters: {names}")
+        if isinstance(spec, Mapping):
+            unknown = sorted(set(spec) - {"cost", "observe_only"})
+            if unknown:
+                raise ConfigError(f"black-box: options.contexts.{name} has no field(s) {unknown}; use cost, observe_only")
+            cost, observe_only = spec.get("cost", 1.0), spec.get("observe_only", False)
+        else:
+            cost, observe_only = spec, False
+        if isinstance(cost, bool) or not isinstance(cost, int | float) or not cost >= 0:
+            raise ConfigError(f"black-box: options.contexts.{name}: cost must be a number >= 0, got {cost!r}")
+        if not isinstance(observe_only, bool):
+            raise ConfigError(f"black-box: options.contexts.{name}.observe_only must be true or false")
+        declared.append(Context(dim=names.index(name), cost=float(cost), controllable=not observe_only))
+    return tuple(sorted(declared, key=lambda c: c.dim))
