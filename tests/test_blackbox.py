@@ -69,3 +69,53 @@ def test_status_before_any_ask(tmp_path, capsys):
     code, out = run(capsys, "status", "--config", config(tmp_path))
     assert code == 0 and out["completed"] == 0 and out["best_value"] is None
     assert out["remaining_budget"] == 5
+
+
+def contextual_config(tmp_path):
+    cfg = {
+        "problem": {"name": "black-box", "options": {
+            "parameters": {"temperature": [20, 80], "humidity": [0, 1], "weather": [0, 1]},
+            "objectives": ["score"],
+            "contexts": {"humidity": 2.0, "weather": {"cost": 0, "observe_only": True}},
+        }},
+        "surrogate": {"name": "gp"},
+        "contexts": {"policy": "vbo"},
+        "acquisition": {"num_restarts": 2, "raw_samples": 32, "maxiter": 25},
+        "budget": 5,
+        "n_init": 3,
+        "run_dir": str(tmp_path / "run"),
+        "wandb": {"mode": "disabled"},
+    }  # fmt: skip
+    path = tmp_path / "lab.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return str(path)
+
+
+def test_a_contextual_black_box_is_asked_with_the_contexts_it_observes(tmp_path, capsys):
+    path = contextual_config(tmp_path)
+    code, err = run(capsys, "ask", "--config", path)
+    assert code == 2 and "--contexts" in err  # dsbo never invents the environment's values
+    for i in range(5):
+        code, out = run(capsys, "ask", "--config", path, "--contexts", "{humidity: 0.4, weather: 0.9}")
+        assert code == 0
+        [trial] = out["trials"]
+        p = trial["parameters"]
+        assert p["weather"] == 0.9 and trial["contexts"]["weather"] == "observed"  # observe-only
+        if i < 3:  # the initial design observes every context
+            assert p["humidity"] == 0.4 and trial["cost"] == 1.0
+        else:  # VBO optimizes the controllable context and pays for it
+            assert trial["contexts"]["humidity"] == "optimized" and trial["cost"] == 3.0
+        run(capsys, "tell", "--config", path, "--trial", str(trial["trial"]), "--values", str(p["temperature"] / 80))
+    code, out = run(capsys, "ask", "--config", path, "--contexts", "{humidity: 0.4, weather: 0.9}")
+    assert out["trials"] == [] and out["remaining_budget"] == 0
+    code, err = run(capsys, "ask", "--config", path, "--contexts", "{humidity: 3.0, weather: 0.9}")
+    assert code == 0  # the budget is spent: nothing is asked, so nothing is checked
+
+
+def test_bad_context_values_are_refused(tmp_path, capsys):
+    path = contextual_config(tmp_path)
+    for bad, expected in (("{humidity: 3.0, weather: 0.9}", "outside its bounds"),
+                          ("{humidity: 0.5}", "missing ['weather']"),
+                          ("{humidity: .nan, weather: 0.1}", "must be a finite number")):  # fmt: skip
+        code, err = run(capsys, "ask", "--config", path, "--contexts", bad)
+        assert code == 2 and expected in err

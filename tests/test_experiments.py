@@ -90,3 +90,44 @@ def test_bench_bonsai_prune_smoke(tmp_path):
     assert row["prefix_evaluations"] <= row["greedy_evaluations"]
     assert row["greedy_relative_gap"] is None or row["greedy_relative_gap"] <= 0.2 + 1e-9
     assert (tmp_path / "results.md").read_text().startswith("# BONSAI pruning")
+
+
+def test_bench_sebo_homotopy_smoke(tmp_path):
+    import bench_sebo_homotopy
+
+    result = bench_sebo_homotopy.main(["--smoke", "--out", str(tmp_path)])
+    assert result["table"] and (tmp_path / "results.md").read_text().startswith("# SEBO homotopy")
+
+
+def test_sparse_protocol_smoke(tmp_path):
+    import sparse_protocol
+
+    result = sparse_protocol.main(["--smoke", "--workers", "1", "--out", str(tmp_path)])
+    assert set(result["parts"]) == {"sebo", "bonsai"}
+    assert set(result["parts"]["sebo"]["arms"]) == {"qlognei", "sebo-ehvi", "sebo-qlognehvi"}
+    assert all("met" in line or "missed" in line for line in result["goals"])
+    assert (tmp_path / "protocol.png").stat().st_size > 0
+
+
+def test_contextual_smoke(tmp_path):
+    import contextual
+
+    result = contextual.main(["--smoke", "--workers", "1", "--out", str(tmp_path)])
+    assert set(result["table"]["hartmann4"]) == set(contextual.METHODS)
+    runs = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
+    for run in runs:  # every run spends its cost budget exactly and never more
+        assert abs(sum(run["costs"]) - run["budget_cost"]) < 1e-9 or sum(run["costs"]) + 1 > run["budget_cost"]
+        assert sum(run["costs"]) <= run["budget_cost"] + 1e-9
+    vbo = next(r for r in runs if r["method"] == "vbo")
+    assert max(vbo["costs"]) == 1 + len(vbo["context_names"])  # every context optimized
+    for name in ("results.json", "results.md", "regret_vs_cost.png", "inclusion.png"):
+        assert (tmp_path / name).stat().st_size > 0
+
+
+def test_bench_contextual_smoke(tmp_path):
+    import bench_contextual
+
+    result = bench_contextual.main(["--smoke", "--out", str(tmp_path)])
+    [row] = result["rows"]
+    assert row["sadcbo_s"] > 0 and row["cbo_s"] > 0 and row["ratio"] > 0
+    assert (tmp_path / "results.md").read_text().startswith("# One SADCBO iteration")

@@ -121,3 +121,69 @@ def test_initial_design_with_the_default_point_from_the_command_line(tmp_path):
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["changes_from"] == "problem default" and summary["completed"] == 5
     assert len(summary["changes_best"]) == summary["num_changed_best"]
+
+
+CONTEXTUAL = [
+    "--problem.name", "contextual-hartmann4",
+    "--surrogate.name", "gp",
+    "--n_init", "6",
+    "--budget", "null",
+    "--acquisition.num_restarts", "2",
+    "--acquisition.raw_samples", "32",
+    "--acquisition.maxiter", "25",
+    "--progress", "false",
+    "--wandb.mode", "disabled",
+]  # fmt: skip
+
+
+def test_a_contextual_run_spends_its_cost_budget_and_reports_the_contexts(tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    args = [*CONTEXTUAL, "--contexts.policy", "vbo", "--budget_cost", "14", "--run_dir", str(run_dir)]
+    assert main(args) == 0
+    frame = pd.read_csv(run_dir / "history.csv")
+    summary = json.loads((run_dir / "summary.json").read_text())
+    # 6 observed initial points cost 1 each; VBO then optimizes the 5 contexts (1 + 5 = 6),
+    # and the last iteration can afford one context only (1 + 1 = 2)
+    assert list(frame["cost"]) == [1.0] * 6 + [6.0, 2.0]
+    assert frame["cumulative_cost"].iloc[-1] == summary["cost_used"] == 14.0 == summary["budget_cost"]
+    assert frame["optimized"].iloc[-2].split() == ["z2", "z3", "n1", "n2", "n3"]
+    assert len(frame["optimized"].iloc[-1].split()) == 1
+    assert summary["contexts"]["last_roles"]["z2"] == "optimized"
+    err = capsys.readouterr().err
+    assert "cost spent" in err and "14 of 14" in err
+    assert (run_dir / "trace.png").stat().st_size > 0
+
+
+def test_the_sadcbo_config_runs_with_its_default_policy(tmp_path):
+    run_dir = tmp_path / "run"
+    args = ["--config", str(CONFIGS / "sadcbo-hartmann6.yaml"), *CONTEXTUAL[2:], "--budget_cost", "9",
+            "--contexts.options", "{q_points: 2}", "--run_dir", str(run_dir)]  # fmt: skip
+    assert main(args) == 0
+    frame = pd.read_csv(run_dir / "history.csv")
+    assert list(frame["generator"]) == ["sobol-init"] * 6 + ["sadcbo"] * 3
+    assert (frame["observed"].iloc[:6] == "z1 z3 z4 n1 n2 n3 n4 n5 n6").all()
+
+
+@pytest.mark.parametrize(
+    "extra, expected",
+    [
+        (["--contexts.policy", "magic"], "contexts.policy.name='magic' is not registered"),
+        (["--contexts.costs", "{z9: 1.0}"], "contexts.costs: ['z9'] are not contexts"),
+        (["--contexts.costs", "{z2: -1.0}"], "contexts.costs.z2 must be a finite number >= 0"),
+        (["--contexts.fixed", "[z2]", "--contexts.observed", "[z2]"], "cannot be both fixed"),
+        (["--contexts.options", "{eta: 0}"], "eta=0 must be in (0, 1]"),
+        (["--contexts.options", "{eta: 1.5}"], "eta=1.5 must be in (0, 1]"),
+        (["--budget_cost", "0"], "budget_cost must be a number > 0"),
+        (["--budget_cost", "null"], "budget is null"),
+    ],
+)
+def test_bad_contexts_settings_fail_before_anything_is_evaluated(tmp_path, capsys, extra, expected):
+    run_dir = tmp_path / "run"
+    args = [*CONTEXTUAL, "--budget_cost", "10", *extra, "--run_dir", str(run_dir)]
+    try:
+        code = main(args)
+    except SystemExit as exc:
+        code = exc.code
+    assert code == 2
+    assert expected in capsys.readouterr().err
+    assert not (run_dir / "trials.sqlite").exists() or pd.read_csv(run_dir / "history.csv").empty
