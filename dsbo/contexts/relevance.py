@@ -27,6 +27,7 @@ import math
 
 import torch
 from botorch.models.model import Model
+from botorch.posteriors.fully_bayesian import GaussianMixturePosterior
 from torch import Tensor
 
 from dsbo.errors import ConfigError
@@ -41,13 +42,10 @@ def predictive_moments(model: Model, X: Tensor, noise: bool = False) -> tuple[Te
     observation noise where the model has one."""
     with torch.no_grad():
         posterior = model.posterior(X.unsqueeze(-2), observation_noise=noise)
-        if hasattr(posterior, "mixture_mean"):
+        if isinstance(posterior, GaussianMixturePosterior):  # MAP-SAAS, SAASBO: members in dim 0
             mean, var = posterior.mixture_mean, posterior.mixture_variance
-        else:
+        else:  # Gaussian, or an ensemble posterior whose moments already average the members
             mean, var = posterior.mean, posterior.variance
-            if mean.ndim > 3:  # an ensemble without mixture moments: match them over members
-                var = var.mean(0) + mean.var(0, unbiased=False)
-                mean = mean.mean(0)
     return mean.reshape(-1), var.reshape(-1).clamp_min(1e-12)
 
 

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 import torch
 from botorch.acquisition.analytic import UpperConfidenceBound
 from botorch.models.model import Model
+from botorch.posteriors.fully_bayesian import GaussianMixturePosterior
 from torch import Tensor
 from torch.distributions import Normal
 
@@ -73,16 +74,18 @@ class SwitchCheck:
 
 def joint_moments(model: Model, X: Tensor) -> tuple[Tensor, Tensor]:
     """Mean (``n``) and covariance (``n x n``) of the latent posterior at ``X``; a posterior
-    without a joint covariance gets the diagonal of its variances."""
+    without a joint covariance over its points gets the diagonal of its variances."""
+    n = X.shape[0]
     with torch.no_grad():
         posterior = model.posterior(X)
-        if hasattr(posterior, "mixture_covariance_matrix"):
-            return posterior.mixture_mean.reshape(-1), posterior.mixture_covariance_matrix.reshape(
-                X.shape[0], -1
-            )
-        mvn = getattr(posterior, "mvn", None)
-        if mvn is not None and mvn.mean.numel() == X.shape[0]:
-            return mvn.mean.reshape(-1), mvn.covariance_matrix.reshape(X.shape[0], -1)
+        cov = posterior.mixture_covariance_matrix if isinstance(posterior, GaussianMixturePosterior) else None
+        if cov is None and getattr(posterior, "mvn", None) is not None:
+            cov = posterior.mvn.covariance_matrix
+        if cov is not None:
+            cov = cov.to_dense() if hasattr(cov, "to_dense") else cov
+            if cov.numel() == n * n:  # a covariance over the n points (not over outputs)
+                mean, _ = predictive_moments(model, X)
+                return mean, cov.reshape(n, n)
     mean, var = predictive_moments(model, X)
     return mean, torch.diag(var)
 
