@@ -40,10 +40,12 @@ class ProblemConfig:
 
 @dataclass
 class SurrogateConfig:
-    """``name``: a registered surrogate; ``options``: its keyword options."""
+    """``name``: a registered surrogate; ``options``: its keyword options; ``selector``: fit it
+    on a subset of the data, e.g. ``{name: kcs, alpha: 20}`` (:mod:`dsbo.surrogates.selection`)."""
 
     name: str = "map-saas"
     options: dict[str, Any] = field(default_factory=dict)
+    selector: dict[str, Any] | None = None
 
 
 @dataclass

@@ -138,7 +138,7 @@ def build_campaign(
         postprocess = None  # a contextual campaign chooses with its contexts policy
     campaign = Campaign(
         problem,
-        surrogate={"name": cfg.surrogate.name, **cfg.surrogate.options},
+        surrogate={"name": cfg.surrogate.name, **cfg.surrogate.options, "selector": cfg.surrogate.selector},
         acquisition={"name": acq.name, **acq.options},
         budget=cfg.budget,
         n_init=cfg.n_init,

@@ -31,6 +31,7 @@ from torch import Tensor
 
 from dsbo.errors import ConfigError, DataError
 from dsbo.registry import Registry
+from dsbo.surrogates.selection import Selector, make_selector
 
 SurrogateFactory = Callable[..., Model]
 
@@ -40,10 +41,15 @@ _RESERVED = ("train_X", "train_Y", "input_transform", "outcome_transform", "trai
 
 @dataclass
 class SurrogateSpec:
-    """Which surrogate to fit and with what options, e.g. ``SurrogateSpec("gp", {"kernel": "rbf"})``."""
+    """Which surrogate to fit and with what options, e.g. ``SurrogateSpec("gp", {"kernel": "rbf"})``;
+    ``selector`` fits it on a subset of the data (:mod:`dsbo.surrogates.selection`)."""
 
     name: str = "map-saas"
     options: dict[str, Any] = field(default_factory=dict)
+    selector: Selector | None = None
+
+    def __post_init__(self) -> None:
+        self.selector = make_selector(self.selector)
 
     @classmethod
     def coerce(cls, spec: SurrogateSpec | str | Mapping[str, Any]) -> SurrogateSpec:
@@ -57,9 +63,10 @@ class SurrogateSpec:
             if "name" not in spec:
                 raise ConfigError("surrogate.name is missing (one of: " + ", ".join(available_surrogates()) + ")")
             name = spec.pop("name")
+            selector = spec.pop("selector", None)
             options = dict(spec.pop("options", {}) or {})
             options.update(spec)
-            return cls(str(name), options)
+            return cls(str(name), options, selector)
         raise ConfigError(f"surrogate must be a name or a mapping, got {type(spec).__name__}")
 
 
@@ -99,8 +106,12 @@ def fit_surrogate(
     Y: Tensor,
     bounds: Tensor | None = None,
     Yvar: Tensor | None = None,
+    selection_seed: int = 0,
 ) -> Model:
     """Fit the surrogate named by ``spec`` to ``(X, Y)`` and return a BoTorch ``Model``.
+
+    With a ``spec.selector`` the model is fitted on the rows it selects (seeded by
+    ``selection_seed``), listed in the model's ``training_rows`` attribute.
 
     Args:
         spec: A :class:`SurrogateSpec`, a registered name, or ``{"name": ..., **options}``.
@@ -131,6 +142,11 @@ def fit_surrogate(
         Yvar = torch.as_tensor(Yvar, dtype=torch.double).reshape(Y.shape)
     _validate(X, Y, Yvar, bounds)
     SURROGATES.check_options(spec.name, spec.options, reserved=_RESERVED)
+    rows = None
+    if spec.selector is not None:
+        rows = spec.selector.rows(X, Y, bounds, seed=selection_seed)
+        X, Y = X[rows], Y[rows]
+        Yvar = None if Yvar is None else Yvar[rows]
 
     models = []
     for j in range(Y.shape[-1]):
@@ -144,7 +160,11 @@ def fit_surrogate(
         )
         models.append(model)
     if len(models) == 1:
-        return models[0]
-    if all(isinstance(m, GPyTorchModel) for m in models):
-        return ModelListGP(*models)
-    return ModelList(*models)
+        model = models[0]
+    elif all(isinstance(m, GPyTorchModel) for m in models):
+        model = ModelListGP(*models)
+    else:
+        model = ModelList(*models)
+    if rows is not None:
+        model.training_rows = rows
+    return model
