@@ -374,12 +374,13 @@ class SADCBO(RelevancePolicy):
         self.q_points, self.switch, self.top_set = q_points, switch, top_set
         self.noise, self.distance, self.normalize = bool(noise), distance, normalize
         self.switch_after = switch_after
-        self._previous: tuple[int, Model] | None = None
+        #: ``(n, model)``: the full surrogate of the last iteration, reused by the next switch check.
+        self.previous_full: tuple[int, Model] | None = None
 
     def full_model(self, state: ContextState, n: int) -> Model:
         """The full surrogate on the first ``n`` points (the last one is kept for the switch)."""
-        if self._previous is not None and self._previous[0] == n:
-            return self._previous[1]
+        if self.previous_full is not None and self.previous_full[0] == n:
+            return self.previous_full[1]
         problem = state.problem
         return fit_surrogate(
             state.surrogate, state.X[:n], state.Y[:n].unsqueeze(-1), bounds=problem.bounds
@@ -404,7 +405,7 @@ class SADCBO(RelevancePolicy):
                 metadata["switch_check"] = check.as_dict()
                 if check.fired:
                     phase = "optimization"
-        self._previous = (n, full)
+        self.previous_full = (n, full)
         points = state.X[top_value_mask(state.Y, self.gamma, self.top_set)]
         if self.q_points:
             points = torch.cat([points, self.q_ucb_points(state, full)])
