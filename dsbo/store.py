@@ -37,6 +37,7 @@ from __future__ import annotations
 import fcntl
 import functools
 import json
+import math
 import os
 import socket
 import sqlite3
@@ -249,8 +250,8 @@ class TrialStore:
         costs = (
             [float(cost)] * len(rows) if isinstance(cost, int | float) else [float(c) for c in cost]
         )
-        if len(costs) != len(rows) or not all(c >= 0 for c in costs):
-            raise StoreError(f"{len(rows)} points need as many costs >= 0, got {cost!r}")
+        if len(costs) != len(rows) or not all(0 <= c < math.inf for c in costs):
+            raise StoreError(f"{len(rows)} points need as many finite costs >= 0, got {cost!r}")
         now = time.time()
         with self._transaction() as cur:
             if budget is not None:

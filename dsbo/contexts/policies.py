@@ -146,7 +146,7 @@ class ContextPolicy:
 
     def propose(self, state: ContextState) -> ContextProposal:
         modeled, optimized, metadata = self.decide(state)
-        optimized = self.affordable(state, [k for k in optimized if state.controllable(k)])
+        optimized = self.affordable(state, [k for k in [*state.fixed, *optimized] if state.controllable(k)])
         modeled = sorted(set(modeled) | set(optimized))
         x, value = self.maximize_ucb(state, modeled, optimized)
         metadata["acq_value"] = value
@@ -160,8 +160,10 @@ class ContextPolicy:
 
     @staticmethod
     def affordable(state: ContextState, ranked: list[int]) -> list[int]:
-        """The longest prefix of ``ranked`` (most wanted first; fixed contexts first of all)
-        whose summed cost fits ``state.affordable``."""
+        """The contexts of ``ranked`` (most wanted first; fixed contexts first of all, duplicates
+        dropped) taken greedily while their summed cost fits ``state.affordable``: a context
+        that does not fit is skipped and cheaper ones after it may still be taken."""
+        ranked = list(dict.fromkeys(ranked))
         order = [k for k in ranked if k in state.fixed] + [
             k for k in ranked if k not in state.fixed
         ]
@@ -371,6 +373,9 @@ class SADCBO(RelevancePolicy):
             )
         if isinstance(q_points, bool) or not isinstance(q_points, int) or q_points < 0:
             raise ConfigError(f"contexts.options.q_points={q_points!r} must be an integer >= 0")
+        if switch_after is not None and (isinstance(switch_after, bool) or not isinstance(switch_after, int)
+                                         or switch_after < 1):  # fmt: skip
+            raise ConfigError(f"contexts.options.switch_after={switch_after!r} must be an integer >= 1 or null")
         self.q_points, self.switch, self.top_set = q_points, switch, top_set
         self.noise, self.distance, self.normalize = bool(noise), distance, normalize
         self.switch_after = switch_after
@@ -395,7 +400,8 @@ class SADCBO(RelevancePolicy):
             if self.switch_after is not None:
                 if state.t >= self.switch_after:
                     phase = "optimization"
-            elif state.t > 1 and n >= 3:
+            elif state.t > 1 and n >= 3 and (self.previous_full is None or self.previous_full[0] < n):
+                # (no new observation since the last check, e.g. a failed trial: nothing to test)
                 previous = self.full_model(state, n - 1)
                 check = regret_bound_check(
                     full, previous, state.X, state.Y, problem.bounds, self.beta_at(state.t, problem.dim),
@@ -489,7 +495,7 @@ class CaBO(ContextPolicy):
         x = X.detach().reshape(-1).clone()
         lb, ub = problem.bounds[:, dims]
         moved = ((x[dims] - state.z) / (ub - lb)).abs() > MOVED
-        ranked = sorted((k for k in every if moved[k] and state.controllable(k)),
+        ranked = sorted((k for k in every if (moved[k] or k in state.fixed) and state.controllable(k)),
                         key=lambda k: -float(((x[dims[k]] - state.z[k]) / (ub[k] - lb[k])).abs()))  # fmt: skip
         optimized = self.affordable(state, ranked)
         for k in every:

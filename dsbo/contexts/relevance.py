@@ -148,7 +148,7 @@ def top_value_mask(y: Tensor, gamma: float, rule: str = "ratio") -> Tensor:
         raise ConfigError(f"gamma={gamma!r} must be in [0, 1]")
     y = y.reshape(-1)
     if rule == "rank":
-        k = max(1, math.ceil((1 - gamma) * y.numel()))
+        k = max(1, math.ceil(round((1 - gamma) * y.numel(), 9)))  # round: (1 - 0.7) * 10 > 3
         mask = torch.zeros_like(y, dtype=torch.bool)
         mask[torch.topk(y, k).indices] = True
         return mask
