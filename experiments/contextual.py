@@ -18,7 +18,7 @@ results.json, results.md, regret_vs_cost.png, inclusion.png}``; finished runs ar
 ``runs.jsonl`` and a rerun resumes.
 
     python experiments/contextual.py --smoke            # a minute: Hartmann4D, tiny budget, 1 seed
-    python experiments/contextual.py --seeds 5          # the stated protocol
+    python experiments/contextual.py --seeds 5 --ablation-seeds 3    # what was run
 """
 
 from __future__ import annotations
@@ -53,16 +53,18 @@ INITIAL = ("sobol-init", "sobol-fallback", "default")
 BURN_IN = 5
 
 
-def jobs_for(parts: list[str], seeds: int, smoke: bool, problems: list[str]) -> list[dict[str, Any]]:
+def jobs_for(parts: list[str], seeds: int, smoke: bool, problems: list[str],
+             ablation_seeds: int | None = None) -> list[dict[str, Any]]:  # fmt: skip
     jobs = []
     for seed in range(seeds):
+        ablate = seed < (seeds if ablation_seeds is None else ablation_seeds)
         if "main" in parts:
             jobs += [{"part": "main", "problem": p, "method": m, "seed": seed, "cost": 1.0, "eta": 0.8, "smoke": smoke}
                      for p in problems for m in METHODS]  # fmt: skip
-        if "cost" in parts:
+        if "cost" in parts and ablate:
             jobs += [{"part": "cost", "problem": "hartmann4", "method": m, "seed": seed, "cost": c, "eta": 0.8,
                       "smoke": smoke} for c in (0.1, 3.0, 10.0) for m in ("sadcbo", "cbo", "vbo", "cabo")]  # fmt: skip
-        if "eta" in parts:
+        if "eta" in parts and ablate:
             jobs += [{"part": "eta", "problem": p, "method": "sadcbo", "seed": seed, "cost": 1.0, "eta": 0.3,
                       "smoke": smoke} for p in ("hartmann4", "hartmann6")]  # fmt: skip
     return jobs
@@ -300,6 +302,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--smoke", action="store_true")
     parser.add_argument("--seeds", type=int, default=None)
+    parser.add_argument("--ablation-seeds", type=int, default=None, help="seeds of the cost and eta parts")
     parser.add_argument("--parts", nargs="*", default=["main", "cost", "eta"], choices=["main", "cost", "eta"])
     parser.add_argument("--problems", nargs="*", default=None, choices=PROBLEMS)
     parser.add_argument("--workers", type=int, default=2)
@@ -309,7 +312,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     problems = args.problems or (["hartmann4"] if args.smoke else list(PROBLEMS))
     parts = ["main"] if args.smoke and args.parts == ["main", "cost", "eta"] else args.parts
     args.out.mkdir(parents=True, exist_ok=True)
-    jobs = jobs_for(parts, seeds, args.smoke, problems)
+    jobs = jobs_for(parts, seeds, args.smoke, problems, args.ablation_seeds)
     runs = run_resumable(run_job, jobs, args.out, args.workers, key_fields=KEY)
     result = summarize(runs, args.smoke)
     (args.out / "results.json").write_text(json.dumps(result, indent=1))

@@ -20,6 +20,8 @@ CHEAP_OPTIONS = {
     "neural-ensemble": {"width": 64, "max_epochs": 50},
     "neural-lints": {"width": 64, "max_epochs": 50},
     "neural-ucb": {"max_epochs": 50},
+    "vfe": {"maxiter": 20},
+    "fitc": {"maxiter": 20},
 }
 #: A problem each policy is meant for.
 PROBLEM_FOR = {"qlognehvi": "branin-currin", "sebo": "branin-6d"}

@@ -4,7 +4,9 @@
 baselines of :mod:`dsbo.surrogates.gp` (``gp``, ``map-saas``, ``saasbo``, ``ibnn``), the
 infinite-width network GPs of :mod:`dsbo.surrogates.ntk` (``ntk-gp``, ``nngp-gp``) and the
 Lightning-trained zoo surrogates of :mod:`dsbo.surrogates.neural` (``simple-smb``,
-``posterior-smb``, ``neural-ensemble``, ``neural-lints``, ``neural-ucb``).
+``posterior-smb``, ``neural-ensemble``, ``neural-lints``, ``neural-ucb``) and the sparse GPs of
+:mod:`dsbo.surrogates.sparse_gp` (``vfe``, ``fitc``). Any of them can be fitted on a selected
+subset of the data (:mod:`dsbo.surrogates.selection`, the spec's ``selector``).
 
 Example:
     >>> from dsbo.surrogates import fit_surrogate
@@ -15,6 +17,7 @@ from dsbo.surrogates import (
     gp,  # noqa: F401  (registers the GP baselines)
     neural,  # noqa: F401  (registers the zoo surrogates)
     ntk,  # noqa: F401  (registers ntk-gp and nngp-gp)
+    sparse_gp,  # noqa: F401  (registers the sparse GPs vfe and fitc)
 )
 from dsbo.surrogates.registry import (
     SurrogateSpec,
