@@ -131,3 +131,17 @@ def test_bench_contextual_smoke(tmp_path):
     [row] = result["rows"]
     assert row["sadcbo_s"] > 0 and row["cbo_s"] > 0 and row["ratio"] > 0
     assert (tmp_path / "results.md").read_text().startswith("# One SADCBO iteration")
+
+
+def test_subset_smoke(tmp_path):
+    import subset
+
+    result = subset.main(["--smoke", "--workers", "1", "--out", str(tmp_path)])
+    assert {r["method"] for r in result["step"]} == set(subset.METHODS)
+    assert all(r["cpu_s"] > 0 and r["wall_s"] > 0 for r in result["step"])
+    methods = {(r["problem"], r["method"]) for r in result["table"]}
+    assert ("ackley-2d", "kcs") in methods and ("svm-hpo", "fitc") in methods
+    assert all(-1 <= r["cliffs_delta"] <= 1 for r in result["alpha"])
+    assert subset.cliffs_delta([1, 2], [3, 4]) == -1.0 and subset.cliffs_delta([1, 3], [2, 2]) == 0.0
+    for name in ("results.json", "results.md", "step.png"):
+        assert (tmp_path / name).stat().st_size > 0
