@@ -21,6 +21,7 @@ from typing import Any, Literal
 import yaml
 
 from dsbo.acquisition.base import OptimizerSettings
+from dsbo.contexts.settings import ContextSettings
 from dsbo.errors import ConfigError
 
 #: Largest budget a config may ask for (a guard against typos such as an extra zero or two).
@@ -70,20 +71,6 @@ class InitialDesignConfig:
 
 
 @dataclass
-class ContextsConfig:
-    """For a problem with context variables (:mod:`dsbo.contexts`): ``policy`` (``sadcbo``,
-    ``cubo``, ``vbo``, ``cbo``, ``cabo``, ``dropout``, ``mmdbo``) and its ``options``;
-    ``costs`` overrides the problem's ``{context: lambda_j}``; ``observed`` lists contexts that
-    are only observed (never optimized), ``fixed`` those optimized in every iteration."""
-
-    policy: str = "sadcbo"
-    options: dict[str, Any] = field(default_factory=dict)
-    costs: dict[str, float] = field(default_factory=dict)
-    observed: list[str] = field(default_factory=list)
-    fixed: list[str] = field(default_factory=list)
-
-
-@dataclass
 class WandbConfig:
     """W&B tracking. ``offline`` (default) writes the run under the run directory and needs no
     account; ``online`` uploads (``wandb login`` first); ``disabled`` turns it off."""
@@ -121,7 +108,7 @@ class OptimizeConfig:
     )
     budget: int | None = 30
     budget_cost: float | None = None
-    contexts: ContextsConfig | None = None
+    contexts: ContextSettings | None = None
     n_init: int | None = 10
     initial_design: InitialDesignConfig = field(default_factory=InitialDesignConfig)
     q: int = 1

@@ -113,6 +113,7 @@ Example:
 from __future__ import annotations
 
 import copy
+import functools
 import math
 
 import torch
@@ -414,8 +415,8 @@ def _fit(model: SingleTaskGP, method: str, maxiter: int | None) -> SingleTaskGP:
     return model
 
 
-@register_surrogate("vfe", "Sparse GP, Titsias' variational free energy (SGPR), 5d inducing points")
-def fit_vfe(
+def fit_sparse_gp(
+    method: str,
     train_X: Tensor,
     train_Y: Tensor,
     *,
@@ -427,7 +428,8 @@ def fit_vfe(
     seed: int = 0,
     maxiter: int | None = None,
 ) -> SingleTaskGP:
-    """Titsias' VFE sparse GP (see the module docstring), fitted by ``fit_gpytorch_mll``.
+    """The ``method`` (``vfe`` or ``fitc``) sparse GP of the module docstring, fitted by
+    ``fit_gpytorch_mll``; registered as the surrogates ``vfe`` and ``fitc``.
 
     Args:
         num_inducing: Number of inducing points (default ``5 d``, at most ``n``).
@@ -439,7 +441,7 @@ def fit_vfe(
         >>> model = fit_surrogate("vfe", X, Y, bounds=bounds)
     """
     model = build_sparse_gp(
-        "vfe",
+        method,
         train_X,
         train_Y,
         input_transform=input_transform,
@@ -449,42 +451,12 @@ def fit_vfe(
         kernel=kernel,
         seed=seed,
     )
-    return _fit(model, "vfe", maxiter)
+    return _fit(model, method, maxiter)
 
 
-@register_surrogate("fitc", "Sparse GP, FITC (Snelson & Ghahramani) marginal likelihood, 5d inducing points")
-def fit_fitc(
-    train_X: Tensor,
-    train_Y: Tensor,
-    *,
-    input_transform: InputTransform,
-    outcome_transform: OutcomeTransform,
-    train_Yvar: Tensor | None = None,
-    num_inducing: int | None = None,
-    kernel: str = "rbf",
-    seed: int = 0,
-    maxiter: int | None = None,
-) -> SingleTaskGP:
-    """The FITC sparse GP (see the module docstring), fitted by ``fit_gpytorch_mll``.
-
-    Args:
-        num_inducing: Number of inducing points (default ``5 d``, at most ``n``).
-        kernel: ``"rbf"`` (default) or ``"matern"`` (Matern-5/2), ARD.
-        seed: Seed of the uniform initialization of the inducing points.
-        maxiter: Optional cap on the L-BFGS-B iterations of each fitting attempt.
-
-    Example:
-        >>> model = fit_surrogate("fitc", X, Y, bounds=bounds)
-    """
-    model = build_sparse_gp(
-        "fitc",
-        train_X,
-        train_Y,
-        input_transform=input_transform,
-        outcome_transform=outcome_transform,
-        train_Yvar=train_Yvar,
-        num_inducing=num_inducing,
-        kernel=kernel,
-        seed=seed,
-    )
-    return _fit(model, "fitc", maxiter)
+fit_vfe = register_surrogate("vfe", "Sparse GP, Titsias' variational free energy (SGPR), 5d inducing points")(
+    functools.partial(fit_sparse_gp, "vfe")
+)
+fit_fitc = register_surrogate("fitc", "Sparse GP, FITC (Snelson & Ghahramani) marginal likelihood, 5d inducing points")(
+    functools.partial(fit_sparse_gp, "fitc")
+)
