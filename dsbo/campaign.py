@@ -376,6 +376,9 @@ class Campaign:
         start = time.perf_counter()
         store_start = self.store.busy_seconds
         seed = self._proposal_seed()
+        # every ask reseeds torch, so a noisy problem evaluated in this process draws the same
+        # noise for the same seed, whatever ran in the process before (initial design included)
+        torch.manual_seed(seed)
         n_proposed = self.store.count(BUDGETED)
         fit_time = acq_time = 0.0
         X_done, Y_done = self.store.completed_data()
@@ -454,6 +457,7 @@ class Campaign:
         committed with its cost (the initial design observes every context)."""
         start, store_start = time.perf_counter(), self.store.busy_seconds
         seed = self._proposal_seed()
+        torch.manual_seed(seed)  # as in ask: the same noise for the same seed in this process
         problem = self.problem
         z = self.environment.values(self.store.count(), given)
         X_done, Y_done = self.store.completed_data()

@@ -290,3 +290,20 @@ def test_changes_are_counted_from_the_policy_target(fast_optimizer):
         fast_optimizer, problem=problem, budget=5, n_init=4, postprocess={"bonsai": {"default": [0.25] * 6}}
     )
     assert bonsai.changes_from == "postprocess default"
+
+
+def test_a_noisy_campaign_is_reproducible_whatever_ran_before_in_the_process():
+    """Every ask reseeds torch: the noise of evaluations in this process (the initial design
+    too) follows the campaign seed, not the process's earlier use of the global generator."""
+    from dsbo.acquisition import OptimizerSettings
+    from dsbo.problems import get_problem
+
+    def observed(draws_before: int) -> list[float]:
+        torch.rand(draws_before)
+        campaign = Campaign(get_problem("branin", noise_std=1.0), surrogate="gp", acquisition="logei", budget=6,
+                            n_init=4, seed=3, optimizer=OptimizerSettings(num_restarts=2, raw_samples=32, maxiter=20),
+                            dry_run=False)  # fmt: skip
+        campaign.run()
+        return [t.y[0] for t in campaign.store.trials()]
+
+    assert observed(3) == observed(17)
