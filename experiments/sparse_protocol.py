@@ -10,7 +10,7 @@ design. MAP-SAAS, one torch thread, Branin embedded in 50-D; "changed" means
   the closed-form EHVI (the default) and SEBO-L0 with BoTorch's qLogNEHVI.
 - **BONSAI part**: default = the box centre; the default point + 20 Sobol points, then 20 BO
   iterations; 8 restarts and 512 raw samples. Arms: plain qLogNEI and qLogNEI + BONSAI
-  (rho = 0.2).
+  (rho = 0.2), greedy and with prefix pruning (``mode: prefix``).
 
 Per arm and seed: whether a point changing only relevant parameters (at most 2) was
 reached, the mean changed parameters of the BO points, the best value among points with at
@@ -73,10 +73,11 @@ PARTS: dict[str, dict[str, Any]] = {
         "arms": {
             "qlognei": ({"name": "qlognei"}, None),
             "bonsai": ({"name": "qlognei"}, {"bonsai": {"rho": 0.2}}),
+            "bonsai-prefix": ({"name": "qlognei"}, {"bonsai": {"rho": 0.2, "mode": "prefix"}}),
         },
     },
 }  # fmt: skip
-GOALS = {"sebo-ehvi": (4.0, 2.0), "sebo-qlognehvi": (4.0, 2.0), "bonsai": (6.0, 1.05)}
+GOALS = {"sebo-ehvi": (4.0, 2.0), "sebo-qlognehvi": (4.0, 2.0), "bonsai": (6.0, 1.05), "bonsai-prefix": (6.0, 1.05)}
 
 
 def part_settings(part: str, smoke: bool) -> dict[str, Any]:
