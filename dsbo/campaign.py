@@ -475,11 +475,8 @@ class Campaign:
             roles = dict.fromkeys(problem.context_names, "observed")
             cost, metadata = problem.design_cost, {}
         else:
-            earlier = [
-                t.metadata
-                for t in self.store.trials()
-                if "phase" in t.metadata or "switch_check" in t.metadata
-            ]
+            every_trial = self.store.trials()
+            earlier = [t.metadata for t in every_trial if "phase" in t.metadata or "switch_check" in t.metadata]
             spent = self.cost_used
             affordable = (
                 math.inf
@@ -493,7 +490,7 @@ class Campaign:
                 cooling = self.remaining / max(self.budget - self.n_init - self.include_default, 1)
             state = ContextState(
                 problem=problem, X=X_done, Y=Y_done[:, 0], z=z,
-                t=sum(1 for t in self.store.trials() if t.generator == self.context_policy.name) + 1,
+                t=sum(1 for t in every_trial if t.generator == self.context_policy.name) + 1,
                 seed=seed, surrogate=self.surrogate, optimizer=self.optimizer, affordable=affordable,
                 fixed=self.fixed_contexts, observe_only=self.observe_only,
                 phase="optimization" if any(m.get("phase") == "optimization" for m in earlier) else "observational",

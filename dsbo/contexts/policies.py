@@ -36,6 +36,7 @@ contexts marked fixed are optimized (and paid for) every iteration.
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -63,7 +64,6 @@ from dsbo.problems.base import Problem
 from dsbo.registry import Registry
 from dsbo.surrogates import SurrogateSpec, fit_surrogate
 
-PHASES = ("observational", "optimization")
 #: ``|z_j - z~_j|`` (unit-cube fraction) beyond which CaBO has moved (and pays for) a context.
 MOVED = 1e-3
 
@@ -120,7 +120,7 @@ class ContextProposal:
     metadata: dict[str, Any]
 
 
-class ContextPolicy:
+class ContextPolicy(ABC):
     """Base class: decide the roles, then choose ``x`` (and optimized contexts) by UCB."""
 
     name = "context-policy"
@@ -140,9 +140,9 @@ class ContextPolicy:
         self.optimizer = optimizer or OptimizerSettings()
 
     # ------------------------------------------------------------------ interface
+    @abstractmethod
     def decide(self, state: ContextState) -> tuple[list[int], list[int], dict[str, Any]]:
         """``(model contexts, optimized contexts, metadata)``: indices into ``contexts``."""
-        raise NotImplementedError  # pragma: no cover - every registered policy overrides it
 
     def propose(self, state: ContextState) -> ContextProposal:
         modeled, optimized, metadata = self.decide(state)
@@ -479,27 +479,31 @@ class CaBO(ContextPolicy):
             raise ConfigError(f"contexts.options.lengthscale={lengthscale!r} must be > 0")
         self.lengthscale = float(lengthscale)
 
+    def decide(self, state: ContextState) -> tuple[list[int], list[int], dict[str, Any]]:
+        """Every context is modeled; the controllable ones may be moved (and then paid for):
+        which are is up to the cost-weighted acquisition in :meth:`propose`."""
+        every = list(range(len(state.z)))
+        return every, [k for k in every if state.controllable(k)], {}
+
     def propose(self, state: ContextState) -> ContextProposal:
         problem = state.problem
-        every = list(range(len(state.z)))
+        every, movable, metadata = self.decide(state)
         columns = list(range(problem.dim))
         model = self.fit(state, columns)
         dims = list(problem.context_dims)
         costs = torch.tensor([state.cost(k) for k in every], dtype=torch.double)
         acqf = CostCooledLogEI(model, float(state.Y.max()), state, dims, costs, self.lengthscale)
-        fixed = {
-            problem.contexts[k].dim: float(state.z[k]) for k in every if not state.controllable(k)
-        }
+        fixed = {problem.contexts[k].dim: float(state.z[k]) for k in every if k not in movable}
         settings = OptimizerSettings(**{**vars(self.optimizer), "fixed_features": fixed or None})
         X, value = settings.maximize(acqf, problem.bounds, q=1, seed=state.seed)
         x = X.detach().reshape(-1).clone()
         lb, ub = problem.bounds[:, dims]
         moved = ((x[dims] - state.z) / (ub - lb)).abs() > MOVED
-        ranked = sorted((k for k in every if (moved[k] or k in state.fixed) and state.controllable(k)),
+        ranked = sorted((k for k in movable if moved[k] or k in state.fixed),
                         key=lambda k: -float(((x[dims[k]] - state.z[k]) / (ub[k] - lb[k])).abs()))  # fmt: skip
         optimized = self.affordable(state, ranked)
         for k in every:
             if k not in optimized:
                 x[dims[k]] = state.z[k]
-        metadata = {"acq_value": float(value), "cost_cooling": state.cost_cooling}
+        metadata.update(acq_value=float(value), cost_cooling=state.cost_cooling)
         return self.proposal(state, problem.round_to_domain(x), every, optimized, metadata)
