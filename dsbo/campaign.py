@@ -40,7 +40,7 @@ from dsbo.acquisition import History, OptimizerSettings, Policy, make_policy
 from dsbo.acquisition.base import PostProcessor, make_postprocessor
 from dsbo.contexts import ContextSettings, ContextState, Environment
 from dsbo.contexts.settings import ContextValues
-from dsbo.errors import ConfigError, EvaluationError
+from dsbo.errors import BudgetExhaustedError, ConfigError, CostError, EvaluationError
 from dsbo.evaluation import UNFINISHED, Evaluator, evaluate_batch, outcome_vector, parse_outcomes
 from dsbo.problems.base import Problem
 from dsbo.sparsity import DEFAULT_TOLERANCE, changed_mask, num_changed
@@ -124,7 +124,9 @@ class Campaign:
             SADCBO). Each iteration then proposes one point whose contexts are optimized,
             observed or ignored as the policy decides; the initial design observes them all.
         budget_cost: A budget in cost units: no trial is proposed once the ledger plus the
-            cheapest evaluation (``problem.design_cost``) would pass it.
+            cheapest evaluation (``problem.design_cost``) would pass it. With a varying cost
+            (``problem.cost_function``) each trial is charged ``lambda(x)`` when it is
+            proposed, and the run ends at the first proposal the budget cannot pay for.
         environment: A callable returning the contexts as they are now (``{name: value}``),
             e.g. a sensor; simulated problems draw from ``p(z)`` without one.
 
@@ -231,6 +233,8 @@ class Campaign:
         self.store = store if isinstance(store, TrialStore) else TrialStore(store or ":memory:")
         self._check_store()
         self.timings: list[dict[str, float]] = []
+        #: Set once a proposal's cost (``problem.cost_function``) exceeds what is left.
+        self._cost_exhausted = False
 
     # ------------------------------------------------------------------ setup
     def _make_policy(self, acquisition: str | Mapping[str, Any] | Policy) -> Policy:
@@ -346,9 +350,9 @@ class Campaign:
     def remaining(self) -> int:
         """Evaluations still allowed by the budget (0 once the cost budget cannot pay for the
         cheapest evaluation)."""
-        if (
-            self.budget_cost is not None
-            and self.cost_used + self.problem.design_cost > self.budget_cost + 1e-9
+        if self.budget_cost is not None and (
+            self._cost_exhausted
+            or self.cost_used + self.problem.design_cost > self.budget_cost + 1e-9
         ):
             return 0
         return max(0, self.budget - self.num_used)
@@ -363,6 +367,10 @@ class Campaign:
 
         ``contexts``: for a contextual problem, the contexts as the environment has them now
         (``{name: value}``); simulated problems draw them from ``p(z)`` when not given.
+
+        A candidate whose cost cannot be computed (``problem.cost_function`` fails or gives a
+        value that is not a finite number > 0) is returned already failed, with the reason:
+        evaluate only the trials whose ``status`` is ``"pending"``.
         """
         q = min(self.q if q is None else _positive_int("q", q), self.remaining)
         if q == 0:
@@ -411,6 +419,7 @@ class Campaign:
                 else None,
                 seed=seed,
                 t=X_done.shape[0],
+                eval_times=self._completed_eval_times(),
             )
             t0, c0 = time.perf_counter(), time.process_time()
             with gpytorch.settings.max_cholesky_size(EXACT_CHOLESKY_SIZE):
@@ -428,19 +437,53 @@ class Campaign:
         changed = num_changed(X, self.reference_point, self.problem.bounds, self.sparsity_tol)
         for meta, n in zip(metadata, changed.tolist(), strict=True):
             meta["num_changed"] = int(n)
-        ids = self.store.add_trials(
-            X,
-            generator,
-            fit_time=fit_time,
-            acq_time=acq_time,
-            metadata=[dict(m, seed=seed) for m in metadata],
-            budget=self.budget,
-            cost=self.problem.design_cost,
-            budget_cost=self.budget_cost,
-        )
+        costs, cost_errors = self._evaluation_costs(X)
+        try:
+            ids = self.store.add_trials(
+                X,
+                generator,
+                fit_time=fit_time,
+                acq_time=acq_time,
+                metadata=[dict(m, seed=seed) for m in metadata],
+                budget=self.budget,
+                cost=costs,
+                budget_cost=self.budget_cost,
+            )
+        except BudgetExhaustedError:
+            if self.problem.cost_function is None:
+                raise
+            # a varying cost: the proposal costs more than the budget has left, so the run ends
+            self._cost_exhausted = True
+            return []
+        for trial_id, error in zip(ids, cost_errors, strict=True):
+            if error is not None:  # recorded like a failed evaluation, never evaluated
+                self.store.fail(trial_id, error, budget=self.budget)
         trials = [self.store.get(i) for i in ids]
         self._record_ask(start, store_start, fit_time, acq_time)
         return trials
+
+    def _completed_eval_times(self) -> Tensor:
+        """Measured evaluation seconds of the completed trials, in ``completed_data`` order
+        (NaN where none was recorded): what a learned cost model fits."""
+        times = [t.eval_time for t in self.store.trials("completed")]
+        return torch.tensor([math.nan if v is None else v for v in times], dtype=torch.double)
+
+    def _evaluation_costs(self, X: Tensor) -> tuple[list[float], list[str | None]]:
+        """``lambda(x)`` of each candidate and, for a candidate whose cost is unusable, the
+        reason (its trial is recorded as failed at cost 0)."""
+        try:
+            return self.problem.evaluation_cost(X).tolist(), [None] * X.shape[0]
+        except CostError:
+            costs: list[float] = []
+            errors: list[str | None] = []
+            for x in X:
+                try:
+                    costs.append(float(self.problem.evaluation_cost(x.unsqueeze(0))[0]))
+                    errors.append(None)
+                except CostError as exc:
+                    costs.append(0.0)
+                    errors.append(f"CostError: {exc}")
+            return costs, errors
 
     def _record_ask(
         self, start: float, store_start: float, fit_time: float, acq_time: float
@@ -629,7 +672,9 @@ class Campaign:
             return []
         t0 = time.perf_counter()
         store_before = self.store.busy_seconds
-        done = self.evaluate(trials)
+        failed = [t for t in trials if t.status == "failed"]  # their cost failed (ask)
+        done = sorted(self.evaluate([t for t in trials if t.status == "pending"]) + failed,
+                      key=lambda t: t.id)  # fmt: skip
         timing = dict(self._last_ask)
         timing["store"] += self.store.busy_seconds - store_before
         timing["evaluate"] = time.perf_counter() - t0 - (self.store.busy_seconds - store_before)

@@ -31,6 +31,11 @@ class EvaluationError(DsboError):
     """An evaluation produced no usable value; recorded as a failed trial, never fitted."""
 
 
+class CostError(EvaluationError, ValueError):
+    """The cost of an evaluation is unusable (the cost function failed, or gave a value that is
+    not a finite number > 0): recorded as a failed trial, like a failed evaluation."""
+
+
 class StoreLockedError(StoreError):
     """Another process holds the store's writer lock (one writer per store at a time)."""
 

@@ -159,6 +159,8 @@ class History:
         seed: The seed of this proposal, for policies that draw random numbers.
         t: The BO iteration index used by schedules (``rho_t``, ``beta_t``): the number of
             completed observations, so ``t >= 1`` whenever a model is fitted.
+        eval_times: ``n`` measured evaluation seconds of the completed points (NaN where
+            unknown), for cost models learned from recorded times; ``None`` if not recorded.
     """
 
     X: Tensor
@@ -166,6 +168,7 @@ class History:
     X_pending: Tensor | None = None
     seed: int = 0
     t: int = 0
+    eval_times: Tensor | None = None
 
 
 @dataclass

@@ -10,14 +10,14 @@ when its slack is ``>= 0`` (BoTorch's ``ConstrainedBaseTestProblem`` convention)
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import torch
 from botorch.test_functions.base import BaseTestProblem, ConstrainedBaseTestProblem
 from torch import Tensor
 
-from dsbo.errors import ConfigError, ProblemError
+from dsbo.errors import ConfigError, CostError, ProblemError
 
 #: How a context variable is treated in one iteration (SADCBO, Martinelli et al. 2024, sec. 2):
 #: ``optimized`` (set by the optimizer, its cost paid), ``observed`` (taken from the
@@ -77,6 +77,10 @@ class Problem:
         contexts: The context variables (:class:`Context`), if any; every other dimension
             is a design variable.
         design_cost: ``lambda_x``, the cost of one evaluation with no context optimized.
+        cost_function: ``lambda(x)``, the cost of evaluating each row of ``X`` (``n x d`` ->
+            ``n``, every value finite and ``> 0``) when it varies over the domain (cost-aware
+            BO, Paria thesis ch. 4); a differentiable torch function lets cost-aware policies
+            optimize through it. ``None``: every evaluation costs ``design_cost``.
 
     Example:
         >>> problem = get_problem("branin-50d")
@@ -98,6 +102,7 @@ class Problem:
     metadata: dict = field(default_factory=dict)
     contexts: tuple[Context, ...] = ()
     design_cost: float = 1.0
+    cost_function: Callable[[Tensor], Tensor] | None = None
 
     def __post_init__(self) -> None:
         d = self.dim
@@ -269,6 +274,35 @@ class Problem:
         This is the evaluator protocol of :class:`dsbo.campaign.Campaign`.
         """
         return self.evaluate(torch.as_tensor(x, dtype=torch.double).reshape(1, -1))[0]
+
+    def evaluation_cost(self, X: Tensor) -> Tensor:
+        """``lambda(x)`` for each row of ``X`` (``n``, float64): ``cost_function`` or
+        ``design_cost``.
+
+        Raises:
+            CostError: if the cost function fails or returns a value that is not a finite
+                number ``> 0``, naming the row.
+        """
+        X = torch.as_tensor(X, dtype=torch.double)
+        if self.cost_function is None:
+            return torch.full(X.shape[:-1], float(self.design_cost), dtype=torch.double)
+        try:
+            cost = torch.as_tensor(self.cost_function(X), dtype=torch.double)
+        except Exception as exc:  # a broken cost model is the cost's failure, named as such
+            raise CostError(f"{self.name}: the cost function failed: {type(exc).__name__}: {exc}") from exc
+        if cost.shape != X.shape[:-1]:
+            raise CostError(
+                f"{self.name}: the cost function returned shape {tuple(cost.shape)} for "
+                f"{tuple(X.shape)} inputs; it must return one cost per row"
+            )
+        bad = ~(torch.isfinite(cost) & (cost > 0))
+        if bad.any():
+            i = int(torch.nonzero(bad.reshape(-1))[0])
+            raise CostError(
+                f"{self.name}: the cost function returned {cost.reshape(-1)[i].item()!r} for row {i}; "
+                "costs must be finite numbers > 0"
+            )
+        return cost
 
     def is_feasible(self, Y: Tensor) -> Tensor:
         """Boolean ``n`` mask: all constraint slacks ``>= 0`` (all True if unconstrained)."""
