@@ -55,3 +55,12 @@ class EvaluationTimeout(EvaluationError):
 
 class WorkerDiedError(EvaluationError):
     """The worker process running an evaluation died (killed, out of memory, crashed)."""
+
+
+class StoreConnectionError(StoreError):
+    """A database store cannot be reached, or refuses the login (host, port, user, password,
+    database name)."""
+
+
+class StoreMismatchError(StoreError, ConfigError):
+    """The store belongs to another campaign: a different problem, search space or outcomes."""
