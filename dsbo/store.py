@@ -1,9 +1,12 @@
-"""The durable trial store: one SQLite database per run directory.
+"""The durable trial store: one interface, a SQLite file (default) or a PostgreSQL database.
 
 Every trial is a row, written (and committed) when it is proposed (``pending``) and again when
 its evaluation ends (``completed`` or ``failed``), so a crash at any moment loses at most the
-evaluation that was running. The database runs in WAL mode with ``synchronous=FULL``: a
-committed trial survives a killed process and a power loss.
+evaluations that were running. :class:`Store` holds the SQL both backends share;
+:class:`TrialStore` is the SQLite backend (one file per run directory), and
+:class:`~dsbo.store_postgres.PostgresStore` the PostgreSQL one, which several worker
+processes on several machines share. :func:`open_store` picks the backend from the target:
+a ``postgresql://`` URL or a file path.
 
 Trial statuses:
 
@@ -17,23 +20,41 @@ Trial statuses:
   A late result for it is still recorded while the budget has room (it then counts), and
   refused with :class:`~dsbo.errors.BudgetExhaustedError` once the budget is spent.
 
-One writer at a time: a file store takes an exclusive lock (``flock`` on ``<store>.lock``,
-which also records the holder's pid, host and command) for as long as it is open, so a second
-process on the same run directory fails at once with :class:`~dsbo.errors.StoreLockedError`
-naming the holder. The lock dies with its process (even ``kill -9``): there is never a stale
-lock to clean up. Readers that only watch a running campaign open the store with
-``lock=False``. Independently of the lock, :meth:`TrialStore.add_trials` checks the budget
-inside its write transaction, so the budget can never be overspent.
+Guarantees (both backends, checked by one parametrized test-suite):
+
+* :meth:`Store.add_trials` checks the budget inside its write transaction, and write
+  transactions are serialized (SQLite ``BEGIN IMMEDIATE``; PostgreSQL a transaction-level
+  advisory lock), so no number of writers can overspend the budget, and trial ids (the
+  database's own key) never collide.
+* :meth:`Store.proposal_lock` serializes proposing (reading the data and the pending trials,
+  fitting, optimizing the acquisition, committing the new pending trials), so two workers
+  never propose without seeing each other's pending points.
+* Leases: each pending trial records the ``worker`` that evaluates it and a ``heartbeat_at``
+  time (the database's clock), which that worker refreshes (:meth:`Store.heartbeat`) while it
+  evaluates. A trial whose heartbeat is older than the lease was left by a dead worker; another
+  worker takes it over with :meth:`Store.claim_expired` (or abandons it).
+
+SQLite: one writer at a time. A file store takes an exclusive lock (``flock`` on
+``<store>.lock``, which also records the holder's pid, host and command) for as long as it is
+open, so a second process on the same run directory fails at once with
+:class:`~dsbo.errors.StoreLockedError` naming the holder. The lock dies with its process (even
+``kill -9``): there is never a stale lock to clean up. Readers that only watch a running
+campaign open the store with ``lock=False``. The database runs in WAL mode with
+``synchronous=FULL``: a committed trial survives a killed process and a power loss. Parallel
+trials on a SQLite store run in the one process that holds the lock (an executor evaluates
+them); campaigns shared by several processes use PostgreSQL.
 
 Each trial records the ``cost`` paid for it (``lambda_x`` plus the costs of the contexts it
 optimized; 1 per evaluation when nothing says otherwise), written with the proposal, so the
-cost ledger (:meth:`TrialStore.cost_used`, the sum over trials that count against the budget)
-is exact after any crash. Schema 2 added the column; a schema-1 store is upgraded in place
-(its trials cost 1 each).
+cost ledger (:meth:`Store.cost_used`, the sum over trials that count against the budget)
+is exact after any crash. Schema 2 added the column, schema 3 the lease columns ``worker`` and
+``heartbeat_at``; an older store is upgraded in place (its trials cost 1 each).
 """
 
 from __future__ import annotations
 
+import abc
+import contextlib
 import fcntl
 import functools
 import json
@@ -43,7 +64,8 @@ import socket
 import sqlite3
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,12 +75,15 @@ from torch import Tensor
 
 from dsbo.errors import BudgetExhaustedError, StoreError, StoreLockedError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 STATUSES = ("pending", "completed", "failed", "abandoned")
 #: Statuses that count against a campaign's budget.
 BUDGETED = ("pending", "completed", "failed")
+#: URL schemes :func:`open_store` hands to the PostgreSQL backend.
+POSTGRES_SCHEMES = ("postgresql://", "postgres://", "postgresql+psycopg://")
 
-_SCHEMA = """
+#: The SQLite schema. ``heartbeat_at`` is seconds since the epoch on the database's clock.
+_SQLITE_SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (
     key   TEXT PRIMARY KEY,
     value TEXT NOT NULL
@@ -77,7 +102,9 @@ CREATE TABLE IF NOT EXISTS trials (
     acq_time      REAL NOT NULL DEFAULT 0,
     eval_time     REAL,
     metadata      TEXT NOT NULL DEFAULT '{}',
-    cost          REAL NOT NULL DEFAULT 1.0
+    cost          REAL NOT NULL DEFAULT 1.0,
+    worker        TEXT,
+    heartbeat_at  REAL
 );
 CREATE INDEX IF NOT EXISTS trials_status ON trials (status);
 """
@@ -101,12 +128,14 @@ class Trial:
     eval_time: float | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     cost: float = 1.0
+    worker: str | None = None
+    heartbeat_at: float | None = None
 
 
-def _row_to_trial(row: sqlite3.Row) -> Trial:
+def _row_to_trial(row: Any) -> Trial:
     return Trial(
-        id=row["id"],
-        batch=row["batch"],
+        id=int(row["id"]),
+        batch=int(row["batch"]),
         generator=row["generator"],
         status=row["status"],
         x=json.loads(row["x"]),
@@ -119,6 +148,8 @@ def _row_to_trial(row: sqlite3.Row) -> Trial:
         eval_time=row["eval_time"],
         metadata=json.loads(row["metadata"]),
         cost=row["cost"],
+        worker=row["worker"],
+        heartbeat_at=row["heartbeat_at"],
     )
 
 
@@ -127,11 +158,17 @@ def _finite_json(values: Iterable[float]) -> str:
     return json.dumps([float(v) for v in values], allow_nan=False)
 
 
+def new_worker_id() -> str:
+    """A worker name unique across machines: ``host:pid:random``."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+
+
 def _timed(method: Callable) -> Callable:
-    """Add the wall time of an outermost store call to ``store.busy_seconds``."""
+    """Add the wall time of an outermost store call to ``store.busy_seconds`` (and count it
+    in ``store.operations``)."""
 
     @functools.wraps(method)
-    def wrapper(self: TrialStore, *args: Any, **kwargs: Any) -> Any:
+    def wrapper(self: Store, *args: Any, **kwargs: Any) -> Any:
         if self._depth:
             return method(self, *args, **kwargs)
         self._depth += 1
@@ -140,80 +177,89 @@ def _timed(method: Callable) -> Callable:
             return method(self, *args, **kwargs)
         finally:
             self.busy_seconds += time.perf_counter() - start
+            self.operations += 1
             self._depth -= 1
 
     return wrapper
 
 
-class TrialStore:
-    """SQLite-backed record of a campaign's trials.
+class Store(abc.ABC):
+    """The trial store's interface, with the SQL both backends share.
 
-    ``busy_seconds`` accumulates the wall time spent in the store's public methods, so a
-    benchmark can show what durability costs per iteration.
+    A backend sets ``_placeholder`` (the driver's parameter mark) and ``_now`` (an SQL
+    expression for the database's clock, in seconds since the epoch) and implements
+    :meth:`_read` (one statement outside a transaction), :meth:`_transaction` (a serialized
+    write transaction yielding an ``execute(sql, params)`` function), :meth:`proposal_lock`
+    and :meth:`close`. SQL is written with ``?`` marks and ``{now}``.
 
-    Args:
-        path: The database file (created if missing), or ``":memory:"`` for a throwaway store.
-        lock: Take the store's writer lock (file stores only). ``False`` is for readers that
-            watch a campaign another process runs; they must not write.
-
-    Example:
-        >>> store = TrialStore("runs/demo/trials.sqlite")
-        >>> [tid] = store.add_trials([[0.1, 0.2]], generator="sobol")
-        >>> store.complete(tid, [1.5], eval_time=0.01)
+    ``busy_seconds`` and ``operations`` accumulate the wall time spent in, and the number of,
+    public store calls, so a benchmark can show what durability costs per iteration.
+    ``shared`` is true for a backend several processes write at once (then pending trials may
+    belong to live workers elsewhere, and only expired leases are taken over).
     """
 
-    def __init__(self, path: str | Path, lock: bool = True) -> None:
-        self.path = str(path)
+    shared = False
+    _placeholder = "?"
+    _now = "0"
+
+    def __init__(self) -> None:
+        self.path = ""
         self.busy_seconds = 0.0
+        self.operations = 0
         self._depth = 0
-        self._lock_file = None
-        if self.path != ":memory:":
-            try:
-                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise StoreError(f"cannot create the run directory of {self.path}: {exc}") from None
-            if Path(self.path).is_dir():
-                raise StoreError(f"{self.path} is a directory, not a dsbo store")
-            if lock:
-                self._lock_file = _acquire_lock(Path(self.path + ".lock"))
-        try:
-            self._conn = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)
-            self._conn.row_factory = sqlite3.Row
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute("PRAGMA synchronous=FULL")
-            self._conn.executescript(_SCHEMA)
-            version = self.get_meta("schema_version")
-            if version is not None and int(version) == 1:  # schema 1 -> 2: the cost column
-                columns = {r["name"] for r in self._conn.execute("PRAGMA table_info(trials)")}
-                if "cost" not in columns:
-                    self._conn.execute(
-                        "ALTER TABLE trials ADD COLUMN cost REAL NOT NULL DEFAULT 1.0"
-                    )
-                self.set_meta("schema_version", version := SCHEMA_VERSION)
-        except sqlite3.DatabaseError as exc:
-            self._release_lock()
-            raise StoreError(f"{self.path} is not a usable dsbo store: {exc}") from None
-        if version is None:
-            self.set_meta("schema_version", SCHEMA_VERSION)
-        elif int(version) != SCHEMA_VERSION:
-            self.close()
-            raise StoreError(
-                f"{self.path} has store schema {version}, this dsbo reads schema {SCHEMA_VERSION}"
-            )
+
+    # ------------------------------------------------------------------ backend hooks
+    @abc.abstractmethod
+    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        """Run one statement outside a transaction; its rows (mappings by column name)."""
+
+    @abc.abstractmethod
+    def _transaction(self) -> contextlib.AbstractContextManager[Callable[..., list[Any]]]:
+        """A write transaction, serialized against every other writer of the store; yields
+        ``execute(sql, params) -> rows``. Commits on exit, rolls back on an exception."""
+
+    @abc.abstractmethod
+    def proposal_lock(self) -> contextlib.AbstractContextManager[None]:
+        """Hold the campaign's proposal lock (see the module docstring)."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Close the connection (idempotent)."""
+
+    def _sql(self, text: str) -> str:
+        return text.replace("{now}", self._now).replace("?", self._placeholder)
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     # ------------------------------------------------------------------ meta
     @_timed
     def get_meta(self, key: str) -> Any:
-        row = self._conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return None if row is None else json.loads(row["value"])
+        rows = self._read("SELECT value FROM meta WHERE key = ?", (key,))
+        return None if not rows else json.loads(rows[0]["value"])
 
     @_timed
     def set_meta(self, key: str, value: Any) -> None:
-        self._conn.execute(
-            "INSERT INTO meta (key, value) VALUES (?, ?) "
-            "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-            (key, json.dumps(value)),
-        )
+        with self._transaction() as execute:
+            execute(
+                "INSERT INTO meta (key, value) VALUES (?, ?) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (key, json.dumps(value)),
+            )
+
+    @_timed
+    def setdefault_meta(self, key: str, value: Any) -> Any:
+        """Store ``value`` under ``key`` unless the key exists; return the stored value
+        (atomic: of several workers starting at once, the first one's value wins)."""
+        with self._transaction() as execute:
+            rows = execute("SELECT value FROM meta WHERE key = ?", (key,))
+            if rows:
+                return json.loads(rows[0]["value"])
+            execute("INSERT INTO meta (key, value) VALUES (?, ?)", (key, json.dumps(value)))
+            return value
 
     # ------------------------------------------------------------------ writes
     @_timed
@@ -229,12 +275,14 @@ class TrialStore:
         budget: int | None = None,
         cost: float | Sequence[float] = 1.0,
         budget_cost: float | None = None,
+        worker: str | None = None,
     ) -> list[int]:
         """Insert a batch of proposed points as one transaction; returns their trial ids.
 
         ``fit_time`` and ``acq_time`` are the costs of proposing the whole batch; they are
         stored on its first trial only, so that sums over trials give the true totals.
-        ``cost`` is the cost paid for each trial (one number, or one per point).
+        ``cost`` is the cost paid for each trial (one number, or one per point). ``worker``
+        names the worker that will evaluate them (its lease starts now).
 
         Raises:
             BudgetExhaustedError: if ``budget`` is given and the batch would take the trials
@@ -253,27 +301,28 @@ class TrialStore:
         if len(costs) != len(rows) or not all(0 <= c < math.inf for c in costs):
             raise StoreError(f"{len(rows)} points need as many finite costs >= 0, got {cost!r}")
         now = time.time()
-        with self._transaction() as cur:
+        with self._transaction() as execute:
             if budget is not None:
-                used = self._count_in(cur, BUDGETED)
+                used = self._count(execute, BUDGETED)
                 if used + len(rows) > budget:
                     raise BudgetExhaustedError(
                         f"{len(rows)} new trial(s) would exceed the budget of {budget} "
                         f"({used} trial(s) already count against it)"
                     )
             if budget_cost is not None:
-                spent = self._cost_in(cur)
+                spent = self._cost(execute)
                 if spent + sum(costs) > budget_cost + 1e-9:
                     raise BudgetExhaustedError(
                         f"{len(rows)} new trial(s) costing {sum(costs):g} would exceed the cost budget of "
                         f"{budget_cost:g} ({spent:g} already spent)"
                     )
-            batch = cur.execute("SELECT COALESCE(MAX(batch), -1) + 1 FROM trials").fetchone()[0]
+            batch = execute("SELECT COALESCE(MAX(batch), -1) + 1 AS b FROM trials")[0]["b"]
             ids = []
             for i, (x, meta) in enumerate(zip(rows, metadata, strict=True)):
-                cur.execute(
+                [row] = execute(
                     "INSERT INTO trials (batch, generator, status, x, created_at, fit_time, "
-                    "acq_time, metadata, cost) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "acq_time, metadata, cost, worker, heartbeat_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, {now}) RETURNING id",
                     (
                         batch,
                         generator,
@@ -284,9 +333,10 @@ class TrialStore:
                         acq_time if i == 0 else 0.0,
                         json.dumps(meta),
                         costs[i],
+                        worker,
                     ),
                 )
-                ids.append(cur.lastrowid)
+                ids.append(int(row["id"]))
         return ids
 
     @_timed
@@ -315,23 +365,33 @@ class TrialStore:
         self._finish(trial_id, "failed", None, str(error), eval_time, budget)
 
     @_timed
-    def abandon_pending(self) -> list[int]:
-        """Mark every pending trial ``abandoned``; returns their ids."""
-        ids = [t.id for t in self.trials(status="pending")]
-        with self._transaction() as cur:
-            cur.executemany(
-                "UPDATE trials SET status = 'abandoned', completed_at = ? WHERE id = ?",
-                [(time.time(), i) for i in ids],
-            )
-        return ids
+    def abandon_pending(self, ids: Sequence[int] | None = None) -> list[int]:
+        """Mark every pending trial (or the pending ones among ``ids``) ``abandoned``;
+        returns their ids."""
+        with self._transaction() as execute:
+            pending = [int(r["id"]) for r in execute(
+                "SELECT id FROM trials WHERE status = 'pending' ORDER BY id"
+            )]  # fmt: skip
+            if ids is not None:
+                pending = [i for i in pending if i in set(ids)]
+            for i in pending:
+                execute(
+                    "UPDATE trials SET status = 'abandoned', completed_at = ? WHERE id = ?",
+                    (time.time(), i),
+                )
+        return pending
 
     @_timed
     def update_metadata(self, trial_id: int, **items: Any) -> None:
-        trial = self.get(trial_id)
-        trial.metadata.update(items)
-        self._conn.execute(
-            "UPDATE trials SET metadata = ? WHERE id = ?", (json.dumps(trial.metadata), trial_id)
-        )
+        with self._transaction() as execute:
+            rows = execute("SELECT metadata FROM trials WHERE id = ?", (trial_id,))
+            if not rows:
+                raise StoreError(f"trial {trial_id} does not exist")
+            metadata = json.loads(rows[0]["metadata"])
+            metadata.update(items)
+            execute(
+                "UPDATE trials SET metadata = ? WHERE id = ?", (json.dumps(metadata), trial_id)
+            )
 
     def _finish(
         self,
@@ -342,16 +402,17 @@ class TrialStore:
         eval_time: float | None,
         budget: int | None,
     ) -> None:
-        with self._transaction() as cur:
-            row = cur.execute("SELECT status FROM trials WHERE id = ?", (trial_id,)).fetchone()
-            if row is None:
+        with self._transaction() as execute:
+            rows = execute("SELECT status FROM trials WHERE id = ?", (trial_id,))
+            if not rows:
                 raise StoreError(f"trial {trial_id} does not exist")
-            if row["status"] not in ("pending", "abandoned"):
+            current = rows[0]["status"]
+            if current not in ("pending", "abandoned"):
                 raise StoreError(
-                    f"trial {trial_id} is already {row['status']}; a trial is told only once"
+                    f"trial {trial_id} is already {current}; a trial is told only once"
                 )
-            if row["status"] == "abandoned":
-                used = self._count_in(cur, BUDGETED)
+            if current == "abandoned":
+                used = self._count(execute, BUDGETED)
                 if budget is None or used >= budget:
                     raise BudgetExhaustedError(
                         f"trial {trial_id} was abandoned and the budget"
@@ -359,75 +420,196 @@ class TrialStore:
                         + f" is used up ({used} trial(s) count against it): its late result "
                         "is not recorded. Raise the budget to record it."
                     )
-            cur.execute(
+            execute(
                 "UPDATE trials SET status = ?, y = ?, error = ?, eval_time = ?, completed_at = ? "
                 "WHERE id = ?",
                 (status, y, error, eval_time, time.time(), trial_id),
             )
 
+    # ------------------------------------------------------------------ leases
+    @_timed
+    def heartbeat(self, worker: str) -> int:
+        """Renew the lease of every pending trial of ``worker``; returns how many."""
+        with self._transaction() as execute:
+            rows = execute(
+                "UPDATE trials SET heartbeat_at = {now} WHERE status = 'pending' AND worker = ? "
+                "RETURNING id",
+                (worker,),
+            )
+        return len(rows)
+
+    @_timed
+    def expired(self, lease: float) -> list[Trial]:
+        """Pending trials whose lease (last heartbeat + ``lease`` seconds) has run out."""
+        rows = self._read(
+            "SELECT * FROM trials WHERE status = 'pending' AND "
+            "COALESCE(heartbeat_at, 0) < {now} - ? ORDER BY id",
+            (float(lease),),
+        )
+        return [_row_to_trial(r) for r in rows]
+
+    @_timed
+    def claim_expired(self, worker: str, lease: float, limit: int = 1) -> list[Trial]:
+        """Take over up to ``limit`` pending trials whose lease ran out: they become
+        ``worker``'s, with a fresh lease and ``lease_retries`` (metadata) counted up."""
+        claimed = []
+        with self._transaction() as execute:
+            rows = execute(
+                "SELECT id, metadata, worker FROM trials WHERE status = 'pending' AND "
+                "COALESCE(heartbeat_at, 0) < {now} - ? ORDER BY id LIMIT ?",
+                (float(lease), int(limit)),
+            )
+            for row in rows:
+                metadata = json.loads(row["metadata"])
+                metadata["lease_retries"] = metadata.get("lease_retries", 0) + 1
+                metadata.setdefault("lease_lost_by", []).append(row["worker"])
+                execute(
+                    "UPDATE trials SET worker = ?, heartbeat_at = {now}, metadata = ? WHERE id = ?",
+                    (worker, json.dumps(metadata), row["id"]),
+                )
+                claimed.append(int(row["id"]))
+        return [self.get(i) for i in claimed]
+
     # ------------------------------------------------------------------ reads
     @_timed
     def get(self, trial_id: int) -> Trial:
-        row = self._conn.execute("SELECT * FROM trials WHERE id = ?", (trial_id,)).fetchone()
-        if row is None:
+        rows = self._read("SELECT * FROM trials WHERE id = ?", (trial_id,))
+        if not rows:
             raise StoreError(f"trial {trial_id} does not exist")
-        return _row_to_trial(row)
+        return _row_to_trial(rows[0])
 
     @_timed
     def trials(self, status: str | Sequence[str] | None = None) -> list[Trial]:
         """All trials in id order, optionally only those with the given status(es)."""
         if status is None:
-            rows = self._conn.execute("SELECT * FROM trials ORDER BY id").fetchall()
+            rows = self._read("SELECT * FROM trials ORDER BY id")
         else:
-            statuses = [status] if isinstance(status, str) else list(status)
-            unknown = set(statuses) - set(STATUSES)
-            if unknown:
-                raise StoreError(f"unknown trial status {sorted(unknown)}; use one of {STATUSES}")
+            statuses = _statuses(status)
             marks = ",".join("?" * len(statuses))
-            rows = self._conn.execute(
+            rows = self._read(
                 f"SELECT * FROM trials WHERE status IN ({marks}) ORDER BY id", statuses
-            ).fetchall()
+            )
         return [_row_to_trial(r) for r in rows]
 
     @_timed
     def count(self, status: str | Sequence[str] | None = None) -> int:
         if status is None:
-            return self._conn.execute("SELECT COUNT(*) FROM trials").fetchone()[0]
-        return self._count_in(self._conn, [status] if isinstance(status, str) else status)
+            return int(self._read("SELECT COUNT(*) AS n FROM trials")[0]["n"])
+        return self._count(self._read, _statuses(status))
 
     @staticmethod
-    def _count_in(cursor: sqlite3.Connection | sqlite3.Cursor, statuses: Sequence[str]) -> int:
+    def _count(execute: Callable[..., list[Any]], statuses: Sequence[str]) -> int:
         marks = ",".join("?" * len(statuses))
-        return cursor.execute(
-            f"SELECT COUNT(*) FROM trials WHERE status IN ({marks})", list(statuses)
-        ).fetchone()[0]
+        rows = execute(f"SELECT COUNT(*) AS n FROM trials WHERE status IN ({marks})", list(statuses))
+        return int(rows[0]["n"])
 
     @_timed
     def cost_used(self) -> float:
         """The cost ledger: summed cost of the trials that count against the budget."""
-        return self._cost_in(self._conn)
+        return self._cost(self._read)
 
     @staticmethod
-    def _cost_in(cursor: sqlite3.Connection | sqlite3.Cursor) -> float:
+    def _cost(execute: Callable[..., list[Any]]) -> float:
         marks = ",".join("?" * len(BUDGETED))
-        return float(
-            cursor.execute(
-                f"SELECT COALESCE(SUM(cost), 0) FROM trials WHERE status IN ({marks})",
-                list(BUDGETED),
-            ).fetchone()[0]
+        rows = execute(
+            f"SELECT COALESCE(SUM(cost), 0) AS c FROM trials WHERE status IN ({marks})",
+            list(BUDGETED),
         )
+        return float(rows[0]["c"])
 
     @_timed
     def completed_data(self) -> tuple[Tensor, Tensor]:
         """``(X, Y)`` of the completed trials as float64 tensors (``n x d``, ``n x m``)."""
-        rows = self._conn.execute(
-            "SELECT x, y FROM trials WHERE status = 'completed' ORDER BY id"
-        ).fetchall()
+        rows = self._read("SELECT x, y FROM trials WHERE status = 'completed' ORDER BY id")
         if not rows:
             return torch.empty(0, 0, dtype=torch.double), torch.empty(0, 0, dtype=torch.double)
         X = torch.tensor([json.loads(r["x"]) for r in rows], dtype=torch.double)
         Y = torch.tensor([json.loads(r["y"]) for r in rows], dtype=torch.double)
         return X, Y
+
+
+def _statuses(status: str | Sequence[str]) -> list[str]:
+    statuses = [status] if isinstance(status, str) else list(status)
+    unknown = set(statuses) - set(STATUSES)
+    if unknown:
+        raise StoreError(f"unknown trial status {sorted(unknown)}; use one of {STATUSES}")
+    return statuses
+
+
+class TrialStore(Store):
+    """SQLite-backed record of a campaign's trials (the default backend).
+
+    Args:
+        path: The database file (created if missing), or ``":memory:"`` for a throwaway store.
+        lock: Take the store's writer lock (file stores only). ``False`` is for readers that
+            watch a campaign another process runs; they must not write.
+
+    Example:
+        >>> store = TrialStore("runs/demo/trials.sqlite")
+        >>> [tid] = store.add_trials([[0.1, 0.2]], generator="sobol")
+        >>> store.complete(tid, [1.5], eval_time=0.01)
+    """
+
+    #: Seconds since the epoch on SQLite's clock.
+    _now = "((julianday('now') - 2440587.5) * 86400.0)"
+
+    def __init__(self, path: str | Path, lock: bool = True) -> None:
+        super().__init__()
+        self.path = str(path)
+        self._lock_file = None
+        if self.path != ":memory:":
+            try:
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(f"cannot create the run directory of {self.path}: {exc}") from None
+            if Path(self.path).is_dir():
+                raise StoreError(f"{self.path} is a directory, not a dsbo store")
+            if lock:
+                self._lock_file = _acquire_lock(Path(self.path + ".lock"))
+        try:
+            self._conn = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)
+            self._conn.row_factory = sqlite3.Row
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=FULL")
+            self._conn.executescript(_SQLITE_SCHEMA)
+            version = self.get_meta("schema_version")
+            if version is not None and int(version) in (1, 2):  # upgrade in place
+                columns = {r["name"] for r in self._conn.execute("PRAGMA table_info(trials)")}
+                for name, ddl in (
+                    ("cost", "REAL NOT NULL DEFAULT 1.0"),
+                    ("worker", "TEXT"),
+                    ("heartbeat_at", "REAL"),
+                ):
+                    if name not in columns:
+                        self._conn.execute(f"ALTER TABLE trials ADD COLUMN {name} {ddl}")
+                self.set_meta("schema_version", version := SCHEMA_VERSION)
+        except sqlite3.DatabaseError as exc:
+            self._release_lock()
+            raise StoreError(f"{self.path} is not a usable dsbo store: {exc}") from None
+        if version is None:
+            self.set_meta("schema_version", SCHEMA_VERSION)
+        elif int(version) != SCHEMA_VERSION:
+            self.close()
+            raise StoreError(
+                f"{self.path} has store schema {version}, this dsbo reads schema {SCHEMA_VERSION}"
+            )
+
+    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        return self._conn.execute(self._sql(sql), tuple(params)).fetchall()
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[Callable[..., list[Any]]]:
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield lambda sql, params=(): self._conn.execute(self._sql(sql), tuple(params)).fetchall()
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+        self._conn.execute("COMMIT")
+
+    def proposal_lock(self) -> contextlib.AbstractContextManager[None]:
+        """Nothing to take: the writer lock makes this process the store's only proposer."""
+        return contextlib.nullcontext()
 
     def close(self) -> None:
         """Close the database and release the writer lock (idempotent)."""
@@ -439,27 +621,32 @@ class TrialStore:
             self._lock_file.close()  # closing the descriptor releases the flock
             self._lock_file = None
 
-    def __enter__(self) -> TrialStore:
-        return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+#: The SQLite backend under its backend name.
+SQLiteStore = TrialStore
 
-    # ------------------------------------------------------------------ internals
-    class _Tx:
-        def __init__(self, conn: sqlite3.Connection) -> None:
-            self.conn = conn
 
-        def __enter__(self) -> sqlite3.Cursor:
-            self.conn.execute("BEGIN IMMEDIATE")
-            self.cur = self.conn.cursor()
-            return self.cur
+def is_store_url(target: object) -> bool:
+    """Whether ``target`` names a PostgreSQL store (a ``postgresql://`` URL)."""
+    return isinstance(target, str) and target.startswith(POSTGRES_SCHEMES)
 
-        def __exit__(self, exc_type: object, *rest: object) -> None:
-            self.conn.execute("ROLLBACK" if exc_type else "COMMIT")
 
-    def _transaction(self) -> TrialStore._Tx:
-        return TrialStore._Tx(self._conn)
+def open_store(target: Store | str | Path | None, lock: bool = True) -> Store:
+    """The store ``target`` names: a store (returned as is), a ``postgresql://`` URL
+    (:class:`~dsbo.store_postgres.PostgresStore`), a SQLite file path, or ``None`` (an
+    in-memory SQLite store).
+
+    Raises:
+        StoreConnectionError: for a database that cannot be reached or refuses the login.
+        StoreError: for a file that is not a usable store.
+    """
+    if isinstance(target, Store):
+        return target
+    if is_store_url(target):
+        from dsbo.store_postgres import PostgresStore
+
+        return PostgresStore(str(target))
+    return TrialStore(target or ":memory:", lock=lock)
 
 
 def _acquire_lock(path: Path) -> Any:
@@ -490,7 +677,8 @@ def _acquire_lock(path: Path) -> Any:
             )
         raise StoreLockedError(
             f"the store {str(path)[: -len('.lock')]} is in use by {who}; one campaign writes a "
-            "store at a time: wait for it to finish, stop it, or use another run directory"
+            "store at a time: wait for it to finish, stop it, or use another run directory "
+            "(several workers share a campaign through a PostgreSQL store)"
         ) from None
     handle.seek(0)
     handle.truncate()
@@ -505,3 +693,17 @@ def _acquire_lock(path: Path) -> Any:
     )
     handle.flush()
     return handle
+
+
+__all__ = [
+    "BUDGETED",
+    "SCHEMA_VERSION",
+    "STATUSES",
+    "SQLiteStore",
+    "Store",
+    "Trial",
+    "TrialStore",
+    "is_store_url",
+    "new_worker_id",
+    "open_store",
+]

@@ -1,4 +1,4 @@
-"""The store's cost column: the schema 1 -> 2 upgrade, the cost ledger and the cost budget."""
+"""The store's cost column: the schema 1 -> 3 upgrade, the cost ledger and the cost budget."""
 
 import json
 import sqlite3
@@ -59,15 +59,16 @@ def test_a_schema_1_store_is_upgraded_in_place(tmp_path):
     schema_1_store(path)
     assert "cost" not in columns(path)
     with TrialStore(path) as store:
-        assert SCHEMA_VERSION == 2 and store.get_meta("schema_version") == 2
+        assert SCHEMA_VERSION == 3 and store.get_meta("schema_version") == 3
         [trial] = store.trials()
         assert trial.cost == 1.0 and trial.x == [0.25, 0.5] and trial.y == [1.5]
         assert trial.metadata == {"seed": 3} and trial.status == "completed"
         assert store.cost_used() == 1.0
     cost = columns(path)["cost"]
     assert cost[2] == "REAL" and cost[3] == 1 and float(cost[4]) == 1.0  # type, NOT NULL, default
+    assert {"worker", "heartbeat_at"} <= set(columns(path)), "schema 3's lease columns"
     with TrialStore(path) as again:  # opening the upgraded store again changes nothing
-        assert again.get_meta("schema_version") == 2 and again.trials()[0].cost == 1.0
+        assert again.get_meta("schema_version") == 3 and again.trials()[0].cost == 1.0
 
 
 def test_an_upgraded_store_records_costs_and_keeps_the_ledger(tmp_path):
@@ -123,6 +124,6 @@ def test_the_cost_budget_is_checked_before_writing(tmp_path):
 def test_a_newer_schema_is_refused(tmp_path):
     path = tmp_path / "new.sqlite"
     with TrialStore(path) as store:
-        store.set_meta("schema_version", 3)
-    with pytest.raises(StoreError, match="schema 3"):
+        store.set_meta("schema_version", SCHEMA_VERSION + 1)
+    with pytest.raises(StoreError, match=f"schema {SCHEMA_VERSION + 1}"):
         TrialStore(path)
