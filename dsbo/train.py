@@ -1,7 +1,8 @@
 """``python -m dsbo.train``: train, validate, test or predict with a zoo model (LightningCLI).
 
 A LightningCLI over the surrogate zoo (every LightningModule in ``models/``, picked by class
-name) and :class:`~dsbo.data.ObservationDataModule`. The datamodule's ``in_dim`` is passed to
+name) and :class:`~dsbo.data.ObservationDataModule` (or any LightningDataModule named by
+``data.class_path``, e.g. :class:`~dsbo.data.SyntheticClassesDataModule`). The datamodule's ``in_dim`` is passed to
 the model, so a config never repeats the input dimension. Typical use::
 
     python -m dsbo.train fit --config configs/train/simple-smb-branin.yaml
@@ -48,6 +49,7 @@ from typing import Any
 import pandas as pd
 import pytorch_lightning as pl
 import torch
+import yaml
 from pytorch_lightning.callbacks import ModelCheckpoint
 from pytorch_lightning.cli import LightningArgumentParser, LightningCLI
 from pytorch_lightning.loggers import WandbLogger
@@ -389,18 +391,45 @@ def expand_model_names(args: Sequence[str], classes: dict[str, str]) -> list[str
     return out
 
 
+def names_datamodule_class(args: Sequence[str]) -> bool:
+    """Whether ``args`` pick the datamodule by class: ``--data <class>``, ``--data.class_path``,
+    or a ``--config`` file whose ``data`` has a ``class_path``. Then the CLI takes any
+    ``LightningDataModule`` (subclass mode); otherwise ``data`` configures
+    :class:`~dsbo.data.ObservationDataModule` directly, as every observation config does."""
+    args = list(args)
+    for i, arg in enumerate(args):
+        if arg in ("--data", "--data.class_path") or arg.startswith(("--data=", "--data.class_path=")):
+            return True
+        path = arg[len("--config="):] if arg.startswith("--config=") else (args[i + 1] if arg == "--config" and i + 1 < len(args) else None)
+        if path and Path(path).is_file():
+            try:
+                data = (yaml.safe_load(Path(path).read_text()) or {}).get("data")
+            except (yaml.YAMLError, AttributeError):
+                continue  # jsonargparse reports a malformed config
+            if isinstance(data, str) or (isinstance(data, dict) and "class_path" in data):
+                return True
+    return False
+
+
 def build_cli(args: Sequence[str] | None = None, run: bool = True) -> DsboTrainCLI:
-    """The CLI object after parsing ``args`` (and, with ``run``, running its subcommand)."""
+    """The CLI object after parsing ``args`` (and, with ``run``, running its subcommand).
+
+    ``data`` is an :class:`~dsbo.data.ObservationDataModule` unless the arguments name a
+    datamodule class (:func:`names_datamodule_class`), e.g. ``data: {class_path:
+    dsbo.data.SyntheticClassesDataModule, init_args: {...}}``; either way the datamodule's
+    ``in_dim`` is passed to the model."""
     classes = zoo_classes()
     if args is None:
         args = sys.argv[1:]
     args = expand_model_names(args, classes)
+    subclass_data = names_datamodule_class(args)
     # We always pass the (expanded) command line, so Lightning's "args and sys.argv" caution is moot.
     warnings.filterwarnings("ignore", message="LightningCLI's args parameter is intended")
     return DsboTrainCLI(
         model_class=pl.LightningModule,
         subclass_mode_model=True,
-        datamodule_class=ObservationDataModule,
+        datamodule_class=pl.LightningDataModule if subclass_data else ObservationDataModule,
+        subclass_mode_data=subclass_data,
         trainer_defaults=TRAINER_DEFAULTS,
         seed_everything_default=DEFAULT_SEED,
         save_config_kwargs={"overwrite": True},

@@ -9,5 +9,6 @@ from .neural_ensemble import NeuralEnsemble
 from .neural_lints import NeuralLinTS
 from .neural_ucb import NeuralUCB
 from .smb import PosteriorSMB, SimpleSMB
+from .sparse_embedding import SparseEmbedding
 
-__all__ = ["EnsembleMLP", "NeuralEnsemble", "NeuralLinTS", "NeuralUCB", "PosteriorSMB", "SimpleSMB"]
+__all__ = ["EnsembleMLP", "NeuralEnsemble", "NeuralLinTS", "NeuralUCB", "PosteriorSMB", "SimpleSMB", "SparseEmbedding"]

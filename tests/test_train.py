@@ -156,8 +156,10 @@ def test_every_train_config_instantiates(config, tmp_path, monkeypatch):
     monkeypatch.chdir(ROOT)  # configs name data files relative to the repository root
     cli = build_cli(["--config", str(config), "--run_dir", str(tmp_path), "--trainer.logger", "false"], run=False)
     assert cli.model.hparams["in_dim"] == cli.datamodule.in_dim
-    x, y, index = next(iter(cli.datamodule.train_dataloader()))
-    assert x.shape[-1] == cli.datamodule.in_dim and y.ndim == 1 and index.dtype == torch.long
+    batch = next(iter(cli.datamodule.train_dataloader()))
+    assert batch[0].flatten(1).shape[-1] == cli.datamodule.in_dim
+    if len(batch) == 3:  # observations: (x, y, index); metric-learning sets: (x, label)
+        assert batch[1].ndim == 1 and batch[2].dtype == torch.long
     assert cli.trainer.max_epochs >= 1
 
 
