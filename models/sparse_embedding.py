@@ -290,11 +290,12 @@ class SparseEmbedding(pl.LightningModule):
     def dense_embedding(self, x: Tensor) -> Tensor:
         """The unit-norm pre-activation (the same network without ``rho``): the dense vectors
         that re-rank a sparse shortlist."""
-        return F.normalize(self.head(self.backbone(x.flatten(1))), dim=1)
+        return F.normalize(self.head(self.backbone(x.flatten(1).to(self.head.weight.dtype))), dim=1)
 
     def forward(self, x: Tensor) -> Tensor:
         """The sparse unit-norm embedding ``n x embedding_dim`` (an all-zero row stays zero)."""
-        return F.normalize(self.activation(self.head(self.backbone(x.flatten(1)))), dim=1)
+        z = self.head(self.backbone(x.flatten(1).to(self.head.weight.dtype)))
+        return F.normalize(self.activation(z), dim=1)
 
     def regularizer(self, embedding: Tensor) -> Tensor:
         kind = self.hparams.regularizer
