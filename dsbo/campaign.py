@@ -40,11 +40,17 @@ from dsbo.acquisition import History, OptimizerSettings, Policy, make_policy
 from dsbo.acquisition.base import PostProcessor, make_postprocessor
 from dsbo.contexts import ContextSettings, ContextState, Environment
 from dsbo.contexts.settings import ContextValues
-from dsbo.errors import BudgetExhaustedError, ConfigError, CostError, EvaluationError
+from dsbo.errors import (
+    BudgetExhaustedError,
+    ConfigError,
+    CostError,
+    EvaluationError,
+    StoreMismatchError,
+)
 from dsbo.evaluation import UNFINISHED, Evaluator, evaluate_batch, outcome_vector, parse_outcomes
 from dsbo.problems.base import Problem
 from dsbo.sparsity import DEFAULT_TOLERANCE, changed_mask, num_changed
-from dsbo.store import BUDGETED, Trial, TrialStore
+from dsbo.store import BUDGETED, Store, Trial, new_worker_id, open_store
 from dsbo.surrogates import SurrogateSpec, fit_surrogate
 from dsbo.validation import check_campaign, check_context_policy
 
@@ -93,7 +99,8 @@ class Campaign:
             capped at a third of the budget, at least 2).
         q: Candidates proposed (and evaluated concurrently) per iteration.
         seed: The campaign seed.
-        store: A :class:`~dsbo.store.TrialStore`, a path to its SQLite file, or ``None`` for an
+        store: A :class:`~dsbo.store.Store`, a path to a SQLite file, a ``postgresql://`` URL
+            (a store several workers share, :mod:`dsbo.store_postgres`), or ``None`` for an
             in-memory store.
         evaluator: ``x (d-tensor) -> outcomes`` (number, sequence, tensor, or mapping by
             outcome name); defaults to the problem itself.
@@ -129,6 +136,12 @@ class Campaign:
             proposed, and the run ends at the first proposal the budget cannot pay for.
         environment: A callable returning the contexts as they are now (``{name: value}``),
             e.g. a sensor; simulated problems draw from ``p(z)`` without one.
+        parallel: Trials evaluated at once by ``run()`` (through ``executor``); each new
+            proposal is conditioned on the pending ones (:mod:`dsbo.parallel`).
+        lease: Seconds a pending trial stays its worker's without a heartbeat; on a shared
+            store (PostgreSQL) a trial whose lease ran out (its worker died) is taken over by
+            another worker and retried (``on_pending="retry"``, at most ``worker_retries``
+            times) or abandoned.
 
     Raises:
         ConfigError: for any bad setting, before anything is evaluated or stored.
@@ -144,7 +157,7 @@ class Campaign:
         n_init: int | None = None,
         q: int = 1,
         seed: int = 0,
-        store: TrialStore | str | Path | None = None,
+        store: Store | str | Path | None = None,
         evaluator: Evaluator | None = None,
         executor: Executor | None = None,
         optimizer: OptimizerSettings | None = None,
@@ -160,6 +173,8 @@ class Campaign:
         contexts: ContextSettings | str | Mapping[str, Any] | None = None,
         budget_cost: float | None = None,
         environment: Callable[[], ContextValues] | None = None,
+        parallel: int = 1,
+        lease: float = 60.0,
     ) -> None:
         self.problem = problem
         self.surrogate = SurrogateSpec.coerce(surrogate)
@@ -230,7 +245,14 @@ class Campaign:
         else:
             check_context_policy(self.problem, self.surrogate, self.context_policy, seed, dry_run)
         self.changes_from, self.reference_point = self._sparsity_reference()
-        self.store = store if isinstance(store, TrialStore) else TrialStore(store or ":memory:")
+        self.parallel = _positive_int("parallel", parallel)
+        if self.parallel > 1 and executor is None:
+            raise ConfigError(f"parallel={parallel} trials at once need an executor to run them")
+        if isinstance(lease, bool) or not isinstance(lease, int | float) or not 0 < lease < math.inf:
+            raise ConfigError(f"lease must be a number of seconds > 0, got {lease!r}")
+        self.lease = float(lease)
+        self.worker = new_worker_id()
+        self.store: Store = open_store(store)
         self._check_store()
         self.timings: list[dict[str, float]] = []
         #: Set once a proposal's cost (``problem.cost_function``) exceeds what is left.
@@ -295,22 +317,30 @@ class Campaign:
         self.policy.postprocessor = postprocess  # type: ignore[attr-defined]
 
     def _check_store(self) -> None:
+        """The store is new (it becomes this campaign's) or holds this problem and search
+        space (a store written before search spaces were recorded is checked on the rest)."""
         identity = {
             "problem": self.problem.name,
             "dim": self.problem.dim,
             "outcomes": list(self.problem.outcome_names),
+            "parameters": list(self.problem.parameter_names),
+            "bounds": self.problem.bounds.tolist(),
+            "integer_dims": list(self.problem.integer_dims),
         }
-        stored = self.store.get_meta("identity")
-        if stored is None:
-            self.store.set_meta("identity", identity)
-            self.store.set_meta(
+        stored = self.store.setdefault_meta("identity", identity)
+        if stored == identity:
+            self.store.setdefault_meta(
                 "settings",
                 {"seed": self.seed, "budget": self.budget, "budget_cost": self.budget_cost},
             )
-        elif stored != identity:
-            raise ConfigError(
-                f"the store {self.store.path} belongs to another problem {stored}; this campaign "
-                f"is {identity}. Use a new run directory."
+        elif any(stored.get(k) != v for k, v in identity.items() if k in stored) or not (
+            set(stored) <= set(identity)
+        ):
+            differ = [k for k, v in identity.items() if k in stored and stored[k] != v]
+            raise StoreMismatchError(
+                f"the store {self.store.path} belongs to another problem or search space (it differs in "
+                f"{', '.join(differ) or 'its keys'}): stored {stored}; this campaign is "
+                f"{identity}. Use a new run directory (or database)."
             )
 
     def _sparsity_reference(self) -> tuple[str, Tensor]:
@@ -365,6 +395,10 @@ class Campaign:
         """Propose up to ``q`` new points, committed as pending trials; ``[]`` when the budget
         is used up. Initial points come from one scrambled Sobol sequence of length ``n_init``.
 
+        The proposal holds the store's proposal lock from reading the data to committing the
+        new trials, and is conditioned on every pending trial (this worker's and others'), so
+        workers sharing a store never propose without seeing each other's pending points.
+
         ``contexts``: for a contextual problem, the contexts as the environment has them now
         (``{name: value}``); simulated problems draw them from ``p(z)`` when not given.
 
@@ -372,6 +406,10 @@ class Campaign:
         value that is not a finite number > 0) is returned already failed, with the reason:
         evaluate only the trials whose ``status`` is ``"pending"``.
         """
+        with self.store.proposal_lock():
+            return self._ask(q, contexts)
+
+    def _ask(self, q: int | None, contexts: ContextValues | None) -> list[Trial]:
         q = min(self.q if q is None else _positive_int("q", q), self.remaining)
         if q == 0:
             return []
@@ -448,6 +486,7 @@ class Campaign:
                 budget=self.budget,
                 cost=costs,
                 budget_cost=self.budget_cost,
+                worker=self.worker,
             )
         except BudgetExhaustedError:
             if self.problem.cost_function is None:
@@ -561,6 +600,7 @@ class Campaign:
             budget=self.budget,
             cost=cost,
             budget_cost=self.budget_cost,
+            worker=self.worker,
         )
         self._record_ask(start, store_start, fit_time, acq_time)
         return self.store.get(trial_id)
@@ -655,7 +695,14 @@ class Campaign:
         return sorted(done, key=lambda t: t.id)
 
     def resume_pending(self) -> list[Trial]:
-        """Handle trials a crash left pending, as ``on_pending`` says."""
+        """Handle trials a crash left pending, as ``on_pending`` says. On a shared store only
+        the trials whose lease ran out are taken (the others belong to live workers)."""
+        if self.store.shared:
+            pending = self.store.claim_expired(self.worker, self.lease, limit=self.budget)
+            if pending and self.on_pending == "abandon":
+                self.store.abandon_pending(ids=[t.id for t in pending])
+                return []
+            return self.evaluate(pending) if pending else []
         pending = self.store.trials("pending")
         if not pending:
             return []
@@ -689,7 +736,12 @@ class Campaign:
         return done
 
     def run(self) -> CampaignResult:
-        """Drive the campaign to its budget (resuming pending trials first)."""
+        """Drive the campaign to its budget (resuming pending trials first). With
+        ``parallel > 1`` or a shared store, :func:`dsbo.parallel.run_parallel` drives it."""
+        if self.parallel > 1 or self.store.shared:
+            from dsbo.parallel import run_parallel
+
+            return run_parallel(self)
         self.resume_pending()
         consecutive = self._trailing_failures()
         while self.remaining > 0:
