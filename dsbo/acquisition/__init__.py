@@ -4,6 +4,7 @@ from dsbo.acquisition import (
     bonsai,  # noqa: F401  (registers the BONSAI post-processor)
     plain,  # noqa: F401  (registers the plain policies)
     regularized,  # noqa: F401  (registers IR and ER)
+    scalarized,  # noqa: F401  (registers MOBO-RS)
     sebo,  # noqa: F401  (registers SEBO)
     thompson,  # noqa: F401  (registers Thompson sampling)
 )

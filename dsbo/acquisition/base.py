@@ -23,6 +23,7 @@ import torch
 from botorch.generation.gen import gen_candidates_torch
 from botorch.models.model import Model
 from botorch.optim import optimize_acqf
+from botorch.posteriors.fully_bayesian import GaussianMixturePosterior
 from torch import Tensor
 
 from dsbo.errors import ConfigError
@@ -146,6 +147,25 @@ class OptimizerSettings:
         lr = self.lr
         if isinstance(lr, bool) or not isinstance(lr, int | float) or not (math.isfinite(lr) and lr > 0):
             raise ConfigError(f"{prefix}.lr must be a finite number > 0, got {lr!r}")
+
+
+def posterior_moments(model: Model, X: Tensor, observation_noise: bool = False) -> tuple[Tensor, Tensor]:
+    """Mean and variance of the model's Gaussian predictive at ``X`` (``batch x d``), each
+    ``batch x m``, differentiable in ``X``.
+
+    A fully Bayesian or MAP-SAAS model (a mixture over hyperparameter samples) is moment
+    matched to one Gaussian (mixture mean and variance); an ensemble's posterior already
+    carries its moment-matched mean and variance. ``observation_noise`` adds the noise where
+    the model has one.
+    """
+    posterior = model.posterior(X.unsqueeze(-2), observation_noise=observation_noise)
+    if isinstance(posterior, GaussianMixturePosterior):  # members in the batch dimension 0
+        mean, var = posterior.mixture_mean, posterior.mixture_variance
+    else:
+        mean, var = posterior.mean, posterior.variance
+    m = mean.shape[-1]
+    shape = (*X.shape[:-1], m)
+    return mean.reshape(shape), var.reshape(shape).clamp_min(1e-12)
 
 
 @dataclass

@@ -27,9 +27,9 @@ import math
 
 import torch
 from botorch.models.model import Model
-from botorch.posteriors.fully_bayesian import GaussianMixturePosterior
 from torch import Tensor
 
+from dsbo.acquisition.base import posterior_moments
 from dsbo.errors import ConfigError
 
 NORMALIZE = ("per-sample", "average-first")
@@ -41,12 +41,8 @@ def predictive_moments(model: Model, X: Tensor, noise: bool = False) -> tuple[Te
     ensemble) predictive at ``X`` (``n x d``, raw coordinates); ``noise`` adds the
     observation noise where the model has one."""
     with torch.no_grad():
-        posterior = model.posterior(X.unsqueeze(-2), observation_noise=noise)
-        if isinstance(posterior, GaussianMixturePosterior):  # MAP-SAAS, SAASBO: members in dim 0
-            mean, var = posterior.mixture_mean, posterior.mixture_variance
-        else:  # Gaussian, or an ensemble posterior whose moments already average the members
-            mean, var = posterior.mean, posterior.variance
-    return mean.reshape(-1), var.reshape(-1).clamp_min(1e-12)
+        mean, var = posterior_moments(model, X, observation_noise=noise)
+    return mean.reshape(-1), var.reshape(-1)
 
 
 def gaussian_kl(mean_p: Tensor, var_p: Tensor, mean_q: Tensor, var_q: Tensor) -> Tensor:

@@ -10,7 +10,8 @@ Example:
 Modules: :mod:`~dsbo.problems.base` (the :class:`Problem`), :mod:`~dsbo.problems.registry`,
 :mod:`~dsbo.problems.options` (options common to all problems),
 :mod:`~dsbo.problems.classic`, :mod:`~dsbo.problems.multi_objective`, :mod:`~dsbo.problems.contextual`,
-:mod:`~dsbo.problems.constrained` and :mod:`~dsbo.problems.embedded`.
+:mod:`~dsbo.problems.constrained`, :mod:`~dsbo.problems.embedded`,
+:mod:`~dsbo.problems.scalarization` (MOBO-RS) and :mod:`~dsbo.problems.cost_aware` (CostIDS).
 """
 
 # Importing the problem modules registers their problems.
@@ -19,9 +20,12 @@ from dsbo.problems import (  # noqa: F401
     classic,
     constrained,
     contextual,
+    cost_aware,
     embedded,
     hpo,
     multi_objective,
+    pool,
+    scalarization,
 )
 from dsbo.problems.base import Problem
 from dsbo.problems.registry import available_problems, get_problem, register_problem
