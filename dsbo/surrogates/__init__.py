@@ -5,7 +5,8 @@ baselines of :mod:`dsbo.surrogates.gp` (``gp``, ``map-saas``, ``saasbo``, ``ibnn
 infinite-width network GPs of :mod:`dsbo.surrogates.ntk` (``ntk-gp``, ``nngp-gp``) and the
 Lightning-trained zoo surrogates of :mod:`dsbo.surrogates.neural` (``simple-smb``,
 ``posterior-smb``, ``neural-ensemble``, ``neural-lints``, ``neural-ucb``) and the sparse GPs of
-:mod:`dsbo.surrogates.sparse_gp` (``vfe``, ``fitc``). Any of them can be fitted on a selected
+:mod:`dsbo.surrogates.sparse_gp` (``vfe``, ``fitc``) and the Bayesian linear head on a sparse
+embedding of :mod:`dsbo.surrogates.sparse_linear` (``sparse-linear``). Any of them can be fitted on a selected
 subset of the data (:mod:`dsbo.surrogates.selection`, the spec's ``selector``).
 
 Example:
@@ -18,6 +19,7 @@ from dsbo.surrogates import (
     neural,  # noqa: F401  (registers the zoo surrogates)
     ntk,  # noqa: F401  (registers ntk-gp and nngp-gp)
     sparse_gp,  # noqa: F401  (registers the sparse GPs vfe and fitc)
+    sparse_linear,  # noqa: F401  (registers sparse-linear)
 )
 from dsbo.surrogates.registry import (
     SurrogateSpec,
