@@ -82,6 +82,19 @@ class WandbConfig:
     tags: list[str] = field(default_factory=list)
 
 
+@dataclass
+class ExecutorConfig:
+    """Where evaluations run, ``workers`` at a time (each new proposal conditioned on the
+    pending ones, :mod:`dsbo.parallel`). ``kind: process``: a
+    :class:`~dsbo.executors.WorkerPool` of local processes; ``kind: dask``: Dask's
+    ``distributed``, a ``LocalCluster`` of ``workers`` processes or, with ``address``
+    (``tcp://host:8786``), an existing cluster's scheduler."""
+
+    kind: Literal["process", "dask"] = "process"
+    workers: int = 2
+    address: str | None = None
+
+
 #: The post-processing of a config that does not name one: BONSAI toward the problem's default.
 DEFAULT_POSTPROCESS: dict[str, dict[str, Any]] = {"bonsai": {"rho": 0.2}}
 
@@ -98,6 +111,10 @@ class OptimizeConfig:
     contextual problem, which chooses with its ``contexts`` policy, drops the default).
     ``budget_cost`` is a budget in cost units (contextual problems: ``lambda_x`` plus the costs
     of optimized contexts per evaluation); with ``budget: null`` it alone ends the run.
+    ``store`` is where the trials live: ``null`` for ``<run_dir>/trials.sqlite``, another
+    SQLite path, or a ``postgresql://`` URL that several workers share (``lease``: seconds a
+    dead worker's trial waits before another worker retries it). ``executor`` runs
+    ``executor.workers`` evaluations at once (:class:`ExecutorConfig`).
     """
 
     problem: ProblemConfig = field(default_factory=ProblemConfig)
@@ -118,6 +135,9 @@ class OptimizeConfig:
     on_pending: Literal["retry", "abandon"] = "retry"
     max_consecutive_failures: int = 10
     eval_timeout: float | None = None
+    store: str | None = None
+    executor: ExecutorConfig | None = None
+    lease: float = 60.0
     progress: bool = True
     wandb: WandbConfig = field(default_factory=WandbConfig)
 
@@ -168,6 +188,28 @@ def validate_config(cfg: OptimizeConfig) -> None:
             f"threads must be between 1 and {MAX_THREADS_PER_CORE * cores} (this machine has "
             f"{cores} cores), or null for torch's default; got {cfg.threads}"
         )
+    if not 0 < cfg.lease < math.inf:
+        raise ConfigError(f"lease must be a number of seconds > 0, got {cfg.lease}")
+    if cfg.store is not None:
+        from dsbo.store import is_store_url
+
+        if not isinstance(cfg.store, str) or not cfg.store.strip():
+            raise ConfigError(f"store must be a SQLite path or a postgresql:// URL, got {cfg.store!r}")
+        if "://" in cfg.store and not is_store_url(cfg.store):
+            raise ConfigError(
+                f"store={cfg.store.split('://')[0]}://...: only postgresql:// URLs (or a SQLite "
+                "file path) are stores"
+            )
+    if cfg.executor is not None:
+        if cfg.executor.workers < 1:
+            raise ConfigError(f"executor.workers must be >= 1, got {cfg.executor.workers}")
+        if cfg.executor.address is not None and cfg.executor.kind != "dask":
+            raise ConfigError("executor.address is a Dask scheduler address: set executor.kind: dask")
+        if cfg.q != 1:
+            raise ConfigError(
+                f"executor runs trials one proposal at a time (each conditioned on the pending "
+                f"ones); set q: 1, got q={cfg.q}"
+            )
     if cfg.eval_timeout is not None and not 0 < cfg.eval_timeout < math.inf:
         raise ConfigError(f"eval_timeout must be a number of seconds > 0, got {cfg.eval_timeout}")
     for name in ("problem", "surrogate", "acquisition"):

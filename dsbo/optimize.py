@@ -10,6 +10,17 @@ qLogNEI, 30 evaluations, about two minutes on 2 CPU cores). Typical use::
 The run directory (``--run_dir``, default ``runs/<problem>-seed<seed>``) receives the SQLite
 store ``trials.sqlite``, ``config.yaml``, ``history.csv``, ``summary.json``, ``trace.png`` and
 the offline W&B run. Running the same command again resumes the campaign from its store.
+
+Scaling out (README "Scaling out")::
+
+    python -m dsbo.optimize --config my.yaml --executor.kind process --executor.workers 4
+    python -m dsbo.optimize --config my.yaml --executor.kind dask --executor.address tcp://s:8786
+    python -m dsbo.optimize --config my.yaml --store postgresql://u:pw@db/c1   # creates it
+    python -m dsbo.optimize --store postgresql://u:pw@db/c1 --worker           # joins it
+
+A worker reads the campaign's configuration from the store (or from ``--config``, which must
+then describe the same problem and search space) and writes its outputs to
+``<run_dir>/worker-<host>-<pid>``.
 """
 
 from __future__ import annotations
@@ -17,11 +28,14 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import sys
+import tempfile
 import threading
 import warnings
 from argparse import ArgumentError
 from collections.abc import Iterator, Sequence
+from concurrent.futures import Executor
 from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
@@ -37,11 +51,18 @@ from rich.table import Table
 
 from dsbo.acquisition import available_policies
 from dsbo.campaign import Campaign
-from dsbo.config import DEFAULT_POSTPROCESS, OptimizeConfig, check_literals, validate_config
+from dsbo.config import (
+    DEFAULT_POSTPROCESS,
+    ExecutorConfig,
+    OptimizeConfig,
+    check_literals,
+    validate_config,
+)
 from dsbo.contexts import available_context_policies
 from dsbo.errors import ConfigError, DsboError
 from dsbo.problems import available_problems, get_problem
 from dsbo.report import plot_trace, summary
+from dsbo.store import Store, is_store_url, open_store
 from dsbo.strict_yaml import load as strict_yaml_load
 from dsbo.surrogates import available_surrogates
 from dsbo.tracking import WandbTracker
@@ -63,6 +84,10 @@ def build_parser() -> ArgumentParser:
     )
     parser.add_argument("--config", action=ActionConfigFile, help="YAML config file")
     parser.add_argument("--list", action="store_true", help="list problems, surrogates, policies")
+    parser.add_argument(
+        "--worker", action="store_true",
+        help="join the campaign on --store postgresql://... (its stored config unless --config)",
+    )
     parser.add_class_arguments(OptimizeConfig, nested_key=None, fail_untyped=False)
     return parser
 
@@ -77,6 +102,7 @@ def parse_config(argv: Sequence[str] | None = None) -> tuple[OptimizeConfig, boo
     except ArgumentError as exc:
         raise ConfigError(" ".join(str(exc).split())) from None
     show_list = bool(ns.pop("list", False))
+    ns.pop("worker", None)
     ns.pop("config", None)
     cfg = parser.instantiate(ns)
     config = OptimizeConfig(**{k: getattr(cfg, k) for k in OptimizeConfig.__dataclass_fields__})
@@ -116,22 +142,35 @@ def warnings_to_file(path: Path) -> Iterator[list[str]]:
 
 
 def build_campaign(
-    cfg: OptimizeConfig, dry_run: bool | None = True
+    cfg: OptimizeConfig,
+    dry_run: bool | None = True,
+    executor: Executor | None = None,
+    parallel: int = 1,
+    worker: bool = False,
 ) -> tuple[Campaign, Path, bool]:
-    """The campaign ``cfg`` describes, on the store in its run directory.
+    """The campaign ``cfg`` describes, on its store (``cfg.store``, default the SQLite file in
+    its run directory), evaluating through ``executor`` with ``parallel`` trials at once.
 
     Every part is checked against the problem before the run directory is written, with one
     dry iteration on synthetic data (:mod:`dsbo.validation`) if ``dry_run`` is true, or if it
-    is ``None`` and the store is new.
+    is ``None`` and the store is new. A ``worker`` writes to ``<run_dir>/worker-<host>-<pid>``.
 
-    Returns the campaign, the run directory and whether the store existed (a resume).
+    Returns the campaign, the run directory and whether the store held trials (a resume).
     """
     if cfg.threads is not None:
         torch.set_num_threads(cfg.threads)
     problem = get_problem(cfg.problem.name, **cfg.problem.options)
     run_dir = Path(cfg.run_dir or f"runs/{problem.name}-seed{cfg.seed}")
+    if worker:
+        run_dir = run_dir / f"worker-{socket.gethostname()}-{os.getpid()}"
     check_run_dir(run_dir)
-    resuming = (run_dir / STORE_NAME).exists()
+    if cfg.store is None or not is_store_url(cfg.store):
+        target = Path(cfg.store) if cfg.store is not None else run_dir / STORE_NAME
+        resuming = target.exists()
+        store: Store | Path = target
+    else:  # a shared store: opened now, so a bad URL stops the run before anything else
+        store = open_store(cfg.store)
+        resuming = store.count() > 0
     acq = cfg.acquisition
     postprocess = cfg.postprocess
     if problem.is_contextual and postprocess == DEFAULT_POSTPROCESS:
@@ -144,7 +183,7 @@ def build_campaign(
         n_init=cfg.n_init,
         q=cfg.q,
         seed=cfg.seed,
-        store=run_dir / STORE_NAME,
+        store=store,
         optimizer=acq.optimizer_settings(),
         on_pending=cfg.on_pending,
         max_consecutive_failures=cfg.max_consecutive_failures,
@@ -154,9 +193,73 @@ def build_campaign(
         include_default=cfg.initial_design.include_default,
         contexts=None if cfg.contexts is None else asdict(cfg.contexts),
         budget_cost=cfg.budget_cost,
+        executor=executor,
+        parallel=parallel,
+        lease=cfg.lease,
     )
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if campaign.store.shared:  # what a worker joining with only --store runs
+        campaign.store.setdefault_meta("config", shareable_config(cfg))
     (run_dir / "config.yaml").write_text(yaml.safe_dump(cfg.to_dict(), sort_keys=False))
     return campaign, run_dir, resuming
+
+
+def shareable_config(cfg: OptimizeConfig) -> dict[str, Any]:
+    """``cfg`` as a worker on another machine runs it: no store URL (its password stays out of
+    the database), no run directory."""
+    shared = cfg.to_dict()
+    shared.pop("store")
+    shared.pop("run_dir")
+    return shared
+
+
+@contextmanager
+def make_executor(spec: ExecutorConfig | None) -> Iterator[tuple[Executor | None, int]]:
+    """The executor ``spec`` describes and how many trials it runs at once (``None, 1`` for
+    evaluations in this process). Stopped (a ``LocalCluster`` closed) on exit.
+
+    Raises:
+        ConfigError: if Dask is not installed or the scheduler at ``address`` cannot be
+            reached.
+    """
+    if spec is None:
+        yield None, 1
+        return
+    if spec.kind == "process":
+        from dsbo.executors import WorkerPool
+
+        pool = WorkerPool(workers=spec.workers)
+        try:
+            yield pool, spec.workers
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
+        return
+    try:
+        from dask.distributed import Client, LocalCluster
+    except ImportError:
+        raise ConfigError("executor.kind: dask needs dask.distributed: pip install 'dsbo[scale]'") from None
+    cluster = None
+    try:
+        if spec.address is None:
+            cluster = LocalCluster(
+                n_workers=spec.workers, threads_per_worker=1, processes=True, dashboard_address=None
+            )
+            client = Client(cluster)
+        else:
+            client = Client(spec.address, timeout=10)
+    except (OSError, TimeoutError) as exc:
+        if cluster is not None:
+            cluster.close()
+        raise ConfigError(
+            f"executor.address={spec.address!r}: cannot reach the Dask scheduler ({exc})"
+        ) from None
+    try:
+        workers = spec.workers if spec.address is None else max(1, sum(client.nthreads().values()))
+        yield client.get_executor(), workers
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
 
 
 def check_run_dir(run_dir: Path) -> None:
@@ -181,12 +284,29 @@ def write_outputs(campaign: Campaign, run_dir: Path, extra: dict[str, Any] | Non
     return info
 
 
-def run_optimize(cfg: OptimizeConfig, console: Console | None = None) -> dict[str, Any]:
-    """Run (or resume) the campaign ``cfg`` describes; returns the summary dict."""
+def run_optimize(
+    cfg: OptimizeConfig, console: Console | None = None, worker: bool = False
+) -> dict[str, Any]:
+    """Run (or resume, or as a ``worker`` join) the campaign ``cfg`` describes; returns the
+    summary dict."""
     console = console or Console(stderr=True)
-    campaign, run_dir, resuming = build_campaign(cfg)
+    with make_executor(cfg.executor) as (executor, parallel):
+        return _run_optimize(cfg, console, executor, parallel, worker)
+
+
+def _run_optimize(
+    cfg: OptimizeConfig, console: Console, executor: Executor | None, parallel: int, worker: bool
+) -> dict[str, Any]:
+    campaign, run_dir, resuming = build_campaign(
+        cfg, executor=executor, parallel=parallel, worker=worker
+    )
     problem, store = campaign.problem, campaign.store
-    if resuming:
+    if worker:
+        console.print(
+            f"worker {campaign.worker} joins {store.path}: {store.count('completed')} completed, "
+            f"{store.count('pending')} pending trial(s)"
+        )
+    elif resuming:
         console.print(
             f"resuming {run_dir}: {store.count('completed')} completed, "
             f"{store.count('failed')} failed, {store.count('pending')} pending trial(s)"
@@ -294,16 +414,53 @@ def _terminate(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
+def worker_argv(argv: Sequence[str]) -> list[str]:
+    """The arguments of a ``--worker``: the campaign's stored configuration first (unless a
+    ``--config`` is given), then the command line.
+
+    Raises:
+        ConfigError: if no ``--store postgresql://...`` is given, or the store holds no
+            campaign yet.
+    """
+    argv = list(argv)
+    url = next((a.split("=", 1)[1] for a in argv if a.startswith("--store=")), None)
+    if url is None and "--store" in argv[:-1]:
+        url = argv[argv.index("--store") + 1]
+    if not is_store_url(url):
+        raise ConfigError("--worker joins a campaign on a shared store: give --store postgresql://...")
+    if any(a == "--config" or a.startswith("--config=") for a in argv):
+        return argv
+    with open_store(url) as store:
+        stored = store.get_meta("config")
+    if stored is None:
+        raise ConfigError(
+            f"the store {store.path} holds no campaign yet: start it with --config (or give "
+            "the worker the same --config)"
+        )
+    handle = tempfile.NamedTemporaryFile("w", suffix=".yaml", prefix="dsbo-worker-", delete=False)
+    with handle:
+        yaml.safe_dump(stored, handle, sort_keys=False)
+    return ["--config", handle.name, *argv]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     console = Console(stderr=True)
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _terminate)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    worker = "--worker" in argv
     try:
-        cfg, show_list = parse_config(argv)
+        if worker:
+            argv = worker_argv([a for a in argv if a != "--worker"])
+        try:
+            cfg, show_list = parse_config(argv)
+        finally:
+            if worker and Path(argv[1]).name.startswith("dsbo-worker-"):
+                Path(argv[1]).unlink(missing_ok=True)  # the stored config, read
         if show_list:
             print_registries(Console())
             return 0
-        run_optimize(cfg, console)
+        run_optimize(cfg, console, worker=worker)
     except DsboError as exc:
         console.print(f"[bold red]error:[/] {exc}")
         return 2

@@ -190,7 +190,7 @@ def _run_with_executor(campaign: Campaign) -> None:
     def tell(trial: Trial, value: Any, error: BaseException | None, seconds: float) -> Trial | None:
         if error is None:
             try:
-                return _tell(campaign, trial, value=value, eval_time=seconds)
+                return _tell(campaign, trial, values=value, eval_time=seconds)
             except EvaluationError as exc:  # a malformed value is a failed trial
                 error = exc
         return _tell(campaign, trial, error=error, eval_time=seconds)

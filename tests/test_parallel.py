@@ -1,0 +1,147 @@
+"""Parallel trials (dsbo.parallel): workers sharing a PostgreSQL campaign reach exactly the
+budget without duplicates, a SIGKILLed worker's trial is retried after its lease, and an
+executor keeps several trials in flight on a SQLite store."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from parallel_helpers import SlowBranin, campaign_kwargs, most_at_once
+from pg_helpers import postgres_server, postgres_url  # noqa: F401 - fixtures
+
+from dsbo.campaign import Campaign
+from dsbo.errors import ConfigError, StoreMismatchError
+from dsbo.problems import get_problem
+from dsbo.store import open_store
+
+TESTS = Path(__file__).resolve().parent
+
+
+def start_worker(url, seconds, lease, budget, ready, go):
+    code = (
+        f"import sys; sys.path.insert(0, {str(TESTS)!r})\n"
+        "from parallel_helpers import work\n"
+        f"work({url!r}, {seconds}, {lease}, {budget}, {str(ready)!r}, {str(go)!r})\n"
+    )
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONWARNINGS="ignore")
+    return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+def wait_for(predicate, timeout, what):
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def test_four_workers_reach_exactly_the_budget_without_duplicates(postgres_url, tmp_path):  # noqa: F811
+    budget, go = 10, tmp_path / "go"
+    ready = [tmp_path / f"ready-{i}" for i in range(4)]
+    procs = [start_worker(postgres_url, 0.4, 30.0, budget, r, go) for r in ready]
+    try:
+        wait_for(lambda: all(r.exists() for r in ready), 120, "4 workers to start")
+        go.touch()  # all four begin at once
+        outputs = [p.communicate(timeout=240) for p in procs]
+    finally:
+        for p in procs:
+            p.kill()
+    for p, (_out, err) in zip(procs, outputs, strict=True):
+        assert p.returncode == 0, err[-2000:]
+    reports = [json.loads(out.strip().splitlines()[-1]) for out, _ in outputs]
+    with open_store(postgres_url) as store:
+        trials = store.trials()
+    assert len(trials) == budget and all(t.status == "completed" for t in trials), "exactly the budget"
+    assert sorted(t.id for t in trials) == list(range(1, budget + 1)), "ids never collide or skip"
+    assert len({tuple(t.x) for t in trials}) == budget, "no point proposed twice"
+    by_worker = [set(r["trials"]) for r in reports]
+    assert sum(map(len, by_worker)) == budget and set().union(*by_worker) == {t.id for t in trials}
+    assert sum(1 for s in by_worker if s) >= 3, f"the workers shared the work: {by_worker}"
+    assert [t.generator for t in trials[:4]] == ["sobol-init"] * 4 and len({t.batch for t in trials}) == budget
+
+
+def test_a_sigkilled_worker_trial_is_retried_after_its_lease(postgres_url, tmp_path):  # noqa: F811
+    go = tmp_path / "go"
+    go.touch()
+    victim = start_worker(postgres_url, 600.0, 1.0, 4, tmp_path / "ready", go)  # each evaluation hangs
+    try:
+        wait_for(lambda: (tmp_path / "ready").exists(), 120, "the worker to start")
+        store = open_store(postgres_url)
+        wait_for(lambda: store.count("pending") == 1, 60, "the worker's first trial")
+        time.sleep(0.6)  # it is evaluating (and renewing its lease)
+        victim.send_signal(signal.SIGKILL)
+        victim.wait(30)
+    finally:
+        victim.kill()
+    [orphan] = store.trials("pending")
+    assert orphan.worker == (tmp_path / "ready").read_text()
+
+    survivor = Campaign(get_problem("branin"), **campaign_kwargs(postgres_url, 0.01, 1.0, 4))
+    start = time.monotonic()
+    result = survivor.run()
+    trials = store.trials()
+    assert result.num_completed == 4 and len(trials) == 4 and store.count("pending") == 0
+    retried = store.get(orphan.id)
+    assert retried.status == "completed" and retried.x == orphan.x, "the same point, evaluated once more"
+    assert retried.worker == survivor.worker and retried.metadata["lease_retries"] == 1
+    assert retried.metadata["lease_lost_by"] == [orphan.worker]
+    assert time.monotonic() - start < 30
+    store.close()
+
+
+def test_lease_retries_are_bounded_then_the_trial_fails(postgres_url):  # noqa: F811
+    store = open_store(postgres_url)
+    campaign = Campaign(get_problem("branin"), **dict(campaign_kwargs(postgres_url, 0.0, 0.2, 3), store=store, n_init=2), worker_retries=0)
+    [trial] = store.add_trials([[1.0, 2.0]], "sobol-init", worker="dead-worker", budget=3)
+    time.sleep(0.3)
+    result = campaign.run()  # claimed once (lease_retries 1 > worker_retries 0): a failed trial
+    failed = store.get(trial)
+    assert failed.status == "failed" and "stopped renewing their lease" in failed.error
+    assert result.num_completed == 2 and store.count() == 3
+
+
+def test_an_executor_keeps_trials_in_flight_on_a_sqlite_store(tmp_path):
+    with ThreadPoolExecutor(3) as pool:
+        kwargs = campaign_kwargs(str(tmp_path / "t.sqlite"), 0.3, 60.0, 9)
+        campaign = Campaign(get_problem("branin"), **kwargs, executor=pool, parallel=3)
+        result = campaign.run()
+    trials = campaign.store.trials()
+    assert result.num_completed == 9 and len(trials) == 9, "exactly the budget"
+    assert len({tuple(t.x) for t in trials}) == 9
+    assert most_at_once() == 3, "three evaluations ran at once"
+    assert len(campaign.timings) == 9 and all(t["evaluate"] >= 0.3 for t in campaign.timings)
+    with pytest.raises(ConfigError, match="need an executor"):
+        Campaign(get_problem("branin"), surrogate="gp", parallel=2, dry_run=False)
+
+
+def test_parallel_resume_retries_the_trials_a_crash_left_pending(tmp_path):
+    path = tmp_path / "t.sqlite"
+    first = Campaign(get_problem("branin"), **campaign_kwargs(str(path), 0.0, 60.0, 6))
+    left = first.ask(q=2)
+    first.store.close()  # "crashed" with two trials pending
+    with ThreadPoolExecutor(2) as pool:
+        again = Campaign(get_problem("branin"), **campaign_kwargs(str(path), 0.0, 60.0, 6), executor=pool, parallel=2)
+        again.run()
+    assert [again.store.get(t.id).status for t in left] == ["completed"] * 2
+    assert again.store.count("completed") == 6 and again.store.count() == 6
+
+
+def test_a_store_of_another_search_space_is_refused(postgres_url):  # noqa: F811
+    def box(high):
+        return get_problem("black-box", parameters={"a": [0.0, 1.0], "b": [0.0, high]})
+
+    Campaign(box(1.0), surrogate="gp", store=postgres_url, dry_run=False).store.close()
+    with pytest.raises(StoreMismatchError, match="differs in bounds"):
+        Campaign(box(2.0), surrogate="gp", store=postgres_url, dry_run=False)
+    with pytest.raises(StoreMismatchError, match="differs in problem"):
+        Campaign(get_problem("branin"), surrogate="gp", store=postgres_url, dry_run=False)
+
+
+def test_slow_branin_is_branin():
+    assert float(SlowBranin(0.0)([1.0, 2.0])) == float(get_problem("branin")([1.0, 2.0]))
