@@ -104,6 +104,9 @@ class SparseIndex:
         dense: Optional ``n x e`` dense vectors of the same rows for exact re-ranking.
     """
 
+    #: Queries scored per sparse product (the score block is at most ``chunk x n``).
+    chunk = 64
+
     def __init__(self, codes: Any, dense: Any | None = None) -> None:
         matrix = _as_matrix(codes, "index codes")
         matrix = sp.csr_matrix(matrix) if not sp.issparse(matrix) else matrix
@@ -163,14 +166,27 @@ class SparseIndex:
                 raise ConfigError("dense_queries given but the index was built without dense vectors")
             dq = _as_matrix(dense_queries, "dense queries")
             _check_dim(dq, self.dense.shape[1], "dense queries")
-        S = self.scores(queries)
-        if rerank and dq.shape[0] != S.shape[0]:
-            raise DataError(f"dense queries have {dq.shape[0]} rows, the sparse queries {S.shape[0]}")
-        m = S.shape[0]
+        Q = _as_matrix(queries, "queries")
+        _check_dim(Q, self.dim, "queries")
+        Q = sp.csr_matrix(Q) if not sp.issparse(Q) else Q
+        m = Q.shape[0]
+        if rerank and dq.shape[0] != m:
+            raise DataError(f"dense queries have {dq.shape[0]} rows, the sparse queries {m}")
         out_scores = np.empty((m, k), dtype=np.float32)
         out_ids = np.empty((m, k), dtype=np.int64)
+        for start in range(0, m, self.chunk):  # bounded memory: S is up to chunk x n
+            stop = min(m, start + self.chunk)
+            S = (Q[start:stop] @ self.postings).tocsr()
+            self._select(S, k, shortlist, threshold, dq[start:stop] if rerank else None,
+                         out_scores[start:stop], out_ids[start:stop])
+        return out_scores, out_ids
+
+    def _select(self, S: sp.csr_matrix, k: int, shortlist: int, threshold: float | None,
+                dq: np.ndarray | None, out_scores: np.ndarray, out_ids: np.ndarray) -> None:
+        """Threshold, shortlist, (re-rank) and top-k of each row of the score block ``S``."""
+        rerank = dq is not None
         indptr, indices, data = S.indptr, S.indices, S.data
-        for i in range(m):
+        for i in range(S.shape[0]):
             cols, vals = indices[indptr[i]:indptr[i + 1]], data[indptr[i]:indptr[i + 1]]
             if threshold is not None:
                 keep = vals > threshold
@@ -185,7 +201,6 @@ class SparseIndex:
                 vals = self.dense[cols] @ dq[i]
             order = np.lexsort((cols, -vals))[:k]  # best first, ties by row id
             out_scores[i], out_ids[i] = vals[order], cols[order]
-        return out_scores, out_ids
 
     def _pad(self, cols: np.ndarray, vals: np.ndarray, k: int, scored: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Append up to ``k`` rows without a stored score (score 0), in row order."""
