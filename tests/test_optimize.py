@@ -187,3 +187,62 @@ def test_bad_contexts_settings_fail_before_anything_is_evaluated(tmp_path, capsy
     assert code == 2
     assert expected in capsys.readouterr().err
     assert not (run_dir / "trials.sqlite").exists() or pd.read_csv(run_dir / "history.csv").empty
+
+
+# ---------------------------------------------------------------------- scaling out
+from pg_helpers import postgres_server, postgres_url  # noqa: E402, F401 - fixtures
+
+PLAIN = [*FAST, "--postprocess", "null", "--wandb.mode", "disabled"]
+
+
+def test_dask_local_cluster_executor_runs_the_campaign(tmp_path):
+    pytest.importorskip("dask.distributed", reason="the `scale` extra (dask) is not installed")
+    run_dir = tmp_path / "dask"
+    args = [*PLAIN, "--budget", "6", "--executor.kind", "dask", "--executor.workers", "2", "--run_dir", str(run_dir)]
+    assert main(args) == 0
+    summary = json.loads((run_dir / "summary.json").read_text())
+    history = pd.read_csv(run_dir / "history.csv")
+    assert summary["completed"] == 6 and len(history) == 6 and history["trial"].is_unique
+    assert len(history[["x0", "x1"]].drop_duplicates()) == 6
+
+
+def test_a_worker_joins_a_postgres_campaign_from_its_stored_config(postgres_url, tmp_path, capsys):  # noqa: F811
+    assert main([*PLAIN, "--budget", "5", "--store", postgres_url, "--run_dir", str(tmp_path / "first")]) == 0
+    assert not (tmp_path / "first" / "trials.sqlite").exists(), "the trials live in PostgreSQL"
+    # the worker gives only the store: problem, budget and settings come from the database
+    assert main(["--store", postgres_url, "--worker", "--run_dir", str(tmp_path / "w"), "--progress", "false"]) == 0
+    [worker_dir] = (tmp_path / "w").glob("worker-*")
+    summary = json.loads((worker_dir / "summary.json").read_text())
+    assert summary["completed"] == 5 and summary["problem"] == "branin"
+    assert "joins postgresql://postgres@" in " ".join(capsys.readouterr().err.split())
+
+
+def test_worker_and_store_errors_are_named_before_anything_runs(postgres_server, tmp_path, capsys):  # noqa: F811
+    host, port = postgres_server
+    run_dir = tmp_path / "never"
+    assert main([*PLAIN, "--store", "postgresql://dsbo:secret@127.0.0.1:1/c", "--run_dir", str(run_dir)]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "cannot open the store postgresql://dsbo@127.0.0.1:1/c" in err and "secret" not in err
+    assert not (run_dir / "config.yaml").exists()
+    assert main(["--worker", "--run_dir", str(run_dir)]) == 2
+    assert "give --store postgresql://" in " ".join(capsys.readouterr().err.split())
+    from pg_helpers import fresh_database
+
+    with fresh_database(postgres_server) as empty:
+        assert main(["--worker", "--store", empty, "--run_dir", str(run_dir)]) == 2
+        assert "holds no campaign yet" in " ".join(capsys.readouterr().err.split())
+
+
+@pytest.mark.parametrize(
+    ("args", "match"),
+    [
+        (["--executor.kind", "process", "--executor.address", "tcp://x:1"], "executor.address is a Dask"),
+        (["--executor.workers", "0"], "executor.workers must be >= 1"),
+        (["--executor.workers", "2", "--q", "2"], "set q: 1"),
+        (["--store", "mysql://u@h/db"], "only postgresql://"),
+        (["--lease", "0"], "lease must be"),
+    ],
+)
+def test_scale_out_settings_are_validated(args, match):
+    with pytest.raises(Exception, match=match):
+        parse_config(args)
