@@ -38,6 +38,7 @@ from torch import Tensor
 
 from dsbo.acquisition import History, OptimizerSettings, Policy, make_policy
 from dsbo.acquisition.base import PostProcessor, make_postprocessor
+from dsbo.acquisition.scalarized import campaign_bayes_regret
 from dsbo.contexts import ContextSettings, ContextState, Environment
 from dsbo.contexts.settings import ContextValues
 from dsbo.errors import (
@@ -81,6 +82,9 @@ class CampaignResult:
     changes_best: list[dict[str, Any]] | None = None
     #: The cost ledger: summed cost of the trials that count against the budget.
     cost_used: float = 0.0
+    #: Multi-objective runs: the Bayes regret (utility, and regret where the problem knows
+    #: its front) of the completed points (:func:`~dsbo.acquisition.scalarized.campaign_bayes_regret`).
+    bayes_regret: dict[str, Any] | None = None
 
 
 class Campaign:
@@ -797,7 +801,15 @@ class Campaign:
             changes_from=self.changes_from,
             changes_best=None if trial is None else self.changes(trial.x),
             cost_used=self.cost_used,
+            bayes_regret=self.bayes_regret(),
         )
+
+    def bayes_regret(self) -> dict[str, Any] | None:
+        """The Bayes regret of the completed points (multi-objective problems; else ``None``)."""
+        if not self.problem.is_multi_objective:
+            return None
+        _, Y = self.store.completed_data()
+        return campaign_bayes_regret(self.problem, self.policy, Y, seed=self.seed)
 
     def changes(self, x: Sequence[float]) -> list[dict[str, Any]]:
         """The parameters ``x`` changes from the reference point (see ``changes_from``)."""

@@ -477,6 +477,30 @@ def bayes_regret(
     return result
 
 
+def campaign_bayes_regret(problem: Problem, policy: Any, Y: Tensor, seed: int = 0) -> dict[str, Any] | None:
+    """The Bayes regret of a multi-objective campaign's completed objectives ``Y``.
+
+    The prior and scalarization are the policy's when it is MOBO-RS, else the flat prior
+    with the Chebyshev scalarization; the regret itself needs the problem's
+    ``metadata["pareto_front"]`` (a function or tensor), the utility is always reported.
+    ``None`` for single-objective problems or before the first completed trial.
+    """
+    m = problem.num_objectives
+    if m < 2 or Y.shape[0] == 0:
+        return None
+    if isinstance(policy, RandomScalarization):
+        prior, scalarization, spec = policy.prior(problem), policy.scalarization, policy.prior_spec
+    else:
+        prior, scalarization, spec = WeightPrior(m), Scalarization("chebyshev"), "flat"
+    front = problem.metadata.get("pareto_front")
+    if callable(front):
+        front = front()
+    scale = ObjectiveScale.for_problem(problem, Y)
+    result = bayes_regret(Y[:, :m], prior, scalarization, scale,
+                          front=None if front is None else torch.as_tensor(front, dtype=torch.double), seed=seed)  # fmt: skip
+    return {**result, "prior": spec, "scalarization": scalarization.name}
+
+
 __all__ = [
     "ObjectiveScale",
     "RandomScalarization",
@@ -485,6 +509,7 @@ __all__ = [
     "WeightPrior",
     "bayes_regret",
     "bayes_utility",
+    "campaign_bayes_regret",
     "chebyshev_scalarization",
     "hypervolume_scalarization",
     "linear_scalarization",
