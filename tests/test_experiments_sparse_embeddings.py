@@ -1,0 +1,42 @@
+"""The --smoke modes of experiments/sparse_embeddings.py and experiments/bench_retrieval.py run
+and write their results (kept apart from tests/test_experiments.py, which other work edits)."""
+
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "experiments"))
+
+
+def test_sparse_embeddings_smoke(tmp_path):
+    import sparse_embeddings
+
+    result = sparse_embeddings.main(["--smoke", "--out", str(tmp_path)])
+    toy = result["toy"]
+    # section 5.6: F and F~ sparsify the denser activation faster than L1 (closer to balance)
+    assert toy["F"]["p1_over_p2_at_sum_0.25"] < toy["L1"]["p1_over_p2_at_sum_0.25"]
+    assert toy["F~"]["p1_over_p2_at_sum_0.25"] < toy["L1"]["p1_over_p2_at_sum_0.25"]
+    assert result["toy_gradient_check_max_abs_diff"] < 1e-10
+    names = {r["name"] for r in result["runs"]}
+    assert {"none-0-const-none", "flops-10-warm-relu", "l1-0.3-warm-relu", "flops-30-const-relu"} <= names
+    dense = next(r for r in result["runs"] if r["regularizer"] == "none")
+    assert dense["nnz"] == result["embedding_dim"] and dense["r_sub"] == 1.0
+    assert json.loads((tmp_path / "results.json").read_text())["smoke"] is True
+    assert (tmp_path / "results.md").read_text().startswith("# Sparse embeddings")
+    assert (tmp_path / "sparse_embeddings.png").stat().st_size > 0
+
+
+def test_bench_retrieval_smoke(tmp_path):
+    import bench_retrieval
+
+    result = bench_retrieval.main(["--smoke", "--out", str(tmp_path)])
+    methods = result["retrieval"]["methods"]
+    # exact dense scans agree with each other
+    assert methods["numpy BLAS"]["recall@1"] == methods["faiss IndexFlatIP"]["recall@1"] == methods["torch matmul+topk"]["recall@1"]
+    assert all(m["seconds_per_query"] > 0 for m in methods.values())
+    pool = result["pool"]
+    assert pool["ts_exact_same_pick"] is True  # the index without truncation is exact
+    assert set(result["campaigns"]["simple_regret"]) == {"TS index (32 weights, shortlist 1000)", "TS dense scan"}
+    assert (tmp_path / "results.md").read_text().startswith("# Retrieval and pool-BO benchmark")
+    assert (tmp_path / "time_vs_recall.png").stat().st_size > 0
