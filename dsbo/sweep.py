@@ -6,13 +6,14 @@ command runs it without a W&B server::
     python -m dsbo.sweep configs/sweeps/simple-smb-gamma.yaml            # all grid points
     python -m dsbo.sweep configs/sweeps/simple-smb-random.yaml --count 4  # 4 random draws
     python -m dsbo.sweep configs/sweeps/simple-smb-gamma.yaml --dry-run  # print the commands
+    python -m dsbo.sweep configs/sweeps/simple-smb-bayes.yaml --count 12 --workers 2
 
 What it does, in W&B's terms:
 
 - ``method: grid`` runs the cartesian product of the parameters' ``value``/``values`` (and
   the integers of ``int_uniform``, the steps of ``q_uniform``); ``method: random`` draws
   ``--count`` (or ``run_cap``) configurations from the parameter distributions with a seeded
-  generator (``--seed``). ``bayes`` needs W&B's server-side controller: an error says so.
+  generator (``--seed``). ``method: bayes`` is decided by a dsbo campaign (below).
 - Each run is the sweep's ``command`` (default ``${env} ${interpreter} ${program} ${args}``)
   with W&B's macros substituted: ``${args}`` becomes ``--name=value`` pairs (formatted as the
   W&B agent does), ``${args_no_hyphens}``, ``${args_no_boolean_flags}``, ``${args_json}``,
@@ -24,6 +25,23 @@ What it does, in W&B's terms:
 - The run's ``metric.name`` is read from its ``summary.json`` (``dsbo.train``) or else its
   offline W&B summary (``wandb-summary.json``). The sweep directory (``--sweep-dir``, default
   ``runs/sweeps/<name>-<timestamp>``) receives ``sweep.json``, ``sweep.csv`` and ``best.txt``.
+- ``--workers N`` runs N runs at once (threads that each wait for one subprocess). Each run's
+  process gets ``SIGKILL`` if the sweep dies (``setpriv --pdeathsig`` on Linux), so a killed
+  sweep leaves no orphan runs behind.
+
+``method: bayes`` without a W&B server: the sweep's parameters become a dsbo search space
+(:func:`search_space`: ``uniform``, ``q_uniform``, ``int_uniform``, ``log_uniform``,
+``log_uniform_values`` and its ``q_``/``inv_`` forms, ``categorical`` ``values``, fixed
+``value``), ``metric`` is the objective (negated for ``goal: minimize``, BoTorch maximizes),
+and a :class:`~dsbo.campaign.Campaign` proposes each run's parameters; every run is the
+sweep's ``command`` as above. Options W&B ignores go under a top-level ``dsbo:`` key
+(:data:`BAYES_OPTIONS`; defaults MAP-SAAS + qLogNEI, and BONSAI pruning toward ``default``,
+the program's default hyperparameters, when given). The campaign's store is
+``<sweep dir>/trials.sqlite``: the same command with the same ``--sweep-dir`` resumes a killed
+sweep (even ``kill -9``), re-running only the runs that were in flight and never a finished
+one. A failed run (exit code, timeout, no metric) is a failed trial. ``sweep.csv``,
+``best.txt`` and ``trace.png`` are rewritten after every run. With ``--workers N``, each new
+proposal is conditioned on the runs still in flight (BoTorch's pending points).
 """
 
 from __future__ import annotations
@@ -36,11 +54,13 @@ import json
 import math
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
 import uuid
 from collections.abc import Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -66,6 +86,7 @@ SWEEP_KEYS = (
     "early_terminate",
     "command",
     "run_cap",
+    "dsbo",
 )
 REQUIRED_KEYS = ("program", "method", "parameters")
 METHODS = ("grid", "random", "bayes")
@@ -279,11 +300,8 @@ def parse_sweep(raw: Any, source: str = "sweep") -> SweepConfig:
     method = raw["method"]
     if method not in METHODS:
         raise ConfigError(f"{source}: method={method!r} must be one of {METHODS}")
-    if method == "bayes":
-        raise ConfigError(
-            f"{source}: method: bayes is decided by W&B's server-side sweep controller and cannot run "
-            "locally offline; run it with `wandb sweep FILE` and `wandb agent`, or use grid or random here"
-        )
+    if "dsbo" in raw and method != "bayes":
+        raise ConfigError(f"{source}: the dsbo: options configure method: bayes; this sweep is method: {method}")
     if not isinstance(raw["program"], str) or not raw["program"]:
         raise ConfigError(f"{source}: program must be a non-empty string (the training script)")
     for key in ("name", "description", "project", "entity"):
@@ -321,6 +339,11 @@ def parse_sweep(raw: Any, source: str = "sweep") -> SweepConfig:
     if method == "grid":
         for p in parameters:
             p.grid_values()  # raises for a continuous distribution
+    if method == "bayes":
+        if metric is None:
+            raise ConfigError(f"{source}: method: bayes needs a metric (name and goal) to optimize")
+        search_space(parameters, source)  # raises if the parameters cannot form one
+        bayes_options(raw.get("dsbo"), source)
     return SweepConfig(
         program=raw["program"],
         method=method,
@@ -441,6 +464,13 @@ def read_metric(run_dir: Path, name: str) -> float | None:
     return None
 
 
+def _dies_with_sweep(command: list[str]) -> list[str]:
+    """``command`` under ``setpriv --pdeathsig KILL`` (Linux, when installed): the run gets
+    SIGKILL when the sweep's thread that started it ends, also when the sweep is killed."""
+    setpriv = shutil.which("setpriv") if sys.platform.startswith("linux") else None
+    return [setpriv, "--pdeathsig", "KILL", "--", *command] if setpriv else command
+
+
 def run_one(
     sweep: SweepConfig,
     record: RunRecord,
@@ -469,7 +499,7 @@ def run_one(
     try:
         record.command = build_command(sweep, record.params, json_file, env)
         with (run_dir / "output.log").open("w") as log:
-            proc = subprocess.run(record.command, stdout=log, stderr=subprocess.STDOUT, env=env, timeout=timeout, check=False)
+            proc = subprocess.run(_dies_with_sweep(record.command), stdout=log, stderr=subprocess.STDOUT, env=env, timeout=timeout, check=False)
         record.returncode = proc.returncode
     except subprocess.TimeoutExpired:
         record.status, record.error = "timeout", f"no result after {timeout} s"
@@ -539,8 +569,14 @@ def run_sweep(
     console: Console | None = None,
     progress: bool = True,
     source: str = "",
+    workers: int = 1,
 ) -> dict[str, Any]:
-    """Run every configuration of ``sweep``; returns what ``sweep.json`` holds."""
+    """Run every configuration of ``sweep`` (``workers`` at once); returns what ``sweep.json``
+    holds. ``method: bayes`` goes to :func:`run_bayes`."""
+    if workers < 1:
+        raise ConfigError(f"--workers must be >= 1, got {workers}")
+    if sweep.method == "bayes":
+        return run_bayes(sweep, sweep_dir, count, seed, timeout, console, progress, source, workers)
     console = console or Console(stderr=True)
     configs = expand_runs(sweep, count, seed)
     sweep_id = uuid.uuid4().hex[:8]
@@ -568,10 +604,11 @@ def run_sweep(
         console=console,
         disable=not progress,
     )
-    with bar:
+    with bar, ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dsbo-sweep-run") as pool:
         task = bar.add_task(sweep.name or "sweep", total=len(records), last="", best="-")
-        for record in records:
-            run_one(sweep, record, sweep_dir / record.run, sweep_id, timeout)
+        futures = [pool.submit(run_one, sweep, r, sweep_dir / r.run, sweep_id, timeout) for r in records]
+        for future in futures:  # reported in order (with one worker, as each run ends)
+            record = future.result()
             best = best_run(sweep, records)
             last = f"{record.run} {record.status}" + ("" if record.metric is None else f" {metric_name}={record.metric:.4g}")
             bar.update(task, advance=1, last=last, best="-" if best is None else f"{best.metric:.4g} ({best.run})")
@@ -587,17 +624,332 @@ def run_sweep(
     return info
 
 
+# ---------------------------------------------------------------------- bayes: the search space
+#: Distributions a bayes sweep turns into a bounded dimension.
+BAYES_DISTRIBUTIONS = (
+    "constant", "categorical", "uniform", "q_uniform", "int_uniform", "log_uniform",
+    "log_uniform_values", "q_log_uniform_values", "inv_log_uniform_values",
+)  # fmt: skip
+
+
+@dataclass
+class Dimension:
+    """One searched parameter as a box dimension ``[low, high]`` and the map back to the
+    value the program receives: ``linear`` (``uniform``, ``q_uniform``: the value itself,
+    rounded to the ``q`` grid), ``log`` (``log_uniform*``: the natural log of the value, so the
+    surrogate sees decades evenly), ``int`` (``int_uniform``), ``index`` (``categorical``: the
+    position in ``values``, an integer dimension; a surrogate reads the order of the list)."""
+
+    name: str
+    kind: str
+    low: float
+    high: float
+    q: float | None = None
+    values: list[Any] | None = None
+
+    @property
+    def is_integer(self) -> bool:
+        return self.kind in ("int", "index")
+
+    def decode(self, u: float) -> Any:
+        if self.kind == "index":
+            return self.values[int(round(u))]
+        if self.kind == "int":
+            return int(round(u))
+        value = math.exp(u) if self.kind == "log" else float(u)
+        return _quantized(value, self.q) if self.q is not None else value
+
+    def encode(self, value: Any, where: str) -> float:
+        if self.kind == "index":
+            if value not in self.values:
+                raise ConfigError(f"{where}={value!r} is not one of parameters.{self.name}.values {self.values}")
+            return float(self.values.index(value))
+        if not _is_number(value):
+            raise ConfigError(f"{where}={value!r} must be a number")
+        u = math.log(value) if self.kind == "log" and value > 0 else float(value)
+        if self.kind == "log" and value <= 0 or not self.low - 1e-12 <= u <= self.high + 1e-12:
+            raise ConfigError(f"{where}={value!r} lies outside parameters.{self.name}")
+        return u
+
+
+@dataclass
+class SearchSpace:
+    """The sweep's parameters as a dsbo search box: the searched :class:`Dimension` s, the
+    fixed ``value`` s, and the parameter order of the sweep file."""
+
+    dimensions: list[Dimension]
+    fixed: dict[str, Any]
+    order: list[str]
+
+    def params(self, x: Sequence[float]) -> dict[str, Any]:
+        """The run's parameters (sweep order) for the point ``x``."""
+        values = {d.name: d.decode(u) for d, u in zip(self.dimensions, x, strict=True)}
+        return {name: values[name] if name in values else self.fixed[name] for name in self.order}
+
+    def point(self, params: dict[str, Any], where: str) -> list[float]:
+        """The point of ``params`` (``{name: value}`` for every searched parameter)."""
+        missing = [d.name for d in self.dimensions if d.name not in params]
+        unknown = sorted(set(params) - {d.name for d in self.dimensions})
+        if missing or unknown:
+            raise ConfigError(f"{where} needs a value for each searched parameter {[d.name for d in self.dimensions]}; "
+                              f"missing {missing}, unknown {unknown}")
+        return [d.encode(params[d.name], f"{where}.{d.name}") for d in self.dimensions]
+
+
+def _value_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    return type(value).__name__
+
+
+def search_space(parameters: Sequence[Parameter], source: str = "sweep") -> SearchSpace:
+    """The dsbo search space of a bayes sweep's parameters (see :class:`Dimension`).
+
+    Raises:
+        ConfigError: naming the parameter whose constraint cannot be a bounded dimension (a
+            ``normal``/``beta`` prior, ``probabilities``, ``values`` of mixed types, an empty
+            range), or when nothing is searched.
+    """
+    dims, fixed = [], {}
+    for p in parameters:
+        where, d, s = f"{source}: parameters.{p.name}", p.distribution, p.spec
+        if d not in BAYES_DISTRIBUTIONS:
+            hint = " (drop probabilities: they are a prior for method: random)" if d == "categorical_w_probabilities" else ""
+            raise ConfigError(f"{where}: method: bayes searches a bounded box; distribution {d!r} cannot be one{hint}. "
+                              f"Use one of {list(BAYES_DISTRIBUTIONS)}")
+        if d == "constant":
+            fixed[p.name] = s["value"]
+            continue
+        if d == "categorical":
+            values = list(s["values"])
+            types = sorted({_value_type(v) for v in values})
+            if len(types) > 1:
+                raise ConfigError(f"{where}.values {values} mix types {types}: a bayes dimension orders one kind of value")
+            if any(isinstance(v, dict | list) for v in values):
+                raise ConfigError(f"{where}.values must be numbers, strings or booleans, got {values}")
+            if len({json.dumps(v) for v in values}) != len(values):
+                raise ConfigError(f"{where}.values {values} repeat a value")
+            if len(values) == 1:
+                fixed[p.name] = values[0]
+                continue
+            dims.append(Dimension(p.name, "index", 0.0, float(len(values) - 1), values=values))
+            continue
+        low, high = float(s["min"]), float(s["max"])
+        if d == "int_uniform":
+            dim = Dimension(p.name, "int", low, high)
+        elif d == "log_uniform":  # min and max are already natural logs
+            dim = Dimension(p.name, "log", low, high)
+        elif d in ("log_uniform_values", "q_log_uniform_values", "inv_log_uniform_values"):
+            dim = Dimension(p.name, "log", math.log(low), math.log(high), q=s.get("q"))
+        else:  # uniform, q_uniform
+            dim = Dimension(p.name, "linear", low, high, q=s.get("q") if d == "q_uniform" else None)
+        if not dim.low < dim.high:
+            raise ConfigError(f"{where}: min={s['min']} and max={s['max']} leave nothing to search; use value: for a fixed parameter")
+        dims.append(dim)
+    if not dims:
+        raise ConfigError(f"{source}: method: bayes needs at least one searched parameter; every parameter is fixed")
+    return SearchSpace(dims, fixed, [p.name for p in parameters])
+
+
+#: The ``dsbo:`` options of a bayes sweep and their defaults (``postprocess`` defaults to
+#: BONSAI ``{rho: 0.2}`` toward ``default`` when ``default`` is given, else none).
+BAYES_OPTIONS: dict[str, Any] = {
+    "surrogate": "map-saas",
+    "acquisition": "auto",
+    "postprocess": None,
+    "default": None,
+    "n_init": None,
+}
+
+
+def bayes_options(raw: Any, source: str = "sweep") -> dict[str, Any]:
+    """The ``dsbo:`` options with their defaults filled in (ConfigError naming a bad key)."""
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{source}: dsbo must be a mapping of {sorted(BAYES_OPTIONS)}, got {raw!r}")
+    unknown = sorted(set(raw) - set(BAYES_OPTIONS))
+    if unknown:
+        raise ConfigError(f"{source}: dsbo: unknown option(s) {unknown}; use {sorted(BAYES_OPTIONS)}")
+    options = {**BAYES_OPTIONS, **raw}
+    if options["default"] is not None and not isinstance(options["default"], dict):
+        raise ConfigError(f"{source}: dsbo.default must map parameter names to the program's default values")
+    if "postprocess" not in raw and options["default"] is not None:
+        options["postprocess"] = {"bonsai": {"rho": 0.2}}
+    n_init = options["n_init"]
+    if n_init is not None and (isinstance(n_init, bool) or not isinstance(n_init, int) or n_init < 1):
+        raise ConfigError(f"{source}: dsbo.n_init must be an integer >= 1, got {n_init!r}")
+    return options
+
+
+def objective_name(sweep: SweepConfig) -> str:
+    """The campaign's objective: the metric, negated (``neg_<name>``) when it is minimized."""
+    name = sweep.metric["name"]
+    return name if sweep.goal == "maximize" else f"neg_{name}"
+
+
+def bayes_problem(sweep: SweepConfig, source: str = "sweep") -> tuple[Any, SearchSpace, dict[str, Any]]:
+    """The black-box problem, search space and options of a bayes sweep."""
+    from dsbo.problems import get_problem
+
+    space = search_space(sweep.parameters, source)
+    options = bayes_options(sweep.raw.get("dsbo"), source)
+    default = options["default"]
+    target = "center" if default is None else space.point(default, f"{source}: dsbo.default")
+    problem = get_problem(
+        "black-box",
+        parameters={d.name: [d.low, d.high] for d in space.dimensions},
+        objectives=[objective_name(sweep)],
+        integer=[d.name for d in space.dimensions if d.is_integer],
+        target=target,
+    )
+    return problem, space, options
+
+
+# ---------------------------------------------------------------------- bayes: the runs
+def run_bayes(
+    sweep: SweepConfig,
+    sweep_dir: Path,
+    count: int | None = None,
+    seed: int = 0,
+    timeout: float | None = None,
+    console: Console | None = None,
+    progress: bool = True,
+    source: str = "",
+    workers: int = 1,
+) -> dict[str, Any]:
+    """Run (or resume) a bayes sweep: a dsbo campaign proposes, each run is the command.
+
+    The campaign's store ``<sweep_dir>/trials.sqlite`` records every proposal before its run
+    starts and every outcome before the next proposal; on resume, runs left in flight are run
+    again (their directories cleared) and finished runs never are. Returns what
+    ``sweep.json`` holds.
+    """
+    from dsbo.campaign import Campaign
+    from dsbo.report import plot_trace
+
+    console = console or Console(stderr=True)
+    budget = count if count is not None else sweep.run_cap
+    if budget is None:
+        raise ConfigError("method: bayes runs until stopped in W&B; give --count N (or run_cap in the file)")
+    if budget < 1:
+        raise ConfigError(f"count={budget} must be >= 1")
+    problem, space, options = bayes_problem(sweep, source or "sweep")
+    sweep_dir.mkdir(parents=True, exist_ok=True)
+    store_path = sweep_dir / "trials.sqlite"
+    resuming = store_path.exists()
+    campaign = Campaign(
+        problem,
+        surrogate=options["surrogate"],
+        acquisition=options["acquisition"],
+        postprocess=options["postprocess"],
+        budget=budget,
+        n_init=options["n_init"] if options["n_init"] is not None else min(budget, max(2, 2 * problem.dim)),
+        seed=seed,
+        store=store_path,
+        max_consecutive_failures=budget + 1,  # a sweep records failed runs and goes on
+        dry_run=not resuming,
+    )
+    store = campaign.store
+    sweep_id = store.setdefault_meta("sweep_id", uuid.uuid4().hex[:8])
+    info: dict[str, Any] = {
+        "sweep_id": sweep_id, "name": sweep.name, "file": source, "method": "bayes",
+        "metric": sweep.metric, "seed": seed, "num_runs": budget, "sweep_dir": str(sweep_dir),
+        "workers": workers, "dsbo": {k: v for k, v in options.items()},
+    }  # fmt: skip
+    (sweep_dir / "sweep.yaml").write_text(yaml.safe_dump(sweep.raw, sort_keys=False))
+    sign = 1.0 if sweep.goal == "maximize" else -1.0
+    metric_name = sweep.metric["name"]
+
+    def records() -> list[RunRecord]:
+        out = []
+        for t in store.trials(("completed", "failed", "pending")):
+            run = t.metadata.get("run", {})
+            out.append(RunRecord(
+                run=f"run-{t.id:03d}", params=space.params(t.x),
+                status=run.get("status", "running" if t.status == "pending" else t.status),
+                metric=None if t.y is None else sign * t.y[0], returncode=run.get("returncode"),
+                seconds=run.get("seconds", 0.0), run_dir=str(sweep_dir / f"run-{t.id:03d}"),
+                command=run.get("command", []), error=t.error,
+            ))  # fmt: skip
+        return out
+
+    def save() -> str:
+        runs = records()
+        best = best_run(sweep, runs)
+        line = best_line(sweep, best)
+        info["best"] = None if best is None else asdict(best)
+        write_results(sweep_dir, info, runs, line)
+        if store.count("completed"):
+            plot_trace(campaign.history(), problem, sweep_dir / "trace.png")
+        return line
+
+    left = store.trials("pending")  # in flight when the sweep was killed: run them again
+    if resuming:
+        console.print(f"resuming {sweep_dir}: {store.count(('completed', 'failed'))} run(s) done, {len(left)} to run again", markup=False)
+    bar = Progress(
+        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+        TextColumn("{task.fields[last]}", markup=False), TextColumn("best {task.fields[best]}", markup=False),
+        TimeElapsedColumn(), console=console, disable=not progress,
+    )  # fmt: skip
+    in_flight: dict[Future, Any] = {}
+    with bar, ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dsbo-sweep-run") as pool:
+        task = bar.add_task(sweep.name or "sweep", total=budget, completed=store.count(("completed", "failed")), last="", best="-")
+
+        def launch(trial: Any) -> None:
+            record = RunRecord(run=f"run-{trial.id:03d}", params=space.params(trial.x))
+            run_dir = sweep_dir / record.run
+            shutil.rmtree(run_dir, ignore_errors=True)  # what an interrupted attempt left
+            in_flight[pool.submit(run_one, sweep, record, run_dir, sweep_id, timeout)] = trial
+
+        for trial in left:
+            launch(trial)
+        while True:
+            while len(in_flight) < workers:
+                new = campaign.ask(q=1)
+                if not new:
+                    break
+                launch(new[0])
+            if not in_flight:
+                break
+            done, _ = wait(list(in_flight), return_when=FIRST_COMPLETED)
+            for future in sorted(done, key=lambda f: in_flight[f].id):
+                trial = in_flight.pop(future)
+                record = future.result()
+                store.update_metadata(trial.id, run={"status": record.status, "returncode": record.returncode,
+                                                     "seconds": record.seconds, "command": record.command})  # fmt: skip
+                if record.status == "finished":
+                    campaign.tell(trial.id, values=[sign * record.metric], eval_time=record.seconds)
+                else:
+                    campaign.tell(trial.id, error=record.error or record.status, eval_time=record.seconds)
+                line = save()
+                last = f"{record.run} {record.status}" + ("" if record.metric is None else f" {metric_name}={record.metric:.4g}")
+                best = info["best"]
+                bar.update(task, completed=store.count(("completed", "failed")), last=last,
+                           best="-" if best is None else f"{best['metric']:.4g} ({best['run']})")  # fmt: skip
+                if not progress:
+                    console.print(last, markup=False)
+    line = save()
+    info["runs"] = [asdict(r) for r in records()]
+    info["best_line"] = line
+    store.close()
+    return info
+
+
 # ---------------------------------------------------------------------- CLI
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m dsbo.sweep",
-        description="Run a W&B sweep file (grid or random) locally, one offline W&B run per configuration.",
+        description="Run a W&B sweep file (grid, random, or bayes on dsbo's BO) locally, one offline W&B run per configuration.",
     )
     parser.add_argument("sweep_file", help="a W&B sweep YAML file (also valid for `wandb sweep`)")
     parser.add_argument("--count", type=int, default=None, help="number of runs (random: required unless run_cap; grid: a prefix)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random search (default 0)")
     parser.add_argument("--sweep-dir", default=None, help="output directory (default runs/sweeps/<name>-<timestamp>)")
     parser.add_argument("--timeout", type=float, default=None, help="seconds before a run is stopped and recorded as timeout")
+    parser.add_argument("--workers", type=int, default=1, help="runs at once (bayes: each proposal sees the runs in flight)")
     parser.add_argument("--dry-run", action="store_true", help="print the runs' commands, run nothing")
     parser.add_argument("--no-progress", action="store_true", help="one line per run instead of a progress bar")
     return parser
@@ -609,6 +961,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     console = Console(stderr=True)
     try:
         sweep = load_sweep(args.sweep_file)
+        if args.dry_run and sweep.method == "bayes":
+            _, space, options = bayes_problem(sweep, args.sweep_file)
+            for d in space.dimensions:
+                console.print(f"{d.name}: {d.kind} [{d.low:g}, {d.high:g}]" + (f" values {d.values}" if d.values else ""), markup=False)
+            console.print(f"method bayes: a dsbo campaign ({options['surrogate']}, {options['acquisition']}) proposes each run; nothing was run (--dry-run)", markup=False)
+            return 0
         if args.dry_run:
             configs = expand_runs(sweep, args.count, args.seed)
             out = Console()
@@ -618,7 +976,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         name = sweep.name or Path(args.sweep_file).stem
         sweep_dir = Path(args.sweep_dir or SWEEPS_ROOT / f"{name}-{datetime.now():%Y%m%d-%H%M%S}")
-        info = run_sweep(sweep, sweep_dir, args.count, args.seed, args.timeout, console, not args.no_progress, args.sweep_file)
+        info = run_sweep(sweep, sweep_dir, args.count, args.seed, args.timeout, console, not args.no_progress, args.sweep_file, args.workers)
     except DsboError as exc:
         console.print(f"[bold red]error:[/] {exc}")
         return 2

@@ -79,7 +79,6 @@ def test_args_macros_substituted():
 @pytest.mark.parametrize(
     ("overrides", "match"),
     [
-        ({"method": "bayes"}, "needs|W&B's server"),
         ({"method": "hyperband"}, "method='hyperband'"),
         ({"metrics": {"name": "x"}}, r"unknown top-level keys \['metrics'\]"),
         ({"program": None}, "program must be"),
@@ -156,9 +155,16 @@ def test_metric_from_the_offline_wandb_summary(tmp_path):
 def test_every_sweep_config_is_valid_and_its_runs_parse(path, tmp_path, monkeypatch):
     monkeypatch.chdir(ROOT)
     raw = yaml.safe_load(path.read_text())
-    assert set(raw) <= {"program", "entity", "project", "description", "name", "method", "metric", "parameters", "early_terminate", "command", "run_cap"}
+    assert set(raw) <= {"program", "entity", "project", "description", "name", "method", "metric", "parameters", "early_terminate", "command", "run_cap", "dsbo"}
+    assert "dsbo" not in raw or raw["method"] == "bayes"
     s = load_sweep(path)
-    runs = expand_runs(s, count=2 if s.method == "random" else None)
+    if s.method == "bayes":  # the campaign's first proposals are the runs' parameters
+        from dsbo.sweep import bayes_problem
+
+        problem, space, _ = bayes_problem(s)
+        runs = [space.params(x) for x in get_problem_design(problem)]
+    else:
+        runs = expand_runs(s, count=2 if s.method == "random" else None)
     assert runs
     cmd = build_command(s, runs[-1])
     assert cmd[:4] == ["/usr/bin/env", sys.executable, "-m", "dsbo.train"] and cmd[4] == "fit"
@@ -170,6 +176,12 @@ def test_every_sweep_config_is_valid_and_its_runs_parse(path, tmp_path, monkeypa
             assert cli.model.hparams[name] == value
         else:
             assert getattr(cli.trainer, name) == value
+
+
+def get_problem_design(problem):
+    from botorch.utils.sampling import draw_sobol_samples
+
+    return problem.round_to_domain(draw_sobol_samples(problem.bounds, n=2, q=1, seed=0).squeeze(1)).tolist()
 
 
 def test_real_two_run_sweep_of_the_train_cli(tmp_path, monkeypatch):
@@ -210,3 +222,163 @@ def test_real_two_run_sweep_of_the_train_cli(tmp_path, monkeypatch):
         assert config["model"]["init_args"]["gamma"] == run["params"]["model.gamma"]
     best = min(info["runs"], key=lambda r: r["metric"])
     assert info["best"]["run"] == best["run"]
+
+
+# ---------------------------------------------------------------------- method: bayes
+def bayes(parameters, **overrides):
+    raw = {"program": "train.py", "method": "bayes", "metric": {"name": "loss", "goal": "minimize"}, "parameters": parameters}
+    raw.update(overrides)
+    return parse_sweep(raw)
+
+
+def test_bayes_search_space_maps_wandb_distributions_to_a_box():
+    from dsbo.sweep import bayes_problem
+
+    s = bayes(
+        {
+            "lr": {"distribution": "log_uniform_values", "min": 1e-4, "max": 1e-1},
+            "gamma": {"min": 0.5, "max": 5.0},
+            "layers": {"min": 1, "max": 3},
+            "step": {"distribution": "q_uniform", "min": 0, "max": 1, "q": 0.25},
+            "width": {"values": [32, 64, 128]},
+            "act": {"values": ["relu", "tanh"]},
+            "epochs": {"value": 10},
+        },
+        dsbo={"default": {"lr": 1e-3, "gamma": 1.0, "layers": 2, "step": 0.5, "width": 64, "act": "relu"}},
+    )
+    problem, space, options = bayes_problem(s)
+    assert problem.parameter_names == ("lr", "gamma", "layers", "step", "width", "act")
+    assert problem.bounds[0].tolist() == pytest.approx([math.log(1e-4), 0.5, 1, 0, 0, 0])
+    assert problem.bounds[1].tolist() == pytest.approx([math.log(1e-1), 5.0, 3, 1, 2, 1])
+    assert [problem.parameter_names[j] for j in problem.integer_dims] == ["layers", "width", "act"]
+    assert problem.objective_names == ("neg_loss",), "minimized metrics are negated once"
+    # the default point is the program's defaults, and BONSAI prunes toward it
+    assert space.params(problem.default_point.tolist()) == {"lr": pytest.approx(1e-3), "gamma": 1.0, "layers": 2, "step": 0.5, "width": 64, "act": "relu", "epochs": 10}
+    assert options["postprocess"] == {"bonsai": {"rho": 0.2}} and options["surrogate"] == "map-saas"
+    params = space.params([math.log(0.01), 2.2, 2.6, 0.3, 2.0, 1.0])
+    assert params == {"lr": pytest.approx(0.01), "gamma": 2.2, "layers": 3, "step": 0.25, "width": 128, "act": "tanh", "epochs": 10}
+    assert list(params) == ["lr", "gamma", "layers", "step", "width", "act", "epochs"], "the sweep's order"
+
+
+@pytest.mark.parametrize(
+    ("parameters", "extra", "match"),
+    [
+        ({"x": {"values": [1, "a"]}}, {}, r"parameters.x.values \[1, 'a'\] mix types"),
+        ({"x": {"values": [True, 2]}}, {}, "mix types"),
+        ({"x": {"distribution": "normal", "mu": 0, "sigma": 1}}, {}, "distribution 'normal' cannot be one"),
+        ({"x": {"values": [1, 2], "probabilities": [0.5, 0.5]}}, {}, "drop probabilities"),
+        ({"x": {"value": 3}}, {}, "every parameter is fixed"),
+        ({"x": {"min": 1.0, "max": 1.0}}, {}, "leave nothing to search"),
+        ({"x": {"min": 0.0, "max": 1.0}}, {"metric": None}, "bayes needs a metric"),
+        ({"x": {"min": 0.0, "max": 1.0}}, {"dsbo": {"surogate": "gp"}}, r"unknown option\(s\) \['surogate'\]"),
+        ({"x": {"min": 0.0, "max": 1.0}}, {"dsbo": {"n_init": 0}}, "dsbo.n_init"),
+    ],
+)
+def test_bayes_parameters_that_cannot_form_a_search_space_are_named(parameters, extra, match):
+    raw = {"program": "p.py", "method": "bayes", "metric": {"name": "loss"}, "parameters": parameters, **extra}
+    if raw.get("metric") is None:
+        raw.pop("metric")
+    with pytest.raises(ConfigError, match=match):
+        parse_sweep(raw)
+
+
+def test_dsbo_options_belong_to_bayes_and_defaults_are_checked():
+    with pytest.raises(ConfigError, match="configure method: bayes"):
+        sweep(dsbo={"surrogate": "gp"})
+    from dsbo.sweep import bayes_problem
+
+    with pytest.raises(ConfigError, match="lies outside parameters.x"):
+        bayes_problem(bayes({"x": {"min": 0.0, "max": 1.0}}, dsbo={"default": {"x": 2.0}}))
+
+
+BAYES_SCRIPT = """
+import json, os, sys, time
+x = float(sys.argv[1].split("=")[1])
+log = os.environ["SWEEP_LOG"]
+run = os.path.basename(os.environ["DSBO_RUN_DIR"])
+open(log, "a").write(f"start {run}\\n")
+time.sleep(float(os.environ.get("SWEEP_SLEEP", "0")))
+if x < 0:
+    sys.exit(3)
+json.dump({"loss": (x - 0.3) ** 2}, open(os.path.join(os.environ["DSBO_RUN_DIR"], "summary.json"), "w"))
+open(log, "a").write(f"end {run}\\n")
+"""
+
+
+def bayes_file(tmp_path):
+    path = tmp_path / "bayes.yaml"
+    path.write_text(yaml.safe_dump({
+        "program": "inline", "name": "quad", "method": "bayes",
+        "metric": {"name": "loss", "goal": "minimize"},
+        "parameters": {"x": {"min": -0.4, "max": 1.0}},
+        "command": ["${interpreter}", "-c", BAYES_SCRIPT, "${args}"],
+        "dsbo": {"surrogate": "gp", "n_init": 3},
+    }))  # fmt: skip
+    return path
+
+
+def test_bayes_sweep_runs_records_failures_and_writes_its_outputs(tmp_path, monkeypatch):
+    monkeypatch.setenv("WANDB_MODE", "disabled")
+    monkeypatch.setenv("SWEEP_LOG", str(tmp_path / "log"))
+    out = tmp_path / "out"
+    assert main([str(bayes_file(tmp_path)), "--count", "7", "--workers", "2", "--sweep-dir", str(out), "--no-progress"]) == 0
+    info = json.loads((out / "sweep.json").read_text())
+    runs = info["runs"]
+    assert len(runs) == 7 and info["method"] == "bayes" and info["workers"] == 2
+    for r in runs:
+        assert (r["status"] == "failed") == (r["params"]["x"] < 0), r  # a failed run is a failed trial
+        if r["status"] == "finished":
+            assert r["metric"] == pytest.approx((r["params"]["x"] - 0.3) ** 2)
+    from dsbo.store import TrialStore
+
+    with TrialStore(out / "trials.sqlite", lock=False) as store:
+        assert store.count("failed") == sum(r["status"] == "failed" for r in runs) and store.count() == 7
+        assert [t.generator for t in store.trials()][:3] == ["sobol-init"] * 3
+    assert (out / "trace.png").is_file() and len((out / "sweep.csv").read_text().splitlines()) == 8
+    assert (out / "best.txt").read_text().startswith(f"best: {info['best']['run']} loss=")
+    assert info["best"]["metric"] == min(r["metric"] for r in runs if r["metric"] is not None)
+
+
+def test_a_killed_bayes_sweep_resumes_with_each_run_exactly_once(tmp_path, monkeypatch):
+    import signal
+    import subprocess
+    import time
+
+    log, out = tmp_path / "log", tmp_path / "out"
+    env = dict(os.environ, WANDB_MODE="disabled", SWEEP_LOG=str(log), SWEEP_SLEEP="0.7", PYTHONWARNINGS="ignore")
+    command = [sys.executable, "-m", "dsbo.sweep", str(bayes_file(tmp_path)), "--count", "6", "--sweep-dir", str(out), "--no-progress"]
+    first = subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while not (log.exists() and log.read_text().count("end") >= 2 and log.read_text().count("start") >= 3):
+        assert time.monotonic() < deadline and first.poll() is None, first.stderr.read().decode()[-2000:] if first.poll() is not None else "timed out"
+        time.sleep(0.05)
+    first.send_signal(signal.SIGKILL)  # a run is in flight
+    first.wait(30)
+    time.sleep(1.0)  # the run in flight was killed with the sweep (it never ends)
+    interrupted = log.read_text().splitlines()
+    for name in ("WANDB_MODE", "SWEEP_LOG", "SWEEP_SLEEP"):
+        monkeypatch.setenv(name, env[name])
+    assert main([str(bayes_file(tmp_path)), "--count", "6", "--sweep-dir", str(out), "--no-progress"]) == 0  # the same command
+    lines = log.read_text().splitlines()
+    assert lines[: len(interrupted)] == interrupted
+    ends = [line.split()[1] for line in lines if line.startswith("end")]
+    starts = [line.split()[1] for line in lines if line.startswith("start")]
+    finished = [r for r in json.loads((out / "sweep.json").read_text())["runs"] if r["status"] == "finished"]
+    assert sorted(ends) == sorted(r["run"] for r in finished), "every finished run ended exactly once"
+    assert len(set(starts)) == 6 and len(starts) - 6 <= 1, "only the run in flight ran again"
+    assert len(json.loads((out / "sweep.json").read_text())["runs"]) == 6
+
+
+def test_a_bayes_sweep_dir_of_another_search_space_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setenv("WANDB_MODE", "disabled")
+    monkeypatch.setenv("SWEEP_LOG", str(tmp_path / "log"))
+    path = bayes_file(tmp_path)
+    assert main([str(path), "--count", "3", "--sweep-dir", str(tmp_path / "out"), "--no-progress"]) == 0
+    raw = yaml.safe_load(path.read_text())
+    raw["parameters"]["x"]["max"] = 2.0
+    path.write_text(yaml.safe_dump(raw))
+    from dsbo.errors import StoreMismatchError
+    from dsbo.sweep import load_sweep as load
+
+    with pytest.raises(StoreMismatchError, match="differs in bounds"):
+        run_sweep(load(path), tmp_path / "out", count=4, progress=False)
