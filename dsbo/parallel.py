@@ -31,7 +31,6 @@ Example (four processes, one campaign)::
 from __future__ import annotations
 
 import contextlib
-import math
 import threading
 import time
 from concurrent.futures import FIRST_COMPLETED, BrokenExecutor, Future, wait
@@ -45,7 +44,7 @@ if TYPE_CHECKING:
     from dsbo.campaign import Campaign, CampaignResult
 
 #: Longest wait (seconds) between two looks at a shared store while other workers finish.
-MAX_IDLE_POLL = 1.0
+MAX_IDLE_POLL = 0.25
 
 
 class Heartbeat:
@@ -270,9 +269,11 @@ def _tell(campaign: Campaign, trial: Trial, **kwargs: Any) -> Trial | None:
 
 
 def ideal_wall_time(budget: int, eval_seconds: float, workers: int, proposal_seconds: float) -> float:
-    """The wall time of ``budget`` evaluations of ``eval_seconds`` each on ``workers`` workers
-    with no waiting, plus the proposals' time: ``ceil(budget / workers) * eval + proposals``."""
-    return math.ceil(budget / workers) * eval_seconds + proposal_seconds
+    """The least wall time of a campaign of ``budget`` evaluations of ``eval_seconds`` each on
+    ``workers`` workers whose proposals took ``proposal_seconds`` in all: the evaluations
+    divide among the workers, the proposals do not (they hold the proposal lock one after
+    another), ``budget * eval / workers + proposals`` (Amdahl's law)."""
+    return budget * eval_seconds / workers + proposal_seconds
 
 
 __all__ = ["Heartbeat", "acquire", "ideal_wall_time", "run_parallel"]
