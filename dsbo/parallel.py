@@ -36,7 +36,7 @@ import time
 from concurrent.futures import FIRST_COMPLETED, BrokenExecutor, Future, wait
 from typing import TYPE_CHECKING, Any
 
-from dsbo.errors import EvaluationError, EvaluationTimeout, StoreError, WorkerDiedError
+from dsbo.errors import ConfigError, EvaluationError, EvaluationTimeout, StoreError, WorkerDiedError
 from dsbo.evaluation import timed_call
 from dsbo.store import Store, Trial
 
@@ -77,9 +77,9 @@ class Heartbeat:
             self._thread.join(timeout=10)
 
 
-def acquire(campaign: Campaign) -> list[Trial]:
+def acquire(campaign: Campaign, q: int = 1) -> list[Trial]:
     """The next trial(s) for this worker: a trial whose lease ran out (a dead worker's), else
-    one new proposal; ``[]`` when there is nothing to do now. Trials that lost their lease
+    ``q`` new proposals; ``[]`` when there is nothing to do now. Trials that lost their lease
     more than ``worker_retries`` times are recorded as failed instead."""
     store = campaign.store
     with store.proposal_lock():
@@ -96,7 +96,7 @@ def acquire(campaign: Campaign) -> list[Trial]:
                     ))  # fmt: skip
                 else:
                     return [trial]
-        return campaign.ask(q=1)
+        return campaign.ask(q=q)
 
 
 def run_parallel(campaign: Campaign) -> CampaignResult:
@@ -104,9 +104,14 @@ def run_parallel(campaign: Campaign) -> CampaignResult:
     docstring); returns its result.
 
     Raises:
+        ConfigError: for ``parallel > 1`` with ``q > 1`` (each slot takes one proposal).
         EvaluationError: after ``max_consecutive_failures`` failed evaluations in a row, or if
             the executor broke as a whole (its trials stay pending for a resume).
     """
+    if campaign.parallel > 1 and campaign.q != 1:
+        raise ConfigError(
+            f"parallel={campaign.parallel} trials in flight are proposed one at a time; got q={campaign.q}"
+        )
     if not campaign.store.shared:
         campaign.resume_pending()  # a single writer: every pending trial is an orphan
     heartbeat = Heartbeat(campaign.store, campaign.worker, campaign.lease / 4)
@@ -152,10 +157,10 @@ def _record(campaign: Campaign, ask_timing: dict[str, float], trial: Trial) -> N
 
 
 def _run_in_process(campaign: Campaign) -> None:
-    """One trial at a time in this process (a worker of a shared campaign)."""
+    """One batch of ``q`` trials at a time in this process (a worker of a shared campaign)."""
     consecutive = [campaign._trailing_failures()]
     while True:
-        trials = acquire(campaign)
+        trials = acquire(campaign, q=campaign.q)
         if not trials:
             if _idle(campaign):
                 continue
