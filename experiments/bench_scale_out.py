@@ -259,6 +259,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--out", default=str(RESULTS))
     parser.add_argument("--render", metavar="RESULTS_JSON", default=None,
                         help="recompute the derived columns and rewrite results.md/png from a results.json, run nothing")
+    parser.add_argument("--note", action="append", default=[], help="a line for results.md's notes (e.g. the machine's load)")
     args = parser.parse_args(argv)
     if args.render:
         result = json.loads(Path(args.render).read_text())
@@ -266,6 +267,7 @@ def main(argv: list[str] | None = None) -> dict:
         for r in result["rows"]:
             r.update(ideals(a["budget"], a["eval_seconds"], r["workers"], r["wall_seconds"], r["proposal_seconds"]))
         speedups(result["rows"])
+        result["notes"] = list(dict.fromkeys(result.get("notes", []) + args.note))
         out = Path(args.out)
         (out / "results.json").write_text(json.dumps(result, indent=2))
         plot(result["rows"], out / "bench_scale_out.png", result["optimal_value"])
@@ -279,7 +281,7 @@ def main(argv: list[str] | None = None) -> dict:
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    notes = []
+    notes = list(args.note)
     stores = list(args.stores)
     if "postgres" in stores and args.pg is None:
         stores.remove("postgres")
