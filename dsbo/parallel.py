@@ -112,7 +112,14 @@ def run_parallel(campaign: Campaign) -> CampaignResult:
         raise ConfigError(
             f"parallel={campaign.parallel} trials in flight are proposed one at a time; got q={campaign.q}"
         )
-    if not campaign.store.shared:
+    if campaign.store.shared:  # one lease for the campaign: the first worker's
+        lease = campaign.store.setdefault_meta("lease", campaign.lease)
+        if abs(float(lease) - campaign.lease) > 1e-9:
+            raise ConfigError(
+                f"lease={campaign.lease:g} s, but the campaign's workers use lease={lease:g} s "
+                f"(stored in {campaign.store.path}); give every worker the same lease"
+            )
+    else:
         campaign.resume_pending()  # a single writer: every pending trial is an orphan
     heartbeat = Heartbeat(campaign.store, campaign.worker, campaign.lease / 4)
     try:

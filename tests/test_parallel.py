@@ -133,6 +133,13 @@ def test_lease_retries_are_bounded_then_the_trial_fails(postgres_url):  # noqa: 
     assert result.num_completed == 2 and store.count() == 3
 
 
+def test_workers_of_one_campaign_share_one_lease(postgres_url):  # noqa: F811
+    Campaign(get_problem("branin"), **dict(campaign_kwargs(postgres_url, 0.0, 5.0, 2), n_init=2)).run()
+    late = Campaign(get_problem("branin"), **dict(campaign_kwargs(postgres_url, 0.0, 9.0, 2), n_init=2))
+    with pytest.raises(ConfigError, match="the campaign's workers use lease=5 s"):
+        late.run()
+
+
 def test_an_executor_keeps_trials_in_flight_on_a_sqlite_store(tmp_path):
     with ThreadPoolExecutor(3) as pool:
         kwargs = campaign_kwargs(str(tmp_path / "t.sqlite"), 0.3, 60.0, 9)
