@@ -560,6 +560,35 @@ def write_results(sweep_dir: Path, info: dict[str, Any], records: list[RunRecord
     (sweep_dir / "best.txt").write_text(line + "\n")
 
 
+def plot_sweep_trace(sweep: SweepConfig, records: list[RunRecord], path: Path) -> None:
+    """``trace.png``: each run's metric and the best so far, in run order."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    if sweep.metric is None:
+        return
+    scored = [(i + 1, r.metric) for i, r in enumerate(records) if r.metric is not None and math.isfinite(r.metric)]
+    if not scored:
+        return
+    pick = max if sweep.goal == "maximize" else min
+    best, trace = None, []
+    for _, value in scored:
+        best = value if best is None else pick(best, value)
+        trace.append(best)
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.scatter([i for i, _ in scored], [v for _, v in scored], s=14, c="C0", label="run")
+    ax.plot([i for i, _ in scored], trace, color="C3", drawstyle="steps-post", label="best so far")
+    ax.set_xlabel("run")
+    ax.set_ylabel(sweep.metric["name"])
+    ax.set_title(f"{sweep.name or 'sweep'} ({sweep.method}, {sweep.goal})")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
 def run_sweep(
     sweep: SweepConfig,
     sweep_dir: Path,
@@ -619,6 +648,7 @@ def run_sweep(
     info["best"] = None if best is None else asdict(best)
     line = best_line(sweep, best)
     write_results(sweep_dir, info, records, line)
+    plot_sweep_trace(sweep, records, sweep_dir / "trace.png")
     info["runs"] = [asdict(r) for r in records]
     info["best_line"] = line
     return info

@@ -141,6 +141,7 @@ def test_failures_are_recorded_not_fatal(tmp_path, monkeypatch):
     rows = (tmp_path / "sw" / "sweep.csv").read_text().splitlines()
     assert rows[0].startswith("run,status,metric,seconds,x") and len(rows) == 5
     assert (tmp_path / "sw" / "best.txt").read_text().startswith("best: run-001 loss=0.0025")
+    assert (tmp_path / "sw" / "trace.png").stat().st_size > 0
 
 
 def test_metric_from_the_offline_wandb_summary(tmp_path):
