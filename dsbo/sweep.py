@@ -24,7 +24,7 @@ What it does, in W&B's terms:
   ``python -m dsbo.train`` writes). A failed run is recorded, not fatal.
 - The run's ``metric.name`` is read from its ``summary.json`` (``dsbo.train``) or else its
   offline W&B summary (``wandb-summary.json``). The sweep directory (``--sweep-dir``, default
-  ``runs/sweeps/<name>-<timestamp>``) receives ``sweep.json``, ``sweep.csv`` and ``best.txt``.
+  ``runs/sweeps/<name>-<timestamp>``) receives ``sweep.json``, ``sweep.csv``, ``best.txt`` and ``trace.png``.
 - ``--workers N`` runs N runs at once (threads that each wait for one subprocess). Each run's
   process gets ``SIGKILL`` if the sweep dies (``setpriv --pdeathsig`` on Linux), so a killed
   sweep leaves no orphan runs behind.
