@@ -146,3 +146,28 @@ def test_subset_smoke(tmp_path):
     assert subset.cliffs_delta([1, 2], [3, 4]) == -1.0 and subset.cliffs_delta([1, 3], [2, 2]) == 0.0
     for name in ("results.json", "results.md", "step.png"):
         assert (tmp_path / name).stat().st_size > 0
+
+
+def test_bench_scale_out_smoke(tmp_path):
+    import bench_scale_out
+
+    result = bench_scale_out.main(["--smoke", "--out", str(tmp_path)])
+    stores = {r["store"] for r in result["rows"]}
+    assert "sqlite" in stores and ("postgres" in stores) == ("PostgreSQL was not run" not in " ".join(result["notes"]))
+    for row in result["rows"]:
+        assert row["completed"] == row["total_trials"] == 6 and row["distinct_points"] == 6, row
+        assert row["wall_seconds"] > 0 and row["ideal_seconds"] >= 6 * 0.05 / row["workers"] and row["store_operations"] > 0
+    assert {r["workers"] for r in result["rows"]} == {1, 2}
+    assert (tmp_path / "results.md").read_text().startswith("# bench_scale_out")
+    assert (tmp_path / "bench_scale_out.png").stat().st_size > 0
+
+
+def test_sweep_bayes_smoke(tmp_path):
+    import sweep_bayes
+
+    result = sweep_bayes.main(["--smoke", "--out", str(tmp_path)])
+    assert {(r["method"], r["seed"]) for r in result["rows"]} == {("bayes", 0), ("random", 0)}
+    for row in result["rows"]:
+        assert row["runs"] == row["finished"] == 2 and row["best"] is not None and row["best"] > 0, row
+    assert (tmp_path / "results.md").read_text().startswith("# sweep_bayes")
+    assert (tmp_path / "sweep_bayes.png").stat().st_size > 0
