@@ -52,8 +52,11 @@ def campaign_kwargs(url: str, seconds: float, lease: float, budget: int) -> dict
 def work(url: str, seconds: float, lease: float, budget: int, ready: str, go: str) -> None:
     """A worker process: announce itself, wait for the go signal, run the shared campaign,
     print its worker id and the trials it evaluated."""
+    import torch
+
     from dsbo.campaign import Campaign
 
+    torch.set_num_threads(1)  # a forked worker: no intra-op pool inherited from the parent
     campaign = Campaign(get_problem("branin"), **campaign_kwargs(url, seconds, lease, budget))
     Path(ready).write_text(campaign.worker)
     while not Path(go).exists():
