@@ -65,11 +65,19 @@ class Heartbeat:
     def _run(self, url: str, worker: str, interval: float) -> None:
         from dsbo.store import open_store
 
-        with open_store(url) as store:
-            while not self._stop.wait(interval):
-                with contextlib.suppress(Exception):  # a lost beat is retried at the next one
-                    store.heartbeat(worker)
-                    self.beats += 1
+        store = None
+        while not self._stop.wait(interval):
+            try:
+                store = store or open_store(url)
+                store.heartbeat(worker)
+                self.beats += 1
+            except Exception:  # noqa: BLE001 - a lost beat: reconnect and retry at the next one
+                if store is not None:
+                    with contextlib.suppress(Exception):
+                        store.close()
+                store = None
+        if store is not None:
+            store.close()
 
     def stop(self) -> None:
         self._stop.set()

@@ -173,7 +173,24 @@ def summarize(args, store: str, workers: int, wall: float, proposals: float, ops
         "store_op_latency_ms": 1000 * busy / max(ops, 1), "best_value": best,
         "completed": c.store.count("completed"), "total_trials": len(trials),
         "distinct_points": len({tuple(t.x) for t in trials}),
+        "repeats": repeats(trials),
     }  # fmt: skip
+
+
+def repeats(trials: list) -> list[dict]:
+    """Trials at exactly the point of an earlier trial, and whether that earlier trial was
+    still pending (in flight) or already finished when the repeat was proposed."""
+    seen, out = {}, []
+    for t in trials:
+        key = tuple(t.x)
+        if key in seen:
+            first = seen[key]
+            pending = first.completed_at is None or first.completed_at > t.created_at
+            out.append({"trial": t.id, "repeats": first.id, "generator": t.generator,
+                        "earlier_was": "pending" if pending else first.status})  # fmt: skip
+        else:
+            seen[key] = t
+    return out
 
 
 def ideals(budget: int, eval_seconds: float, workers: int, wall: float, proposals: float) -> dict:

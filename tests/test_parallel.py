@@ -133,6 +133,30 @@ def test_lease_retries_are_bounded_then_the_trial_fails(postgres_url):  # noqa: 
     assert result.num_completed == 2 and store.count() == 3
 
 
+def test_the_heartbeat_renews_leases_and_survives_a_dropped_connection(postgres_url):  # noqa: F811
+    import psycopg
+
+    from dsbo.parallel import Heartbeat
+
+    store = open_store(postgres_url)
+    [tid] = store.add_trials([[1.0, 2.0]], "sobol-init", worker="me")
+    beat = Heartbeat(store, "me", interval=0.1)
+    try:
+        wait_for(lambda: beat.beats >= 2, 10, "two heartbeats")
+        with psycopg.connect(postgres_url, autocommit=True) as admin:  # the server drops the connection
+            admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                          "WHERE datname = current_database() AND pid <> pg_backend_pid() AND pid <> %s",
+                          (store._conn.info.backend_pid,))  # fmt: skip
+        before = beat.beats
+        wait_for(lambda: beat.beats >= before + 2, 10, "heartbeats after a reconnect")
+        first = store.get(tid).heartbeat_at
+        wait_for(lambda: store.get(tid).heartbeat_at > first, 10, "a renewed lease")
+    finally:
+        beat.stop()
+    assert store.expired(lease=5.0) == []
+    store.close()
+
+
 def test_workers_of_one_campaign_share_one_lease(postgres_url):  # noqa: F811
     Campaign(get_problem("branin"), **dict(campaign_kwargs(postgres_url, 0.0, 5.0, 2), n_init=2)).run()
     late = Campaign(get_problem("branin"), **dict(campaign_kwargs(postgres_url, 0.0, 9.0, 2), n_init=2))
