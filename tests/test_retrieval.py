@@ -93,3 +93,16 @@ def test_bad_input_is_named():
         DenseIndex(codes).search(np.ones((2, 3)), k=1)
     with pytest.raises(ConfigError, match="larger than the database"):
         FaissFlatIndex(codes).search(codes, k=9)
+
+
+def test_dense_query_scores_through_the_posting_lists():
+    db = random_codes(300, 20, 0.2, 6, signed=True)
+    w = np.random.default_rng(7).standard_normal(20)
+    index = SparseIndex(db)
+    np.testing.assert_allclose(index.dense_query_scores(w), db @ w.astype(np.float32), rtol=1e-5, atol=1e-6)
+    dims = np.array([1, 5, 7])
+    truncated = np.zeros(20)
+    truncated[dims] = w[dims]
+    np.testing.assert_allclose(index.dense_query_scores(w, dims), db @ truncated, rtol=1e-5, atol=1e-6)
+    with pytest.raises(DataError, match="query has 3 dimensions"):
+        index.dense_query_scores(np.ones(3))

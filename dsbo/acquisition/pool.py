@@ -8,7 +8,8 @@ and the pool's feature matrix :math:`Z` (``N x D``, rows :math:`\phi(c_i)`) is s
 - **Thompson sampling** (``rule: thompson``) draws :math:`\tilde w \sim \mathcal N(\mu, \Sigma)`
   and proposes :math:`\arg\max_i \langle z_i, \tilde w\rangle`: one MIPS query. Through the
   inverted index (:class:`~dsbo.retrieval.SparseIndex`, posting lists of :math:`Z^\top`) it
-  costs :math:`\mathrm{nnz}(Z)` multiply-adds instead of :math:`N D` for a dense scan; the query
+  costs :math:`\mathrm{nnz}(Z) + N` operations (the posting lists' products accumulated by
+  ``numpy.bincount``) instead of :math:`N D` for a dense scan; the query
   may be truncated to its ``query_nnz`` largest coordinates :math:`|\tilde w_j|` (fewer posting
   lists visited), the ``shortlist`` best rows of the truncated scores are then **re-ranked
   exactly** with the full :math:`\tilde w`. Without truncation (``query_nnz: null``) the
@@ -80,16 +81,23 @@ class PoolSearch:
 
     def top(self, w: np.ndarray, k: int, shortlist: int, query_nnz: int | None) -> tuple[np.ndarray, np.ndarray]:
         """The ``k`` best rows of ``Z w`` (exact scores, best first) by index search + re-rank."""
-        w = w.astype(np.float32)
-        query = w
+        keep = None
         if query_nnz is not None and query_nnz < len(w):
             keep = np.argpartition(-np.abs(w), query_nnz - 1)[:query_nnz]
-            query = np.zeros_like(w)
-            query[keep] = w[keep]
         shortlist = min(max(shortlist, k), self.size)
-        _, ids = self.index.search(sp.csr_matrix(query[None, :]), k=shortlist, shortlist=shortlist)
-        ids = ids[0]
-        exact = self.codes[ids] @ w  # exact re-rank with the full query
+        scores = self.index.dense_query_scores(w, keep)  # posting lists of the kept dimensions
+        ids = None
+        if shortlist < self.size:
+            hit = np.flatnonzero(scores)  # rows sharing a kept dimension; the others score exactly 0
+            if len(hit) > shortlist:
+                best = hit[np.argpartition(-scores[hit], shortlist - 1)[:shortlist]]
+                if scores[best].min() > 0:  # else a zero-score row may belong to the shortlist
+                    ids = best
+            if ids is None:
+                ids = np.argpartition(-scores, shortlist - 1)[:shortlist]
+        else:
+            ids = np.arange(self.size)
+        exact = self.codes[ids] @ w.astype(np.float32)  # exact re-rank with the full query
         order = np.lexsort((ids, -exact))[:k]
         return exact[order], ids[order]
 
