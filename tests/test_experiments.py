@@ -168,6 +168,6 @@ def test_sweep_bayes_smoke(tmp_path):
     result = sweep_bayes.main(["--smoke", "--out", str(tmp_path)])
     assert {(r["method"], r["seed"]) for r in result["rows"]} == {("bayes", 0), ("random", 0)}
     for row in result["rows"]:
-        assert row["runs"] == row["finished"] == 2 and row["best"] is not None and row["best"] > 0, row
+        assert row["runs"] == row["finished"] == 1 and row["best"] is not None and row["best"] > 0, row
     assert (tmp_path / "results.md").read_text().startswith("# sweep_bayes")
     assert (tmp_path / "sweep_bayes.png").stat().st_size > 0

@@ -206,6 +206,17 @@ def test_dask_local_cluster_executor_runs_the_campaign(tmp_path):
     assert len(history[["x0", "x1"]].drop_duplicates()) == 6
 
 
+def test_dask_executor_at_a_scheduler_address(tmp_path):
+    distributed = pytest.importorskip("dask.distributed", reason="the `scale` extra (dask) is not installed")
+    # a cluster started elsewhere (here: in this process, workers as threads); the campaign
+    # only gets its scheduler's address
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None) as cluster:
+        args = [*PLAIN, "--budget", "4", "--executor.kind", "dask", "--executor.address", cluster.scheduler_address,
+                "--run_dir", str(tmp_path / "addr")]  # fmt: skip
+        assert main(args) == 0
+    assert json.loads((tmp_path / "addr" / "summary.json").read_text())["completed"] == 4
+
+
 def test_a_worker_joins_a_postgres_campaign_from_its_stored_config(postgres_url, tmp_path, capsys):  # noqa: F811
     assert main([*PLAIN, "--budget", "5", "--store", postgres_url, "--run_dir", str(tmp_path / "first")]) == 0
     assert not (tmp_path / "first" / "trials.sqlite").exists(), "the trials live in PostgreSQL"
