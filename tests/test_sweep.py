@@ -144,6 +144,23 @@ def test_failures_are_recorded_not_fatal(tmp_path, monkeypatch):
     assert (tmp_path / "sw" / "trace.png").stat().st_size > 0
 
 
+def test_grid_runs_in_parallel_keep_their_order_and_results(tmp_path, monkeypatch):
+    monkeypatch.setenv("WANDB_MODE", "disabled")
+    s = parse_sweep(
+        {
+            "program": "inline", "method": "grid", "metric": {"name": "loss", "goal": "minimize"},
+            "parameters": {"x": {"values": [-1, 0.25, 0.9, 2]}},
+            "command": ["${interpreter}", "-c", SCRIPT, "${args}"],
+        }
+    )  # fmt: skip
+    info = run_sweep(s, tmp_path / "par", progress=False, workers=3)
+    assert [r["status"] for r in info["runs"]] == ["failed", "finished", "finished", "no_metric"]
+    assert [r["params"]["x"] for r in info["runs"]] == [-1, 0.25, 0.9, 2]
+    assert info["best"]["run"] == "run-001"
+    with pytest.raises(ConfigError, match="--workers must be >= 1"):
+        run_sweep(s, tmp_path / "none", progress=False, workers=0)
+
+
 def test_metric_from_the_offline_wandb_summary(tmp_path):
     files = tmp_path / "wandb" / "offline-run-20250101_000000-abc" / "files"
     files.mkdir(parents=True)
