@@ -26,7 +26,7 @@ Writes ``experiments/results/bench_scale_out/{results.json, results.md, bench_sc
     python experiments/bench_scale_out.py --smoke    # 6 evaluations of 0.05 s; 1/2 workers
 
 PostgreSQL: ``--pg postgresql://user@host:port/postgres`` (an account that may create
-databases; default from ``PG_HOST``/``PG_PORT``); each configuration gets a fresh database.
+databases; default from ``PG_HOST``/``PG_PORT``/``PG_USER``/``PG_PASSWORD``); each configuration gets a fresh database.
 Without a server only SQLite runs, and the results say so.
 """
 
@@ -269,7 +269,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--stores", nargs="+", default=["sqlite", "postgres"], choices=["sqlite", "postgres"])
-    default_pg = f"postgresql://postgres@{os.environ['PG_HOST']}:{os.environ.get('PG_PORT', '5432')}/postgres" if os.environ.get("PG_HOST") else None
+    login = os.environ.get("PG_USER", "postgres") + (f":{os.environ['PG_PASSWORD']}" if os.environ.get("PG_PASSWORD") else "")
+    default_pg = f"postgresql://{login}@{os.environ['PG_HOST']}:{os.environ.get('PG_PORT', '5432')}/postgres" if os.environ.get("PG_HOST") else None
     parser.add_argument("--pg", default=default_pg, help="admin URL of a PostgreSQL server (creates databases)")
     parser.add_argument("--start-method", default=None, choices=["spawn", "fork", "forkserver"],
                         help="how PostgreSQL workers start (default spawn; fork in --smoke)")

@@ -229,7 +229,6 @@ def test_a_worker_joins_a_postgres_campaign_from_its_stored_config(postgres_url,
 
 
 def test_worker_and_store_errors_are_named_before_anything_runs(postgres_server, tmp_path, capsys):  # noqa: F811
-    host, port = postgres_server
     run_dir = tmp_path / "never"
     assert main([*PLAIN, "--store", "postgresql://dsbo:secret@127.0.0.1:1/c", "--run_dir", str(run_dir)]) == 2
     err = " ".join(capsys.readouterr().err.split())
