@@ -65,3 +65,18 @@ def work(url: str, seconds: float, lease: float, budget: int, ready: str, go: st
     mine = [t.id for t in campaign.store.trials() if t.worker == campaign.worker]
     print(json.dumps({"worker": campaign.worker, "trials": mine}))
     sys.stdout.flush()
+
+
+class HangsOnce:
+    """Branin whose first evaluation in this process hangs for ``seconds`` (a stuck job)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds, self.calls, self.problem = seconds, 0, get_problem("branin")
+
+    def __call__(self, x):
+        with _LOCK:
+            self.calls += 1
+            first = self.calls == 1
+        if first:
+            time.sleep(self.seconds)
+        return self.problem(x)

@@ -178,6 +178,18 @@ def test_an_executor_keeps_trials_in_flight_on_a_sqlite_store(tmp_path):
         Campaign(get_problem("branin"), surrogate="gp", parallel=2, dry_run=False)
 
 
+def test_a_hung_trial_times_out_while_the_others_go_on(tmp_path):
+    from parallel_helpers import HangsOnce
+
+    with ThreadPoolExecutor(2) as pool:
+        kwargs = dict(campaign_kwargs(str(tmp_path / "t.sqlite"), 0.0, 60.0, 6), evaluator=HangsOnce(2.0))
+        campaign = Campaign(get_problem("branin"), **kwargs, executor=pool, parallel=2, eval_timeout=0.5)
+        result = campaign.run()
+    [hung] = campaign.store.trials("failed")
+    assert "EvaluationTimeout" in hung.error and "eval_timeout=0.5" in hung.error and hung.id == 1
+    assert result.num_completed == 5 and campaign.store.count() == 6, "the budget is spent exactly"
+
+
 def test_parallel_resume_retries_the_trials_a_crash_left_pending(tmp_path):
     path = tmp_path / "t.sqlite"
     first = Campaign(get_problem("branin"), **campaign_kwargs(str(path), 0.0, 60.0, 6))
