@@ -24,7 +24,8 @@ CHEAP_OPTIONS = {
     "fitc": {"maxiter": 20},
 }
 #: A problem each policy is meant for.
-PROBLEM_FOR = {"qlognehvi": "branin-currin", "sebo": "branin-6d"}
+PROBLEM_FOR = {"qlognehvi": "branin-currin", "qparego": "branin-currin", "mobo-rs": "branin-currin", "sebo": "branin-6d",
+               "cost-ids": "cost-branin"}
 
 
 @pytest.mark.parametrize("name", sorted(available_surrogates()))

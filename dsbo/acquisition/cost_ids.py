@@ -111,6 +111,7 @@ class CostIDS:
 
     name = "cost-ids"
     needs_model = True
+    supports_batch = False
 
     def __init__(self, rho: float = 2.0, beta: float | str = "thesis", cost: str = "auto",
                  optimizer: OptimizerSettings | None = None) -> None:  # fmt: skip

@@ -1,4 +1,4 @@
-"""The plain BO policies: qLogNEI (default), UCB, LogEI, qLogNEHVI, and Sobol.
+"""The plain BO policies: qLogNEI (default), UCB, LogEI, qLogNEHVI, qParEGO, and Sobol.
 
 Outcome layout (see :mod:`dsbo.problems.base`): the model has ``m`` objective outputs
 followed by ``c`` constraint-slack outputs, a constraint holding when its slack is ``>= 0``.
@@ -29,6 +29,7 @@ from botorch.acquisition.multi_objective.logei import (
     qLogNoisyExpectedHypervolumeImprovement,
 )
 from botorch.acquisition.multi_objective.objective import IdentityMCMultiOutputObjective
+from botorch.acquisition.multi_objective.parego import qLogNParEGO
 from botorch.acquisition.objective import GenericMCObjective, ScalarizedPosteriorTransform
 from botorch.models import ModelList, ModelListGP
 from botorch.models.model import Model
@@ -323,6 +324,43 @@ class QLogNEHVI(OptimizedPolicy):
             X_pending=history.X_pending,
             prune_baseline=self.prune_baseline,
         )
+
+
+@register_policy("qparego", "q-Log Noisy ParEGO: qLogNEI on a random Chebyshev scalarization (multi-objective)")
+class QParEGO(OptimizedPolicy):
+    """qLogNParEGO (Knowles 2006; Daulton et al. 2020; Ament et al. 2023): each proposal draws
+    Chebyshev weights uniformly from the simplex (seeded per proposal) and maximizes qLogNEI
+    of the scalarized, normalized objectives, with BoTorch's augmentation 0.05. The weights
+    are recorded in the trial's metadata. For ``q > 1`` the batch shares one weight vector."""
+
+    name = "qparego"
+    objectives = "multi"
+
+    def __init__(self, prune_baseline: bool = True, optimizer: OptimizerSettings | None = None):
+        super().__init__(optimizer)
+        self.prune_baseline = prune_baseline
+
+    def build(self, model: Model, history: History, problem: Problem, q: int) -> AcquisitionFunction:
+        m = problem.num_objectives
+        generator = torch.Generator().manual_seed(history.seed)
+        e = -torch.log(torch.rand(m, generator=generator, dtype=torch.double))
+        self.last_weights = e / e.sum()  # Dirichlet(1, ..., 1): uniform on the simplex
+        return qLogNParEGO(
+            model=model,
+            X_baseline=history.X,
+            scalarization_weights=self.last_weights,
+            sampler=self.sampler(history, model),
+            objective=IdentityMCMultiOutputObjective(outcomes=list(range(m))),
+            constraints=slack_constraints(problem) or None,
+            X_pending=history.X_pending,
+            prune_baseline=self.prune_baseline,
+        )
+
+    def propose(self, model: Model, history: History, problem: Problem, q: int) -> Proposal:
+        proposal = super().propose(model, history, problem, q)
+        for meta in proposal.metadata:
+            meta["weights"] = self.last_weights.tolist()
+        return proposal
 
 
 @register_policy("sobol", "scrambled Sobol points (the random baseline; no model)")

@@ -403,11 +403,11 @@ class RandomScalarization:
             seed = history.seed + 7919 * i
             if self.strategy == "ucb":
                 acqf = ScalarizedUCB(model, weights[i], scalarization, scale, beta, m)
-                x, value = self.optimizer.maximize(acqf, problem.bounds, 1, seed)
+                x, value = self.optimizer.maximize(acqf, problem.bounds, 1, seed, retry_on_optimization_warning=False)
                 how = "optimized"
             elif has_sample_paths(model):
                 acqf = ScalarizedSamplePath(model, weights[i], scalarization, scale, m, seed)
-                x, value = self.optimizer.maximize(acqf, problem.bounds, 1, seed)
+                x, value = self.optimizer.maximize(acqf, problem.bounds, 1, seed, retry_on_optimization_warning=False)
                 how = "sample path"
             else:
                 x, value = self._discrete_thompson(model, problem, weights[i], scalarization, scale, seed)
