@@ -72,7 +72,7 @@ def test_campaign_on_a_pool_evaluates_only_rows(tmp_path):
                         budget=14, n_init=4, seed=0, store=tmp_path / "store.db")
     campaign.run()
     frame = campaign.history()
-    X = torch.as_tensor(frame[list(problem.parameter_names)].to_numpy())
+    X = torch.as_tensor(frame[list(problem.parameter_names)].to_numpy().copy())
     rows = problem.pool.rows_of(X)
     assert (rows >= 0).all() and len(set(rows.tolist())) == len(rows) == 14
 
