@@ -1,0 +1,121 @@
+"""CostIDS (Paria thesis ch. 4), the cost models and the cost-aware baselines."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from botorch.utils.sampling import draw_sobol_samples
+
+from dsbo.acquisition import History, OptimizerSettings, make_policy
+from dsbo.acquisition.cost_aware import CostModel
+from dsbo.acquisition.cost_ids import ObjectiveUCB, information_ratio
+from dsbo.errors import ConfigError
+from dsbo.problems import get_problem
+from dsbo.problems.cost_aware import training_cost
+from dsbo.surrogates import fit_surrogate
+
+OPT = OptimizerSettings(num_restarts=4, raw_samples=256, maxiter=50)
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    problem = get_problem("cost-branin")
+    X = draw_sobol_samples(problem.bounds, n=24, q=1, seed=0).squeeze(1)
+    Y = problem.evaluate_true(X)
+    torch.manual_seed(0)
+    model = fit_surrogate("gp", X, Y, bounds=problem.bounds)
+    return problem, model, History(X, Y, seed=5, t=24, eval_times=torch.full((24,), 0.5))
+
+
+def propose(fitted, **options):
+    problem, model, history = fitted
+    return make_policy("cost-ids", options, OPT).propose(model, history, problem, 1)
+
+
+def test_information_ratio_is_at_least_beta_and_beta_at_the_ucb_maximizer(fitted):
+    problem, model, history = fitted
+    beta = 0.4
+    x_ucb, U = OPT.maximize(ObjectiveUCB(model, beta), problem.bounds, 1, 0)
+    X = draw_sobol_samples(problem.bounds, n=512, q=1, seed=1).squeeze(1)
+    with torch.no_grad():
+        U = max(float(U), float(ObjectiveUCB(model, beta)(X.unsqueeze(1)).max()))
+        R = information_ratio(model, X, U)
+        # R_t(x) = (U - mu)^2 / sigma^2 >= beta since U >= mu + sqrt(beta) sigma everywhere
+        assert (R >= beta * (1 - 1e-6)).all()
+        r_star = information_ratio(model, x_ucb.reshape(1, -1), float(ObjectiveUCB(model, beta)(x_ucb.reshape(1, 1, -1))))
+    assert float(r_star) == pytest.approx(beta, rel=1e-9)
+
+
+def test_rho_one_is_the_ucb_maximizer(fitted):
+    problem, model, history = fitted
+    proposal = propose(fitted, rho=1.0)
+    beta = proposal.metadata[0]["beta"]
+    x_ucb, _ = OPT.maximize(ObjectiveUCB(model, beta), problem.bounds, 1, history.seed)
+    assert proposal.metadata[0]["chose_ucb_maximizer"]
+    assert torch.allclose(proposal.X, x_ucb.reshape(1, -1))
+    assert proposal.metadata[0]["information_ratio"] == pytest.approx(beta, rel=1e-6)
+
+
+def test_constant_cost_is_the_ucb_maximizer(fitted):
+    """With lambda constant the objective is R_t, minimized (R*_t = beta_t) at the UCB maximizer."""
+    problem, model, history = fitted
+    flat = get_problem("cost-branin")
+    flat.cost_function = lambda X: torch.full(X.shape[:-1], 3.0, dtype=X.dtype)
+    policy = make_policy("cost-ids", {"rho": 4.0}, OPT)
+    ucb = make_policy("cost-ids", {"rho": 1.0}, OPT).propose(model, history, flat, 1)
+    proposal = policy.propose(model, history, flat, 1)
+    assert proposal.metadata[0]["chose_ucb_maximizer"]
+    assert torch.allclose(proposal.X, ucb.X)
+
+
+def test_larger_rho_picks_cheaper_points_within_its_ratio(fitted):
+    costs = []
+    for rho in (1.0, 2.0, 8.0, 32.0):
+        meta = propose(fitted, rho=rho).metadata[0]
+        assert meta["information_ratio"] <= rho * meta["beta"] * (1 + 1e-6)  # the constraint of eq. 4.5
+        costs.append(meta["predicted_cost"])
+    assert all(a >= b - 1e-9 for a, b in zip(costs, costs[1:], strict=False))  # non-increasing in rho
+    assert costs[0] == pytest.approx(100.0) and costs[-1] == pytest.approx(1.0)  # UCB pays the most, rho 32 the least
+
+
+def test_learned_cost_model_fits_log_times(fitted):
+    problem, _, history = fitted
+    times = training_cost(history.X) / 10  # times proportional to the true cost
+    model = CostModel("learned", problem, History(history.X, history.Y, eval_times=times))
+    X = draw_sobol_samples(problem.bounds, n=64, q=1, seed=3).squeeze(1)
+    predicted = model.log_cost(X).detach()
+    truth = (training_cost(X) / 10).log()
+    assert torch.corrcoef(torch.stack([predicted, truth]))[0, 1] > 0.95
+    unknown = CostModel("learned", problem, History(history.X, history.Y))
+    assert unknown.description.startswith("learned (constant")
+    assert torch.allclose(unknown.cost(X), torch.ones(64, dtype=torch.double))
+
+
+def test_cost_aware_baselines_propose(fitted, fast_optimizer):
+    problem, model, history = fitted
+    for name in ("logei-per-cost", "mes", "cost-mes"):
+        proposal = make_policy(name, {}, fast_optimizer).propose(model, history, problem, 1)
+        problem.validate(proposal.X)
+
+
+def test_bad_options_are_named():
+    with pytest.raises(ConfigError, match="rho must be a finite number >= 1"):
+        make_policy("cost-ids", {"rho": 0.5})
+    with pytest.raises(ConfigError, match="beta"):
+        make_policy("cost-ids", {"beta": -1})
+    with pytest.raises(ConfigError, match="cost="):
+        make_policy("cost-ids", {"cost": "guess"})
+    with pytest.raises(ConfigError, match="no cost function"):
+        make_policy("cost-ids", {"cost": "known"}).check(get_problem("branin"))
+    with pytest.raises(ConfigError, match="one point at a time"):
+        make_policy("cost-ids").check(get_problem("cost-branin"), q=2)
+    with pytest.raises(ConfigError, match="one objective"):
+        make_policy("cost-ids").check(get_problem("branin-currin"))
+
+
+def test_beta_schedule_and_metadata(fitted):
+    meta = propose(fitted, rho=2.0, beta=0.5).metadata[0]
+    assert meta["beta"] == 0.5 and meta["rho"] == 2.0 and meta["cost_model"] == "known"
+    assert propose(fitted).metadata[0]["beta"] == pytest.approx(0.125 * math.log(49))
