@@ -85,7 +85,7 @@ def smoke_model(dm: SyntheticClassesDataModule) -> dict[str, tuple[SparseEmbeddi
 
 def retrieval_set(queries: int, distractors: int, seed: int = 7) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(query inputs, database inputs, index of each query's match in the database)."""
-    dm = SyntheticClassesDataModule(num_classes=800 + queries + distractors, train_classes=800, eval_classes=queries,
+    dm = SyntheticClassesDataModule(total_classes=800 + queries + distractors, train_classes=800, eval_classes=queries,
                                     train_per_class=1, eval_per_class=2, noise=0.1, seed=0)
     x, y = dm.split("eval")
     x, y = x.numpy(), y.numpy()
@@ -273,7 +273,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args.out.mkdir(parents=True, exist_ok=True)
 
     xq, xdb, match = retrieval_set(args.queries, args.distractors)
-    models = smoke_model(SyntheticClassesDataModule(num_classes=10, train_classes=8, eval_classes=1)) if args.smoke else load_models(args.models)
+    models = smoke_model(SyntheticClassesDataModule(total_classes=10, train_classes=8, eval_classes=1)) if args.smoke else load_models(args.models)
     retrieval = retrieval_bench(models, xq, xdb, match, args)
     pool = pool_bench(args)
     campaigns = campaign_bench(args)

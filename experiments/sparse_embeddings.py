@@ -113,9 +113,9 @@ def check_toy_gradients() -> float:
 # ---------------------------------------------------------------------- 2. training runs
 def data_module(smoke: bool) -> SyntheticClassesDataModule:
     if smoke:
-        return SyntheticClassesDataModule(num_classes=80, train_classes=60, eval_classes=10, train_per_class=6,
+        return SyntheticClassesDataModule(total_classes=80, train_classes=60, eval_classes=10, train_per_class=6,
                                           eval_per_class=3, batch_size=128, seed=0)
-    return SyntheticClassesDataModule(num_classes=1000, train_classes=800, eval_classes=100, train_per_class=20,
+    return SyntheticClassesDataModule(total_classes=1000, train_classes=800, eval_classes=100, train_per_class=20,
                                       eval_per_class=5, noise=0.1, batch_size=256, seed=0)
 
 
@@ -252,7 +252,7 @@ def report(result: dict[str, Any]) -> str:
         "",
         f"{d['train_classes']} training classes x {d['train_per_class']} samples, evaluation on "
         f"{d['eval_classes']} unseen classes x {d['eval_per_class']} samples plus "
-        f"{d['num_classes'] - d['train_classes'] - d['eval_classes']} distractors (leave-one-out retrieval), "
+        f"{d['total_classes'] - d['train_classes'] - d['eval_classes']} distractors (leave-one-out retrieval), "
         f"{result['embedding_dim']}-d embeddings, {result['epochs']} epochs ({result['steps_per_epoch']} steps each), "
         f"warm-up T = {result['warmup_steps']} steps, one seed (0), one torch thread.",
         "",

@@ -8,14 +8,14 @@ row: never queries, never relevant). Nothing is downloaded.
 
 - :class:`DigitsDataModule`: scikit-learn's bundled 8 x 8 digits (1797 images); trains on
   digits ``0 .. train_classes - 1`` and evaluates on the rest. A pipeline smoke set.
-- :class:`SyntheticClassesDataModule`: ``num_classes`` classes (default 1000) in a
+- :class:`SyntheticClassesDataModule`: ``total_classes`` classes (default 1000) in a
   ``latent_dim``-dimensional latent space (centers on the unit sphere, isotropic noise
   ``noise``), pushed through a fixed random two-layer tanh network to ``in_dim`` features. The
   first ``train_classes`` classes train, the next ``eval_classes`` are evaluated, and each of
   the remaining classes gives one distractor.
 
 Example:
-    >>> dm = SyntheticClassesDataModule(num_classes=1000, train_classes=800, seed=0)
+    >>> dm = SyntheticClassesDataModule(total_classes=1000, train_classes=800, seed=0)
     >>> dm.setup("fit"); dm.in_dim, dm.num_classes
     (64, 800)
 """
@@ -122,7 +122,8 @@ class SyntheticClassesDataModule(_EmbeddingDataModule):
     """Many classes through a fixed random nonlinear map (module docstring).
 
     Args:
-        num_classes: All classes (train + eval + distractor classes).
+        total_classes: All classes (train + eval + distractor classes); not ``num_classes``,
+            which is the training classes (the model's hyperparameter of that name).
         train_classes: Classes the model trains on (its ``num_classes``).
         eval_classes: Unseen classes with queries at evaluation.
         train_per_class: Training samples per training class.
@@ -136,7 +137,7 @@ class SyntheticClassesDataModule(_EmbeddingDataModule):
 
     def __init__(
         self,
-        num_classes: int = 1000,
+        total_classes: int = 1000,
         train_classes: int = 800,
         eval_classes: int = 100,
         train_per_class: int = 20,
@@ -149,17 +150,17 @@ class SyntheticClassesDataModule(_EmbeddingDataModule):
     ) -> None:
         super().__init__(batch_size, seed)
         owner = "SyntheticClassesDataModule"
-        for name, value, minimum in (("num_classes", num_classes, 2), ("train_classes", train_classes, 1),
+        for name, value, minimum in (("total_classes", total_classes, 2), ("train_classes", train_classes, 1),
                                      ("eval_classes", eval_classes, 1), ("train_per_class", train_per_class, 1),
                                      ("eval_per_class", eval_per_class, 2), ("latent_dim", latent_dim, 1),
                                      ("in_dim", in_dim, 1)):
             _positive_int(owner, name, value, minimum)
-        if train_classes + eval_classes > num_classes:
-            raise ConfigError(f"{owner}: train_classes + eval_classes = {train_classes + eval_classes} exceeds num_classes = {num_classes}")
+        if train_classes + eval_classes > total_classes:
+            raise ConfigError(f"{owner}: train_classes + eval_classes = {train_classes + eval_classes} exceeds total_classes = {total_classes}")
         if not (isinstance(noise, int | float) and np.isfinite(noise) and noise >= 0):
             raise ConfigError(f"{owner}: noise must be a finite number >= 0, got {noise!r}")
         self.train_classes, self.eval_classes = train_classes, eval_classes
-        self.total_classes = num_classes
+        self.total_classes = total_classes
         self.train_per_class, self.eval_per_class = train_per_class, eval_per_class
         self.latent_dim, self.in_dim, self.noise = latent_dim, in_dim, float(noise)
         self.save_hyperparameters()

@@ -19,7 +19,7 @@ def test_digits_split_by_class():
 
 
 def test_synthetic_classes_are_unseen_deterministic_and_have_distractors():
-    kwargs = dict(num_classes=50, train_classes=30, eval_classes=10, train_per_class=4, eval_per_class=3,
+    kwargs = dict(total_classes=50, train_classes=30, eval_classes=10, train_per_class=4, eval_per_class=3,
                   latent_dim=8, in_dim=12, batch_size=32, seed=3)
     dm = SyntheticClassesDataModule(**kwargs)
     x, y = dm.split("train")
@@ -41,7 +41,7 @@ def test_synthetic_classes_are_unseen_deterministic_and_have_distractors():
 
 def test_bad_options_raise_config_errors():
     with pytest.raises(ConfigError, match="train_classes \\+ eval_classes"):
-        SyntheticClassesDataModule(num_classes=10, train_classes=8, eval_classes=5)
+        SyntheticClassesDataModule(total_classes=10, train_classes=8, eval_classes=5)
     with pytest.raises(ConfigError, match="eval_per_class"):
         SyntheticClassesDataModule(eval_per_class=1)
     with pytest.raises(ConfigError, match="train_classes must be <= 9"):
@@ -58,9 +58,27 @@ def test_train_cli_takes_a_datamodule_by_class(tmp_path):
 
     args = ["fit", "--model", "SparseEmbedding", "--model.num_classes", "7", "--model.embedding_dim", "6",
             "--model.hidden", "[8]", "--model.lam", "1.0", "--data", "dsbo.data.DigitsDataModule",
-            "--data.batch_size", "256", "--trainer.max_epochs", "1", "--trainer.logger", "false",
+            "--data.batch_size", "256", "--trainer.max_epochs", "1",
+            # a logger merges model and data hparams: a shared name must not disagree
+            "--trainer.logger", "pytorch_lightning.loggers.CSVLogger", "--trainer.logger.save_dir", str(tmp_path),
             "--trainer.enable_progress_bar", "false", "--run_dir", str(tmp_path)]
     assert names_datamodule_class(args) and not names_datamodule_class(["fit", "--data.problem", "branin"])
     assert main(args) == 0
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert 0 <= summary["val_recall@1"] <= 1 and summary["val_nnz"] <= 6
+
+
+def test_synthetic_train_config_fits_with_a_logger(tmp_path):
+    """The shipped config, shrunk: model and datamodule hyperparameters merge in the logger."""
+    from pathlib import Path
+
+    from dsbo.train import main
+
+    config = Path(__file__).resolve().parents[2] / "configs/train/sparse-embedding-synthetic.yaml"
+    args = ["fit", "--config", str(config), "--data.total_classes", "60", "--data.train_classes", "40",
+            "--data.eval_classes", "10", "--data.train_per_class", "4", "--model.num_classes", "40",
+            "--model.embedding_dim", "16", "--trainer.max_epochs", "1", "--trainer.enable_progress_bar", "false",
+            "--trainer.logger", "pytorch_lightning.loggers.CSVLogger", "--trainer.logger.save_dir", str(tmp_path),
+            "--run_dir", str(tmp_path)]
+    assert main(args) == 0
+    assert (tmp_path / "checkpoints" / "final.ckpt").is_file()
