@@ -15,6 +15,9 @@ reproduction reports the sampling patterns and the orderings it measures):
 - ``six``: six GP-sample objectives in 6-D (``gp-samples-6``), the thesis' ``mid`` region
   ``[2/3, 1]`` of every normalized objective; MOBO-RS TS and UCB, qParEGO, Sobol (qLogNEHVI
   is left out at six objectives, as the thesis leaves out EHI beyond two).
+- ``faiss``: tuning a real faiss IVF-PQ index (``faiss-ivf-tuning``: query time, 1 - recall@10,
+  memory; the thesis' LSH experiment on a synthetic embedding set), MOBO-RS TS with a
+  "fast and accurate" box against qParEGO and Sobol, 2 seeds.
 
 Bayes regret (eq. 2.3) with the Chebyshev scalarization, objectives normalized to [0, 1] by
 each problem's objective range, Monte Carlo over 500 weights of the region's prior, against a
@@ -54,6 +57,8 @@ KEY = ("part", "problem", "method", "region", "seed", "smoke")
 INITIAL = ("sobol-init", "sobol-fallback")
 TOY_BOXES = {"high-f2": [[0.2, 0.4], [0.9, 0.98]], "middle": [[0.65, 0.75], [0.65, 0.75]]}
 BC_BOXES = {"top": [[-110.0, -95.0], [23.0, 27.0]], "mid": [[-80.0, -70.0], [16.0, 22.0]]}
+#: faiss: query ms, recall@10 - 1 and MB, maximized: fast (<= 0.15 ms), recall >= 0.6, <= 0.4 MB
+FAISS_BOX = [[-0.15, 0.0], [-0.4, 0.0], [-0.4, 0.0]]
 RS_METHODS = {"rs-ts-chebyshev": ("ts", "chebyshev"), "rs-ucb-chebyshev": ("ucb", "chebyshev"),
               "rs-ts-linear": ("ts", "linear")}  # fmt: skip
 BASELINES = ("qparego", "qlognehvi", "sobol")
@@ -65,6 +70,8 @@ def prior_spec(problem: str, region: str) -> Any:
     """The weight prior of ``region`` on ``problem`` (``flat``, a box, or a mixture)."""
     if region == "flat":
         return "flat"
+    if problem == "faiss-ivf-tuning":
+        return {"box": FAISS_BOX}
     if problem == "gp-samples-6":
         bounds = torch.tensor(get_problem(problem).metadata["objective_bounds"], dtype=torch.double)
         lower = bounds[0] + 2.0 / 3.0 * (bounds[1] - bounds[0])
@@ -75,7 +82,7 @@ def prior_spec(problem: str, region: str) -> Any:
     return {"box": boxes[region]}
 
 
-def jobs_for(parts: list[str], seeds: int, pattern_seeds: int, smoke: bool) -> list[dict[str, Any]]:
+def jobs_for(parts: list[str], seeds: int, pattern_seeds: int, smoke: bool, faiss_seeds: int = 2) -> list[dict[str, Any]]:
     jobs: list[dict[str, Any]] = []
     if "pattern" in parts:
         for s in range(pattern_seeds):
@@ -93,9 +100,14 @@ def jobs_for(parts: list[str], seeds: int, pattern_seeds: int, smoke: bool) -> l
                      for m in ("rs-ts-chebyshev", "rs-ucb-chebyshev")]  # fmt: skip
             jobs += [{"part": "six", "problem": "gp-samples-6", "method": m, "region": "-", "seed": s, "smoke": smoke}
                      for m in ("qparego", "sobol")]  # fmt: skip
+    if "faiss" in parts:
+        for s in range(faiss_seeds):
+            jobs += [{"part": "faiss", "problem": "faiss-ivf-tuning", "method": m, "region": r, "seed": s, "smoke": smoke}
+                     for m, r in (("rs-ts-chebyshev", "fast-accurate"), ("qparego", "-"), ("sobol", "-"))]  # fmt: skip
     if smoke:  # one configuration per part: enough to exercise every code path
         keep = {("pattern", "rs-ts-linear", "middle"), ("regret", "rs-ts-chebyshev", "top/mid"),
-                ("regret", "rs-ucb-chebyshev", "top"), ("regret", "qparego", "-"), ("six", "rs-ts-chebyshev", "mid")}
+                ("regret", "rs-ucb-chebyshev", "top"), ("regret", "qparego", "-"), ("six", "rs-ts-chebyshev", "mid"),
+                ("faiss", "rs-ts-chebyshev", "fast-accurate")}
         jobs = [j for j in jobs if (j["part"], j["method"], j["region"]) in keep]
     return jobs
 
@@ -179,7 +191,24 @@ def summarize(runs: list[dict[str, Any]], smoke: bool) -> dict[str, Any]:
             regret[key] = {m: {"seeds": len(ts), "final": mean_and_se([t[-1] for t in ts]),
                                "mean_over_run": mean_and_se([float(np.mean(t)) for t in ts])}
                            for m, ts in traces[key].items()}  # fmt: skip
-    return {"smoke": smoke, "pattern": pattern_table, "regret": regret, "traces": traces}
+    faiss_runs = [r for r in runs if r["part"] == "faiss"]
+    faiss_table = {}
+    if faiss_runs:
+        problem = get_problem("faiss-ivf-tuning")
+        pooled = torch.tensor([y for r in faiss_runs for y in r["Y"]], dtype=torch.double)
+        scale = ObjectiveScale.for_problem(problem, pooled)  # one scale for every run: comparable
+        prior = WeightPrior.parse({"box": FAISS_BOX}, 3)
+        box = torch.tensor(FAISS_BOX, dtype=torch.double)
+        for m in sorted({r["method"] for r in faiss_runs}):
+            rs = [r for r in faiss_runs if r["method"] == m]
+            utility = [bayes_regret(torch.tensor(r["Y"], dtype=torch.double), prior, Scalarization("chebyshev"), scale,
+                                    num_weights=REGRET_WEIGHTS)["utility"] for r in rs]  # fmt: skip
+            inside = []
+            for r in rs:
+                Y = torch.tensor(r["Y"], dtype=torch.double)[torch.tensor(r["is_bo"])]
+                inside.append(float(((Y >= box[:, 0]) & (Y <= box[:, 1])).all(-1).double().mean()) if len(Y) else math.nan)
+            faiss_table[m] = {"seeds": len(rs), "utility": mean_and_se(utility), "inside": mean_and_se(inside)}
+    return {"smoke": smoke, "pattern": pattern_table, "regret": regret, "traces": traces, "faiss": faiss_table}
 
 
 def fmt(pair: tuple[float, float] | list[float]) -> str:
@@ -209,6 +238,14 @@ def write_markdown(result: dict[str, Any], path: Path) -> None:
         for m, v in sorted(methods.items(), key=lambda kv: kv[1]["final"][0]):
             lines.append(f"| {problem} | {region} | {m} | {v['seeds']} | {fmt(v['final'])} | {fmt(v['mean_over_run'])} |")
     lines += ["", "![Bayes regret](bayes_regret.png)", ""]
+    if result.get("faiss"):
+        lines += ["## Tuning a faiss IVF-PQ index (`faiss-ivf-tuning`)", "",
+                  f"Region box (maximization units: -ms per query, recall@10 - 1, -MB): {FAISS_BOX}. The front is "
+                  "unknown, so the table gives the Bayes utility E max s_lambda (higher is better; objectives "
+                  "normalized by the range of all runs pooled) and the share of BO points inside the box.", "",
+                  "| method | seeds | Bayes utility | BO points in the box |", "|---|---|---|---|"]  # fmt: skip
+        lines += [f"| {m} | {v['seeds']} | {fmt(v['utility'])} | {fmt(v['inside'])} |" for m, v in result["faiss"].items()]
+        lines += ["", "![faiss front](faiss_front.png)", ""]
     path.write_text("\n".join(lines))
 
 
@@ -230,6 +267,18 @@ def plot(runs: list[dict[str, Any]], result: dict[str, Any], out: Path) -> None:
             ax.title.set_fontsize(8)
         fig.tight_layout()
         fig.savefig(out / "patterns.png", dpi=110)
+        plt.close(fig)
+    faiss_runs = [r for r in runs if r["part"] == "faiss" and r["seed"] == 0]
+    if faiss_runs:
+        fig, axes = panel_grid(len(faiss_runs), max_columns=3)
+        for ax, r in zip(axes, faiss_runs, strict=True):
+            Y = np.asarray(r["Y"])
+            points = ax.scatter(-Y[:, 0], 1 + Y[:, 1], c=-Y[:, 2], cmap="viridis", s=16)
+            ax.add_patch(plt.Rectangle((0, 1 + FAISS_BOX[1][0]), -FAISS_BOX[0][0], -FAISS_BOX[1][0], fill=False, ec="C3"))
+            ax.set(title=r["method"], xlabel="ms per query", ylabel="recall@10")
+            fig.colorbar(points, ax=ax, label="MB")
+        fig.tight_layout()
+        fig.savefig(out / "faiss_front.png", dpi=110)
         plt.close(fig)
     traces = result["traces"]
     if traces:
@@ -256,7 +305,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--smoke", action="store_true")
     parser.add_argument("--seeds", type=int, default=None)
     parser.add_argument("--pattern-seeds", type=int, default=None)
-    parser.add_argument("--parts", nargs="*", default=["pattern", "regret", "six"], choices=["pattern", "regret", "six"])
+    parser.add_argument("--parts", nargs="*", default=["pattern", "regret", "six", "faiss"],
+                        choices=["pattern", "regret", "six", "faiss"])
+    parser.add_argument("--faiss-seeds", type=int, default=2)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
@@ -264,7 +315,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     pattern_seeds = args.pattern_seeds or seeds
     parts = args.parts
     args.out.mkdir(parents=True, exist_ok=True)
-    jobs = jobs_for(parts, seeds, pattern_seeds, args.smoke)
+    jobs = jobs_for(parts, seeds, pattern_seeds, args.smoke, args.faiss_seeds if not args.smoke else 1)
     runs = run_resumable(run_job, jobs, args.out, args.workers, key_fields=KEY)
     result = summarize(runs, args.smoke)
     (args.out / "results.json").write_text(json.dumps(result, indent=1))

@@ -25,7 +25,8 @@ CHEAP_OPTIONS = {
 }
 #: A problem each policy is meant for.
 PROBLEM_FOR = {"qlognehvi": "branin-currin", "qparego": "branin-currin", "mobo-rs": "branin-currin", "sebo": "branin-6d",
-               "cost-ids": "cost-branin"}
+               "cost-ids": "cost-branin", "pool": "pool"}
+PROBLEM_OPTIONS = {"pool": {"size": 2000, "dim": 16, "density": 0.25}}
 
 
 @pytest.mark.parametrize("name", sorted(available_surrogates()))
@@ -44,8 +45,9 @@ def test_every_policy_passes_the_dry_run_on_its_kind_of_problem(name, q):
         with pytest.raises(ConfigError, match=f"q={q}"):
             check_campaign(get_problem("branin"), SurrogateSpec("gp"), policy, FAST, q=q)
         return
-    problem = get_problem(PROBLEM_FOR.get(name, "branin"))
-    check_campaign(problem, SurrogateSpec("gp"), policy, FAST, q=q)
+    problem = get_problem(PROBLEM_FOR.get(name, "branin"), **PROBLEM_OPTIONS.get(name, {}))
+    surrogate = SurrogateSpec("sparse-linear" if name == "pool" else "gp")
+    check_campaign(problem, surrogate, policy, FAST, q=q)
 
 
 def test_bonsai_with_constraints_and_batches_passes():

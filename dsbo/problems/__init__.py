@@ -22,6 +22,7 @@ from dsbo.problems import (  # noqa: F401
     contextual,
     cost_aware,
     embedded,
+    faiss_tuning,
     hpo,
     multi_objective,
     pool,
