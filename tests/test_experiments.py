@@ -171,3 +171,27 @@ def test_sweep_bayes_smoke(tmp_path):
         assert row["runs"] == row["finished"] == 1 and row["best"] is not None and row["best"] > 0, row
     assert (tmp_path / "results.md").read_text().startswith("# sweep_bayes")
     assert (tmp_path / "sweep_bayes.png").stat().st_size > 0
+
+
+def test_mobo_rs_smoke(tmp_path):
+    import mobo_rs
+
+    result = mobo_rs.main(["--smoke", "--workers", "1", "--parts", "pattern", "regret", "--out", str(tmp_path)])
+    assert set(result["pattern"]) == {"rs-ts-linear | middle"}
+    assert 0 <= result["pattern"]["rs-ts-linear | middle"]["inside"][0] <= 1
+    for methods in result["regret"].values():
+        assert all(v["final"][0] >= 0 for v in methods.values())
+    assert "qparego" in result["regret"]["branin4-currin4 | top"]
+    for name in ("results.json", "results.md", "patterns.png", "bayes_regret.png"):
+        assert (tmp_path / name).stat().st_size > 0
+
+
+def test_cost_ids_smoke(tmp_path):
+    import cost_ids
+
+    result = cost_ids.main(["--smoke", "--workers", "1", "--methods", "cost-ids", "ucb", "ei-per-cost",
+                            "--out", str(tmp_path)])  # fmt: skip
+    assert set(result["table"]) == {"cost-ids", "ucb", "ei-per-cost"}
+    for row in result["table"].values():
+        assert row["final_regret"][0] >= 0 and row["seeds"] == 1
+    assert (tmp_path / "regret_vs_cost.png").stat().st_size > 0

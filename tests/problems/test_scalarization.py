@@ -45,3 +45,17 @@ def test_gp_samples_are_fixed_smooth_draws():
     # random Fourier features of a unit-variance SE kernel: mean ~ 0, variance ~ 1
     assert Y.mean().abs() < 0.3 and 0.5 < Y.var() < 1.6
     assert a.num_objectives == 6 and a.metadata["pareto_front"]().shape[1] == 6
+
+
+def test_faiss_tuning_measures_a_real_index():
+    import pytest
+
+    from dsbo.errors import ConfigError
+
+    problem = get_problem("faiss-ivf-tuning")
+    assert problem.parameter_names == ("log2_nlist", "log2_nprobe", "log2_pq_m") and problem.integer_dims == (0, 1, 2)
+    Y = problem.evaluate_true(torch.tensor([[4.0, 0.0, 2.0], [4.0, 4.0, 2.0]]))
+    assert (Y[:, 0] < 0).all() and (Y[:, 2] < 0).all()  # -ms per query, -MB
+    assert float(Y[1, 1]) > float(Y[0, 1])  # 16 probes of 16 lists find more true neighbours than 1
+    with pytest.raises(ConfigError, match="multiple of 32"):
+        get_problem("faiss-ivf-tuning", dim=48)
