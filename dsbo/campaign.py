@@ -308,7 +308,7 @@ class Campaign:
         if not hasattr(self.policy, "postprocessor"):
             raise ConfigError(
                 f"postprocess needs an acquisition that is optimized; "
-                f"{getattr(self.policy, 'name', self.policy)!r} is not"
+                f"{getattr(self.policy, 'name', self.policy)!r} is not (set postprocess: null)"
             )
         if isinstance(postprocess, Mapping):
             if len(postprocess) != 1:

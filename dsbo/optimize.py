@@ -50,6 +50,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from dsbo.acquisition import available_policies
+from dsbo.acquisition.base import accepts_postprocessor
 from dsbo.campaign import Campaign
 from dsbo.config import (
     DEFAULT_POSTPROCESS,
@@ -173,8 +174,10 @@ def build_campaign(
         resuming = store.count() > 0
     acq = cfg.acquisition
     postprocess = cfg.postprocess
-    if problem.is_contextual and postprocess == DEFAULT_POSTPROCESS:
-        postprocess = None  # a contextual campaign chooses with its contexts policy
+    if postprocess == DEFAULT_POSTPROCESS and (problem.is_contextual or not accepts_postprocessor(acq.name)):
+        # a contextual campaign chooses with its contexts policy; a policy that does not
+        # optimize an acquisition function (thompson, mobo-rs, cost-ids, pool) is not pruned
+        postprocess = None
     campaign = Campaign(
         problem,
         surrogate={"name": cfg.surrogate.name, **cfg.surrogate.options, "selector": cfg.surrogate.selector},
@@ -365,7 +368,8 @@ MAX_CHANGES_LISTED = 8
 def print_summary(console: Console, info: dict[str, Any], run_dir: Path) -> None:
     table = Table(title=f"dsbo: {info['problem']}", show_header=False)
     best = info["best_value"]
-    table.add_row("best value", "-" if best is None else f"{best:.6g}")
+    label = "dominated hypervolume" if info.get("bayes_regret") else "best value"  # multi-objective
+    table.add_row(label, "-" if best is None else f"{best:.6g}")
     if info["optimal_value"] is not None:
         table.add_row("known optimum", f"{info['optimal_value']:.6g}")
     if not info.get("contexts"):  # sparsity from a default means little with contexts
@@ -387,10 +391,15 @@ def print_summary(console: Console, info: dict[str, Any], run_dir: Path) -> None
                 ", ".join(f"k={p['changed']}: {p['best_value']:.4g}" for p in front),
             )
     table.add_row("evaluations", f"{info['completed']} completed, {info['failed']} failed")
+    regret = info.get("bayes_regret")
+    if regret:
+        text = f"utility {regret['utility']:.4g}" + (f", regret {regret['regret']:.4g}" if "regret" in regret else "")
+        table.add_row("Bayes regret", f"{text} ({regret['scalarization']}, prior {regret['prior']})")
     contexts = info.get("contexts")
-    if contexts:
+    if contexts or info.get("budget_cost") is not None:
         budget = "" if info.get("budget_cost") is None else f" of {info['budget_cost']:g}"
         table.add_row("cost spent", f"{info['cost_used']:g}{budget}")
+    if contexts:
         switch = contexts["switch_trial"]
         table.add_row("phase switch", "none" if switch is None else f"at trial {switch}")
         table.add_row("contexts kept (last BO iteration)", ", ".join(

@@ -252,6 +252,14 @@ def available_policies() -> dict[str, str]:
     return POLICIES.available()
 
 
+def accepts_postprocessor(name: str) -> bool:
+    """Whether the registered policy ``name`` optimizes an acquisition function whose
+    candidates a post-processor (BONSAI) can prune (``auto`` does)."""
+    if name == "auto":
+        return True
+    return name in POLICIES and hasattr(POLICIES.get(name), "postprocessor")
+
+
 PostProcessorFactory = Callable[..., PostProcessor]
 POSTPROCESSORS: Registry[PostProcessorFactory] = Registry("postprocess")
 

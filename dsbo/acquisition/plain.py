@@ -82,6 +82,8 @@ class OptimizedPolicy(ABC):
     log_scale = True
     #: The problems it optimizes: ``"single"`` objective, ``"multi"`` (>= 2) or ``"any"``.
     objectives = "single"
+    #: Optional :class:`~dsbo.acquisition.base.PostProcessor` (e.g. BONSAI pruning).
+    postprocessor: PostProcessor | None = None
 
     def __init__(self, optimizer: OptimizerSettings | None = None) -> None:
         self.optimizer = optimizer or OptimizerSettings()
