@@ -119,3 +119,24 @@ def test_beta_schedule_and_metadata(fitted):
     meta = propose(fitted, rho=2.0, beta=0.5).metadata[0]
     assert meta["beta"] == 0.5 and meta["rho"] == 2.0 and meta["cost_model"] == "known"
     assert propose(fitted).metadata[0]["beta"] == pytest.approx(0.125 * math.log(49))
+
+
+@pytest.mark.parametrize("surrogate", [{"name": "neural-ensemble", "width": 32, "max_epochs": 30},
+                                       {"name": "neural-lints", "width": 32, "max_epochs": 30}])  # fmt: skip
+def test_cost_ids_and_mobo_rs_run_on_neural_surrogates(fitted, surrogate, fast_optimizer):
+    """Any Gaussian (or moment-matched ensemble) posterior serves CostIDS; MOBO-RS's TS draws
+    one ensemble member (one network) per proposal."""
+    problem, _, history = fitted
+    name, options = surrogate["name"], {k: v for k, v in surrogate.items() if k != "name"}
+    torch.manual_seed(0)
+    model = fit_surrogate({"name": name, **options}, history.X, history.Y, bounds=problem.bounds)
+    meta = make_policy("cost-ids", {"rho": 4.0}, fast_optimizer).propose(model, history, problem, 1).metadata[0]
+    assert meta["information_ratio"] <= 4.0 * meta["beta"] * (1 + 1e-6)
+    mo = get_problem("circle-front")
+    X = draw_sobol_samples(mo.bounds, n=12, q=1, seed=0).squeeze(1)
+    Y = mo.evaluate_true(X)
+    torch.manual_seed(0)
+    model = fit_surrogate({"name": name, **options}, X, Y, bounds=mo.bounds)
+    proposal = make_policy("mobo-rs", {"n_candidates": 256}, fast_optimizer).propose(model, History(X, Y, seed=2, t=12), mo, 1)
+    assert proposal.metadata[0]["maximized_on"] == "sobol set"
+    mo.validate(proposal.X)
