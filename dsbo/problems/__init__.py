@@ -11,7 +11,8 @@ Modules: :mod:`~dsbo.problems.base` (the :class:`Problem`), :mod:`~dsbo.problems
 :mod:`~dsbo.problems.options` (options common to all problems),
 :mod:`~dsbo.problems.classic`, :mod:`~dsbo.problems.multi_objective`, :mod:`~dsbo.problems.contextual`,
 :mod:`~dsbo.problems.constrained`, :mod:`~dsbo.problems.embedded`,
-:mod:`~dsbo.problems.scalarization` (MOBO-RS) and :mod:`~dsbo.problems.cost_aware` (CostIDS).
+:mod:`~dsbo.problems.scalarization` (MOBO-RS), :mod:`~dsbo.problems.cost_aware` (CostIDS) and
+:mod:`~dsbo.problems.train_run` (a ``dsbo.train`` run per evaluation: hyperparameter tuning).
 """
 
 # Importing the problem modules registers their problems.
@@ -27,6 +28,7 @@ from dsbo.problems import (  # noqa: F401
     multi_objective,
     pool,
     scalarization,
+    train_run,
 )
 from dsbo.problems.base import Problem
 from dsbo.problems.registry import available_problems, get_problem, register_problem

@@ -1,0 +1,212 @@
+r"""A ``python -m dsbo.train`` run as a black box: tune a zoo model's hyperparameters by BO.
+
+Each evaluation is one real training run, ``python -m dsbo.train fit --config <config>
+<args> --<name>=<value> ...``, in its own run directory; the outcomes are metrics the run
+writes to its ``summary.json`` (e.g. HiReD's ``val_wape`` or its per-level
+``val_wape_level{k}``). A minimized metric ``m`` becomes the objective ``neg_m`` (dsbo
+maximizes), so one metric is ordinary single-objective BO and several are a multi-objective
+campaign (qLogNEHVI, qParEGO, MOBO-RS).
+
+The search space is written like a W&B sweep's ``parameters`` (``distribution:
+log_uniform_values`` / ``uniform`` / ``int_uniform`` / ``q_uniform`` / ``categorical`` with
+``min``/``max`` or ``values``, and fixed ``value`` s), and mapped to a box exactly as ``method:
+bayes`` sweeps do (:func:`dsbo.sweep.search_space`: log-uniform parameters are searched in
+their natural log). ``default`` gives the program's default hyperparameters: the problem's
+default point, toward which BONSAI prunes, so a campaign says which few hyperparameters are
+worth changing (Paria thesis ch. 6's table 6.5 defaults for HiReD).
+
+A run that exits with an error, times out or does not write a requested metric is a failed
+evaluation (recorded by the campaign, not a crash). Nothing is kept in memory between runs, so
+campaigns over this problem resume like any other.
+
+Example (``configs/bo/hired-tourismsmall.yaml``)::
+
+    problem:
+      name: train-run
+      options:
+        config: configs/train/hired-tourismsmall.yaml
+        args: ["--trainer.max_epochs=20"]
+        parameters:
+          model.init_args.lambda_E: {distribution: log_uniform_values, min: 1.0e-10, max: 1.0e-2}
+          model.init_args.K: {distribution: int_uniform, min: 2, max: 16}
+        default: {model.init_args.lambda_E: 7.2498e-8, model.init_args.K: 6}
+        metrics: [val_wape]
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+from botorch.test_functions.base import BaseTestProblem, MultiObjectiveTestProblem
+from torch import Tensor
+
+from dsbo.errors import ConfigError, EvaluationError
+from dsbo.problems.base import Problem
+from dsbo.problems.registry import register_problem
+
+#: Where the runs go unless ``runs_dir`` says otherwise.
+DEFAULT_RUNS_DIR = "runs/train-run"
+
+
+def _metric_names(metrics: Any, goal: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``(metric names, objective names)``; minimized metrics are negated (``neg_<name>``)."""
+    if isinstance(metrics, str):
+        metrics = [metrics]
+    if not isinstance(metrics, list | tuple) or not metrics or not all(isinstance(m, str) and m for m in metrics):
+        raise ConfigError(f"train-run: metrics must be a non-empty list of summary.json keys, got {metrics!r}")
+    if len(set(metrics)) != len(metrics):
+        raise ConfigError(f"train-run: metrics {list(metrics)} repeat a name")
+    if goal not in ("minimize", "maximize"):
+        raise ConfigError(f"train-run: goal={goal!r}; use minimize or maximize")
+    objectives = tuple(m if goal == "maximize" else f"neg_{m}" for m in metrics)
+    return tuple(metrics), objectives
+
+
+class TrainingRun(BaseTestProblem):
+    """Outcomes of ``python -m dsbo.train fit`` runs, one run per row of ``X``."""
+
+    _is_minimization_by_default = False
+
+    def __init__(
+        self,
+        space: Any,
+        config: str,
+        args: Sequence[str],
+        metrics: Sequence[str],
+        sign: float,
+        runs_dir: str,
+        timeout: float | None,
+    ) -> None:
+        self.space = space
+        self.dim = len(space.dimensions)
+        self._bounds = [(d.low, d.high) for d in space.dimensions]
+        self.discrete_inds = [i for i, d in enumerate(space.dimensions) if d.is_integer]
+        self.continuous_inds = [i for i in range(self.dim) if i not in self.discrete_inds]
+        self.num_objectives = len(metrics)
+        super().__init__()
+        self.config, self.args, self.metrics = config, list(args), list(metrics)
+        self.sign, self.runs_dir, self.timeout = sign, runs_dir, timeout
+
+    def command(self, params: Mapping[str, Any]) -> list[str]:
+        """The run's command line for the hyperparameters ``params``."""
+        flags = [f"--{name}={value}" for name, value in params.items()]
+        return [sys.executable, "-m", "dsbo.train", "fit", "--config", self.config, *self.args, *flags]
+
+    def run(self, params: Mapping[str, Any]) -> list[float]:
+        """Train once with ``params``; the requested metrics from the run's ``summary.json``."""
+        from dsbo.sweep import _tail, read_metric
+
+        key = hashlib.sha1(json.dumps(params, sort_keys=True, default=str).encode()).hexdigest()[:8]
+        run_dir = Path(self.runs_dir) / f"run-{time.strftime('%Y%m%d-%H%M%S')}-{key}-{os.getpid()}"
+        run_dir.mkdir(parents=True, exist_ok=True)
+        (run_dir / "params.json").write_text(json.dumps(params, indent=1, default=str))
+        env = {**os.environ, "DSBO_RUN_DIR": str(run_dir), "WANDB_DIR": str(run_dir), "WANDB_SILENT": "true"}
+        env.setdefault("WANDB_MODE", "offline")
+        try:
+            with (run_dir / "output.log").open("w") as log:
+                proc = subprocess.run(self.command(params), stdout=log, stderr=subprocess.STDOUT, env=env,
+                                      timeout=self.timeout, check=False)  # fmt: skip
+        except subprocess.TimeoutExpired:
+            raise EvaluationError(f"training run {run_dir} gave no result within {self.timeout} s") from None
+        if proc.returncode != 0:
+            raise EvaluationError(f"training run {run_dir} exited with {proc.returncode}: {_tail(run_dir / 'output.log')}")
+        values = {m: read_metric(run_dir, m) for m in self.metrics}
+        missing = [m for m, v in values.items() if v is None]
+        if missing:
+            raise EvaluationError(f"training run {run_dir} wrote no finite {missing} to summary.json")
+        return [self.sign * values[m] for m in self.metrics]
+
+    def _evaluate_true(self, X: Tensor) -> Tensor:
+        rows = [self.run(self.space.params(x)) for x in X.reshape(-1, self.dim).tolist()]
+        return torch.tensor(rows, dtype=X.dtype).reshape(*X.shape[:-1], self.num_objectives)
+
+
+class MultiMetricTrainingRun(TrainingRun, MultiObjectiveTestProblem):
+    """:class:`TrainingRun` with several metrics: a multi-objective problem."""
+
+    def __init__(self, *args: Any, ref_point: Sequence[float], **kwargs: Any) -> None:
+        self._ref_point = list(ref_point)
+        super().__init__(*args, **kwargs)
+
+
+@register_problem("train-run", "a `python -m dsbo.train fit` run per evaluation: tune a zoo model's hyperparameters")
+def make_train_run(
+    config: str | None = None,
+    parameters: Mapping[str, Any] | None = None,
+    metrics: str | Sequence[str] = "val_wape",
+    goal: str = "minimize",
+    default: Mapping[str, Any] | None = None,
+    args: Sequence[str] = (),
+    ref_point: Sequence[float] | None = None,
+    runs_dir: str = DEFAULT_RUNS_DIR,
+    timeout: float | None = None,
+) -> Problem:
+    """Hyperparameter tuning of a ``dsbo.train`` config (see the module doc).
+
+    Args:
+        config: The training config (``configs/train/...yaml``), passed as ``--config``.
+        parameters: The searched hyperparameters, in W&B sweep syntax, keyed by their
+            ``dsbo.train`` option (``model.init_args.lr``, ``data.init_args.alpha``, ...).
+        metrics: ``summary.json`` keys to optimize; several make a multi-objective problem.
+        goal: ``minimize`` (objectives ``neg_<metric>``) or ``maximize``, for every metric.
+        default: The program's default value of every searched parameter: the default point
+            (BONSAI's target). Without it, the box centre.
+        args: Fixed extra arguments of every run (e.g. ``--data.init_args.path=...``).
+        ref_point: Hypervolume reference point in the objectives' (maximization) units for
+            several metrics; default: ``-1`` per minimized metric (a WAPE of 1 is no forecast).
+        runs_dir: Where each run's directory goes.
+        timeout: Seconds after which a run counts as failed (``None``: no limit).
+    """
+    from dsbo.sweep import parse_parameter, search_space
+
+    if not isinstance(config, str) or not config:
+        raise ConfigError("train-run: config must name a dsbo.train config file")
+    if not Path(config).is_file():
+        raise ConfigError(f"train-run: config={config!r} is not a file (paths are relative to {Path.cwd()})")
+    if not isinstance(parameters, Mapping) or not parameters:
+        raise ConfigError("train-run: parameters must map dsbo.train options to W&B-style ranges, e.g. "
+                          "{model.init_args.lr: {distribution: log_uniform_values, min: 1e-3, max: 0.1}}")
+    if isinstance(args, str) or not all(isinstance(a, str) for a in args):
+        raise ConfigError(f"train-run: args must be a list of strings, got {args!r}")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0):
+        raise ConfigError(f"train-run: timeout={timeout!r} must be a positive number of seconds")
+    names, objectives = _metric_names(metrics, goal)
+    space = search_space([parse_parameter(name, spec) for name, spec in parameters.items()], "train-run")
+    bounds = torch.tensor([[d.low for d in space.dimensions], [d.high for d in space.dimensions]], dtype=torch.double)
+    if default is None:
+        default_point = bounds.mean(0)
+    else:
+        if not isinstance(default, Mapping):
+            raise ConfigError(f"train-run: default must map each searched parameter to its value, got {default!r}")
+        default_point = torch.tensor(space.point(dict(default), "train-run: default"), dtype=torch.double)
+    sign = 1.0 if goal == "maximize" else -1.0
+    common = dict(space=space, config=config, args=list(args), metrics=names, sign=sign, runs_dir=runs_dir, timeout=timeout)
+    ref = None
+    if len(names) > 1:
+        if ref_point is None:
+            ref_point = [-1.0 if goal == "minimize" else 0.0] * len(names)
+        if len(ref_point) != len(names):
+            raise ConfigError(f"train-run: ref_point has {len(ref_point)} entries for {len(names)} metrics")
+        f: TrainingRun = MultiMetricTrainingRun(**common, ref_point=ref_point)
+        ref = torch.tensor(list(ref_point), dtype=torch.double)
+    else:
+        f = TrainingRun(**common)
+    integer = tuple(i for i, d in enumerate(space.dimensions) if d.is_integer)
+    return Problem(
+        name="train-run", test_problem=f, default_point=default_point, relevant_dims=tuple(range(f.dim)),
+        objective_names=objectives, parameter_names=tuple(d.name for d in space.dimensions),
+        integer_dims=integer, ref_point=ref, description=make_train_run.__doc__.strip().split("\n")[0],
+        metadata={"config": config, "args": list(args), "metrics": list(names), "fixed": space.fixed},
+    )  # fmt: skip
+
+
+__all__ = ["MultiMetricTrainingRun", "TrainingRun", "make_train_run"]

@@ -1,0 +1,96 @@
+"""The train-run problem: a real ``python -m dsbo.train fit`` per evaluation."""
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+import torch
+
+from dsbo.errors import ConfigError, EvaluationError
+from dsbo.problems import get_problem
+
+CONFIG = "configs/train/simple-smb-branin.yaml"
+PARAMETERS = {
+    "model.lr": {"distribution": "log_uniform_values", "min": 1e-3, "max": 0.1},
+    "model.width": {"distribution": "int_uniform", "min": 4, "max": 32},
+    "trainer.max_epochs": {"value": 3},
+}
+
+
+@pytest.fixture
+def in_repo(monkeypatch):
+    monkeypatch.chdir(Path(__file__).resolve().parents[2])
+    monkeypatch.setenv("WANDB_MODE", "disabled")
+
+
+def make(tmp_path, **overrides):
+    options = dict(config=CONFIG, parameters=PARAMETERS, metrics=["val_mse"], default={"model.lr": 0.01, "model.width": 16},
+                   args=["--data.num_samples=40", "--trainer.logger=false"], runs_dir=str(tmp_path / "runs"))  # fmt: skip
+    return get_problem("train-run", **{**options, **overrides})
+
+
+def test_box_default_and_names_follow_the_sweep_syntax(tmp_path, in_repo):
+    problem = make(tmp_path)
+    assert problem.parameter_names == ("model.lr", "model.width")
+    assert problem.objective_names == ("neg_val_mse",)
+    lo, hi = problem.bounds.tolist()
+    assert lo == pytest.approx([math.log(1e-3), 4.0]) and hi == pytest.approx([math.log(0.1), 32.0])
+    assert problem.default_point.tolist() == pytest.approx([math.log(0.01), 16.0])  # searched in log lr
+    assert problem.integer_dims == (1,)
+    cmd = problem.test_problem.command({"model.lr": 0.01, "model.width": 16, "trainer.max_epochs": 3})
+    assert cmd[-3:] == ["--model.lr=0.01", "--model.width=16", "--trainer.max_epochs=3"]
+
+
+def test_one_evaluation_is_one_training_run_and_reads_its_summary(tmp_path, in_repo):
+    problem = make(tmp_path)
+    y = problem(problem.default_point)
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert y.tolist() == pytest.approx([-summary["val_mse"]])  # minimized -> negated
+    assert json.loads((run_dir / "params.json").read_text()) == {"model.lr": pytest.approx(0.01), "model.width": 16,
+                                                                 "trainer.max_epochs": 3}  # fmt: skip
+
+
+def test_two_metrics_make_a_multi_objective_problem(tmp_path, in_repo):
+    problem = make(tmp_path, metrics=["val_mse", "train_loss"])
+    assert problem.objective_names == ("neg_val_mse", "neg_train_loss")
+    assert problem.ref_point.tolist() == [-1.0, -1.0]
+    assert problem.is_multi_objective
+
+
+def test_a_failing_run_or_a_missing_metric_is_an_evaluation_error(tmp_path, in_repo):
+    problem = make(tmp_path, args=["--model.no_such_option=1"])
+    with pytest.raises(EvaluationError, match="exited with"):
+        problem.evaluate(problem.default_point.unsqueeze(0))
+    problem = make(tmp_path, metrics=["val_wape"])
+    with pytest.raises(EvaluationError, match="val_wape"):
+        problem.evaluate(problem.default_point.unsqueeze(0))
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"config": "configs/train/nope.yaml"}, "is not a file"),
+        ({"parameters": {}}, "parameters must map"),
+        ({"metrics": []}, "metrics must be a non-empty list"),
+        ({"metrics": ["a", "a"]}, "repeat a name"),
+        ({"goal": "lower"}, "goal='lower'"),
+        ({"default": {"model.lr": 0.5, "model.width": 16}}, "outside parameters.model.lr"),
+        ({"default": {"model.lr": 0.01}}, "missing \\['model.width'\\]"),
+        ({"parameters": {"model.lr": {"distribution": "normal", "mu": 0, "sigma": 1}}}, "bounded box"),
+        ({"timeout": 0}, "timeout=0"),
+        ({"metrics": ["a", "b"], "ref_point": [-1.0]}, "ref_point has 1 entries"),
+    ],
+)
+def test_bad_options_are_config_errors_before_any_run(tmp_path, in_repo, overrides, message):
+    with pytest.raises(ConfigError, match=message):
+        make(tmp_path, **overrides)
+    assert not (tmp_path / "runs").exists()
+
+
+def test_rows_are_evaluated_one_run_each(tmp_path, in_repo):
+    problem = make(tmp_path)
+    X = torch.stack([problem.default_point, problem.bounds[0]])
+    Y = problem.evaluate(X)
+    assert Y.shape == (2, 1) and len(list((tmp_path / "runs").iterdir())) == 2
