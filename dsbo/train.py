@@ -13,8 +13,9 @@ the model, so a config never repeats the input dimension. Typical use::
     python -m dsbo.train fit --config configs/train/simple-smb-branin.yaml --print_config
 
 Every run writes to its run directory (``--run_dir``; default ``$DSBO_RUN_DIR`` or
-``runs/train/<name>-<timestamp>``): ``config.yaml``, ``checkpoints/`` (the best epoch by
-``val_mse``, or ``train_loss`` without a validation split, and ``last.ckpt``; load one as a
+``runs/train/<name>-<timestamp>``): ``config.yaml``, ``checkpoints/`` (the best epoch by the
+model's ``checkpoint_monitor`` if it declares one (HiReD: ``val_wape``), else ``val_mse``, or
+``train_loss`` without a validation split, and ``last.ckpt``; load one as a
 BoTorch model with :func:`dsbo.surrogates.checkpoint.load_surrogate`),
 ``summary.json`` (the final metrics of every subcommand run there, the checkpoint path),
 ``checkpoints/final.ckpt`` (saved when ``fit`` returns, after the module's ``on_fit_end``),
@@ -193,16 +194,22 @@ def wandb_mode() -> str:
     return "offline" if mode == "dryrun" else mode
 
 
-def default_checkpoint(dirpath: Path, datamodule: Any) -> ModelCheckpoint:
-    """The checkpoint callback a run gets unless it configures its own: the best epoch by
-    ``val_mse`` (the predictive mean's validation MSE) when the data have a validation split,
-    else by ``train_loss``, plus ``last.ckpt``. Files are named after the metric and value."""
-    has_val = float(getattr(datamodule, "hparams", {}).get("val_fraction", 0) or 0) > 0
-    monitor = "val_mse" if has_val else "train_loss"
+def default_checkpoint(dirpath: Path, datamodule: Any, model: Any = None) -> ModelCheckpoint:
+    """The checkpoint callback a run gets unless it configures its own: the best epoch by the
+    model's ``checkpoint_monitor`` (a ``(metric, mode)`` class attribute, e.g. HiReD's
+    ``("val_wape", "min")``) if it declares one, else by ``val_mse`` (the predictive mean's
+    validation MSE) when the data have a validation split, else by ``train_loss``; plus
+    ``last.ckpt``. Files are named after the metric and value."""
+    declared = getattr(model, "checkpoint_monitor", None)
+    if declared is not None:
+        monitor, mode = declared
+    else:
+        has_val = float(getattr(datamodule, "hparams", {}).get("val_fraction", 0) or 0) > 0
+        monitor, mode = ("val_mse" if has_val else "train_loss"), "min"
     return ModelCheckpoint(
         dirpath=str(dirpath),
         monitor=monitor,
-        mode="min",
+        mode=mode,
         save_top_k=1,
         save_last=True,
         filename=f"best-{{epoch}}-{{{monitor}:.4g}}",
@@ -267,7 +274,7 @@ class DsboTrainCLI(LightningCLI):
         callbacks = list(callbacks) if isinstance(callbacks, list | tuple) else [callbacks]
         wants_checkpoints = trainer_cfg.get("enable_checkpointing") is not False
         if wants_checkpoints and not any(isinstance(c, ModelCheckpoint) for c in callbacks):
-            callbacks.append(default_checkpoint(self.run_dir / "checkpoints", self.datamodule))
+            callbacks.append(default_checkpoint(self.run_dir / "checkpoints", self.datamodule, self.model))
         trainer_cfg["callbacks"] = callbacks
         return super().instantiate_trainer(**kwargs)
 
