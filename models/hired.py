@@ -166,18 +166,19 @@ def hierarchical_ridge(B: Tensor, y_root: Tensor, y_leaves: Tensor, lambda_e: fl
 
     Args:
         B: ``T x K`` basis (the support recovered by Algorithm 6.1).
-        y_root: ``T`` root series (mean units: the mean of its leaves).
-        y_leaves: ``L x T`` leaf series.
+        y_root: ``... x T`` root series (mean units: the mean of its leaves).
+        y_leaves: ``... x L x T`` leaf series (leading dimensions: independent problems).
         lambda_e: :math:`\lambda_E \ge 0`.
 
     Returns:
-        :math:`\hat\theta_0` (``K``) and :math:`\hat\theta_n` (``L x K``).
+        :math:`\hat\theta_0` (``... x K``) and :math:`\hat\theta_n` (``... x L x K``).
     """
     T, K = B.shape
     sigma = B.T @ B / T
-    theta0 = torch.linalg.solve(B.T @ B, B.T @ y_root)
-    rhs = y_leaves @ B / T + lambda_e * theta0  # L x K
-    leaves = torch.linalg.solve(sigma + lambda_e * torch.eye(K, dtype=B.dtype, device=B.device), rhs.T).T
+    theta0 = torch.linalg.solve(B.T @ B, (y_root @ B).unsqueeze(-1)).squeeze(-1)
+    rhs = y_leaves @ B / T + lambda_e * theta0.unsqueeze(-2)  # ... x L x K
+    ridge = sigma + lambda_e * torch.eye(K, dtype=B.dtype, device=B.device)
+    leaves = torch.linalg.solve(ridge, rhs.mT).mT
     return theta0, leaves
 
 
@@ -480,7 +481,7 @@ class HiReD(HierarchicalForecaster):
 
     # ------------------------------------------------------------------ embeddings and hierarchy
     def _build_theta(self, num_nodes: int) -> None:
-        theta = torch.empty(num_nodes, self.hparams.embedding_dim)
+        theta = torch.empty(num_nodes, self.hparams.embedding_dim, dtype=self.dtype, device=self.device)
         self.theta = nn.Parameter(nn.init.uniform_(theta, -0.05, 0.05))
 
     def set_hierarchy(self, hierarchy: Any) -> None:

@@ -1,0 +1,348 @@
+"""HiReD (thesis ch. 6): E_reg and its gradient against a dense computation, the mean property
+as its minimizer, coherence of TVAR and of BD, ablations, presets, overfitting one window,
+metrics logged against an independent computation, a checkpoint round trip, and the
+closed-form check of Algorithm 6.2 / Theorem 6.1 (leaf error falling like 1/L)."""
+
+import logging
+import math
+import warnings
+
+import pytest
+import torch
+from hierarchy_helpers import WindowData, coherent_window, quiet_trainer, tree_hierarchy
+
+from dsbo_zoo.forecast_metrics import coherence_wape, level_metrics
+from dsbo_zoo.hired import (
+    PRESETS,
+    HiReD,
+    embedding_regularizer,
+    hierarchical_ridge,
+    mean_property_embeddings,
+)
+
+logging.getLogger("pytorch_lightning").setLevel(logging.WARNING)
+warnings.filterwarnings("ignore", message=".*does not have many workers.*")
+
+
+def mean_matrix(h) -> torch.Tensor:
+    S = torch.as_tensor(h.S, dtype=torch.float64)
+    return S / S.sum(1, keepdim=True)
+
+
+def dense_mask(h) -> torch.Tensor:
+    """M[p, i] = 1 iff i is a leaf of p's subtree and p != i, from S alone (not from the pairs)."""
+    S = torch.as_tensor(h.S, dtype=torch.float64)
+    N, L = S.shape
+    is_leaf = S.sum(1) == 1
+    contains = (S @ S.T) == S.sum(1)[None, :]  # contains[p, i]: L(i) within L(p)
+    return (contains & is_leaf[None, :] & ~torch.eye(N, dtype=torch.bool)).double()
+
+
+# ---------------------------------------------------------------------- E_reg
+@pytest.mark.parametrize("branching", [(2, 2), (3, 2, 2)])
+def test_ereg_matches_a_dense_computation_and_its_gradient(branching):
+    h = tree_hierarchy(branching)
+    M = dense_mask(h)
+    assert int(M.sum()) == h.leaf_pairs.shape[1]  # the pairs are exactly Eq. 6.4's (p, i in L(p))
+    g = torch.Generator().manual_seed(0)
+    theta = torch.randn(M.shape[0], 5, generator=g, dtype=torch.float64, requires_grad=True)
+    value = embedding_regularizer(theta, h.leaf_pairs)
+    (grad,) = torch.autograd.grad(value, theta)
+    dense_theta = theta.detach().clone().requires_grad_(True)
+    dense = (M[:, :, None] * (dense_theta[:, None, :] - dense_theta[None, :, :]).pow(2)).sum()
+    (dense_grad,) = torch.autograd.grad(dense, dense_theta)
+    torch.testing.assert_close(value, dense)
+    torch.testing.assert_close(grad, dense_grad)
+    # closed form: grad = 2 (D_out + D_in - M - M^T) theta (a graph Laplacian)
+    laplacian = torch.diag(M.sum(1) + M.sum(0)) - M - M.T
+    torch.testing.assert_close(grad, 2 * laplacian @ theta.detach())
+
+
+def test_ereg_is_zero_when_children_equal_parents_and_positive_otherwise():
+    h = tree_hierarchy((2, 3))
+    N = h.S.shape[0]
+    same = torch.randn(1, 4).expand(N, 4).clone()
+    for pairs in (h.leaf_pairs, h.child_pairs):
+        assert embedding_regularizer(same, pairs) == 0
+    # every subtree equal to its leaves, but two subtrees differ: root pairs are not zero
+    theta = same.clone()
+    leaves_of_first = torch.as_tensor(h.S[1]).bool()
+    rows = [k for k in range(N) if bool((torch.as_tensor(h.S[k]).bool() <= leaves_of_first).all())]
+    theta[rows] += 1.0
+    pairs_root = h.leaf_pairs[:, h.leaf_pairs[0] == 0]
+    pairs_rest = h.leaf_pairs[:, h.leaf_pairs[0] != 0]
+    assert embedding_regularizer(theta, pairs_rest) == 0
+    # the root's pairs: each of the 3 leaves of the first subtree is off by (1, 1, 1, 1)
+    assert float(embedding_regularizer(theta, pairs_root)) == pytest.approx(4.0 * int(leaves_of_first.sum()))
+    assert embedding_regularizer(theta, h.leaf_pairs) > 0
+
+
+def test_mean_property_minimizes_ereg_for_fixed_leaves():
+    """Section 6.4: with the leaves fixed, E_reg is minimized at the mean property (Eq. 6.3)."""
+    h = tree_hierarchy((2, 3))
+    g = torch.Generator().manual_seed(1)
+    leaves = torch.randn(h.S.shape[1], 4, generator=g, dtype=torch.float64)
+    theta = mean_property_embeddings(leaves, torch.as_tensor(h.S)).requires_grad_(True)
+    (grad,) = torch.autograd.grad(embedding_regularizer(theta, h.leaf_pairs), theta)
+    internal = torch.as_tensor(h.S).sum(1) > 1
+    torch.testing.assert_close(grad[internal], torch.zeros_like(grad[internal]))
+    moved = theta.detach().clone()
+    moved[0] += 0.1  # any move of an internal node away from the mean increases E_reg
+    assert embedding_regularizer(moved, h.leaf_pairs) > embedding_regularizer(theta.detach(), h.leaf_pairs)
+
+
+# ---------------------------------------------------------------------- coherence of the parts
+def model_for(h, **kwargs):
+    model = HiReD(in_dim=3, early_stopping_patience=None, **kwargs)
+    model.set_hierarchy(h)
+    return model.double()
+
+
+def test_tvar_alone_is_exactly_coherent():
+    h = tree_hierarchy((2, 3))
+    batch = coherent_window(h, dtype=torch.float64)
+    model = model_for(h, components="ar")
+    with torch.no_grad():
+        pred = model(batch)
+    torch.testing.assert_close(pred, mean_matrix(h) @ pred[-h.S.shape[1]:], rtol=1e-12, atol=1e-12)
+    # non-coherent histories give non-coherent forecasts (the check can fail)
+    batch["y_hist"] = batch["y_hist"] + torch.randn_like(batch["y_hist"])
+    with torch.no_grad():
+        pred = model(batch)
+    assert (pred - mean_matrix(h) @ pred[-h.S.shape[1]:]).abs().max() > 1e-3
+
+
+@pytest.mark.parametrize("components", ["basis", "both"])
+def test_bd_is_coherent_with_the_mean_property(components):
+    h = tree_hierarchy((2, 3))
+    batch = coherent_window(h, dtype=torch.float64)
+    model = model_for(h, components=components)
+    L = h.S.shape[1]
+    with torch.no_grad():
+        # set_hierarchy gave the embeddings the mean property
+        torch.testing.assert_close(model.theta, mean_property_embeddings(model.theta[-L:], torch.as_tensor(h.S)))
+        pred = model(batch)
+        torch.testing.assert_close(pred, mean_matrix(h) @ pred[-L:], rtol=1e-10, atol=1e-10)
+        model.theta.add_(0.3 * torch.randn_like(model.theta))  # break the mean property
+        pred = model(batch)
+    assert (pred - mean_matrix(h) @ pred[-L:]).abs().max() > 1e-3
+
+
+# ---------------------------------------------------------------------- ablations and presets
+def test_ablations_remove_their_part():
+    h = tree_hierarchy((2, 2))
+    batch = coherent_window(h, dtype=torch.float64)
+    ar = model_for(h, components="ar")
+    names = {n for n, _ in ar.named_parameters()}
+    assert not any(n.startswith(("basis", "theta")) for n in names) and "ar_w1" in names
+    other = dict(batch, nodes=batch["nodes"].flip(0))  # TVAR has no node identity
+    with torch.no_grad():
+        torch.testing.assert_close(ar(batch), ar(other))
+    assert ar.regularizer_value() == 0
+
+    basis = model_for(h, components="basis")
+    names = {n for n, _ in basis.named_parameters()}
+    assert not any(n.startswith("ar_") for n in names) and "theta" in names
+    other = dict(batch, y_hist=torch.randn_like(batch["y_hist"]))  # BD ignores the history
+    with torch.no_grad():
+        torch.testing.assert_close(basis(batch), basis(other))
+        assert not torch.allclose(basis(batch), basis(dict(batch, nodes=batch["nodes"].flip(0))))
+
+    # lambda_E = 0: the regularizer leaves the loss; embeddings outside the batch get no gradient
+    for lam, moved in ((0.0, False), (1.0, True)):
+        model = model_for(h, lambda_e=lam)
+        half = {k: (v[:3] if k in ("y_hist", "y_fut", "nodes", "level", "scale") else v) for k, v in batch.items()}
+        loss = (model(half) - half["y_fut"]).abs().mean() + model.regularizer()
+        loss.backward()
+        assert bool(model.theta.grad[3:].abs().sum() > 0) == moved
+        assert (model.regularizer() == 0) == (not moved)
+
+
+def test_presets_are_table_6_5():
+    assert PRESETS["tourism"] == dict(history=24, horizon=4, hidden_dim=14, embedding_dim=6, num_representatives=6,
+                                      decoder_hidden=12, lambda_e=7.2498e-8, lr=0.07)
+    default = HiReD(in_dim=2)
+    for key, value in PRESETS["tourism"].items():
+        assert default.hparams[key] == value  # constructor defaults = the Tourism column
+    m5 = HiReD.preset("m5", in_dim=2, lambda_e=0.0)
+    assert (m5.hparams.hidden_dim, m5.hparams.embedding_dim, m5.hparams.num_representatives) == (42, 8, 12)
+    assert (m5.hparams.history, m5.hparams.horizon, m5.hparams.lr, m5.hparams.lambda_e) == (28, 7, 0.004, 0.0)
+    fav = HiReD.preset("favorita", in_dim=2)
+    assert (fav.hparams.decoder_hidden, fav.hparams.lambda_e, fav.hparams.num_representatives) == (16, 4.644e-4, 4)
+    h = tree_hierarchy((2, 2))
+    fav.set_hierarchy(h)
+    batch = coherent_window(h, history=28, horizon=7, in_dim=2, reps=4, dtype=torch.float32)
+    assert fav(batch).shape == (7, 7)
+    with pytest.raises(ValueError, match="unknown preset 'tourism2'"):
+        HiReD.preset("tourism2", in_dim=1)
+    with pytest.raises(ValueError, match="components='tvar'"):
+        HiReD(in_dim=1, components="tvar")
+    with pytest.raises(ValueError, match="batch y_hist has size 24 but the model expects 28"):
+        fav(coherent_window(h, in_dim=2, reps=4))
+
+
+# ---------------------------------------------------------------------- training
+def test_tiny_model_overfits_one_window():
+    torch.manual_seed(0)
+    h = tree_hierarchy((2, 2))
+    batch = coherent_window(h, dtype=torch.float32)
+    model = HiReD(in_dim=3, hidden_dim=8, decoder_hidden=8, embedding_dim=4, lr=0.01, early_stopping_patience=None)
+    model.set_hierarchy(h)
+    model = model.float()
+    with torch.no_grad():
+        before = float((model(batch) - batch["y_fut"]).abs().mean())
+    data = WindowData(h, [batch], times=100)
+    trainer = quiet_trainer(max_epochs=4, limit_val_batches=0)
+    trainer.fit(model, datamodule=data)
+    with torch.no_grad():
+        after = float((model(batch) - batch["y_fut"]).abs().mean())
+    assert after < before / 10, (before, after)
+
+
+def test_fit_logs_metrics_that_match_an_independent_computation(tmp_path):
+    torch.manual_seed(0)
+    h = tree_hierarchy((2, 3))
+    train = [coherent_window(h, seed=s) for s in range(3)]
+    # validation: two windows, each in two node chunks (as the data side chunks large N)
+    val = []
+    for s in (10, 11):
+        w = coherent_window(h, seed=s)
+        for part in (slice(0, 5), slice(5, None)):
+            val.append({k: (v[part] if k in ("y_hist", "y_fut", "nodes", "level", "scale") else v) for k, v in w.items()})
+    model = HiReD(in_dim=3, lr=0.01, early_stopping_patience=None).float()
+    trainer = quiet_trainer(max_epochs=2)
+    trainer.fit(model, datamodule=WindowData(h, train, val))
+    assert model.hparams.num_nodes == h.S.shape[0]  # taken from the datamodule's hierarchy
+    logged = trainer.callback_metrics
+    assert {"train_loss", "train_mae", "train_ereg", "val_wape", "val_smape", "val_coherence", "val_wape_level0",
+            "val_wape_level2", "val_coherence_level1"} <= set(logged)
+    with torch.no_grad():
+        preds = [model(b) * b["scale"][:, None] for b in val]
+    pred, target = torch.cat(preds), torch.cat([b["y_fut"] * b["scale"][:, None] for b in val])
+    level = torch.cat([b["level"] for b in val])
+    expect = level_metrics(pred, target, level)
+    assert float(logged["val_wape"]) == pytest.approx(float(expect["wape_mean"]), rel=1e-5)
+    assert float(logged["val_wape_level1"]) == pytest.approx(float(expect["wape/level1"]), rel=1e-5)
+    assert float(logged["val_smape"]) == pytest.approx(float(expect["smape_mean"]), rel=1e-5)
+    windows = torch.cat([torch.cat(preds[0:2]), torch.cat(preds[2:4])], dim=1).double()
+    coherence = coherence_wape(windows, torch.as_tensor(h.S), h.level)
+    assert float(logged["val_coherence"]) == pytest.approx(float(coherence["coherence/mean"]), rel=1e-4)
+    assert float(logged["train_ereg"]) == pytest.approx(float(embedding_regularizer(model.theta.detach(), h.leaf_pairs)), rel=0.5)
+
+    # TVAR only on coherent windows: coherent forecasts, coherence WAPE ~ 0
+    ar = HiReD(in_dim=3, components="ar", early_stopping_patience=None).float()
+    trainer = quiet_trainer(max_epochs=1)
+    trainer.fit(ar, datamodule=WindowData(h, train, val))
+    assert float(trainer.callback_metrics["val_coherence"]) < 1e-5
+
+
+def test_checkpoint_round_trip_weights_only(tmp_path):
+    torch.manual_seed(0)
+    h = tree_hierarchy((2, 2))
+    batch = coherent_window(h)
+    model = HiReD(in_dim=3, early_stopping_patience=None).float()
+    trainer = quiet_trainer(max_epochs=1, limit_val_batches=0)
+    trainer.fit(model, datamodule=WindowData(h, [batch]))
+    path = tmp_path / "hired.ckpt"
+    trainer.save_checkpoint(path)
+    loaded = HiReD.load_from_checkpoint(path, weights_only=True).float().eval()
+    assert loaded.hparams.num_nodes == 7 and bool(loaded.theta_initialized)
+    with torch.no_grad():
+        torch.testing.assert_close(loaded(batch), model.eval()(batch))
+    # fitting the loaded model again does not re-initialize its embeddings
+    theta = loaded.theta.detach().clone()
+    loaded.set_hierarchy(h)
+    torch.testing.assert_close(loaded.theta.detach(), theta)
+    out = loaded.predict_step(batch, 0)
+    torch.testing.assert_close(out["forecast"], loaded(batch).detach() * batch["scale"][:, None])
+    assert torch.equal(out["nodes"], batch["nodes"])
+
+
+def test_num_nodes_must_match_the_hierarchy():
+    model = HiReD(in_dim=3, num_nodes=5)
+    with pytest.raises(ValueError, match="num_nodes=5 but the hierarchy has 7 nodes"):
+        model.set_hierarchy(tree_hierarchy((2, 2)))
+    with pytest.raises(ValueError, match="num_nodes is unknown"):
+        quiet_trainer(max_epochs=1).fit(HiReD(in_dim=3), train_dataloaders=torch.utils.data.DataLoader([coherent_window(tree_hierarchy())], batch_size=None))
+
+
+# ---------------------------------------------------------------------- theory: Algorithm 6.2
+def expected_leaf_error(B, deltas, lam, sigma, L):
+    r"""Exact E||theta_hat_n - theta_n||^2_Sigma of Algorithm 6.2, averaged over the leaves.
+
+    theta_hat_n - theta_n = -lam A delta_n + A (B^T w_n / T + lam P0 wbar), A = (Sigma + lam I)^-1,
+    P0 = (B^T B)^-1 B^T, wbar the mean of the L leaf noises: the noise coefficient is
+    G = A B^T / T + (lam / L) A P0 on w_n and Hm = (lam / L) A P0 on each other w_m."""
+    T, K = B.shape
+    Sigma = B.T @ B / T
+    A = torch.linalg.inv(Sigma + lam * torch.eye(K, dtype=B.dtype))
+    P0 = torch.linalg.solve(B.T @ B, B.T)
+    G = A @ B.T / T + lam / L * A @ P0
+    Hm = lam / L * A @ P0
+    bias = lam**2 * torch.einsum("nk,kj,nj->n", deltas, A @ Sigma @ A, deltas).mean()
+    noise = sigma**2 * (torch.trace(Sigma @ G @ G.T) + (L - 1) * torch.trace(Sigma @ Hm @ Hm.T))
+    return float(bias + noise)
+
+
+def leaf_problem(L, T=40, K=3, sigma=1.0, c=1.0, seed=0):
+    """A root with L leaves, theta_n = theta_0 + delta_n, ||delta_n|| <= beta = c sqrt(K / (L T)),
+    mean delta = 0 (so the root is the mean of its leaves); lam_E = sigma^2 K / (T beta^2)."""
+    g = torch.Generator().manual_seed(seed)
+    B = torch.randn(T, K, generator=g, dtype=torch.float64)
+    theta0 = torch.randn(K, generator=g, dtype=torch.float64)
+    beta = c * math.sqrt(K / (L * T))
+    deltas = torch.randn(L, K, generator=g, dtype=torch.float64)
+    deltas = deltas - deltas.mean(0)
+    deltas = deltas * (beta / deltas.norm(dim=1).max())
+    lam = sigma**2 * K / (T * beta**2)
+    return B, theta0, deltas, beta, lam
+
+
+def test_algorithm_6_2_closed_form_matches_monte_carlo():
+    L, sigma = 8, 1.0
+    B, theta0, deltas, beta, lam = leaf_problem(L)
+    T, K = B.shape
+    thetas = theta0 + deltas  # L x K
+    g = torch.Generator().manual_seed(5)
+    reps = 6000
+    W = sigma * torch.randn(reps, L, T, generator=g, dtype=torch.float64)
+    y_leaves = thetas @ B.T + W  # reps x L x T
+    y_root = y_leaves.mean(1)  # coherent data: the root is the mean of its leaves
+    theta0_hat, leaves_hat = hierarchical_ridge(B, y_root, y_leaves, lam)
+    Sigma = B.T @ B / T
+    err = leaves_hat - thetas
+    mc = torch.einsum("rnk,kj,rnj->rn", err, Sigma, err).mean()
+    assert float(mc) == pytest.approx(expected_leaf_error(B, deltas, lam, sigma, L), rel=0.05)
+    # the root's OLS error is sigma^2 K / (T L) (Step I, noise variance sigma^2 / L)
+    e0 = theta0_hat - theta0
+    assert float(torch.einsum("rk,kj,rj->r", e0, Sigma, e0).mean()) == pytest.approx(sigma**2 * K / (T * L), rel=0.06)
+    # lambda_E = 0 is the unregularized estimator of Eq. 6.8: sigma^2 K / T
+    _, ols = hierarchical_ridge(B, y_root, y_leaves, 0.0)
+    err = ols - thetas
+    assert float(torch.einsum("rnk,kj,rnj->rn", err, Sigma, err).mean()) == pytest.approx(sigma**2 * K / T, rel=0.05)
+
+
+def test_algorithm_6_2_leaf_error_falls_like_one_over_L():
+    """Theorem 6.1 with beta = sqrt(K / (L T)): the regularized leaf error is O(sigma^2 K / (L T))
+    (slope -1 on a log-log plot against L) while the unregularized one stays sigma^2 K / T; the
+    bound of Eq. 6.9 holds at every L."""
+    sigma = 1.0
+    Ls = [2, 4, 8, 16, 32, 64, 128, 256, 512]
+    errors, unregularized = [], []
+    for L in Ls:
+        B, _, deltas, beta, lam = leaf_problem(L)
+        T, K = B.shape
+        err = expected_leaf_error(B, deltas, lam, sigma, L)
+        errors.append(err)
+        unregularized.append(expected_leaf_error(B, deltas, 0.0, sigma, L))
+        r = float(B.norm(dim=1).max())
+        bound = 3 * sigma**2 * K / T / (1 + sigma**2 * K / (T * r**2 * beta**2)) + 6 * sigma**2 * K / (T * L)
+        assert err <= bound
+        assert err < unregularized[-1]
+    torch.testing.assert_close(torch.tensor(unregularized), torch.full((len(Ls),), sigma**2 * K / T, dtype=torch.float64))
+    x, y = torch.tensor(Ls, dtype=torch.float64).log(), torch.tensor(errors).log()
+    slope = float(((x - x.mean()) * (y - y.mean())).sum() / ((x - x.mean()) ** 2).sum())
+    assert -1.1 < slope < -0.9, slope
+    # the gain over the unregularized estimator grows like L
+    gains = torch.tensor(unregularized) / torch.tensor(errors)
+    assert float(gains[-1] / gains[0]) == pytest.approx(Ls[-1] / Ls[0], rel=0.25)
