@@ -19,7 +19,8 @@ model's ``checkpoint_monitor`` if it declares one (HiReD: ``val_wape``), else ``
 BoTorch model with :func:`dsbo.surrogates.checkpoint.load_surrogate`),
 ``summary.json`` (the final metrics of every subcommand run there, the checkpoint path),
 ``checkpoints/final.ckpt`` (saved when ``fit`` returns, after the module's ``on_fit_end``),
-``predictions.csv`` (``predict``: raw inputs, target and predicted mean/std in raw units) and
+``predictions.csv`` (``predict``: raw inputs, target and predicted mean/std in raw units; for
+node forecasters such as HiReD one row per node and forecast step, :func:`write_node_forecasts`) and
 the offline W&B run (``WANDB_MODE`` overrides ``offline``; ``--trainer.logger false`` turns it
 off, ``--trainer.logger`` another logger replaces it).
 
@@ -345,10 +346,37 @@ class DsboTrainCLI(LightningCLI):
         self._finish({"predictions": str(written) if written else None})
 
 
+def write_node_forecasts(outputs: Sequence[dict[str, Tensor]], datamodule: Any, path: Path) -> Path:
+    """Write the ``predict`` outputs of a node forecaster (dicts with ``nodes`` ``B`` and
+    ``forecast`` ``B x F`` in original units; optional ``t_fut`` ``F``, the data's step index of
+    each forecast step, and ``target`` ``B x F``) as a CSV with one row per node and step:
+    ``node`` (its name from ``datamodule.hierarchy.node_names``, else its index), ``step``
+    (``1..F``), ``t`` (with ``t_fut``), ``forecast`` and ``target`` (when given)."""
+    names = getattr(getattr(datamodule, "hierarchy", None), "node_names", None)
+    frames = []
+    for out in outputs:
+        forecast = out["forecast"].detach().cpu().double()
+        B, F = forecast.shape
+        nodes = out["nodes"].detach().cpu().long().repeat_interleave(F)
+        frame: dict[str, Any] = {"node": [names[i] for i in nodes.tolist()] if names is not None else nodes.numpy()}
+        frame["step"] = torch.arange(1, F + 1).repeat(B).numpy()
+        if "t_fut" in out:
+            frame["t"] = out["t_fut"].detach().cpu().long().reshape(-1, F).expand(B, F).reshape(-1).numpy()
+        frame["forecast"] = forecast.reshape(-1).numpy()
+        if "target" in out:
+            frame["target"] = out["target"].detach().cpu().double().reshape(-1).numpy()
+        frames.append(pd.DataFrame(frame))
+    pd.concat(frames, ignore_index=True).to_csv(path, index=False)
+    return path
+
+
 def write_predictions(outputs: Any, datamodule: Any, path: Path) -> Path | None:
     """Write ``predict`` outputs (dicts of ``index``/``mean``/``std`` or tensors ``members x n``
-    or ``n``, in standardized units) as a CSV in raw units next to the inputs and target;
-    returns the path, or ``None`` when the outputs are of another kind."""
+    or ``n``, in standardized units) as a CSV in raw units next to the inputs and target; node
+    forecasts (dicts with ``nodes`` and ``forecast``) go through :func:`write_node_forecasts`.
+    Returns the path, or ``None`` when the outputs are of another kind."""
+    if outputs and all(isinstance(o, dict) and "nodes" in o and "forecast" in o for o in outputs):
+        return write_node_forecasts(outputs, datamodule, path)
     if not isinstance(datamodule, ObservationDataModule) or not outputs:
         return None
     means, stds = [], []

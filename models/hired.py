@@ -85,7 +85,9 @@ Logged: ``train_loss``, ``train_mae``, ``train_ereg`` (unweighted :math:`E_{\rm 
 ``val_smape``, ``val_smape_level{k}``, ``val_coherence`` (table 6.3's coherence WAPE, mean
 over non-leaf levels, from the windows whose every node was predicted),
 ``val_coherence_level{k}``, ``val_mae``; the same with ``test_``. ``predict_step`` returns
-``{"nodes", "level", "forecast"}`` (original units, ``B x F``) plus the batch's time keys.
+``{"nodes", "level", "forecast"}`` (original units, ``B x F``), ``target`` (original units) when
+the batch has ``y_fut``, and the batch's ``t_fut`` (``dsbo.train predict`` writes them as a CSV,
+one row per node and step).
 
 Algorithm 6.2 (the two-stage estimator of the theory, section 6.6) is
 :func:`hierarchical_ridge`.
@@ -115,8 +117,10 @@ COMPONENTS = ("both", "ar", "basis")
 REGULARIZER_PAIRS = ("leaves", "children")
 #: Batch keys every hierarchical batch holds (the data side's contract).
 BATCH_KEYS = ("y_hist", "y_fut", "nodes", "level", "scale", "x_hist", "x_fut", "z_hist")
-#: Keys a predict batch may carry to place its forecasts in time; passed through by predict_step.
-TIME_KEYS = ("time", "t0", "window")
+#: Keys a batch may carry to place its forecasts in time (the data side's ``t_fut``: the step
+#: index of each forecast step); passed through by predict_step, and used to group evaluation
+#: batches into windows.
+TIME_KEYS = ("t_fut",)
 
 #: Table 6.5 columns (model side; the data side's history/horizon must match).
 PRESETS: dict[str, dict[str, Any]] = {
@@ -228,8 +232,11 @@ class HierarchicalForecaster(pl.LightningModule):
         self.hierarchy = hierarchy
         self._S = S
         self._node_level = torch.as_tensor(hierarchy.level).long()
+        leaf_index = getattr(hierarchy, "leaf_index", None)
         leaf_names = getattr(hierarchy, "leaf_names", None)
-        if leaf_names is not None:
+        if leaf_index is not None:
+            self._leaf_index = torch.as_tensor(leaf_index).long()
+        elif leaf_names is not None:
             position = {name: k for k, name in enumerate(node_names)}
             self._leaf_index = torch.tensor([position[str(n)] for n in leaf_names], dtype=torch.long)
         else:
@@ -288,6 +295,8 @@ class HierarchicalForecaster(pl.LightningModule):
             "pred": (pred * scale).cpu(), "target": (target * scale).cpu(),
             "abs_err": (pred - target).abs().sum().cpu(), "count": torch.tensor(target.numel()),
         })  # fmt: skip
+        if "t_fut" in batch:
+            self._eval_outputs[-1]["start"] = int(batch["t_fut"].reshape(-1)[0])
 
     def validation_step(self, batch: Mapping[str, Tensor], batch_idx: int) -> None:
         self._eval_step(batch)
@@ -332,24 +341,33 @@ class HierarchicalForecaster(pl.LightningModule):
 
     def _complete_windows(self, outputs: list[dict[str, Tensor]]) -> list[Tensor]:
         """``N x F`` forecasts of every window whose every node was predicted. Evaluation
-        batches are one window each, a window's node chunks consecutive: a node seen twice
-        starts the next window."""
+        batches are one window each; batches with the same first forecast step (``t_fut``)
+        belong to one window. Without ``t_fut``, a window's node chunks are taken to be
+        consecutive: a node seen twice starts the next window."""
         if self.hierarchy is None:
             return []
         N = self._S.shape[0]
-        windows, current, seen = [], None, None
-        for o in outputs + [None]:
-            if o is None or (seen is not None and bool(seen[o["nodes"]].any())):
-                if seen is not None and bool(seen.all()):
-                    windows.append(current)
-                if o is None:
-                    break
-                current, seen = None, None
-            if current is None:
-                current = torch.zeros(N, o["pred"].shape[1], dtype=o["pred"].dtype)
-                seen = torch.zeros(N, dtype=torch.bool)
-            current[o["nodes"]] = o["pred"]
-            seen[o["nodes"]] = True
+        groups: dict[Any, list[dict[str, Tensor]]] = {}
+        window = 0
+        seen = torch.zeros(N, dtype=torch.bool)
+        for o in outputs:
+            if "start" in o:
+                key = ("start", o["start"])
+            else:
+                if bool(seen[o["nodes"]].any()):
+                    window, seen = window + 1, torch.zeros(N, dtype=torch.bool)
+                seen[o["nodes"]] = True
+                key = ("run", window)
+            groups.setdefault(key, []).append(o)
+        windows = []
+        for parts in groups.values():
+            pred = torch.zeros(N, parts[0]["pred"].shape[1], dtype=parts[0]["pred"].dtype)
+            covered = torch.zeros(N, dtype=torch.bool)
+            for o in parts:
+                pred[o["nodes"]] = o["pred"]
+                covered[o["nodes"]] = True
+            if bool(covered.all()):
+                windows.append(pred)
         return windows
 
     def _log_eval(self, stage: str) -> None:
@@ -361,7 +379,10 @@ class HierarchicalForecaster(pl.LightningModule):
 
     def predict_step(self, batch: Mapping[str, Tensor], batch_idx: int) -> dict[str, Tensor]:
         pred = self(batch).detach()
-        out = {"nodes": batch["nodes"].long(), "forecast": pred * batch["scale"].to(pred)[:, None]}
+        scale = batch["scale"].to(pred)[:, None]
+        out = {"nodes": batch["nodes"].long(), "forecast": pred * scale}
+        if "y_fut" in batch:
+            out["target"] = batch["y_fut"].to(pred) * scale
         if "level" in batch:
             out["level"] = batch["level"].long()
         out.update({k: batch[k] for k in TIME_KEYS if k in batch})
