@@ -102,6 +102,7 @@ Example:
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import Any
 
@@ -205,7 +206,7 @@ def _uniform_(tensor: Tensor, fan_in: int) -> Tensor:
 
 
 # ---------------------------------------------------------------------- shared forecaster mechanics
-class HierarchicalForecaster(pl.LightningModule):
+class HierarchicalForecaster(pl.LightningModule, ABC):
     """Training, evaluation and prediction shared by HiReD and its baselines (module docstring).
 
     A subclass defines ``forward(batch) -> B x F`` (scaled forecasts) and may override
@@ -249,6 +250,10 @@ class HierarchicalForecaster(pl.LightningModule):
             self.set_hierarchy(hierarchy)
 
     # ------------------------------------------------------------------ model interface
+    @abstractmethod
+    def forward(self, batch: Mapping[str, Tensor]) -> Tensor:
+        """Scaled forecasts ``B x F`` of the batch's nodes."""
+
     def regularizer(self) -> Tensor:
         """The penalty added to the MAE (already weighted); zero unless a subclass has one."""
         return torch.zeros((), device=self.device, dtype=self.dtype)
