@@ -495,7 +495,9 @@ class HiReD(HierarchicalForecaster):
             self.theta: nn.Parameter | None = None
             if num_nodes is not None:
                 self._build_theta(num_nodes)
-        self.register_buffer("pairs", torch.zeros(2, 0, dtype=torch.long), persistent=False)
+        #: The regularizer's ``2 x P`` pairs from the hierarchy (its ``leaf_pairs``, or ``child_pairs``
+        #: with ``regularizer_pairs="children"``); not persistent: set by :meth:`set_hierarchy`.
+        self.register_buffer("leaf_pairs", torch.zeros(2, 0, dtype=torch.long), persistent=False)
 
     @classmethod
     def preset(cls, name: str, **overrides: Any) -> HiReD:
@@ -521,7 +523,7 @@ class HiReD(HierarchicalForecaster):
         pairs = torch.as_tensor(pairs, dtype=torch.long)
         if pairs.dim() != 2 or pairs.shape[0] != 2 or (pairs.numel() and (pairs.min() < 0 or pairs.max() >= N)):
             raise ValueError(f"hierarchy pairs must be a 2 x P LongTensor of node indices < {N}, got shape {tuple(pairs.shape)}")
-        self.pairs = pairs.to(self.pairs.device)
+        self.leaf_pairs = pairs.to(self.leaf_pairs.device)
         if not self.use_basis:
             return
         if self.hparams.num_nodes is None:
@@ -584,7 +586,7 @@ class HiReD(HierarchicalForecaster):
     def regularizer_value(self) -> Tensor:
         if not self.use_basis or self.theta is None:
             return torch.zeros((), device=self.device, dtype=self.dtype)
-        return embedding_regularizer(self.theta, self.pairs)
+        return embedding_regularizer(self.theta, self.leaf_pairs)
 
     def regularizer(self) -> Tensor:
         if self.hparams.lambda_e == 0:
