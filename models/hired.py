@@ -169,6 +169,19 @@ def hierarchical_ridge(B: Tensor, y_root: Tensor, y_leaves: Tensor, lambda_e: fl
     :math:`\lambda_E = \sigma^2 K / (T \beta^2)` (Corollary 6.1 with :math:`d = K`,
     :math:`n = T`, the bound :math:`\beta` on :math:`\|\theta_n - \theta_0\|`).
 
+    Checked against the proof (section 6.7.2): the theorem's bound (Eq. 6.9)
+    :math:`3\frac{\sigma^2K}{T}\frac{1}{1 + \sigma^2K/(Tr^2\beta^2)} + 6\frac{\sigma^2K}{TL}`
+    equals the proof's last line :math:`3\frac{r^2\beta^2\sigma^2K}{Tr^2\beta^2 + \sigma^2K} +
+    6\frac{\sigma^2K}{TL}`; the root's :math:`\sigma^2K/(TL)` (Step I) holds because the root of
+    coherent mean-unit data has noise variance :math:`\sigma^2/L` (Eq. 6.11). Slips in the
+    extracted text: :math:`\|\hat\theta_n - \theta_n\|_\Sigma^2 = \|B(\hat\theta_n -
+    \theta_n)\|^2` lacks the :math:`1/T` (:math:`\Sigma = B^\top B/T`, as section 6.7.4 writes);
+    Step II's :math:`\hat\psi_n - \tilde\psi_n` line writes :math:`\tilde\theta_0` for the true
+    :math:`\theta_0`; the proof of Lemma 6.1 calls the Lasso "Algorithm 6.2" (it is 6.1). The
+    :math:`1/L` rate of the leaf error needs :math:`\beta = O(\sqrt{K/(LT)})`; for a fixed
+    :math:`\beta` it levels off at the first term (``tests/models/test_hired.py`` checks both
+    with the exact expected error).
+
     Args:
         B: ``T x K`` basis (the support recovered by Algorithm 6.1).
         y_root: ``... x T`` root series (mean units: the mean of its leaves).

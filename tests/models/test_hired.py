@@ -294,13 +294,14 @@ def expected_leaf_error(B, deltas, lam, sigma, L):
     return float(bias + noise)
 
 
-def leaf_problem(L, T=40, K=3, sigma=1.0, c=1.0, seed=0):
-    """A root with L leaves, theta_n = theta_0 + delta_n, ||delta_n|| <= beta = c sqrt(K / (L T)),
-    mean delta = 0 (so the root is the mean of its leaves); lam_E = sigma^2 K / (T beta^2)."""
+def leaf_problem(L, T=40, K=3, sigma=1.0, c=1.0, seed=0, beta=None):
+    """A root with L leaves, theta_n = theta_0 + delta_n, ||delta_n|| <= beta (default
+    c sqrt(K / (L T))), mean delta = 0 (so the root is the mean of its leaves); lam_E =
+    sigma^2 K / (T beta^2) as in Theorem 6.1."""
     g = torch.Generator().manual_seed(seed)
     B = torch.randn(T, K, generator=g, dtype=torch.float64)
     theta0 = torch.randn(K, generator=g, dtype=torch.float64)
-    beta = c * math.sqrt(K / (L * T))
+    beta = c * math.sqrt(K / (L * T)) if beta is None else beta
     deltas = torch.randn(L, K, generator=g, dtype=torch.float64)
     deltas = deltas - deltas.mean(0)
     deltas = deltas * (beta / deltas.norm(dim=1).max())
@@ -356,6 +357,13 @@ def test_algorithm_6_2_leaf_error_falls_like_one_over_L():
     # the gain over the unregularized estimator grows like L
     gains = torch.tensor(unregularized) / torch.tensor(errors)
     assert float(gains[-1] / gains[0]) == pytest.approx(Ls[-1] / Ls[0], rel=0.25)
+    # the 1/L rate needs beta = O(sqrt(K / (L T))): with beta fixed, the error levels off at
+    # the bias term 3 sigma^2 K / T / (1 + sigma^2 K / (T r^2 beta^2)) of Eq. 6.9
+    fixed = [expected_leaf_error(B, d, lam, sigma, L) for L in Ls[-4:]
+             for B, _, d, _, lam in [leaf_problem(L, beta=math.sqrt(3 / 40))]]
+    x = torch.tensor(Ls[-4:], dtype=torch.float64).log()
+    y = torch.tensor(fixed).log()
+    assert float(((x - x.mean()) * (y - y.mean())).sum() / ((x - x.mean()) ** 2).sum()) > -0.2
 
 
 # ---------------------------------------------------------------------- on the data side's windows
