@@ -128,7 +128,10 @@ class Hierarchy:
         first covering node in file order (-1 for a root; for a tree, the parent), ``is_tree``,
         ``leaf_pairs`` (``LongTensor 2 x P``: every :math:`(p, i)`, :math:`i \in \mathcal L(p)`,
         :math:`p \ne i`, the pairs of eq. 6.4), ``child_pairs`` (``LongTensor 2 x E``: the covering
-        pairs (parent, child); the tree's edges for a tree).
+        pairs (parent, child); the tree's edges for a tree). For the covering relation a node whose
+        leaf set equals another's (a node with a single child) lies below the earlier one in file
+        order, so such chains keep a tree a tree; ``depth`` counts strict containers only, so the
+        two share a depth.
 
     Example:
         >>> h = Hierarchy(np.array([[1, 1], [1, 0], [0, 1]]), ["total", "a", "b"])
@@ -299,20 +302,28 @@ def _unit_rows(B: np.ndarray, names: tuple[str, ...]) -> np.ndarray:
 
 
 def _containment(B: np.ndarray, leaf_count: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[list[int]]]:
-    """Depth (strict containers per node), first covering node, and all covering nodes of each node."""
+    """Depth (strict containers per node), first covering node, and all covering nodes of each node.
+
+    Covering: ``a`` covers ``b`` if ``a`` is above ``b`` (leaf set strictly larger, or equal and
+    earlier in file order) with no node in between.
+    """
     Bf = B.astype(np.float32)
     inter = Bf @ Bf.T  # exact for counts < 2^24
     contains = inter == leaf_count[None, :].astype(np.float32)  # contains[a, b]: L(a) >= L(b)
     strict = contains & (leaf_count[:, None] > leaf_count[None, :])
     depth = strict.sum(0).astype(np.int64)
+    # for the covering relation, nodes with equal leaf sets (a node with a single child) are
+    # ordered by file order: the earlier one is above, so a chain of them stays a tree
+    idx = np.arange(B.shape[0])
+    above = strict | (contains & contains.T & (idx[:, None] < idx[None, :]))
     covers: list[list[int]] = []
     parent = np.full(B.shape[0], -1, dtype=np.int64)
     for b in range(B.shape[0]):
-        cands = np.flatnonzero(strict[:, b])
+        cands = np.flatnonzero(above[:, b])
         if len(cands) == 0:
             covers.append([])
             continue
-        sub = strict[np.ix_(cands, cands)]  # sub[i, j]: cands[i] strictly contains cands[j]
+        sub = above[np.ix_(cands, cands)]  # sub[i, j]: cands[i] is above cands[j]
         minimal = cands[~sub.any(1)]
         covers.append(sorted(int(x) for x in minimal))
         parent[b] = covers[-1][0]

@@ -9,6 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 
 from dsbo.data import (
@@ -473,3 +475,27 @@ def test_alpha_one_is_a_subset_without_replacement():
                                    val_windows=1, test_windows=1, batch_nodes=4)
     for batch in small.train_dataloader():
         assert len(set(batch["nodes"].tolist())) == 4
+
+
+# ------------------------------------------------------------------------------------- properties
+@settings(max_examples=25, deadline=None)
+@given(
+    branching=st.lists(st.integers(1, 3), min_size=1, max_size=3),
+    groups=st.integers(0, 2),
+    seed=st.integers(0, 2**16),
+)
+def test_any_generated_hierarchy_is_coherent_with_partitioning_levels(branching, groups, seed):
+    s = synthetic_hierarchy(branching=branching, groups=groups, num_steps=8, seed=seed)
+    h = s.hierarchy
+    np.testing.assert_array_equal(s.values, s.values[:, h.leaf_index] @ h.S.T)
+    for k in range(h.num_levels):  # every reporting level partitions the bottom series
+        assert np.array_equal(h.S[h.level == k].sum(0), np.ones(h.num_leaves))
+    assert (h.level[h.leaf_index] == h.num_levels - 1).all()
+    assert h.leaf_pairs.shape[1] == int(h.S.sum()) - h.num_leaves
+    # depth counts strict containers: a pair (p, i) means L(p) strictly contains L(i) unless equal
+    p, i = h.leaf_pairs.numpy()
+    assert (h.leaf_count[p] >= h.leaf_count[i]).all()
+    # a tree stays a tree with single-child nodes (equal leaf sets are ordered by file order);
+    # crossed with 2+ groups it is a tree only when the tree is a chain (1 group: a copy)
+    assert h.is_tree == (groups <= 1 or h.num_leaves == groups)
+    assert (h.parent[1:] >= 0).all() if h.is_tree else True
