@@ -30,7 +30,11 @@ Example (``configs/bo/hired-tourismsmall.yaml``)::
           model.init_args.lambda_E: {distribution: log_uniform_values, min: 1.0e-10, max: 1.0e-2}
           model.init_args.K: {distribution: int_uniform, min: 2, max: 16}
         default: {model.init_args.lambda_E: 7.2498e-8, model.init_args.K: 6}
+        tied: {data.init_args.num_representatives: model.init_args.num_representatives}
         metrics: [val_wape]
+
+``tied`` passes a searched parameter's value to a second option as well, for a setting that
+the model and the datamodule must share (HiReD's NMF rank ``R``).
 """
 
 from __future__ import annotations
@@ -85,6 +89,7 @@ class TrainingRun(BaseTestProblem):
         sign: float,
         runs_dir: str,
         timeout: float | None,
+        tied: Mapping[str, str] | None = None,
     ) -> None:
         self.space = space
         self.dim = len(space.dimensions)
@@ -95,10 +100,12 @@ class TrainingRun(BaseTestProblem):
         super().__init__()
         self.config, self.args, self.metrics = config, list(args), list(metrics)
         self.sign, self.runs_dir, self.timeout = sign, runs_dir, timeout
+        self.tied = dict(tied or {})
 
     def command(self, params: Mapping[str, Any]) -> list[str]:
         """The run's command line for the hyperparameters ``params``."""
-        flags = [f"--{name}={value}" for name, value in params.items()]
+        values = {**params, **{flag: params[source] for flag, source in self.tied.items()}}
+        flags = [f"--{name}={value}" for name, value in values.items()]
         return [sys.executable, "-m", "dsbo.train", "fit", "--config", self.config, *self.args, *flags]
 
     def run(self, params: Mapping[str, Any]) -> list[float]:
@@ -149,6 +156,7 @@ def make_train_run(
     ref_point: Sequence[float] | None = None,
     runs_dir: str = DEFAULT_RUNS_DIR,
     timeout: float | None = None,
+    tied: Mapping[str, str] | None = None,
 ) -> Problem:
     """Hyperparameter tuning of a ``dsbo.train`` config (see the module doc).
 
@@ -165,6 +173,8 @@ def make_train_run(
             several metrics; default: ``-1`` per minimized metric (a WAPE of 1 is no forecast).
         runs_dir: Where each run's directory goes.
         timeout: Seconds after which a run counts as failed (``None``: no limit).
+        tied: ``{option: parameter}``: ``option`` receives the value of the parameter
+            ``parameter`` in every run (a setting the model and the datamodule share).
     """
     from dsbo.sweep import parse_parameter, search_space
 
@@ -181,6 +191,12 @@ def make_train_run(
         raise ConfigError(f"train-run: timeout={timeout!r} must be a positive number of seconds")
     names, objectives = _metric_names(metrics, goal)
     space = search_space([parse_parameter(name, spec) for name, spec in parameters.items()], "train-run")
+    tied = {} if tied is None else tied
+    if not isinstance(tied, Mapping) or not all(isinstance(k, str) and v in space.order for k, v in tied.items()):
+        raise ConfigError(f"train-run: tied must map options to parameters of {space.order}, got {tied!r}")
+    clash = sorted(set(tied) & set(space.order))
+    if clash:
+        raise ConfigError(f"train-run: tied option(s) {clash} are parameters themselves")
     bounds = torch.tensor([[d.low for d in space.dimensions], [d.high for d in space.dimensions]], dtype=torch.double)
     if default is None:
         default_point = bounds.mean(0)
@@ -189,7 +205,8 @@ def make_train_run(
             raise ConfigError(f"train-run: default must map each searched parameter to its value, got {default!r}")
         default_point = torch.tensor(space.point(dict(default), "train-run: default"), dtype=torch.double)
     sign = 1.0 if goal == "maximize" else -1.0
-    common = dict(space=space, config=config, args=list(args), metrics=names, sign=sign, runs_dir=runs_dir, timeout=timeout)
+    common = dict(space=space, config=config, args=list(args), metrics=names, sign=sign, runs_dir=runs_dir, timeout=timeout,
+                  tied=dict(tied))
     ref = None
     if len(names) > 1:
         if ref_point is None:
@@ -205,7 +222,7 @@ def make_train_run(
         name="train-run", test_problem=f, default_point=default_point, relevant_dims=tuple(range(f.dim)),
         objective_names=objectives, parameter_names=tuple(d.name for d in space.dimensions),
         integer_dims=integer, ref_point=ref, description=make_train_run.__doc__.strip().split("\n")[0],
-        metadata={"config": config, "args": list(args), "metrics": list(names), "fixed": space.fixed},
+        metadata={"config": config, "args": list(args), "metrics": list(names), "fixed": space.fixed, "tied": dict(tied)},
     )  # fmt: skip
 
 

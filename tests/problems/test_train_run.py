@@ -40,6 +40,8 @@ def test_box_default_and_names_follow_the_sweep_syntax(tmp_path, in_repo):
     assert problem.integer_dims == (1,)
     cmd = problem.test_problem.command({"model.lr": 0.01, "model.width": 16, "trainer.max_epochs": 3})
     assert cmd[-3:] == ["--model.lr=0.01", "--model.width=16", "--trainer.max_epochs=3"]
+    tied = make(tmp_path, tied={"model.num_samples": "model.width"}).test_problem
+    assert tied.command({"model.lr": 0.01, "model.width": 8, "trainer.max_epochs": 3})[-1] == "--model.num_samples=8"
 
 
 def test_one_evaluation_is_one_training_run_and_reads_its_summary(tmp_path, in_repo):
@@ -80,6 +82,8 @@ def test_a_failing_run_or_a_missing_metric_is_an_evaluation_error(tmp_path, in_r
         ({"default": {"model.lr": 0.01}}, "missing \\['model.width'\\]"),
         ({"parameters": {"model.lr": {"distribution": "normal", "mu": 0, "sigma": 1}}}, "bounded box"),
         ({"timeout": 0}, "timeout=0"),
+        ({"tied": {"data.x": "model.nope"}}, "tied must map"),
+        ({"tied": {"model.lr": "model.width"}}, "are parameters themselves"),
         ({"metrics": ["a", "b"], "ref_point": [-1.0]}, "ref_point has 1 entries"),
     ],
 )
