@@ -128,8 +128,8 @@ def test_synthetic_is_coherent_by_construction(groups):
     s = synthetic_hierarchy(branching=(3, 2), groups=groups, num_steps=40, seed=3)
     h = s.hierarchy
     bottom = s.values[:, h.leaf_index]
-    np.testing.assert_array_equal(s.values, bottom @ h.S.T)  # exactly, not approximately
-    h.check_coherent(s.values, rtol=0.0)
+    np.testing.assert_allclose(s.values, bottom @ h.S.T, rtol=1e-13)  # up to float summation order
+    h.check_coherent(s.values, rtol=1e-12)
     assert (s.values >= 0).all() and s.values.shape == (40, h.num_nodes)
     # mean property (6.1) in leaf-count units
     mean_units = s.values / h.leaf_count
@@ -487,7 +487,7 @@ def test_alpha_one_is_a_subset_without_replacement():
 def test_any_generated_hierarchy_is_coherent_with_partitioning_levels(branching, groups, seed):
     s = synthetic_hierarchy(branching=branching, groups=groups, num_steps=8, seed=seed)
     h = s.hierarchy
-    np.testing.assert_array_equal(s.values, s.values[:, h.leaf_index] @ h.S.T)
+    np.testing.assert_allclose(s.values, s.values[:, h.leaf_index] @ h.S.T, rtol=1e-13)
     for k in range(h.num_levels):  # every reporting level partitions the bottom series
         assert np.array_equal(h.S[h.level == k].sum(0), np.ones(h.num_leaves))
     assert (h.level[h.leaf_index] == h.num_levels - 1).all()
