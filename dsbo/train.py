@@ -314,8 +314,13 @@ class DsboTrainCLI(LightningCLI):
                 "generic_steps": self.generic_steps,
             }
         )
-        if trainer.checkpoint_callback is not None and getattr(trainer.checkpoint_callback, "best_model_path", ""):
-            summary["checkpoint"] = trainer.checkpoint_callback.best_model_path
+        best = trainer.checkpoint_callback
+        if best is not None and getattr(best, "best_model_path", ""):
+            summary["checkpoint"] = best.best_model_path
+            if self.subcommand == "fit" and best.monitor and best.best_model_score is not None:
+                # the best epoch's value of the monitored metric (the metrics above are the last epoch's)
+                summary[f"best_{best.monitor}"] = float(best.best_model_score)
+                summary["best_checkpoint"] = best.best_model_path
         if self.subcommand == "fit":
             summary.update({"epochs": trainer.current_epoch, "global_step": trainer.global_step})
         summary.update(extra or {})

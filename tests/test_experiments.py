@@ -195,3 +195,20 @@ def test_cost_ids_smoke(tmp_path):
     for row in result["table"].values():
         assert row["final_regret"][0] >= 0 and row["seeds"] == 1
     assert (tmp_path / "regret_vs_cost.png").stat().st_size > 0
+
+
+def test_hired_smoke(tmp_path):
+    import hired
+
+    result = hired.main(["--smoke", "--workers", "1", "--parts", "main", "alpha", "--out", str(tmp_path),
+                         "--methods", "hired", "hired-ar", "rnn", "seasonal-naive", "ets-bu"])  # fmt: skip
+    rows = {r["method"]: r for r in result["datasets"]["synthetic"]["rows"]}
+    assert set(rows) == {"hired", "hired-ar", "rnn", "seasonal-naive", "ets-bu"}
+    for row in rows.values():
+        assert row["seeds"] == 1 and 0 <= row["wape"][0] < 1 and {"wape_level0", "smape_level2"} <= set(row)
+    # TVAR alone, seasonal naive and bottom-up are coherent by construction (table 6.3's metric)
+    for method in ("hired-ar", "seasonal-naive", "ets-bu"):
+        assert rows[method]["coherence"][0] < 1e-4
+    assert [r["alpha"] for r in result["alpha"]["synthetic"]] == [0.5, 1.0, 2.0, 4.0]
+    for name in ("results.json", "results.md", "forecasts_synthetic.png"):
+        assert (tmp_path / name).stat().st_size > 0

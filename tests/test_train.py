@@ -47,7 +47,10 @@ def test_fit_validate_test_predict(tmp_path, offline_wandb):
     final = run_dir / "checkpoints" / "final.ckpt"
     assert summary["checkpoint"] == str(final) and final.is_file()
     # the default callback: the best epoch by val_mse (named after it) and the last one
-    assert len(list((run_dir / "checkpoints").glob("best-epoch=*-val_mse=*.ckpt"))) == 1
+    (best,) = (run_dir / "checkpoints").glob("best-epoch=*-val_mse=*.ckpt")
+    # the best epoch's monitored value (the BO objective of train-run), not the last epoch's
+    assert summary["best_checkpoint"] == str(best) and summary["best_val_mse"] <= summary["val_mse"]
+    assert summary["best_val_mse"] == pytest.approx(float(best.stem.rsplit("val_mse=", 1)[1]), rel=1e-3)
     assert (run_dir / "checkpoints" / "last.ckpt").is_file()
     assert (run_dir / "config.yaml").is_file()
     offline = list((run_dir / "wandb").glob("offline-run-*"))

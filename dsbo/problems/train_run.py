@@ -2,7 +2,7 @@ r"""A ``python -m dsbo.train`` run as a black box: tune a zoo model's hyperparam
 
 Each evaluation is one real training run, ``python -m dsbo.train fit --config <config>
 <args> --<name>=<value> ...``, in its own run directory; the outcomes are metrics the run
-writes to its ``summary.json`` (e.g. HiReD's ``val_wape`` or its per-level
+writes to its ``summary.json`` (e.g. HiReD's ``best_val_wape``, the best epoch's value, or its per-level
 ``val_wape_level{k}``). A minimized metric ``m`` becomes the objective ``neg_m`` (dsbo
 maximizes), so one metric is ordinary single-objective BO and several are a multi-objective
 campaign (qLogNEHVI, qParEGO, MOBO-RS).

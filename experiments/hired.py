@@ -1,0 +1,367 @@
+"""HiReD against its baselines on real hierarchies (Paria thesis ch. 6, tables 6.1-6.3).
+
+For each data set (labour, tourismsmall, tourismlarge from ``--data-root``, default
+``$DSBO_DATA`` or ``../shared/data``) and seed, Lightning trains on the windows of
+:class:`dsbo.data.HierarchicalDataModule` with the settings of ``configs/train/hired-<set>.yaml``
+(table 6.5's Tourism column; 40 epochs, early stopping on validation mean WAPE, patience 10) and
+the checkpoint with the best ``val_wape`` is scored on the test windows:
+
+- ``hired``: HiReD (TVAR + basis decomposition, lambda_E of table 6.5);
+- ``hired-lambda0``: the same with lambda_E = 0 (table 6.2's first ablation);
+- ``hired-ar``: TVAR only (table 6.2's second); ``hired-basis``: basis decomposition only;
+- ``rnn``: the shared seq2seq LSTM of table 6.1 (:class:`dsbo_zoo.seq2seq_rnn.Seq2SeqRNN`);
+- ``seasonal-naive``, ``ets`` (statsforecast AutoETS per node, unreconciled), ``ets-bu`` and
+  ``ets-mint`` (reconciled bottom-up and by MinT-shrink with hierarchicalforecast): fitted on
+  everything before each test window, deterministic (one "seed").
+
+Metrics on the original scale: WAPE and SMAPE per level and their mean over levels; the
+coherence WAPE of table 6.3 (a node's forecast against the sum of its leaves' forecasts).
+
+Part ``alpha``: HiReD with level-weighted node sampling (eq. 6.6, probability proportional to
+alpha^-depth) for alpha in 0.5, 1, 2, 4: top-level and mean WAPE.
+Part ``cost``: one full tourismlarge fit with 1 and with 2 torch threads: training throughput
+(windows per second) and fit time.
+
+    python experiments/hired.py --smoke            # a synthetic hierarchy, a minute
+    python experiments/hired.py --seeds 3          # what was run (see results.md)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import tempfile
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytorch_lightning as pl  # noqa: E402
+import torch  # noqa: E402
+import yaml  # noqa: E402
+from campaign_runs import mean_and_se, run_resumable  # noqa: E402
+from pytorch_lightning.callbacks import ModelCheckpoint  # noqa: E402
+
+from dsbo.data import HierarchicalDataModule  # noqa: E402
+from dsbo.forecast_baselines import baseline_forecasts, score_forecasts  # noqa: E402
+from dsbo_zoo.hired import HiReD  # noqa: E402
+from dsbo_zoo.seq2seq_rnn import Seq2SeqRNN  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "experiments" / "results" / "hired"
+DATASETS = ("labour", "tourismsmall", "tourismlarge")
+NEURAL = ("hired", "hired-lambda0", "hired-ar", "hired-basis", "rnn")
+BASELINES = {"seasonal-naive": "seasonal_naive", "ets": "ets", "ets-bu": "ets_bottom_up", "ets-mint": "ets_mint_shrink"}
+ALPHAS = (0.5, 1.0, 2.0, 4.0)
+KEY = ("part", "dataset", "method", "seed", "alpha", "threads", "smoke")
+#: The smoke run's synthetic hierarchy and its settings (monthly, 3 levels).
+SMOKE_DATA = {"synthetic": {"branching": [2, 3], "num_steps": 72, "seed": 0}, "history": 12, "horizon": 4,
+              "val_windows": 1, "test_windows": 1}  # fmt: skip
+
+
+def data_root(arg: str | None) -> Path:
+    """Where the hierarchical data sets are: ``--data-root``, ``$DSBO_DATA`` or ``../shared/data``."""
+    root = Path(arg or os.environ.get("DSBO_DATA") or ROOT.parent / "shared" / "data")
+    return root / "hierarchical" if (root / "hierarchical").is_dir() else root
+
+
+def train_settings(dataset: str) -> tuple[dict[str, Any], dict[str, Any], int]:
+    """``(model init_args, data init_args, max_epochs)`` of ``configs/train/hired-<dataset>.yaml``."""
+    cfg = yaml.safe_load((ROOT / "configs" / "train" / f"hired-{dataset}.yaml").read_text())
+    data = dict(cfg["data"]["init_args"])
+    data.pop("name", None)
+    return dict(cfg["model"]["init_args"]), data, int(cfg["trainer"]["max_epochs"])
+
+
+def datamodule(job: dict[str, Any], root: str | None, alpha: float = 1.0) -> HierarchicalDataModule:
+    if job["smoke"]:
+        return HierarchicalDataModule(**SMOKE_DATA, alpha=alpha, seed=job["seed"])
+    _, data, _ = train_settings(job["dataset"])
+    data.update(alpha=alpha, seed=job["seed"])
+    return HierarchicalDataModule(path=str(data_root(root) / job["dataset"]), **data)
+
+
+def build_model(job: dict[str, Any], dm: HierarchicalDataModule) -> pl.LightningModule:
+    """The job's model with the data set's config settings (smoke: the constructors' defaults)."""
+    method = job["method"]
+    model_args = {} if job["smoke"] else train_settings(job["dataset"])[0]
+    common = {"in_dim": dm.in_dim, "history": dm.history, "horizon": dm.horizon,
+              "num_representatives": len(dm.representatives)}  # fmt: skip
+    if method == "rnn":
+        keep = ("lr", "lr_decay", "decay_every", "early_stopping_patience")
+        return Seq2SeqRNN(**common, **{k: model_args[k] for k in keep if k in model_args})
+    args = {**model_args, **common}
+    if method == "hired-lambda0":
+        args["lambda_e"] = 0.0
+    elif method == "hired-ar":
+        args["components"] = "ar"
+    elif method == "hired-basis":
+        args["components"] = "basis"
+    return HiReD(**args)
+
+
+def fit_and_test(job: dict[str, Any], root: str | None, max_epochs: int) -> dict[str, Any]:
+    """Train one model, test the checkpoint with the best ``val_wape``; metrics and timings."""
+    torch.set_num_threads(job.get("threads") or 1)
+    warnings.simplefilter("ignore")
+    pl.seed_everything(job["seed"], verbose=False)
+    dm = datamodule(job, root, alpha=job.get("alpha") or 1.0)
+    model = build_model(job, dm)
+    with tempfile.TemporaryDirectory() as tmp:
+        checkpoint = ModelCheckpoint(dirpath=tmp, monitor="val_wape", mode="min", save_top_k=1)
+        trainer = pl.Trainer(max_epochs=max_epochs, accelerator="cpu", logger=False, callbacks=[checkpoint],
+                             enable_progress_bar=False, enable_model_summary=False, default_root_dir=tmp)  # fmt: skip
+        started = time.perf_counter()
+        trainer.fit(model, datamodule=dm)
+        fit_seconds = time.perf_counter() - started
+        val = {k: float(v) for k, v in trainer.callback_metrics.items() if k.startswith("val_")}
+        best_val = float(checkpoint.best_model_score) if checkpoint.best_model_score is not None else math.nan
+        test = trainer.test(model, datamodule=dm, ckpt_path="best", verbose=False)[0]
+        forecasts = None
+        if job["seed"] == 0 and job["part"] == "main" and job["method"] in ("hired", "rnn"):
+            forecasts = predictions(trainer, model, dm)
+    return {
+        **job,
+        "test": {k[len("test_"):]: float(v) for k, v in test.items() if k.startswith("test_")},
+        "best_val_wape": best_val,
+        "last_val": val,
+        "epochs": int(trainer.current_epoch),
+        "steps": int(trainer.global_step),
+        "fit_seconds": fit_seconds,
+        "seconds": time.perf_counter() - started,
+        "windows_per_second": trainer.global_step / fit_seconds,
+        "forecasts": forecasts,
+    }
+
+
+def predictions(trainer: pl.Trainer, model: pl.LightningModule, dm: HierarchicalDataModule) -> dict[str, Any]:
+    """Test-window forecasts of a few nodes per level (for the forecast plot), original units."""
+    outputs = trainer.predict(model, datamodule=dm, ckpt_path="best")
+    level = dm.hierarchy.level
+    picks = [int(i) for k in range(dm.hierarchy.num_levels) for i in np.flatnonzero(level == k)[:2]]
+    series: dict[str, Any] = {}
+    for out in outputs:
+        for row, node in enumerate(out["nodes"].tolist()):
+            if node in picks:
+                entry = series.setdefault(str(node), {"t": [], "forecast": []})
+                entry["t"] += out["t_fut"].tolist()
+                entry["forecast"] += out["forecast"][row].tolist()
+    return {"nodes": {n: {**v, "name": dm.hierarchy.node_names[int(n)], "level": int(level[int(n)])} for n, v in series.items()}}
+
+
+def run_baseline(job: dict[str, Any], root: str | None) -> dict[str, Any]:
+    dm = datamodule(job, root)
+    started = time.perf_counter()
+    name = BASELINES[job["method"]]
+    methods = ["seasonal_naive"] if name == "seasonal_naive" else [name]
+    forecast = baseline_forecasts(dm, split="test", methods=methods)[name]
+    scores = score_forecasts(forecast, dm.Y, dm.forecast_starts("test"), dm.hierarchy)
+    return {**job, "test": normalize_scores(scores), "seconds": time.perf_counter() - started}
+
+
+def normalize_scores(scores: dict[str, float]) -> dict[str, float]:
+    """``score_forecasts`` keys in the names the Lightning models log (``wape``, ``wape_level0``,
+    ``coherence``, ...)."""
+    out = {}
+    for key, value in scores.items():
+        metric, _, part = key.partition("/") if "/" in key else key.partition("_")
+        out[metric if part == "mean" else f"{metric}_{part}"] = value
+    return out
+
+
+def run_job(job: dict[str, Any]) -> dict[str, Any]:
+    root = job.get("root")
+    if job["method"] in BASELINES:
+        return run_baseline(job, root)
+    if job["smoke"]:
+        epochs = 3
+    else:
+        _, _, epochs = train_settings(job["dataset"])
+    return fit_and_test(job, root, epochs)
+
+
+def jobs_for(parts: list[str], datasets: list[str], seeds: int, smoke: bool, root: str | None) -> list[dict[str, Any]]:
+    base = {"alpha": 1.0, "threads": 1, "smoke": smoke, "root": root}
+    jobs: list[dict[str, Any]] = []
+    if "main" in parts:
+        jobs += [{**base, "part": "main", "dataset": d, "method": m, "seed": 0} for d in datasets for m in BASELINES]
+        jobs += [{**base, "part": "main", "dataset": d, "method": m, "seed": s}
+                 for s in range(seeds) for d in datasets for m in NEURAL]  # fmt: skip
+    if "alpha" in parts:
+        jobs += [{**base, "part": "alpha", "dataset": d, "method": "hired", "seed": s, "alpha": a}
+                 for s in range(seeds) for d in datasets for a in ALPHAS if a != 1.0]  # fmt: skip
+    if "cost" in parts:
+        d = datasets[-1]
+        jobs += [{**base, "part": "cost", "dataset": d, "method": "hired", "seed": 0, "threads": t} for t in (1, 2)]
+    return jobs
+
+
+# ---------------------------------------------------------------------- the report
+def table_rows(runs: list[dict[str, Any]], dataset: str, methods: tuple[str, ...], part: str = "main") -> list[dict[str, Any]]:
+    rows = []
+    for method in methods:
+        mine = [r for r in runs if r["part"] == part and r["dataset"] == dataset and r["method"] == method]
+        if not mine:
+            continue
+        keys = sorted({k for r in mine for k in r["test"]})
+        rows.append({"method": method, "seeds": len(mine), **{k: mean_and_se([r["test"][k] for r in mine]) for k in keys}})
+    return rows
+
+
+def summarize(runs: list[dict[str, Any]], datasets: list[str], smoke: bool) -> dict[str, Any]:
+    result: dict[str, Any] = {"smoke": smoke, "datasets": {}, "alpha": {}, "cost": []}
+    for d in datasets:
+        rows = table_rows(runs, d, (*NEURAL, *BASELINES))
+        if not rows:
+            continue
+        levels = sorted({int(k.rsplit("level", 1)[1]) for r in rows for k in r if k.startswith("wape_level")})
+        result["datasets"][d] = {"levels": levels, "rows": rows}
+        alpha_rows = []
+        for a in ALPHAS:
+            mine = [r for r in runs if r["dataset"] == d and r["method"] == "hired" and r["part"] in ("main", "alpha")
+                    and r["alpha"] == a]  # fmt: skip
+            if mine:
+                alpha_rows.append({"alpha": a, "seeds": len(mine),
+                                   **{k: mean_and_se([r["test"][k] for r in mine]) for k in ("wape_level0", "wape", "smape")}})  # fmt: skip
+        if len(alpha_rows) > 1:
+            result["alpha"][d] = alpha_rows
+    for r in runs:
+        if r["part"] == "cost":
+            result["cost"].append({k: r[k] for k in ("dataset", "threads", "fit_seconds", "windows_per_second", "epochs", "steps")})
+    result["pass_marks"] = pass_marks(result)
+    return result
+
+
+def pass_marks(result: dict[str, Any]) -> list[str]:
+    """The issue's pass marks, each as measured."""
+    lines, below_rnn, below_l0 = [], 0, 0
+    datasets = result["datasets"]
+    for d, t in datasets.items():
+        by = {r["method"]: r for r in t["rows"]}
+        if not {"hired", "rnn", "hired-lambda0"} <= set(by):
+            continue
+        h, rnn, l0 = (by[m]["wape"][0] for m in ("hired", "rnn", "hired-lambda0"))
+        below_rnn += h < rnn
+        below_l0 += h < l0
+        c = [by[m].get("coherence", (math.nan,))[0] for m in ("hired", "hired-lambda0", "rnn")]
+        lines.append(f"{d}: mean WAPE HiReD {h:.4f} vs RNN {rnn:.4f} vs lambda_E = 0 {l0:.4f}; coherence "
+                     f"HiReD {c[0]:.4f}, lambda_E = 0 {c[1]:.4f}, RNN {c[2]:.4f} (ranks HiReD < lambda0 < RNN: "
+                     f"{'yes' if c[0] < c[1] < c[2] else 'no'})")  # fmt: skip
+    n = len(lines)
+    if n:
+        lines.append(f"HiReD below the RNN on {below_rnn} of {n} data sets and below lambda_E = 0 on {below_l0} of {n} "
+                     f"(pass mark: 2 of 3): {'met' if below_rnn >= 2 and below_l0 >= 2 else 'missed'}")  # fmt: skip
+    for d, rows in result["alpha"].items():
+        top = [r["wape_level0"][0] for r in rows]
+        monotone = all(b <= a for a, b in zip(top, top[1:], strict=False))
+        lines.append(f"{d}: top-level WAPE over alpha {[r['alpha'] for r in rows]}: {[round(x, 4) for x in top]} "
+                     f"(larger alpha lowers it: {'yes' if monotone else 'no'})")  # fmt: skip
+    return lines
+
+
+def fmt(pair: Any, digits: int = 3) -> str:
+    mean, se = pair
+    if isinstance(mean, float) and math.isnan(mean):
+        return "-"
+    return f"{mean:.{digits}f}" + (f" +- {se:.{digits}f}" if se else "")
+
+
+def write_markdown(result: dict[str, Any], path: Path) -> None:
+    out = ["# HiReD on real hierarchies (Paria thesis ch. 6)", "",
+           "Written by `python experiments/hired.py`. Test windows of each set (labour and tourismlarge: 3 x F, "
+           "tourismsmall: 1 x 8), the checkpoint with the best validation mean WAPE; mean +- standard error over the "
+           "seeds in column `seeds` (baselines are deterministic: one run). Original units.", ""]  # fmt: skip
+    if result["smoke"]:
+        out += ["**Smoke run** (synthetic hierarchy, 3 epochs): not a result.", ""]
+    for d, t in result["datasets"].items():
+        levels = t["levels"]
+        out += [f"## {d}", "", "| method | seeds | " + " | ".join(f"L{k} WAPE / SMAPE" for k in levels)
+                + " | mean WAPE | mean SMAPE | coherence WAPE |", "|---|---|" + "---|" * (len(levels) + 3)]  # fmt: skip
+        for r in t["rows"]:
+            cells = [f"{fmt(r.get(f'wape_level{k}', (math.nan, 0)))} / {fmt(r.get(f'smape_level{k}', (math.nan, 0)))}" for k in levels]
+            out.append(f"| {r['method']} | {r['seeds']} | " + " | ".join(cells)
+                       + f" | {fmt(r['wape'])} | {fmt(r['smape'])} | {fmt(r.get('coherence', (math.nan, 0)), 4)} |")  # fmt: skip
+        out.append("")
+        if d in result["alpha"]:
+            out += [f"Level weighting on {d} (HiReD, eq. 6.6):", "", "| alpha | seeds | top-level WAPE | mean WAPE | mean SMAPE |",
+                    "|---|---|---|---|---|"]  # fmt: skip
+            out += [f"| {r['alpha']} | {r['seeds']} | {fmt(r['wape_level0'])} | {fmt(r['wape'])} | {fmt(r['smape'])} |"
+                    for r in result["alpha"][d]]  # fmt: skip
+            out.append("")
+        out += [f"![forecasts {d}](forecasts_{d}.png)", ""]
+    if result["cost"]:
+        out += ["## Cost (one fit, CPU)", "", "| data set | torch threads | fit s | epochs | windows / s |", "|---|---|---|---|---|"]
+        out += [f"| {c['dataset']} | {c['threads']} | {c['fit_seconds']:.1f} | {c['epochs']} | {c['windows_per_second']:.1f} |"
+                for c in result["cost"]]  # fmt: skip
+        out.append("")
+    out += ["## Pass marks (issue 18)", "", *[f"- {line}" for line in result["pass_marks"]], ""]
+    path.write_text("\n".join(out))
+
+
+def plot_forecasts(runs: list[dict[str, Any]], dataset: str, root: str | None, smoke: bool, out: Path) -> None:
+    """Test-window forecasts of HiReD and the RNN (seed 0) against the data, two nodes per level."""
+    mine = {r["method"]: r["forecasts"] for r in runs if r["dataset"] == dataset and r.get("forecasts")}
+    if "hired" not in mine:
+        return
+    dm = datamodule({"dataset": dataset, "smoke": smoke, "seed": 0}, root)
+    nodes = sorted(mine["hired"]["nodes"], key=lambda n: (mine["hired"]["nodes"][n]["level"], int(n)))
+    cols = 2
+    rows = math.ceil(len(nodes) / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(10, 2.4 * rows), squeeze=False)
+    for ax, node in zip(axes.flat, nodes, strict=False):
+        info = mine["hired"]["nodes"][node]
+        lo = max(0, min(info["t"]) - 3 * dm.horizon)
+        ax.plot(range(lo, dm.num_steps), dm.Y[lo:, int(node)], color="black", lw=1, label="data")
+        for method, color in (("hired", "C0"), ("rnn", "C1")):
+            if method in mine and node in mine[method]["nodes"]:
+                f = mine[method]["nodes"][node]
+                order = np.argsort(f["t"])
+                ax.plot(np.asarray(f["t"])[order], np.asarray(f["forecast"])[order], "o-", ms=2, color=color, label=method)
+        ax.set_title(f"L{info['level']}: {info['name']}", fontsize=8)
+        ax.tick_params(labelsize=7)
+    for ax in list(axes.flat)[len(nodes):]:
+        ax.set_visible(False)
+    axes.flat[0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out / f"forecasts_{dataset}.png", dpi=110)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--smoke", action="store_true")
+    parser.add_argument("--seeds", type=int, default=None)
+    parser.add_argument("--datasets", nargs="*", default=None, choices=list(DATASETS))
+    parser.add_argument("--parts", nargs="*", default=["main", "alpha", "cost"], choices=["main", "alpha", "cost"])
+    parser.add_argument("--methods", nargs="*", default=None, choices=[*NEURAL, *BASELINES])
+    parser.add_argument("--data-root", default=None, help="folder with the data sets (default $DSBO_DATA or ../shared/data)")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    seeds = args.seeds or (1 if args.smoke else 3)
+    datasets = ["synthetic"] if args.smoke else (args.datasets or list(DATASETS))
+    args.out.mkdir(parents=True, exist_ok=True)
+    jobs = jobs_for(args.parts, datasets, seeds, args.smoke, args.data_root)
+    if args.methods:
+        jobs = [j for j in jobs if j["method"] in args.methods]
+    parallel = [j for j in jobs if j["part"] != "cost"]
+    runs = run_resumable(run_job, parallel, args.out, args.workers, key_fields=KEY)
+    # the cost part times one fit at a time, alone
+    runs += run_resumable(run_job, [j for j in jobs if j["part"] == "cost"], args.out, 1, key_fields=KEY)
+    result = summarize(runs, datasets, args.smoke)
+    (args.out / "results.json").write_text(json.dumps(result, indent=1))
+    write_markdown(result, args.out / "results.md")
+    for d in datasets:
+        plot_forecasts(runs, d, args.data_root, args.smoke, args.out)
+    return result
+
+
+if __name__ == "__main__":
+    main()
