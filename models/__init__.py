@@ -4,11 +4,23 @@ The zoo never imports :mod:`dsbo`, so it stays usable without BoTorch. Model fam
 added one file each (see ``../shared/DESIGN.md``).
 """
 
+from .hired import HiReD
 from .mlp import EnsembleMLP
 from .neural_ensemble import NeuralEnsemble
 from .neural_lints import NeuralLinTS
 from .neural_ucb import NeuralUCB
+from .seq2seq_rnn import Seq2SeqRNN
 from .smb import PosteriorSMB, SimpleSMB
 from .sparse_embedding import SparseEmbedding
 
-__all__ = ["EnsembleMLP", "NeuralEnsemble", "NeuralLinTS", "NeuralUCB", "PosteriorSMB", "SimpleSMB", "SparseEmbedding"]
+__all__ = [
+    "EnsembleMLP",
+    "HiReD",
+    "NeuralEnsemble",
+    "NeuralLinTS",
+    "NeuralUCB",
+    "PosteriorSMB",
+    "Seq2SeqRNN",
+    "SimpleSMB",
+    "SparseEmbedding",
+]
