@@ -84,7 +84,7 @@ def datamodule(job: dict[str, Any], root: str | None, alpha: float = 1.0) -> Hie
     if job["smoke"]:
         return HierarchicalDataModule(**SMOKE_DATA, alpha=alpha, seed=job["seed"])
     _, data, _ = train_settings(job["dataset"])
-    data.update(alpha=alpha, seed=job["seed"])
+    data.update(alpha=alpha, seed=job["seed"], **job.get("data_overrides", {}))
     return HierarchicalDataModule(path=str(data_root(root) / job["dataset"]), **data)
 
 
@@ -92,6 +92,7 @@ def build_model(job: dict[str, Any], dm: HierarchicalDataModule) -> pl.Lightning
     """The job's model with the data set's config settings (smoke: the constructors' defaults)."""
     method = job["method"]
     model_args = {} if job["smoke"] else train_settings(job["dataset"])[0]
+    model_args.update(job.get("model_overrides", {}))
     common = {"in_dim": dm.in_dim, "history": dm.history, "horizon": dm.horizon,
               "num_representatives": len(dm.representatives)}  # fmt: skip
     if method == "rnn":

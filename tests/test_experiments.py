@@ -212,3 +212,15 @@ def test_hired_smoke(tmp_path):
     assert [r["alpha"] for r in result["alpha"]["synthetic"]] == [0.5, 1.0, 2.0, 4.0]
     for name in ("results.json", "results.md", "forecasts_synthetic.png"):
         assert (tmp_path / name).stat().st_size > 0
+
+
+def test_hired_tuning_smoke(tmp_path):
+    import hired_tuning
+
+    result = hired_tuning.main(["--smoke", "--parts", "single", "confirm", "--out", str(tmp_path)])
+    summary = result["single"]["summary"]
+    assert summary["completed"] == 3 and summary["failed"] == 0
+    assert result["single"]["default"]["generator"] == "default" and result["single"]["default"]["num_changed"] == 0
+    assert set(result["single"]["best_params"]) >= {"model.init_args.lambda_e", "data.init_args.alpha"}
+    assert {row["seeds"] for row in result["confirm"].values()} == {1}
+    assert (tmp_path / "results.md").read_text().count("validation WAPE") >= 2
