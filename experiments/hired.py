@@ -50,6 +50,7 @@ from campaign_runs import mean_and_se, run_resumable  # noqa: E402
 from pytorch_lightning.callbacks import ModelCheckpoint  # noqa: E402
 
 from dsbo.data import HierarchicalDataModule  # noqa: E402
+from dsbo.data.hierarchical import DATASET_DEFAULTS  # noqa: E402
 from dsbo.forecast_baselines import baseline_forecasts, score_forecasts  # noqa: E402
 from dsbo_zoo.hired import HiReD  # noqa: E402
 from dsbo_zoo.seq2seq_rnn import Seq2SeqRNN  # noqa: E402
@@ -276,9 +277,11 @@ def fmt(pair: Any, digits: int = 3) -> str:
 
 def write_markdown(result: dict[str, Any], path: Path) -> None:
     out = ["# HiReD on real hierarchies (Paria thesis ch. 6)", "",
-           "Written by `python experiments/hired.py`. Test windows of each set (labour and tourismlarge: 3 x F, "
-           "tourismsmall: 1 x 8), the checkpoint with the best validation mean WAPE; mean +- standard error over the "
-           "seeds in column `seeds` (baselines are deterministic: one run). Original units.", ""]  # fmt: skip
+           "Written by `python experiments/hired.py`. Scored on the last `test_windows` horizons of each set ("
+           + "; ".join(f"{d}: H {v['history']}, F {v['horizon']}, {v['val_windows']} validation and {v['test_windows']} "
+                       f"test window(s)" for d, v in DATASET_DEFAULTS.items())
+           + ") with the checkpoint of the best validation mean WAPE; mean +- standard error over the seeds in column "
+           "`seeds` (baselines are deterministic: one run). Original units.", ""]  # fmt: skip
     if result["smoke"]:
         out += ["**Smoke run** (synthetic hierarchy, 3 epochs): not a result.", ""]
     for d, t in result["datasets"].items():

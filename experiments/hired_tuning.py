@@ -74,6 +74,7 @@ def run_campaign(part: str, out: Path, smoke: bool) -> dict[str, Any]:
     run_dir = Path(cfg["run_dir"])
     summary = json.loads((run_dir / "summary.json").read_text())
     history = pd.read_csv(run_dir / "history.csv")
+    history.to_csv(out / f"{part}_history.csv", index=False)  # beside results.md; the run folders stay local
     space = problem.test_problem.space
     names = list(problem.parameter_names)
     done = history[history["status"] == "completed"]
