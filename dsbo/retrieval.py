@@ -130,21 +130,28 @@ class SparseIndex:
         p = np.diff(self.postings.indptr) / self.n
         return float((p**2).sum())
 
-    def dense_query_scores(self, w: np.ndarray, dims: np.ndarray | None = None) -> np.ndarray:
+    def dense_query_scores(self, w: np.ndarray, dims: np.ndarray | None = None, hits: bool = False) -> Any:
         """Scores ``D w`` of one dense query through the posting lists of ``dims`` (default:
         every dimension; exact), accumulated into a length-``n`` array (``numpy.bincount``):
-        the cost is the number of posting entries visited plus ``n``, not ``n d``."""
+        the cost is the number of posting entries visited plus ``n``, not ``n d``. With
+        ``hits``, also the sorted ids of the rows that share a dimension with the query (the
+        only rows that can score non-zero)."""
         w = np.asarray(w, dtype=np.float64).reshape(-1)
         if len(w) != self.dim:
             raise DataError(f"the query has {len(w)} dimensions, the index has {self.dim}")
         P = self.postings
         if dims is None:
-            counts = np.diff(P.indptr)
-            return np.bincount(P.indices, weights=P.data * np.repeat(w, counts), minlength=self.n)
-        dims = np.asarray(dims, dtype=np.int64)
-        sub = P[dims]
+            sub, weights = P, w
+        else:
+            dims = np.asarray(dims, dtype=np.int64)
+            sub, weights = P[dims], w[dims]
         counts = np.diff(sub.indptr)
-        return np.bincount(sub.indices, weights=sub.data * np.repeat(w[dims], counts), minlength=self.n)
+        scores = np.bincount(sub.indices, weights=sub.data * np.repeat(weights, counts), minlength=self.n)
+        if not hits:
+            return scores
+        touched = np.zeros(self.n, dtype=bool)
+        touched[sub.indices] = True
+        return scores, np.flatnonzero(touched)
 
     def scores(self, queries: Any) -> sp.csr_matrix:
         """``m x n`` sparse scores :math:`Q D^T` through the posting lists."""

@@ -58,6 +58,8 @@ from dsbo_zoo.sparse_embedding import SparseEmbedding, flops_per_row
 
 RESULTS = Path(__file__).resolve().parent / "results" / "bench_retrieval"
 MODELS = Path("runs/sparse_embeddings")
+#: The benchmark's parts (``--parts``).
+PARTS = ("retrieval", "pool", "campaigns")
 
 
 def load_models(directory: Path) -> dict[str, tuple[SparseEmbedding, dict[str, Any]]]:
@@ -257,6 +259,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--campaign-pool", type=int, default=100_000)
     parser.add_argument("--campaign-budget", type=int, default=60)
     parser.add_argument("--campaign-seeds", type=int, default=5)
+    parser.add_argument("--parts", nargs="*", default=list(PARTS), choices=list(PARTS),
+                        help="parts to run; the others are kept from the previous results.json in --out")
     args = parser.parse_args(argv)
     if args.smoke:
         args.queries, args.distractors, args.repeats, args.nlist, args.nprobe = 50, 2000, 2, 16, [1, 4]
@@ -272,14 +276,24 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     logging.getLogger("pytorch_lightning").setLevel(logging.ERROR)
     args.out.mkdir(parents=True, exist_ok=True)
 
-    xq, xdb, match = retrieval_set(args.queries, args.distractors)
-    models = smoke_model(SyntheticClassesDataModule(total_classes=10, train_classes=8, eval_classes=1)) if args.smoke else load_models(args.models)
-    retrieval = retrieval_bench(models, xq, xdb, match, args)
-    pool = pool_bench(args)
-    campaigns = campaign_bench(args)
-    result = {"smoke": args.smoke, "retrieval": retrieval, "pool": pool, "campaigns": campaigns,
-              "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
-              "threads": {"torch": torch.get_num_threads(), "faiss": 1}}
+    previous_path = args.out / "results.json"
+    previous = json.loads(previous_path.read_text()) if previous_path.exists() else {}
+    missing = [part for part in PARTS if part not in args.parts and part not in previous]
+    if missing:
+        raise SystemExit(f"--parts leaves out {missing}, which {previous_path} does not hold: run them too")
+    parts: dict[str, Any] = {part: previous[part] for part in PARTS if part not in args.parts}
+    if "retrieval" in args.parts:
+        xq, xdb, match = retrieval_set(args.queries, args.distractors)
+        models = smoke_model(SyntheticClassesDataModule(total_classes=10, train_classes=8, eval_classes=1)) if args.smoke else load_models(args.models)
+        parts["retrieval"] = retrieval_bench(models, xq, xdb, match, args)
+    if "pool" in args.parts:
+        parts["pool"] = pool_bench(args)
+    if "campaigns" in args.parts:
+        parts["campaigns"] = campaign_bench(args)
+    settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
+    result = {"smoke": args.smoke, **parts, "settings": settings, "threads": {"torch": torch.get_num_threads(), "faiss": 1},
+              "carried_over": {part: previous.get("run_at", "an earlier run") for part in PARTS if part not in args.parts},
+              "run_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     (args.out / "results.json").write_text(json.dumps(result, indent=2))
     (args.out / "results.md").write_text(report(result))
     plot(result, args.out)
@@ -318,6 +332,9 @@ def report(result: dict[str, Any]) -> str:
         "Written by `python experiments/bench_retrieval.py" + (" --smoke" if result["smoke"] else "") + "`; "
         "one thread (torch and faiss), methods timed in turns, median of "
         f"{s['repeats']} repeats; raw numbers in `results.json`, figure `time_vs_recall.png`.",
+        "",
+        *[f"The {part} part is carried over from {when} (this run: `--parts {' '.join(s.get('parts', PARTS))}`)."
+          for part, when in result.get("carried_over", {}).items()],
         "",
         f"## Retrieval: {r['n_queries']} queries against {r['n_database']} rows "
         f"({r['n_queries']} matches + {r['n_database'] - r['n_queries']} distractors), top-1",

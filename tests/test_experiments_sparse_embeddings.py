@@ -40,3 +40,7 @@ def test_bench_retrieval_smoke(tmp_path):
     assert set(result["campaigns"]["simple_regret"]) == {"TS index (32 weights, shortlist 1000)", "TS dense scan"}
     assert (tmp_path / "results.md").read_text().startswith("# Retrieval and pool-BO benchmark")
     assert (tmp_path / "time_vs_recall.png").stat().st_size > 0
+    # --parts reruns one part and keeps the others from results.json, saying so
+    again = bench_retrieval.main(["--smoke", "--out", str(tmp_path), "--parts", "pool"])
+    assert again["retrieval"] == result["retrieval"] and set(again["carried_over"]) == {"retrieval", "campaigns"}
+    assert "The retrieval part is carried over" in (tmp_path / "results.md").read_text()

@@ -104,5 +104,9 @@ def test_dense_query_scores_through_the_posting_lists():
     truncated = np.zeros(20)
     truncated[dims] = w[dims]
     np.testing.assert_allclose(index.dense_query_scores(w, dims), db @ truncated, rtol=1e-5, atol=1e-6)
+    # hits: exactly the rows with a non-zero in one of the query's dimensions
+    scores, hits = index.dense_query_scores(w, dims, hits=True)
+    np.testing.assert_array_equal(hits, np.flatnonzero((db[:, dims].toarray() != 0).any(axis=1)))
+    np.testing.assert_allclose(scores, db @ truncated, rtol=1e-5, atol=1e-6)
     with pytest.raises(DataError, match="query has 3 dimensions"):
         index.dense_query_scores(np.ones(3))

@@ -85,10 +85,10 @@ class PoolSearch:
         if query_nnz is not None and query_nnz < len(w):
             keep = np.argpartition(-np.abs(w), query_nnz - 1)[:query_nnz]
         shortlist = min(max(shortlist, k), self.size)
-        scores = self.index.dense_query_scores(w, keep)  # posting lists of the kept dimensions
+        # posting lists of the kept dimensions; hit: the rows sharing one (the others score exactly 0)
+        scores, hit = self.index.dense_query_scores(w, keep, hits=True)
         ids = None
         if shortlist < self.size:
-            hit = np.flatnonzero(scores)  # rows sharing a kept dimension; the others score exactly 0
             if len(hit) > shortlist:
                 best = hit[np.argpartition(-scores[hit], shortlist - 1)[:shortlist]]
                 if scores[best].min() > 0:  # else a zero-score row may belong to the shortlist

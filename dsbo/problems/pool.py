@@ -113,11 +113,13 @@ class CandidatePool:
         lo = np.searchsorted(self._keys, keys - tol, side="left")
         hi = np.searchsorted(self._keys, keys + tol, side="right")
         out = np.full(len(X), -1, dtype=np.int64)
-        for i in range(len(X)):
-            for row in self._order[lo[i]:hi[i]]:
-                if np.array_equal(self.features[row].toarray().ravel(), X[i]):
-                    out[i] = row
-                    break
+        # every candidate row whose key matches, compared with its point in one gather
+        owner = np.repeat(np.arange(len(X)), hi - lo)
+        rows = self._order[np.concatenate([np.arange(a, b) for a, b in zip(lo, hi, strict=True)] or [np.zeros(0, np.int64)])]
+        if len(rows):
+            equal = (self.features[rows].toarray() == X[owner]).all(axis=1)
+            for i, row in zip(owner[equal][::-1], rows[equal][::-1], strict=True):  # the first match wins
+                out[i] = row
         return out
 
     def nearest(self, X: Tensor | np.ndarray) -> np.ndarray:
