@@ -510,7 +510,7 @@ def run_one(
         return record
     if record.returncode != 0:
         record.status = "failed"
-        record.error = f"exit code {record.returncode}: {_tail(run_dir / 'output.log')}"
+        record.error = f"exit code {record.returncode}: {log_tail(run_dir / 'output.log')}"
         return record
     record.status = "finished"
     if sweep.metric is not None:
@@ -521,7 +521,8 @@ def run_one(
     return record
 
 
-def _tail(path: Path, lines: int = 3) -> str:
+def log_tail(path: Path, lines: int = 3) -> str:
+    """The last ``lines`` lines of a run's log joined by `` | `` (for an error message)."""
     try:
         text = path.read_text(errors="replace").strip().splitlines()
     except OSError:

@@ -110,7 +110,7 @@ class TrainingRun(BaseTestProblem):
 
     def run(self, params: Mapping[str, Any]) -> list[float]:
         """Train once with ``params``; the requested metrics from the run's ``summary.json``."""
-        from dsbo.sweep import _tail, read_metric
+        from dsbo.sweep import log_tail, read_metric
 
         key = hashlib.sha1(json.dumps(params, sort_keys=True, default=str).encode()).hexdigest()[:8]
         run_dir = Path(self.runs_dir) / f"run-{time.strftime('%Y%m%d-%H%M%S')}-{key}-{os.getpid()}"
@@ -125,7 +125,7 @@ class TrainingRun(BaseTestProblem):
         except subprocess.TimeoutExpired:
             raise EvaluationError(f"training run {run_dir} gave no result within {self.timeout} s") from None
         if proc.returncode != 0:
-            raise EvaluationError(f"training run {run_dir} exited with {proc.returncode}: {_tail(run_dir / 'output.log')}")
+            raise EvaluationError(f"training run {run_dir} exited with {proc.returncode}: {log_tail(run_dir / 'output.log')}")
         values = {m: read_metric(run_dir, m) for m in self.metrics}
         missing = [m for m, v in values.items() if v is None]
         if missing:
