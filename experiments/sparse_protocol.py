@@ -72,7 +72,7 @@ PARTS: dict[str, dict[str, Any]] = {
         "optimizer": {"num_restarts": 8, "raw_samples": 512},
         "arms": {
             "qlognei": ({"name": "qlognei"}, None),
-            "bonsai": ({"name": "qlognei"}, {"bonsai": {"rho": 0.2}}),
+            "bonsai": ({"name": "qlognei"}, {"bonsai": {"rho": 0.2, "mode": "greedy"}}),
             "bonsai-prefix": ({"name": "qlognei"}, {"bonsai": {"rho": 0.2, "mode": "prefix"}}),
         },
     },

@@ -548,7 +548,7 @@ def test_campaign_with_bonsai_changes_fewer_coordinates(branin15) -> None:
     assert changed["bonsai"] < changed["plain"]
     assert META_KEYS <= set(meta)
     assert json.loads(json.dumps(meta)) == meta  # stored as JSON, read back
-    assert not meta["prune_skipped"] and meta["prune_mode"] == "greedy" and meta["rho"] == 0.2
+    assert not meta["prune_skipped"] and meta["prune_mode"] == "prefix" and meta["rho"] == 0.2
     assert changed["bonsai"] == meta["num_active"] - len(meta["pruned_dims"])
     assert meta["gap"] <= meta["tau"] and 0 < meta["relative_gap"] <= 0.2
     assert meta["acq_evaluations"] > 11

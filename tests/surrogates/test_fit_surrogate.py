@@ -81,6 +81,7 @@ def test_unknown_option_is_named(name):
         ({"name": "gp", "kernel": "matern32"}, "kernel"),
         ({"name": "map-saas", "num_taus": 0}, "num_taus"),
         ({"name": "map-saas", "num_taus": 2.5}, "num_taus"),
+        ({"name": "map-saas", "fit_restarts": -1}, "fit_restarts"),
         ({"name": "ibnn", "depth": 0}, "depth"),
         ({"name": "saasbo", "thinning": 0}, "thinning"),
     ],
