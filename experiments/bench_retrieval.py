@@ -47,6 +47,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 import torch
+from threadpoolctl import threadpool_limits
 
 from dsbo.acquisition import History, make_policy
 from dsbo.campaign import Campaign
@@ -266,6 +267,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         args.queries, args.distractors, args.repeats, args.nlist, args.nprobe = 50, 2000, 2, 16, [1, 4]
         args.pool_size, args.pool_repeats, args.campaign_pool, args.campaign_budget, args.campaign_seeds = 5000, 2, 3000, 14, 1
     torch.set_num_threads(1)
+    threadpool_limits(1)  # numpy/scipy BLAS (the dense scans, the factorizations) on one thread too
     try:
         import faiss
 
@@ -291,7 +293,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if "campaigns" in args.parts:
         parts["campaigns"] = campaign_bench(args)
     settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
-    result = {"smoke": args.smoke, **parts, "settings": settings, "threads": {"torch": torch.get_num_threads(), "faiss": 1},
+    result = {"smoke": args.smoke, **parts, "settings": settings, "threads": {"torch": torch.get_num_threads(), "faiss": 1, "blas": 1},
               "carried_over": {part: previous.get("run_at", "an earlier run") for part in PARTS if part not in args.parts},
               "run_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     (args.out / "results.json").write_text(json.dumps(result, indent=2))

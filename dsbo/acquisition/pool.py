@@ -6,7 +6,8 @@ With the ``sparse-linear`` surrogate (:mod:`dsbo.surrogates.sparse_linear`) the 
 and the pool's feature matrix :math:`Z` (``N x D``, rows :math:`\phi(c_i)`) is sparse. Then
 
 - **Thompson sampling** (``rule: thompson``) draws :math:`\tilde w \sim \mathcal N(\mu, \Sigma)`
-  and proposes :math:`\arg\max_i \langle z_i, \tilde w\rangle`: one MIPS query. Through the
+  (:meth:`~dsbo.surrogates.sparse_linear.SparseLinearModel.sample_weights`: one triangular
+  solve with the precision's Cholesky factor kept from the fit) and proposes :math:`\arg\max_i \langle z_i, \tilde w\rangle`: one MIPS query. Through the
   inverted index (:class:`~dsbo.retrieval.SparseIndex`, posting lists of :math:`Z^\top`) it
   costs :math:`\mathrm{nnz}(Z) + N` operations (the posting lists' products accumulated by
   ``numpy.bincount``) instead of :math:`N D` for a dense scan; the query
@@ -173,15 +174,13 @@ class PoolPolicy:
         if extra > searcher.size:
             raise ConfigError(f"the pool has {searcher.size} rows; {len(taken)} are taken and q={q}")
         mu = model.weight_mean.numpy()
-        cov = model.weight_cov.numpy()
         started = time.perf_counter()
         rows: list[int] = []
         scores: list[float] = []
         if self.rule == "thompson":
             rng = np.random.default_rng(history.seed)
-            L = np.linalg.cholesky(cov + 1e-12 * np.eye(len(mu)))
             for _ in range(q):
-                w = mu + L @ rng.standard_normal(len(mu))
+                w = model.sample_weights(rng.standard_normal(len(mu)))
                 vals, ids = self._top(searcher, w, extra + len(rows))
                 for v, i in zip(vals, ids, strict=True):
                     if int(i) not in taken and int(i) not in rows:
@@ -189,7 +188,7 @@ class PoolPolicy:
                         scores.append(float(v))
                         break
         else:
-            vals, ids = self._ucb(searcher, mu, cov, extra)
+            vals, ids = self._ucb(searcher, mu, model.weight_cov.numpy(), extra)
             for v, i in zip(vals, ids, strict=True):
                 if int(i) not in taken and len(rows) < q:
                     rows.append(int(i))

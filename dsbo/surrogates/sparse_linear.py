@@ -54,6 +54,7 @@ from botorch.models.transforms.input import InputTransform
 from botorch.models.transforms.outcome import OutcomeTransform
 from botorch.posteriors.gpytorch import GPyTorchPosterior
 from gpytorch.distributions import MultivariateNormal
+from scipy.linalg import solve_triangular
 from torch import Tensor
 
 from dsbo.errors import ConfigError, DataError
@@ -114,14 +115,18 @@ class FeatureMap:
         return sp.vstack(blocks).tocsr()
 
 
-def blr_posterior(Phi: Tensor, y: Tensor, prior_var: float, noise_var: float) -> tuple[Tensor, Tensor]:
-    r"""Weight posterior :math:`(\mu, \Sigma)` of Bayesian linear regression (module docstring)."""
+def blr_posterior(Phi: Tensor, y: Tensor, prior_var: float, noise_var: float) -> tuple[Tensor, Tensor, Tensor]:
+    r"""Weight posterior :math:`(\mu, \Sigma)` of Bayesian linear regression (module
+    docstring), and the lower Cholesky factor :math:`L` of the precision
+    :math:`\Lambda = \Sigma^{-1} = L L^\top`: a posterior draw is :math:`\mu + L^{-\top} z`,
+    :math:`z \sim \mathcal N(0, I)` (its covariance is :math:`L^{-\top} L^{-1} = \Sigma`), one
+    triangular solve and no new factorization per Thompson sample."""
     D = Phi.shape[-1]
     precision = Phi.T @ Phi / noise_var + torch.eye(D, dtype=Phi.dtype) / prior_var
     L = torch.linalg.cholesky(precision)
     cov = torch.cholesky_inverse(L)
     mean = cov @ (Phi.T @ y) / noise_var
-    return mean, cov
+    return mean, cov, L
 
 
 def log_evidence(Phi: Tensor, y: Tensor, prior_var: float, noise_var: float) -> float:
@@ -137,7 +142,7 @@ def fit_evidence(Phi: Tensor, y: Tensor, prior_var: float, noise_var: float, max
     eig = torch.linalg.eigvalsh(Phi.T @ Phi).clamp_min(0)
     v, s2 = float(prior_var), float(noise_var)
     for _ in range(max_iter):
-        mean, _ = blr_posterior(Phi, y, v, s2)
+        mean, _, _ = blr_posterior(Phi, y, v, s2)
         lam = eig / s2
         gamma = float((lam / (lam + 1.0 / v)).sum())
         resid = float(((y - Phi @ mean) ** 2).sum())
@@ -158,13 +163,19 @@ class SparseLinearModel(Model):
             standardized units.
         prior_var, noise_var: The (fitted) variances.
         feature_map: The :class:`FeatureMap`.
+        precision_cholesky: Lower Cholesky factor :math:`L` of :math:`\Sigma^{-1}` (from the
+            fit; computed here if not given): :meth:`sample_weights` draws with it.
     """
 
     def __init__(self, feature_map: FeatureMap, weight_mean: Tensor, weight_cov: Tensor, prior_var: float,
-                 noise_var: float, outcome_transform: OutcomeTransform | None = None) -> None:
+                 noise_var: float, outcome_transform: OutcomeTransform | None = None,
+                 precision_cholesky: Tensor | None = None) -> None:
         super().__init__()
         self.feature_map = feature_map
         self.weight_mean, self.weight_cov = weight_mean, weight_cov
+        if precision_cholesky is None:
+            precision_cholesky = torch.linalg.cholesky(torch.linalg.inv(weight_cov))
+        self.precision_cholesky = precision_cholesky
         self.prior_var, self.noise_var = prior_var, noise_var
         if outcome_transform is not None:
             self.outcome_transform = outcome_transform.eval()
@@ -172,6 +183,14 @@ class SparseLinearModel(Model):
     @property
     def num_outputs(self) -> int:
         return 1
+
+    def sample_weights(self, z: np.ndarray) -> np.ndarray:
+        r"""Posterior weight draws :math:`\mu + L^{-\top} z` for standard-normal ``z``
+        (``D`` or ``D x m``): exact draws from :math:`\mathcal N(\mu, \Sigma)` at the cost of
+        one triangular solve."""
+        mu = self.weight_mean.numpy()
+        step = solve_triangular(self.precision_cholesky.numpy(), z, lower=True, trans="T")
+        return (mu if step.ndim == 1 else mu[:, None]) + step
 
     def posterior(self, X: Tensor, output_indices: list[int] | None = None, observation_noise: bool | Tensor = False,
                   posterior_transform: PosteriorTransform | None = None, **kwargs: Any) -> GPyTorchPosterior:
@@ -226,8 +245,9 @@ def make_sparse_linear(
     Phi = feature_map(train_X)
     if fit_hyperparameters:
         prior_var, noise_var = fit_evidence(Phi, y, float(prior_var), float(noise_var), max_iter=max_iter)
-    mean, cov = blr_posterior(Phi, y, float(prior_var), float(noise_var))
-    return SparseLinearModel(feature_map, mean, cov, float(prior_var), float(noise_var), outcome_transform)
+    mean, cov, precision_cholesky = blr_posterior(Phi, y, float(prior_var), float(noise_var))
+    return SparseLinearModel(feature_map, mean, cov, float(prior_var), float(noise_var), outcome_transform,
+                             precision_cholesky=precision_cholesky)
 
 
 __all__ = ["FeatureMap", "SparseLinearModel", "blr_posterior", "fit_evidence", "log_evidence", "make_sparse_linear"]

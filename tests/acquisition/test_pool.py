@@ -31,15 +31,14 @@ def test_thompson_through_the_index_equals_brute_force_argmax(setup, seed):
     dense = make_policy("pool", {"rule": "thompson", "search": "dense"}).propose(model, history, problem, 3)
     rows = [m["pool_row"] for m in index.metadata]
     assert rows == [m["pool_row"] for m in dense.metadata]
-    # brute force with the same draws: w = mu + L z, z from the proposal seed
+    # brute force with the same draws: w = mu + L^-T z (L L^T = the precision), z from the seed
     rng = np.random.default_rng(seed)
-    mu, cov = model.weight_mean.numpy(), model.weight_cov.numpy()
-    L = np.linalg.cholesky(cov + 1e-12 * np.eye(len(mu)))
+    mu, L = model.weight_mean.numpy(), model.precision_cholesky.numpy()
     Z = problem.pool.features.toarray()
     seen = set(problem.pool.rows_of(X).tolist())
     expected = []
     for _ in range(3):
-        scores = Z @ (mu + L @ rng.standard_normal(len(mu)))
+        scores = Z @ (mu + np.linalg.solve(L.T, rng.standard_normal(len(mu))))
         order = np.argsort(-scores, kind="stable")
         expected.append(next(int(i) for i in order if int(i) not in seen and int(i) not in expected))
     assert rows == expected
@@ -50,8 +49,8 @@ def test_truncated_query_scores_are_exact_after_re_ranking(setup):
     problem, X, Y, model = setup
     proposal = make_policy("pool", {"query_nnz": 6, "shortlist": 200}).propose(model, History(X, Y, seed=5), problem, 1)
     rng = np.random.default_rng(5)
-    mu, cov = model.weight_mean.numpy(), model.weight_cov.numpy()
-    w = mu + np.linalg.cholesky(cov + 1e-12 * np.eye(len(mu))) @ rng.standard_normal(len(mu))
+    mu, L = model.weight_mean.numpy(), model.precision_cholesky.numpy()
+    w = mu + np.linalg.solve(L.T, rng.standard_normal(len(mu)))
     row = proposal.metadata[0]["pool_row"]
     assert proposal.metadata[0]["score_std_units"] == pytest.approx(float(problem.pool.dense([row])[0] @ w), rel=1e-4)
 

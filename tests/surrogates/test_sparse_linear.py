@@ -55,6 +55,22 @@ def test_posterior_equals_dense_bayesian_linear_regression():
     np.testing.assert_allclose(np.diag(noisy - post.mvn.covariance_matrix.detach().numpy()), 0.3 * sd**2, rtol=1e-6)
 
 
+
+def test_weight_draws_use_the_precision_factor_and_follow_the_posterior():
+    """sample_weights(z) = mu + L^-T z with L L^T = Sigma^-1: the draws' covariance is
+    exactly L^-T L^-1 = Sigma, and their Monte Carlo mean and covariance match."""
+    X, Y = sparse_data()
+    model = fit_surrogate({"name": "sparse-linear", "prior_var": 2.0, "noise_var": 0.3, "fit_hyperparameters": False}, X, Y)
+    L = model.precision_cholesky.numpy()
+    np.testing.assert_allclose(L @ L.T, np.linalg.inv(model.weight_cov.numpy()), rtol=1e-8, atol=1e-8)
+    mu, Sigma = model.weight_mean.numpy(), model.weight_cov.numpy()
+    Z = np.random.default_rng(0).standard_normal((10, 3))
+    np.testing.assert_allclose(model.sample_weights(Z) - mu[:, None], np.linalg.solve(L.T, Z), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(model.sample_weights(Z[:, 0]), model.sample_weights(Z)[:, 0], rtol=1e-12)
+    draws = model.sample_weights(np.random.default_rng(1).standard_normal((10, 200_000)))
+    np.testing.assert_allclose(draws.mean(1), mu, atol=4 * np.sqrt(np.diag(Sigma).max() / 200_000))
+    np.testing.assert_allclose(np.cov(draws), Sigma, atol=0.02 * np.abs(Sigma).max())
+
 def test_evidence_fit_maximizes_the_marginal_likelihood():
     X, Y = sparse_data(n=30, seed=2)
     model = fit_surrogate("sparse-linear", X, Y)
