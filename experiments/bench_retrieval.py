@@ -332,7 +332,7 @@ def report(result: dict[str, Any]) -> str:
         "# Retrieval and pool-BO benchmark (Paria thesis ch. 5)",
         "",
         "Written by `python experiments/bench_retrieval.py" + (" --smoke" if result["smoke"] else "") + "`; "
-        "one thread (torch and faiss), methods timed in turns, median of "
+        "one thread (torch, faiss and numpy/scipy BLAS), methods timed in turns, median of "
         f"{s['repeats']} repeats; raw numbers in `results.json`, figure `time_vs_recall.png`.",
         "",
         *[f"The {part} part is carried over from {when} (this run: `--parts {' '.join(s.get('parts', PARTS))}`)."
