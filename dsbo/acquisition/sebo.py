@@ -378,6 +378,8 @@ class SparsityPolicy(OptimizedPolicy):
             keep = prune_restarts(to_unit_cube(X, problem.bounds), values)
             X, values, ids, frozen = X[keep], values[keep], ids[keep], frozen[keep]
             active = torch.ones_like(frozen) if final else ~frozen
+            if not bool(active.any()):
+                continue  # pruning left only frozen restarts: jump to the final a
             X_new, v_new = (opt if final else cheap).maximize(
                 acqf, problem.bounds, 1, seed, num_restarts=int(active.sum()),
                 batch_initial_conditions=X[active].unsqueeze(-2), **common,

@@ -408,3 +408,34 @@ def test_near_repeats_differ_only_where_the_surrogate_sees_no_effect():
     duplicate, near = SEBO(repeat_tol=0.0).repeats(candidates, seen, problem, model)
     assert near.tolist() == [False, False, False]
     assert SEBO().repeats(candidates, seen, problem, None)[1].tolist() == [False, False, False]
+
+
+def test_homotopy_jumps_to_the_final_a_when_pruning_leaves_only_frozen_restarts(monkeypatch):
+    """A restart that moved onto a frozen one is pruned; if that leaves only frozen restarts
+    the trace jumps to the final a (it used to call the optimizer with zero restarts)."""
+    import dsbo.acquisition.sebo as sebo_module
+
+    problem, model, history = figure2([0.0, 0.25, 0.75, 1.0])
+    policy = SEBO(ref_point=FIG2_REF, optimizer=FIG2_OPT, starts="sobol")
+    calls = {"n": 0}
+
+    def keep_only_frozen(U, values, tol=1e-4):
+        calls["n"] += 1  # from the second value of a on, keep only the frozen restart 0
+        return torch.arange(U.shape[0]) if calls["n"] == 1 else torch.tensor([0])
+
+    monkeypatch.setattr(sebo_module, "prune_restarts", keep_only_frozen)
+    original = OptimizerSettings.maximize
+
+    def maximize(self, acqf, bounds, q, seed, **kwargs):
+        X, values = original(self, acqf, bounds, q, seed, **kwargs)
+        starts = kwargs.get("batch_initial_conditions")
+        if starts is not None and calls["n"] == 1:  # first homotopy step: restart 0 stays put
+            X = X.clone()
+            X[0] = starts[0]
+        return X, values
+
+    monkeypatch.setattr(OptimizerSettings, "maximize", maximize)
+    proposal = policy.propose(model, history, problem, q=1)
+    a_values = proposal.metadata[0]["a_values"]
+    assert a_values[-1] == pytest.approx(1e-3) and len(a_values) == 4  # start, steps 1-2, final
+    assert proposal.metadata[0]["num_traced"] == 1
