@@ -7,7 +7,8 @@ and the pool's feature matrix :math:`Z` (``N x D``, rows :math:`\phi(c_i)`) is s
 
 - **Thompson sampling** (``rule: thompson``) draws :math:`\tilde w \sim \mathcal N(\mu, \Sigma)`
   (:meth:`~dsbo.surrogates.sparse_linear.SparseLinearModel.sample_weights`: one triangular
-  solve with the precision's Cholesky factor kept from the fit) and proposes :math:`\arg\max_i \langle z_i, \tilde w\rangle`: one MIPS query. Through the
+  solve with the precision's Cholesky factor kept from the fit) and proposes
+  :math:`\arg\max_i \langle z_i, \tilde w\rangle`: one MIPS query. Through the
   inverted index (:class:`~dsbo.retrieval.SparseIndex`, posting lists of :math:`Z^\top`) it
   costs :math:`\mathrm{nnz}(Z) + N` operations (the posting lists' products accumulated by
   ``numpy.bincount``) instead of :math:`N D` for a dense scan; the query

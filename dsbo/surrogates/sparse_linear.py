@@ -163,18 +163,16 @@ class SparseLinearModel(Model):
             standardized units.
         prior_var, noise_var: The (fitted) variances.
         feature_map: The :class:`FeatureMap`.
-        precision_cholesky: Lower Cholesky factor :math:`L` of :math:`\Sigma^{-1}` (from the
-            fit; computed here if not given): :meth:`sample_weights` draws with it.
+        precision_cholesky: Lower Cholesky factor :math:`L` of :math:`\Sigma^{-1}`, kept from
+            the fit (:func:`blr_posterior`): :meth:`sample_weights` draws with it.
     """
 
-    def __init__(self, feature_map: FeatureMap, weight_mean: Tensor, weight_cov: Tensor, prior_var: float,
-                 noise_var: float, outcome_transform: OutcomeTransform | None = None,
-                 precision_cholesky: Tensor | None = None) -> None:
+    def __init__(self, feature_map: FeatureMap, weight_mean: Tensor, weight_cov: Tensor,
+                 precision_cholesky: Tensor, prior_var: float, noise_var: float,
+                 outcome_transform: OutcomeTransform | None = None) -> None:
         super().__init__()
         self.feature_map = feature_map
         self.weight_mean, self.weight_cov = weight_mean, weight_cov
-        if precision_cholesky is None:
-            precision_cholesky = torch.linalg.cholesky(torch.linalg.inv(weight_cov))
         self.precision_cholesky = precision_cholesky
         self.prior_var, self.noise_var = prior_var, noise_var
         if outcome_transform is not None:
@@ -246,8 +244,8 @@ def make_sparse_linear(
     if fit_hyperparameters:
         prior_var, noise_var = fit_evidence(Phi, y, float(prior_var), float(noise_var), max_iter=max_iter)
     mean, cov, precision_cholesky = blr_posterior(Phi, y, float(prior_var), float(noise_var))
-    return SparseLinearModel(feature_map, mean, cov, float(prior_var), float(noise_var), outcome_transform,
-                             precision_cholesky=precision_cholesky)
+    return SparseLinearModel(feature_map, mean, cov, precision_cholesky, float(prior_var), float(noise_var),
+                             outcome_transform)
 
 
 __all__ = ["FeatureMap", "SparseLinearModel", "blr_posterior", "fit_evidence", "log_evidence", "make_sparse_linear"]
