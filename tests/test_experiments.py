@@ -92,6 +92,17 @@ def test_bench_bonsai_prune_smoke(tmp_path):
     assert (tmp_path / "results.md").read_text().startswith("# BONSAI pruning")
 
 
+def test_bench_map_saas_fit_smoke(tmp_path):
+    import bench_map_saas_fit
+
+    result = bench_map_saas_fit.main(["--smoke", "--out", str(tmp_path)])
+    [row] = result["rows"]
+    # the restarts include the default start: no member ends below the single-start fit
+    for single, batched in zip(row["single_log_posterior"], row["batched_log_posterior"], strict=True):
+        assert batched >= single - 1e-6
+    assert (tmp_path / "results.md").read_text().startswith("# MAP-SAAS fit restarts")
+
+
 def test_bench_sebo_homotopy_smoke(tmp_path):
     import bench_sebo_homotopy
 

@@ -189,7 +189,10 @@ def fit_map_saas(
     best member so far (the members differ only in tau, so a mode one member found is a
     good start for the others), and **each member** keeps the parameters of its best start
     (the members are independent given their tau, so the selection is exact per member;
-    :func:`map_saas_member_objective`).
+    :func:`map_saas_member_objective`). The default and random starts are fitted in one
+    batched model of ``M (fit_restarts + 1)`` members (the taus repeated): its marginal
+    log-likelihood is the sum of the members' independent objectives, so one L-BFGS run
+    fits all starts at once, for about half the time of fitting them one after another.
 
     Args:
         num_taus: Ensemble size ``M`` (4 in the paper).
@@ -206,35 +209,44 @@ def fit_map_saas(
             torch.manual_seed(seed)
         taus = draw_saas_taus(num_taus).to(train_X)
 
-        def build() -> EnsembleMapSaasSingleTaskGP:
+        def build(starts: int = 1) -> EnsembleMapSaasSingleTaskGP:
+            """A model of ``starts`` copies of the ensemble (member ``r M + m`` has tau_m)."""
+            size = num_taus * starts
             return EnsembleMapSaasSingleTaskGP(
                 train_X,
                 train_Y,
                 train_Yvar=train_Yvar,
-                num_taus=num_taus,
-                taus=taus,
+                num_taus=size,
+                taus=taus.repeat(starts),
                 input_transform=copy.deepcopy(input_transform),
                 outcome_transform=_ensemble_outcome_transform(
-                    copy.deepcopy(outcome_transform), torch.Size([num_taus])
+                    copy.deepcopy(outcome_transform), torch.Size([size])
                 ),
             )
 
-        model = _fit_exact_mll(build())
-        best = map_saas_member_objective(model)
-        for restart in range(fit_restarts + (fit_restarts > 0 and num_taus > 1)):
+        if fit_restarts == 0:
+            return _fit_exact_mll(build())
+        # the default start (the first M members) and fit_restarts random starts, one fit
+        starts = build(fit_restarts + 1)
+        kernel = _lengthscale_kernel(starts)
+        lengthscale = kernel.lengthscale.detach().clone()
+        lengthscale[num_taus:] = torch.exp(3.0 * torch.rand_like(lengthscale[num_taus:]))
+        kernel.lengthscale = lengthscale
+        starts = _fit_exact_mll(starts)
+        objective = map_saas_member_objective(starts).reshape(fit_restarts + 1, num_taus)
+        best, start = objective.max(dim=0)
+        model = build()
+        members = torch.arange(num_taus)
+        _copy_members(model, starts, members, start * num_taus + members)
+        if num_taus > 1:  # every member from the best member's lengthscales (they differ in tau only)
             candidate = build()
-            kernel = _lengthscale_kernel(candidate)
-            if restart < fit_restarts:
-                kernel.lengthscale = torch.exp(3.0 * torch.rand_like(kernel.lengthscale))
-            else:  # every member from the best member's lengthscales (they differ in tau only)
-                fitted = _lengthscale_kernel(model).lengthscale.detach()
-                kernel.lengthscale = fitted[int(torch.argmax(best))].expand_as(fitted).clamp(0.011, 9999.0)
+            fitted = _lengthscale_kernel(model).lengthscale.detach()
+            _lengthscale_kernel(candidate).lengthscale = (
+                fitted[int(torch.argmax(best))].expand_as(fitted).clamp(0.011, 9999.0)
+            )
             candidate = _fit_exact_mll(candidate)
-            objective = map_saas_member_objective(candidate)
-            better = objective > best
-            if bool(better.any()):
-                _take_members(model, candidate, better)
-                best = torch.where(better, objective, best)
+            better = map_saas_member_objective(candidate) > best
+            _copy_members(model, candidate, members[better], members[better])
         return model
 
 
@@ -267,14 +279,14 @@ def map_saas_member_objective(model: EnsembleMapSaasSingleTaskGP) -> Tensor:
     return value.detach()
 
 
-def _take_members(model: Model, source: Model, members: Tensor) -> None:
-    """Copy the fitted parameters of the ``members`` (a boolean mask over the ensemble
-    batch) from ``source`` into ``model``."""
+def _copy_members(model: Model, source: Model, rows: Tensor, source_rows: Tensor) -> None:
+    """Copy the fitted parameters of ensemble members ``source_rows`` of ``source`` into
+    members ``rows`` of ``model`` (parameters whose first dimension is the ensemble batch)."""
     source_parameters = dict(source.named_parameters())
     with torch.no_grad():
         for name, parameter in model.named_parameters():
-            if parameter.dim() and parameter.shape[0] == members.shape[0]:
-                parameter[members] = source_parameters[name][members]
+            if parameter.dim() and parameter.shape[0] == model.batch_shape[0]:
+                parameter[rows] = source_parameters[name][source_rows]
     model.eval()
     model.prediction_strategy = None
 

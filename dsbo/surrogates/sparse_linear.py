@@ -156,10 +156,10 @@ def fit_evidence(Phi: Tensor, y: Tensor, prior_var: float, noise_var: float, max
 
 
 class SparseLinearModel(Model):
-    """Bayesian linear regression on a (sparse) feature map, as a BoTorch model.
+    r"""Bayesian linear regression on a (sparse) feature map, as a BoTorch model.
 
     Attributes:
-        weight_mean, weight_cov: :math:`\\mu` (``D``) and :math:`\\Sigma` (``D x D``) in
+        weight_mean, weight_cov: :math:`\mu` (``D``) and :math:`\Sigma` (``D x D``) in
             standardized units.
         prior_var, noise_var: The (fitted) variances.
         feature_map: The :class:`FeatureMap`.
