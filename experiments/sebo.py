@@ -238,7 +238,8 @@ def summarize(runs, timing, problems, methods, seeds, surrogate, smoke) -> dict[
                    "new_points": sum(r["distinct_bo"] for r in rs), "num_bo": sum(r["num_bo"] for r in rs)}
             if problem.optimal_value is not None and k_true < problem.dim:
                 regret = [sparse_regret_trace(r, problem.optimal_value, k_true)[-1] for r in rs]
-                row["sparse_regret"], row["sparse_regret_se"] = mean_and_se(regret)
+                row["sparse_regret"], row["sparse_regret_se"] = mean_and_se(regret)  # seeds that got one
+                row["sparse_seeds"] = sum(not math.isnan(v) for v in regret)
             for k in (2, 5, 10):
                 row[f"best_at_most_{k}"] = mean_and_se([best_with_at_most(r, k) for r in rs])[0]
             if any(r["acq_time"] for r in rs):
@@ -261,15 +262,24 @@ def write_markdown(result: dict[str, Any], path: Path) -> None:
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in result["table"]:
-        regret = f"{r['sparse_regret']:.3g} +- {r['sparse_regret_se']:.2g}" if "sparse_regret" in r else "-"
-        at_most = " / ".join(f"{r[f'best_at_most_{k}']:.3g}" for k in (2, 5, 10))
+        if "sparse_regret" not in r:
+            regret = "-"
+        elif not r.get("sparse_seeds", 1):
+            regret = "never sparse"
+        else:
+            regret = f"{r['sparse_regret']:.3g} +- {r['sparse_regret_se']:.2g}"
+            if r.get("sparse_seeds", r["runs"]) < r["runs"]:
+                regret += f" (the {r['sparse_seeds']} of {r['runs']} seeds with a sparse point)"
+        at_most = " / ".join("none" if math.isnan(r[f"best_at_most_{k}"]) else f"{r[f'best_at_most_{k}']:.3g}"
+                             for k in (2, 5, 10))
+        seconds = f"{r['s_per_proposal']:.2f}" if "s_per_proposal" in r else "-"
         lines.append(
             f"| {r['problem']} | {r['method']} | {r['runs']} | {r['budget']} | {r['best']:.4g} +- {r['best_se']:.2g} | "
-            f"{regret} | {at_most} | {r['new_points']}/{r['num_bo']} | {r.get('s_per_proposal', float('nan')):.2f} |"
+            f"{regret} | {at_most} | {r['new_points']}/{r['num_bo']} | {seconds} |"
         )
     if result["timing_problems"]:
         lines += ["", "Generation time relative to plain qLogNEI, same model and data (the problem's "
-                  "Sobol initial design; default homotopy: 30 values of a, 20 restarts), median over "
+                  "Sobol initial design; default homotopy: 30 values of a, the optimizer's 8 restarts), median over "
                   + ", ".join(result["timing_problems"]) + ": "
                   + ", ".join(f"{k}: {v:.2f}x" for k, v in result["generation_time_ratio"].items())
                   + " (BONSAI paper: SEBO 13.9x plain BO on average)."]
