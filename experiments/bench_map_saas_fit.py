@@ -42,6 +42,7 @@ from dsbo.surrogates.gp import (
     _ensemble_outcome_transform,
     _fit_exact_mll,
     _lengthscale_kernel,
+    best_member_lengthscales,
     draw_saas_taus,
     fit_map_saas,
     map_saas_member_objective,
@@ -73,8 +74,7 @@ def sequential_restarts(X: Tensor, Y: Tensor, bounds: Tensor, num_taus: int, res
             if restart < restarts:
                 kernel.lengthscale = torch.exp(3.0 * torch.rand_like(kernel.lengthscale))
             else:
-                fitted = _lengthscale_kernel(model).lengthscale.detach()
-                kernel.lengthscale = fitted[int(torch.argmax(best))].expand_as(fitted).clamp(0.011, 9999.0)
+                kernel.lengthscale = best_member_lengthscales(model, best)
             candidate = _fit_exact_mll(candidate)
             objective = map_saas_member_objective(candidate)
             better = objective > best

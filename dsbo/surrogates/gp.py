@@ -240,10 +240,7 @@ def fit_map_saas(
         _copy_members(model, starts, members, start * num_taus + members)
         if num_taus > 1:  # every member from the best member's lengthscales (they differ in tau only)
             candidate = build()
-            fitted = _lengthscale_kernel(model).lengthscale.detach()
-            _lengthscale_kernel(candidate).lengthscale = (
-                fitted[int(torch.argmax(best))].expand_as(fitted).clamp(0.011, 9999.0)
-            )
+            _lengthscale_kernel(candidate).lengthscale = best_member_lengthscales(model, best)
             candidate = _fit_exact_mll(candidate)
             better = map_saas_member_objective(candidate) > best
             _copy_members(model, candidate, members[better], members[better])
@@ -254,6 +251,13 @@ def _lengthscale_kernel(model: EnsembleMapSaasSingleTaskGP) -> torch.nn.Module:
     """The kernel that carries the ARD lengthscales (inside BoTorch's ScaleKernel)."""
     covar = model.covar_module
     return covar if getattr(covar, "lengthscale", None) is not None else covar.base_kernel
+
+
+def best_member_lengthscales(model: EnsembleMapSaasSingleTaskGP, objective: Tensor) -> Tensor:
+    """The lengthscales of the member with the highest ``objective``, for every member
+    (clamped inside the SAAS kernel's constraint): the start of the fit's last restart."""
+    fitted = _lengthscale_kernel(model).lengthscale.detach()
+    return fitted[int(torch.argmax(objective))].expand_as(fitted).clamp(0.011, 9999.0)
 
 
 def map_saas_member_objective(model: EnsembleMapSaasSingleTaskGP) -> Tensor:
