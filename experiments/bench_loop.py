@@ -31,7 +31,7 @@ from botorch.utils.sampling import draw_sobol_samples  # noqa: E402
 from dsbo.acquisition import OptimizerSettings  # noqa: E402
 from dsbo.campaign import Campaign  # noqa: E402
 from dsbo.problems import get_problem  # noqa: E402
-from dsbo.store import TrialStore  # noqa: E402
+from dsbo.storage import TrialStore  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "bench_loop"
 

@@ -7,7 +7,7 @@ lambdas, and the dense baseline; loaded from ``--models``) embed a Megaface-like
 each (one query, one match in the database) and ``--distractors`` single samples of further
 unseen classes. Recall@1 is the share of queries whose top result is their match. Methods:
 
-- sparse: :class:`~dsbo.retrieval.SparseIndex` on the model's codes; a shortlist of the best
+- sparse: :class:`~dsbo.data.retrieval.SparseIndex` on the model's codes; a shortlist of the best
   ``--shortlist`` sparse scores above ``--threshold`` (the thesis: 0.25, k = 1000 for 1M rows),
   re-ranked with the same network's dense unit-norm pre-activations (the thesis re-ranks with
   a separate 512-d dense model);
@@ -52,8 +52,14 @@ from threadpoolctl import threadpool_limits
 from dsbo.acquisition import History, make_policy
 from dsbo.campaign import Campaign
 from dsbo.data import SyntheticClassesDataModule
+from dsbo.data.retrieval import (
+    DenseIndex,
+    FaissFlatIndex,
+    FaissIVFIndex,
+    SparseIndex,
+    TorchDenseIndex,
+)
 from dsbo.problems import get_problem
-from dsbo.retrieval import DenseIndex, FaissFlatIndex, FaissIVFIndex, SparseIndex, TorchDenseIndex
 from dsbo.surrogates import fit_surrogate
 from dsbo_zoo.sparse_embedding import SparseEmbedding, flops_per_row
 

@@ -5,7 +5,7 @@ before returning Hartmann-6 (a simulated expensive evaluation). Each configurati
 whole campaign, side by side in one run, in the order sqlite-1, postgres-1, sqlite-2, ...:
 
 * SQLite, N workers: one process holds the store and keeps N evaluations in flight on a
-  thread pool (``Campaign(parallel=N, executor=...)``, :mod:`dsbo.parallel`);
+  thread pool (``Campaign(parallel=N, executor=...)``, :mod:`dsbo.runtime.parallel`);
 * PostgreSQL, N workers: N separate worker processes (spawned) share the campaign through the
   database (proposal lock, leases, heartbeats). Their wall time is measured from a common
   start signal, after every worker has imported its modules (as it is for SQLite).
@@ -14,7 +14,7 @@ Reported per configuration: the wall time; the ideal wall time ``(budget * eval_
 N``, where ``P`` is the summed time of the campaign's proposals (fit + acquisition + store,
 measured in that run): the run's whole work divided evenly over the workers (perfect scaling,
 a lower bound) and the wall time's ratio to it (the goal: at most 1.3 with 4 workers); for
-reference also ``budget * eval_seconds / N + P`` (:func:`dsbo.parallel.ideal_wall_time`: the
+reference also ``budget * eval_seconds / N + P`` (:func:`dsbo.runtime.parallel.ideal_wall_time`: the
 proposals run one after another, since each holds the proposal lock, and here they are not
 overlapped with evaluations, so a run can beat it); the speed-up over the one-worker run on the
 same store; store operations, per second of wall time and their mean latency; and the best
@@ -52,8 +52,8 @@ import torch  # noqa: E402
 
 from dsbo.acquisition import OptimizerSettings  # noqa: E402
 from dsbo.campaign import Campaign  # noqa: E402
-from dsbo.parallel import ideal_wall_time  # noqa: E402
 from dsbo.problems import get_problem  # noqa: E402
+from dsbo.runtime.parallel import ideal_wall_time  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "bench_scale_out"
 #: Light acquisition optimizer settings: a proposal should cost well under an evaluation.

@@ -47,9 +47,9 @@ from campaign_runs import (  # noqa: E402
 )
 
 from dsbo.acquisition import History, OptimizerSettings, make_policy, make_postprocessor  # noqa: E402
+from dsbo.acquisition.sparsity import num_changed  # noqa: E402
 from dsbo.campaign import Campaign  # noqa: E402
 from dsbo.problems import get_problem  # noqa: E402
-from dsbo.sparsity import num_changed  # noqa: E402
 from dsbo.surrogates import fit_surrogate  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "bonsai"

@@ -26,9 +26,9 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 from dsbo.acquisition import OptimizerSettings  # noqa: E402
+from dsbo.acquisition.sparsity import is_duplicate, num_changed  # noqa: E402
 from dsbo.campaign import Campaign, best_so_far  # noqa: E402
 from dsbo.problems import Problem, get_problem  # noqa: E402
-from dsbo.sparsity import is_duplicate, num_changed  # noqa: E402
 
 KEY_FIELDS = ("problem", "method", "seed", "budget", "n_init", "surrogate", "smoke", "evaluate_target")
 #: Key fields that runs recorded before the field existed lack, and their value then.

@@ -49,9 +49,9 @@ import yaml  # noqa: E402
 from campaign_runs import mean_and_se, run_resumable  # noqa: E402
 from pytorch_lightning.callbacks import ModelCheckpoint  # noqa: E402
 
+from dsbo.analysis.forecast_baselines import baseline_forecasts, score_forecasts  # noqa: E402
 from dsbo.data import HierarchicalDataModule  # noqa: E402
 from dsbo.data.hierarchical import DATASET_DEFAULTS  # noqa: E402
-from dsbo.forecast_baselines import baseline_forecasts, score_forecasts  # noqa: E402
 from dsbo_zoo.hired import HiReD  # noqa: E402
 from dsbo_zoo.seq2seq_rnn import Seq2SeqRNN  # noqa: E402
 

@@ -29,7 +29,7 @@ import yaml
 from campaign_runs import mean_and_se, run_resumable
 from hired import fit_and_test, train_settings
 
-from dsbo.optimize import main as optimize
+from dsbo.cli.optimize import main as optimize
 from dsbo.problems import get_problem
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -46,9 +46,9 @@ import torch  # noqa: E402
 from campaign_runs import INITIAL, mean_and_se, method_color, run_resumable  # noqa: E402
 
 from dsbo.acquisition import OptimizerSettings  # noqa: E402
+from dsbo.acquisition.sparsity import changed_mask, is_duplicate  # noqa: E402
 from dsbo.campaign import Campaign  # noqa: E402
 from dsbo.problems import get_problem  # noqa: E402
-from dsbo.sparsity import changed_mask, is_duplicate  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "sparse_protocol"
 #: Changes allowed for a point to count as sparse: Branin's two relevant parameters.

@@ -32,7 +32,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import yaml  # noqa: E402
 
-from dsbo.sweep import parse_sweep, run_sweep  # noqa: E402
+from dsbo.runtime.sweep import run_sweep  # noqa: E402
+from dsbo.runtime.sweep_config import parse_sweep  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 SWEEP = ROOT / "configs" / "sweeps" / "simple-smb-bayes.yaml"

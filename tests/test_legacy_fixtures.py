@@ -15,7 +15,7 @@ import torch
 from dsbo.acquisition import OptimizerSettings
 from dsbo.campaign import Campaign
 from dsbo.problems import get_problem
-from dsbo.store import open_store
+from dsbo.storage import open_store
 from dsbo.surrogates.checkpoint import load_surrogate
 
 LEGACY = Path(__file__).resolve().parent / "fixtures" / "legacy-fc80a1c"

@@ -125,7 +125,7 @@ class OptimizerSettings:
         return X
 
     def for_dry_run(self) -> OptimizerSettings:
-        """Cheap settings for a campaign's dry iteration (:mod:`dsbo.validation`): one restart,
+        """Cheap settings for a campaign's dry iteration (:mod:`dsbo.campaign.validation`): one restart,
         three iterations, 16 MC samples; ``raw_samples`` and fixed features unchanged."""
         return dataclasses.replace(
             self,

@@ -69,10 +69,10 @@ from botorch.exceptions.errors import UnsupportedError
 from torch import Tensor
 
 from dsbo.acquisition.base import History, OptimizerSettings, Proposal, register_postprocessor
+from dsbo.acquisition.sparsity import DEFAULT_TOLERANCE, DUPLICATE_TOLERANCE, changed_mask
+from dsbo.acquisition.sparsity import is_duplicate as near_seen_point
 from dsbo.errors import ConfigError
 from dsbo.problems.base import Problem
-from dsbo.sparsity import DEFAULT_TOLERANCE, DUPLICATE_TOLERANCE, changed_mask
-from dsbo.sparsity import is_duplicate as near_seen_point
 
 #: ``score_fn(X: b x d) -> b`` acquisition values (already exponentiated for log acquisitions).
 ScoreFn = Callable[[Tensor], Tensor]
@@ -398,7 +398,7 @@ def acquisition_score_fn(
 
 def duplicate_fn(seen: Tensor, bounds: Tensor, tol: float = DUPLICATE_TOLERANCE) -> MaskFn:
     """``X -> b`` booleans: the row is within ``tol`` (unit cube, every coordinate) of a row of
-    ``seen`` (:func:`dsbo.sparsity.is_duplicate`)."""
+    ``seen`` (:func:`dsbo.acquisition.sparsity.is_duplicate`)."""
     return lambda X: near_seen_point(X, seen, bounds, tol)
 
 

@@ -9,7 +9,7 @@ and the pool's feature matrix :math:`Z` (``N x D``, rows :math:`\phi(c_i)`) is s
   (:meth:`~dsbo.surrogates.sparse_linear.SparseLinearModel.sample_weights`: one triangular
   solve with the precision's Cholesky factor kept from the fit) and proposes
   :math:`\arg\max_i \langle z_i, \tilde w\rangle`: one MIPS query. Through the
-  inverted index (:class:`~dsbo.retrieval.SparseIndex`, posting lists of :math:`Z^\top`) it
+  inverted index (:class:`~dsbo.data.retrieval.SparseIndex`, posting lists of :math:`Z^\top`) it
   costs :math:`\mathrm{nnz}(Z) + N` operations (the posting lists' products accumulated by
   ``numpy.bincount``) instead of :math:`N D` for a dense scan; the query
   may be truncated to its ``query_nnz`` largest coordinates :math:`|\tilde w_j|` (fewer posting
@@ -53,9 +53,9 @@ import torch
 from botorch.models.model import Model
 
 from dsbo.acquisition.base import History, OptimizerSettings, Proposal, register_policy
+from dsbo.data.retrieval import SparseIndex
 from dsbo.errors import ConfigError
 from dsbo.problems.base import Problem
-from dsbo.retrieval import SparseIndex
 
 RULES = ("thompson", "ucb")
 SEARCHES = ("index", "dense")

@@ -1,7 +1,7 @@
 r"""Regularized expected improvement: internal (IR) and external (ER) regularization.
 
 Liu et al., *Sparse Bayesian Optimization*, AISTATS 2023, section 3. With a sparsity measure
-``xi`` (:mod:`dsbo.sparsity`, relative to a target ``x^s``) and a weight ``lambda``:
+``xi`` (:mod:`dsbo.acquisition.sparsity`, relative to a target ``x^s``) and a weight ``lambda``:
 
 - **ER** (eq. 3-4): ``alpha_ER(x) = EI(x) - lambda * xi(x)``, the penalty outside the
   expectation. ER is defined on EI itself (not LogEI, whose log scale would change what
@@ -70,9 +70,9 @@ from torch import Tensor
 from dsbo.acquisition.base import History, OptimizerSettings, register_policy
 from dsbo.acquisition.plain import best_feasible_value, slack_constraints
 from dsbo.acquisition.sebo import SparsityPolicy
+from dsbo.acquisition.sparsity import SparsityMeasure
 from dsbo.errors import ConfigError
 from dsbo.problems.base import Problem
-from dsbo.sparsity import SparsityMeasure
 
 
 class _SumOverBatch(torch.nn.Module):

@@ -1,7 +1,7 @@
 r"""SEBO: sparsity-exploring Bayesian optimization (Liu et al., AISTATS 2023, sections 4-5).
 
 SEBO treats sparsity as a second objective: it maximizes ``f`` and ``-xi`` jointly, where
-``xi(x)`` measures the distance of ``x`` from a target ``x^s`` (:mod:`dsbo.sparsity`: L0, L1 or
+``xi(x)`` measures the distance of ``x`` from a target ``x^s`` (:mod:`dsbo.acquisition.sparsity`: L0, L1 or
 group lasso, in unit-cube coordinates). The model is the objective surrogate plus a
 deterministic model of ``-xi`` (BoTorch ``GenericDeterministicModel`` in a ``ModelList``) and
 the acquisition is the expected hypervolume improvement of ``(f, -xi)`` (eq. 8), with the
@@ -81,10 +81,10 @@ from torch import Tensor
 from dsbo.acquisition.base import History, OptimizerSettings, Proposal, register_policy
 from dsbo.acquisition.plain import OptimizedPolicy, slack_constraints
 from dsbo.acquisition.sparse_ehvi import LogSparseExpectedHypervolumeImprovement
+from dsbo.acquisition.sparsity import PENALTIES, SparsityMeasure, is_duplicate, to_unit_cube
 from dsbo.errors import ConfigError
 from dsbo.problems.base import Problem
 from dsbo.problems.options import resolve_target
-from dsbo.sparsity import PENALTIES, SparsityMeasure, is_duplicate, to_unit_cube
 from dsbo.surrogates.relevance import scaled_distance
 
 #: Where the homotopy's restarts start (see :class:`SparsityPolicy`).

@@ -10,7 +10,7 @@ campaign (qLogNEHVI, qParEGO, MOBO-RS).
 The search space is written like a W&B sweep's ``parameters`` (``distribution:
 log_uniform_values`` / ``uniform`` / ``int_uniform`` / ``q_uniform`` / ``categorical`` with
 ``min``/``max`` or ``values``, and fixed ``value`` s), and mapped to a box exactly as ``method:
-bayes`` sweeps do (:func:`dsbo.sweep.search_space`: log-uniform parameters are searched in
+bayes`` sweeps do (:func:`dsbo.space.wandb_syntax.search_space`: log-uniform parameters are searched in
 their natural log). ``default`` gives the program's default hyperparameters: the problem's
 default point, toward which BONSAI prunes, so a campaign says which few hyperparameters are
 worth changing (Paria thesis ch. 6's table 6.5 defaults for HiReD).
@@ -56,9 +56,12 @@ from torch import Tensor
 from dsbo.errors import ConfigError, EvaluationError
 from dsbo.problems.base import Problem
 from dsbo.problems.registry import register_problem
+from dsbo.space.wandb_syntax import _is_number, parse_parameter, search_space
 
 #: Where the runs go unless ``runs_dir`` says otherwise.
 DEFAULT_RUNS_DIR = "runs/train-run"
+RUN_SUMMARY = "summary.json"
+WANDB_SUMMARY_GLOB = "wandb/*run-*/files/wandb-summary.json"
 
 
 def _metric_names(metrics: Any, goal: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -110,8 +113,6 @@ class TrainingRun(BaseTestProblem):
 
     def run(self, params: Mapping[str, Any]) -> list[float]:
         """Train once with ``params``; the requested metrics from the run's ``summary.json``."""
-        from dsbo.sweep import log_tail, read_metric
-
         key = hashlib.sha1(json.dumps(params, sort_keys=True, default=str).encode()).hexdigest()[:8]
         run_dir = Path(self.runs_dir) / f"run-{time.strftime('%Y%m%d-%H%M%S')}-{key}-{os.getpid()}"
         run_dir.mkdir(parents=True, exist_ok=True)
@@ -176,8 +177,6 @@ def make_train_run(
         tied: ``{option: parameter}``: ``option`` receives the value of the parameter
             ``parameter`` in every run (a setting the model and the datamodule share).
     """
-    from dsbo.sweep import parse_parameter, search_space
-
     if not isinstance(config, str) or not config:
         raise ConfigError("train-run: config must name a dsbo.train config file")
     if not Path(config).is_file():
@@ -227,3 +226,28 @@ def make_train_run(
 
 
 __all__ = ["MultiMetricTrainingRun", "TrainingRun", "make_train_run"]
+
+
+def read_metric(run_dir: Path, name: str) -> float | None:
+    """``name`` from the run's ``summary.json`` (dsbo.train) or its offline W&B summary."""
+    candidates = [run_dir / RUN_SUMMARY, *sorted(run_dir.glob(WANDB_SUMMARY_GLOB), key=lambda p: p.stat().st_mtime, reverse=True)]
+    for path in candidates:
+        if not path.is_file():
+            continue
+        try:
+            summary = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        value = summary.get(name) if isinstance(summary, dict) else None
+        if _is_number(value):
+            return float(value)
+    return None
+
+
+def log_tail(path: Path, lines: int = 3) -> str:
+    """The last ``lines`` lines of a run's log joined by `` | `` (for an error message)."""
+    try:
+        text = path.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    return " | ".join(text[-lines:])

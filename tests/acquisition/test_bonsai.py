@@ -27,10 +27,10 @@ from dsbo.acquisition.bonsai import (
     exact_prune,
     greedy_prune,
 )
+from dsbo.acquisition.sparsity import num_changed
 from dsbo.campaign import Campaign
 from dsbo.errors import ConfigError
 from dsbo.problems import get_problem
-from dsbo.sparsity import num_changed
 from dsbo.surrogates import fit_surrogate
 
 PROPERTY = settings(max_examples=40, deadline=None, derandomize=True)

@@ -15,10 +15,10 @@ from dsbo.acquisition.regularized import (
     InternalRegularization,
     LogPenalizedExpectedImprovement,
 )
+from dsbo.acquisition.sparsity import smooth_l0
 from dsbo.campaign import Campaign
 from dsbo.errors import ConfigError
 from dsbo.problems import get_problem
-from dsbo.sparsity import smooth_l0
 from dsbo.surrogates import fit_surrogate
 
 SMALL = dict(num_steps=4, num_restarts_homotopy=2)

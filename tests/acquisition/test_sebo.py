@@ -15,11 +15,11 @@ from botorch.utils.sampling import draw_sobol_samples
 from dsbo.acquisition import History, OptimizerSettings, Proposal, make_policy
 from dsbo.acquisition.sebo import SEBO, prune_restarts, snap_to_target
 from dsbo.acquisition.sparse_ehvi import LogSparseExpectedHypervolumeImprovement
+from dsbo.acquisition.sparsity import is_duplicate
 from dsbo.campaign import Campaign
 from dsbo.errors import ConfigError
 from dsbo.problems import get_problem
 from dsbo.problems.base import Problem
-from dsbo.sparsity import is_duplicate
 from dsbo.surrogates import fit_surrogate
 
 FIG2_OPT = OptimizerSettings(num_restarts=4, raw_samples=16, maxiter=50, batch_limit=4)

@@ -11,7 +11,7 @@ from dsbo.acquisition.sparse_ehvi import (
     LogSparseExpectedHypervolumeImprovement,
     sparse_pareto_front,
 )
-from dsbo.sparsity import SparsityMeasure
+from dsbo.acquisition.sparsity import SparsityMeasure
 from dsbo.surrogates import fit_surrogate
 
 D = 4

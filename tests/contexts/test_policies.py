@@ -10,13 +10,13 @@ import torch
 import dsbo.contexts.policies as policies_module
 from dsbo.acquisition import OptimizerSettings
 from dsbo.campaign import Campaign
+from dsbo.campaign.validation import synthetic_history
 from dsbo.contexts import ContextSettings, ContextState, make_context_policy
 from dsbo.contexts.policies import ContextPolicy
 from dsbo.problems import get_problem
 from dsbo.problems.base import CONTEXT_ROLES
-from dsbo.store import TrialStore
+from dsbo.storage import TrialStore
 from dsbo.surrogates import SurrogateSpec
-from dsbo.validation import synthetic_history
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 

@@ -9,13 +9,13 @@ import torch
 
 from dsbo.acquisition import OptimizerSettings
 from dsbo.campaign import Campaign
+from dsbo.campaign.validation import synthetic_history
 from dsbo.contexts import ContextSettings, ContextState, Environment, make_context_policy
 from dsbo.errors import ConfigError
 from dsbo.problems import get_problem
 from dsbo.problems.base import Context
-from dsbo.store import TrialStore
+from dsbo.storage import TrialStore
 from dsbo.surrogates import SurrogateSpec
-from dsbo.validation import synthetic_history
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 

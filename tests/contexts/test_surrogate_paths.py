@@ -7,11 +7,11 @@ import pytest
 import torch
 
 from dsbo.acquisition import OptimizerSettings
+from dsbo.campaign.validation import synthetic_history
 from dsbo.contexts import ContextState, make_context_policy
 from dsbo.contexts.switching import noise_variance, regret_bound_check
 from dsbo.problems import get_problem
 from dsbo.surrogates import SurrogateSpec, fit_surrogate
-from dsbo.validation import synthetic_history
 
 CHEAP = OptimizerSettings(num_restarts=1, raw_samples=16, maxiter=5, mc_samples=16)
 NEURAL = {"width": 16, "max_epochs": 5}

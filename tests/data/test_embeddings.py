@@ -54,7 +54,7 @@ def test_train_cli_takes_a_datamodule_by_class(tmp_path):
     """`python -m dsbo.train fit` with `--data <class>`: subclass mode, in_dim linked to the model."""
     import json
 
-    from dsbo.train import main, names_datamodule_class
+    from dsbo.cli.train import main, names_datamodule_class
 
     args = ["fit", "--model", "SparseEmbedding", "--model.num_classes", "7", "--model.embedding_dim", "6",
             "--model.hidden", "[8]", "--model.lam", "1.0", "--data", "dsbo.data.DigitsDataModule",
@@ -72,7 +72,7 @@ def test_synthetic_train_config_fits_with_a_logger(tmp_path):
     """The shipped config, shrunk: model and datamodule hyperparameters merge in the logger."""
     from pathlib import Path
 
-    from dsbo.train import main
+    from dsbo.cli.train import main
 
     config = Path(__file__).resolve().parents[2] / "configs/train/sparse-embedding-synthetic.yaml"
     args = ["fit", "--config", str(config), "--data.total_classes", "60", "--data.train_classes", "40",

@@ -5,6 +5,7 @@ import pytest
 import torch
 from botorch.models.model import Model
 
+from dsbo.cli.train import main
 from dsbo.errors import ConfigError, DataError
 from dsbo.surrogates.checkpoint import (
     load_surrogate,
@@ -12,7 +13,6 @@ from dsbo.surrogates.checkpoint import (
     module_class,
     read_checkpoint,
 )
-from dsbo.train import main
 
 CASES = {
     "ensemble": ["--model", "SimpleSMB", "--model.num_samples", "3", "--model.width", "16", "--model.lr", "0.01"],

@@ -9,7 +9,7 @@ from dsbo.acquisition import OptimizerSettings
 from dsbo.campaign import Campaign
 from dsbo.errors import ConfigError
 from dsbo.problems import get_problem
-from dsbo.store import TrialStore
+from dsbo.storage import TrialStore
 from dsbo.surrogates import SurrogateSpec, fit_surrogate
 from dsbo.surrogates.selection import Selector, make_selector
 

@@ -1,0 +1,917 @@
+"""The BO campaign: ask/tell over a durable store, and a ``run()`` driver.
+
+A :class:`Campaign` proposes points (``ask``), records outcomes (``tell``) and drives a problem
+to its budget (``run``). Every proposal is committed to the :class:`~dsbo.storage.TrialStore` as
+``pending`` before it is evaluated, and every outcome is committed before the next proposal,
+so a crash loses nothing: re-creating the campaign on the same store resumes it.
+
+Reproducibility: the seed of each proposal is derived from the campaign seed and the number of
+trials proposed so far, so the same seed and configuration give the same proposals on CPU, also
+across a crash and resume.
+
+Example:
+    >>> from dsbo.campaign import Campaign
+    >>> from dsbo.problems import get_problem
+    >>> campaign = Campaign(get_problem("branin"), surrogate="gp", budget=12, n_init=6,
+    ...                     store="runs/demo/trials.sqlite")
+    >>> result = campaign.run()
+    >>> result.best_value
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Executor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import gpytorch
+import pandas as pd
+import torch
+from botorch.utils.multi_objective.hypervolume import Hypervolume
+from botorch.utils.multi_objective.pareto import is_non_dominated
+from botorch.utils.sampling import draw_sobol_samples
+from torch import Tensor
+
+from dsbo.acquisition import History, OptimizerSettings, Policy, make_policy
+from dsbo.acquisition.base import PostProcessor, make_postprocessor
+from dsbo.acquisition.scalarized import campaign_bayes_regret
+from dsbo.acquisition.sparsity import DEFAULT_TOLERANCE, changed_mask, num_changed
+from dsbo.campaign.validation import check_campaign, check_context_policy
+from dsbo.contexts import ContextSettings, ContextState, Environment
+from dsbo.contexts.settings import ContextValues
+from dsbo.errors import (
+    BudgetExhaustedError,
+    ConfigError,
+    CostError,
+    EvaluationError,
+    StoreMismatchError,
+)
+from dsbo.problems.base import Problem
+from dsbo.runtime.evaluation import (
+    UNFINISHED,
+    Evaluator,
+    evaluate_batch,
+    outcome_vector,
+    parse_outcomes,
+)
+from dsbo.storage import BUDGETED, Store, Trial, new_worker_id, open_store
+from dsbo.surrogates import SurrogateSpec, fit_surrogate
+
+Callback = Callable[["Campaign", list[Trial]], None]
+ON_PENDING = ("retry", "abandon")
+#: GPyTorch switches from Cholesky to conjugate gradients above 800 points by default; a
+#: campaign keeps its exact GPs exact (and their timings honest) up to this size.
+EXACT_CHOLESKY_SIZE = 100_000
+#: Seeds are 32-bit unsigned integers (NumPy's and Sobol's limit).
+MAX_SEED = 2**32 - 1
+
+
+@dataclass
+class CampaignResult:
+    """Summary of a finished (or interrupted) campaign."""
+
+    best_value: float | None
+    best_x: list[float] | None
+    num_completed: int
+    num_failed: int
+    num_changed_best: int | None
+    history: pd.DataFrame
+    #: What ``num_changed`` counts changes from: ``"acquisition target"`` (SEBO/IR/ER's
+    #: ``target``), ``"postprocess default"`` (BONSAI's explicit ``default``) or
+    #: ``"problem default"``.
+    changes_from: str = "problem default"
+    #: The best point's changed parameters: ``{"parameter", "from", "to"}`` each.
+    changes_best: list[dict[str, Any]] | None = None
+    #: The cost ledger: summed cost of the trials that count against the budget.
+    cost_used: float = 0.0
+    #: Multi-objective runs: the Bayes regret (utility, and regret where the problem knows
+    #: its front) of the completed points (:func:`~dsbo.acquisition.scalarized.campaign_bayes_regret`).
+    bayes_regret: dict[str, Any] | None = None
+
+
+class Campaign:
+    """Bayesian optimization of ``problem`` with a durable, resumable record.
+
+    Args:
+        problem: The :class:`~dsbo.problems.base.Problem`: search box, default point, outcome
+            names (objectives then constraint slacks), and, unless ``evaluator`` is given, the
+            function to evaluate.
+        surrogate: Surrogate spec for :func:`~dsbo.surrogates.fit_surrogate`.
+        acquisition: A registered policy name (``"auto"``: qLogNEI, or qLogNEHVI for
+            multi-objective problems), a mapping ``{"name": ..., **options}``, or a policy.
+        budget: Total number of evaluations (completed + failed); default 30, or as many as
+            ``budget_cost`` can pay for.
+        n_init: Scrambled-Sobol initial points (default: ``min(budget, max(5, 2 * d))``
+            capped at a third of the budget, at least 2).
+        q: Candidates proposed (and evaluated concurrently) per iteration.
+        seed: The campaign seed.
+        store: A :class:`~dsbo.storage.Store`, a path to a SQLite file, a ``postgresql://`` URL
+            (a store several workers share, :mod:`dsbo.storage.postgres`), or ``None`` for an
+            in-memory store.
+        evaluator: ``x (d-tensor) -> outcomes`` (number, sequence, tensor, or mapping by
+            outcome name); defaults to the problem itself.
+        executor: Any ``concurrent.futures.Executor`` (thread/process pool, Dask's
+            ``client.get_executor()``); ``None`` evaluates in this process.
+        optimizer: Acquisition optimizer settings.
+        on_pending: What resuming does with trials a crash left pending: ``"retry"``
+            re-evaluates them (same points, same budget slot), ``"abandon"`` marks them
+            abandoned (not fitted, not counted in the budget).
+        max_consecutive_failures: Stop with an :class:`~dsbo.errors.EvaluationError` after this
+            many failed evaluations in a row (a broken evaluator should not burn the budget).
+        callbacks: Called as ``callback(campaign, trials)`` after every finished batch.
+        sparsity_tol: Tolerance (unit-cube coordinates) for counting changed parameters.
+        postprocess: A post-processor of the acquisition's candidates, as
+            ``{"bonsai": {"rho": 0.2}}`` (a registered name and its options) or an instance.
+        eval_timeout: Seconds an evaluation may run before it is stopped and recorded as a
+            failed trial (:mod:`dsbo.runtime.evaluation`); ``None``: no limit.
+        worker_retries: Times a trial whose executor worker died is evaluated again before
+            it counts as failed.
+        dry_run: Check every part against the problem with one dry iteration on synthetic
+            data before anything is evaluated (:mod:`dsbo.campaign.validation`).
+        include_default: Evaluate the problem's default point first (generator
+            ``"default"``, a batch of its own), then the ``n_init`` Sobol points: the initial
+            design is ``n_init + 1`` evaluations, all counted in the budget. Fixed features
+            apply to it.
+        contexts: For a problem with context variables: the context policy and its settings
+            (:class:`~dsbo.contexts.ContextSettings`, a policy name or a mapping; default
+            SADCBO). Each iteration then proposes one point whose contexts are optimized,
+            observed or ignored as the policy decides; the initial design observes them all.
+        budget_cost: A budget in cost units: no trial is proposed once the ledger plus the
+            cheapest evaluation (``problem.design_cost``) would pass it. With a varying cost
+            (``problem.cost_function``) each trial is charged ``lambda(x)`` when it is
+            proposed, and the run ends at the first proposal the budget cannot pay for.
+        environment: A callable returning the contexts as they are now (``{name: value}``),
+            e.g. a sensor; simulated problems draw from ``p(z)`` without one.
+        parallel: Trials evaluated at once by ``run()`` (through ``executor``); each new
+            proposal is conditioned on the pending ones (:mod:`dsbo.runtime.parallel`).
+        lease: Seconds a pending trial stays its worker's without a heartbeat; on a shared
+            store (PostgreSQL) a trial whose lease ran out (its worker died) is taken over by
+            another worker and retried (``on_pending="retry"``, at most ``worker_retries``
+            times) or abandoned.
+
+    Raises:
+        ConfigError: for any bad setting, before anything is evaluated or stored.
+        StoreLockedError: if another process has the store open.
+    """
+
+    def __init__(
+        self,
+        problem: Problem,
+        surrogate: SurrogateSpec | str | Mapping[str, Any] = "map-saas",
+        acquisition: str | Mapping[str, Any] | Policy = "auto",
+        budget: int | None = None,
+        n_init: int | None = None,
+        q: int = 1,
+        seed: int = 0,
+        store: Store | str | Path | None = None,
+        evaluator: Evaluator | None = None,
+        executor: Executor | None = None,
+        optimizer: OptimizerSettings | None = None,
+        on_pending: str = "retry",
+        max_consecutive_failures: int = 10,
+        callbacks: Sequence[Callback] = (),
+        sparsity_tol: float = DEFAULT_TOLERANCE,
+        postprocess: Mapping[str, Mapping[str, Any] | None] | PostProcessor | None = None,
+        eval_timeout: float | None = None,
+        worker_retries: int = 1,
+        dry_run: bool = True,
+        include_default: bool = False,
+        contexts: ContextSettings | str | Mapping[str, Any] | None = None,
+        budget_cost: float | None = None,
+        environment: Callable[[], ContextValues] | None = None,
+        parallel: int = 1,
+        lease: float = 60.0,
+    ) -> None:
+        self.problem = problem
+        self.surrogate = SurrogateSpec.coerce(surrogate)
+        if budget_cost is not None and (
+            isinstance(budget_cost, bool)
+            or not isinstance(budget_cost, int | float)
+            or not 0 < budget_cost < math.inf
+        ):
+            raise ConfigError(f"budget_cost must be a finite number > 0, got {budget_cost!r}")
+        self.budget_cost = None if budget_cost is None else float(budget_cost)
+        if budget is None:
+            budget = 30 if budget_cost is None else max(1, int(budget_cost / problem.design_cost))
+        self.budget = _positive_int("budget", budget)
+        self.q = _positive_int("q", q)
+        if n_init is None:
+            n_init = max(2, min(self.budget // 3, max(5, 2 * problem.dim)))
+        self.n_init = _positive_int("n_init", n_init)
+        if not isinstance(include_default, bool):
+            raise ConfigError(f"include_default must be true or false, got {include_default!r}")
+        self.include_default = include_default
+        if self.n_init + include_default > self.budget:
+            raise ConfigError(
+                f"n_init={n_init}"
+                + (" + the default point" if include_default else "")
+                + f" exceeds budget={budget}"
+            )
+        if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed <= MAX_SEED:
+            raise ConfigError(f"seed must be an integer in [0, {MAX_SEED}], got {seed!r}")
+        self.seed = seed
+        if on_pending not in ON_PENDING:
+            raise ConfigError(f"on_pending={on_pending!r}; choose one of {ON_PENDING}")
+        self.on_pending = on_pending
+        self.max_consecutive_failures = _positive_int(
+            "max_consecutive_failures", max_consecutive_failures
+        )
+        self.optimizer = optimizer or OptimizerSettings()
+        self.policy = self._make_policy(acquisition)
+        self.context_settings = ContextSettings.coerce(contexts)
+        if self.context_settings is None and problem.is_contextual:
+            self.context_settings = ContextSettings()
+        self.context_policy = None
+        if self.context_settings is not None:
+            self._setup_contexts(acquisition, postprocess, environment)
+        if postprocess:
+            self._attach_postprocessor(postprocess)
+        if eval_timeout is not None and (
+            isinstance(eval_timeout, bool)
+            or not isinstance(eval_timeout, int | float)
+            or not 0 < eval_timeout < math.inf
+        ):
+            raise ConfigError(f"eval_timeout must be a number of seconds > 0, got {eval_timeout!r}")
+        self.eval_timeout = None if eval_timeout is None else float(eval_timeout)
+        if (
+            isinstance(worker_retries, bool)
+            or not isinstance(worker_retries, int)
+            or worker_retries < 0
+        ):
+            raise ConfigError(f"worker_retries must be an integer >= 0, got {worker_retries!r}")
+        self.worker_retries = worker_retries
+        self.evaluator = evaluator if evaluator is not None else problem
+        self.executor = executor
+        self.callbacks = list(callbacks)
+        self.sparsity_tol = sparsity_tol
+        if self.context_policy is None:
+            check_campaign(
+                problem, self.surrogate, self.policy, self.optimizer, self.q, seed, dry_run
+            )
+        else:
+            check_context_policy(self.problem, self.surrogate, self.context_policy, seed, dry_run)
+        self.changes_from, self.reference_point = self._sparsity_reference()
+        self.parallel = _positive_int("parallel", parallel)
+        if self.parallel > 1 and executor is None:
+            raise ConfigError(f"parallel={parallel} trials at once need an executor to run them")
+        if isinstance(lease, bool) or not isinstance(lease, int | float) or not 0 < lease < math.inf:
+            raise ConfigError(f"lease must be a number of seconds > 0, got {lease!r}")
+        self.lease = float(lease)
+        self.worker = new_worker_id()
+        self.store: Store = open_store(store)
+        self._check_store()
+        self.timings: list[dict[str, float]] = []
+        #: Set once a proposal's cost (``problem.cost_function``) exceeds what is left.
+        self._cost_exhausted = False
+
+    # ------------------------------------------------------------------ setup
+    def _make_policy(self, acquisition: str | Mapping[str, Any] | Policy) -> Policy:
+        if hasattr(acquisition, "propose"):
+            return acquisition  # type: ignore[return-value]
+        if isinstance(acquisition, str):
+            name, options = acquisition, {}
+        elif isinstance(acquisition, Mapping):
+            options = dict(acquisition)
+            name = options.pop("name", "auto")
+            options.update(options.pop("options", {}) or {})
+        else:
+            raise ConfigError(f"acquisition must be a name or mapping, got {acquisition!r}")
+        if name == "auto":
+            name = "qlognehvi" if self.problem.is_multi_objective else "qlognei"
+        return make_policy(name, options, self.optimizer)
+
+    def _setup_contexts(self, acquisition: Any, postprocess: Any, environment: Any) -> None:
+        """Resolve the ``contexts`` settings against the problem (names, costs, policy)."""
+        if self.q != 1:
+            raise ConfigError(
+                f"a contextual campaign proposes one point per iteration; got q={self.q}"
+            )
+        if acquisition not in ("auto", None) and not (
+            isinstance(acquisition, Mapping) and acquisition.get("name", "auto") == "auto"
+        ):
+            raise ConfigError(
+                "a contextual campaign chooses points with its context policy (UCB); leave acquisition "
+                "at auto and set contexts.options (e.g. beta) instead"
+            )
+        if postprocess:
+            raise ConfigError("postprocess does not apply to a contextual campaign")
+        if environment is not None and not callable(environment):
+            raise ConfigError(
+                f"environment must be a callable returning the contexts, got {environment!r}"
+            )
+        self.problem, self.context_policy, self.fixed_contexts, self.observe_only = (
+            self.context_settings.resolve(self.problem, self.optimizer)
+        )
+        self.environment = Environment(self.problem, self.seed, environment)
+
+    def _attach_postprocessor(
+        self, postprocess: Mapping[str, Mapping[str, Any] | None] | PostProcessor
+    ) -> None:
+        if not hasattr(self.policy, "postprocessor"):
+            raise ConfigError(
+                f"postprocess needs an acquisition that is optimized; "
+                f"{getattr(self.policy, 'name', self.policy)!r} is not (set postprocess: null)"
+            )
+        if isinstance(postprocess, Mapping):
+            if len(postprocess) != 1:
+                raise ConfigError(
+                    f"postprocess takes one post-processor, e.g. {{bonsai: {{rho: 0.2}}}}; "
+                    f"got {sorted(postprocess)}"
+                )
+            [(name, options)] = postprocess.items()
+            postprocess = make_postprocessor(name, options or {})
+        self.policy.postprocessor = postprocess  # type: ignore[attr-defined]
+
+    def _check_store(self) -> None:
+        """The store is new (it becomes this campaign's) or holds this problem and search
+        space (a store written before search spaces were recorded is checked on the rest)."""
+        identity = {
+            "problem": self.problem.name,
+            "dim": self.problem.dim,
+            "outcomes": list(self.problem.outcome_names),
+            "parameters": list(self.problem.parameter_names),
+            "bounds": self.problem.bounds.tolist(),
+            "integer_dims": list(self.problem.integer_dims),
+        }
+        stored = self.store.setdefault_meta("identity", identity)
+        if stored == identity:
+            self.store.setdefault_meta(
+                "settings",
+                {"seed": self.seed, "budget": self.budget, "budget_cost": self.budget_cost},
+            )
+        elif any(stored.get(k) != v for k, v in identity.items() if k in stored) or not (
+            set(stored) <= set(identity)
+        ):
+            differ = [k for k, v in identity.items() if k in stored and stored[k] != v]
+            raise StoreMismatchError(
+                f"the store {self.store.path} belongs to another problem or search space (it differs in "
+                f"{', '.join(differ) or 'its keys'}): stored {stored}; this campaign is "
+                f"{identity}. Use a new run directory (or database)."
+            )
+
+    def _sparsity_reference(self) -> tuple[str, Tensor]:
+        """What changed parameters are counted from: the policy's sparsity target, else a
+        post-processor's explicit default, else the problem's default point."""
+        target = getattr(self.policy, "sparsity_target", None)
+        if target is not None:
+            return "acquisition target", target(self.problem).to(torch.double)
+        default = getattr(getattr(self.policy, "postprocessor", None), "default", None)
+        if isinstance(default, Tensor):
+            return "postprocess default", default.to(torch.double)
+        return "problem default", self.problem.default_point.to(torch.double)
+
+    def initial_design(self) -> Tensor:
+        """The initial points in order: the default point (with ``include_default``), then
+        ``n_init`` scrambled Sobol points, fixed features applied, rounded to the domain."""
+        design = draw_sobol_samples(
+            self.problem.bounds, n=self.n_init, q=1, seed=self.seed
+        ).squeeze(1)
+        if self.include_default:
+            default = self.problem.default_point.to(design).reshape(1, -1)
+            design = torch.cat([default, design])
+        return self.problem.round_to_domain(self.optimizer.apply_fixed_features(design))
+
+    # ------------------------------------------------------------------ counts
+    @property
+    def num_used(self) -> int:
+        """Trials that count against the budget: pending, completed and failed."""
+        return self.store.count(BUDGETED)
+
+    @property
+    def cost_used(self) -> float:
+        """The cost ledger: summed cost of the trials that count against the budget."""
+        return self.store.cost_used()
+
+    @property
+    def remaining(self) -> int:
+        """Evaluations still allowed by the budget (0 once the cost budget cannot pay for the
+        cheapest evaluation)."""
+        if self.budget_cost is not None and (
+            self._cost_exhausted
+            or self.cost_used + self.problem.design_cost > self.budget_cost + 1e-9
+        ):
+            return 0
+        return max(0, self.budget - self.num_used)
+
+    def _proposal_seed(self) -> int:
+        return (self.seed * 1_000_003 + self.store.count()) % (2**31 - 1)
+
+    # ------------------------------------------------------------------ ask / tell
+    def ask(self, q: int | None = None, contexts: ContextValues | None = None) -> list[Trial]:
+        """Propose up to ``q`` new points, committed as pending trials; ``[]`` when the budget
+        is used up. Initial points come from one scrambled Sobol sequence of length ``n_init``.
+
+        The proposal holds the store's proposal lock from reading the data to committing the
+        new trials, and is conditioned on every pending trial (this worker's and others'), so
+        workers sharing a store never propose without seeing each other's pending points.
+
+        ``contexts``: for a contextual problem, the contexts as the environment has them now
+        (``{name: value}``); simulated problems draw them from ``p(z)`` when not given.
+
+        A candidate whose cost cannot be computed (``problem.cost_function`` fails or gives a
+        value that is not a finite number > 0) is returned already failed, with the reason:
+        evaluate only the trials whose ``status`` is ``"pending"``.
+        """
+        with self.store.proposal_lock():
+            return self._ask(q, contexts)
+
+    def _ask(self, q: int | None, contexts: ContextValues | None) -> list[Trial]:
+        q = min(self.q if q is None else _positive_int("q", q), self.remaining)
+        if q == 0:
+            return []
+        if self.context_policy is not None:
+            return [self._ask_contextual(contexts)]
+        if contexts is not None:
+            raise ConfigError(
+                f"contexts were given but {self.problem.name} has no context variables"
+            )
+        start = time.perf_counter()
+        store_start = self.store.busy_seconds
+        seed = self._proposal_seed()
+        # every ask reseeds torch, so a noisy problem evaluated in this process draws the same
+        # noise for the same seed, whatever ran in the process before (initial design included)
+        torch.manual_seed(seed)
+        n_proposed = self.store.count(BUDGETED)
+        fit_time = acq_time = 0.0
+        X_done, Y_done = self.store.completed_data()
+        n_design = self.n_init + self.include_default
+        if n_proposed < n_design:
+            if self.include_default and n_proposed == 0:  # the default point, on its own
+                X, generator = self.initial_design()[:1], "default"
+            else:
+                X = self.initial_design()[n_proposed : min(n_design, n_proposed + q)]
+                generator = "sobol-init"
+            metadata = [{} for _ in range(X.shape[0])]
+        elif not self.policy.needs_model or X_done.shape[0] < 2:
+            fallback = make_policy("sobol", {}, self.optimizer)
+            proposal = fallback.propose(None, History(X_done, Y_done, seed=seed), self.problem, q)
+            X, metadata = proposal.X, proposal.metadata
+            generator = "sobol" if not self.policy.needs_model else "sobol-fallback"
+        else:
+            torch.manual_seed(seed)
+            t0, c0 = time.perf_counter(), time.process_time()
+            with gpytorch.settings.max_cholesky_size(EXACT_CHOLESKY_SIZE):
+                model = fit_surrogate(self.surrogate, X_done, Y_done, bounds=self.problem.bounds,
+                                      selection_seed=self.seed)  # fmt: skip
+            fit_time, fit_cpu = time.perf_counter() - t0, time.process_time() - c0
+            pending = self.store.trials("pending")
+            history = History(
+                X=X_done,
+                Y=Y_done,
+                X_pending=torch.tensor([t.x for t in pending], dtype=torch.double)
+                if pending
+                else None,
+                seed=seed,
+                t=X_done.shape[0],
+                eval_times=self._completed_eval_times(),
+            )
+            t0, c0 = time.perf_counter(), time.process_time()
+            with gpytorch.settings.max_cholesky_size(EXACT_CHOLESKY_SIZE):
+                proposal = self.policy.propose(model, history, self.problem, q)
+            acq_time = time.perf_counter() - t0
+            X, metadata = proposal.X, proposal.metadata
+            extra: dict[str, Any] = {"fit_cpu_time": fit_cpu, "acq_cpu_time": time.process_time() - c0}
+            rows = getattr(model, "training_rows", None)
+            if rows is not None:  # the trials the surrogate was fitted on (subset selection)
+                ids = [t.id for t in self.store.trials("completed")]
+                extra["fitted_trials"] = [ids[i] for i in rows]
+            metadata = [dict(m, **extra) for m in metadata]
+            generator = getattr(self.policy, "name", type(self.policy).__name__)
+        self.problem.validate(X, what="proposed candidates")
+        changed = num_changed(X, self.reference_point, self.problem.bounds, self.sparsity_tol)
+        for meta, n in zip(metadata, changed.tolist(), strict=True):
+            meta["num_changed"] = int(n)
+        costs, cost_errors = self._evaluation_costs(X)
+        try:
+            ids = self.store.add_trials(
+                X,
+                generator,
+                fit_time=fit_time,
+                acq_time=acq_time,
+                metadata=[dict(m, seed=seed) for m in metadata],
+                budget=self.budget,
+                cost=costs,
+                budget_cost=self.budget_cost,
+                worker=self.worker,
+            )
+        except BudgetExhaustedError:
+            if self.problem.cost_function is None:
+                raise
+            # a varying cost: the proposal costs more than the budget has left, so the run ends
+            self._cost_exhausted = True
+            return []
+        for trial_id, error in zip(ids, cost_errors, strict=True):
+            if error is not None:  # recorded like a failed evaluation, never evaluated
+                self.store.fail(trial_id, error, budget=self.budget)
+        trials = [self.store.get(i) for i in ids]
+        self._record_ask(start, store_start, fit_time, acq_time)
+        return trials
+
+    def _completed_eval_times(self) -> Tensor:
+        """Measured evaluation seconds of the completed trials, in ``completed_data`` order
+        (NaN where none was recorded): what a learned cost model fits."""
+        times = [t.eval_time for t in self.store.trials("completed")]
+        return torch.tensor([math.nan if v is None else v for v in times], dtype=torch.double)
+
+    def _evaluation_costs(self, X: Tensor) -> tuple[list[float], list[str | None]]:
+        """``lambda(x)`` of each candidate and, for a candidate whose cost is unusable, the
+        reason (its trial is recorded as failed at cost 0)."""
+        try:
+            return self.problem.evaluation_cost(X).tolist(), [None] * X.shape[0]
+        except CostError:
+            costs: list[float] = []
+            errors: list[str | None] = []
+            for x in X:
+                try:
+                    costs.append(float(self.problem.evaluation_cost(x.unsqueeze(0))[0]))
+                    errors.append(None)
+                except CostError as exc:
+                    costs.append(0.0)
+                    errors.append(f"CostError: {exc}")
+            return costs, errors
+
+    def _record_ask(
+        self, start: float, store_start: float, fit_time: float, acq_time: float
+    ) -> None:
+        self._last_ask = {
+            "fit": fit_time,
+            "acquisition": acq_time,
+            "store": self.store.busy_seconds - store_start,
+            "ask_total": time.perf_counter() - start,
+        }
+
+    def _ask_contextual(self, given: ContextValues | None) -> Trial:
+        """One contextual proposal: the environment's contexts, the policy's roles and point,
+        committed with its cost (the initial design observes every context)."""
+        start, store_start = time.perf_counter(), self.store.busy_seconds
+        seed = self._proposal_seed()
+        torch.manual_seed(seed)  # as in ask: the same noise for the same seed in this process
+        problem = self.problem
+        z = self.environment.values(self.store.count(), given)
+        X_done, Y_done = self.store.completed_data()
+        n_proposed = self.store.count(BUDGETED)
+        fit_time = acq_time = 0.0
+        n_design = self.n_init + self.include_default
+        if n_proposed < n_design or X_done.shape[0] < 2:
+            if n_proposed < n_design:
+                x = self.initial_design()[n_proposed].clone()
+                generator = "default" if n_proposed == 0 and self.include_default else "sobol-init"
+            else:  # too few completed points to fit: another random design point
+                x = draw_sobol_samples(problem.bounds, n=1, q=1, seed=seed).reshape(-1)
+                generator = "sobol-fallback"
+            x[list(problem.context_dims)] = z
+            roles = dict.fromkeys(problem.context_names, "observed")
+            cost, metadata = problem.design_cost, {}
+        else:
+            every_trial = self.store.trials()
+            earlier = [t.metadata for t in every_trial if "phase" in t.metadata or "switch_check" in t.metadata]
+            spent = self.cost_used
+            affordable = (
+                math.inf
+                if self.budget_cost is None
+                else self.budget_cost - spent - problem.design_cost
+            )
+            design_spent = (self.n_init + self.include_default) * problem.design_cost
+            if self.budget_cost is not None:
+                cooling = (self.budget_cost - spent) / max(self.budget_cost - design_spent, 1e-12)
+            else:
+                cooling = self.remaining / max(self.budget - self.n_init - self.include_default, 1)
+            state = ContextState(
+                problem=problem, X=X_done, Y=Y_done[:, 0], z=z,
+                t=sum(1 for t in every_trial if t.generator == self.context_policy.name) + 1,
+                seed=seed, surrogate=self.surrogate, optimizer=self.optimizer, affordable=affordable,
+                fixed=self.fixed_contexts, observe_only=self.observe_only,
+                phase="optimization" if any(m.get("phase") == "optimization" for m in earlier) else "observational",
+                checks=[m["switch_check"] for m in earlier if "switch_check" in m],
+                cost_cooling=min(max(cooling, 0.0), 1.0),
+            )  # fmt: skip
+            torch.manual_seed(seed)
+            t0 = time.perf_counter()
+            proposal = self.context_policy.propose(state)
+            acq_time = time.perf_counter() - t0
+            x, roles, cost, metadata = proposal.x, proposal.roles, proposal.cost, proposal.metadata
+            generator = self.context_policy.name
+        X = problem.validate(x.reshape(1, -1), what="proposed candidate")
+        metadata = {
+            **metadata, "contexts": roles, "seed": seed,
+            "context_values": dict(zip(problem.context_names, z.tolist(), strict=True)),
+            "num_changed": int(num_changed(X, self.reference_point, problem.bounds, self.sparsity_tol)[0]),
+        }  # fmt: skip
+        [trial_id] = self.store.add_trials(
+            X,
+            generator,
+            fit_time=fit_time,
+            acq_time=acq_time,
+            metadata=[metadata],
+            budget=self.budget,
+            cost=cost,
+            budget_cost=self.budget_cost,
+            worker=self.worker,
+        )
+        self._record_ask(start, store_start, fit_time, acq_time)
+        return self.store.get(trial_id)
+
+    def tell(
+        self,
+        trial_id: int,
+        values: Any = None,
+        error: str | BaseException | None = None,
+        eval_time: float | None = None,
+    ) -> Trial:
+        """Record the outcome of a pending trial: ``values`` on success, ``error`` on failure.
+
+        ``values`` are parsed strictly (:func:`~dsbo.runtime.evaluation.parse_outcomes`): malformed
+        values are refused and the trial is left untouched, so the right values can still be
+        told. Values that are NaN or infinite are recorded as a failure with the reason (the
+        evaluation itself failed); the trial is then left out of model fitting. A trial that
+        was abandoned is recorded, and counted, while the budget has room.
+
+        Raises:
+            OutcomeError: if ``values`` are malformed (missing/unknown outcome, wrong length,
+                not numbers); nothing is recorded.
+            BudgetExhaustedError: for a late result of an abandoned trial once the budget is
+                spent; nothing is recorded.
+            StoreError: if the trial does not exist or was already told.
+        """
+        if error is None:
+            y = parse_outcomes(values, self.problem.outcome_names)
+            bad = [
+                n
+                for n, v in zip(self.problem.outcome_names, y, strict=True)
+                if not math.isfinite(v)
+            ]
+            if not bad:
+                self.store.complete(trial_id, y, eval_time=eval_time, budget=self.budget)
+                return self.store.get(trial_id)
+            error = EvaluationError(f"evaluation returned a non-finite value for {bad}")
+        message = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
+        self.store.fail(trial_id, message, eval_time=eval_time, budget=self.budget)
+        return self.store.get(trial_id)
+
+    def attach(self, x: Tensor | Sequence[float], values: Any, generator: str = "manual") -> Trial:
+        """Add an observation made outside the campaign (e.g. the default configuration).
+
+        Raises:
+            ProblemError: if ``x`` has the wrong dimension or lies outside the bounds.
+            EvaluationError: if ``values`` is not a finite outcome vector.
+        """
+        X = self.problem.validate(torch.as_tensor(x, dtype=torch.double).reshape(1, -1), what="x")
+        y = outcome_vector(values, self.problem.outcome_names)
+        [trial_id] = self.store.add_trials(
+            X,
+            generator,
+            metadata={"attached": True},
+            budget=self.budget,
+            cost=self.problem.design_cost,
+            budget_cost=self.budget_cost,
+        )
+        self.store.complete(trial_id, y)
+        return self.store.get(trial_id)
+
+    # ------------------------------------------------------------------ driving
+    def evaluate(self, trials: Sequence[Trial]) -> list[Trial]:
+        """Evaluate pending trials (through the executor, if any), telling each as it ends.
+
+        An evaluator error, a malformed or non-finite result, a timeout, or a worker that died
+        ``worker_retries + 1`` times is a failed trial (:mod:`dsbo.runtime.evaluation`). If the
+        executor breaks as a whole, the trials it held stay pending and an
+        :class:`~dsbo.errors.EvaluationError` says how to resume.
+        """
+        done: list[Trial] = []
+
+        def report(trial_id: int, value: Any, error: BaseException | None, seconds: float) -> None:
+            if value is UNFINISHED:
+                return
+            if error is None:
+                try:
+                    done.append(self.tell(trial_id, values=value, eval_time=seconds))
+                    return
+                except EvaluationError as exc:  # the evaluator returned something malformed
+                    error = exc
+            done.append(self.tell(trial_id, error=error, eval_time=seconds))
+
+        evaluate_batch(
+            self.evaluator,
+            [(t.id, t.x) for t in trials],
+            report,
+            executor=self.executor,
+            timeout=self.eval_timeout,
+            worker_retries=self.worker_retries,
+        )
+        return sorted(done, key=lambda t: t.id)
+
+    def resume_pending(self) -> list[Trial]:
+        """Handle trials a crash left pending, as ``on_pending`` says. On a shared store only
+        the trials whose lease ran out are taken (the others belong to live workers)."""
+        if self.store.shared:
+            pending = self.store.claim_expired(self.worker, self.lease, limit=self.budget)
+            if pending and self.on_pending == "abandon":
+                self.store.abandon_pending(ids=[t.id for t in pending])
+                return []
+            return self.evaluate(pending) if pending else []
+        pending = self.store.trials("pending")
+        if not pending:
+            return []
+        if self.on_pending == "abandon":
+            self.store.abandon_pending()
+            return []
+        return self.evaluate(pending)
+
+    def step(self) -> list[Trial]:
+        """One iteration: ask for ``q`` points, evaluate them, tell the outcomes."""
+        start = time.perf_counter()
+        trials = self.ask()
+        if not trials:
+            return []
+        t0 = time.perf_counter()
+        store_before = self.store.busy_seconds
+        failed = [t for t in trials if t.status == "failed"]  # their cost failed (ask)
+        done = sorted(self.evaluate([t for t in trials if t.status == "pending"]) + failed,
+                      key=lambda t: t.id)  # fmt: skip
+        timing = dict(self._last_ask)
+        timing["store"] += self.store.busy_seconds - store_before
+        timing["evaluate"] = time.perf_counter() - t0 - (self.store.busy_seconds - store_before)
+        timing["total"] = time.perf_counter() - start
+        timing["num_observations"] = float(self.store.count("completed"))
+        self.timings.append(timing)
+        self.store.update_metadata(
+            trials[0].id, iteration_time=timing["total"], store_time=timing["store"]
+        )
+        for callback in self.callbacks:
+            callback(self, done)
+        return done
+
+    def run(self) -> CampaignResult:
+        """Drive the campaign to its budget (resuming pending trials first). With
+        ``parallel > 1`` or a shared store, :func:`dsbo.runtime.parallel.run_parallel` drives it."""
+        if self.parallel > 1 or self.store.shared:
+            from dsbo.runtime.parallel import run_parallel
+
+            return run_parallel(self)
+        self.resume_pending()
+        consecutive = self._trailing_failures()
+        while self.remaining > 0:
+            for trial in self.step():
+                consecutive = consecutive + 1 if trial.status == "failed" else 0
+            if consecutive >= self.max_consecutive_failures:
+                last = self.store.trials("failed")[-1]
+                raise EvaluationError(
+                    f"{consecutive} evaluations in a row failed (last error: {last.error}); "
+                    f"stopping. Everything is saved in {self.store.path}: fix the evaluator "
+                    "and run again to resume."
+                )
+        return self.result()
+
+    def _trailing_failures(self) -> int:
+        count = 0
+        for trial in reversed(self.store.trials(("completed", "failed"))):
+            if trial.status != "failed":
+                break
+            count += 1
+        return count
+
+    # ------------------------------------------------------------------ results
+    def best(self) -> tuple[float | None, Trial | None]:
+        """Best feasible objective (single objective) or the hypervolume (multi-objective)."""
+        trials = self.store.trials("completed")
+        if not trials:
+            return None, None
+        Y = torch.tensor([t.y for t in trials], dtype=torch.double)
+        trace = best_so_far(Y, self.problem)
+        if self.problem.is_multi_objective:
+            return float(trace[-1]), None
+        feasible = self.problem.is_feasible(Y)
+        if not feasible.any():
+            return None, None
+        values = torch.where(feasible, Y[:, 0], torch.tensor(-math.inf, dtype=torch.double))
+        i = int(values.argmax())
+        return float(values[i]), trials[i]
+
+    def history(self) -> pd.DataFrame:
+        """Every trial as a row: parameters, outcomes, status, error, timings, best so far."""
+        return history_frame(self.store.trials(), self.problem)
+
+    def result(self) -> CampaignResult:
+        value, trial = self.best()
+        return CampaignResult(
+            best_value=value,
+            best_x=None if trial is None else trial.x,
+            num_completed=self.store.count("completed"),
+            num_failed=self.store.count("failed"),
+            num_changed_best=None if trial is None else trial.metadata.get("num_changed"),
+            history=self.history(),
+            changes_from=self.changes_from,
+            changes_best=None if trial is None else self.changes(trial.x),
+            cost_used=self.cost_used,
+            bayes_regret=self.bayes_regret(),
+        )
+
+    def bayes_regret(self) -> dict[str, Any] | None:
+        """The Bayes regret of the completed points (multi-objective problems; else ``None``)."""
+        if not self.problem.is_multi_objective:
+            return None
+        _, Y = self.store.completed_data()
+        return campaign_bayes_regret(self.problem, self.policy, Y, seed=self.seed)
+
+    def changes(self, x: Sequence[float]) -> list[dict[str, Any]]:
+        """The parameters ``x`` changes from the reference point (see ``changes_from``)."""
+        X = torch.as_tensor(x, dtype=torch.double).unsqueeze(0)
+        mask = changed_mask(X, self.reference_point, self.problem.bounds, self.sparsity_tol)[0]
+        return [
+            {"parameter": self.problem.parameter_names[j], "from": float(self.reference_point[j]),
+             "to": float(X[0, j])}
+            for j in torch.nonzero(mask).reshape(-1).tolist()
+        ]  # fmt: skip
+
+
+def best_so_far(Y: Tensor, problem: Problem) -> Tensor:
+    """Running best feasible objective (or dominated hypervolume) over completed outcomes.
+
+    Infeasible points do not count; before the first feasible point the trace is ``NaN``.
+    For multi-objective problems the trace is the hypervolume of the feasible points with
+    respect to the problem's reference point (or the nadir of all points, if it has none).
+    """
+    m = problem.num_objectives
+    feasible = problem.is_feasible(Y)
+    if m == 1:
+        values = torch.where(feasible, Y[:, 0], torch.tensor(-math.inf, dtype=Y.dtype))
+        trace = torch.cummax(values, dim=0).values
+        return torch.where(torch.isinf(trace), torch.tensor(math.nan, dtype=Y.dtype), trace)
+    ref = problem.ref_point if problem.ref_point is not None else Y[:, :m].min(0).values
+    hv = Hypervolume(torch.as_tensor(ref, dtype=Y.dtype))
+    trace = []
+    for i in range(1, Y.shape[0] + 1):
+        pts = Y[:i, :m][feasible[:i]]
+        pts = pts[(pts > hv.ref_point).all(dim=-1)]
+        trace.append(hv.compute(pts[is_non_dominated(pts)]) if pts.shape[0] else 0.0)
+    return torch.tensor(trace, dtype=Y.dtype)
+
+
+def history_frame(trials: Sequence[Trial], problem: Problem) -> pd.DataFrame:
+    """The trials as a DataFrame (one row per trial, parameters as ``x0..x{d-1}``)."""
+    rows = []
+    for t in trials:
+        row: dict[str, Any] = {
+            "trial": t.id,
+            "batch": t.batch,
+            "generator": t.generator,
+            "status": t.status,
+        }
+        row.update({name: v for name, v in zip(problem.parameter_names, t.x, strict=True)})
+        y = t.y if t.y is not None else [math.nan] * len(problem.outcome_names)
+        row.update({name: v for name, v in zip(problem.outcome_names, y, strict=True)})
+        row.update(
+            {
+                "num_changed": t.metadata.get("num_changed"),
+                "fit_time": t.fit_time,
+                "acq_time": t.acq_time,
+                "eval_time": t.eval_time,
+                "error": t.error,
+                "cost": t.cost,
+            }
+        )
+        if problem.is_contextual:
+            roles = t.metadata.get("contexts", {})
+            row["optimized"] = " ".join(n for n, r in roles.items() if r == "optimized")
+            row["observed"] = " ".join(n for n, r in roles.items() if r == "observed")
+            row["phase"] = t.metadata.get("phase", "")
+        rows.append(row)
+    columns = [
+        "trial", "batch", "generator", "status", *problem.parameter_names,
+        *problem.outcome_names, "num_changed", "fit_time", "acq_time", "eval_time", "error", "cost",
+        *(["optimized", "observed", "phase"] if problem.is_contextual else []),
+    ]  # fmt: skip
+    frame = pd.DataFrame(rows, columns=columns)
+    frame["cumulative_cost"] = frame["cost"].where(frame["status"] != "abandoned", 0.0).cumsum()
+    if frame.empty:
+        frame["best_so_far"] = pd.Series(dtype=float)
+        return frame
+    done = frame["status"] == "completed"
+    frame["best_so_far"] = math.nan
+    if done.any():
+        Y = torch.tensor(
+            frame.loc[done, list(problem.outcome_names)].to_numpy(), dtype=torch.double
+        )
+        frame.loc[done, "best_so_far"] = best_so_far(Y, problem).numpy()
+        frame["best_so_far"] = frame["best_so_far"].ffill()
+    return frame
+
+
+def _positive_int(name: str, value: Any) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+    return value
+
+
+__all__ = [
+    "MAX_SEED",
+    "Campaign",
+    "CampaignResult",
+    "best_so_far",
+    "history_frame",
+    "outcome_vector",
+]

@@ -1,0 +1,111 @@
+r"""``python -m dsbo.sweep``: run a W&B sweep file locally and offline.
+
+The file is a valid W&B sweep configuration (``wandb sweep FILE`` accepts it as is); this
+command runs it without a W&B server::
+
+    python -m dsbo.sweep configs/sweeps/simple-smb-gamma.yaml            # all grid points
+    python -m dsbo.sweep configs/sweeps/simple-smb-random.yaml --count 4  # 4 random draws
+    python -m dsbo.sweep configs/sweeps/simple-smb-gamma.yaml --dry-run  # print the commands
+    python -m dsbo.sweep configs/sweeps/simple-smb-bayes.yaml --count 12 --workers 2
+
+What it does, in W&B's terms:
+
+- ``method: grid`` runs the cartesian product of the parameters' ``value``/``values`` (and
+  the integers of ``int_uniform``, the steps of ``q_uniform``); ``method: random`` draws
+  ``--count`` (or ``run_cap``) configurations from the parameter distributions with a seeded
+  generator (``--seed``). ``method: bayes`` is decided by a dsbo campaign (below).
+- Each run is the sweep's ``command`` (default ``${env} ${interpreter} ${program} ${args}``)
+  with W&B's macros substituted: ``${args}`` becomes ``--name=value`` pairs (formatted as the
+  W&B agent does), ``${args_no_hyphens}``, ``${args_no_boolean_flags}``, ``${args_json}``,
+  ``${args_json_file}``, ``${envvar:NAME}``; ``${interpreter}`` is this Python.
+- Runs are subprocesses, one after another, each in its own directory
+  ``<sweep dir>/run-NNN`` with ``WANDB_MODE=offline`` (or ``disabled`` if set so),
+  ``WANDB_DIR`` there, ``WANDB_RUN_GROUP`` = the sweep id, and ``DSBO_RUN_DIR`` (where
+  ``python -m dsbo.train`` writes). A failed run is recorded, not fatal.
+- The run's ``metric.name`` is read from its ``summary.json`` (``dsbo.train``) or else its
+  offline W&B summary (``wandb-summary.json``). The sweep directory (``--sweep-dir``, default
+  ``runs/sweeps/<name>-<timestamp>``) receives ``sweep.json``, ``sweep.csv``, ``best.txt`` and ``trace.png``.
+- ``--workers N`` runs N runs at once (threads that each wait for one subprocess). Each run's
+  process gets ``SIGKILL`` if the sweep dies (``setpriv --pdeathsig`` on Linux), so a killed
+  sweep leaves no orphan runs behind.
+
+``method: bayes`` without a W&B server: the sweep's parameters become a dsbo search space
+(:func:`search_space`: ``uniform``, ``q_uniform``, ``int_uniform``, ``log_uniform``,
+``log_uniform_values`` and its ``q_``/``inv_`` forms, ``categorical`` ``values``, fixed
+``value``), ``metric`` is the objective (negated for ``goal: minimize``, BoTorch maximizes),
+and a :class:`~dsbo.campaign.Campaign` proposes each run's parameters; every run is the
+sweep's ``command`` as above. Options W&B ignores go under a top-level ``dsbo:`` key
+(:data:`BAYES_OPTIONS`; defaults MAP-SAAS + qLogNEI, and BONSAI pruning toward ``default``,
+the program's default hyperparameters, when given). The campaign's store is
+``<sweep dir>/trials.sqlite``: the same command with the same ``--sweep-dir`` resumes a killed
+sweep (even ``kill -9``), re-running only the runs that were in flight and never a finished
+one. A failed run (exit code, timeout, no metric) is a failed trial. ``sweep.csv``,
+``best.txt`` and ``trace.png`` are rewritten after every run. With ``--workers N``, each new
+proposal is conditioned on the runs still in flight (BoTorch's pending points).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+
+from rich.console import Console
+
+from dsbo.errors import DsboError
+from dsbo.runtime.sweep import bayes_problem, run_sweep
+from dsbo.runtime.sweep_config import SWEEPS_ROOT, build_command, expand_runs, load_sweep
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m dsbo.sweep",
+        description="Run a W&B sweep file (grid, random, or bayes on dsbo's BO) locally, one offline W&B run per configuration.",
+    )
+    parser.add_argument("sweep_file", help="a W&B sweep YAML file (also valid for `wandb sweep`)")
+    parser.add_argument("--count", type=int, default=None, help="number of runs (random: required unless run_cap; grid: a prefix)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random search (default 0)")
+    parser.add_argument("--sweep-dir", default=None, help="output directory (default runs/sweeps/<name>-<timestamp>)")
+    parser.add_argument("--timeout", type=float, default=None, help="seconds before a run is stopped and recorded as timeout")
+    parser.add_argument("--workers", type=int, default=1, help="runs at once (bayes: each proposal sees the runs in flight)")
+    parser.add_argument("--dry-run", action="store_true", help="print the runs' commands, run nothing")
+    parser.add_argument("--no-progress", action="store_true", help="one line per run instead of a progress bar")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Exit status 0 when at least one run finished, 1 when none did, 2 on a bad sweep file."""
+    args = build_parser().parse_args(list(argv) if argv is not None else None)
+    console = Console(stderr=True)
+    try:
+        sweep = load_sweep(args.sweep_file)
+        if args.dry_run and sweep.method == "bayes":
+            _, space, options = bayes_problem(sweep, args.sweep_file)
+            for d in space.dimensions:
+                console.print(f"{d.name}: {d.kind} [{d.low:g}, {d.high:g}]" + (f" values {d.values}" if d.values else ""), markup=False)
+            console.print(f"method bayes: a dsbo campaign ({options['surrogate']}, {options['acquisition']}) proposes each run; nothing was run (--dry-run)", markup=False)
+            return 0
+        if args.dry_run:
+            configs = expand_runs(sweep, args.count, args.seed)
+            out = Console()
+            for i, params in enumerate(configs):
+                out.print(f"run-{i:03d}: " + " ".join(build_command(sweep, params, Path(f"run-{i:03d}/args.json"))), soft_wrap=True, markup=False)
+            console.print(f"{len(configs)} run(s), method {sweep.method}; nothing was run (--dry-run)")
+            return 0
+        name = sweep.name or Path(args.sweep_file).stem
+        sweep_dir = Path(args.sweep_dir or SWEEPS_ROOT / f"{name}-{datetime.now():%Y%m%d-%H%M%S}")
+        info = run_sweep(sweep, sweep_dir, args.count, args.seed, args.timeout, console, not args.no_progress, args.sweep_file, args.workers)
+    except DsboError as exc:
+        console.print(f"[bold red]error:[/] {exc}")
+        return 2
+    statuses = [r["status"] for r in info["runs"]]
+    summary = ", ".join(f"{statuses.count(s)} {s}" for s in dict.fromkeys(statuses))
+    console.print(f"{len(statuses)} run(s): {summary}; results in {info['sweep_dir']}/sweep.json, sweep.csv", markup=False)
+    console.print(info["best_line"], soft_wrap=True, markup=False)
+    return 0 if any(s in ("finished", "no_metric") for s in statuses) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,14 @@
+"""Runtime: evaluating trials and driving campaigns and sweeps to their budgets.
+
+:mod:`~dsbo.runtime.evaluation` runs evaluations in this process or through any
+``concurrent.futures.Executor``, with timeouts and retries of dead workers;
+:mod:`~dsbo.runtime.executors` holds the executors dsbo ships (a pool of worker processes that
+replaces a dead worker, Dask); :mod:`~dsbo.runtime.parallel` is the driver that keeps
+``parallel`` trials in flight on a campaign (and shares a PostgreSQL store with other
+workers); :mod:`~dsbo.runtime.sweep` runs W&B sweep files (grid, random, and bayes on a
+campaign) with :mod:`~dsbo.runtime.sweep_config` reading them.
+
+May import everything below it (errors, space, storage, problems, surrogates, acquisition,
+contexts, campaign, analysis); nothing below imports it, except ``Campaign.evaluate`` and
+``Campaign.run``, which hand their campaign to the driver.
+"""
