@@ -43,6 +43,11 @@ Choices made here (see also :class:`Bonsai`):
   ``rho < 1`` an *evaluated* point can never be chosen (``alpha(x_s) <= b_t`` makes its gap
   ``>= alpha~(x*) > tau``); pending and in-batch points can.
 
+This module holds the post-processor :class:`Bonsai`; the pruning searches (:func:`greedy_prune`,
+:func:`exact_prune`) are :mod:`dsbo.acquisition.pruning` and the incremental value
+(:func:`incremental_value`, :func:`evaluate_acquisition`) :mod:`dsbo.acquisition.incremental_value`;
+their names are importable from here too.
+
 Example:
     >>> import torch
     >>> score = lambda X: X[:, :2].sum(-1) + 1e-3 * X[:, 2:].sum(-1)  # 2 relevant dims
@@ -56,12 +61,10 @@ from __future__ import annotations
 
 import copy
 import functools
-import itertools
 import math
 import re
 import time
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -69,337 +72,30 @@ from botorch.exceptions.errors import UnsupportedError
 from torch import Tensor
 
 from dsbo.acquisition.base import History, OptimizerSettings, Proposal, register_postprocessor
-from dsbo.acquisition.sparsity import DEFAULT_TOLERANCE, DUPLICATE_TOLERANCE, changed_mask
-from dsbo.acquisition.sparsity import is_duplicate as near_seen_point
+from dsbo.acquisition.incremental_value import (
+    IncrementalValue,
+    acquisition_score_fn,
+    evaluate_acquisition,
+    incremental_value,
+)
+from dsbo.acquisition.pruning import (  # noqa: F401  (EVAL_BATCH, ScoreFn: re-exported)
+    EVAL_BATCH,
+    MaskFn,
+    PruneInfo,
+    ScoreFn,
+    duplicate_fn,
+    exact_prune,
+    greedy_prune,
+)
+from dsbo.acquisition.sparsity import DEFAULT_TOLERANCE, changed_mask
 from dsbo.errors import ConfigError
 from dsbo.problems.base import Problem
 
-#: ``score_fn(X: b x d) -> b`` acquisition values (already exponentiated for log acquisitions).
-ScoreFn = Callable[[Tensor], Tensor]
-#: ``mask_fn(X: b x d) -> b`` booleans (feasibility under linear constraints, or duplicates).
-MaskFn = Callable[[Tensor], Tensor]
-
-#: Two points are duplicates when every coordinate differs by less than this (unit cube).
-#: Points per acquisition call when many points are scored (evaluated points, exact subsets).
-EVAL_BATCH = 256
 #: Slack allowed on a linear constraint ``sum coef * x[idx] >= rhs`` (times ``max(1, |rhs|)``).
 LINEAR_TOL = 1e-8
 #: Largest ``max_exact``: exact pruning scores up to ``2^max_exact`` subsets.
 MAX_EXACT_LIMIT = 20
 OPTION = "postprocess.bonsai"
-
-
-@dataclass
-class PruneInfo:
-    """What a pruning search did.
-
-    Attributes:
-        pruned: Coordinates reset to the default (greedy: in the order they were reset;
-            exact: ascending).
-        gap: ``alpha(x*) - alpha(x)`` of the returned point (``0`` when nothing was pruned).
-        evaluations: Acquisition values computed by the search.
-        duplicate_fallback: Whether a duplicate made the search return a less pruned point.
-        path_gaps: Greedy: the gap after each reset of the path (before any fallback).
-    """
-
-    pruned: list[int]
-    gap: float
-    evaluations: int
-    duplicate_fallback: bool = False
-    path_gaps: list[float] = field(default_factory=list)
-
-
-def _gaps(
-    score_fn: ScoreFn, candidates: Tensor, alpha_star: float, feasible_fn: MaskFn | None
-) -> tuple[Tensor, int]:
-    """Gaps ``alpha* - alpha(c)`` of the rows of ``candidates`` (``inf`` where infeasible under
-    the linear constraints, which are not scored, or where the score is NaN)."""
-    gap = torch.full((candidates.shape[0],), math.inf, dtype=candidates.dtype)
-    ok = (
-        torch.ones_like(gap, dtype=torch.bool)
-        if feasible_fn is None
-        else feasible_fn(candidates).reshape(-1)
-    )
-    if ok.any():
-        gap[ok] = alpha_star - score_fn(candidates[ok]).reshape(-1).to(gap)
-    return torch.nan_to_num(gap, nan=math.inf), int(ok.sum())
-
-
-def greedy_prune(
-    score_fn: ScoreFn,
-    x_star: Tensor,
-    default: Tensor,
-    tau: float,
-    active: Iterable[int],
-    *,
-    alpha_star: float | None = None,
-    feasible_fn: MaskFn | None = None,
-    is_duplicate: MaskFn | None = None,
-    prefix: bool = False,
-) -> tuple[Tensor, PruneInfo]:
-    r"""Sequential greedy pruning of ``x_star`` toward ``default`` (BONSAI, Algorithm 1).
-
-    With ``prefix`` (a speed-up, not in the paper) the first round's single-reset gaps also
-    order the coordinates: every cumulative prefix of that order is scored in one more call,
-    the longest prefix whose gap is ``<= tau`` is taken at once, and ordinary greedy rounds
-    continue from there. For an additive acquisition (a reset costs the same whatever else was
-    reset) this is exactly the greedy result; in general it is a different point that obeys
-    the same gap rule, found with two calls instead of one per reset.
-
-    Each round scores every single reset of the still-changed coordinates in one call
-    (``|remaining| x d``) and takes the one with the smallest gap
-    ``alpha* - alpha(x')`` if it is ``<= tau``; it stops when none fits. Gaps are always
-    measured against ``alpha*``, the value of the original dense candidate. At most
-    ``|A| (|A| + 1) / 2`` evaluations (plus one when ``alpha_star`` is not given).
-
-    Args:
-        score_fn: ``X (b x d) -> b`` acquisition values (exponentiated if log).
-        x_star: The dense candidate, a ``d``-vector.
-        default: The default point, a ``d``-vector.
-        tau: Largest allowed gap (``rho * alpha~(x*)``).
-        active: Coordinates that may be reset (changed, not fixed).
-        alpha_star: ``alpha(x*)`` the gaps are measured against (computed if ``None``).
-        feasible_fn: ``X -> b`` booleans; resets it rejects (linear constraints) are not
-            scored and not taken.
-        is_duplicate: ``X -> b`` booleans; if the final point is a duplicate, return the last
-            non-duplicate point of the greedy path (else ``x_star``).
-
-    Returns:
-        The pruned point (a new tensor) and a :class:`PruneInfo`.
-
-    Example:
-        >>> score = lambda X: -((X[:, 0] - 0.25) ** 2)  # only x_0 matters
-        >>> x_star = torch.tensor([0.25, 0.75])
-        >>> x, info = greedy_prune(score, x_star, torch.zeros(2), tau=0.01, active=[0, 1])
-        >>> info.pruned, x.tolist()
-        ([1], [0.25, 0.0])
-    """
-    remaining = sorted({int(j) for j in active})
-    evaluations = 0
-    if alpha_star is None:
-        alpha_star = float(score_fn(x_star.unsqueeze(0)).reshape(-1)[0])
-        evaluations = 1
-    x = x_star.clone()
-    pruned: list[int] = []
-    gaps: list[float] = []
-    if prefix and len(remaining) > 1:
-        idx = torch.tensor(remaining)
-        singles = x.repeat(len(remaining), 1)
-        singles[torch.arange(len(remaining)), idx] = default[idx].to(x)
-        single_gap, n = _gaps(score_fn, singles, alpha_star, feasible_fn)
-        evaluations += n
-        order = torch.argsort(single_gap, stable=True)
-        order = order[torch.isfinite(single_gap[order])]
-        if order.numel():
-            prefixes = x.repeat(order.numel(), 1)
-            for k, j in enumerate(idx[order].tolist()):
-                prefixes[k:, j] = default[j].to(x)
-            prefix_gap, n = _gaps(score_fn, prefixes, alpha_star, feasible_fn)
-            evaluations += n
-            within = torch.nonzero(prefix_gap <= tau).reshape(-1)
-            if within.numel():
-                k = int(within[-1]) + 1
-                x = prefixes[k - 1].clone()
-                taken = idx[order[:k]].tolist()
-                pruned += taken
-                gaps += prefix_gap[:k].tolist()
-                remaining = sorted(set(remaining) - set(taken))
-    while remaining:
-        idx = torch.tensor(remaining)
-        candidates = x.repeat(len(remaining), 1)
-        candidates[torch.arange(len(remaining)), idx] = default[idx].to(x)
-        gap, n = _gaps(score_fn, candidates, alpha_star, feasible_fn)
-        evaluations += n
-        best = int(torch.argmin(gap))
-        if not gap[best] <= tau:
-            break
-        x = candidates[best].clone()
-        pruned.append(remaining.pop(best))
-        gaps.append(float(gap[best]))
-    info = PruneInfo(pruned, gaps[-1] if gaps else 0.0, evaluations, path_gaps=gaps)
-    if is_duplicate is None or not pruned:
-        return x, info
-    path = x_star.repeat(len(pruned) + 1, 1)
-    for step, j in enumerate(pruned, start=1):
-        path[step:, j] = default[j].to(x)
-    duplicate = is_duplicate(path).reshape(-1)
-    if not duplicate[-1]:
-        return x, info
-    # a prefix step can pass through points above tau: fall back only to points within it
-    within = torch.tensor([True] + [g <= tau for g in gaps[:-1]])
-    keep = torch.nonzero(~duplicate[:-1] & within).reshape(-1)
-    k = int(keep[-1]) if keep.numel() else 0
-    info.pruned, info.gap, info.duplicate_fallback = pruned[:k], (gaps[k - 1] if k else 0.0), True
-    return path[k].clone(), info
-
-
-def exact_prune(
-    score_fn: ScoreFn,
-    x_star: Tensor,
-    default: Tensor,
-    tau: float,
-    active: Iterable[int],
-    *,
-    alpha_star: float | None = None,
-    feasible_fn: MaskFn | None = None,
-    is_duplicate: MaskFn | None = None,
-    batch_size: int = EVAL_BATCH,
-) -> tuple[Tensor, PruneInfo]:
-    r"""Exact pruning: the smallest active set ``S subset of A`` with ``Delta(P_S(x*)) <= tau``.
-
-    Subsets are enumerated by size, smallest first (so a sparse answer is found after few
-    evaluations); among the feasible sets of the smallest size the one with the smallest gap
-    wins. With ``is_duplicate``, sets whose point is a duplicate are passed over (the search
-    goes on to larger sets; ``x_star`` if nothing else is left). Costs up to ``2^|A| - 1``
-    evaluations, in calls of at most ``batch_size`` points (memory stays ``O(batch_size d)``).
-
-    Args: as :func:`greedy_prune`, plus ``batch_size`` (points per ``score_fn`` call).
-
-    Returns:
-        The pruned point (a new tensor) and a :class:`PruneInfo` (``pruned`` ascending).
-
-    Example:
-        >>> score = lambda X: -((X[:, 0] - X[:, 1]) ** 2)  # resets that only pay off jointly
-        >>> x, info = exact_prune(score, torch.ones(2), torch.zeros(2), 0.5, [0, 1])
-        >>> info.pruned, x.tolist()  # greedy_prune resets nothing: each single reset costs 1
-        ([0, 1], [0.0, 0.0])
-    """
-    act = torch.tensor(sorted({int(j) for j in active}), dtype=torch.long)
-    m = act.numel()
-    evaluations = 0
-    if alpha_star is None:
-        alpha_star = float(score_fn(x_star.unsqueeze(0)).reshape(-1)[0])
-        evaluations = 1
-    first_best_was_duplicate: bool | None = None
-    for keep in range(m):  # number of active coordinates kept; keep = m is x_star itself
-        combos = itertools.combinations(range(m), keep)
-        best: tuple[float, Tensor, Tensor] | None = None  # feasible, not a duplicate
-        best_any: tuple[float, bool] | None = None  # feasible: (gap, is it a duplicate)
-        while chunk := list(itertools.islice(combos, batch_size)):
-            kept = torch.zeros(len(chunk), m, dtype=torch.bool)
-            kept.scatter_(1, torch.tensor(chunk, dtype=torch.long).reshape(len(chunk), keep), True)
-            candidates = x_star.repeat(len(chunk), 1)
-            candidates[:, act] = torch.where(kept, x_star[act], default[act].to(x_star))
-            gap, n = _gaps(score_fn, candidates, alpha_star, feasible_fn)
-            evaluations += n
-            feasible = gap <= tau
-            if not feasible.any():
-                continue
-            duplicate = torch.zeros_like(feasible)
-            if is_duplicate is not None:
-                duplicate = is_duplicate(candidates).reshape(-1) & feasible
-            i = int(torch.where(feasible, gap, math.inf).argmin())
-            if best_any is None or gap[i] < best_any[0]:  # strict: the first of equal gaps wins
-                best_any = (float(gap[i]), bool(duplicate[i]))
-            good = feasible & ~duplicate
-            if good.any():
-                i = int(torch.where(good, gap, math.inf).argmin())
-                if best is None or gap[i] < best[0]:
-                    best = (float(gap[i]), candidates[i].clone(), ~kept[i])
-        if best_any is not None and first_best_was_duplicate is None:
-            first_best_was_duplicate = best_any[1]
-        if best is not None:
-            gap_best, x, reset = best
-            info = PruneInfo(
-                act[reset].tolist(), gap_best, evaluations, bool(first_best_was_duplicate)
-            )
-            return x, info
-    return x_star.clone(), PruneInfo([], 0.0, evaluations, bool(first_best_was_duplicate))
-
-
-def evaluate_acquisition(acqf: Callable[[Tensor], Tensor], X: Tensor) -> Tensor:
-    """``acqf`` at every row of ``X`` (``n x d``) as its own ``q = 1`` batch: an ``n``-vector.
-
-    One call per ``EVAL_BATCH`` rows, each shaped ``b x 1 x d``. BoTorch's MC acquisitions
-    collapse the t-batch dimension of their base samples, so a seeded sampler reuses the same
-    base samples for every ``b`` (the value of a point does not depend on what it is batched
-    with, up to floating-point rounding).
-    """
-    if X.shape[0] == 0:
-        return X.new_zeros(0)
-    with torch.no_grad():
-        return torch.cat(
-            [acqf(chunk.unsqueeze(-2)).reshape(-1).to(X) for chunk in X.split(EVAL_BATCH)]
-        )
-
-
-@dataclass
-class IncrementalValue:
-    """``alpha~(x*) = alpha(x*) - b`` with ``b = max_s alpha(x_s)``, in scoring units.
-
-    For log acquisitions the scoring units are ``exp(log alpha - log_shift)`` with
-    ``log_shift = log alpha(x*)`` (so ``alpha_star == 1``); multiply by :attr:`unit` to get
-    acquisition units (which may underflow to 0).
-    """
-
-    alpha_star: float
-    baseline: float
-    log_shift: float | None
-    evaluations: int
-
-    @property
-    def value(self) -> float:
-        return self.alpha_star - self.baseline
-
-    @property
-    def unit(self) -> float:
-        if self.log_shift is None:
-            return 1.0
-        return math.exp(self.log_shift) if self.log_shift < 709.0 else math.inf
-
-
-def incremental_value(
-    acqf: Callable[[Tensor], Tensor],
-    x_star: Tensor,
-    X_evaluated: Tensor,
-    log_scale: bool,
-    baseline_raw: float | None = None,
-) -> IncrementalValue:
-    r"""Today's ``alpha`` at ``x*`` and at the evaluated points, in one batched call.
-
-    With ``baseline_raw`` (a batch point after the first, paper section 6.3) the baseline is
-    that acquisition value instead of ``max_s alpha(x_s)``: ``alpha(x_{i-1})`` given the
-    points before it, i.e. the value of the batch so far, so ``alpha~`` is the improvement
-    ``x_i`` adds to it.
-
-    Returns the :class:`IncrementalValue`; its ``value`` is NaN when ``alpha(x*)`` or an
-    ``alpha(x_s)`` is not finite (or ``-inf`` without evaluated points), which the caller
-    treats as "skip pruning".
-    """
-    if baseline_raw is not None:
-        raw = evaluate_acquisition(acqf, x_star.unsqueeze(0))
-        raw = torch.cat([raw, raw.new_tensor([baseline_raw])])
-        return _incremental(raw, log_scale, evaluations=1)
-    raw = evaluate_acquisition(acqf, torch.cat([x_star.unsqueeze(0), X_evaluated.to(x_star)]))
-    return _incremental(raw, log_scale, evaluations=raw.numel())
-
-
-def _incremental(raw: Tensor, log_scale: bool, evaluations: int) -> IncrementalValue:
-    """``raw[0]`` is ``alpha(x*)``; the baseline is the largest of ``raw[1:]``."""
-    log_shift = float(raw[0]) if log_scale else None
-    values = torch.exp(raw - raw[0]) if log_scale else raw
-    if not torch.isfinite(values).all():
-        values = torch.full_like(values, math.nan)
-    baseline = float(values[1:].max()) if values.numel() > 1 else math.inf
-    return IncrementalValue(float(values[0]), baseline, log_shift, evaluations)
-
-
-def acquisition_score_fn(
-    acqf: Callable[[Tensor], Tensor], log_scale: bool, log_shift: float | None = None
-) -> ScoreFn:
-    """``X (b x d) -> b``: ``acqf`` per point, ``exp(value - log_shift)`` if ``log_scale``."""
-
-    def score(X: Tensor) -> Tensor:
-        values = evaluate_acquisition(acqf, X)
-        return torch.exp(values - (log_shift or 0.0)) if log_scale else values
-
-    return score
-
-
-def duplicate_fn(seen: Tensor, bounds: Tensor, tol: float = DUPLICATE_TOLERANCE) -> MaskFn:
-    """``X -> b`` booleans: the row is within ``tol`` (unit cube, every coordinate) of a row of
-    ``seen`` (:func:`dsbo.acquisition.sparsity.is_duplicate`)."""
-    return lambda X: near_seen_point(X, seen, bounds, tol)
 
 
 def _json_float(value: float | None) -> float | None:
