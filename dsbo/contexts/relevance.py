@@ -7,8 +7,9 @@ coordinates, i.e. to its lower bound),
 
     r_ij = KL(p_i || p_ij),      FC(j) = 1/n sum_i r_ij / sum_j' r_ij'            (5)
 
-(eq. 5 as printed divides by ``sum_i'``; the proof of a per-sample share needs ``j'``,
-``../shared/PAPER-NOTES.md``). Only Gaussian moments are needed, so every surrogate works:
+(eq. 5 as printed in sec. 3.1 sums the denominator over ``i'`` from 1 to ``c`` while its terms
+are ``r_ij'``: an index typo; the sum runs over the contexts ``j'``, so that each sample's shares
+add up to 1). Only Gaussian moments are needed, so every surrogate works:
 GPs, MAP-SAAS (moment-matched mixture), the Gaussian neural surrogates and ensembles.
 Variants of the authors' code: ``noise=False`` (the latent ``f`` instead of ``y``),
 ``distance="sqrt-kl"`` and ``normalize="average-first"`` (average ``r_ij`` over ``i``, then

@@ -14,8 +14,9 @@ and the phase switches when ``dR_t <= s_t`` with
           / (sigma_{t-1}^2(v_t) + sigma^2)                                               (12)
 
 ``v_t`` the newest point, ``sigma^2`` the noise variance. ``kappa = max_V UCB_t - max_{D_{t-1}}
-LCB_t`` bounds the simple regret (Makarova et al. 2022, sec. 3.2; the paper's eq. S1 prints
-the two maxima swapped, ``../shared/PAPER-NOTES.md``; the authors' code uses this order).
+LCB_t`` bounds the simple regret (Makarova et al. 2022, sec. 3.2). The paper's eq. (S1),
+appendix B, prints the two maxima swapped (``max_{D_{t-1}} UCB - max_V LCB``), which is not an
+upper bound of the regret; the order here is Makarova et al.'s, as in the authors' code.
 For fixed hyperparameters the KL between successive GP posteriors has the closed form of
 Ishibashi et al. (it depends only on the new point)
 

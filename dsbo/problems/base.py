@@ -1,8 +1,8 @@
 """The :class:`Problem`: a BoTorch test problem plus the metadata a BO campaign needs.
 
-Convention (``../shared/DESIGN.md``): BoTorch maximizes, so every problem is stored in the
-maximization sense. A problem that the literature minimizes is negated once, here, via the
-``negate`` flag of its BoTorch test problem. Outcomes are laid out as
+Convention (the docs' architecture page, "Conventions"): BoTorch maximizes, so every problem
+is stored in the maximization sense. A problem that the literature minimizes is negated once,
+here, via the ``negate`` flag of its BoTorch test problem. Outcomes are laid out as
 ``[objective_1, ..., objective_m, slack_1, ..., slack_c]`` where a constraint is satisfied
 when its slack is ``>= 0`` (BoTorch's ``ConstrainedBaseTestProblem`` convention).
 """

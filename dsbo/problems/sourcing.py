@@ -51,7 +51,7 @@ The randomness of the repeats of a point ``x`` comes from a generator seeded wit
 the same value, and the same draws whatever batch it is evaluated in (the final matrix
 product may then round differently in the last bit).
 
-**Open choices** (``../shared/PAPER-NOTES.md``, section 000):
+**Open choices** (appendix F.1 of the SEBO paper leaves them open; each is an option):
 
 - ``relevance_lognormal``: the paper's "log-normal with mean 0.25 and standard deviation
   1.5" is ambiguous. ``"log"`` (default) reads 0.25 and 1.5 as the mean and standard deviation
