@@ -1,8 +1,8 @@
 """HiReD against its baselines on real hierarchies (Paria thesis ch. 6, tables 6.1-6.3).
 
 For each data set (labour, tourismsmall, tourismlarge from ``--data-root``, default
-``$DSBO_DATA`` or ``../shared/data``) and seed, Lightning trains on the windows of
-:class:`dsbo.data.HierarchicalDataModule` with the settings of ``configs/train/hired-<set>.yaml``
+``$DSBO_DATA``; ``docs/data.md`` says where to get them) and seed, Lightning trains on the
+windows of :class:`dsbo.data.HierarchicalDataModule` with the settings of ``configs/train/hired-<set>.yaml``
 (table 6.5's Tourism column; 40 epochs, early stopping on validation mean WAPE, patience 10) and
 the checkpoint with the best ``val_wape`` is scored on the test windows:
 
@@ -52,6 +52,7 @@ from pytorch_lightning.callbacks import ModelCheckpoint  # noqa: E402
 from dsbo.analysis.forecast_baselines import baseline_forecasts, score_forecasts  # noqa: E402
 from dsbo.data import HierarchicalDataModule  # noqa: E402
 from dsbo.data.hierarchical import DATASET_DEFAULTS  # noqa: E402
+from dsbo.errors import ConfigError  # noqa: E402
 from dsbo_zoo.hired import HiReD  # noqa: E402
 from dsbo_zoo.seq2seq_rnn import Seq2SeqRNN  # noqa: E402
 
@@ -68,8 +69,14 @@ SMOKE_DATA = {"synthetic": {"branching": [2, 3], "num_steps": 72, "seed": 0}, "h
 
 
 def data_root(arg: str | None) -> Path:
-    """Where the hierarchical data sets are: ``--data-root``, ``$DSBO_DATA`` or ``../shared/data``."""
-    root = Path(arg or os.environ.get("DSBO_DATA") or ROOT.parent / "shared" / "data")
+    """Where the hierarchical data sets are: ``--data-root``, else ``$DSBO_DATA``."""
+    if not (arg or os.environ.get("DSBO_DATA")):
+        raise ConfigError(
+            "experiments/hired.py needs the real hierarchies (labour, tourismsmall, tourismlarge): "
+            "give --data-root or set DSBO_DATA to the folder that holds hierarchical/<name>/ "
+            "(docs/data.md says where to get them and the layout), or run --smoke"
+        )
+    root = Path(arg or os.environ["DSBO_DATA"])
     return root / "hierarchical" if (root / "hierarchical").is_dir() else root
 
 
@@ -345,12 +352,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--datasets", nargs="*", default=None, choices=list(DATASETS))
     parser.add_argument("--parts", nargs="*", default=["main", "alpha", "cost"], choices=["main", "alpha", "cost"])
     parser.add_argument("--methods", nargs="*", default=None, choices=[*NEURAL, *BASELINES])
-    parser.add_argument("--data-root", default=None, help="folder with the data sets (default $DSBO_DATA or ../shared/data)")
+    parser.add_argument("--data-root", default=None, help="folder with the data sets (default $DSBO_DATA; docs/data.md)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     seeds = args.seeds or (1 if args.smoke else 3)
     datasets = ["synthetic"] if args.smoke else (args.datasets or list(DATASETS))
+    if not args.smoke:
+        data_root(args.data_root)  # a ConfigError saying what to do, before any job starts
     args.out.mkdir(parents=True, exist_ok=True)
     jobs = jobs_for(args.parts, datasets, seeds, args.smoke, args.data_root)
     if args.methods:
