@@ -413,7 +413,7 @@ def test_near_repeats_differ_only_where_the_surrogate_sees_no_effect():
 def test_homotopy_jumps_to_the_final_a_when_pruning_leaves_only_frozen_restarts(monkeypatch):
     """A restart that moved onto a frozen one is pruned; if that leaves only frozen restarts
     the trace jumps to the final a (it used to call the optimizer with zero restarts)."""
-    import dsbo.acquisition.sebo as sebo_module
+    import dsbo.acquisition.sparsity_policy as sebo_module
 
     problem, model, history = figure2([0.0, 0.25, 0.75, 1.0])
     policy = SEBO(ref_point=FIG2_REF, optimizer=FIG2_OPT, starts="sobol")
