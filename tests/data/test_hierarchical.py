@@ -43,14 +43,19 @@ TREE_S = np.array(
     ]
 )
 TREE_NAMES = ["root", "a", "b", "a1", "a2", "b1", "b2", "b3"]
-REAL = Path(os.environ.get("DSBO_DATA", Path(__file__).resolve().parents[3] / "shared" / "data"))
+REAL = os.environ.get("DSBO_DATA")
 
 
 def real_folder(name):
-    for candidate in (REAL / name, REAL / "hierarchical" / name):
+    if not REAL:
+        pytest.skip(
+            f"real data set {name!r}: set DSBO_DATA to the folder that holds hierarchical/{name}/ "
+            "(docs/data.md says where to get it)"
+        )
+    for candidate in (Path(REAL) / name, Path(REAL) / "hierarchical" / name):
         if (candidate / "data.csv").is_file():
             return candidate
-    pytest.skip(f"real data set {name!r} not found under {REAL} (set DSBO_DATA)")
+    pytest.skip(f"real data set {name!r} not found under DSBO_DATA={REAL} (docs/data.md says where to get it)")
 
 
 @pytest.fixture
