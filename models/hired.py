@@ -76,18 +76,9 @@ embedding default, every other node the mean of its leaves) once the hierarchy i
 Ablations (table 6.2): ``lambda_e=0`` (no regularizer), ``components="ar"`` (TVAR only: no BD
 network, no embeddings) and ``components="basis"`` (BD only: no TVAR network).
 
-Batches (the data side's ``HierarchicalDataModule``; one window each): ``y_hist`` ``B x H``,
-``y_fut`` ``B x F`` (scaled), ``nodes`` ``B``, ``level`` ``B``, ``scale`` ``B`` (scaled ->
-original units), ``x_hist`` ``H x D``, ``x_fut`` ``F x D``, ``z_hist`` ``H x R``.
-
-Logged: ``train_loss``, ``train_mae``, ``train_ereg`` (unweighted :math:`E_{\rm reg}`);
-``val_wape`` (mean over reporting levels, original scale), ``val_wape_level{k}``,
-``val_smape``, ``val_smape_level{k}``, ``val_coherence`` (table 6.3's coherence WAPE, mean
-over non-leaf levels, from the windows whose every node was predicted),
-``val_coherence_level{k}``, ``val_mae``; the same with ``test_``. ``predict_step`` returns
-``{"nodes", "level", "forecast"}`` (original units, ``B x F``), ``target`` (original units) when
-the batch has ``y_fut``, and the batch's ``t_fut`` (``dsbo.train predict`` writes them as a CSV,
-one row per node and step).
+Batches (one window each, in the data side's batch contract), the logged metrics and
+``predict_step``'s output are those of the shared :class:`HierarchicalForecaster`
+(:mod:`dsbo_zoo.hierarchical_forecaster`, whose names are importable from here too).
 
 Algorithm 6.2 (the two-stage estimator of the theory, section 6.6) is
 :func:`hierarchical_ridge`.
@@ -102,26 +93,24 @@ Example:
 from __future__ import annotations
 
 import math
-from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import Any
 
-import pytorch_lightning as pl
 import torch
 from einops import rearrange, repeat
-from pytorch_lightning.callbacks import Callback, EarlyStopping
 from torch import Tensor, nn
 
-from .forecast_metrics import coherence_wape, level_metrics
+from .hierarchical_forecaster import (  # noqa: F401  (BATCH_KEYS, TIME_KEYS, _check_common: re-exported)
+    BATCH_KEYS,
+    TIME_KEYS,
+    HierarchicalForecaster,
+    _check_common,
+    _check_float,
+    _check_int,
+)
 
 COMPONENTS = ("both", "ar", "basis")
 REGULARIZER_PAIRS = ("leaves", "children")
-#: Batch keys every hierarchical batch holds (the data side's contract).
-BATCH_KEYS = ("y_hist", "y_fut", "nodes", "level", "scale", "x_hist", "x_fut", "z_hist")
-#: Keys a batch may carry to place its forecasts in time (the data side's ``t_fut``: the step
-#: index of each forecast step); passed through by predict_step, and used to group evaluation
-#: batches into windows.
-TIME_KEYS = ("t_fut",)
 
 #: Table 6.5 columns (model side; the data side's history/horizon must match).
 PRESETS: dict[str, dict[str, Any]] = {
@@ -200,236 +189,10 @@ def hierarchical_ridge(B: Tensor, y_root: Tensor, y_leaves: Tensor, lambda_e: fl
     return theta0, leaves
 
 
-def _check_int(cls: str, name: str, value: Any, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{cls}.{name} must be an integer >= {minimum}, got {value!r}")
-    return value
-
-
-def _check_float(cls: str, name: str, value: Any, positive: bool) -> float:
-    ok = not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)
-    if not ok or value < 0 or (positive and value == 0):
-        raise ValueError(f"{cls}.{name} must be a finite number {'> 0' if positive else '>= 0'}, got {value!r}")
-    return float(value)
-
-
 def _uniform_(tensor: Tensor, fan_in: int) -> Tensor:
     bound = 1.0 / math.sqrt(fan_in)
     return nn.init.uniform_(tensor, -bound, bound)
 
-
-# ---------------------------------------------------------------------- shared forecaster mechanics
-class HierarchicalForecaster(pl.LightningModule, ABC):
-    """Training, evaluation and prediction shared by HiReD and its baselines (module docstring).
-
-    A subclass defines ``forward(batch) -> B x F`` (scaled forecasts) and may override
-    :meth:`regularizer`. The hierarchy (duck-typed: ``S``, ``level``, ``node_names``,
-    ``leaf_names``, ``leaf_pairs``, ``child_pairs``) comes from ``trainer.datamodule.hierarchy``
-    in :meth:`setup`, or from :meth:`set_hierarchy`.
-    """
-
-    #: (metric, mode) the checkpoint callback of ``dsbo.train`` and the early stopping follow.
-    checkpoint_monitor = ("val_wape", "min")
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.hierarchy: Any = None
-        self._eval_outputs: list[dict[str, Tensor]] = []
-
-    # ------------------------------------------------------------------ hierarchy
-    def set_hierarchy(self, hierarchy: Any) -> None:
-        """Keep what evaluation needs: ``S`` (coherence), node names, levels, leaf rows."""
-        S = torch.as_tensor(hierarchy.S, dtype=torch.float64)
-        node_names = [str(n) for n in hierarchy.node_names]
-        if S.shape[0] != len(node_names):
-            raise ValueError(f"hierarchy: S has {S.shape[0]} rows but {len(node_names)} node names")
-        self.hierarchy = hierarchy
-        self._S = S
-        self._node_level = torch.as_tensor(hierarchy.level).long()
-        leaf_index = getattr(hierarchy, "leaf_index", None)
-        leaf_names = getattr(hierarchy, "leaf_names", None)
-        if leaf_index is not None:
-            self._leaf_index = torch.as_tensor(leaf_index).long()
-        elif leaf_names is not None:
-            position = {name: k for k, name in enumerate(node_names)}
-            self._leaf_index = torch.tensor([position[str(n)] for n in leaf_names], dtype=torch.long)
-        else:
-            self._leaf_index = None  # the common format: the last L nodes are the leaves
-
-    def setup(self, stage: str) -> None:
-        datamodule = getattr(self.trainer, "datamodule", None) if self._trainer is not None else None
-        hierarchy = getattr(datamodule, "hierarchy", None)
-        if hierarchy is not None:
-            self.set_hierarchy(hierarchy)
-
-    # ------------------------------------------------------------------ model interface
-    @abstractmethod
-    def forward(self, batch: Mapping[str, Tensor]) -> Tensor:
-        """Scaled forecasts ``B x F`` of the batch's nodes."""
-
-    def regularizer(self) -> Tensor:
-        """The penalty added to the MAE (already weighted); zero unless a subclass has one."""
-        return torch.zeros((), device=self.device, dtype=self.dtype)
-
-    def regularizer_value(self) -> Tensor:
-        """The unweighted penalty, logged as ``train_ereg``."""
-        return torch.zeros((), device=self.device, dtype=self.dtype)
-
-    def _inputs(self, batch: Mapping[str, Tensor]) -> dict[str, Tensor]:
-        missing = [k for k in BATCH_KEYS if k not in batch and k != "y_fut"]
-        if missing:
-            raise KeyError(f"{type(self).__name__}: the batch lacks {missing} (hierarchical batch contract)")
-        H, F = self.hparams.history, self.hparams.horizon
-        y_hist, x_hist, x_fut, z_hist = batch["y_hist"], batch["x_hist"], batch["x_fut"], batch["z_hist"]
-        expected = {"y_hist": (y_hist.shape[-1], H), "x_hist": (x_hist.shape[0], H), "z_hist": (z_hist.shape[0], H),
-                    "x_fut": (x_fut.shape[0], F), "x_hist/x_fut covariates": (x_hist.shape[-1], self.hparams.in_dim),
-                    "z_hist representatives": (z_hist.shape[-1], self.hparams.num_representatives)}
-        for name, (got, want) in expected.items():
-            if got != want:
-                raise ValueError(
-                    f"{type(self).__name__}: batch {name} has size {got} but the model expects {want} "
-                    "(match the model's history/horizon/in_dim/num_representatives to the data)"
-                )
-        dtype = self.dtype
-        return {"y_hist": y_hist.to(dtype), "x_hist": x_hist.to(dtype), "x_fut": x_fut.to(dtype),
-                "z_hist": z_hist.to(dtype), "nodes": batch["nodes"].long()}
-
-    # ------------------------------------------------------------------ Lightning hooks
-    def training_step(self, batch: Mapping[str, Tensor], batch_idx: int) -> Tensor:
-        pred = self(batch)
-        mae = (pred - batch["y_fut"].to(pred)).abs().mean()
-        loss = mae + self.regularizer()
-        n = len(batch["nodes"])
-        values = {"train_loss": loss.detach(), "train_mae": mae.detach(), "train_ereg": self.regularizer_value().detach()}
-        self.log_dict(values, on_step=False, on_epoch=True, batch_size=n)
-        return loss
-
-    def _eval_step(self, batch: Mapping[str, Tensor]) -> None:
-        pred = self(batch).detach()
-        scale = batch["scale"].to(pred)[:, None]
-        target = batch["y_fut"].to(pred)
-        self._eval_outputs.append({
-            "nodes": batch["nodes"].long().cpu(), "level": batch["level"].long().cpu(),
-            "pred": (pred * scale).cpu(), "target": (target * scale).cpu(),
-            "abs_err": (pred - target).abs().sum().cpu(), "count": torch.tensor(target.numel()),
-        })  # fmt: skip
-        if "t_fut" in batch:
-            self._eval_outputs[-1]["start"] = int(batch["t_fut"].reshape(-1)[0])
-
-    def validation_step(self, batch: Mapping[str, Tensor], batch_idx: int) -> None:
-        self._eval_step(batch)
-
-    def test_step(self, batch: Mapping[str, Tensor], batch_idx: int) -> None:
-        self._eval_step(batch)
-
-    def on_validation_epoch_start(self) -> None:
-        self._eval_outputs = []
-
-    def on_test_epoch_start(self) -> None:
-        self._eval_outputs = []
-
-    def on_validation_epoch_end(self) -> None:
-        self._log_eval("val")
-
-    def on_test_epoch_end(self) -> None:
-        self._log_eval("test")
-
-    def evaluation_metrics(self, outputs: list[dict[str, Tensor]]) -> dict[str, Tensor]:
-        """Per-level and mean WAPE/SMAPE (original scale) of evaluation ``outputs`` (one dict per
-        batch), the scaled-unit MAE, and coherence over the complete windows (module docstring)."""
-        pred = torch.cat([o["pred"] for o in outputs])
-        target = torch.cat([o["target"] for o in outputs])
-        level = torch.cat([o["level"] for o in outputs])
-        num_levels = int(self._node_level.max()) + 1 if self.hierarchy is not None else None
-        found = level_metrics(pred, target, level, num_levels=num_levels)
-        out: dict[str, Tensor] = {"wape": found["wape_mean"], "smape": found["smape_mean"]}
-        for key, value in found.items():
-            if "/level" in key:
-                name, k = key.split("/")
-                out[f"{name}_{k}"] = value
-        out["mae"] = sum(o["abs_err"] for o in outputs) / sum(o["count"] for o in outputs)
-        windows = self._complete_windows(outputs)
-        if windows:
-            coherence = coherence_wape(torch.cat(windows, dim=1).double(), self._S, self._node_level, self._leaf_index)
-            out["coherence"] = coherence["coherence/mean"]
-            for key, value in coherence.items():
-                if "/level" in key:
-                    out[f"coherence_{key.split('/')[1]}"] = value
-        return out
-
-    def _complete_windows(self, outputs: list[dict[str, Tensor]]) -> list[Tensor]:
-        """``N x F`` forecasts of every window whose every node was predicted. Evaluation
-        batches are one window each; batches with the same first forecast step (``t_fut``)
-        belong to one window. Without ``t_fut``, a window's node chunks are taken to be
-        consecutive: a node seen twice starts the next window."""
-        if self.hierarchy is None:
-            return []
-        N = self._S.shape[0]
-        groups: dict[Any, list[dict[str, Tensor]]] = {}
-        window = 0
-        seen = torch.zeros(N, dtype=torch.bool)
-        for o in outputs:
-            if "start" in o:
-                key = ("start", o["start"])
-            else:
-                if bool(seen[o["nodes"]].any()):
-                    window, seen = window + 1, torch.zeros(N, dtype=torch.bool)
-                seen[o["nodes"]] = True
-                key = ("run", window)
-            groups.setdefault(key, []).append(o)
-        windows = []
-        for parts in groups.values():
-            pred = torch.zeros(N, parts[0]["pred"].shape[1], dtype=parts[0]["pred"].dtype)
-            covered = torch.zeros(N, dtype=torch.bool)
-            for o in parts:
-                pred[o["nodes"]] = o["pred"]
-                covered[o["nodes"]] = True
-            if bool(covered.all()):
-                windows.append(pred)
-        return windows
-
-    def _log_eval(self, stage: str) -> None:
-        if not self._eval_outputs:
-            return
-        metrics = self.evaluation_metrics(self._eval_outputs)
-        self._eval_outputs = []
-        self.log_dict({f"{stage}_{k}": v.to(self.dtype) for k, v in metrics.items()}, on_step=False, on_epoch=True)
-
-    def predict_step(self, batch: Mapping[str, Tensor], batch_idx: int) -> dict[str, Tensor]:
-        pred = self(batch).detach()
-        scale = batch["scale"].to(pred)[:, None]
-        out = {"nodes": batch["nodes"].long(), "forecast": pred * scale}
-        if "y_fut" in batch:
-            out["target"] = batch["y_fut"].to(pred) * scale
-        if "level" in batch:
-            out["level"] = batch["level"].long()
-        out.update({k: batch[k] for k in TIME_KEYS if k in batch})
-        return out
-
-    def configure_optimizers(self) -> dict[str, Any]:
-        optimizer = torch.optim.Adam(self.parameters(), lr=self.hparams.lr)
-        scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=self.hparams.decay_every, gamma=self.hparams.lr_decay)
-        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "epoch"}}
-
-    def configure_callbacks(self) -> list[Callback]:
-        patience = self.hparams.early_stopping_patience
-        if patience is None:
-            return []
-        monitor, mode = self.checkpoint_monitor
-        return [EarlyStopping(monitor=monitor, mode=mode, patience=patience)]
-
-
-def _check_common(cls: str, history: int, horizon: int, in_dim: int, num_representatives: int,
-                  lr: float, lr_decay: float, decay_every: int, early_stopping_patience: int | None) -> None:
-    _check_int(cls, "history", history, 1)
-    _check_int(cls, "horizon", horizon, 1)
-    _check_int(cls, "in_dim", in_dim, 0)
-    _check_int(cls, "num_representatives", num_representatives, 0)
-    _check_float(cls, "lr", lr, positive=True)
-    _check_float(cls, "lr_decay", lr_decay, positive=True)
-    _check_int(cls, "decay_every", decay_every, 1)
-    if early_stopping_patience is not None:
-        _check_int(cls, "early_stopping_patience", early_stopping_patience, 0)
 
 
 class HiReD(HierarchicalForecaster):
