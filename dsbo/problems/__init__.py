@@ -15,22 +15,11 @@ Modules: :mod:`~dsbo.problems.base` (the :class:`Problem`), :mod:`~dsbo.problems
 :mod:`~dsbo.problems.train_run` (a ``dsbo.train`` run per evaluation: hyperparameter tuning).
 """
 
-# Importing the problem modules registers their problems.
-from dsbo.problems import (  # noqa: F401
-    black_box,
-    classic,
-    constrained,
-    contextual,
-    cost_aware,
-    embedded,
-    faiss_tuning,
-    hpo,
-    multi_objective,
-    pool,
-    scalarization,
-    train_run,
-)
-from dsbo.problems.base import Problem
 from dsbo.problems.registry import available_problems, get_problem, register_problem
+from dsbo.registry import lazy_exports
+
+# The problem modules register their problems when the registry first needs them
+# (registry.CATALOGUE); importing the package loads none of them, nor torch.
+__getattr__, __dir__ = lazy_exports(__name__, {"Problem": "dsbo.problems.base"})
 
 __all__ = ["Problem", "available_problems", "get_problem", "register_problem"]

@@ -5,7 +5,8 @@ the OpenML server is not reachable here): tune an RBF ``sklearn.svm.SVC`` over
 ``log2 C`` and ``log2 gamma``, both in ``[-10, 10]`` (the paper's table 5), to minimize the
 validation error ``1 - accuracy``. dsbo maximizes, so the objective is ``accuracy - 1``
 (0 is a perfect validation score). The data are standardized and split once, stratified,
-with ``split_seed`` (a quarter for validation); nothing is downloaded.
+with ``split_seed`` (a quarter for validation); nothing is downloaded. scikit-learn is imported
+when the data are first split, not with the module.
 
 Example:
     >>> problem = get_problem("svm-hpo", dataset="breast_cancer")
@@ -20,10 +21,6 @@ import functools
 import numpy as np
 import torch
 from botorch.test_functions.base import BaseTestProblem
-from sklearn import datasets
-from sklearn.model_selection import train_test_split
-from sklearn.preprocessing import StandardScaler
-from sklearn.svm import SVC
 from torch import Tensor
 
 from dsbo.errors import ConfigError
@@ -31,12 +28,17 @@ from dsbo.problems.base import Problem
 from dsbo.problems.options import check_int, resolve_target
 from dsbo.problems.registry import register_problem
 
-DATASETS = {"digits": datasets.load_digits, "breast_cancer": datasets.load_breast_cancer, "wine": datasets.load_wine}
+#: scikit-learn's bundled datasets (``sklearn.datasets.load_<name>``) the problem may use.
+DATASETS = ("breast_cancer", "digits", "wine")
 
 
 @functools.cache
 def _split(dataset: str, split_seed: int) -> tuple[np.ndarray, ...]:
-    X, y = DATASETS[dataset](return_X_y=True)
+    from sklearn import datasets
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = getattr(datasets, f"load_{dataset}")(return_X_y=True)
     X_train, X_val, y_train, y_val = train_test_split(X, y, test_size=0.25, stratify=y, random_state=split_seed)
     scaler = StandardScaler().fit(X_train)
     return scaler.transform(X_train), scaler.transform(X_val), y_train, y_val
@@ -55,6 +57,8 @@ class SVMValidationError(BaseTestProblem):
         self.dataset, self.split_seed = dataset, split_seed
 
     def _evaluate_true(self, X: Tensor) -> Tensor:
+        from sklearn.svm import SVC
+
         X_train, X_val, y_train, y_val = _split(self.dataset, self.split_seed)
         scores = []
         for log2_c, log2_gamma in X.reshape(-1, 2).tolist():
@@ -73,7 +77,7 @@ def make_svm_hpo(dataset: str = "digits", split_seed: int = 0, target: str | lis
         target: The default point (``center`` = ``C = gamma = 1``).
     """
     if dataset not in DATASETS:
-        raise ConfigError(f"svm-hpo: dataset={dataset!r}; choose one of {sorted(DATASETS)}")
+        raise ConfigError(f"svm-hpo: dataset={dataset!r}; choose one of {list(DATASETS)}")
     seed = check_int(split_seed, "svm-hpo: split_seed", minimum=0)
     f = SVMValidationError(dataset, seed)
     return Problem(

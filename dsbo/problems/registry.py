@@ -11,26 +11,57 @@ registered as ``"ackley-{D}d"`` serves ``"ackley-5d"`` and is called with ``dim=
 
 Options are checked against the factory's signature, so a misspelled option fails loudly.
 Options common to all problems are described in :mod:`dsbo.problems.options`.
+
+:data:`CATALOGUE` names the module that registers each problem dsbo ships; a module is
+imported when one of its problems is first asked for (so ``get_problem("branin")`` never
+loads scikit-learn for ``svm-hpo``), and this module imports no torch: the names are known
+without it (``PROBLEMS.names()``).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dsbo.errors import ConfigError
-from dsbo.problems.base import Problem
 from dsbo.registry import Registry
 
-ProblemFactory = Callable[..., Problem]
+if TYPE_CHECKING:
+    from dsbo.problems.base import Problem
+
+ProblemFactory = Callable[..., "Problem"]
 
 DIM_PATTERN = "{D}"
 #: Largest dimension a ``-{D}d`` name may ask for (BO beyond it is not meaningful, and a typo
 #: such as ``branin-99999999999d`` would otherwise try to allocate hundreds of gigabytes).
 MAX_DIM = 10_000
 
-PROBLEMS: Registry[ProblemFactory] = Registry("problem")
+#: The modules that register the problems dsbo ships (``tests/test_registries.py`` checks it).
+CATALOGUE: dict[str, tuple[str, ...]] = {
+    "dsbo.problems.classic": (
+        "branin", "hartmann6", "ackley", "ackley-{D}d", "levy", "levy-{D}d", "rastrigin",
+        "rastrigin-{D}d", "griewank", "griewank-{D}d", "schwefel", "schwefel-{D}d",
+    ),
+    "dsbo.problems.embedded": (
+        "branin-{D}d", "hartmann6-{D}d", "dtlz2-{D}d", "pressure-vessel-{D}d", "branin-currin-{D}d",
+    ),
+    "dsbo.problems.multi_objective": ("branin-currin", "dtlz2"),
+    "dsbo.problems.constrained": ("pressure-vessel",),
+    "dsbo.problems.contextual": (
+        "contextual-ackley", "contextual-eggholder", "contextual-hartmann4", "contextual-hartmann6",
+    ),
+    "dsbo.problems.scalarization": ("circle-front", "branin4-currin4", "gp-samples-6"),
+    "dsbo.problems.cost_aware": ("cost-branin",),
+    "dsbo.problems.black_box": ("black-box",),
+    "dsbo.problems.pool": ("pool",),
+    "dsbo.problems.faiss_tuning": ("faiss-ivf-tuning",),
+    "dsbo.problems.hpo": ("svm-hpo",),
+    "dsbo.problems.train_run": ("train-run",),
+    "dsbo.problems.registry": ("sourcing",),
+}  # fmt: skip
+
+PROBLEMS: Registry[ProblemFactory] = Registry("problem", CATALOGUE)
 
 
 def register_problem(
