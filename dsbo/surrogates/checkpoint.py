@@ -6,8 +6,9 @@ hyperparameters (with the class path LightningCLI records) and the state of
 deviation. :func:`load_surrogate` reloads the module with ``weights_only=True``, rebuilds the
 exact input normalization (``Normalize`` with those bounds) and outcome standardization
 (``Standardize`` with that mean and standard deviation) the module was trained in, and hands
-all three to :func:`dsbo.surrogates.neural.model_from_module`; the model's posterior is in raw
-units (inputs as in the CSV or problem, target in the maximization sense).
+all three to :func:`dsbo.surrogates.zoo_models.model_from_module`; the model's posterior is in
+raw units (inputs as in the CSV or problem, target in the maximization sense). Lightning (and
+the datamodule) are imported by the functions that load a checkpoint, not with this module.
 
 Example:
     >>> model = load_surrogate("runs/train/SimpleSMB-.../checkpoints/epoch=199-step=200.ckpt")
@@ -20,29 +21,33 @@ import importlib
 import io
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pytorch_lightning as pl
 import torch
 from botorch.models.model import Model
 from botorch.models.transforms.input import Normalize
 from botorch.models.transforms.outcome import Standardize
 
-from dsbo.data.observations import ObservationDataModule, check_state
 from dsbo.errors import ConfigError, DataError
-from dsbo.surrogates.neural import model_from_module
+from dsbo.surrogates.zoo_models import model_from_module
+
+if TYPE_CHECKING:
+    import pytorch_lightning as pl
 
 #: Packages whose classes a checkpoint may name and :func:`load_surrogate` imports itself.
 TRUSTED_PACKAGES = ("dsbo_zoo.",)
 #: The zoo's import name before it became ``dsbo_zoo`` (checkpoints saved then name it).
 LEGACY_ZOO_PREFIX = "models."
-#: Key of the datamodule state in a Lightning checkpoint (the datamodule's class qualname).
-DATAMODULE_KEY = ObservationDataModule.__qualname__
+#: Key of the datamodule state in a Lightning checkpoint: the qualname of
+#: :class:`~dsbo.data.observations.ObservationDataModule` (a test checks they agree).
+DATAMODULE_KEY = "ObservationDataModule"
 
 
 def make_transforms(state: dict[str, Any]) -> tuple[Normalize, Standardize]:
     """``Normalize`` and ``Standardize`` (float64, eval mode) from an
     :meth:`ObservationDataModule.state_dict`."""
+    from dsbo.data.observations import check_state
+
     check_state(state)
     bounds = torch.tensor(state["bounds"], dtype=torch.double)
     normalize = Normalize(d=bounds.shape[-1], bounds=bounds)
@@ -85,6 +90,8 @@ def module_class(checkpoint: dict[str, Any], checkpoint_path: str | Path) -> typ
     are imported on demand; any other class must already be imported (a checkpoint must not
     make us import arbitrary code).
     """
+    import pytorch_lightning as pl
+
     hparams = checkpoint.get("hyper_parameters") or {}
     class_path = hparams.get("_class_path")
     if not class_path:
@@ -120,7 +127,7 @@ def load_surrogate(
         dtype: The module's parameters are cast to it (BoTorch works in float64).
 
     Returns:
-        :func:`~dsbo.surrogates.neural.model_from_module` of the reloaded module (eval mode)
+        :func:`~dsbo.surrogates.zoo_models.model_from_module` of the reloaded module (eval mode)
         with the input normalization and outcome standardization it was trained with: its
         posterior is in raw units.
 

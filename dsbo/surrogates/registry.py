@@ -1,7 +1,9 @@
 """One call turns data into a BoTorch model: :func:`fit_surrogate`.
 
-Every surrogate (GP baselines here, Lightning-trained zoo models later) registers a factory
-under a name. :func:`fit_surrogate` validates the data, builds the input normalization to the
+Every surrogate (the GP baselines, the Lightning-trained zoo models, ...) registers a factory
+under a name in :data:`~dsbo.surrogates.catalogue.SURROGATES` (re-exported here with
+:func:`register_surrogate` and :func:`available_surrogates`), whose catalogue says which module
+registers each. :func:`fit_surrogate` validates the data, builds the input normalization to the
 unit cube and the output standardization **once**, and hands both to the factory, so every
 acquisition function works with every surrogate.
 
@@ -17,7 +19,7 @@ combined into a ``ModelListGP`` (all GPyTorch models) or a ``ModelList``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,12 +32,9 @@ from botorch.models.transforms.outcome import Standardize
 from torch import Tensor
 
 from dsbo.errors import ConfigError, DataError
-from dsbo.registry import Registry
+from dsbo.surrogates.catalogue import SURROGATES, SurrogateFactory, available_surrogates, register_surrogate
 from dsbo.surrogates.selection import Selector, make_selector
 
-SurrogateFactory = Callable[..., Model]
-
-SURROGATES: Registry[SurrogateFactory] = Registry("surrogate")
 _RESERVED = ("train_X", "train_Y", "input_transform", "outcome_transform", "train_Yvar")
 
 
@@ -61,23 +60,13 @@ class SurrogateSpec:
         if isinstance(spec, Mapping):
             spec = dict(spec)
             if "name" not in spec:
-                raise ConfigError("surrogate.name is missing (one of: " + ", ".join(available_surrogates()) + ")")
+                raise ConfigError("surrogate.name is missing (one of: " + ", ".join(SURROGATES.names()) + ")")
             name = spec.pop("name")
             selector = spec.pop("selector", None)
             options = dict(spec.pop("options", {}) or {})
             options.update(spec)
             return cls(str(name), options, selector)
         raise ConfigError(f"surrogate must be a name or a mapping, got {type(spec).__name__}")
-
-
-def register_surrogate(name: str, description: str = "") -> Callable[[SurrogateFactory], SurrogateFactory]:
-    """Decorator: register a surrogate factory under ``name`` (lower case, dashes)."""
-    return SURROGATES.register(name, description)
-
-
-def available_surrogates() -> dict[str, str]:
-    """Registered surrogate names and their one-line descriptions."""
-    return SURROGATES.available()
 
 
 def _validate(X: Tensor, Y: Tensor, Yvar: Tensor | None, bounds: Tensor) -> None:
@@ -168,3 +157,13 @@ def fit_surrogate(
     if rows is not None:
         model.training_rows = rows
     return model
+
+
+__all__ = [
+    "SURROGATES",
+    "SurrogateFactory",
+    "SurrogateSpec",
+    "available_surrogates",
+    "fit_surrogate",
+    "register_surrogate",
+]

@@ -21,6 +21,9 @@ evaluated after a refresh are appended to the subset until the next one. The sub
 function of the ordered data and the seed, so a resumed campaign fits the same rows; the
 campaign records the fitted rows of every proposal (trial metadata ``fitted_trials``).
 
+scikit-learn and ``scipy.stats`` are imported by the selectors that use them, when they first
+select.
+
 Example:
     >>> selector = make_selector({"name": "kcs", "alpha": 20})
     >>> rows = selector.rows(X, Y, bounds, seed=0)        # indices into X, sorted
@@ -31,14 +34,14 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from scipy.stats import qmc
-from sklearn.cluster import KMeans
-from torch import Tensor
 
 from dsbo.errors import ConfigError
+
+if TYPE_CHECKING:
+    from torch import Tensor
 
 SELECTORS = ("rs", "kcs", "scs")
 
@@ -109,12 +112,16 @@ def best_per_group(labels: np.ndarray, y: np.ndarray) -> list[int]:
 
 def kmeans_rows(Z: np.ndarray, y: np.ndarray, k: int, seed: int) -> list[int]:
     """KCS: the best row of each of ``k`` k-means clusters."""
+    from sklearn.cluster import KMeans
+
     labels = KMeans(n_clusters=k, n_init=1, random_state=seed).fit_predict(Z)
     return best_per_group(labels, y)
 
 
 def seeded_rows(Z: np.ndarray, y: np.ndarray, k: int, seed: int) -> list[int]:
     """SCS: the best row of each non-empty cell of ``k`` Latin-hypercube seeds."""
+    from scipy.stats import qmc
+
     seeds = qmc.LatinHypercube(d=Z.shape[1], seed=seed).random(k)
     distances = ((Z[:, None, :] - seeds[None, :, :]) ** 2).sum(-1)
     return best_per_group(distances.argmin(1), y)
