@@ -1,27 +1,19 @@
-"""Proposal policies (acquisition) and their registry."""
+"""Proposal policies (acquisition) and their registry.
 
-from dsbo.acquisition import (
-    bonsai,  # noqa: F401  (registers the BONSAI post-processor)
-    cost_aware,  # noqa: F401  (registers EI per cost, MES, cost-MES)
-    cost_ids,  # noqa: F401  (registers CostIDS)
-    plain,  # noqa: F401  (registers the plain policies)
-    pool,  # noqa: F401  (registers the pool policy)
-    regularized,  # noqa: F401  (registers IR and ER)
-    scalarized,  # noqa: F401  (registers MOBO-RS)
-    sebo,  # noqa: F401  (registers SEBO)
-    thompson,  # noqa: F401  (registers Thompson sampling)
-)
-from dsbo.acquisition.base import (
-    History,
-    OptimizerSettings,
-    Policy,
-    PostProcessor,
-    Proposal,
-    available_policies,
-    make_policy,
-    make_postprocessor,
-    register_policy,
-    register_postprocessor,
+The policies and post-processors register by name; :mod:`dsbo.acquisition.catalogue` says
+which module registers each, and the registry imports that module when the name is first asked
+for. Importing the package imports none of them, nor torch: :class:`OptimizerSettings`
+(:mod:`~dsbo.acquisition.settings`) and the registry functions are torch-free, and the
+interfaces of :mod:`~dsbo.acquisition.base` are imported on first use.
+"""
+
+from dsbo.acquisition.catalogue import available_policies, register_policy, register_postprocessor
+from dsbo.acquisition.settings import OptimizerSettings
+from dsbo.registry import lazy_exports
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    dict.fromkeys(("History", "Policy", "PostProcessor", "Proposal", "make_policy", "make_postprocessor"), "dsbo.acquisition.base"),
 )
 
 __all__ = [

@@ -1,4 +1,4 @@
-"""LightningDataModules that feed the zoo models (``models/``).
+"""LightningDataModules that feed the zoo models (``models/``), and the sparse retrieval index.
 
 :class:`~dsbo.data.observations.ObservationDataModule` serves BO observations (a CSV table or
 samples of a registered problem) as ``(x, y, index)`` batches on the unit cube with a
@@ -6,18 +6,27 @@ standardized target. :mod:`~dsbo.data.embeddings` serves ``(x, label)`` metric-l
 sets (digits, synthetic many-class) for sparse embeddings. :mod:`~dsbo.data.hierarchical` serves
 windows of hierarchical time series (:class:`~dsbo.data.hierarchical.HierarchicalDataModule`) for
 HiReD, with the :class:`~dsbo.data.hierarchical.Hierarchy` of their summing matrix.
+:mod:`~dsbo.data.retrieval` is the inverted index of sparse codes that the pool policy searches.
+
+The datamodules need Lightning; importing the package imports none of its modules (the names
+below are imported on first use), so :mod:`dsbo.data.retrieval` comes without Lightning.
 """
 
-from dsbo.data.embeddings import DigitsDataModule, SyntheticClassesDataModule
-from dsbo.data.hierarchical import (
-    HierarchicalDataModule,
-    HierarchicalSeries,
-    Hierarchy,
-    read_hierarchical,
-    synthetic_hierarchy,
-    write_hierarchical,
+from dsbo.registry import lazy_exports
+
+_HIERARCHICAL = (
+    "HierarchicalDataModule", "HierarchicalSeries", "Hierarchy", "read_hierarchical",
+    "synthetic_hierarchy", "write_hierarchical",
+)  # fmt: skip
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "DigitsDataModule": "dsbo.data.embeddings",
+        "SyntheticClassesDataModule": "dsbo.data.embeddings",
+        "ObservationDataModule": "dsbo.data.observations",
+        **dict.fromkeys(_HIERARCHICAL, "dsbo.data.hierarchical"),
+    },
 )
-from dsbo.data.observations import ObservationDataModule
 
 __all__ = [
     "DigitsDataModule",

@@ -1,0 +1,144 @@
+"""How acquisition functions are maximized: :class:`OptimizerSettings`, a plain dataclass.
+
+It imports no torch or BoTorch at module level (:meth:`OptimizerSettings.maximize` imports them
+when it runs), so configuration code, e.g. the command line's config that subclasses it,
+starts without torch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from dsbo.errors import ConfigError
+
+if TYPE_CHECKING:
+    from torch import Tensor
+
+
+@dataclass
+class OptimizerSettings:
+    """How acquisition functions are maximized (``botorch.optim.optimize_acqf``).
+
+    The default is BoTorch's: L-BFGS-B from ``num_restarts`` starts picked among
+    ``raw_samples`` scored quasi-random points. ``method: sgd`` (or ``adam``) runs a
+    ``torch.optim`` optimizer for exactly ``maxiter`` steps at learning rate ``lr`` instead
+    (BoTorch's ``gen_candidates_torch``), and ``initial: uniform`` starts from
+    ``num_restarts`` uniform random points. The neural-greedy thesis' acquisition optimizer
+    (Paria, section 3.7.1: 10 uniform starts x 500 gradient-descent steps at lr 0.01) is
+    :meth:`thesis`.
+
+    Args:
+        num_restarts: Optimization restarts (starting points).
+        raw_samples: Quasi-random points scored to pick the restarts (``initial: raw_samples``).
+        maxiter: Iterations per L-BFGS-B run, or the number of steps of ``sgd`` / ``adam``.
+        batch_limit: Restarts optimized jointly in one batch.
+        sequential: For ``q > 1``, optimize the candidates one at a time (greedy).
+        mc_samples: Quasi-MC samples for MC acquisition functions.
+        fixed_features: ``{dimension index: value}`` held fixed during optimization.
+        method: ``lbfgsb`` (default), ``sgd`` (plain gradient ascent) or ``adam``.
+        lr: Learning rate of ``sgd`` / ``adam``.
+        initial: ``raw_samples`` (BoTorch's scored starts) or ``uniform`` random starts.
+    """
+
+    METHODS = ("lbfgsb", "sgd", "adam")
+    INITIAL = ("raw_samples", "uniform")
+
+    num_restarts: int = 10
+    raw_samples: int = 512
+    maxiter: int = 200
+    batch_limit: int = 5
+    sequential: bool = False
+    mc_samples: int = 128
+    fixed_features: dict[int, float] | None = None
+    method: str = "lbfgsb"
+    lr: float = 0.01
+    initial: str = "raw_samples"
+
+    @classmethod
+    def thesis(cls, **overrides: Any) -> OptimizerSettings:
+        """Paria's neural-greedy optimizer: 10 uniform random starts x 500 gradient steps, lr 0.01."""
+        return cls(**{"num_restarts": 10, "maxiter": 500, "method": "sgd", "lr": 0.01,
+                      "initial": "uniform", "batch_limit": 10, **overrides})
+
+    def maximize(self, acqf: Any, bounds: Tensor, q: int, seed: int, **kwargs: Any) -> tuple[Tensor, Tensor]:
+        """``optimize_acqf`` with these settings over ``bounds``; returns ``(X, values)``.
+
+        ``kwargs`` go to ``optimize_acqf`` (e.g. ``return_best_only``); with
+        ``initial: uniform`` the starts are ``num_restarts`` uniform points drawn with ``seed``.
+        """
+        import torch
+        from botorch.generation.gen import gen_candidates_torch
+        from botorch.optim import optimize_acqf
+
+        options: dict[str, Any] = {"batch_limit": self.batch_limit, "seed": seed}
+        fixed_features = self.fixed_features
+        if self.method == "lbfgsb":
+            options["maxiter"] = self.maxiter
+        else:
+            # gen_candidates_torch does not drop fixed columns from the bounds: pin them there
+            if fixed_features:
+                bounds = bounds.clone()
+                for j, value in fixed_features.items():
+                    bounds[:, int(j)] = float(value)
+                fixed_features = None
+            optimizer = torch.optim.SGD if self.method == "sgd" else torch.optim.Adam
+            kwargs["gen_candidates"] = functools.partial(gen_candidates_torch, optimizer=optimizer)
+            # exactly maxiter steps: the relative-improvement stop never fires
+            options["optimizer_options"] = {"lr": self.lr}
+            options["stopping_criterion_options"] = {"maxiter": self.maxiter, "rel_tol": -math.inf}
+        if self.initial == "uniform" and "batch_initial_conditions" not in kwargs:
+            generator = torch.Generator().manual_seed(seed)
+            lower, upper = bounds[0], bounds[1]
+            u = torch.rand(self.num_restarts, q, bounds.shape[-1], generator=generator, dtype=bounds.dtype)
+            kwargs["batch_initial_conditions"] = self.apply_fixed_features(lower + (upper - lower) * u)
+        if "batch_initial_conditions" not in kwargs:
+            kwargs.setdefault("raw_samples", self.raw_samples)
+        return optimize_acqf(
+            acqf,
+            bounds=bounds,
+            q=q,
+            num_restarts=kwargs.pop("num_restarts", self.num_restarts),
+            options=options,
+            fixed_features=fixed_features,
+            **kwargs,
+        )
+
+    def apply_fixed_features(self, X: Tensor) -> Tensor:
+        """``X`` with the fixed features set (a copy; ``X`` itself is not changed)."""
+        if not self.fixed_features:
+            return X
+        X = X.clone()
+        for j, value in self.fixed_features.items():
+            X[..., int(j)] = float(value)
+        return X
+
+    def for_dry_run(self) -> OptimizerSettings:
+        """Cheap settings for a campaign's dry iteration (:mod:`dsbo.campaign.validation`): one restart,
+        three iterations, 16 MC samples; ``raw_samples`` and fixed features unchanged."""
+        return dataclasses.replace(
+            self,
+            num_restarts=1,
+            maxiter=min(self.maxiter, 3),
+            batch_limit=1,
+            mc_samples=min(self.mc_samples, 16),
+        )
+
+    def validate(self, prefix: str = "acquisition") -> None:
+        for name in ("num_restarts", "raw_samples", "maxiter", "batch_limit", "mc_samples"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ConfigError(f"{prefix}.{name} must be a positive integer, got {value!r}")
+        if self.method not in self.METHODS:
+            raise ConfigError(f"{prefix}.method={self.method!r}: choose one of {', '.join(self.METHODS)}")
+        if self.initial not in self.INITIAL:
+            raise ConfigError(f"{prefix}.initial={self.initial!r}: choose one of {', '.join(self.INITIAL)}")
+        lr = self.lr
+        if isinstance(lr, bool) or not isinstance(lr, int | float) or not (math.isfinite(lr) and lr > 0):
+            raise ConfigError(f"{prefix}.lr must be a finite number > 0, got {lr!r}")
+
+
+__all__ = ["OptimizerSettings"]
