@@ -14,15 +14,9 @@ contexts. Evaluating and driving a campaign to its budget is :mod:`dsbo.runtime`
 layer to a higher one, both inside those methods).
 """
 
-from dsbo.campaign.campaign import (
-    EXACT_CHOLESKY_SIZE,
-    MAX_SEED,
-    ON_PENDING,
-    Campaign,
-    CampaignResult,
-    best_so_far,
-    history_frame,
-)
+from dsbo.campaign.campaign import EXACT_CHOLESKY_SIZE, MAX_SEED, Campaign
+from dsbo.campaign.execution import ON_PENDING, Execution
+from dsbo.campaign.history import CampaignResult, best_so_far, history_frame
 
 __all__ = [
     "EXACT_CHOLESKY_SIZE",
@@ -30,6 +24,7 @@ __all__ = [
     "ON_PENDING",
     "Campaign",
     "CampaignResult",
+    "Execution",
     "best_so_far",
     "history_frame",
 ]

@@ -24,73 +24,47 @@ import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gpytorch
-import pandas as pd
 import torch
-from botorch.utils.multi_objective.hypervolume import Hypervolume
-from botorch.utils.multi_objective.pareto import is_non_dominated
 from botorch.utils.sampling import draw_sobol_samples
 from torch import Tensor
 
 from dsbo.acquisition import History, OptimizerSettings, Policy, make_policy
 from dsbo.acquisition.base import PostProcessor, make_postprocessor
 from dsbo.acquisition.scalarized import campaign_bayes_regret
-from dsbo.acquisition.sparsity import DEFAULT_TOLERANCE, changed_mask, num_changed
+from dsbo.acquisition.sparsity import DEFAULT_TOLERANCE, num_changed
+from dsbo.campaign.contextual import ContextStep
+from dsbo.campaign.execution import Execution, positive_int
+from dsbo.campaign.history import CampaignResult, best_trial, changed_parameters, history_frame
+from dsbo.campaign.ledger import Ledger
+from dsbo.campaign.outcomes import outcome_vector, parse_outcomes
 from dsbo.campaign.validation import check_campaign, check_context_policy
-from dsbo.contexts import ContextSettings, ContextState, Environment
+from dsbo.contexts import ContextSettings
 from dsbo.contexts.settings import ContextValues
 from dsbo.errors import (
     BudgetExhaustedError,
     ConfigError,
-    CostError,
     EvaluationError,
     StoreMismatchError,
 )
 from dsbo.problems.base import Problem
-from dsbo.runtime.evaluation import (
-    UNFINISHED,
-    Evaluator,
-    evaluate_batch,
-    outcome_vector,
-    parse_outcomes,
-)
 from dsbo.storage import BUDGETED, Store, Trial, new_worker_id, open_store
 from dsbo.surrogates import SurrogateSpec, fit_surrogate
 
 Callback = Callable[["Campaign", list[Trial]], None]
-ON_PENDING = ("retry", "abandon")
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from dsbo.runtime.evaluation import Evaluator
+
 #: GPyTorch switches from Cholesky to conjugate gradients above 800 points by default; a
 #: campaign keeps its exact GPs exact (and their timings honest) up to this size.
 EXACT_CHOLESKY_SIZE = 100_000
 #: Seeds are 32-bit unsigned integers (NumPy's and Sobol's limit).
 MAX_SEED = 2**32 - 1
-
-
-@dataclass
-class CampaignResult:
-    """Summary of a finished (or interrupted) campaign."""
-
-    best_value: float | None
-    best_x: list[float] | None
-    num_completed: int
-    num_failed: int
-    num_changed_best: int | None
-    history: pd.DataFrame
-    #: What ``num_changed`` counts changes from: ``"acquisition target"`` (SEBO/IR/ER's
-    #: ``target``), ``"postprocess default"`` (BONSAI's explicit ``default``) or
-    #: ``"problem default"``.
-    changes_from: str = "problem default"
-    #: The best point's changed parameters: ``{"parameter", "from", "to"}`` each.
-    changes_best: list[dict[str, Any]] | None = None
-    #: The cost ledger: summed cost of the trials that count against the budget.
-    cost_used: float = 0.0
-    #: Multi-objective runs: the Bayes regret (utility, and regret where the problem knows
-    #: its front) of the completed points (:func:`~dsbo.acquisition.scalarized.campaign_bayes_regret`).
-    bayes_regret: dict[str, Any] | None = None
 
 
 class Campaign:
@@ -188,20 +162,12 @@ class Campaign:
     ) -> None:
         self.problem = problem
         self.surrogate = SurrogateSpec.coerce(surrogate)
-        if budget_cost is not None and (
-            isinstance(budget_cost, bool)
-            or not isinstance(budget_cost, int | float)
-            or not 0 < budget_cost < math.inf
-        ):
-            raise ConfigError(f"budget_cost must be a finite number > 0, got {budget_cost!r}")
-        self.budget_cost = None if budget_cost is None else float(budget_cost)
-        if budget is None:
-            budget = 30 if budget_cost is None else max(1, int(budget_cost / problem.design_cost))
-        self.budget = _positive_int("budget", budget)
-        self.q = _positive_int("q", q)
+        #: The budget (trials, cost units) and what is left of it.
+        self.ledger = Ledger(budget, budget_cost, problem.design_cost)
+        self.q = positive_int("q", q)
         if n_init is None:
             n_init = max(2, min(self.budget // 3, max(5, 2 * problem.dim)))
-        self.n_init = _positive_int("n_init", n_init)
+        self.n_init = positive_int("n_init", n_init)
         if not isinstance(include_default, bool):
             raise ConfigError(f"include_default must be true or false, got {include_default!r}")
         self.include_default = include_default
@@ -214,59 +180,41 @@ class Campaign:
         if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed <= MAX_SEED:
             raise ConfigError(f"seed must be an integer in [0, {MAX_SEED}], got {seed!r}")
         self.seed = seed
-        if on_pending not in ON_PENDING:
-            raise ConfigError(f"on_pending={on_pending!r}; choose one of {ON_PENDING}")
-        self.on_pending = on_pending
-        self.max_consecutive_failures = _positive_int(
-            "max_consecutive_failures", max_consecutive_failures
-        )
+        #: How trials are evaluated: what the runtime reads to drive this campaign.
+        self.execution = Execution(
+            evaluator=evaluator if evaluator is not None else problem, executor=executor,
+            eval_timeout=eval_timeout, worker_retries=worker_retries, parallel=parallel,
+            lease=lease, max_consecutive_failures=max_consecutive_failures,
+            on_pending=on_pending, callbacks=list(callbacks),
+        )  # fmt: skip
         self.optimizer = optimizer or OptimizerSettings()
         self.policy = self._make_policy(acquisition)
-        self.context_settings = ContextSettings.coerce(contexts)
-        if self.context_settings is None and problem.is_contextual:
-            self.context_settings = ContextSettings()
-        self.context_policy = None
-        if self.context_settings is not None:
-            self._setup_contexts(acquisition, postprocess, environment)
+        settings = ContextSettings.coerce(contexts)
+        if settings is None and problem.is_contextual:
+            settings = ContextSettings()
+        #: The context step of a contextual campaign (``None`` for a plain one).
+        self.context_step: ContextStep | None = None
+        if settings is not None:
+            self.context_step = ContextStep(
+                settings, problem, self.optimizer, seed, self.q, acquisition, postprocess, environment
+            )
+            self.problem = self.context_step.problem
         if postprocess:
             self._attach_postprocessor(postprocess)
-        if eval_timeout is not None and (
-            isinstance(eval_timeout, bool)
-            or not isinstance(eval_timeout, int | float)
-            or not 0 < eval_timeout < math.inf
-        ):
-            raise ConfigError(f"eval_timeout must be a number of seconds > 0, got {eval_timeout!r}")
-        self.eval_timeout = None if eval_timeout is None else float(eval_timeout)
-        if (
-            isinstance(worker_retries, bool)
-            or not isinstance(worker_retries, int)
-            or worker_retries < 0
-        ):
-            raise ConfigError(f"worker_retries must be an integer >= 0, got {worker_retries!r}")
-        self.worker_retries = worker_retries
-        self.evaluator = evaluator if evaluator is not None else problem
-        self.executor = executor
-        self.callbacks = list(callbacks)
         self.sparsity_tol = sparsity_tol
-        if self.context_policy is None:
+        if self.context_step is None:
             check_campaign(
                 problem, self.surrogate, self.policy, self.optimizer, self.q, seed, dry_run
             )
         else:
-            check_context_policy(self.problem, self.surrogate, self.context_policy, seed, dry_run)
+            check_context_policy(
+                self.problem, self.surrogate, self.context_step.policy, seed, dry_run
+            )
         self.changes_from, self.reference_point = self._sparsity_reference()
-        self.parallel = _positive_int("parallel", parallel)
-        if self.parallel > 1 and executor is None:
-            raise ConfigError(f"parallel={parallel} trials at once need an executor to run them")
-        if isinstance(lease, bool) or not isinstance(lease, int | float) or not 0 < lease < math.inf:
-            raise ConfigError(f"lease must be a number of seconds > 0, got {lease!r}")
-        self.lease = float(lease)
         self.worker = new_worker_id()
         self.store: Store = open_store(store)
         self._check_store()
         self.timings: list[dict[str, float]] = []
-        #: Set once a proposal's cost (``problem.cost_function``) exceeds what is left.
-        self._cost_exhausted = False
 
     # ------------------------------------------------------------------ setup
     def _make_policy(self, acquisition: str | Mapping[str, Any] | Policy) -> Policy:
@@ -283,30 +231,6 @@ class Campaign:
         if name == "auto":
             name = "qlognehvi" if self.problem.is_multi_objective else "qlognei"
         return make_policy(name, options, self.optimizer)
-
-    def _setup_contexts(self, acquisition: Any, postprocess: Any, environment: Any) -> None:
-        """Resolve the ``contexts`` settings against the problem (names, costs, policy)."""
-        if self.q != 1:
-            raise ConfigError(
-                f"a contextual campaign proposes one point per iteration; got q={self.q}"
-            )
-        if acquisition not in ("auto", None) and not (
-            isinstance(acquisition, Mapping) and acquisition.get("name", "auto") == "auto"
-        ):
-            raise ConfigError(
-                "a contextual campaign chooses points with its context policy (UCB); leave acquisition "
-                "at auto and set contexts.options (e.g. beta) instead"
-            )
-        if postprocess:
-            raise ConfigError("postprocess does not apply to a contextual campaign")
-        if environment is not None and not callable(environment):
-            raise ConfigError(
-                f"environment must be a callable returning the contexts, got {environment!r}"
-            )
-        self.problem, self.context_policy, self.fixed_contexts, self.observe_only = (
-            self.context_settings.resolve(self.problem, self.optimizer)
-        )
-        self.environment = Environment(self.problem, self.seed, environment)
 
     def _attach_postprocessor(
         self, postprocess: Mapping[str, Mapping[str, Any] | None] | PostProcessor
@@ -377,9 +301,19 @@ class Campaign:
 
     # ------------------------------------------------------------------ counts
     @property
+    def budget(self) -> int:
+        """Total number of trials (completed + failed + pending) the campaign may spend."""
+        return self.ledger.trials
+
+    @property
+    def budget_cost(self) -> float | None:
+        """The budget in cost units, if there is one."""
+        return self.ledger.cost
+
+    @property
     def num_used(self) -> int:
         """Trials that count against the budget: pending, completed and failed."""
-        return self.store.count(BUDGETED)
+        return self.ledger.used(self.store)
 
     @property
     def cost_used(self) -> float:
@@ -390,12 +324,7 @@ class Campaign:
     def remaining(self) -> int:
         """Evaluations still allowed by the budget (0 once the cost budget cannot pay for the
         cheapest evaluation)."""
-        if self.budget_cost is not None and (
-            self._cost_exhausted
-            or self.cost_used + self.problem.design_cost > self.budget_cost + 1e-9
-        ):
-            return 0
-        return max(0, self.budget - self.num_used)
+        return self.ledger.remaining(self.store)
 
     def _proposal_seed(self) -> int:
         return (self.seed * 1_000_003 + self.store.count()) % (2**31 - 1)
@@ -420,11 +349,11 @@ class Campaign:
             return self._ask(q, contexts)
 
     def _ask(self, q: int | None, contexts: ContextValues | None) -> list[Trial]:
-        q = min(self.q if q is None else _positive_int("q", q), self.remaining)
+        q = min(self.q if q is None else positive_int("q", q), self.remaining)
         if q == 0:
             return []
-        if self.context_policy is not None:
-            return [self._ask_contextual(contexts)]
+        if self.context_step is not None:
+            return [self.context_step.propose(self, contexts)]
         if contexts is not None:
             raise ConfigError(
                 f"contexts were given but {self.problem.name} has no context variables"
@@ -485,7 +414,7 @@ class Campaign:
         changed = num_changed(X, self.reference_point, self.problem.bounds, self.sparsity_tol)
         for meta, n in zip(metadata, changed.tolist(), strict=True):
             meta["num_changed"] = int(n)
-        costs, cost_errors = self._evaluation_costs(X)
+        costs, cost_errors = self.ledger.evaluation_costs(self.problem, X)
         try:
             ids = self.store.add_trials(
                 X,
@@ -502,7 +431,7 @@ class Campaign:
             if self.problem.cost_function is None:
                 raise
             # a varying cost: the proposal costs more than the budget has left, so the run ends
-            self._cost_exhausted = True
+            self.ledger.exhausted = True
             return []
         for trial_id, error in zip(ids, cost_errors, strict=True):
             if error is not None:  # recorded like a failed evaluation, never evaluated
@@ -517,23 +446,6 @@ class Campaign:
         times = [t.eval_time for t in self.store.trials("completed")]
         return torch.tensor([math.nan if v is None else v for v in times], dtype=torch.double)
 
-    def _evaluation_costs(self, X: Tensor) -> tuple[list[float], list[str | None]]:
-        """``lambda(x)`` of each candidate and, for a candidate whose cost is unusable, the
-        reason (its trial is recorded as failed at cost 0)."""
-        try:
-            return self.problem.evaluation_cost(X).tolist(), [None] * X.shape[0]
-        except CostError:
-            costs: list[float] = []
-            errors: list[str | None] = []
-            for x in X:
-                try:
-                    costs.append(float(self.problem.evaluation_cost(x.unsqueeze(0))[0]))
-                    errors.append(None)
-                except CostError as exc:
-                    costs.append(0.0)
-                    errors.append(f"CostError: {exc}")
-            return costs, errors
-
     def _record_ask(
         self, start: float, store_start: float, fit_time: float, acq_time: float
     ) -> None:
@@ -543,77 +455,6 @@ class Campaign:
             "store": self.store.busy_seconds - store_start,
             "ask_total": time.perf_counter() - start,
         }
-
-    def _ask_contextual(self, given: ContextValues | None) -> Trial:
-        """One contextual proposal: the environment's contexts, the policy's roles and point,
-        committed with its cost (the initial design observes every context)."""
-        start, store_start = time.perf_counter(), self.store.busy_seconds
-        seed = self._proposal_seed()
-        torch.manual_seed(seed)  # as in ask: the same noise for the same seed in this process
-        problem = self.problem
-        z = self.environment.values(self.store.count(), given)
-        X_done, Y_done = self.store.completed_data()
-        n_proposed = self.store.count(BUDGETED)
-        fit_time = acq_time = 0.0
-        n_design = self.n_init + self.include_default
-        if n_proposed < n_design or X_done.shape[0] < 2:
-            if n_proposed < n_design:
-                x = self.initial_design()[n_proposed].clone()
-                generator = "default" if n_proposed == 0 and self.include_default else "sobol-init"
-            else:  # too few completed points to fit: another random design point
-                x = draw_sobol_samples(problem.bounds, n=1, q=1, seed=seed).reshape(-1)
-                generator = "sobol-fallback"
-            x[list(problem.context_dims)] = z
-            roles = dict.fromkeys(problem.context_names, "observed")
-            cost, metadata = problem.design_cost, {}
-        else:
-            every_trial = self.store.trials()
-            earlier = [t.metadata for t in every_trial if "phase" in t.metadata or "switch_check" in t.metadata]
-            spent = self.cost_used
-            affordable = (
-                math.inf
-                if self.budget_cost is None
-                else self.budget_cost - spent - problem.design_cost
-            )
-            design_spent = (self.n_init + self.include_default) * problem.design_cost
-            if self.budget_cost is not None:
-                cooling = (self.budget_cost - spent) / max(self.budget_cost - design_spent, 1e-12)
-            else:
-                cooling = self.remaining / max(self.budget - self.n_init - self.include_default, 1)
-            state = ContextState(
-                problem=problem, X=X_done, Y=Y_done[:, 0], z=z,
-                t=sum(1 for t in every_trial if t.generator == self.context_policy.name) + 1,
-                seed=seed, surrogate=self.surrogate, optimizer=self.optimizer, affordable=affordable,
-                fixed=self.fixed_contexts, observe_only=self.observe_only,
-                phase="optimization" if any(m.get("phase") == "optimization" for m in earlier) else "observational",
-                checks=[m["switch_check"] for m in earlier if "switch_check" in m],
-                cost_cooling=min(max(cooling, 0.0), 1.0),
-            )  # fmt: skip
-            torch.manual_seed(seed)
-            t0 = time.perf_counter()
-            proposal = self.context_policy.propose(state)
-            acq_time = time.perf_counter() - t0
-            x, roles, cost, metadata = proposal.x, proposal.roles, proposal.cost, proposal.metadata
-            generator = self.context_policy.name
-        X = problem.validate(x.reshape(1, -1), what="proposed candidate")
-        metadata = {
-            **metadata, "contexts": roles, "seed": seed,
-            "context_values": dict(zip(problem.context_names, z.tolist(), strict=True)),
-            "num_changed": int(num_changed(X, self.reference_point, problem.bounds, self.sparsity_tol)[0]),
-        }  # fmt: skip
-        [trial_id] = self.store.add_trials(
-            X,
-            generator,
-            fit_time=fit_time,
-            acq_time=acq_time,
-            metadata=[metadata],
-            budget=self.budget,
-            cost=cost,
-            budget_cost=self.budget_cost,
-            worker=self.worker,
-        )
-        self._record_ask(start, store_start, fit_time, acq_time)
-        return self.store.get(trial_id)
 
     def tell(
         self,
@@ -673,123 +514,33 @@ class Campaign:
         return self.store.get(trial_id)
 
     # ------------------------------------------------------------------ driving
+    # Evaluating and driving are the runtime's (dsbo.runtime.driver); these methods hand the
+    # campaign to it.
     def evaluate(self, trials: Sequence[Trial]) -> list[Trial]:
-        """Evaluate pending trials (through the executor, if any), telling each as it ends.
-
-        An evaluator error, a malformed or non-finite result, a timeout, or a worker that died
-        ``worker_retries + 1`` times is a failed trial (:mod:`dsbo.runtime.evaluation`). If the
-        executor breaks as a whole, the trials it held stay pending and an
-        :class:`~dsbo.errors.EvaluationError` says how to resume.
-        """
-        done: list[Trial] = []
-
-        def report(trial_id: int, value: Any, error: BaseException | None, seconds: float) -> None:
-            if value is UNFINISHED:
-                return
-            if error is None:
-                try:
-                    done.append(self.tell(trial_id, values=value, eval_time=seconds))
-                    return
-                except EvaluationError as exc:  # the evaluator returned something malformed
-                    error = exc
-            done.append(self.tell(trial_id, error=error, eval_time=seconds))
-
-        evaluate_batch(
-            self.evaluator,
-            [(t.id, t.x) for t in trials],
-            report,
-            executor=self.executor,
-            timeout=self.eval_timeout,
-            worker_retries=self.worker_retries,
-        )
-        return sorted(done, key=lambda t: t.id)
+        """Evaluate pending trials (through the executor, if any), telling each as it ends
+        (:func:`dsbo.runtime.driver.evaluate`)."""
+        return _driver().evaluate(self, trials)
 
     def resume_pending(self) -> list[Trial]:
-        """Handle trials a crash left pending, as ``on_pending`` says. On a shared store only
-        the trials whose lease ran out are taken (the others belong to live workers)."""
-        if self.store.shared:
-            pending = self.store.claim_expired(self.worker, self.lease, limit=self.budget)
-            if pending and self.on_pending == "abandon":
-                self.store.abandon_pending(ids=[t.id for t in pending])
-                return []
-            return self.evaluate(pending) if pending else []
-        pending = self.store.trials("pending")
-        if not pending:
-            return []
-        if self.on_pending == "abandon":
-            self.store.abandon_pending()
-            return []
-        return self.evaluate(pending)
+        """Handle trials a crash left pending, as ``on_pending`` says
+        (:func:`dsbo.runtime.driver.resume_pending`)."""
+        return _driver().resume_pending(self)
 
     def step(self) -> list[Trial]:
-        """One iteration: ask for ``q`` points, evaluate them, tell the outcomes."""
-        start = time.perf_counter()
-        trials = self.ask()
-        if not trials:
-            return []
-        t0 = time.perf_counter()
-        store_before = self.store.busy_seconds
-        failed = [t for t in trials if t.status == "failed"]  # their cost failed (ask)
-        done = sorted(self.evaluate([t for t in trials if t.status == "pending"]) + failed,
-                      key=lambda t: t.id)  # fmt: skip
-        timing = dict(self._last_ask)
-        timing["store"] += self.store.busy_seconds - store_before
-        timing["evaluate"] = time.perf_counter() - t0 - (self.store.busy_seconds - store_before)
-        timing["total"] = time.perf_counter() - start
-        timing["num_observations"] = float(self.store.count("completed"))
-        self.timings.append(timing)
-        self.store.update_metadata(
-            trials[0].id, iteration_time=timing["total"], store_time=timing["store"]
-        )
-        for callback in self.callbacks:
-            callback(self, done)
-        return done
+        """One iteration: ask for ``q`` points, evaluate them, tell the outcomes
+        (:func:`dsbo.runtime.driver.step`)."""
+        return _driver().step(self)
 
     def run(self) -> CampaignResult:
-        """Drive the campaign to its budget (resuming pending trials first). With
-        ``parallel > 1`` or a shared store, :func:`dsbo.runtime.parallel.run_parallel` drives it."""
-        if self.parallel > 1 or self.store.shared:
-            from dsbo.runtime.parallel import run_parallel
-
-            return run_parallel(self)
-        self.resume_pending()
-        consecutive = self._trailing_failures()
-        while self.remaining > 0:
-            for trial in self.step():
-                consecutive = consecutive + 1 if trial.status == "failed" else 0
-            if consecutive >= self.max_consecutive_failures:
-                last = self.store.trials("failed")[-1]
-                raise EvaluationError(
-                    f"{consecutive} evaluations in a row failed (last error: {last.error}); "
-                    f"stopping. Everything is saved in {self.store.path}: fix the evaluator "
-                    "and run again to resume."
-                )
-        return self.result()
-
-    def _trailing_failures(self) -> int:
-        count = 0
-        for trial in reversed(self.store.trials(("completed", "failed"))):
-            if trial.status != "failed":
-                break
-            count += 1
-        return count
+        """Drive the campaign to its budget, resuming pending trials first
+        (:func:`dsbo.runtime.driver.run`; with ``parallel > 1`` or a shared store,
+        :func:`dsbo.runtime.parallel.run_parallel`)."""
+        return _driver().run(self)
 
     # ------------------------------------------------------------------ results
     def best(self) -> tuple[float | None, Trial | None]:
         """Best feasible objective (single objective) or the hypervolume (multi-objective)."""
-        trials = self.store.trials("completed")
-        if not trials:
-            return None, None
-        Y = torch.tensor([t.y for t in trials], dtype=torch.double)
-        trace = best_so_far(Y, self.problem)
-        if self.problem.is_multi_objective:
-            return float(trace[-1]), None
-        feasible = self.problem.is_feasible(Y)
-        if not feasible.any():
-            return None, None
-        values = torch.where(feasible, Y[:, 0], torch.tensor(-math.inf, dtype=torch.double))
-        i = int(values.argmax())
-        return float(values[i]), trials[i]
+        return best_trial(self.store.trials("completed"), self.problem)
 
     def history(self) -> pd.DataFrame:
         """Every trial as a row: parameters, outcomes, status, error, timings, best so far."""
@@ -819,99 +570,15 @@ class Campaign:
 
     def changes(self, x: Sequence[float]) -> list[dict[str, Any]]:
         """The parameters ``x`` changes from the reference point (see ``changes_from``)."""
-        X = torch.as_tensor(x, dtype=torch.double).unsqueeze(0)
-        mask = changed_mask(X, self.reference_point, self.problem.bounds, self.sparsity_tol)[0]
-        return [
-            {"parameter": self.problem.parameter_names[j], "from": float(self.reference_point[j]),
-             "to": float(X[0, j])}
-            for j in torch.nonzero(mask).reshape(-1).tolist()
-        ]  # fmt: skip
+        return changed_parameters(x, self.reference_point, self.problem, self.sparsity_tol)
 
 
-def best_so_far(Y: Tensor, problem: Problem) -> Tensor:
-    """Running best feasible objective (or dominated hypervolume) over completed outcomes.
+def _driver() -> Any:
+    """The runtime's driver module: the one import of this layer from a higher one (the
+    driver never imports the campaign)."""
+    from dsbo.runtime import driver
 
-    Infeasible points do not count; before the first feasible point the trace is ``NaN``.
-    For multi-objective problems the trace is the hypervolume of the feasible points with
-    respect to the problem's reference point (or the nadir of all points, if it has none).
-    """
-    m = problem.num_objectives
-    feasible = problem.is_feasible(Y)
-    if m == 1:
-        values = torch.where(feasible, Y[:, 0], torch.tensor(-math.inf, dtype=Y.dtype))
-        trace = torch.cummax(values, dim=0).values
-        return torch.where(torch.isinf(trace), torch.tensor(math.nan, dtype=Y.dtype), trace)
-    ref = problem.ref_point if problem.ref_point is not None else Y[:, :m].min(0).values
-    hv = Hypervolume(torch.as_tensor(ref, dtype=Y.dtype))
-    trace = []
-    for i in range(1, Y.shape[0] + 1):
-        pts = Y[:i, :m][feasible[:i]]
-        pts = pts[(pts > hv.ref_point).all(dim=-1)]
-        trace.append(hv.compute(pts[is_non_dominated(pts)]) if pts.shape[0] else 0.0)
-    return torch.tensor(trace, dtype=Y.dtype)
+    return driver
 
 
-def history_frame(trials: Sequence[Trial], problem: Problem) -> pd.DataFrame:
-    """The trials as a DataFrame (one row per trial, parameters as ``x0..x{d-1}``)."""
-    rows = []
-    for t in trials:
-        row: dict[str, Any] = {
-            "trial": t.id,
-            "batch": t.batch,
-            "generator": t.generator,
-            "status": t.status,
-        }
-        row.update({name: v for name, v in zip(problem.parameter_names, t.x, strict=True)})
-        y = t.y if t.y is not None else [math.nan] * len(problem.outcome_names)
-        row.update({name: v for name, v in zip(problem.outcome_names, y, strict=True)})
-        row.update(
-            {
-                "num_changed": t.metadata.get("num_changed"),
-                "fit_time": t.fit_time,
-                "acq_time": t.acq_time,
-                "eval_time": t.eval_time,
-                "error": t.error,
-                "cost": t.cost,
-            }
-        )
-        if problem.is_contextual:
-            roles = t.metadata.get("contexts", {})
-            row["optimized"] = " ".join(n for n, r in roles.items() if r == "optimized")
-            row["observed"] = " ".join(n for n, r in roles.items() if r == "observed")
-            row["phase"] = t.metadata.get("phase", "")
-        rows.append(row)
-    columns = [
-        "trial", "batch", "generator", "status", *problem.parameter_names,
-        *problem.outcome_names, "num_changed", "fit_time", "acq_time", "eval_time", "error", "cost",
-        *(["optimized", "observed", "phase"] if problem.is_contextual else []),
-    ]  # fmt: skip
-    frame = pd.DataFrame(rows, columns=columns)
-    frame["cumulative_cost"] = frame["cost"].where(frame["status"] != "abandoned", 0.0).cumsum()
-    if frame.empty:
-        frame["best_so_far"] = pd.Series(dtype=float)
-        return frame
-    done = frame["status"] == "completed"
-    frame["best_so_far"] = math.nan
-    if done.any():
-        Y = torch.tensor(
-            frame.loc[done, list(problem.outcome_names)].to_numpy(), dtype=torch.double
-        )
-        frame.loc[done, "best_so_far"] = best_so_far(Y, problem).numpy()
-        frame["best_so_far"] = frame["best_so_far"].ffill()
-    return frame
-
-
-def _positive_int(name: str, value: Any) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ConfigError(f"{name} must be a positive integer, got {value!r}")
-    return value
-
-
-__all__ = [
-    "MAX_SEED",
-    "Campaign",
-    "CampaignResult",
-    "best_so_far",
-    "history_frame",
-    "outcome_vector",
-]
+__all__ = ["EXACT_CHOLESKY_SIZE", "MAX_SEED", "Campaign"]

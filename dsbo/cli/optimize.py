@@ -351,7 +351,7 @@ def _run_optimize(
             best = "-" if value is None else f"{value:.5g}"
             progress.update(task, completed=c.num_used, best=best, last=status)
 
-        campaign.callbacks.append(on_batch)
+        campaign.execution.callbacks.append(on_batch)
         campaign.run()
         progress.update(task, completed=campaign.num_used, best=best_text())
 

@@ -1,13 +1,11 @@
-"""Running evaluations: outcome parsing, timeouts, and batches through an executor.
+"""Running evaluations: timeouts, dying workers, and batches through an executor.
 
 A campaign hands its pending trials to :func:`evaluate_batch`, which evaluates them in this
 process or through any ``concurrent.futures.Executor`` and reports each one as it ends, as
 ``(values, error, seconds)``. The rules:
 
-- **Outcomes are parsed strictly** (:func:`parse_outcomes`): one number per outcome, given as a
-  number, a flat list, a tensor/array, or a mapping with exactly the outcome names. Strings,
-  booleans, nested lists, missing or unknown names are an
-  :class:`~dsbo.errors.OutcomeError`; nothing is coerced.
+- **Outcomes are parsed strictly** by the campaign that is told them
+  (:func:`dsbo.campaign.outcomes.parse_outcomes`, re-exported here).
 - **Timeouts** (``timeout`` seconds, counted from the moment an evaluation starts): in this
   process a ``SIGALRM`` timer interrupts the evaluator (Python code, ``time.sleep``, I/O;
   a single long call into C is interrupted when it returns), so it needs the main thread.
@@ -26,83 +24,25 @@ process or through any ``concurrent.futures.Executor`` and reports each one as i
 
 from __future__ import annotations
 
-import math
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, BrokenExecutor, Executor, Future, wait
 from contextlib import contextmanager
-from numbers import Real
 from typing import Any
 
-import numpy as np
 import torch
 from torch import Tensor
 
-from dsbo.errors import EvaluationError, EvaluationTimeout, OutcomeError, WorkerDiedError
+from dsbo.campaign.outcomes import outcome_vector, parse_outcomes
+from dsbo.errors import EvaluationError, EvaluationTimeout, WorkerDiedError
 
 Evaluator = Callable[[Tensor], Any]
 #: ``report(trial_id, values, error, seconds)``, called once per trial as it ends.
 Report = Callable[[int, Any, "BaseException | None", float], None]
 #: Marks a trial an executor lost without an answer (left pending for a resume).
 UNFINISHED = object()
-
-
-def parse_outcomes(values: Any, names: Sequence[str]) -> list[float]:
-    """One float per outcome name from what an evaluator (or a user) reported.
-
-    Accepts a real number (one outcome), a flat list or tuple of real numbers, a numeric
-    tensor or array with one element per outcome, or a mapping with exactly the outcome
-    names as keys. Non-finite values are returned as they are (the caller records them as a
-    failure); nothing is ever converted from a string or a boolean.
-
-    Raises:
-        OutcomeError: naming the missing or unknown outcome, the wrong length or the value
-            that is not a number.
-    """
-    m = len(names)
-    if isinstance(values, Mapping):
-        missing = [n for n in names if n not in values]
-        unknown = [k for k in values if k not in names]
-        if missing or unknown:
-            raise OutcomeError(
-                "outcomes must be exactly " + ", ".join(names)
-                + (f"; missing {missing}" if missing else "")
-                + (f"; unknown {unknown}" if unknown else "")
-            )
-        flat = [values[n] for n in names]
-    elif isinstance(values, Tensor | np.ndarray):
-        array = values.detach().cpu().numpy() if isinstance(values, Tensor) else values
-        if array.dtype.kind not in "iuf":
-            raise OutcomeError(f"outcomes must be numbers, got an array of {array.dtype}")
-        flat = array.reshape(-1).tolist()
-    elif isinstance(values, list | tuple):
-        flat = list(values)
-    else:
-        flat = [values]
-    for name, value in zip(names, flat, strict=False):
-        if isinstance(value, bool) or not isinstance(value, Real):
-            raise OutcomeError(f"outcome {name!r} must be a number, got {value!r}")
-    if len(flat) != m:
-        raise OutcomeError(
-            f"outcomes must be {m} number(s) ({', '.join(names)}), got {len(flat)} value(s)"
-        )
-    return [float(v) for v in flat]
-
-
-def outcome_vector(values: Any, names: Sequence[str]) -> list[float]:
-    """:func:`parse_outcomes`, and every value finite.
-
-    Raises:
-        OutcomeError: if the values are malformed.
-        EvaluationError: naming the outcomes that are NaN or infinite.
-    """
-    flat = parse_outcomes(values, names)
-    bad = [n for n, v in zip(names, flat, strict=True) if not math.isfinite(v)]
-    if bad:
-        raise EvaluationError(f"evaluation returned a non-finite value for {bad}")
-    return flat
 
 
 def timed_call(evaluator: Evaluator, x: Sequence[float]) -> tuple[Any, float]:

@@ -2,7 +2,7 @@
 one campaign through a PostgreSQL store.
 
 :func:`run_parallel` drives a :class:`~dsbo.campaign.Campaign` asynchronously: it keeps
-``campaign.parallel`` trials in flight on the campaign's executor (a
+``campaign.execution.parallel`` trials in flight on the campaign's executor (a
 :class:`~dsbo.runtime.executors.WorkerPool`, Dask's ``client.get_executor()``, any
 ``concurrent.futures.Executor``), and whenever one ends it tells the outcome and proposes the
 next point with the others still pending. Pending points enter the acquisition as BoTorch's
@@ -92,15 +92,15 @@ def acquire(campaign: Campaign, q: int = 1) -> list[Trial]:
     store = campaign.store
     with store.proposal_lock():
         if store.shared:
-            while claimed := store.claim_expired(campaign.worker, campaign.lease, limit=1):
+            while claimed := store.claim_expired(campaign.worker, campaign.execution.lease, limit=1):
                 [trial] = claimed
                 retries = trial.metadata.get("lease_retries", 0)
-                if campaign.on_pending == "abandon":
+                if campaign.execution.on_pending == "abandon":
                     store.abandon_pending(ids=[trial.id])
-                elif retries > campaign.worker_retries:
+                elif retries > campaign.execution.worker_retries:
                     campaign.tell(trial.id, error=WorkerDiedError(
                         f"the workers evaluating it stopped renewing their lease "
-                        f"({campaign.lease:g} s) {retries} times: {trial.metadata.get('lease_lost_by')}"
+                        f"({campaign.execution.lease:g} s) {retries} times: {trial.metadata.get('lease_lost_by')}"
                     ))  # fmt: skip
                 else:
                     return [trial]
@@ -108,7 +108,7 @@ def acquire(campaign: Campaign, q: int = 1) -> list[Trial]:
 
 
 def run_parallel(campaign: Campaign) -> CampaignResult:
-    """Drive ``campaign`` to its budget with ``campaign.parallel`` trials in flight (module
+    """Drive ``campaign`` to its budget with ``campaign.execution.parallel`` trials in flight (module
     docstring); returns its result.
 
     Raises:
@@ -116,22 +116,22 @@ def run_parallel(campaign: Campaign) -> CampaignResult:
         EvaluationError: after ``max_consecutive_failures`` failed evaluations in a row, or if
             the executor broke as a whole (its trials stay pending for a resume).
     """
-    if campaign.parallel > 1 and campaign.q != 1:
+    if campaign.execution.parallel > 1 and campaign.q != 1:
         raise ConfigError(
-            f"parallel={campaign.parallel} trials in flight are proposed one at a time; got q={campaign.q}"
+            f"parallel={campaign.execution.parallel} trials in flight are proposed one at a time; got q={campaign.q}"
         )
     if campaign.store.shared:  # one lease for the campaign: the first worker's
-        lease = campaign.store.setdefault_meta("lease", campaign.lease)
-        if abs(float(lease) - campaign.lease) > 1e-9:
+        lease = campaign.store.setdefault_meta("lease", campaign.execution.lease)
+        if abs(float(lease) - campaign.execution.lease) > 1e-9:
             raise ConfigError(
-                f"lease={campaign.lease:g} s, but the campaign's workers use lease={lease:g} s "
+                f"lease={campaign.execution.lease:g} s, but the campaign's workers use lease={lease:g} s "
                 f"(stored in {campaign.store.path}); give every worker the same lease"
             )
     else:
         campaign.resume_pending()  # a single writer: every pending trial is an orphan
-    heartbeat = Heartbeat(campaign.store, campaign.worker, campaign.lease / 4)
+    heartbeat = Heartbeat(campaign.store, campaign.worker, campaign.execution.lease / 4)
     try:
-        if campaign.executor is None:
+        if campaign.execution.executor is None:
             _run_in_process(campaign)
         else:
             _run_with_executor(campaign)
@@ -144,9 +144,9 @@ def _finish_batch(campaign: Campaign, done: list[Trial], consecutive: list[int])
     for trial in done:
         consecutive[0] = consecutive[0] + 1 if trial.status == "failed" else 0
     if done:
-        for callback in campaign.callbacks:
+        for callback in campaign.execution.callbacks:
             callback(campaign, done)
-    if consecutive[0] >= campaign.max_consecutive_failures:
+    if consecutive[0] >= campaign.execution.max_consecutive_failures:
         last = campaign.store.trials("failed")[-1]
         raise EvaluationError(
             f"{consecutive[0]} evaluations in a row failed (last error: {last.error}); "
@@ -159,7 +159,7 @@ def _idle(campaign: Campaign) -> bool:
     """Nothing to propose now: wait for other workers (``True``) or stop (``False``)."""
     if not campaign.store.shared or campaign.store.count("pending") == 0:
         return False
-    time.sleep(min(MAX_IDLE_POLL, campaign.lease / 4))
+    time.sleep(min(MAX_IDLE_POLL, campaign.execution.lease / 4))
     return True
 
 
@@ -190,8 +190,8 @@ def _run_in_process(campaign: Campaign) -> None:
 
 
 def _run_with_executor(campaign: Campaign) -> None:
-    """Up to ``campaign.parallel`` trials in flight on ``campaign.executor``."""
-    executor, timeout = campaign.executor, campaign.eval_timeout
+    """Up to ``campaign.execution.parallel`` trials in flight on ``campaign.execution.executor``."""
+    executor, timeout = campaign.execution.executor, campaign.execution.eval_timeout
     in_flight: dict[Future, Trial] = {}
     started: dict[Future, float] = {}
     retries: dict[int, int] = {}
@@ -202,7 +202,7 @@ def _run_with_executor(campaign: Campaign) -> None:
     def submit(trial: Trial) -> None:
         nonlocal broken
         try:
-            in_flight[executor.submit(timed_call, campaign.evaluator, trial.x)] = trial
+            in_flight[executor.submit(timed_call, campaign.execution.evaluator, trial.x)] = trial
         except (BrokenExecutor, RuntimeError) as exc:  # broken, or shut down: stays pending
             broken = broken or exc
 
@@ -215,7 +215,7 @@ def _run_with_executor(campaign: Campaign) -> None:
         return _tell(campaign, trial, error=error, eval_time=seconds)
 
     while True:
-        while broken is None and len(in_flight) < campaign.parallel:
+        while broken is None and len(in_flight) < campaign.execution.parallel:
             trials = acquire(campaign)
             if not trials:
                 break
@@ -239,7 +239,7 @@ def _run_with_executor(campaign: Campaign) -> None:
             try:
                 value, seconds = future.result()
             except WorkerDiedError as exc:
-                if retries.get(trial.id, 0) < campaign.worker_retries:
+                if retries.get(trial.id, 0) < campaign.execution.worker_retries:
                     retries[trial.id] = retries.get(trial.id, 0) + 1
                     submit(trial)
                     continue

@@ -1,0 +1,154 @@
+"""What a campaign leaves: its result, the best-so-far trace, and the history table.
+
+:func:`best_so_far` is the running best feasible objective (single objective) or the dominated
+hypervolume of the feasible points (multi-objective); :func:`history_frame` lays the trials out
+as a table (one row per trial: parameters, outcomes, status, timings, cost, best so far), the
+content of a run's ``history.csv``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import torch
+from botorch.utils.multi_objective.hypervolume import Hypervolume
+from botorch.utils.multi_objective.pareto import is_non_dominated
+from torch import Tensor
+
+from dsbo.acquisition.sparsity import changed_mask
+from dsbo.problems.base import Problem
+from dsbo.storage import Trial
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+@dataclass
+class CampaignResult:
+    """Summary of a finished (or interrupted) campaign."""
+
+    best_value: float | None
+    best_x: list[float] | None
+    num_completed: int
+    num_failed: int
+    num_changed_best: int | None
+    history: pd.DataFrame
+    #: What ``num_changed`` counts changes from: ``"acquisition target"`` (SEBO/IR/ER's
+    #: ``target``), ``"postprocess default"`` (BONSAI's explicit ``default``) or
+    #: ``"problem default"``.
+    changes_from: str = "problem default"
+    #: The best point's changed parameters: ``{"parameter", "from", "to"}`` each.
+    changes_best: list[dict[str, Any]] | None = None
+    #: The cost ledger: summed cost of the trials that count against the budget.
+    cost_used: float = 0.0
+    #: Multi-objective runs: the Bayes regret (utility, and regret where the problem knows
+    #: its front) of the completed points (:func:`~dsbo.acquisition.scalarized.campaign_bayes_regret`).
+    bayes_regret: dict[str, Any] | None = None
+
+
+def best_so_far(Y: Tensor, problem: Problem) -> Tensor:
+    """Running best feasible objective (or dominated hypervolume) over completed outcomes.
+
+    Infeasible points do not count; before the first feasible point the trace is ``NaN``.
+    For multi-objective problems the trace is the hypervolume of the feasible points with
+    respect to the problem's reference point (or the nadir of all points, if it has none).
+    """
+    m = problem.num_objectives
+    feasible = problem.is_feasible(Y)
+    if m == 1:
+        values = torch.where(feasible, Y[:, 0], torch.tensor(-math.inf, dtype=Y.dtype))
+        trace = torch.cummax(values, dim=0).values
+        return torch.where(torch.isinf(trace), torch.tensor(math.nan, dtype=Y.dtype), trace)
+    ref = problem.ref_point if problem.ref_point is not None else Y[:, :m].min(0).values
+    hv = Hypervolume(torch.as_tensor(ref, dtype=Y.dtype))
+    trace = []
+    for i in range(1, Y.shape[0] + 1):
+        pts = Y[:i, :m][feasible[:i]]
+        pts = pts[(pts > hv.ref_point).all(dim=-1)]
+        trace.append(hv.compute(pts[is_non_dominated(pts)]) if pts.shape[0] else 0.0)
+    return torch.tensor(trace, dtype=Y.dtype)
+
+
+def history_frame(trials: Sequence[Trial], problem: Problem) -> pd.DataFrame:
+    """The trials as a DataFrame (one row per trial, parameters as ``x0..x{d-1}``)."""
+    rows = []
+    for t in trials:
+        row: dict[str, Any] = {
+            "trial": t.id,
+            "batch": t.batch,
+            "generator": t.generator,
+            "status": t.status,
+        }
+        row.update({name: v for name, v in zip(problem.parameter_names, t.x, strict=True)})
+        y = t.y if t.y is not None else [math.nan] * len(problem.outcome_names)
+        row.update({name: v for name, v in zip(problem.outcome_names, y, strict=True)})
+        row.update(
+            {
+                "num_changed": t.metadata.get("num_changed"),
+                "fit_time": t.fit_time,
+                "acq_time": t.acq_time,
+                "eval_time": t.eval_time,
+                "error": t.error,
+                "cost": t.cost,
+            }
+        )
+        if problem.is_contextual:
+            roles = t.metadata.get("contexts", {})
+            row["optimized"] = " ".join(n for n, r in roles.items() if r == "optimized")
+            row["observed"] = " ".join(n for n, r in roles.items() if r == "observed")
+            row["phase"] = t.metadata.get("phase", "")
+        rows.append(row)
+    columns = [
+        "trial", "batch", "generator", "status", *problem.parameter_names,
+        *problem.outcome_names, "num_changed", "fit_time", "acq_time", "eval_time", "error", "cost",
+        *(["optimized", "observed", "phase"] if problem.is_contextual else []),
+    ]  # fmt: skip
+    import pandas as pd  # here: a campaign that never asks for its history needs no pandas
+
+    frame = pd.DataFrame(rows, columns=columns)
+    frame["cumulative_cost"] = frame["cost"].where(frame["status"] != "abandoned", 0.0).cumsum()
+    if frame.empty:
+        frame["best_so_far"] = pd.Series(dtype=float)
+        return frame
+    done = frame["status"] == "completed"
+    frame["best_so_far"] = math.nan
+    if done.any():
+        Y = torch.tensor(
+            frame.loc[done, list(problem.outcome_names)].to_numpy(), dtype=torch.double
+        )
+        frame.loc[done, "best_so_far"] = best_so_far(Y, problem).numpy()
+        frame["best_so_far"] = frame["best_so_far"].ffill()
+    return frame
+
+
+def best_trial(trials: Sequence[Trial], problem: Problem) -> tuple[float | None, Trial | None]:
+    """The best feasible objective among completed ``trials`` and its trial (single
+    objective), or the dominated hypervolume and ``None`` (multi-objective)."""
+    if not trials:
+        return None, None
+    Y = torch.tensor([t.y for t in trials], dtype=torch.double)
+    trace = best_so_far(Y, problem)
+    if problem.is_multi_objective:
+        return float(trace[-1]), None
+    feasible = problem.is_feasible(Y)
+    if not feasible.any():
+        return None, None
+    values = torch.where(feasible, Y[:, 0], torch.tensor(-math.inf, dtype=torch.double))
+    i = int(values.argmax())
+    return float(values[i]), trials[i]
+
+
+def changed_parameters(
+    x: Sequence[float], reference: Tensor, problem: Problem, tol: float
+) -> list[dict[str, Any]]:
+    """The parameters of ``x`` that differ from ``reference`` (by more than ``tol`` of their
+    range), as ``{"parameter", "from", "to"}``."""
+    X = torch.as_tensor(x, dtype=torch.double).unsqueeze(0)
+    mask = changed_mask(X, reference, problem.bounds, tol)[0]
+    return [
+        {"parameter": problem.parameter_names[j], "from": float(reference[j]), "to": float(X[0, j])}
+        for j in torch.nonzero(mask).reshape(-1).tolist()
+    ]
