@@ -2,7 +2,8 @@ r"""Hierarchical time series on disk: reading and writing the HierE2E layout.
 
 The layout of the HierE2E benchmark data (Rangapuram et al., "End-to-end learning of coherent
 probabilistic forecasts for hierarchical time series", ICML 2021), which most hierarchical
-forecasting papers use, is a folder of three CSV files:
+forecasting papers use (the *common format* of this package's messages), is a folder of three CSV
+files:
 
 - ``data.csv``: a header row, then one row per time step; the first column is the date, then
   one column per node of the hierarchy, aggregates first, bottom level last;
