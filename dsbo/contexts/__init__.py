@@ -3,18 +3,24 @@ iteration optimizes (at a cost), observes (for free) or ignores.
 
 Modules: :mod:`~dsbo.contexts.relevance` (feature collapsing, HSIC, the ``eta`` cut),
 :mod:`~dsbo.contexts.switching` (the observational -> optimization phase switch),
-:mod:`~dsbo.contexts.policies` (SADCBO, CUBO, VBO, CBO, CaBO, Dropout, MMDBO) and
-:mod:`~dsbo.contexts.settings` (the campaign's ``contexts:`` settings and the environment).
+:mod:`~dsbo.contexts.policies` (SADCBO, CUBO, VBO, CBO, CaBO, Dropout, MMDBO; registered by
+name, :mod:`~dsbo.contexts.catalogue`), :mod:`~dsbo.contexts.settings` (the campaign's
+``contexts:`` settings) and :mod:`~dsbo.contexts.environment` (where observed context values
+come from). Importing the package imports no torch: :class:`ContextSettings` and
+:func:`available_context_policies` are torch-free, the other names are imported on first use.
 """
 
-from dsbo.contexts.policies import (
-    ContextPolicy,
-    ContextProposal,
-    ContextState,
-    available_context_policies,
-    make_context_policy,
+from dsbo.contexts.catalogue import available_context_policies
+from dsbo.contexts.settings import ContextSettings
+from dsbo.registry import lazy_exports
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        **dict.fromkeys(("ContextPolicy", "ContextProposal", "ContextState", "make_context_policy"), "dsbo.contexts.policies"),
+        "Environment": "dsbo.contexts.environment",
+    },
 )
-from dsbo.contexts.settings import ContextSettings, Environment
 
 __all__ = [
     "ContextPolicy",

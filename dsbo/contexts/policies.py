@@ -48,7 +48,12 @@ from botorch.models.model import Model
 from botorch.sampling import SobolQMCNormalSampler
 from torch import Tensor
 
-from dsbo.acquisition.base import OptimizerSettings
+from dsbo.acquisition.settings import OptimizerSettings
+from dsbo.contexts.catalogue import (  # noqa: F401  (available_context_policies: re-exported)
+    CONTEXT_POLICIES,
+    available_context_policies,
+    register_context_policy,
+)
 from dsbo.contexts.relevance import (
     DISTANCES,
     NORMALIZE,
@@ -61,7 +66,6 @@ from dsbo.contexts.relevance import (
 from dsbo.contexts.switching import SWITCH_RULES, regret_bound_check
 from dsbo.errors import ConfigError
 from dsbo.problems.base import Problem
-from dsbo.registry import Registry
 from dsbo.surrogates import SurrogateSpec, fit_surrogate
 
 #: ``|z_j - z~_j|`` (unit-cube fraction) beyond which CaBO has moved (and pays for) a context.
@@ -224,13 +228,6 @@ class ContextPolicy(ABC):
         return ContextProposal(x=x, roles=roles, cost=cost, metadata=metadata)
 
 
-CONTEXT_POLICIES: Registry[type[ContextPolicy]] = Registry("contexts.policy")
-
-
-def register_context_policy(name: str, description: str = ""):  # noqa: ANN201 - a decorator
-    return CONTEXT_POLICIES.register(name, description)
-
-
 def make_context_policy(name: str, options: Mapping[str, Any] | None = None,
                         optimizer: OptimizerSettings | None = None) -> ContextPolicy:  # fmt: skip
     """Instantiate the context policy ``name`` with its options."""
@@ -238,10 +235,6 @@ def make_context_policy(name: str, options: Mapping[str, Any] | None = None,
     options = dict(options or {})
     CONTEXT_POLICIES.check_options(name, options, reserved=("optimizer",))
     return factory(**options, optimizer=optimizer)
-
-
-def available_context_policies() -> dict[str, str]:
-    return CONTEXT_POLICIES.available()
 
 
 @register_context_policy("cubo", "context-unaware BO: the surrogate sees the design only")
