@@ -103,7 +103,7 @@ def imports_of(module: str) -> dict[str, int]:
             if node.level:
                 anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join([*anchor, *([base] if base else [])])
-            names = [f"{base}.{alias.name}" for alias in node.names] + [base]
+            names = [f"{base}.{alias.name}" for alias in node.names]  # a module or an attribute
         for name in names:
             target = _owner(name)
             if target is not None and target != module:
@@ -135,7 +135,7 @@ def test_no_module_imports_a_higher_layer_but_the_listed_ones():
     upward = {
         (module, target): line
         for module, targets in GRAPH.items()
-        if module.startswith("dsbo")  and not module.startswith("dsbo_zoo")
+        if module.startswith("dsbo") and not module.startswith("dsbo_zoo")
         for target, line in targets.items()
         if target.startswith("dsbo.") and layer_of(target) > layer_of(module)
     }
