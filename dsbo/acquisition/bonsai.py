@@ -45,7 +45,7 @@ Choices made here (see also :class:`Bonsai`):
 
 This module holds the post-processor :class:`Bonsai`; the pruning searches (:func:`greedy_prune`,
 :func:`exact_prune`) are :mod:`dsbo.acquisition.pruning` and the incremental value
-(:func:`incremental_value`, :func:`evaluate_acquisition`) :mod:`dsbo.acquisition.incremental_value`;
+(:func:`incremental_value`, :func:`evaluate_acquisition`) :mod:`dsbo.acquisition.acquisition_values`;
 their names are importable from here too.
 
 Example:
@@ -71,13 +71,13 @@ import torch
 from botorch.exceptions.errors import UnsupportedError
 from torch import Tensor
 
-from dsbo.acquisition.base import History, OptimizerSettings, Proposal, register_postprocessor
-from dsbo.acquisition.incremental_value import (
+from dsbo.acquisition.acquisition_values import (
     IncrementalValue,
     acquisition_score_fn,
     evaluate_acquisition,
     incremental_value,
 )
+from dsbo.acquisition.base import History, OptimizerSettings, Proposal, register_postprocessor
 from dsbo.acquisition.pruning import (  # noqa: F401  (EVAL_BATCH, ScoreFn: re-exported)
     EVAL_BATCH,
     MaskFn,

@@ -18,7 +18,7 @@ most ``|A|(|A| + 1) / 2`` acquisition evaluations. Both satisfy the gap rule
 
 The searches only see a score function ``X (b x d) -> b`` and optional masks (linear
 feasibility, duplicates: :func:`duplicate_fn`); how ``tau`` and the scores come from an
-acquisition function is :mod:`dsbo.acquisition.incremental_value`, and the post-processor that
+acquisition function is :mod:`dsbo.acquisition.acquisition_values`, and the post-processor that
 puts them together is :class:`dsbo.acquisition.bonsai.Bonsai`.
 
 Example:

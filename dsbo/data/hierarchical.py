@@ -11,8 +11,8 @@ pieces are modules of their own, and their names are importable from here too:
 - :mod:`dsbo.data.hierarchical_io`: reading and writing the HierE2E layout
   (:func:`~dsbo.data.hierarchical_io.read_hierarchical`,
   :func:`~dsbo.data.hierarchical_io.write_hierarchical`);
-- :mod:`dsbo.data.synthetic_hierarchy`: exactly coherent synthetic hierarchies (section 6.6);
-- :mod:`dsbo.data.calendar_covariates`: the frequency of the dates and the calendar covariates
+- :mod:`dsbo.data.synthetic_hierarchies`: exactly coherent synthetic hierarchies (section 6.6);
+- :mod:`dsbo.data.dates`: the frequency of the dates and the calendar covariates
   derived from it;
 - :mod:`dsbo.data.separable_nmf`: the representative series (separable NMF).
 
@@ -73,11 +73,11 @@ import torch
 from torch import Tensor
 from torch.utils.data import DataLoader, Dataset, IterableDataset
 
-from dsbo.data.calendar_covariates import calendar_covariates, extend_dates
+from dsbo.data.dates import calendar_covariates, extend_dates
 from dsbo.data.hierarchical_io import FILES, read_hierarchical, write_hierarchical
 from dsbo.data.hierarchy import COHERENCE_RTOL, HierarchicalSeries, Hierarchy
 from dsbo.data.separable_nmf import successive_projection
-from dsbo.data.synthetic_hierarchy import synthetic_hierarchy
+from dsbo.data.synthetic_hierarchies import synthetic_hierarchy
 from dsbo.errors import ConfigError, DataError
 
 #: Per data set (folder name) defaults: history H, horizon F, validation and test windows.

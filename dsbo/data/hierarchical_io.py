@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from dsbo.data.calendar_covariates import infer_frequency, step_seconds
+from dsbo.data.dates import infer_frequency, step_seconds
 from dsbo.data.hierarchy import COHERENCE_RTOL, HierarchicalSeries, Hierarchy
 from dsbo.errors import DataError
 

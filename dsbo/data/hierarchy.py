@@ -15,7 +15,7 @@ leaf sets partition the leaves), the covering pairs (parent, child) and the pair
 :class:`~dsbo.errors.DataError` naming the worst node and step. A :class:`HierarchicalSeries` is a
 hierarchy with its data (``T x N`` values in original units, the dates and their frequency), as
 read from files (:mod:`dsbo.data.hierarchical_io`) or generated
-(:mod:`dsbo.data.synthetic_hierarchy`).
+(:mod:`dsbo.data.synthetic_hierarchies`).
 
 Example:
     >>> h = Hierarchy(np.array([[1, 1], [1, 0], [0, 1]]), ["total", "a", "b"])

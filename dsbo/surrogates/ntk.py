@@ -35,7 +35,7 @@ the :math:`\sigma_b^2` term: :math:`\Theta` is the same for both settings.
 The Gaussian expectations :math:`\mathbb E[\phi(u)\phi(v)]` and
 :math:`\mathbb E[\phi'(u)\phi'(v)]` of each activation (``relu`` and ``erf`` in closed
 form, ``tanh`` as a positive mixture of erfs or by Gauss-Hermite quadrature, their accuracy
-and cost) are :mod:`dsbo.surrogates.gaussian_expectations`; its names are importable from
+and cost) are :mod:`dsbo.surrogates.activation_expectations`; its names are importable from
 here too.
 
 All computations are in the dtype of the inputs (use float64).
@@ -72,7 +72,7 @@ from gpytorch.mlls import ExactMarginalLogLikelihood
 from torch import Tensor
 
 from dsbo.errors import ConfigError
-from dsbo.surrogates.gaussian_expectations import (  # noqa: F401  (TANH_MIXTURE_TERMS: re-exported)
+from dsbo.surrogates.activation_expectations import (  # noqa: F401  (TANH_MIXTURE_TERMS: re-exported)
     DEFAULT_QUADRATURE_ORDER,
     KERNEL_ACTIVATIONS,
     TANH_METHODS,
