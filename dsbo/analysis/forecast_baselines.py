@@ -19,7 +19,9 @@ later test window the earlier test steps are history, never the window's own tar
 
 The season :math:`m` follows the data's frequency (:data:`SEASONS`: 12 monthly, 4 quarterly, 7
 daily, 52 weekly, 24 hourly). statsforecast and hierarchicalforecast are the optional extra
-``forecast`` (``pip install -e ".[forecast]"``; statsforecast 2.1 pins pandas < 3).
+``forecast`` (``pip install -e ".[forecast]"``; statsforecast 2.1 pins pandas < 3). They, pandas
+and the zoo's metrics (whose package imports Lightning) are imported by the functions that use
+them, not with the module.
 
 Example:
     >>> dm = HierarchicalDataModule(path=".../tourismsmall")
@@ -32,14 +34,15 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 
-from dsbo.data.hierarchical import Hierarchy
 from dsbo.errors import ConfigError, DataError
-from dsbo_zoo.forecast_metrics import LevelMetrics, coherence_wape
+
+if TYPE_CHECKING:
+    from dsbo.data.hierarchical import Hierarchy
 
 #: Seasonal period per frequency code of :func:`dsbo.data.hierarchical.read_hierarchical`.
 SEASONS = {"M": 12, "Q": 4, "W": 52, "D": 7, "h": 24, "Y": 1}
@@ -207,6 +210,8 @@ def score_forecasts(
         ``wape/level{k}``, ``smape/level{k}``, ``wape_mean``, ``smape_mean``, ``coherence/level{k}``
         and ``coherence/mean`` as floats.
     """
+    from dsbo_zoo.forecast_metrics import LevelMetrics, coherence_wape  # the zoo package imports Lightning
+
     forecasts = np.asarray(forecasts, dtype=np.float64)
     values = np.asarray(values, dtype=np.float64)
     if forecasts.ndim != 3 or forecasts.shape[:2] != (len(starts), hierarchy.num_nodes):

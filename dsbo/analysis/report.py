@@ -14,16 +14,24 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import matplotlib
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.axes import Axes
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import pandas as pd  # noqa: E402
-import torch  # noqa: E402
+    from dsbo.problems.base import Problem
 
-from dsbo.problems.base import Problem  # noqa: E402
+
+def _pyplot() -> Any:
+    """``matplotlib.pyplot`` on the non-interactive Agg backend, imported on first use (the
+    module imports no matplotlib, so a command that only summarizes never loads it)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot
+
+    return pyplot
 
 
 def plot_trace(frame: pd.DataFrame, problem: Problem, path: str | Path) -> Path:
@@ -31,6 +39,7 @@ def plot_trace(frame: pd.DataFrame, problem: Problem, path: str | Path) -> Path:
     path = Path(path)
     if problem.is_contextual:
         return plot_contextual_trace(frame, problem, path)
+    plt = _pyplot()
     done = frame[frame["status"] == "completed"] if not frame.empty else frame
     single = not problem.is_multi_objective
     fig, axes = plt.subplots(1, 3 if single else 2, figsize=(16 if single else 11, 4))
@@ -80,6 +89,11 @@ ROLE_CODES = {"ignored": 0, "observed": 1, "optimized": 2}
 
 def plot_contextual_trace(frame: pd.DataFrame, problem: Problem, path: Path) -> Path:
     """Objective per trial; regret (or best value) vs cumulative cost; context roles per trial."""
+    import torch
+
+    plt = _pyplot()
+    from matplotlib.colors import ListedColormap
+
     done = frame[frame["status"] == "completed"] if not frame.empty else frame
     name = problem.objective_names[0]
     fig, axes = plt.subplots(1, 3, figsize=(17, 4), gridspec_kw={"width_ratios": [1, 1, 1.3]})
@@ -100,7 +114,7 @@ def plot_contextual_trace(frame: pd.DataFrame, problem: Problem, path: Path) -> 
     if roles:
         extent = (frame["trial"].min() - 0.5, frame["trial"].max() + 0.5, len(problem.contexts) - 0.5, -0.5)
         image = axes[2].imshow(torch.tensor(roles).T.numpy(), aspect="auto", interpolation="nearest", extent=extent,
-                               cmap=matplotlib.colors.ListedColormap(["white", "C0", "C3"]), vmin=0, vmax=2)
+                               cmap=ListedColormap(["white", "C0", "C3"]), vmin=0, vmax=2)
         colorbar = plt.colorbar(image, ax=axes[2], ticks=[1 / 3, 1, 5 / 3])
         colorbar.ax.set_yticklabels(list(ROLE_CODES))
     axes[2].set_yticks(range(len(problem.context_names)), problem.context_names)
@@ -143,8 +157,9 @@ def context_summary(frame: pd.DataFrame, problem: Problem) -> dict[str, Any] | N
             "switch_trial": None if switched.empty else int(switched["trial"].iloc[0])}  # fmt: skip
 
 
-def plot_sparsity_front(ax: plt.Axes, frame: pd.DataFrame, problem: Problem) -> None:
+def plot_sparsity_front(ax: Axes, frame: pd.DataFrame, problem: Problem) -> None:
     """Objective vs number of changed parameters, with the value-vs-changes Pareto front."""
+    plt = _pyplot()
     name = problem.objective_names[0]
     done = frame[frame["status"] == "completed"] if not frame.empty else frame
     points = ax.scatter(done["num_changed"], done[name], s=14, c=done["trial"], cmap="viridis")
@@ -196,6 +211,8 @@ def value_vs_changes(frame: pd.DataFrame, problem: Problem) -> list[dict[str, fl
     done = frame[frame["status"] == "completed"]
     if done.empty:
         return []
+    import torch
+
     Y = torch.tensor(done[list(problem.outcome_names)].to_numpy(), dtype=torch.double)
     feasible = done[problem.is_feasible(Y).numpy()]
     front: list[dict[str, float]] = []
