@@ -8,7 +8,8 @@ samples of a registered problem (:func:`dsbo.problems.get_problem`). Either way 
 - standardizes the target, :math:`y' = (y - \mu) / \sigma`, with the mean and the unbiased
   standard deviation of the *training* rows (what BoTorch's ``Standardize`` computes), in the
   maximization sense: ``minimize=True`` negates a CSV target once, here; problems already are
-  in the maximization sense (``../shared/DESIGN.md``);
+  in the maximization sense (BoTorch maximizes, so dsbo negates a minimization problem once,
+  at the problem boundary, and works in the maximization sense everywhere else);
 - splits the rows into train / val / test with a seeded permutation and yields batches
   ``(x, y, index)``: ``x`` is ``n x d``, ``y`` is ``n`` and ``index`` (long) is each point's row
   in its split (the training set for ``train_dataloader``).
