@@ -141,7 +141,7 @@ def test_nothing_points_outside_the_repository():
     for path in [ROOT / "mkdocs.yml", *DOCS.rglob("*")]:
         if path.is_file() and path.suffix in {".md", ".yml", ".py"}:
             for number, line in enumerate(path.read_text().splitlines(), start=1):
-                if re.search(r"\.\./shared|/work/|shared/data", line):
+                if re.search(r"\.\.[/\\]shared\b|/work/|shared[/\\]data", line):
                     offenders.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
     assert not offenders, "\n".join(offenders)
 

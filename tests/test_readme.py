@@ -118,7 +118,7 @@ def test_a_front_page_that_points_into_the_repository_only():
     assert text.count("\n") <= MAX_LINES, f"README.md has {text.count(chr(10))} lines; the docs hold the details"
     for heading in ("## Quick start", "## Five minutes", "## Documentation", "## Development"):
         assert heading in text, heading
-    assert not re.search(r"\.\./shared|/work/|shared/data", text)
+    assert not re.search(r"\.\.[/\\]shared\b|/work/|shared[/\\]data", text)
     prose = FENCE.sub("", text)
     broken = []
     for link in re.findall(r"\]\(([^)\s]+)\)", prose):
