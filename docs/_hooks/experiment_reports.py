@@ -1,7 +1,8 @@
 """MkDocs hook: the experiment reports join the site.
 
 Every experiment writes its report under ``experiments/results/<name>/`` (``results.md``,
-``notes.md`` and the plots they show). The docs link to them as files of the repository
+``notes.md``, the plots they show and the JSON/CSV they are made from; a run's scratch
+``runs/`` folder is left out). The docs link to them as files of the repository
 (``../experiments/results/<name>/results.md`` from a top-level page), so the links also work
 when the Markdown is read on a code host. This hook publishes those reports under
 ``experiments/results/`` in the site and points the links there.
@@ -17,7 +18,7 @@ from mkdocs.structure.files import File, Files, InclusionLevel
 
 ROOT = Path(__file__).resolve().parents[2]
 REPORTS = "experiments/results"
-KINDS = {".md", ".png", ".svg"}
+KINDS = {".md", ".png", ".svg", ".json", ".jsonl", ".csv", ".txt"}  # reports and what they link to
 LINK = re.compile(r"\]\(((?:\.\./)+)(experiments/results/[^)\s]*)\)")
 
 
