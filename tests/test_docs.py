@@ -131,7 +131,12 @@ def test_relative_links_resolve(page):
             continue
         if not path.is_relative_to(ROOT):
             broken.append(f"{link} (outside the repository)")
-        elif anchor and path.suffix == ".md" and path.is_relative_to(DOCS) and anchor not in _anchors(path):
+        elif (
+            anchor
+            and path.suffix == ".md"
+            and path.is_relative_to(DOCS)
+            and anchor not in _anchors(path)
+        ):
             broken.append(f"{link} (no heading #{anchor})")
     assert not broken, f"{page.relative_to(ROOT)}: broken links {broken}"
 
@@ -144,4 +149,3 @@ def test_nothing_points_outside_the_repository():
                 if re.search(r"\.\.[/\\]shared\b|/work/|shared[/\\]data", line):
                     offenders.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
     assert not offenders, "\n".join(offenders)
-

@@ -68,7 +68,9 @@ def test_the_quick_start_is_install_main_job_tests():
 def test_ci_installs_the_project_and_runs_the_tests_the_way_the_readme_says():
     install, _, tests = quick_start()
     ci = ci_commands()
-    assert " ".join(install.split()) in ci, f".ci/run must run the README's install command: {install}"
+    assert " ".join(install.split()) in ci, (
+        f".ci/run must run the README's install command: {install}"
+    )
     assert tests in ci, f".ci/run must run the README's test command: {tests}"
     assert ci.index(" ".join(install.split())) < ci.index(tests)
 
@@ -77,9 +79,13 @@ def test_every_extra_the_install_names_exists():
     install, _, _ = quick_start()
     target = shlex.split(install)[shlex.split(install).index("-e") + 1]
     extras = re.fullmatch(r"\.\[([\w,-]+)\]", target).group(1).split(",")
-    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
     assert "dev" in extras, "the tests need the dev extra"
-    assert not set(extras) - set(declared), f"extras missing from pyproject.toml: {set(extras) - set(declared)}"
+    assert not set(extras) - set(declared), (
+        f"extras missing from pyproject.toml: {set(extras) - set(declared)}"
+    )
     # the pinned torch satisfies the project's own torch requirement
     pin = re.search(r'"torch==([\d.]+)"', install)
     if pin:
@@ -115,7 +121,9 @@ def test_python_examples_run(tmp_path, monkeypatch):
 
 def test_a_front_page_that_points_into_the_repository_only():
     text = README.read_text()
-    assert text.count("\n") <= MAX_LINES, f"README.md has {text.count(chr(10))} lines; the docs hold the details"
+    assert text.count("\n") <= MAX_LINES, (
+        f"README.md has {text.count(chr(10))} lines; the docs hold the details"
+    )
     for heading in ("## Quick start", "## Five minutes", "## Documentation", "## Development"):
         assert heading in text, heading
     assert not re.search(r"\.\.[/\\]shared\b|/work/|shared[/\\]data", text)

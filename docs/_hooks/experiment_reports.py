@@ -28,9 +28,13 @@ def on_files(files: Files, config) -> Files:
         rel = path.relative_to(ROOT).as_posix()
         if path.is_file() and path.suffix in KINDS and "/runs/" not in rel:
             files.append(
-                File(rel, src_dir=str(ROOT), dest_dir=config["site_dir"],
-                     use_directory_urls=config["use_directory_urls"],
-                     inclusion=InclusionLevel.NOT_IN_NAV)
+                File(
+                    rel,
+                    src_dir=str(ROOT),
+                    dest_dir=config["site_dir"],
+                    use_directory_urls=config["use_directory_urls"],
+                    inclusion=InclusionLevel.NOT_IN_NAV,
+                )
             )
     return files
 

@@ -15,7 +15,9 @@ from typing import Any
 import griffe
 
 SECTION = re.compile(r"^(\s*)Example:\s*$", re.M)
-ROLE = re.compile(r":(?:py:)?(?:class|func|meth|mod|attr|data|obj|exc|math|ref|const|term):`~?([^`]+)`")
+ROLE = re.compile(
+    r":(?:py:)?(?:class|func|meth|mod|attr|data|obj|exc|math|ref|const|term):`~?([^`]+)`"
+)
 
 
 def _code(match: re.Match) -> str:
