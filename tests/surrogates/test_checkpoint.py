@@ -129,3 +129,12 @@ def test_a_checkpoint_saved_under_the_zoos_old_import_name_loads(tmp_path, train
         old = load_surrogate(tmp_path / "legacy.ckpt").posterior(X).mean
         new = load_surrogate(trained["ensemble"] / "checkpoints" / "final.ckpt").posterior(X).mean
     assert torch.equal(old, new)
+
+
+def test_the_datamodule_key_is_the_datamodule_qualname():
+    """``DATAMODULE_KEY`` is spelled out so that the module imports no Lightning; it must stay
+    the key Lightning stores the datamodule state under."""
+    from dsbo.data.observations import ObservationDataModule
+    from dsbo.surrogates.checkpoint import DATAMODULE_KEY
+
+    assert DATAMODULE_KEY == ObservationDataModule.__qualname__
