@@ -11,12 +11,14 @@ import dataclasses
 import functools
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dsbo.errors import ConfigError
 
-if TYPE_CHECKING:
-    from torch import Tensor
+#: ``torch.Tensor``. Not imported, not even for type checkers: jsonargparse runs a module's
+#: ``TYPE_CHECKING`` imports when it reads a dataclass, and the command-line config must parse
+#: without torch.
+Tensor = Any
 
 
 @dataclass

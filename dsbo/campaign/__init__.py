@@ -11,12 +11,26 @@ with a dry iteration before anything is evaluated.
 May import: errors, registry, space, storage, problems, surrogates, data, acquisition,
 contexts. Evaluating and driving a campaign to its budget is :mod:`dsbo.runtime`'s job;
 ``Campaign.evaluate`` and ``Campaign.run`` hand the campaign to it (the two imports from this
-layer to a higher one, both inside those methods).
+layer to a higher one, inside those methods). The package imports its modules on first use
+(``from dsbo.campaign import Campaign`` imports torch and BoTorch; ``dsbo.campaign.execution``
+and ``dsbo.campaign.ledger`` do not).
 """
 
-from dsbo.campaign.campaign import EXACT_CHOLESKY_SIZE, MAX_SEED, Campaign
-from dsbo.campaign.execution import ON_PENDING, Execution
-from dsbo.campaign.history import CampaignResult, best_so_far, history_frame
+from dsbo.registry import lazy_exports
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "EXACT_CHOLESKY_SIZE": "dsbo.campaign.campaign",
+        "MAX_SEED": "dsbo.campaign.execution",
+        "Campaign": "dsbo.campaign.campaign",
+        "ON_PENDING": "dsbo.campaign.execution",
+        "Execution": "dsbo.campaign.execution",
+        "CampaignResult": "dsbo.campaign.history",
+        "best_so_far": "dsbo.campaign.history",
+        "history_frame": "dsbo.campaign.history",
+    },
+)
 
 __all__ = [
     "EXACT_CHOLESKY_SIZE",

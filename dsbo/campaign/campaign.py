@@ -37,7 +37,7 @@ from dsbo.acquisition.base import PostProcessor, make_postprocessor
 from dsbo.acquisition.scalarized import campaign_bayes_regret
 from dsbo.acquisition.sparsity import DEFAULT_TOLERANCE, num_changed
 from dsbo.campaign.contextual import ContextStep
-from dsbo.campaign.execution import Execution, positive_int
+from dsbo.campaign.execution import MAX_SEED, Execution, positive_int
 from dsbo.campaign.history import CampaignResult, best_trial, changed_parameters, history_frame
 from dsbo.campaign.ledger import Ledger
 from dsbo.campaign.outcomes import outcome_vector, parse_outcomes
@@ -64,7 +64,6 @@ if TYPE_CHECKING:
 #: campaign keeps its exact GPs exact (and their timings honest) up to this size.
 EXACT_CHOLESKY_SIZE = 100_000
 #: Seeds are 32-bit unsigned integers (NumPy's and Sobol's limit).
-MAX_SEED = 2**32 - 1
 
 
 class Campaign:

@@ -15,6 +15,8 @@ from typing import Any
 
 from dsbo.errors import ConfigError
 
+#: The largest campaign seed.
+MAX_SEED = 2**32 - 1
 #: What resuming does with trials a crash left pending.
 ON_PENDING = ("retry", "abandon")
 

@@ -10,14 +10,16 @@ completed and failed; :meth:`~dsbo.storage.base.Store.cost_used`), is exact afte
 from __future__ import annotations
 
 import math
-from typing import Any
-
-from torch import Tensor
+from typing import TYPE_CHECKING, Any
 
 from dsbo.campaign.execution import positive_int
 from dsbo.errors import ConfigError, CostError
-from dsbo.problems.base import Problem
 from dsbo.storage import BUDGETED, Store
+
+if TYPE_CHECKING:
+    from torch import Tensor
+
+    from dsbo.problems.base import Problem
 
 
 class Ledger:

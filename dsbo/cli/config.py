@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 import yaml
 
-from dsbo.acquisition.base import OptimizerSettings
+from dsbo.acquisition.settings import OptimizerSettings
 from dsbo.contexts.settings import ContextSettings
 from dsbo.errors import ConfigError
 
@@ -147,10 +147,9 @@ class OptimizeConfig:
 
 def validate_config(cfg: OptimizeConfig) -> None:
     """Check values jsonargparse's types cannot express; raise ConfigError naming the field."""
-    from dsbo.acquisition import available_policies
-    from dsbo.acquisition.base import POSTPROCESSORS
-    from dsbo.campaign import MAX_SEED
-    from dsbo.surrogates import available_surrogates
+    from dsbo.acquisition.catalogue import POLICIES, POSTPROCESSORS
+    from dsbo.campaign.execution import MAX_SEED
+    from dsbo.surrogates.catalogue import SURROGATES
 
     for name in ("problem", "surrogate", "acquisition", "wandb", "initial_design"):
         if getattr(cfg, name) is None:
@@ -215,15 +214,15 @@ def validate_config(cfg: OptimizeConfig) -> None:
     for name in ("problem", "surrogate", "acquisition"):
         if not isinstance(getattr(cfg, name).options, dict):
             raise ConfigError(f"{name}.options must be a mapping, got {getattr(cfg, name).options!r}")
-    if cfg.surrogate.name not in available_surrogates():
+    if cfg.surrogate.name not in SURROGATES:
         raise ConfigError(
             f"surrogate.name={cfg.surrogate.name!r} is not registered; choose one of: "
-            + ", ".join(available_surrogates())
+            + ", ".join(SURROGATES.names())
         )
-    if cfg.acquisition.name != "auto" and cfg.acquisition.name not in available_policies():
+    if cfg.acquisition.name != "auto" and cfg.acquisition.name not in POLICIES:
         raise ConfigError(
             f"acquisition.name={cfg.acquisition.name!r} is not registered; choose one of: auto, "
-            + ", ".join(available_policies())
+            + ", ".join(POLICIES.names())
         )
     if cfg.postprocess:
         if len(cfg.postprocess) != 1:
@@ -232,7 +231,11 @@ def validate_config(cfg: OptimizeConfig) -> None:
                 f"got {sorted(cfg.postprocess)}"
             )
         [name] = cfg.postprocess
-        POSTPROCESSORS.get(name)
+        if name not in POSTPROCESSORS:
+            raise ConfigError(
+                f"postprocess.name={name!r} is not registered; choose one of: "
+                + ", ".join(POSTPROCESSORS.names())
+            )
         if cfg.acquisition.name == "sobol":
             raise ConfigError(
                 f"postprocess.{name} needs an optimized acquisition, not sobol; set "

@@ -40,9 +40,8 @@ from concurrent.futures import Executor
 from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
 import yaml
 import yaml as pyyaml
 from jsonargparse import ActionConfigFile, ArgumentParser, set_loader
@@ -50,11 +49,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from dsbo.acquisition import available_policies
-from dsbo.acquisition.base import accepts_postprocessor
-from dsbo.analysis.report import plot_trace, summary
-from dsbo.analysis.tracking import WandbTracker
-from dsbo.campaign import Campaign
+from dsbo.cli.common import print_error
 from dsbo.cli.config import (
     DEFAULT_POSTPROCESS,
     ExecutorConfig,
@@ -63,11 +58,14 @@ from dsbo.cli.config import (
     validate_config,
 )
 from dsbo.cli.strict_yaml import load as strict_yaml_load
-from dsbo.contexts import available_context_policies
 from dsbo.errors import ConfigError, DsboError
-from dsbo.problems import available_problems, get_problem
 from dsbo.storage import Store, is_store_url, open_store
-from dsbo.surrogates import available_surrogates
+
+if TYPE_CHECKING:
+    from dsbo.campaign import Campaign
+
+# Heavy modules (torch, BoTorch, the campaign, plots, W&B) are imported by the functions that
+# use them, so that --help, --list of names and config errors come in well under a second.
 
 STORE_NAME = "trials.sqlite"
 #: jsonargparse reads config files and command-line values with :mod:`dsbo.cli.strict_yaml`
@@ -90,13 +88,23 @@ def build_parser() -> ArgumentParser:
         "--worker", action="store_true",
         help="join the campaign on --store postgresql://... (its stored config unless --config)",
     )
+    parser.add_argument(
+        "--dry_run", action="store_true",
+        help="check the config and every part with one dry iteration on synthetic data; run nothing",
+    )
+    parser.add_argument("--workers", type=int, help="evaluations at once (= --executor.workers)")
     parser.add_class_arguments(OptimizeConfig, nested_key=None, fail_untyped=False)
     return parser
 
 
 def parse_config(argv: Sequence[str] | None = None) -> tuple[OptimizeConfig, bool]:
-    """Parse the command line into a validated :class:`OptimizeConfig` (and the --list flag)."""
+    """Parse the command line into a validated :class:`OptimizeConfig` (and the --list flag).
+
+    ``--workers N`` (the shared spelling of :mod:`dsbo.cli.common`) is ``--executor.workers N``.
+    """
     argv = list(sys.argv[1:] if argv is None else argv)
+    argv = [("--executor.workers" + a[len("--workers"):]) if a == "--workers" or a.startswith("--workers=") else a
+            for a in argv]  # fmt: skip
     check_literals(argv)
     parser = build_parser()
     try:
@@ -105,6 +113,8 @@ def parse_config(argv: Sequence[str] | None = None) -> tuple[OptimizeConfig, boo
         raise ConfigError(" ".join(str(exc).split())) from None
     show_list = bool(ns.pop("list", False))
     ns.pop("worker", None)
+    ns.pop("dry_run", None)
+    ns.pop("workers", None)
     ns.pop("config", None)
     cfg = parser.instantiate(ns)
     config = OptimizeConfig(**{k: getattr(cfg, k) for k in OptimizeConfig.__dataclass_fields__})
@@ -113,6 +123,11 @@ def parse_config(argv: Sequence[str] | None = None) -> tuple[OptimizeConfig, boo
 
 
 def print_registries(console: Console) -> None:
+    from dsbo.acquisition import available_policies
+    from dsbo.contexts import available_context_policies
+    from dsbo.problems import available_problems
+    from dsbo.surrogates import available_surrogates
+
     for title, entries in (
         ("problems", available_problems()),
         ("surrogates", available_surrogates()),
@@ -149,6 +164,7 @@ def build_campaign(
     executor: Executor | None = None,
     parallel: int = 1,
     worker: bool = False,
+    write: bool = True,
 ) -> tuple[Campaign, Path, bool]:
     """The campaign ``cfg`` describes, on its store (``cfg.store``, default the SQLite file in
     its run directory), evaluating through ``executor`` with ``parallel`` trials at once.
@@ -157,8 +173,17 @@ def build_campaign(
     dry iteration on synthetic data (:mod:`dsbo.campaign.validation`) if ``dry_run`` is true, or if it
     is ``None`` and the store is new. A ``worker`` writes to ``<run_dir>/worker-<host>-<pid>``.
 
+    With ``write=False`` (``--dry_run``) the campaign gets an in-memory store and nothing is
+    written.
+
     Returns the campaign, the run directory and whether the store held trials (a resume).
     """
+    import torch
+
+    from dsbo.acquisition.base import accepts_postprocessor
+    from dsbo.campaign import Campaign
+    from dsbo.problems import get_problem
+
     if cfg.threads is not None:
         torch.set_num_threads(cfg.threads)
     problem = get_problem(cfg.problem.name, **cfg.problem.options)
@@ -166,10 +191,12 @@ def build_campaign(
     if worker:
         run_dir = run_dir / f"worker-{socket.gethostname()}-{os.getpid()}"
     check_run_dir(run_dir)
-    if cfg.store is None or not is_store_url(cfg.store):
+    if not write:
+        store, resuming = None, False
+    elif cfg.store is None or not is_store_url(cfg.store):
         target = Path(cfg.store) if cfg.store is not None else run_dir / STORE_NAME
         resuming = target.exists()
-        store: Store | Path = target
+        store: Store | Path | None = target
     else:  # a shared store: opened now, so a bad URL stops the run before anything else
         store = open_store(cfg.store)
         resuming = store.count() > 0
@@ -201,6 +228,8 @@ def build_campaign(
         parallel=parallel,
         lease=cfg.lease,
     )
+    if not write:
+        return campaign, run_dir, resuming
     run_dir.mkdir(parents=True, exist_ok=True)
     if campaign.store.shared:  # what a worker joining with only --store runs
         campaign.store.setdefault_meta("config", shareable_config(cfg))
@@ -277,6 +306,8 @@ def check_run_dir(run_dir: Path) -> None:
 
 def write_outputs(campaign: Campaign, run_dir: Path, extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """Write ``history.csv``, ``trace.png`` and ``summary.json``; return the summary."""
+    from dsbo.analysis.report import plot_trace, summary
+
     result = campaign.result()
     frame = result.history
     frame.to_csv(run_dir / "history.csv", index=False)
@@ -301,6 +332,8 @@ def run_optimize(
 def _run_optimize(
     cfg: OptimizeConfig, console: Console, executor: Executor | None, parallel: int, worker: bool
 ) -> dict[str, Any]:
+    from dsbo.analysis.tracking import WandbTracker
+
     campaign, run_dir, resuming = build_campaign(
         cfg, executor=executor, parallel=parallel, worker=worker
     )
@@ -459,6 +492,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         signal.signal(signal.SIGTERM, _terminate)
     argv = list(sys.argv[1:] if argv is None else argv)
     worker = "--worker" in argv
+    dry_run = "--dry_run" in argv
+    argv = [a for a in argv if a != "--dry_run"]
     try:
         if worker:
             argv = worker_argv([a for a in argv if a != "--worker"])
@@ -470,9 +505,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         if show_list:
             print_registries(Console())
             return 0
+        if dry_run:
+            campaign, run_dir, _ = build_campaign(cfg, dry_run=True, write=False)
+            console.print(
+                f"dry run: {campaign.problem.name} ({campaign.problem.dim} parameters), surrogate "
+                f"{cfg.surrogate.name}, acquisition {cfg.acquisition.name}, budget {campaign.budget}: "
+                f"every part passed a dry iteration on synthetic data; nothing was evaluated or "
+                f"written (the run would write {run_dir})", markup=False,
+            )  # fmt: skip
+            return 0
         run_optimize(cfg, console, worker=worker)
     except DsboError as exc:
-        console.print(f"[bold red]error:[/] {exc}")
+        print_error(console, str(exc))
         return 2
     except KeyboardInterrupt:
         console.print("interrupted: every finished evaluation is saved; run again to resume")

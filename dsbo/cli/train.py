@@ -60,6 +60,7 @@ from rich.console import Console
 from torch import Tensor, nn
 from torchmetrics import MeanSquaredError, R2Score
 
+from dsbo.cli.common import print_error
 from dsbo.data import ObservationDataModule
 from dsbo.errors import ConfigError, DsboError
 
@@ -512,17 +513,47 @@ def short_argument_error(exc: ArgumentError) -> str:
     return " ".join(lines[:3])
 
 
+SUBCOMMANDS = ("fit", "validate", "test", "predict")
+
+
+def shared_spellings(argv: Sequence[str]) -> tuple[list[str], bool]:
+    """The command line with the shared options of :mod:`dsbo.cli.common` in Lightning's
+    spelling (``--seed N`` is ``--seed_everything N``), and whether ``--dry_run`` was given."""
+    out: list[str] = []
+    for arg in argv:
+        if arg == "--seed" or arg.startswith("--seed="):
+            arg = "--seed_everything" + arg[len("--seed"):]
+        out.append(arg)
+    dry_run = "--dry_run" in out
+    return [a for a in out if a != "--dry_run"], dry_run
+
+
+def dry_run(args: Sequence[str], console: Console) -> None:
+    """Parse and instantiate the model, the datamodule and the trainer; train nothing."""
+    args = [a for a in args if a not in SUBCOMMANDS]
+    cli = build_cli(args, run=False)
+    console.print(
+        f"dry run: model {type(cli.model).__name__}, data {type(cli.datamodule).__name__}, "
+        f"trainer max_epochs={cli.trainer.max_epochs}: the config instantiates; nothing was trained",
+        markup=False,
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit status (2 on a dsbo error, with the message)."""
     console = Console(stderr=True)
     warnings.filterwarnings("ignore", message=".*does not have many workers.*")
+    args, dry = shared_spellings(sys.argv[1:] if argv is None else argv)
     try:
-        build_cli(argv)
+        if dry:
+            dry_run(args, console)
+        else:
+            build_cli(args)
     except DsboError as exc:
-        console.print(f"[bold red]error:[/] {exc}")
+        print_error(console, str(exc))
         return 2
     except ArgumentError as exc:
-        console.print(f"[bold red]error:[/] {short_argument_error(exc)}")
+        print_error(console, short_argument_error(exc))
         console.print("(python -m dsbo.train fit --help lists every option)")
         return 2
     except SystemExit as exc:  # argparse: --help, --print_config, a bad argument

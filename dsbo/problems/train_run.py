@@ -56,12 +56,11 @@ from torch import Tensor
 from dsbo.errors import ConfigError, EvaluationError
 from dsbo.problems.base import Problem
 from dsbo.problems.registry import register_problem
-from dsbo.space.wandb_syntax import _is_number, parse_parameter, search_space
+from dsbo.problems.run_summary import log_tail, read_metric
+from dsbo.space.wandb_syntax import parse_parameter, search_space
 
 #: Where the runs go unless ``runs_dir`` says otherwise.
 DEFAULT_RUNS_DIR = "runs/train-run"
-RUN_SUMMARY = "summary.json"
-WANDB_SUMMARY_GLOB = "wandb/*run-*/files/wandb-summary.json"
 
 
 def _metric_names(metrics: Any, goal: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -226,28 +225,3 @@ def make_train_run(
 
 
 __all__ = ["MultiMetricTrainingRun", "TrainingRun", "make_train_run"]
-
-
-def read_metric(run_dir: Path, name: str) -> float | None:
-    """``name`` from the run's ``summary.json`` (dsbo.train) or its offline W&B summary."""
-    candidates = [run_dir / RUN_SUMMARY, *sorted(run_dir.glob(WANDB_SUMMARY_GLOB), key=lambda p: p.stat().st_mtime, reverse=True)]
-    for path in candidates:
-        if not path.is_file():
-            continue
-        try:
-            summary = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError):
-            continue
-        value = summary.get(name) if isinstance(summary, dict) else None
-        if _is_number(value):
-            return float(value)
-    return None
-
-
-def log_tail(path: Path, lines: int = 3) -> str:
-    """The last ``lines`` lines of a run's log joined by `` | `` (for an error message)."""
-    try:
-        text = path.read_text(errors="replace").strip().splitlines()
-    except OSError:
-        return ""
-    return " | ".join(text[-lines:])

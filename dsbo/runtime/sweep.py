@@ -31,7 +31,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from dsbo.errors import ConfigError
-from dsbo.problems.train_run import log_tail, read_metric
+from dsbo.problems.run_summary import log_tail, read_metric
 from dsbo.runtime.sweep_config import SweepConfig, bayes_options, build_command, expand_runs
 from dsbo.space.wandb_syntax import SearchSpace, search_space
 

@@ -14,7 +14,7 @@ from tiny_zoo import TinyEnsemble
 from dsbo.cli.sweep import main
 from dsbo.cli.train import build_cli
 from dsbo.errors import ConfigError
-from dsbo.problems.train_run import read_metric
+from dsbo.problems.run_summary import read_metric
 from dsbo.runtime.sweep import run_sweep
 from dsbo.runtime.sweep_config import build_command, expand_runs, load_sweep, parse_sweep
 
