@@ -9,7 +9,8 @@ to the reference ``python -c "import botorch"`` of the same run.
 Commands:
 
 - ``import botorch``: the reference (BoTorch pulls in torch, which dominates);
-- ``import dsbo.campaign``: the core of every BO command;
+- ``from dsbo.campaign import Campaign``: the core of every BO command (``import dsbo.campaign``
+  alone imports nothing heavy: the package loads its modules on first use);
 - ``python -m dsbo.blackbox status``: counts and best value of a black-box run directory;
 - ``python -m dsbo.optimize --help`` / ``dsbo.train --help`` / ``dsbo.sweep --help``.
 
@@ -54,7 +55,7 @@ def commands(config: Path) -> dict[str, list[str]]:
     python = sys.executable
     return {
         "import botorch": [python, "-c", "import botorch"],
-        "import dsbo.campaign": [python, "-c", "import dsbo.campaign"],
+        "from dsbo.campaign import Campaign": [python, "-c", "from dsbo.campaign import Campaign"],
         "dsbo.blackbox status": [python, "-m", "dsbo.blackbox", "status", "--config", str(config)],
         "dsbo.optimize --help": [python, "-m", "dsbo.optimize", "--help"],
         "dsbo.train --help": [python, "-m", "dsbo.train", "--help"],
