@@ -72,7 +72,7 @@ METHODS: dict[str, tuple[str | None, dict[str, Any]]] = {
 #: the closed forms) are ablations that ``--methods`` adds
 DEFAULT_METHODS = [m for m in METHODS if "qlogne" not in m]
 
-#: problem -> (problem options, n_init, the reduced budget reported in the README; the
+#: problem -> (problem options, n_init, the reduced budget reported in docs/results.md; the
 #: paper's budgets are 50, 100 and 100 evaluations: ``--budget`` sets any other)
 PROBLEMS: dict[str, tuple[dict[str, Any], int, int]] = {
     "branin-50d": ({"target": "zero"}, 8, 30),

@@ -24,7 +24,7 @@ Writes ``experiments/results/subset/{runs.jsonl, step.json, results.json, result
 finished campaigns are kept in ``runs.jsonl`` and a rerun resumes.
 
     python experiments/subset.py --smoke
-    python experiments/subset.py --n 4 --budget 200 --seeds 3     # what was run (README)
+    python experiments/subset.py --n 4 --budget 200 --seeds 3     # what was run (docs/results.md)
 """
 
 from __future__ import annotations

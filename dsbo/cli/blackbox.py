@@ -7,7 +7,7 @@ process and nothing is kept in memory between them::
     python -m dsbo.blackbox ask    --config lab.yaml            # prints new trials as JSON
     python -m dsbo.blackbox tell   --config lab.yaml --trial 3 --values '{yield: 0.82}'
     python -m dsbo.blackbox tell   --config lab.yaml --trial 4 --failed "sample spoiled"
-    python -m dsbo.blackbox status --config lab.yaml            # counts, best, history.csv
+    python -m dsbo.blackbox status --config lab.yaml            # counts, best, remaining
 
 A black box with context variables (problem option ``contexts``) is asked with the contexts
 as the environment has them now: ``ask --contexts '{humidity: 0.41}'``. Each new trial then

@@ -12,7 +12,7 @@ The run directory (``--run_dir``, default ``runs/<problem>-seed<seed>``) receive
 store ``trials.sqlite``, ``config.yaml``, ``history.csv``, ``summary.json``, ``trace.png`` and
 the offline W&B run. Running the same command again resumes the campaign from its store.
 
-Scaling out (README "Scaling out")::
+Scaling out (the docs' user guide, "Scaling out")::
 
     python -m dsbo.optimize --config my.yaml --executor.kind process --executor.workers 4
     python -m dsbo.optimize --config my.yaml --executor.kind dask --executor.address tcp://s:8786
