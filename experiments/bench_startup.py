@@ -16,7 +16,7 @@ Commands:
 
 Writes ``experiments/results/bench_startup/{results.json,results.md}``.
 
-    python experiments/bench_startup.py --smoke      # 2 repeats
+    python experiments/bench_startup.py --smoke      # 1 repeat, no warm-up, no dsbo.train
     python experiments/bench_startup.py              # 10 repeats
 """
 
@@ -90,20 +90,22 @@ def prepare_black_box(folder: Path, env: dict[str, str]) -> Path:
     return config
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=10)
-    parser.add_argument("--smoke", action="store_true", help="2 repeats")
+    parser.add_argument("--smoke", action="store_true", help="1 repeat, no warm-up round, without dsbo.train")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
-    repeats = 2 if args.smoke else args.repeats
+    repeats = 1 if args.smoke else args.repeats
     env = {**os.environ, "WANDB_MODE": "disabled", "PYTHONWARNINGS": "ignore"}
     with tempfile.TemporaryDirectory() as tmp:
         config = prepare_black_box(Path(tmp), env)
         cmds = commands(config)
+        if args.smoke:
+            cmds.pop("dsbo.train --help")
         names = list(cmds)
         times: dict[str, list[tuple[float, float]]] = {name: [] for name in names}
-        for name in names:  # one warm-up round (file cache, .pyc files)
+        for name in [] if args.smoke else names:  # one warm-up round (file cache, .pyc files)
             timed(cmds[name], env)
         for r in range(repeats):
             order = names[r % len(names):] + names[: r % len(names)]
@@ -120,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
                      "minus_botorch_s": round(wall - ref_wall, 3)})  # fmt: skip
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                             text=True).stdout.strip()  # fmt: skip
-    info = {"repeats": repeats, "commit": commit, "python": platform.python_version(),
+    info = {"smoke": args.smoke, "repeats": repeats, "commit": commit, "python": platform.python_version(),
             "cpus": os.cpu_count(), "rows": rows}  # fmt: skip
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "results.json").write_text(json.dumps(info, indent=2) + "\n")
@@ -135,8 +137,9 @@ def main(argv: list[str] | None = None) -> int:
               f"{r['minus_botorch_s']:+.2f} |" for r in rows]  # fmt: skip
     (args.out / "results.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
-    return 0
+    return info
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()
+    sys.exit(0)

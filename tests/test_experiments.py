@@ -235,3 +235,16 @@ def test_hired_tuning_smoke(tmp_path):
     assert set(result["single"]["best_params"]) >= {"model.init_args.lambda_e", "data.init_args.alpha"}
     assert {row["seeds"] for row in result["confirm"].values()} == {1}
     assert (tmp_path / "results.md").read_text().count("validation WAPE") >= 2
+
+
+def test_bench_startup_smoke(tmp_path):
+    import bench_startup
+
+    info = bench_startup.main(["--smoke", "--out", str(tmp_path)])
+    rows = {r["command"]: r for r in info["rows"]}
+    assert rows["import botorch"]["vs_botorch"] == 1.0
+    assert {"dsbo.blackbox status", "dsbo.optimize --help", "from dsbo.campaign import Campaign"} <= set(rows)
+    assert all(r["wall_s"] > 0 for r in rows.values())
+    assert json.loads((tmp_path / "results.json").read_text())["smoke"] is True
+    assert (tmp_path / "results.md").read_text().startswith("# Command start-up")
+
