@@ -102,7 +102,7 @@ def module_class(checkpoint: dict[str, Any], checkpoint_path: str | Path) -> typ
     class_path = current_class_path(str(class_path))
     module_name, _, name = class_path.rpartition(".")
     if module_name not in sys.modules:
-        if not module_name.startswith(TRUSTED_PACKAGES):
+        if not f"{module_name}.".startswith(TRUSTED_PACKAGES):  # the zoo package itself or a module of it
             raise ConfigError(
                 f"checkpoint model class {class_path!r} is outside the zoo {TRUSTED_PACKAGES}: "
                 f"import {module_name} first or pass model_class"
