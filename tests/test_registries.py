@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 
 from dsbo.errors import ConfigError
-from dsbo.registry import Registry
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Every registry with a catalogue: ``module:attribute``.

@@ -210,7 +210,10 @@ def score_forecasts(
         ``wape/level{k}``, ``smape/level{k}``, ``wape_mean``, ``smape_mean``, ``coherence/level{k}``
         and ``coherence/mean`` as floats.
     """
-    from dsbo_zoo.forecast_metrics import LevelMetrics, coherence_wape  # the zoo package imports Lightning
+    from dsbo_zoo.forecast_metrics import (  # the zoo package imports Lightning
+        LevelMetrics,
+        coherence_wape,
+    )
 
     forecasts = np.asarray(forecasts, dtype=np.float64)
     values = np.asarray(values, dtype=np.float64)

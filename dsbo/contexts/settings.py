@@ -142,4 +142,4 @@ class ContextSettings:
 
 __getattr__, __dir__ = lazy_exports(__name__, {"Environment": "dsbo.contexts.environment"})
 
-__all__ = ["ContextSettings", "ContextValues", "Environment"]
+__all__ = ["ContextSettings", "ContextValues"]  # and Environment, imported on first use

@@ -19,7 +19,7 @@ Example:
 """
 
 from dsbo.registry import lazy_exports
-from dsbo.surrogates.catalogue import SURROGATES, available_surrogates, register_surrogate
+from dsbo.surrogates.catalogue import available_surrogates, register_surrogate
 
 __getattr__, __dir__ = lazy_exports(
     __name__, {"SurrogateSpec": "dsbo.surrogates.registry", "fit_surrogate": "dsbo.surrogates.registry"}

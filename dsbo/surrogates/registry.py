@@ -32,7 +32,12 @@ from botorch.models.transforms.outcome import Standardize
 from torch import Tensor
 
 from dsbo.errors import ConfigError, DataError
-from dsbo.surrogates.catalogue import SURROGATES, SurrogateFactory, available_surrogates, register_surrogate
+from dsbo.surrogates.catalogue import (
+    SURROGATES,
+    SurrogateFactory,
+    available_surrogates,
+    register_surrogate,
+)
 from dsbo.surrogates.selection import Selector, make_selector
 
 _RESERVED = ("train_X", "train_Y", "input_transform", "outcome_transform", "train_Yvar")

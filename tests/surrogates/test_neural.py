@@ -14,7 +14,12 @@ from dsbo.campaign import Campaign
 from dsbo.errors import ConfigError
 from dsbo.problems import get_problem
 from dsbo.surrogates import available_surrogates, fit_surrogate
-from dsbo.surrogates.lightning_bridge import WARM_START_CACHE, clear_warm_start_cache, resolve_device, train_module
+from dsbo.surrogates.lightning_bridge import (
+    WARM_START_CACHE,
+    clear_warm_start_cache,
+    resolve_device,
+    train_module,
+)
 from dsbo.surrogates.zoo_models import (
     NeuralEnsembleModel,
     NeuralEnsemblePosterior,
