@@ -121,7 +121,8 @@ def test_a_lookup_imports_only_the_module_of_the_name():
     loaded = run(
         "import json, sys\n"
         "from dsbo.problems import get_problem\n"
-        "from dsbo.surrogates import SURROGATES, available_surrogates\n"
+        "from dsbo.surrogates import available_surrogates\n"
+        "from dsbo.surrogates.catalogue import SURROGATES\n"
         "get_problem('branin'); SURROGATES.get('gp')\n"
         "first = sorted(m for m in sys.modules if m.startswith(('dsbo.problems.', 'dsbo.surrogates.')))\n"
         "available_surrogates()\n"
