@@ -34,9 +34,7 @@ from torch import Tensor
 
 from dsbo.acquisition import History, OptimizerSettings, Policy, make_policy
 from dsbo.acquisition.base import PostProcessor, make_postprocessor
-from dsbo.acquisition.scalarized import campaign_bayes_regret
 from dsbo.acquisition.sparsity import DEFAULT_TOLERANCE, num_changed
-from dsbo.campaign.contextual import ContextStep
 from dsbo.campaign.execution import MAX_SEED, Execution, positive_int
 from dsbo.campaign.history import CampaignResult, best_trial, changed_parameters, history_frame
 from dsbo.campaign.ledger import Ledger
@@ -58,6 +56,7 @@ Callback = Callable[["Campaign", list[Trial]], None]
 if TYPE_CHECKING:
     import pandas as pd
 
+    from dsbo.campaign.contextual import ContextStep
     from dsbo.runtime.evaluation import Evaluator
 
 #: GPyTorch switches from Cholesky to conjugate gradients above 800 points by default; a
@@ -194,6 +193,8 @@ class Campaign:
         #: The context step of a contextual campaign (``None`` for a plain one).
         self.context_step: ContextStep | None = None
         if settings is not None:
+            from dsbo.campaign.contextual import ContextStep  # contexts load only when used
+
             self.context_step = ContextStep(
                 settings, problem, self.optimizer, seed, self.q, acquisition, postprocess, environment
             )
@@ -564,6 +565,8 @@ class Campaign:
         """The Bayes regret of the completed points (multi-objective problems; else ``None``)."""
         if not self.problem.is_multi_objective:
             return None
+        from dsbo.acquisition.scalarized import campaign_bayes_regret
+
         _, Y = self.store.completed_data()
         return campaign_bayes_regret(self.problem, self.policy, Y, seed=self.seed)
 

@@ -14,8 +14,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import torch
-from botorch.utils.multi_objective.hypervolume import Hypervolume
-from botorch.utils.multi_objective.pareto import is_non_dominated
 from torch import Tensor
 
 from dsbo.acquisition.sparsity import changed_mask
@@ -62,6 +60,9 @@ def best_so_far(Y: Tensor, problem: Problem) -> Tensor:
         values = torch.where(feasible, Y[:, 0], torch.tensor(-math.inf, dtype=Y.dtype))
         trace = torch.cummax(values, dim=0).values
         return torch.where(torch.isinf(trace), torch.tensor(math.nan, dtype=Y.dtype), trace)
+    from botorch.utils.multi_objective.hypervolume import Hypervolume
+    from botorch.utils.multi_objective.pareto import is_non_dominated
+
     ref = problem.ref_point if problem.ref_point is not None else Y[:, :m].min(0).values
     hv = Hypervolume(torch.as_tensor(ref, dtype=Y.dtype))
     trace = []
@@ -152,3 +153,14 @@ def changed_parameters(
         {"parameter": problem.parameter_names[j], "from": float(reference[j]), "to": float(X[0, j])}
         for j in torch.nonzero(mask).reshape(-1).tolist()
     ]
+
+
+def trailing_failures(trials: Sequence[Trial]) -> int:
+    """How many of the finished ``trials`` (in order) failed in a row at the end: a run stops
+    after ``max_consecutive_failures`` of them."""
+    count = 0
+    for trial in reversed(trials):
+        if trial.status != "failed":
+            break
+        count += 1
+    return count

@@ -16,6 +16,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from dsbo.campaign.history import trailing_failures
 from dsbo.errors import EvaluationError
 from dsbo.runtime.evaluation import UNFINISHED, evaluate_batch
 from dsbo.storage import Trial
@@ -109,7 +110,7 @@ def run(campaign: Campaign) -> CampaignResult:
 
         return run_parallel(campaign)
     resume_pending(campaign)
-    consecutive = trailing_failures(campaign)
+    consecutive = trailing_failures(campaign.store.trials(("completed", "failed")))
     while campaign.remaining > 0:
         for trial in step(campaign):
             consecutive = consecutive + 1 if trial.status == "failed" else 0
@@ -121,12 +122,3 @@ def run(campaign: Campaign) -> CampaignResult:
                 "and run again to resume."
             )
     return campaign.result()
-
-
-def trailing_failures(campaign: Campaign) -> int:
-    count = 0
-    for trial in reversed(campaign.store.trials(("completed", "failed"))):
-        if trial.status != "failed":
-            break
-        count += 1
-    return count

@@ -36,6 +36,7 @@ import time
 from concurrent.futures import FIRST_COMPLETED, BrokenExecutor, Future, wait
 from typing import TYPE_CHECKING, Any
 
+from dsbo.campaign.history import trailing_failures
 from dsbo.errors import ConfigError, EvaluationError, EvaluationTimeout, StoreError, WorkerDiedError
 from dsbo.runtime.evaluation import timed_call
 from dsbo.storage import Store, Trial
@@ -173,7 +174,7 @@ def _record(campaign: Campaign, ask_timing: dict[str, float], trial: Trial) -> N
 
 def _run_in_process(campaign: Campaign) -> None:
     """One batch of ``q`` trials at a time in this process (a worker of a shared campaign)."""
-    consecutive = [campaign._trailing_failures()]
+    consecutive = [trailing_failures(campaign.store.trials(("completed", "failed")))]
     while True:
         trials = acquire(campaign, q=campaign.q)
         if not trials:
@@ -196,7 +197,7 @@ def _run_with_executor(campaign: Campaign) -> None:
     started: dict[Future, float] = {}
     retries: dict[int, int] = {}
     ask_timings: dict[int, dict[str, float]] = {}
-    consecutive = [campaign._trailing_failures()]
+    consecutive = [trailing_failures(campaign.store.trials(("completed", "failed")))]
     broken: BaseException | None = None
 
     def submit(trial: Trial) -> None:
