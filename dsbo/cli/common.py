@@ -81,6 +81,8 @@ def run_dir_override(args: argparse.Namespace) -> list[str]:
 
 
 def print_error(console: Any, message: str) -> None:
-    """``error: message`` on the console, the message printed as it is (no markup)."""
-    console.print("[bold red]error:[/] ", end="")
-    console.print(message, markup=False, highlight=False)
+    """``error: message`` on the console: the message as it is (no markup, so text in brackets
+    survives) and on one line (the terminal wraps it; a copied message stays whole)."""
+    from rich.text import Text
+
+    console.print(Text.assemble(("error: ", "bold red"), message), soft_wrap=True)
