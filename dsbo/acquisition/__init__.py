@@ -5,6 +5,9 @@ which module registers each, and the registry imports that module when the name 
 for. Importing the package imports none of them, nor torch: :class:`OptimizerSettings`
 (:mod:`~dsbo.acquisition.settings`) and the registry functions are torch-free, and the
 interfaces of :mod:`~dsbo.acquisition.base` are imported on first use.
+
+May import: errors, registry, space, problems, data (retrieval indexes for pool BO),
+surrogates (relevance from a fitted model); never contexts, the campaign or anything above.
 """
 
 from dsbo.acquisition.catalogue import available_policies, register_policy, register_postprocessor

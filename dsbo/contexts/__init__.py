@@ -8,6 +8,9 @@ name, :mod:`~dsbo.contexts.catalogue`), :mod:`~dsbo.contexts.settings` (the camp
 ``contexts:`` settings) and :mod:`~dsbo.contexts.environment` (where observed context values
 come from). Importing the package imports no torch: :class:`ContextSettings` and
 :func:`available_context_policies` are torch-free, the other names are imported on first use.
+
+May import: errors, registry, space, problems, surrogates, acquisition (the optimizer
+settings and ``History``); never the campaign or anything above.
 """
 
 from dsbo.contexts.catalogue import available_context_policies

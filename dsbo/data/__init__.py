@@ -10,6 +10,9 @@ HiReD, with the :class:`~dsbo.data.hierarchical.Hierarchy` of their summing matr
 
 The datamodules need Lightning; importing the package imports none of its modules (the names
 below are imported on first use), so :mod:`dsbo.data.retrieval` comes without Lightning.
+
+May import: errors, registry, space, problems (an observation set can sample a problem);
+never surrogates, acquisition or anything above.
 """
 
 from dsbo.registry import lazy_exports

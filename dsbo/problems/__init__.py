@@ -13,6 +13,9 @@ Modules: :mod:`~dsbo.problems.base` (the :class:`Problem`), :mod:`~dsbo.problems
 :mod:`~dsbo.problems.constrained`, :mod:`~dsbo.problems.embedded`,
 :mod:`~dsbo.problems.scalarization` (MOBO-RS), :mod:`~dsbo.problems.cost_aware` (CostIDS) and
 :mod:`~dsbo.problems.train_run` (a ``dsbo.train`` run per evaluation: hyperparameter tuning).
+
+May import: errors, registry, space (never storage's backends, surrogates, acquisition or
+anything above). BoTorch's test functions are the problems' own dependency.
 """
 
 from dsbo.problems.registry import available_problems, get_problem, register_problem

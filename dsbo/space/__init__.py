@@ -5,4 +5,6 @@ problems, surrogates, acquisition, the campaign and the command lines all read p
 through it. :mod:`~dsbo.space.wandb_syntax` reads W&B's sweep parameter syntax (``values``,
 ``min``/``max``, ``distribution: log_uniform_values``, ...) into a bounded box with the map back
 to the values a program receives; the sweep runner and the training-run problem share it.
+
+May import: :mod:`dsbo.errors` only.
 """

@@ -16,6 +16,9 @@ can be fitted on a selected subset of the data (:mod:`dsbo.surrogates.selection`
 Example:
     >>> from dsbo.surrogates import fit_surrogate
     >>> model = fit_surrogate({"name": "gp", "kernel": "rbf"}, X, Y, bounds=bounds)
+
+May import: errors, registry, space, problems, data, and the zoo (``dsbo_zoo``, for the
+Lightning-trained surrogates, imported when one is fitted); never acquisition or anything above.
 """
 
 from dsbo.registry import lazy_exports
