@@ -41,8 +41,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from dsbo.analysis.outputs import write_outputs
 from dsbo.cli.common import add_run_dir_argument, run_dir_override
-from dsbo.cli.optimize import STORE_NAME, build_campaign, parse_config, write_outputs
+from dsbo.cli.optimize import STORE_NAME, build_campaign, parse_config
 from dsbo.cli.strict_yaml import load_value
 from dsbo.errors import DsboError, OutcomeError
 from dsbo.storage import Store, Trial, open_store

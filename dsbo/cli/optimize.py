@@ -26,7 +26,6 @@ then describe the same problem and search space) and writes its outputs to
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import socket
@@ -49,16 +48,17 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from dsbo.analysis.outputs import write_outputs
 from dsbo.cli.common import print_error
 from dsbo.cli.config import (
     DEFAULT_POSTPROCESS,
-    ExecutorConfig,
     OptimizeConfig,
     check_literals,
     validate_config,
 )
 from dsbo.cli.strict_yaml import load as strict_yaml_load
 from dsbo.errors import ConfigError, DsboError
+from dsbo.runtime.executors import open_executor
 from dsbo.storage import Store, is_store_url, open_store
 
 if TYPE_CHECKING:
@@ -246,55 +246,6 @@ def shareable_config(cfg: OptimizeConfig) -> dict[str, Any]:
     return shared
 
 
-@contextmanager
-def make_executor(spec: ExecutorConfig | None) -> Iterator[tuple[Executor | None, int]]:
-    """The executor ``spec`` describes and how many trials it runs at once (``None, 1`` for
-    evaluations in this process). Stopped (a ``LocalCluster`` closed) on exit.
-
-    Raises:
-        ConfigError: if Dask is not installed or the scheduler at ``address`` cannot be
-            reached.
-    """
-    if spec is None:
-        yield None, 1
-        return
-    if spec.kind == "process":
-        from dsbo.runtime.executors import WorkerPool
-
-        pool = WorkerPool(workers=spec.workers)
-        try:
-            yield pool, spec.workers
-        finally:
-            pool.shutdown(wait=False, cancel_futures=True)
-        return
-    try:
-        from dask.distributed import Client, LocalCluster
-    except ImportError:
-        raise ConfigError("executor.kind: dask needs dask.distributed: pip install 'dsbo[scale]'") from None
-    cluster = None
-    try:
-        if spec.address is None:
-            cluster = LocalCluster(
-                n_workers=spec.workers, threads_per_worker=1, processes=True, dashboard_address=None
-            )
-            client = Client(cluster)
-        else:
-            client = Client(spec.address, timeout=10)
-    except (OSError, TimeoutError) as exc:
-        if cluster is not None:
-            cluster.close()
-        raise ConfigError(
-            f"executor.address={spec.address!r}: cannot reach the Dask scheduler ({exc})"
-        ) from None
-    try:
-        workers = spec.workers if spec.address is None else max(1, sum(client.nthreads().values()))
-        yield client.get_executor(), workers
-    finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
-
-
 def check_run_dir(run_dir: Path) -> None:
     """The run directory is a directory we can write (or can be created); ConfigError if not."""
     existing = next((p for p in (run_dir, *run_dir.parents) if p.exists()), None)
@@ -304,28 +255,15 @@ def check_run_dir(run_dir: Path) -> None:
         raise ConfigError(f"run_dir={str(run_dir)!r}: {existing} is not writable")
 
 
-def write_outputs(campaign: Campaign, run_dir: Path, extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Write ``history.csv``, ``trace.png`` and ``summary.json``; return the summary."""
-    from dsbo.analysis.report import plot_trace, summary
-
-    result = campaign.result()
-    frame = result.history
-    frame.to_csv(run_dir / "history.csv", index=False)
-    plot_trace(frame, campaign.problem, run_dir / "trace.png")
-    info = summary(result, campaign.problem, frame, campaign.timings)
-    info["budget_cost"] = campaign.budget_cost
-    info.update(extra or {})
-    (run_dir / "summary.json").write_text(json.dumps(info, indent=2))
-    return info
-
-
 def run_optimize(
     cfg: OptimizeConfig, console: Console | None = None, worker: bool = False
 ) -> dict[str, Any]:
     """Run (or resume, or as a ``worker`` join) the campaign ``cfg`` describes; returns the
     summary dict."""
     console = console or Console(stderr=True)
-    with make_executor(cfg.executor) as (executor, parallel):
+    spec = cfg.executor
+    settings = (None, 1, None) if spec is None else (spec.kind, spec.workers, spec.address)
+    with open_executor(*settings) as (executor, parallel):
         return _run_optimize(cfg, console, executor, parallel, worker)
 
 

@@ -38,7 +38,7 @@ import threading
 import time
 import traceback
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import BrokenExecutor, Executor, Future
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
@@ -359,4 +359,55 @@ class WorkerPool(Executor):
                 worker.process.join(timeout=1.0)
 
 
-__all__ = ["BrokenWorkerPool", "WorkerPool"]
+@contextlib.contextmanager
+def open_executor(
+    kind: str | None, workers: int = 1, address: str | None = None
+) -> Iterator[tuple[Executor | None, int]]:
+    """The executor of ``kind`` (``"process"``: a :class:`WorkerPool` of ``workers`` local
+    processes; ``"dask"``: a Dask ``LocalCluster`` of ``workers`` processes, or the cluster
+    whose scheduler is at ``address``; ``None``: evaluations in this process) and how many
+    trials it runs at once. Stopped (a ``LocalCluster`` closed) on exit.
+
+    Raises:
+        ConfigError: if Dask is not installed or the scheduler at ``address`` cannot be
+            reached.
+    """
+    if kind is None:
+        yield None, 1
+        return
+    if kind == "process":
+        pool = WorkerPool(workers=workers)
+        try:
+            yield pool, workers
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
+        return
+    try:
+        from dask.distributed import Client, LocalCluster
+    except ImportError:
+        raise ConfigError("executor.kind: dask needs dask.distributed: pip install 'dsbo[scale]'") from None
+    cluster = None
+    try:
+        if address is None:
+            cluster = LocalCluster(
+                n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None
+            )
+            client = Client(cluster)
+        else:
+            client = Client(address, timeout=10)
+    except (OSError, TimeoutError) as exc:
+        if cluster is not None:
+            cluster.close()
+        raise ConfigError(
+            f"executor.address={address!r}: cannot reach the Dask scheduler ({exc})"
+        ) from None
+    try:
+        workers = workers if address is None else max(1, sum(client.nthreads().values()))
+        yield client.get_executor(), workers
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+__all__ = ["BrokenWorkerPool", "WorkerPool", "open_executor"]
