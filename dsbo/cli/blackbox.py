@@ -136,7 +136,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             if quick is not None:
                 print(json.dumps(quick, indent=2))
                 return 0
-        campaign, run_dir, _ = build_campaign(cfg, dry_run=None if args.command == "ask" else False)
+        campaign, run_dir, _ = build_campaign(
+            cfg, dry_run=None if args.command == "ask" else False, ask_tell=True
+        )
         names = campaign.problem.parameter_names
         if args.command == "ask":
             pending = campaign.store.trials("pending")

@@ -47,6 +47,7 @@ from jsonargparse import ActionConfigFile, ArgumentParser, set_loader
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from dsbo.analysis.outputs import write_outputs
 from dsbo.cli.common import print_error
@@ -136,7 +137,7 @@ def print_registries(console: Console) -> None:
     ):
         table = Table(title=title, show_header=False)
         for name, text in entries.items():
-            table.add_row(name, text)
+            table.add_row(Text(name), Text(text))  # Text: a description's [brackets] are not markup
         console.print(table)
 
 
@@ -165,6 +166,7 @@ def build_campaign(
     parallel: int = 1,
     worker: bool = False,
     write: bool = True,
+    ask_tell: bool = False,
 ) -> tuple[Campaign, Path, bool]:
     """The campaign ``cfg`` describes, on its store (``cfg.store``, default the SQLite file in
     its run directory), evaluating through ``executor`` with ``parallel`` trials at once.
@@ -174,7 +176,8 @@ def build_campaign(
     is ``None`` and the store is new. A ``worker`` writes to ``<run_dir>/worker-<host>-<pid>``.
 
     With ``write=False`` (``--dry_run``) the campaign gets an in-memory store and nothing is
-    written.
+    written. A problem evaluated outside Python is a ConfigError unless the caller only asks
+    and tells (``ask_tell``, ``python -m dsbo.blackbox``).
 
     Returns the campaign, the run directory and whether the store held trials (a resume).
     """
@@ -187,6 +190,11 @@ def build_campaign(
     if cfg.threads is not None:
         torch.set_num_threads(cfg.threads)
     problem = get_problem(cfg.problem.name, **cfg.problem.options)
+    if problem.evaluated_outside_python and not ask_tell:
+        raise ConfigError(
+            f"problem.name={cfg.problem.name!r} is evaluated outside Python, so dsbo.optimize cannot "
+            "run it: drive it with python -m dsbo.blackbox ask|tell|status --config <this config>"
+        )
     run_dir = Path(cfg.run_dir or f"runs/{problem.name}-seed{cfg.seed}")
     if worker:
         run_dir = run_dir / f"worker-{socket.gethostname()}-{os.getpid()}"

@@ -160,6 +160,11 @@ class Problem:
 
     # ---------------------------------------------------------------- contexts
     @property
+    def evaluated_outside_python(self) -> bool:
+        """Whether the problem's function lives outside Python (a black box told by ask/tell)."""
+        return bool(getattr(self.test_problem, "external", False))
+
+    @property
     def is_contextual(self) -> bool:
         return bool(self.contexts)
 

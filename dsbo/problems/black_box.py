@@ -29,6 +29,8 @@ class ExternalBlackBox(BaseTestProblem):
     evaluated outside Python."""
 
     _is_minimization_by_default = False
+    #: Evaluated outside Python: only ask/tell can run it (:attr:`Problem.evaluated_outside_python`).
+    external = True
 
     def __init__(
         self,

@@ -213,6 +213,9 @@ class Dimension:
     high: float
     q: float | None = None
     values: list[Any] | None = None
+    #: The values' ``[min, max]`` as the sweep file gives them (``*_values`` distributions):
+    #: a decoded value is clipped to them, as ``exp(log(max))`` may round above ``max``.
+    limits: tuple[float, float] | None = None
 
     @property
     def is_integer(self) -> bool:
@@ -224,6 +227,8 @@ class Dimension:
         if self.kind == "int":
             return int(round(u))
         value = math.exp(u) if self.kind == "log" else float(u)
+        if self.limits is not None:
+            value = min(max(value, self.limits[0]), self.limits[1])
         return _quantized(value, self.q) if self.q is not None else value
 
     def encode(self, value: Any, where: str) -> float:
@@ -309,7 +314,7 @@ def search_space(parameters: Sequence[Parameter], source: str = "sweep") -> Sear
         elif d == "log_uniform":  # min and max are already natural logs
             dim = Dimension(p.name, "log", low, high)
         elif d in ("log_uniform_values", "q_log_uniform_values", "inv_log_uniform_values"):
-            dim = Dimension(p.name, "log", math.log(low), math.log(high), q=s.get("q"))
+            dim = Dimension(p.name, "log", math.log(low), math.log(high), q=s.get("q"), limits=(low, high))
         else:  # uniform, q_uniform
             dim = Dimension(p.name, "linear", low, high, q=s.get("q") if d == "q_uniform" else None)
         if not dim.low < dim.high:

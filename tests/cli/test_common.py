@@ -114,3 +114,19 @@ def test_status_rebuilds_outputs_that_are_stale(tmp_path, capsys):
     assert status["completed"] == 1 and status["best_value"] == 0.25
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["best_value"] == 0.25
+
+
+def test_list_keeps_text_in_brackets(capsys):
+    from rich.console import Console
+
+    console = Console(width=300, record=True)
+    optimize.print_registries(console)
+    text = console.export_text()
+    assert "[saas]" in text and "[x, z]" in text
+
+
+def test_optimize_refuses_a_problem_evaluated_outside_python(tmp_path, capsys):
+    config = str(ROOT / "configs" / "bo" / "black-box-example.yaml")
+    assert optimize.main(["--config", config, "--run_dir", str(tmp_path / "run")]) == 2
+    assert "python -m dsbo.blackbox" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()

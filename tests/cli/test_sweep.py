@@ -400,3 +400,12 @@ def test_a_bayes_sweep_dir_of_another_search_space_is_refused(tmp_path, monkeypa
 
     with pytest.raises(StoreMismatchError, match="differs in bounds"):
         run_sweep(load(path), tmp_path / "out", count=4, progress=False)
+
+
+def test_a_log_uniform_value_never_exceeds_its_maximum():
+    from dsbo.space.wandb_syntax import parse_parameter, search_space
+
+    space = search_space([parse_parameter("lr", {"distribution": "log_uniform_values", "min": 1e-4, "max": 0.05})])
+    [dim] = space.dimensions
+    assert space.params([dim.high])["lr"] <= 0.05 and space.params([dim.low])["lr"] >= 1e-4
+    assert space.params([dim.encode(0.05, "lr")])["lr"] == 0.05
