@@ -56,13 +56,16 @@ class Ledger:
         return store.count(BUDGETED)
 
     def remaining(self, store: Store) -> int:
-        """Evaluations still allowed (0 once the cost budget cannot pay for the cheapest
-        evaluation, or a proposal's cost exceeded what was left)."""
-        if self.cost is not None and (
-            self.exhausted or store.cost_used() + self.design_cost > self.cost + 1e-9
-        ):
+        """Evaluations still allowed: what the trial budget leaves and, with a cost budget, at
+        most what the rest of it pays for at the cheapest evaluation's cost (0 once a
+        proposal's cost exceeded what was left)."""
+        left = max(0, self.trials - self.used(store))
+        if self.cost is None:
+            return left
+        if self.exhausted:
             return 0
-        return max(0, self.trials - self.used(store))
+        affordable = math.floor((self.cost - store.cost_used()) / self.design_cost + 1e-9)
+        return max(0, min(left, affordable))
 
     @staticmethod
     def evaluation_costs(problem: Problem, X: Tensor) -> tuple[list[float], list[str | None]]:

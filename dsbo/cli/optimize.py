@@ -320,7 +320,13 @@ def _run_optimize(
         return "-" if value is None else f"{value:.5g}"
 
     with progress, warnings_to_file(run_dir / "warnings.log") as caught:
-        task = progress.add_task(problem.name, total=campaign.budget, completed=campaign.num_used, best=best_text(), last="")
+        # a cost budget counts in cost units, a trial budget in trials
+        def spent(c: Campaign) -> float:
+            return c.cost_used if c.budget_cost is not None else c.num_used
+
+        total = campaign.budget_cost if campaign.budget_cost is not None else campaign.budget
+        label = problem.name + (" (cost units)" if campaign.budget_cost is not None else "")
+        task = progress.add_task(label, total=total, completed=spent(campaign), best=best_text(), last="")
 
         def on_batch(c: Campaign, trials: list) -> None:
             value, _ = c.best()
@@ -328,11 +334,11 @@ def _run_optimize(
             last = trials[-1] if trials else None
             status = "" if last is None or last.status == "completed" else f"[red]failed: {last.error}"
             best = "-" if value is None else f"{value:.5g}"
-            progress.update(task, completed=c.num_used, best=best, last=status)
+            progress.update(task, completed=spent(c), best=best, last=status)
 
         campaign.execution.callbacks.append(on_batch)
         campaign.run()
-        progress.update(task, completed=campaign.num_used, best=best_text())
+        progress.update(task, completed=spent(campaign), best=best_text())
 
     info = write_outputs(campaign, run_dir, {"warnings": len(caught)})
     tracker.finish(info, run_dir / "trace.png")

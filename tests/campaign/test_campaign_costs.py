@@ -60,3 +60,18 @@ def test_a_cost_budget_ends_at_the_first_proposal_it_cannot_pay(fast_optimizer):
     assert campaign.ask() == []
     spent = [t.cost for t in campaign.store.trials()]
     assert math.isclose(sum(spent), result.cost_used)
+
+
+def test_remaining_is_what_the_cost_budget_still_affords():
+    """Issue 32, item 5: a trial budget of 30 with 19 cost units left (design cost 2 here)
+    leaves 9 evaluations, not 29."""
+    from dsbo.campaign.ledger import Ledger
+    from dsbo.storage import open_store
+
+    store = open_store(None)
+    ledger = Ledger(budget=30, budget_cost=21.0, design_cost=2.0)
+    [tid] = store.add_trials([[0.5, 0.5]], "sobol", cost=2.0)
+    store.complete(tid, [1.0])
+    assert ledger.remaining(store) == min(30 - 1, 19 // 2) == 9
+    assert Ledger(budget=3, budget_cost=21.0, design_cost=2.0).remaining(store) == 2
+    assert Ledger(budget=30, budget_cost=None, design_cost=2.0).remaining(store) == 29
