@@ -183,7 +183,7 @@ class Campaign:
             evaluator=evaluator if evaluator is not None else problem, executor=executor,
             eval_timeout=eval_timeout, worker_retries=worker_retries, parallel=parallel,
             lease=lease, max_consecutive_failures=max_consecutive_failures,
-            on_pending=on_pending, callbacks=list(callbacks),
+            on_pending=on_pending, callbacks=callbacks,
         )  # fmt: skip
         self.optimizer = optimizer or OptimizerSettings()
         self.policy = self._make_policy(acquisition)

@@ -75,4 +75,6 @@ class Execution:
         if self.parallel > 1 and self.executor is None:
             raise ConfigError(f"parallel={self.parallel} trials at once need an executor to run them")
         self.lease = _seconds("lease", self.lease)
-        self.callbacks = list(self.callbacks if isinstance(self.callbacks, Sequence) else [])
+        if not isinstance(self.callbacks, Sequence) or not all(callable(c) for c in self.callbacks):
+            raise ConfigError(f"callbacks must be a list of callables, got {self.callbacks!r}")
+        self.callbacks = list(self.callbacks)

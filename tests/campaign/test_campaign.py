@@ -307,3 +307,14 @@ def test_a_noisy_campaign_is_reproducible_whatever_ran_before_in_the_process():
         return [t.y[0] for t in campaign.store.trials()]
 
     assert observed(3) == observed(17)
+
+
+def test_callbacks_that_are_not_callables_are_refused():
+    from dsbo.campaign.execution import Execution
+    from dsbo.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="callbacks"):
+        Execution(evaluator=print, callbacks=print)
+    with pytest.raises(ConfigError, match="callbacks"):
+        Execution(evaluator=print, callbacks=[1])
+    assert Execution(evaluator=print, callbacks=(print,)).callbacks == [print]
