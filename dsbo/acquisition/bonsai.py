@@ -64,7 +64,7 @@ import functools
 import math
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
@@ -90,6 +90,7 @@ from dsbo.acquisition.pruning import (  # noqa: F401  (EVAL_BATCH, ScoreFn: re-e
 from dsbo.acquisition.sparsity import DEFAULT_TOLERANCE, changed_mask
 from dsbo.errors import ConfigError
 from dsbo.problems.base import Problem
+from dsbo.space import SearchSpace
 
 #: Slack allowed on a linear constraint ``sum coef * x[idx] >= rhs`` (times ``max(1, |rhs|)``).
 LINEAR_TOL = 1e-8
@@ -128,8 +129,11 @@ class Bonsai:
             ``O(|A|^2)`` evaluations) or ``"exact"`` (enumerate subsets of the active set,
             smallest first).
         default: The default point: ``None`` or ``"problem"`` (the problem's
-            ``default_point``), ``"first"`` (the first evaluated point, ``history.X[0]``) or a
-            list of ``d`` floats.
+            ``default_point``), ``"first"`` (the first evaluated point, ``history.X[0]``), a
+            list of ``d`` floats (model coordinates), or ``{name: value}`` in user values
+            (``{lr: 1e-3, optimizer: adam}``; parameters it leaves out at the middle of their
+            range). A categorical counts as changed when its value differs from the default
+            and is reset to the default as a whole.
         inequality_constraints: Linear constraints in BoTorch's format, a list of
             ``(indices, coefficients, rhs)`` meaning ``sum_i coefficients[i] *
             x[indices[i]] >= rhs``. Resets that break one are not taken.
@@ -212,6 +216,8 @@ class Bonsai:
     def _check_default(default: Any) -> str | Tensor | None:
         if default is None:
             return None
+        if isinstance(default, Mapping):  # {name: user value}: encoded against the problem's space
+            return dict(default)
         if isinstance(default, str):
             if default == "problem":
                 return None
@@ -278,6 +284,8 @@ class Bonsai:
         d = problem.dim
         if self.default is None:
             return problem.default_point.to(torch.double)
+        if isinstance(self.default, dict):
+            return torch.tensor(problem.space.default(self.default, where=f"{OPTION}.default"), dtype=torch.double)
         if isinstance(self.default, str):  # "first"
             if history.X.numel() == 0:
                 raise ConfigError(f"{OPTION}.default='first' needs an evaluated point")
@@ -371,6 +379,7 @@ class Bonsai:
                     feasible_fn,
                     log_scale,
                     baseline_raw=previous if conditioned else None,
+                    space=problem.space,
                 )
                 meta["batch_conditioning"] = conditioned
                 meta["baseline"] = "previous batch point" if conditioned else "evaluated points"
@@ -397,13 +406,18 @@ class Bonsai:
         feasible_fn: MaskFn | None,
         log_scale: bool,
         baseline_raw: float | None = None,
+        space: SearchSpace | None = None,
     ) -> tuple[Tensor, dict[str, Any]]:
         start = time.perf_counter()
         # coordinates within tol of the default are reset to it exactly (it costs nothing), so
         # the active set is exactly the coordinates that differ from the default
         near = ~changed_mask(x_star, default, bounds, self.tol) & ~frozen & (x_star != default)
         x_star = torch.where(near, default.to(x_star), x_star)
-        active = torch.nonzero((x_star != default) & ~frozen).reshape(-1).tolist()
+        # a unit is a parameter: a categorical's one-hot columns are changed and reset together
+        groups = space.groups if space is not None else [[j] for j in range(x_star.numel())]
+        names = space.searched if space is not None else [str(j) for j in range(x_star.numel())]
+        changed = (x_star != default) & ~frozen
+        active = [k for k, cols in enumerate(groups) if changed[cols].any() and not frozen[cols].any()]
         meta: dict[str, Any] = {
             "postprocess": "bonsai",
             "prune_mode": self.mode,
@@ -412,6 +426,7 @@ class Bonsai:
             "num_active": len(active),
             "snapped_dims": [int(j) for j in torch.nonzero(near).reshape(-1)],
             "pruned_dims": [],
+            "pruned_parameters": [],
             "incremental_value": None,
             "tau": None,
             "gap": 0.0,
@@ -460,13 +475,15 @@ class Bonsai:
             alpha_star=inc.alpha_star,
             feasible_fn=feasible_fn,
             is_duplicate=duplicate_fn(seen, bounds),
+            groups=groups,
         )
         meta.update(
             prune_mode=mode,
             tau=_json_float(tau * inc.unit),
             gap=_json_float(info.gap * inc.unit),
             relative_gap=_json_float(info.gap / inc.value),
-            pruned_dims=[int(j) for j in info.pruned],
+            pruned_dims=[int(j) for k in info.pruned for j in groups[k]],
+            pruned_parameters=[names[k] for k in info.pruned],
             acq_evaluations=inc.evaluations + info.evaluations,
             duplicate_fallback=info.duplicate_fallback,
             prune_time=time.perf_counter() - start,

@@ -36,7 +36,6 @@ from botorch.models.model import Model
 from botorch.sampling import ListSampler, MCSampler, SobolQMCNormalSampler
 from botorch.utils.multi_objective.hypervolume import infer_reference_point
 from botorch.utils.multi_objective.pareto import is_non_dominated
-from botorch.utils.sampling import draw_sobol_samples
 from torch import Tensor
 
 from dsbo.acquisition.base import (
@@ -74,6 +73,9 @@ def objective_transform(model: Model) -> ScalarizedPosteriorTransform | None:
 
 class OptimizedPolicy(ABC):
     """Base of the policies that maximize a BoTorch acquisition function."""
+
+    #: ``propose`` optimizes under the problem's linear parameter constraints.
+    takes_parameter_constraints = True
 
     name = "optimized"
     needs_model = True
@@ -133,7 +135,11 @@ class OptimizedPolicy(ABC):
         """Linear constraints the dense candidate must satisfy: those given to the
         post-processor (BONSAI's ``inequality_constraints``), so that pruning starts from a
         feasible ``x*``. BoTorch's format: ``sum_i coefficients_i x[indices_i] >= rhs``."""
-        constraints = getattr(self.postprocessor, "inequality_constraints", None) or []
+        constraints = [
+            (torch.tensor(idx, dtype=torch.long), torch.tensor(coef, dtype=torch.double), rhs)
+            for idx, coef, rhs in problem.space.inequality_constraints()
+        ]
+        constraints += getattr(self.postprocessor, "inequality_constraints", None) or []
         if constraints and self.optimizer.method != "lbfgsb":
             raise ConfigError(
                 f"linear constraints need acquisition.method='lbfgsb' (SLSQP), got "
@@ -376,6 +382,5 @@ class SobolPolicy:
         self.optimizer = optimizer or OptimizerSettings()
 
     def propose(self, model: Model | None, history: History, problem: Problem, q: int) -> Proposal:
-        X = draw_sobol_samples(bounds=problem.bounds, n=q, q=1, seed=history.seed).squeeze(1)
-        X = problem.round_to_domain(self.optimizer.apply_fixed_features(X))
+        X = problem.sobol_design(q, history.seed, self.optimizer.apply_fixed_features)
         return Proposal(X=X, metadata=[{"acquisition": "sobol"} for _ in range(q)])

@@ -16,6 +16,12 @@ active coordinate whose reset has the smallest gap, while that gap is ``<= tau``
 most ``|A|(|A| + 1) / 2`` acquisition evaluations. Both satisfy the gap rule
 ``Delta(x) <= tau`` by construction.
 
+A *unit* of pruning is a coordinate by default; with ``groups`` (a list of column lists, e.g.
+the one-hot columns of a categorical parameter, :attr:`dsbo.space.SearchSpace.groups`) unit
+``k`` is the group ``groups[k]``: it is active when any of its columns differs from the
+default, and a reset sets all of them, so a categorical is changed or reset as a whole and
+``|S|`` counts parameters.
+
 The searches only see a score function ``X (b x d) -> b`` and optional masks (linear
 feasibility, duplicates: :func:`duplicate_fn`); how ``tau`` and the scores come from an
 acquisition function is :mod:`dsbo.acquisition.acquisition_values`, and the post-processor that
@@ -34,7 +40,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import torch
@@ -88,6 +94,17 @@ def _gaps(
     return torch.nan_to_num(gap, nan=math.inf), int(ok.sum())
 
 
+def unit_masks(d: int, groups: Sequence[Sequence[int]] | None = None) -> Tensor:
+    """``units x d`` booleans: the columns of each pruning unit (a coordinate each, or the
+    ``groups``)."""
+    if groups is None:
+        return torch.eye(d, dtype=torch.bool)
+    masks = torch.zeros(len(groups), d, dtype=torch.bool)
+    for k, columns in enumerate(groups):
+        masks[k, list(columns)] = True
+    return masks
+
+
 def greedy_prune(
     score_fn: ScoreFn,
     x_star: Tensor,
@@ -99,6 +116,7 @@ def greedy_prune(
     feasible_fn: MaskFn | None = None,
     is_duplicate: MaskFn | None = None,
     prefix: bool = False,
+    groups: Sequence[Sequence[int]] | None = None,
 ) -> tuple[Tensor, PruneInfo]:
     r"""Sequential greedy pruning of ``x_star`` toward ``default`` (BONSAI, Algorithm 1).
 
@@ -126,6 +144,8 @@ def greedy_prune(
             scored and not taken.
         is_duplicate: ``X -> b`` booleans; if the final point is a duplicate, return the last
             non-duplicate point of the greedy path (else ``x_star``).
+        groups: The pruning units' columns (module docstring); ``active`` and the returned
+            ``pruned`` are then unit indices.
 
     Returns:
         The pruned point (a new tensor) and a :class:`PruneInfo`.
@@ -138,6 +158,8 @@ def greedy_prune(
         ([1], [0.25, 0.0])
     """
     remaining = sorted({int(j) for j in active})
+    masks = unit_masks(x_star.numel(), groups)
+    default = default.to(x_star)
     evaluations = 0
     if alpha_star is None:
         alpha_star = float(score_fn(x_star.unsqueeze(0)).reshape(-1)[0])
@@ -147,16 +169,14 @@ def greedy_prune(
     gaps: list[float] = []
     if prefix and len(remaining) > 1:
         idx = torch.tensor(remaining)
-        singles = x.repeat(len(remaining), 1)
-        singles[torch.arange(len(remaining)), idx] = default[idx].to(x)
+        singles = torch.where(masks[idx], default, x)
         single_gap, n = _gaps(score_fn, singles, alpha_star, feasible_fn)
         evaluations += n
         order = torch.argsort(single_gap, stable=True)
         order = order[torch.isfinite(single_gap[order])]
         if order.numel():
-            prefixes = x.repeat(order.numel(), 1)
-            for k, j in enumerate(idx[order].tolist()):
-                prefixes[k:, j] = default[j].to(x)
+            reset = masks[idx[order]].cumsum(dim=0) > 0
+            prefixes = torch.where(reset, default, x)
             prefix_gap, n = _gaps(score_fn, prefixes, alpha_star, feasible_fn)
             evaluations += n
             within = torch.nonzero(prefix_gap <= tau).reshape(-1)
@@ -169,8 +189,7 @@ def greedy_prune(
                 remaining = sorted(set(remaining) - set(taken))
     while remaining:
         idx = torch.tensor(remaining)
-        candidates = x.repeat(len(remaining), 1)
-        candidates[torch.arange(len(remaining)), idx] = default[idx].to(x)
+        candidates = torch.where(masks[idx], default, x)
         gap, n = _gaps(score_fn, candidates, alpha_star, feasible_fn)
         evaluations += n
         best = int(torch.argmin(gap))
@@ -182,9 +201,8 @@ def greedy_prune(
     info = PruneInfo(pruned, gaps[-1] if gaps else 0.0, evaluations, path_gaps=gaps)
     if is_duplicate is None or not pruned:
         return x, info
-    path = x_star.repeat(len(pruned) + 1, 1)
-    for step, j in enumerate(pruned, start=1):
-        path[step:, j] = default[j].to(x)
+    steps = torch.cat([torch.zeros(1, x.numel(), dtype=torch.bool), masks[torch.tensor(pruned)]])
+    path = torch.where(steps.cumsum(dim=0) > 0, default, x_star)
     duplicate = is_duplicate(path).reshape(-1)
     if not duplicate[-1]:
         return x, info
@@ -207,6 +225,7 @@ def exact_prune(
     feasible_fn: MaskFn | None = None,
     is_duplicate: MaskFn | None = None,
     batch_size: int = EVAL_BATCH,
+    groups: Sequence[Sequence[int]] | None = None,
 ) -> tuple[Tensor, PruneInfo]:
     r"""Exact pruning: the smallest active set ``S subset of A`` with ``Delta(P_S(x*)) <= tau``.
 
@@ -216,7 +235,8 @@ def exact_prune(
     goes on to larger sets; ``x_star`` if nothing else is left). Costs up to ``2^|A| - 1``
     evaluations, in calls of at most ``batch_size`` points (memory stays ``O(batch_size d)``).
 
-    Args: as :func:`greedy_prune`, plus ``batch_size`` (points per ``score_fn`` call).
+    Args: as :func:`greedy_prune` (``groups`` included), plus ``batch_size`` (points per
+    ``score_fn`` call).
 
     Returns:
         The pruned point (a new tensor) and a :class:`PruneInfo` (``pruned`` ascending).
@@ -229,6 +249,8 @@ def exact_prune(
     """
     act = torch.tensor(sorted({int(j) for j in active}), dtype=torch.long)
     m = act.numel()
+    masks = unit_masks(x_star.numel(), groups)[act].to(x_star.dtype)  # m x d
+    default = default.to(x_star)
     evaluations = 0
     if alpha_star is None:
         alpha_star = float(score_fn(x_star.unsqueeze(0)).reshape(-1)[0])
@@ -241,8 +263,8 @@ def exact_prune(
         while chunk := list(itertools.islice(combos, batch_size)):
             kept = torch.zeros(len(chunk), m, dtype=torch.bool)
             kept.scatter_(1, torch.tensor(chunk, dtype=torch.long).reshape(len(chunk), keep), True)
-            candidates = x_star.repeat(len(chunk), 1)
-            candidates[:, act] = torch.where(kept, x_star[act], default[act].to(x_star))
+            reset = ((~kept).to(masks.dtype) @ masks) > 0
+            candidates = torch.where(reset, default, x_star)
             gap, n = _gaps(score_fn, candidates, alpha_star, feasible_fn)
             evaluations += n
             feasible = gap <= tau
@@ -284,4 +306,5 @@ __all__ = [
     "duplicate_fn",
     "exact_prune",
     "greedy_prune",
+    "unit_masks",
 ]

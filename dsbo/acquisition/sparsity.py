@@ -70,10 +70,19 @@ def is_duplicate(
 
 
 def num_changed(
-    X: Tensor, default: Tensor, bounds: Tensor, tol: float = DEFAULT_TOLERANCE
+    X: Tensor,
+    default: Tensor,
+    bounds: Tensor,
+    tol: float = DEFAULT_TOLERANCE,
+    groups: Sequence[Sequence[int]] | None = None,
 ) -> Tensor:
-    """Number of changed coordinates per point (a ``...`` integer tensor)."""
-    return changed_mask(X, default, bounds, tol).sum(dim=-1)
+    """Number of changed coordinates per point (a ``...`` integer tensor); with ``groups``
+    (the columns of each parameter, e.g. a one-hot categorical's), the number of groups with a
+    changed column: a categorical counts once when its value changes."""
+    mask = changed_mask(X, default, bounds, tol)
+    if groups is None:
+        return mask.sum(dim=-1)
+    return torch.stack([mask[..., list(g)].any(dim=-1) for g in groups], dim=-1).sum(dim=-1)
 
 
 def to_unit_cube(X: Tensor, bounds: Tensor) -> Tensor:

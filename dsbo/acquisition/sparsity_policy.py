@@ -36,7 +36,7 @@ import dataclasses
 import math
 import warnings
 from abc import abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,11 +62,14 @@ STARTS = ("sparse", "sobol")
 PRUNE_TOL = 1e-4
 
 
-def resolve_sparsity_target(target: str | Sequence[float] | None, problem: Problem) -> Tensor:
+def resolve_sparsity_target(target: str | Sequence[float] | Mapping[str, Any] | None, problem: Problem) -> Tensor:
     """The target ``x^s``: the problem's default point (``None``), ``"zero"`` (lower corner),
-    ``"center"`` or ``d`` floats in raw coordinates."""
+    ``"center"``, ``d`` floats in raw coordinates, or ``{name: value}`` in user values
+    (parameters it leaves out at the middle of their range)."""
     if target is None:
         return problem.default_point.to(torch.double)
+    if isinstance(target, Mapping):
+        return torch.tensor(problem.space.default(target, where="acquisition.target"), dtype=torch.double)
     return resolve_target(target, problem.bounds, problem.name)
 
 
@@ -138,6 +141,9 @@ class SparsityPolicy(OptimizedPolicy):
         optimizer: Optimizer settings (``raw_samples``, ``maxiter``, ``batch_limit``,
             ``mc_samples``, ``fixed_features``).
     """
+
+    #: The homotopy optimizes without the problem's linear parameter constraints.
+    takes_parameter_constraints = False
 
     name = "sparsity"
 
@@ -212,6 +218,15 @@ class SparsityPolicy(OptimizedPolicy):
         self.snap_tol = float(snap_tol)
         self.dedup_tol = float(dedup_tol)
         self.repeat_tol = float(repeat_tol)
+
+    def check(self, problem: Problem, q: int) -> None:
+        super().check(problem, q)
+        if problem.space.categorical:
+            raise ConfigError(
+                f"acquisition {self.name!r}: its sparsity penalty relaxes each parameter continuously, "
+                f"which a categorical ({', '.join(problem.space.categorical)}) cannot be; use "
+                "qlognei with postprocess: {bonsai: ...} for sparse changes over categoricals"
+            )
 
     def sparsity_target(self, problem: Problem) -> Tensor:
         """The point sparsity is measured from (raw coordinates): the campaign counts each

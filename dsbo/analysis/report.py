@@ -232,6 +232,7 @@ def summary(result: Any, problem: Problem, frame: pd.DataFrame, timings: list[di
         "problem": problem.name,
         "best_value": result.best_value,
         "optimal_value": problem.optimal_value,
+        "best_params": getattr(result, "best_params", None),
         "best_x": result.best_x,
         "num_changed_best": result.num_changed_best,
         "changes_from": getattr(result, "changes_from", "problem default"),

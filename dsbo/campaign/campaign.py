@@ -20,6 +20,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -29,7 +30,6 @@ from typing import TYPE_CHECKING, Any
 
 import gpytorch
 import torch
-from botorch.utils.sampling import draw_sobol_samples
 from torch import Tensor
 
 from dsbo.acquisition import History, OptimizerSettings, Policy, make_policy
@@ -39,7 +39,7 @@ from dsbo.campaign.execution import MAX_SEED, Execution, positive_int
 from dsbo.campaign.history import CampaignResult, best_trial, changed_parameters, history_frame
 from dsbo.campaign.ledger import Ledger
 from dsbo.campaign.outcomes import outcome_vector, parse_outcomes
-from dsbo.campaign.validation import check_campaign, check_context_policy
+from dsbo.campaign.validation import check_campaign, check_context_policy, named_fixed_features
 from dsbo.contexts import ContextSettings
 from dsbo.contexts.settings import ContextValues
 from dsbo.errors import (
@@ -186,6 +186,9 @@ class Campaign:
             on_pending=on_pending, callbacks=callbacks,
         )  # fmt: skip
         self.optimizer = optimizer or OptimizerSettings()
+        fixed = named_fixed_features(self.optimizer.fixed_features, problem)
+        if fixed is not self.optimizer.fixed_features:  # given by parameter name
+            self.optimizer = dataclasses.replace(self.optimizer, fixed_features=fixed)
         self.policy = self._make_policy(acquisition)
         settings = ContextSettings.coerce(contexts)
         if settings is None and problem.is_contextual:
@@ -260,6 +263,7 @@ class Campaign:
             "parameters": list(self.problem.parameter_names),
             "bounds": self.problem.bounds.tolist(),
             "integer_dims": list(self.problem.integer_dims),
+            "space": self.problem.space.to_config(),
         }
         stored = self.store.setdefault_meta("identity", identity)
         if stored == identity:
@@ -286,14 +290,15 @@ class Campaign:
         default = getattr(getattr(self.policy, "postprocessor", None), "default", None)
         if isinstance(default, Tensor):
             return "postprocess default", default.to(torch.double)
+        if isinstance(default, Mapping):  # BONSAI's default by name, in user values
+            point = self.problem.space.default(default, where="postprocess.bonsai.default")
+            return "postprocess default", torch.tensor(point, dtype=torch.double)
         return "problem default", self.problem.default_point.to(torch.double)
 
     def initial_design(self) -> Tensor:
         """The initial points in order: the default point (with ``include_default``), then
         ``n_init`` scrambled Sobol points, fixed features applied, rounded to the domain."""
-        design = draw_sobol_samples(
-            self.problem.bounds, n=self.n_init, q=1, seed=self.seed
-        ).squeeze(1)
+        design = self.problem.sobol_design(self.n_init, self.seed, self.optimizer.apply_fixed_features)
         if self.include_default:
             default = self.problem.default_point.to(design).reshape(1, -1)
             design = torch.cat([default, design])
@@ -411,7 +416,9 @@ class Campaign:
             metadata = [dict(m, **extra) for m in metadata]
             generator = getattr(self.policy, "name", type(self.policy).__name__)
         self.problem.validate(X, what="proposed candidates")
-        changed = num_changed(X, self.reference_point, self.problem.bounds, self.sparsity_tol)
+        changed = num_changed(
+            X, self.reference_point, self.problem.bounds, self.sparsity_tol, self.problem.space.groups
+        )
         for meta, n in zip(metadata, changed.tolist(), strict=True):
             meta["num_changed"] = int(n)
         costs, cost_errors = self.ledger.evaluation_costs(self.problem, X)
@@ -493,13 +500,16 @@ class Campaign:
         self.store.fail(trial_id, message, eval_time=eval_time, budget=self.budget)
         return self.store.get(trial_id)
 
-    def attach(self, x: Tensor | Sequence[float], values: Any, generator: str = "manual") -> Trial:
-        """Add an observation made outside the campaign (e.g. the default configuration).
+    def attach(self, x: Tensor | Sequence[float] | Mapping[str, Any], values: Any, generator: str = "manual") -> Trial:
+        """Add an observation made outside the campaign (e.g. the default configuration) at the
+        model point ``x`` or the named user values ``{name: value}``.
 
         Raises:
             ProblemError: if ``x`` has the wrong dimension or lies outside the bounds.
             EvaluationError: if ``values`` is not a finite outcome vector.
         """
+        if isinstance(x, Mapping):  # named user values
+            x = self.problem.point(x, what="x")
         X = self.problem.validate(torch.as_tensor(x, dtype=torch.double).reshape(1, -1), what="x")
         y = outcome_vector(values, self.problem.outcome_names)
         [trial_id] = self.store.add_trials(
@@ -557,6 +567,7 @@ class Campaign:
             history=self.history(),
             changes_from=self.changes_from,
             changes_best=None if trial is None else self.changes(trial.x),
+            best_params=None if trial is None else self.problem.params(trial.x),
             cost_used=self.cost_used,
             bayes_regret=self.bayes_regret(),
         )

@@ -45,6 +45,8 @@ class CampaignResult:
     #: Multi-objective runs: the Bayes regret (utility, and regret where the problem knows
     #: its front) of the completed points (:func:`~dsbo.acquisition.scalarized.campaign_bayes_regret`).
     bayes_regret: dict[str, Any] | None = None
+    #: The best point's named parameters in their own types (:meth:`Problem.params`).
+    best_params: dict[str, Any] | None = None
 
 
 def best_so_far(Y: Tensor, problem: Problem) -> Tensor:
@@ -74,7 +76,8 @@ def best_so_far(Y: Tensor, problem: Problem) -> Tensor:
 
 
 def history_frame(trials: Sequence[Trial], problem: Problem) -> pd.DataFrame:
-    """The trials as a DataFrame (one row per trial, parameters as ``x0..x{d-1}``)."""
+    """The trials as a DataFrame: one row per trial, a column per named parameter holding its
+    user value (empty where a conditional parameter was inactive), then the outcomes."""
     rows = []
     for t in trials:
         row: dict[str, Any] = {
@@ -83,7 +86,7 @@ def history_frame(trials: Sequence[Trial], problem: Problem) -> pd.DataFrame:
             "generator": t.generator,
             "status": t.status,
         }
-        row.update({name: v for name, v in zip(problem.parameter_names, t.x, strict=True)})
+        row.update(problem.params(t.x))
         y = t.y if t.y is not None else [math.nan] * len(problem.outcome_names)
         row.update({name: v for name, v in zip(problem.outcome_names, y, strict=True)})
         row.update(
@@ -103,7 +106,7 @@ def history_frame(trials: Sequence[Trial], problem: Problem) -> pd.DataFrame:
             row["phase"] = t.metadata.get("phase", "")
         rows.append(row)
     columns = [
-        "trial", "batch", "generator", "status", *problem.parameter_names,
+        "trial", "batch", "generator", "status", *problem.space.names,
         *problem.outcome_names, "num_changed", "fit_time", "acq_time", "eval_time", "error", "cost",
         *(["optimized", "observed", "phase"] if problem.is_contextual else []),
     ]  # fmt: skip
@@ -145,13 +148,17 @@ def best_trial(trials: Sequence[Trial], problem: Problem) -> tuple[float | None,
 def changed_parameters(
     x: Sequence[float], reference: Tensor, problem: Problem, tol: float
 ) -> list[dict[str, Any]]:
-    """The parameters of ``x`` that differ from ``reference`` (by more than ``tol`` of their
-    range), as ``{"parameter", "from", "to"}``."""
+    """The parameters of ``x`` that differ from ``reference`` (a column by more than ``tol`` of
+    its range; a categorical when its value differs), as ``{"parameter", "from", "to"}`` in
+    user values (``None`` where a conditional parameter is inactive)."""
     X = torch.as_tensor(x, dtype=torch.double).unsqueeze(0)
     mask = changed_mask(X, reference, problem.bounds, tol)[0]
+    before, after = problem.params(reference), problem.params(X[0])
+    space = problem.space
     return [
-        {"parameter": problem.parameter_names[j], "from": float(reference[j]), "to": float(X[0, j])}
-        for j in torch.nonzero(mask).reshape(-1).tolist()
+        {"parameter": name, "from": before.get(name), "to": after.get(name)}
+        for name, columns in zip(space.searched, space.groups, strict=True)
+        if bool(mask[columns].any())
     ]
 
 

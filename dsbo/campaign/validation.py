@@ -36,7 +36,6 @@ from typing import Any
 
 import numpy as np
 import torch
-from botorch.utils.sampling import draw_sobol_samples
 
 from dsbo.acquisition.base import History, OptimizerSettings, Policy
 from dsbo.errors import ConfigError, DsboError
@@ -76,10 +75,48 @@ def check_fixed_features(
             raise ConfigError(f"{field}[{key}]={value}: dimension {key} takes integer values")
 
 
+def named_fixed_features(fixed: Any, problem: Problem, field: str = "acquisition.fixed_features") -> Any:
+    """Fixed features given by parameter name (``{optimizer: adam, lr: 1e-3}``, user values) as
+    ``{column: value}`` (a categorical fixes each of its one-hot columns); column keys pass
+    through unchanged. Anything else is returned as it is, for :func:`check_fixed_features`.
+
+    Raises:
+        ConfigError: naming the parameter: unknown, fixed, or a value it cannot take.
+    """
+    if not isinstance(fixed, dict) or not any(isinstance(k, str) for k in fixed):
+        return fixed
+    space = problem.space
+    columns: dict[Any, Any] = {}
+    for key, value in fixed.items():
+        if not isinstance(key, str):
+            columns[key] = value
+            continue
+        if key not in space.parameters:
+            raise ConfigError(f"{field}.{key}: there is no such parameter; parameters: {space.names}")
+        parameter = space.parameters[key]
+        if not parameter.width:
+            raise ConfigError(f"{field}.{key}: {key} is fixed already")
+        if parameter.conditions:
+            raise ConfigError(f"{field}.{key}: {key} is conditional; fix the parameters it depends on instead")
+        encoded = parameter.encode(value, f"{field}.{key}")
+        for j, u in zip(range(space.dim)[space.slices[key]], encoded, strict=True):
+            columns[j] = u
+    return columns
+
+
+def check_parameter_constraints(policy: Any, problem: Problem) -> None:
+    """A problem with linear parameter constraints needs a policy that optimizes under them."""
+    if problem.space.constraints and not getattr(policy, "takes_parameter_constraints", False):
+        name = getattr(policy, "name", type(policy).__name__)
+        raise ConfigError(
+            f"acquisition {name!r} does not optimize under parameter_constraints; use qlognei, "
+            "logei, ucb, qlognehvi or qparego (BONSAI may post-process them)"
+        )
+
+
 def synthetic_history(problem: Problem, optimizer: OptimizerSettings, n: int, seed: int) -> History:
     """``n`` Sobol points in the box (fixed features applied) with N(0, 1) outcomes."""
-    X = draw_sobol_samples(problem.bounds, n=n, q=1, seed=seed).squeeze(1)
-    X = problem.round_to_domain(optimizer.apply_fixed_features(X))
+    X = problem.sobol_design(n, seed, optimizer.apply_fixed_features)
     generator = torch.Generator().manual_seed(seed)
     Y = torch.randn(n, len(problem.outcome_names), generator=generator, dtype=torch.double)
     Y[:, problem.num_objectives :] += 1.0  # most slacks >= 0: some points are feasible
@@ -98,6 +135,7 @@ def check_campaign(
     """Check the campaign's parts against ``problem`` (module docstring); raise on the first
     problem found, as a :class:`~dsbo.errors.ConfigError` naming the part at fault."""
     check_fixed_features(optimizer.fixed_features, problem)
+    check_parameter_constraints(policy, problem)
     check = getattr(policy, "check", None)
     if check is not None:
         check(problem, q)

@@ -18,6 +18,7 @@ from botorch.test_functions.base import BaseTestProblem, ConstrainedBaseTestProb
 from torch import Tensor
 
 from dsbo.errors import ConfigError, CostError, ProblemError
+from dsbo.space import SearchSpace
 
 #: How a context variable is treated in one iteration (SADCBO, Martinelli et al. 2024, sec. 2):
 #: ``optimized`` (set by the optimizer, its cost paid), ``observed`` (taken from the
@@ -81,6 +82,10 @@ class Problem:
             ``n``, every value finite and ``> 0``) when it varies over the domain (cost-aware
             BO, Paria thesis ch. 4); a differentiable torch function lets cost-aware policies
             optimize through it. ``None``: every evaluation costs ``design_cost``.
+        space: The named, typed parameters (:class:`~dsbo.space.SearchSpace`) whose model
+            columns are the problem's box: ``parameter_names`` become its column names and
+            ``integer_dims`` its integer columns. ``None``: the box itself, a float per
+            dimension (an int per integer dimension).
 
     Example:
         >>> problem = get_problem("branin-50d")
@@ -103,9 +108,12 @@ class Problem:
     contexts: tuple[Context, ...] = ()
     design_cost: float = 1.0
     cost_function: Callable[[Tensor], Tensor] | None = None
+    space: SearchSpace | None = None
 
     def __post_init__(self) -> None:
         d = self.dim
+        if self.space is not None:
+            self._adopt_space()
         self.default_point = torch.as_tensor(self.default_point, dtype=torch.double).reshape(-1)
         if self.default_point.numel() != d:
             raise ProblemError(
@@ -125,8 +133,21 @@ class Problem:
         n_con = getattr(self.test_problem, "num_constraints", 0)
         if len(self.constraint_names) != n_con:
             self.constraint_names = tuple(f"constraint_{i}" for i in range(n_con))
+        if self.space is None:
+            self.space = SearchSpace.from_box(self.parameter_names, self.bounds.T.tolist(), self.integer_dims)
         self.validate(self.default_point.unsqueeze(0), what="default_point")
         self._check_contexts()
+
+    def _adopt_space(self) -> None:
+        """Take the column names and integer columns from ``space`` (whose box must be the
+        test problem's)."""
+        space = self.space
+        if space.dim != self.dim or not torch.allclose(
+            torch.tensor(space.bounds, dtype=torch.double).T, self.bounds, rtol=1e-12, atol=1e-12
+        ):
+            raise ProblemError(f"{self.name}: the search space's box is not the problem's bounds")
+        self.parameter_names = tuple(space.column_names)
+        self.integer_dims = tuple(space.integer_columns)
 
     def _check_contexts(self) -> None:
         self.contexts = tuple(self.contexts)
@@ -246,13 +267,58 @@ class Problem:
         return X
 
     def round_to_domain(self, X: Tensor) -> Tensor:
-        """Clamp ``X`` into the bounds and round the integer dimensions."""
+        """Clamp ``X`` into the bounds and round the integer dimensions; on a search space that
+        is not a plain box, snap every row to the point of its user values
+        (:meth:`dsbo.space.SearchSpace.snap`: log scales, one-hot groups, inactive conditional
+        parameters, integers kept inside the linear constraints)."""
         X = torch.max(torch.min(X, self.bounds[1]), self.bounds[0])
+        if self.space is not None and not self.space.is_box:
+            rows = X.detach().reshape(-1, self.dim).tolist()
+            snapped = torch.tensor([self.space.snap(u) for u in rows], dtype=X.dtype)
+            return snapped.reshape(X.shape)
         if self.integer_dims:
             X = X.clone()
             idx = list(self.integer_dims)
             X[..., idx] = X[..., idx].round()
         return X
+
+    def sobol_design(
+        self, n: int, seed: int, transform: Callable[[Tensor], Tensor] | None = None
+    ) -> Tensor:
+        """``n`` points of a scrambled Sobol sequence (``seed``) over the box, ``transform`` (e.g.
+        fixed features) applied, rounded to the domain. With linear parameter constraints, the
+        first ``n`` feasible points of a longer sequence.
+
+        Raises:
+            ProblemError: if fewer than ``n`` of ``2^16`` points satisfy the constraints.
+        """
+        from botorch.utils.sampling import draw_sobol_samples
+
+        transform = transform or (lambda X: X)
+        if not self.space.constraints:
+            X = draw_sobol_samples(self.bounds, n=n, q=1, seed=seed).squeeze(1)
+            return self.round_to_domain(transform(X))
+        size = max(64, 8 * n)
+        while True:
+            X = self.round_to_domain(transform(draw_sobol_samples(self.bounds, n=size, q=1, seed=seed).squeeze(1)))
+            ok = torch.tensor([self.space.feasible(u) for u in X.tolist()], dtype=torch.bool)
+            if int(ok.sum()) >= n or size >= 2**16:
+                break
+            size *= 4
+        if int(ok.sum()) < n:
+            raise ProblemError(
+                f"{self.name}: only {int(ok.sum())} of {size} quasi-random points satisfy the parameter "
+                f"constraints {[c.text for c in self.space.constraints]}; {n} are needed"
+            )
+        return X[ok][:n]
+
+    def params(self, x: Tensor | Sequence[float]) -> dict:
+        """The named user values of the model point ``x`` (:meth:`SearchSpace.decode`)."""
+        return self.space.decode(torch.as_tensor(x, dtype=torch.double).reshape(-1).tolist())
+
+    def point(self, params: dict, what: str = "parameters") -> Tensor:
+        """The model point (a ``d``-vector) of named user values (:meth:`SearchSpace.encode`)."""
+        return torch.tensor(self.space.encode(params, where=what), dtype=torch.double)
 
     def evaluate(self, X: Tensor, noise: bool = True) -> Tensor:
         """Outcomes ``n x (num_objectives + num_constraints)`` in the maximization sense."""

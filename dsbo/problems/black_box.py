@@ -5,16 +5,21 @@ Use it for lab experiments, A/B tests or simulators that a campaign drives with 
 Evaluating it in Python raises :class:`~dsbo.errors.EvaluationError` with that advice.
 
 Example:
-    >>> problem = get_problem("black-box", parameters={"temperature": [20, 80], "ph": [4, 9]},
+    >>> problem = get_problem("black-box", parameters={"temperature": [20, 80], "ph": [4, 9],
+    ...                       "catalyst": {"type": "choice", "values": ["Pd", "Pt"]}},
     ...                       objectives=["yield"], constraints=["purity_margin"])
     >>> problem.outcome_names
     ('yield', 'purity_margin')
+    >>> problem.params(problem.default_point)
+    {'temperature': 50.0, 'ph': 6.5, 'catalyst': 'Pd'}
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
+import torch
 from botorch.test_functions.base import BaseTestProblem
 from torch import Tensor
 
@@ -22,6 +27,7 @@ from dsbo.errors import ConfigError, EvaluationError
 from dsbo.problems.base import Context, Problem
 from dsbo.problems.options import resolve_target
 from dsbo.problems.registry import register_problem
+from dsbo.space import Float, Int, SearchSpace
 
 
 class ExternalBlackBox(BaseTestProblem):
@@ -56,69 +62,88 @@ class ExternalBlackBox(BaseTestProblem):
 
 @register_problem("black-box", "a search space evaluated outside Python (ask/tell)")
 def make_black_box(
-    parameters: Mapping[str, Sequence[float]] | None = None,
+    parameters: Mapping[str, Any] | SearchSpace | None = None,
     objectives: Sequence[str] = ("objective",),
     constraints: Sequence[str] = (),
     integer: Sequence[str] = (),
-    target: str | Sequence[float] | Mapping[str, float] = "center",
+    target: str | Sequence[float] | Mapping[str, Any] = "center",
     contexts: Mapping[str, float | Mapping[str, object]] | None = None,
+    parameter_constraints: Sequence[str] = (),
 ) -> Problem:
-    """An external black box.
+    """An external black box over named, typed parameters.
 
     Args:
-        parameters: ``{name: [lower, upper]}`` in order.
+        parameters: ``{name: parameter}`` in order, each ``{type: float, low: 1e-4, high: 0.1,
+            log: true}``, ``{type: int, ...}``, ``{type: choice, values: [adam, sgd]}``,
+            ``{type: fixed, value: ...}`` (with an optional ``when: {parent: value}``), or
+            ``[lower, upper]`` for a float (:mod:`dsbo.space`); or a
+            :class:`~dsbo.space.SearchSpace`.
         objectives: Outcome names to maximize (negate a cost when you report it).
         constraints: Outcome names of constraint slacks, feasible when ``>= 0``.
-        integer: Names of the integer-valued parameters.
-        target: The default configuration: ``"center"``, ``"zero"`` (lower corner), a list, or
-            ``{name: value}``.
+        integer: Names of ``[lower, upper]`` parameters that take integer values.
+        target: The default configuration: ``"center"``, ``"zero"`` (lower corner), a list of
+            model coordinates, or ``{name: value}`` (parameters it leaves out sit in the
+            middle of their range).
         contexts: Parameters the environment sets (:mod:`dsbo.contexts`): ``{name: cost}``
             or ``{name: {cost: 2.0, observe_only: true}}``. Their current values come from
             ``ask --contexts`` (or a Python environment callable), never from dsbo.
+        parameter_constraints: Linear constraints on the parameters, ``["x + y <= 1"]``.
     """
     if not parameters:
         raise ConfigError("black-box: options.parameters is required, e.g. {x: [0, 1], y: [0, 1]}")
-    names = list(parameters)
-    bounds = []
-    for name in names:
-        pair = parameters[name]
-        if not (isinstance(pair, Sequence) and len(pair) == 2 and float(pair[0]) < float(pair[1])):
-            raise ConfigError(
-                f"black-box: parameters.{name}={pair!r} must be [lower, upper] with lower < upper"
-            )
-        bounds.append((float(pair[0]), float(pair[1])))
+    if isinstance(parameters, SearchSpace):
+        space = SearchSpace(parameters, parameter_constraints)
+    else:
+        if not isinstance(parameters, Mapping):
+            raise ConfigError(f"black-box: options.parameters must be a mapping {{name: parameter}}, got {parameters!r}")
+        specs = dict(parameters)
+        unknown = [n for n in integer if n not in specs]
+        if unknown:
+            raise ConfigError(f"black-box: options.integer names unknown parameters {unknown}")
+        for name in integer:
+            specs[name] = _as_integer(name, specs[name])
+        space = SearchSpace.from_config(specs, parameter_constraints)
     if not objectives:
         raise ConfigError("black-box: options.objectives must name at least one outcome")
     outcomes = list(objectives) + list(constraints)
     if len(set(outcomes)) != len(outcomes):
         raise ConfigError(f"black-box: outcome names must be unique, got {outcomes}")
-    unknown = [n for n in integer if n not in parameters]
-    if unknown:
-        raise ConfigError(f"black-box: options.integer names unknown parameters {unknown}")
-    integer_dims = [names.index(n) for n in integer]
-    test_problem = ExternalBlackBox(bounds, len(objectives), len(constraints), integer_dims)
+    clash = sorted(set(outcomes) & set(space.names))
+    if clash:
+        raise ConfigError(f"black-box: {clash[0]!r} names both a parameter and an outcome")
+    test_problem = ExternalBlackBox(space.bounds, len(objectives), len(constraints), space.integer_columns)
     if isinstance(target, Mapping):
-        missing = [n for n in names if n not in target]
-        if missing:
-            raise ConfigError(f"black-box: target has no value for {missing}")
-        target = [float(target[n]) for n in names]
+        default = torch.tensor(space.default(target, where="target"), dtype=torch.double)
+    elif target == "center" and not space.is_box:
+        default = torch.tensor(space.default({}, where="target"), dtype=torch.double)
+    else:
+        default = resolve_target(target, test_problem.bounds, "black-box")
     return Problem(
         name="black-box",
-        contexts=_declared_contexts(contexts or {}, names),
+        contexts=_declared_contexts(contexts or {}, space),
         test_problem=test_problem,
-        default_point=resolve_target(target, test_problem.bounds, "black-box"),
-        relevant_dims=tuple(range(len(names))),
+        default_point=default,
+        relevant_dims=tuple(range(space.dim)),
         objective_names=tuple(objectives),
         constraint_names=tuple(constraints),
-        integer_dims=tuple(integer_dims),
-        parameter_names=tuple(names),
+        space=space,
     )
 
 
+def _as_integer(name: str, spec: Any) -> Any:
+    """A ``[lower, upper]`` pair named in ``integer`` as an int parameter."""
+    if isinstance(spec, Sequence) and not isinstance(spec, str) and len(spec) == 2:
+        low, high = spec
+        if not all(isinstance(v, int | float) and not isinstance(v, bool) and float(v).is_integer() for v in spec):
+            raise ConfigError(f"black-box: parameters.{name}={list(spec)!r} is listed in integer; give integer bounds")
+        return Int(int(low), int(high))
+    raise ConfigError(f"black-box: options.integer lists {name}; write it as {{type: int, low: ..., high: ...}} instead")
 
 
-def _declared_contexts(contexts: Mapping[str, object], names: list[str]) -> tuple[Context, ...]:
-    """The ``contexts`` option as :class:`Context` objects, checked against the parameters."""
+def _declared_contexts(contexts: Mapping[str, object], space: SearchSpace) -> tuple[Context, ...]:
+    """The ``contexts`` option as :class:`Context` objects, checked against the parameters
+    (a context is a float on a linear scale: the environment draws it uniformly)."""
+    names = space.names
     if not isinstance(contexts, Mapping):
         raise ConfigError(f"black-box: options.contexts must be a mapping {{name: cost}}, got {contexts!r}")
     declared = []
@@ -136,5 +161,8 @@ def _declared_contexts(contexts: Mapping[str, object], names: list[str]) -> tupl
             raise ConfigError(f"black-box: options.contexts.{name}: cost must be a number >= 0, got {cost!r}")
         if not isinstance(observe_only, bool):
             raise ConfigError(f"black-box: options.contexts.{name}.observe_only must be true or false")
-        declared.append(Context(dim=names.index(name), cost=float(cost), controllable=not observe_only))
+        p = space.parameters[name]
+        if not isinstance(p, Float) or p.log or p.step is not None or p.conditions:
+            raise ConfigError(f"black-box: options.contexts.{name}: a context must be a float on a linear scale, without step or condition")
+        declared.append(Context(dim=space.slices[name].start, cost=float(cost), controllable=not observe_only))
     return tuple(sorted(declared, key=lambda c: c.dim))
