@@ -11,6 +11,7 @@ problem's box, then clamps to the bounds and rounds integer dimensions.
 from __future__ import annotations
 
 import copy
+import itertools
 import math
 from abc import ABC, abstractmethod
 from typing import Any
@@ -69,6 +70,23 @@ def objective_transform(model: Model) -> ScalarizedPosteriorTransform | None:
     weights = torch.zeros(model.num_outputs, dtype=torch.double)
     weights[0] = 1.0
     return ScalarizedPosteriorTransform(weights)
+
+
+def category_combinations(problem: Problem, optimizer: OptimizerSettings) -> list[dict[int, float]] | None:
+    """Every combination of the unordered categoricals' values as one-hot fixed features
+    (``{column: 0 or 1}``), leaving out categoricals the optimizer's fixed features pin;
+    ``None`` without such categoricals or with more than ``optimizer.max_enumerate``
+    combinations."""
+    space = problem.space
+    pinned = set(optimizer.fixed_features or {})
+    groups = [list(range(space.dim))[space.slices[name]] for name in space.categorical]
+    groups = [g for g in groups if not pinned.intersection(g)]
+    if not groups or math.prod(len(g) for g in groups) > optimizer.max_enumerate:
+        return None
+    combinations = []
+    for hot in itertools.product(*groups):
+        combinations.append({j: float(j in hot) for g in groups for j in g})
+    return combinations
 
 
 class OptimizedPolicy(ABC):
@@ -156,6 +174,10 @@ class OptimizedPolicy(ABC):
         constraints = self.linear_constraints(problem)
         if constraints:
             kwargs["inequality_constraints"] = constraints
+        if opt.categorical == "enumerate":
+            combinations = category_combinations(problem, opt)
+            if combinations:
+                kwargs["fixed_features_list"] = combinations
         X, values = opt.maximize(acqf, problem.bounds, q, history.seed, **kwargs)
         X = problem.round_to_domain(X.detach())
         values = values.detach().reshape(-1)

@@ -44,10 +44,18 @@ class OptimizerSettings:
         method: ``lbfgsb`` (default), ``sgd`` (plain gradient ascent) or ``adam``.
         lr: Learning rate of ``sgd`` / ``adam``.
         initial: ``raw_samples`` (BoTorch's scored starts) or ``uniform`` random starts.
+        categorical: How unordered categorical parameters (one-hot columns) are optimized:
+            ``relax`` (the default: the columns are optimized as continuous values in
+            ``[0, 1]`` and the maximizer is projected to its largest column) or ``enumerate``
+            (BoTorch's ``optimize_acqf_mixed``: one continuous optimization per combination of
+            categories, at most ``max_enumerate`` of them, the best kept; more combinations
+            fall back to ``relax``). Chosen by measurement: ``experiments/bench_categorical.py``.
+        max_enumerate: Largest number of category combinations ``enumerate`` optimizes.
     """
 
     METHODS = ("lbfgsb", "sgd", "adam")
     INITIAL = ("raw_samples", "uniform")
+    CATEGORICAL = ("relax", "enumerate")
 
     num_restarts: int = 10
     raw_samples: int = 512
@@ -59,6 +67,8 @@ class OptimizerSettings:
     method: str = "lbfgsb"
     lr: float = 0.01
     initial: str = "raw_samples"
+    categorical: str = "relax"
+    max_enumerate: int = 16
 
     @classmethod
     def thesis(cls, **overrides: Any) -> OptimizerSettings:
@@ -99,6 +109,20 @@ class OptimizerSettings:
             kwargs["batch_initial_conditions"] = self.apply_fixed_features(lower + (upper - lower) * u)
         if "batch_initial_conditions" not in kwargs:
             kwargs.setdefault("raw_samples", self.raw_samples)
+        combinations = kwargs.pop("fixed_features_list", None)
+        if combinations:
+            from botorch.optim import optimize_acqf_mixed
+
+            kwargs.pop("sequential", None)  # optimize_acqf_mixed builds a batch greedily
+            return optimize_acqf_mixed(
+                acqf,
+                bounds=bounds,
+                q=q,
+                num_restarts=kwargs.pop("num_restarts", self.num_restarts),
+                fixed_features_list=[{**combo, **(fixed_features or {})} for combo in combinations],
+                options=options,
+                **kwargs,
+            )
         return optimize_acqf(
             acqf,
             bounds=bounds,
@@ -136,6 +160,13 @@ class OptimizerSettings:
                 raise ConfigError(f"{prefix}.{name} must be a positive integer, got {value!r}")
         if self.method not in self.METHODS:
             raise ConfigError(f"{prefix}.method={self.method!r}: choose one of {', '.join(self.METHODS)}")
+        if self.categorical not in self.CATEGORICAL:
+            raise ConfigError(f"{prefix}.categorical={self.categorical!r}: choose one of {', '.join(self.CATEGORICAL)}")
+        if self.categorical == "enumerate" and self.method != "lbfgsb":
+            raise ConfigError(f"{prefix}.categorical=enumerate needs method=lbfgsb, got {self.method!r}")
+        max_enumerate = self.max_enumerate
+        if not isinstance(max_enumerate, int) or isinstance(max_enumerate, bool) or max_enumerate < 1:
+            raise ConfigError(f"{prefix}.max_enumerate must be a positive integer, got {max_enumerate!r}")
         if self.initial not in self.INITIAL:
             raise ConfigError(f"{prefix}.initial={self.initial!r}: choose one of {', '.join(self.INITIAL)}")
         lr = self.lr

@@ -240,6 +240,7 @@ def summary(result: Any, problem: Problem, frame: pd.DataFrame, timings: list[di
         "num_relevant_dims": len(problem.relevant_dims),
         "value_vs_changes": value_vs_changes(frame, problem),
         "dim": problem.dim,
+        "num_parameters": len(problem.space.searched),
         "completed": result.num_completed,
         "failed": result.num_failed,
         "seconds_per_iteration": times,

@@ -7,12 +7,19 @@ process and nothing is kept in memory between them::
     python -m dsbo.blackbox ask    --config lab.yaml            # prints new trials as JSON
     python -m dsbo.blackbox tell   --config lab.yaml --trial 3 --values '{yield: 0.82}'
     python -m dsbo.blackbox tell   --config lab.yaml --trial 4 --failed "sample spoiled"
+    python -m dsbo.blackbox tell   --config lab.yaml --parameters '{temperature: 37, ph: 7}' --values '{yield: 0.6}'
+
     python -m dsbo.blackbox status --config lab.yaml            # counts, best, remaining
 
 A black box with context variables (problem option ``contexts``) is asked with the contexts
 as the environment has them now: ``ask --contexts '{humidity: 0.41}'``. Each new trial then
 lists every context's role (``optimized``: set it to the proposed value, at its cost;
 ``observed`` / ``ignored``: leave it as it is) and the trial's cost.
+
+``ask`` prints each trial's parameters by name, in their own types (``{"lr": 0.001, "width": 64,
+"optimizer": "adam"}``; a conditional parameter only while it is active). ``tell --parameters``
+records an observation made outside dsbo (e.g. the configuration in production), named the
+same way.
 
 ``ask`` first re-lists trials that are still pending (proposed, not yet told), then proposes
 new ones while the budget allows. The first ``ask`` of a new run directory checks the whole
@@ -52,11 +59,11 @@ from dsbo.storage import Store, Trial, open_store
 STATE_KEY = "store_state"
 
 
-def _trial_json(trial: Trial, names: Sequence[str]) -> dict[str, Any]:
+def _trial_json(trial: Trial, problem: Any) -> dict[str, Any]:
     out = {
         "trial": trial.id,
         "status": trial.status,
-        "parameters": dict(zip(names, trial.x, strict=True)),
+        "parameters": problem.params(trial.x),
     }
     if "contexts" in trial.metadata:
         out["contexts"] = trial.metadata["contexts"]
@@ -99,7 +106,7 @@ def quick_status(cfg: Any) -> dict[str, Any] | None:
     saved = summary.get(STATE_KEY) if isinstance(summary, dict) else None
     if saved is None or saved.get("state") != state:
         return None
-    out = {k: summary.get(k) for k in ("best_value", "best_x")}
+    out = {k: summary.get(k) for k in ("best_value", "best_params", "best_x")}
     out.update(completed=state["completed"], failed=state["failed"], pending=state["pending"])
     out["remaining_budget"] = saved["remaining_budget"]
     return out
@@ -119,7 +126,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ask.add_argument("--q", type=int, default=None, help="new trials to propose (default: config q)")
     ask.add_argument("--contexts", default=None, help="the contexts now, {name: value} (contextual problems)")
     tell = sub.add_parser("tell", help="report the outcome of a trial")
-    tell.add_argument("--trial", type=int, required=True)
+    which = tell.add_mutually_exclusive_group(required=True)
+    which.add_argument("--trial", type=int, help="the id of the trial (as ask printed it)")
+    which.add_argument("--parameters", help="or record an observation made outside: {name: value, ...}")
     group = tell.add_mutually_exclusive_group(required=True)
     group.add_argument("--values", help="a number, a list, or a mapping {outcome: value}")
     group.add_argument("--failed", "--error", dest="error", help="the evaluation failed: why")
@@ -139,15 +148,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         campaign, run_dir, _ = build_campaign(
             cfg, dry_run=None if args.command == "ask" else False, ask_tell=True
         )
-        names = campaign.problem.parameter_names
         if args.command == "ask":
             pending = campaign.store.trials("pending")
             contexts = None if args.contexts is None else load_value(args.contexts, "--contexts")
             new = campaign.ask(args.q, contexts=contexts)
             out: dict[str, Any] = {
-                "trials": [_trial_json(t, names) for t in pending + new],
+                "trials": [_trial_json(t, campaign.problem) for t in pending + new],
                 "remaining_budget": campaign.remaining,
             }
+        elif args.command == "tell" and args.parameters is not None:  # an outside observation
+            if args.values is None:
+                raise OutcomeError("tell --parameters records an observation: give its --values")
+            params = load_value(args.parameters, "--parameters")
+            trial = campaign.attach(params, _parse_values(args.values))
+            out = {"trial": trial.id, "status": trial.status, "parameters": campaign.problem.params(trial.x)}
         elif args.command == "tell":
             values = None if args.values is None else _parse_values(args.values)
             trial = campaign.tell(args.trial, values=values, error=args.error)
@@ -155,7 +169,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "status" or campaign.store.count() > 0:
             info = write_run_outputs(campaign, run_dir, cfg)
         if args.command == "status":
-            out = {k: info[k] for k in ("best_value", "best_x", "completed", "failed")}
+            out = {k: info[k] for k in ("best_value", "best_params", "best_x", "completed", "failed")}
             out["pending"] = campaign.store.count("pending")
             out["remaining_budget"] = campaign.remaining
         campaign.store.close()

@@ -351,24 +351,34 @@ def _run_optimize(
 MAX_CHANGES_LISTED = 8
 
 
+def _value(v: Any) -> str:
+    """A parameter value as the summary shows it (numbers to 4 significant digits)."""
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return "inactive" if v is None else str(v)
+
+
 def print_summary(console: Console, info: dict[str, Any], run_dir: Path) -> None:
     table = Table(title=f"dsbo: {info['problem']}", show_header=False)
     best = info["best_value"]
     label = "dominated hypervolume" if info.get("bayes_regret") else "best value"  # multi-objective
     table.add_row(label, "-" if best is None else f"{best:.6g}")
+    params = info.get("best_params") or {}
+    if 0 < len(params) <= MAX_CHANGES_LISTED:
+        table.add_row("best parameters", "\n".join(f"{k}: {_value(v)}" for k, v in params.items()))
     if info["optimal_value"] is not None:
         table.add_row("known optimum", f"{info['optimal_value']:.6g}")
     if not info.get("contexts"):  # sparsity from a default means little with contexts
         changed = info["num_changed_best"]
         table.add_row(
             "parameters changed (best)",
-            "-" if changed is None else f"{changed} of {info['dim']} ({info['num_relevant_dims']} relevant), "
+            "-" if changed is None else f"{changed} of {info.get('num_parameters', info['dim'])} ({info['num_relevant_dims']} relevant), "
             f"from the {info.get('changes_from', 'problem default')}",
         )
         changes = info.get("changes_best") or []
         if 0 < len(changes) <= MAX_CHANGES_LISTED:
             table.add_row(
-                "changes (best)", "\n".join(f"{c['parameter']}: {c['from']:.4g} -> {c['to']:.4g}" for c in changes)
+                "changes (best)", "\n".join(f"{c['parameter']}: {_value(c['from'])} -> {_value(c['to'])}" for c in changes)
             )
         front = info.get("value_vs_changes") or []
         if len(front) > 1:
