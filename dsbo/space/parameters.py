@@ -172,7 +172,13 @@ class Float(Parameter):
             k = round((value - self.low) / self.step)
             k = min(k, math.floor((self.high - self.low) / self.step + 1e-9))
             value = float(self.low + k * self.step)
-            value = float(round(value, 12)) if abs(value) > 1e-300 else value
+            # round off float noise (0.30000000000000004) at 12 significant digits of the range,
+            # never by more than a millionth of a step (a fixed 12 decimals rounded a grid of
+            # step 1e-13 to 0)
+            scale = max(abs(self.low), abs(self.high))
+            rounded = float(round(value, 12 - math.floor(math.log10(scale))))
+            value = rounded if abs(rounded - value) <= 1e-6 * self.step else value
+            value = min(value, float(self.high))  # a grid point that k's float slack put past high
         return value
 
     def encode(self, value: Any, where: str = "value") -> list[float]:
@@ -391,7 +397,7 @@ def parameter_from_config(name: str, spec: Any) -> Parameter:
     try:
         return TYPES[kind](**spec)
     except ConfigError as exc:
-        message = str(exc).split(": ", 1)[-1]
+        message = re.sub(r"^(Float|Int|Choice|Fixed): ", "", str(exc))  # the type's own prefix only
         raise ConfigError(f"{where}: {message}") from None
     except TypeError as exc:
         raise ConfigError(f"{where}: {exc}") from None

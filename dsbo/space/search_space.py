@@ -48,9 +48,12 @@ from dsbo.space.parameters import (
 MAX_REPAIRS = 256
 
 
-def _matches(value: Any, allowed: Sequence[Any]) -> bool:
+def _matches(value: Any, allowed: Sequence[Any], strict: bool = False) -> bool:
+    """Whether ``value`` is one of ``allowed``; ``strict`` (a choice's values) also compares
+    types, as :class:`Choice` does (``1``, ``1.0`` and ``True`` are three values)."""
     return any(
-        (type(value) is type(a) and value == a) or (is_number(value) and is_number(a) and value == a)
+        (type(value) is type(a) and value == a)
+        or (not strict and is_number(value) and is_number(a) and value == a)
         for a in allowed
     )
 
@@ -247,7 +250,9 @@ class SearchSpace:
     # ------------------------------------------------------------------ maps
     def _active(self, name: str, values: Mapping[str, Any], active: Mapping[str, bool]) -> bool:
         return all(
-            active.get(parent, False) and parent in values and _matches(values[parent], allowed)
+            active.get(parent, False)
+            and parent in values
+            and _matches(values[parent], allowed, strict=isinstance(self.parameters[parent], Choice))
             for parent, allowed in self.parameters[name].conditions.items()
         )
 
@@ -315,17 +320,26 @@ class SearchSpace:
         return snapped
 
     def _repair(self, u: Sequence[float], values: dict[str, Any], snapped: list[float]) -> list[float]:
-        """The rounding (floor or ceiling of each integer in a constraint) closest to ``u``
-        that satisfies the constraints; ``snapped`` if none does."""
-        bound = {n for c in self.constraints for n in c.coefficients if isinstance(self.parameters[n], Int)}
+        """The rounding (floor or ceiling of each integer or stepped float in a constraint)
+        closest to ``u`` that satisfies the constraints; ``snapped`` if none does."""
+        bound = {
+            n
+            for c in self.constraints
+            for n in c.coefficients
+            if isinstance(self.parameters[n], Int) or getattr(self.parameters[n], "step", None) is not None
+        }
         options = []
         for n in sorted(bound):
             p = self.parameters[n]
             raw = math.exp(u[self.slices[n].start]) if p.log else u[self.slices[n].start]
             k = (raw - p.low) / p.step
-            lo = p.low + p.step * max(0, math.floor(k))
-            hi = min(p.low + p.step * math.ceil(k), p.low + p.step * ((p.high - p.low) // p.step))
-            options.append((n, sorted({int(lo), int(hi)})))
+            if isinstance(p, Int):
+                top = (p.high - p.low) // p.step
+                grid = {int(p.low + p.step * min(max(0, f(k)), top)) for f in (math.floor, math.ceil)}
+            else:  # a stepped float: its grid points as decode gives them
+                points = (p.low + p.step * f(k) for f in (math.floor, math.ceil))
+                grid = {p.decode([math.log(v) if p.log else v]) for v in points}
+            options.append((n, sorted(grid)))
         best, best_distance = snapped, math.inf
         for combo in itertools.islice(itertools.product(*(o for _, o in options)), MAX_REPAIRS):
             trial = self.encode({**values, **dict(zip([n for n, _ in options], combo, strict=True))})
