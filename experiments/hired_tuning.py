@@ -58,6 +58,11 @@ def campaign_config(part: str, out: Path, smoke: bool) -> Path:
     return path
 
 
+def _plain(value: Any) -> Any:
+    """A Python value for a pandas cell (``numpy.int64(6)`` -> ``6``)."""
+    return value.item() if hasattr(value, "item") else value
+
+
 def run_campaign(part: str, out: Path, smoke: bool) -> dict[str, Any]:
     """Run (or resume) one campaign; its summary, trials and the best point's hyperparameters."""
     path = campaign_config(part, out, smoke)
@@ -75,16 +80,16 @@ def run_campaign(part: str, out: Path, smoke: bool) -> dict[str, Any]:
     summary = json.loads((run_dir / "summary.json").read_text())
     history = pd.read_csv(run_dir / "history.csv")
     history.to_csv(out / f"{part}_history.csv", index=False)  # beside results.md; the run folders stay local
-    space = problem.test_problem.space
-    names = list(problem.parameter_names)
+    names = problem.space.names  # the history holds each hyperparameter's value as the run received it
     done = history[history["status"] == "completed"]
     objectives = list(problem.objective_names)
     rows = [{"trial": int(r["trial"]), "generator": r["generator"], "num_changed": int(r["num_changed"]),
-             "params": space.params([r[n] for n in names]), "values": [float(r[o]) for o in objectives]}
+             "params": {n: _plain(r[n]) for n in names},
+             "values": [float(r[o]) for o in objectives]}
             for _, r in done.iterrows()]  # fmt: skip
     default = next((r for r in rows if r["generator"] == "default"), None)
     return {"part": part, "summary": summary, "objectives": objectives, "trials": rows, "default": default,
-            "best_params": space.params(summary["best_x"]) if len(objectives) == 1 else None}  # fmt: skip
+            "best_params": problem.params(summary["best_x"]) if len(objectives) == 1 else None}  # fmt: skip
 
 
 def confirm_jobs(best: dict[str, Any], seeds: int, smoke: bool) -> list[dict[str, Any]]:

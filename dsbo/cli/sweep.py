@@ -30,9 +30,9 @@ What it does, in W&B's terms:
   sweep leaves no orphan runs behind.
 
 ``method: bayes`` without a W&B server: the sweep's parameters become a dsbo search space
-(:func:`search_space`: ``uniform``, ``q_uniform``, ``int_uniform``, ``log_uniform``,
-``log_uniform_values`` and its ``q_``/``inv_`` forms, ``categorical`` ``values``, fixed
-``value``), ``metric`` is the objective (negated for ``goal: minimize``, BoTorch maximizes),
+(:func:`~dsbo.space.wandb_syntax.search_space`: ``uniform``, ``q_uniform``, ``int_uniform``, ``log_uniform``,
+``log_uniform_values`` and its ``q_``/``inv_`` forms, ``categorical`` ``values`` (one-hot),
+fixed ``value``; ``--dry_run`` prints each parameter and what the model searches), ``metric`` is the objective (negated for ``goal: minimize``, BoTorch maximizes),
 and a :class:`~dsbo.campaign.Campaign` proposes each run's parameters; every run is the
 sweep's ``command`` as above. Options W&B ignores go under a top-level ``dsbo:`` key
 (:data:`BAYES_OPTIONS`; defaults MAP-SAAS + qLogNEI, and BONSAI pruning toward ``default``,
@@ -58,6 +58,7 @@ from dsbo.cli.common import DeprecatedSpelling, deprecated, parse_bool, print_er
 from dsbo.errors import DsboError
 from dsbo.runtime.sweep import bayes_problem, run_sweep
 from dsbo.runtime.sweep_config import SWEEPS_ROOT, build_command, expand_runs, load_sweep
+from dsbo.space import Choice, Parameter
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -95,6 +96,19 @@ def sweep_file(parser: argparse.ArgumentParser, args: argparse.Namespace) -> str
     return args.config
 
 
+def describe(parameter: Parameter) -> str:
+    """One line for ``--dry_run``: the parameter's type and settings and what the model sees."""
+    spec = ", ".join(f"{k}={v!r}" for k, v in parameter.to_config().items() if k != "type")
+    if not parameter.width:
+        seen = "not searched"
+    elif isinstance(parameter, Choice):
+        seen = f"{parameter.width} one-hot columns"
+    else:
+        (low, high), = parameter.bounds()
+        seen = f"searched in [{low:g}, {high:g}]" + (" (natural log)" if getattr(parameter, "log", False) else "")
+    return f"{parameter.kind} ({spec}): {seen}"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Exit status 0 when at least one run finished, 1 when none did, 2 on a bad sweep file."""
     parser = build_parser()
@@ -105,8 +119,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         sweep = load_sweep(args.sweep_file)
         if args.dry_run and sweep.method == "bayes":
             _, space, options = bayes_problem(sweep, args.sweep_file)
-            for d in space.dimensions:
-                console.print(f"{d.name}: {d.kind} [{d.low:g}, {d.high:g}]" + (f" values {d.values}" if d.values else ""), markup=False)
+            for name, parameter in space.parameters.items():
+                console.print(f"{name}: {describe(parameter)}", markup=False)
             console.print(f"method bayes: a dsbo campaign ({options['surrogate']}, {options['acquisition']}) proposes each run; nothing was run (--dry_run)", markup=False)
             return 0
         if args.dry_run:

@@ -9,10 +9,12 @@ campaign (qLogNEHVI, qParEGO, MOBO-RS).
 
 The search space is written like a W&B sweep's ``parameters`` (``distribution:
 log_uniform_values`` / ``uniform`` / ``int_uniform`` / ``q_uniform`` / ``categorical`` with
-``min``/``max`` or ``values``, and fixed ``value`` s), and mapped to a box exactly as ``method:
-bayes`` sweeps do (:func:`dsbo.space.wandb_syntax.search_space`: log-uniform parameters are searched in
-their natural log). ``default`` gives the program's default hyperparameters: the problem's
-default point, toward which BONSAI prunes, so a campaign says which few hyperparameters are
+``min``/``max`` or ``values``, and fixed ``value`` s), and read into a
+:class:`dsbo.space.SearchSpace` exactly as ``method: bayes`` sweeps do
+(:func:`dsbo.space.wandb_syntax.search_space`: log-uniform parameters are searched in their
+natural log, categoricals one-hot); the problem carries that space, so its history and summary
+show each hyperparameter's value as the run receives it. ``default`` gives the program's
+default hyperparameters: the problem's default point, toward which BONSAI prunes, so a campaign says which few hyperparameters are
 worth changing (Paria thesis ch. 6's table 6.5 defaults for HiReD).
 
 A run that exits with an error, times out or does not write a requested metric is a failed
@@ -57,6 +59,7 @@ from dsbo.errors import ConfigError, EvaluationError
 from dsbo.problems.base import Problem
 from dsbo.problems.registry import register_problem
 from dsbo.problems.run_summary import log_tail, read_metric
+from dsbo.space import Fixed, SearchSpace
 from dsbo.space.wandb_syntax import parse_parameter, search_space
 
 #: Where the runs go unless ``runs_dir`` says otherwise.
@@ -78,13 +81,14 @@ def _metric_names(metrics: Any, goal: str) -> tuple[tuple[str, ...], tuple[str, 
 
 
 class TrainingRun(BaseTestProblem):
-    """Outcomes of ``python -m dsbo.train fit`` runs, one run per row of ``X``."""
+    """Outcomes of ``python -m dsbo.train fit`` runs, one run per row of ``X`` (a model point of
+    ``space``, whose decoded values, fixed ones included, are the run's options)."""
 
     _is_minimization_by_default = False
 
     def __init__(
         self,
-        space: Any,
+        space: SearchSpace,
         config: str,
         args: Sequence[str],
         metrics: Sequence[str],
@@ -94,9 +98,9 @@ class TrainingRun(BaseTestProblem):
         tied: Mapping[str, str] | None = None,
     ) -> None:
         self.space = space
-        self.dim = len(space.dimensions)
-        self._bounds = [(d.low, d.high) for d in space.dimensions]
-        self.discrete_inds = [i for i, d in enumerate(space.dimensions) if d.is_integer]
+        self.dim = space.dim
+        self._bounds = list(space.bounds)
+        self.discrete_inds = list(space.integer_columns)
         self.continuous_inds = [i for i in range(self.dim) if i not in self.discrete_inds]
         self.num_objectives = len(metrics)
         super().__init__()
@@ -133,7 +137,7 @@ class TrainingRun(BaseTestProblem):
         return [self.sign * values[m] for m in self.metrics]
 
     def _evaluate_true(self, X: Tensor) -> Tensor:
-        rows = [self.run(self.space.params(x)) for x in X.reshape(-1, self.dim).tolist()]
+        rows = [self.run(self.space.decode(x)) for x in X.reshape(-1, self.dim).tolist()]
         return torch.tensor(rows, dtype=X.dtype).reshape(*X.shape[:-1], self.num_objectives)
 
 
@@ -167,7 +171,8 @@ def make_train_run(
         metrics: ``summary.json`` keys to optimize; several make a multi-objective problem.
         goal: ``minimize`` (objectives ``neg_<metric>``) or ``maximize``, for every metric.
         default: The program's default value of every searched parameter: the default point
-            (BONSAI's target). Without it, the box centre.
+            (BONSAI's target). Without it, the middle of every range (a categorical's first
+            value).
         args: Fixed extra arguments of every run (e.g. ``--data.init_args.path=...``).
         ref_point: Hypervolume reference point in the objectives' (maximization) units for
             several metrics; default: ``-1`` per minimized metric (a WAPE of 1 is no forecast).
@@ -190,18 +195,17 @@ def make_train_run(
     names, objectives = _metric_names(metrics, goal)
     space = search_space([parse_parameter(name, spec) for name, spec in parameters.items()], "train-run")
     tied = {} if tied is None else tied
-    if not isinstance(tied, Mapping) or not all(isinstance(k, str) and v in space.order for k, v in tied.items()):
-        raise ConfigError(f"train-run: tied must map options to parameters of {space.order}, got {tied!r}")
-    clash = sorted(set(tied) & set(space.order))
+    if not isinstance(tied, Mapping) or not all(isinstance(k, str) and v in space.names for k, v in tied.items()):
+        raise ConfigError(f"train-run: tied must map options to parameters of {space.names}, got {tied!r}")
+    clash = sorted(set(tied) & set(space.names))
     if clash:
         raise ConfigError(f"train-run: tied option(s) {clash} are parameters themselves")
-    bounds = torch.tensor([[d.low for d in space.dimensions], [d.high for d in space.dimensions]], dtype=torch.double)
     if default is None:
-        default_point = bounds.mean(0)
+        default_point = torch.tensor(space.default(), dtype=torch.double)
     else:
         if not isinstance(default, Mapping):
             raise ConfigError(f"train-run: default must map each searched parameter to its value, got {default!r}")
-        default_point = torch.tensor(space.point(dict(default), "train-run: default"), dtype=torch.double)
+        default_point = torch.tensor(space.encode(dict(default), where="train-run: default"), dtype=torch.double)
     sign = 1.0 if goal == "maximize" else -1.0
     common = dict(space=space, config=config, args=list(args), metrics=names, sign=sign, runs_dir=runs_dir, timeout=timeout,
                   tied=dict(tied))
@@ -215,12 +219,12 @@ def make_train_run(
         ref = torch.tensor(list(ref_point), dtype=torch.double)
     else:
         f = TrainingRun(**common)
-    integer = tuple(i for i, d in enumerate(space.dimensions) if d.is_integer)
+    fixed = {n: p.value for n, p in space.parameters.items() if isinstance(p, Fixed)}
     return Problem(
         name="train-run", test_problem=f, default_point=default_point, relevant_dims=tuple(range(f.dim)),
-        objective_names=objectives, parameter_names=tuple(d.name for d in space.dimensions),
-        integer_dims=integer, ref_point=ref, description=make_train_run.__doc__.strip().split("\n")[0],
-        metadata={"config": config, "args": list(args), "metrics": list(names), "fixed": space.fixed, "tied": dict(tied)},
+        objective_names=objectives, ref_point=ref, description=make_train_run.__doc__.strip().split("\n")[0],
+        metadata={"config": config, "args": list(args), "metrics": list(names), "fixed": fixed, "tied": dict(tied)},
+        space=space,
     )  # fmt: skip
 
 

@@ -4,10 +4,12 @@
 as a subprocess (:func:`run_one`: offline W&B, its own run directory, ``SIGKILL`` if the sweep
 dies), ``workers`` at once, and writes ``sweep.json``, ``sweep.csv``, ``best.txt`` and
 ``trace.png`` into the sweep directory. ``method: bayes`` goes to :func:`run_bayes`: the
-sweep's parameters become a search box (:func:`dsbo.space.wandb_syntax.search_space`), the
-metric the objective (negated for ``goal: minimize``), and a :class:`~dsbo.campaign.Campaign`
-over ``<sweep dir>/trials.sqlite`` proposes each run, so a killed sweep resumes where it
-stopped. The command line is :mod:`dsbo.cli.sweep`.
+sweep's parameters become a :class:`dsbo.space.SearchSpace`
+(:func:`dsbo.space.wandb_syntax.search_space`: log-uniform values searched in their log,
+categoricals one-hot), the metric the objective (negated for ``goal: minimize``), and a
+:class:`~dsbo.campaign.Campaign` over ``<sweep dir>/trials.sqlite`` proposes each run, whose
+parameters are the space's decoded values (fixed ones included, in the sweep file's order),
+so a killed sweep resumes where it stopped. The command line is :mod:`dsbo.cli.sweep`.
 """
 
 from __future__ import annotations
@@ -33,7 +35,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from dsbo.errors import ConfigError
 from dsbo.problems.run_summary import log_tail, read_metric
 from dsbo.runtime.sweep_config import SweepConfig, bayes_options, build_command, expand_runs
-from dsbo.space.wandb_syntax import SearchSpace, search_space
+from dsbo.space import SearchSpace
+from dsbo.space.wandb_syntax import search_space
 
 
 # ---------------------------------------------------------------------- running
@@ -239,21 +242,18 @@ def objective_name(sweep: SweepConfig) -> str:
 
 
 def bayes_problem(sweep: SweepConfig, source: str = "sweep") -> tuple[Any, SearchSpace, dict[str, Any]]:
-    """The black-box problem, search space and options of a bayes sweep."""
+    """The black-box problem, search space and options of a bayes sweep: the problem's
+    space is the sweep's (:func:`~dsbo.space.wandb_syntax.search_space`), its default point
+    ``dsbo.default`` (every searched parameter's value) or the middle of the space."""
     from dsbo.problems import get_problem
 
     space = search_space(sweep.parameters, source)
     options = bayes_options(sweep.raw.get("dsbo"), source)
     default = options["default"]
-    target = "center" if default is None else space.point(default, f"{source}: dsbo.default")
-    problem = get_problem(
-        "black-box",
-        parameters={d.name: [d.low, d.high] for d in space.dimensions},
-        objectives=[objective_name(sweep)],
-        integer=[d.name for d in space.dimensions if d.is_integer],
-        target=target,
-    )
-    return problem, space, options
+    # the middle of every range (integers rounded, a categorical's first value) without a default
+    target = space.default() if default is None else space.encode(default, where=f"{source}: dsbo.default")
+    problem = get_problem("black-box", parameters=space, objectives=[objective_name(sweep)], target=target)
+    return problem, problem.space, options
 
 
 # ---------------------------------------------------------------------- bayes: the runs
@@ -316,7 +316,7 @@ def run_bayes(
         for t in store.trials(("completed", "failed", "pending")):
             run = t.metadata.get("run", {})
             out.append(RunRecord(
-                run=f"run-{t.id:03d}", params=space.params(t.x),
+                run=f"run-{t.id:03d}", params=space.decode(t.x),
                 status=run.get("status", "running" if t.status == "pending" else t.status),
                 metric=None if t.y is None else sign * t.y[0], returncode=run.get("returncode"),
                 seconds=run.get("seconds", 0.0), run_dir=str(sweep_dir / f"run-{t.id:03d}"),
@@ -347,7 +347,7 @@ def run_bayes(
         task = bar.add_task(sweep.name or "sweep", total=budget, completed=store.count(("completed", "failed")), last="", best="-")
 
         def launch(trial: Any) -> None:
-            record = RunRecord(run=f"run-{trial.id:03d}", params=space.params(trial.x))
+            record = RunRecord(run=f"run-{trial.id:03d}", params=space.decode(trial.x))
             run_dir = sweep_dir / record.run
             shutil.rmtree(run_dir, ignore_errors=True)  # what an interrupted attempt left
             in_flight[pool.submit(run_one, sweep, record, run_dir, sweep_id, timeout)] = trial

@@ -1,14 +1,44 @@
-"""The W&B sweep parameter syntax, read into a search box.
+r"""The W&B sweep parameter syntax, read into :mod:`dsbo.space`'s parameter types.
 
 A W&B sweep file describes each parameter as ``{value: ...}``, ``{values: [...]}`` or
 ``{distribution: ..., min: ..., max: ...}`` (W&B's sweep configuration reference);
 :func:`parse_parameter` validates one entry against W&B's documented constraints into a
 :class:`Parameter`, which a grid enumerates and a random search samples. :func:`search_space`
-turns the parameters of a ``method: bayes`` sweep into a bounded box of :class:`Dimension` s
-(log-uniform parameters are searched in the log of the value, categoricals by index) with the
-map back to the values the program receives. The sweep runner
-(:mod:`dsbo.runtime.sweep`) and the training-run problem
+turns the parameters of a ``method: bayes`` sweep into a :class:`dsbo.space.SearchSpace`, in
+the sweep file's order, each parameter a type of :mod:`dsbo.space.parameters`:
+
+================================  ==========================================================
+W&B distribution                  :mod:`dsbo.space` parameter
+================================  ==========================================================
+``constant`` (``value``)          ``Fixed(value)``
+``categorical`` (``values``)      ``Choice(values)``: unordered, one-hot (one value: ``Fixed``)
+``int_uniform``                   ``Int(min, max)``
+``uniform``                       ``Float(min, max)``
+``q_uniform``                     ``Float(a, b, step=q)``; ``Int(a, b, step=q)`` for a whole q
+``log_uniform`` (natural logs)    ``Float(exp(min), exp(max), log=True)``
+``log_uniform_values``            ``Float(min, max, log=True)``
+``inv_log_uniform_values``        ``Float(min, max, log=True)`` (``1 / X`` log-uniform: so is X)
+``q_log_uniform_values``          ``Float(a, b, log=True, step=q)``; for a whole q, ints:
+                                  ``Int(a, b, log=True)`` (q = 1), else :class:`IntegerGridFloat`
+================================  ==========================================================
+
+For the ``q_`` distributions, ``a`` and ``b`` are the first and last multiples of ``q`` in
+``[min, max]``: W&B passes ``round(X / q) * q``, a multiple of ``q`` (an int when ``q`` is
+whole, as :meth:`Parameter.sample` does), and so does the search, never outside ``[min, max]``.
+Log-uniform parameters are searched in the natural log of the value (the surrogate sees
+decades evenly) and a decoded value is clipped to ``[min, max]``; a categorical is one-hot,
+so the surrogate reads no order into the list. ``normal``, ``beta`` and
+``categorical_w_probabilities`` are priors, not ranges: a bayes sweep refuses them. The
+sweep runner (:mod:`dsbo.runtime.sweep`) and the training-run problem
 (:mod:`dsbo.problems.train_run`) both read parameters through this module.
+
+Example:
+    >>> space = search_space([parse_parameter("lr", {"distribution": "log_uniform_values", "min": 1e-4, "max": 0.1}),
+    ...                       parse_parameter("act", {"values": ["relu", "tanh"]})])
+    >>> space.column_names
+    ['lr', 'act=relu', 'act=tanh']
+    >>> space.decode(space.encode({"lr": 0.001, "act": "tanh"}))
+    {'lr': 0.001, 'act': 'tanh'}
 """
 
 from __future__ import annotations
@@ -24,6 +54,9 @@ from typing import Any
 import numpy as np
 
 from dsbo.errors import ConfigError
+from dsbo.space.parameters import Choice, Fixed, Float, Int
+from dsbo.space.parameters import Parameter as SpaceParameter
+from dsbo.space.search_space import SearchSpace
 
 PARAMETER_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 #: Each distribution W&B documents and the keys its parameter spec may hold.
@@ -192,80 +225,25 @@ def parse_parameter(name: str, spec: Any) -> Parameter:
     return Parameter(str(name), distribution, s)
 
 
-#: Distributions a bayes sweep turns into a bounded dimension.
+#: Distributions a bayes sweep can search (each is a bounded parameter of :mod:`dsbo.space`).
 BAYES_DISTRIBUTIONS = (
     "constant", "categorical", "uniform", "q_uniform", "int_uniform", "log_uniform",
     "log_uniform_values", "q_log_uniform_values", "inv_log_uniform_values",
 )  # fmt: skip
 
 
-@dataclass
-class Dimension:
-    """One searched parameter as a box dimension ``[low, high]`` and the map back to the
-    value the program receives: ``linear`` (``uniform``, ``q_uniform``: the value itself,
-    rounded to the ``q`` grid), ``log`` (``log_uniform*``: the natural log of the value, so the
-    surrogate sees decades evenly), ``int`` (``int_uniform``), ``index`` (``categorical``: the
-    position in ``values``, an integer dimension; a surrogate reads the order of the list)."""
+class IntegerGridFloat(Float):
+    """A :class:`~dsbo.space.Float` on a log scale and the grid of an integer ``step`` whose
+    values are ints: W&B's ``q_log_uniform_values`` with an integer ``q`` (W&B passes
+    ``round(X / q) * q`` as an int; an :class:`~dsbo.space.Int` takes a log scale only with
+    step 1). Its config (:meth:`to_config`) and :attr:`kind` are the float's."""
 
-    name: str
-    kind: str
-    low: float
-    high: float
-    q: float | None = None
-    values: list[Any] | None = None
-    #: The values' ``[min, max]`` as the sweep file gives them (``*_values`` distributions):
-    #: a decoded value is clipped to them, as ``exp(log(max))`` may round above ``max``.
-    limits: tuple[float, float] | None = None
+    def decode(self, u: Sequence[float]) -> int:
+        return int(round(super().decode(u)))
 
     @property
-    def is_integer(self) -> bool:
-        return self.kind in ("int", "index")
-
-    def decode(self, u: float) -> Any:
-        if self.kind == "index":
-            return self.values[int(round(u))]
-        if self.kind == "int":
-            return int(round(u))
-        value = math.exp(u) if self.kind == "log" else float(u)
-        if self.limits is not None:
-            value = min(max(value, self.limits[0]), self.limits[1])
-        return _quantized(value, self.q) if self.q is not None else value
-
-    def encode(self, value: Any, where: str) -> float:
-        if self.kind == "index":
-            if value not in self.values:
-                raise ConfigError(f"{where}={value!r} is not one of parameters.{self.name}.values {self.values}")
-            return float(self.values.index(value))
-        if not _is_number(value):
-            raise ConfigError(f"{where}={value!r} must be a number")
-        u = math.log(value) if self.kind == "log" and value > 0 else float(value)
-        if self.kind == "log" and value <= 0 or not self.low - 1e-12 <= u <= self.high + 1e-12:
-            raise ConfigError(f"{where}={value!r} lies outside parameters.{self.name}")
-        return u
-
-
-@dataclass
-class SearchSpace:
-    """The sweep's parameters as a dsbo search box: the searched :class:`Dimension` s, the
-    fixed ``value`` s, and the parameter order of the sweep file."""
-
-    dimensions: list[Dimension]
-    fixed: dict[str, Any]
-    order: list[str]
-
-    def params(self, x: Sequence[float]) -> dict[str, Any]:
-        """The run's parameters (sweep order) for the point ``x``."""
-        values = {d.name: d.decode(u) for d, u in zip(self.dimensions, x, strict=True)}
-        return {name: values[name] if name in values else self.fixed[name] for name in self.order}
-
-    def point(self, params: dict[str, Any], where: str) -> list[float]:
-        """The point of ``params`` (``{name: value}`` for every searched parameter)."""
-        missing = [d.name for d in self.dimensions if d.name not in params]
-        unknown = sorted(set(params) - {d.name for d in self.dimensions})
-        if missing or unknown:
-            raise ConfigError(f"{where} needs a value for each searched parameter {[d.name for d in self.dimensions]}; "
-                              f"missing {missing}, unknown {unknown}")
-        return [d.encode(params[d.name], f"{where}.{d.name}") for d in self.dimensions]
+    def kind(self) -> str:
+        return "float"
 
 
 def _value_type(value: Any) -> str:
@@ -276,50 +254,91 @@ def _value_type(value: Any) -> str:
     return type(value).__name__
 
 
+def _integral(q: float) -> bool:
+    """Whether the step ``q`` is a whole number: its values are ints (as :func:`_quantized`)."""
+    return float(q).is_integer()
+
+
+def _q_grid(where: str, s: dict[str, Any]) -> tuple[float | int, float | int]:
+    """The first and last multiple of ``q`` in ``[min, max]``: W&B gives ``round(X / q) * q``,
+    a multiple of ``q``; those in the range are the values searched."""
+    q = s["q"]
+    first = max(math.ceil(s["min"] / q - 1e-9), 1 if s["min"] > 0 else -math.inf)
+    last = math.floor(s["max"] / q + 1e-9)
+    if last <= first:
+        raise ConfigError(
+            f"{where}: the multiples of q={q} in [min={s['min']}, max={s['max']}] are "
+            f"{'only one value' if last == first else 'no value'}; nothing to search (use value: for a fixed parameter)"
+        )
+
+    def value(k: int) -> float | int:
+        return int(k * int(q)) if _integral(q) else float(f"{k * q:.12g}")
+
+    return value(first), value(last)
+
+
+def _bayes_parameter(p: Parameter, where: str) -> SpaceParameter:
+    """The :mod:`dsbo.space` parameter of one sweep parameter (see the module docstring)."""
+    d, s = p.distribution, p.spec
+    if d not in BAYES_DISTRIBUTIONS:
+        hint = " (drop probabilities: they are a prior for method: random)" if d == "categorical_w_probabilities" else ""
+        raise ConfigError(f"{where}: method: bayes searches a bounded box; distribution {d!r} cannot be one{hint}. "
+                          f"Use one of {list(BAYES_DISTRIBUTIONS)}")
+    if d == "constant":
+        return Fixed(s["value"])
+    if d == "categorical":
+        values = list(s["values"])
+        types = sorted({_value_type(v) for v in values})
+        if len(types) > 1:
+            raise ConfigError(f"{where}.values {values} mix types {types}: a bayes sweep searches values of one kind")
+        if any(isinstance(v, dict | list) for v in values):
+            raise ConfigError(f"{where}.values must be numbers, strings or booleans, got {values}")
+        if len({json.dumps(v) for v in values}) != len(values):
+            raise ConfigError(f"{where}.values {values} repeat a value")
+        return Fixed(values[0]) if len(values) == 1 else Choice(values)
+    if s["min"] == s["max"]:
+        raise ConfigError(f"{where}: min={s['min']} and max={s['max']} leave nothing to search; use value: for a fixed parameter")
+    if d == "int_uniform":
+        return Int(s["min"], s["max"])
+    if d == "uniform":
+        return Float(float(s["min"]), float(s["max"]))
+    if d == "q_uniform":
+        low, high = _q_grid(where, s)
+        return Int(low, high, step=int(s["q"])) if _integral(s["q"]) else Float(low, high, step=s["q"])
+    if d == "log_uniform":  # min and max are natural logs
+        try:
+            return Float(math.exp(s["min"]), math.exp(s["max"]), log=True)
+        except OverflowError:
+            raise ConfigError(f"{where}: log_uniform takes the natural logs of the values; exp(max={s['max']}) overflows") from None
+    if d == "q_log_uniform_values":
+        low, high = _q_grid(where, s)
+        if not _integral(s["q"]):
+            return Float(low, high, log=True, step=s["q"])
+        if int(s["q"]) == 1:
+            return Int(low, high, log=True)
+        return IntegerGridFloat(low, high, log=True, step=int(s["q"]))
+    # log_uniform_values, inv_log_uniform_values (log(1 / X) uniform: X is log-uniform too)
+    return Float(float(s["min"]), float(s["max"]), log=True)
+
+
 def search_space(parameters: Sequence[Parameter], source: str = "sweep") -> SearchSpace:
-    """The dsbo search space of a bayes sweep's parameters (see :class:`Dimension`).
+    """The :class:`dsbo.space.SearchSpace` of a bayes sweep's parameters, in the sweep file's
+    order (the module docstring has the map from each distribution).
 
     Raises:
-        ConfigError: naming the parameter whose constraint cannot be a bounded dimension (a
+        ConfigError: naming the parameter whose constraint cannot be a bounded parameter (a
             ``normal``/``beta`` prior, ``probabilities``, ``values`` of mixed types, an empty
             range), or when nothing is searched.
     """
-    dims, fixed = [], {}
+    space: dict[str, SpaceParameter] = {}
     for p in parameters:
-        where, d, s = f"{source}: parameters.{p.name}", p.distribution, p.spec
-        if d not in BAYES_DISTRIBUTIONS:
-            hint = " (drop probabilities: they are a prior for method: random)" if d == "categorical_w_probabilities" else ""
-            raise ConfigError(f"{where}: method: bayes searches a bounded box; distribution {d!r} cannot be one{hint}. "
-                              f"Use one of {list(BAYES_DISTRIBUTIONS)}")
-        if d == "constant":
-            fixed[p.name] = s["value"]
-            continue
-        if d == "categorical":
-            values = list(s["values"])
-            types = sorted({_value_type(v) for v in values})
-            if len(types) > 1:
-                raise ConfigError(f"{where}.values {values} mix types {types}: a bayes dimension orders one kind of value")
-            if any(isinstance(v, dict | list) for v in values):
-                raise ConfigError(f"{where}.values must be numbers, strings or booleans, got {values}")
-            if len({json.dumps(v) for v in values}) != len(values):
-                raise ConfigError(f"{where}.values {values} repeat a value")
-            if len(values) == 1:
-                fixed[p.name] = values[0]
-                continue
-            dims.append(Dimension(p.name, "index", 0.0, float(len(values) - 1), values=values))
-            continue
-        low, high = float(s["min"]), float(s["max"])
-        if d == "int_uniform":
-            dim = Dimension(p.name, "int", low, high)
-        elif d == "log_uniform":  # min and max are already natural logs
-            dim = Dimension(p.name, "log", low, high)
-        elif d in ("log_uniform_values", "q_log_uniform_values", "inv_log_uniform_values"):
-            dim = Dimension(p.name, "log", math.log(low), math.log(high), q=s.get("q"), limits=(low, high))
-        else:  # uniform, q_uniform
-            dim = Dimension(p.name, "linear", low, high, q=s.get("q") if d == "q_uniform" else None)
-        if not dim.low < dim.high:
-            raise ConfigError(f"{where}: min={s['min']} and max={s['max']} leave nothing to search; use value: for a fixed parameter")
-        dims.append(dim)
-    if not dims:
+        where = f"{source}: parameters.{p.name}"
+        try:
+            space[p.name] = _bayes_parameter(p, where)
+        except ConfigError as exc:  # a parameter type's own check: name the sweep parameter
+            if str(exc).startswith(where):
+                raise
+            raise ConfigError(f"{where}: {re.sub(r'^(Float|Int|Choice|Fixed): ', '', str(exc))}") from None
+    if all(isinstance(v, Fixed) for v in space.values()):
         raise ConfigError(f"{source}: method: bayes needs at least one searched parameter; every parameter is fixed")
-    return SearchSpace(dims, fixed, [p.name for p in parameters])
+    return SearchSpace(space)

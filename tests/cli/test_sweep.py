@@ -175,7 +175,7 @@ def test_every_sweep_config_is_valid_and_its_runs_parse(path, tmp_path, monkeypa
         from dsbo.runtime.sweep import bayes_problem
 
         problem, space, _ = bayes_problem(s)
-        runs = [space.params(x) for x in get_problem_design(problem)]
+        runs = [space.decode(x) for x in get_problem_design(problem)]
     else:
         runs = expand_runs(s, count=2 if s.method == "random" else None)
     assert runs
@@ -246,6 +246,7 @@ def bayes(parameters, **overrides):
 
 def test_bayes_search_space_maps_wandb_distributions_to_a_box():
     from dsbo.runtime.sweep import bayes_problem
+    from dsbo.space import Choice, Fixed, Float, Int
 
     s = bayes(
         {
@@ -260,17 +261,81 @@ def test_bayes_search_space_maps_wandb_distributions_to_a_box():
         dsbo={"default": {"lr": 1e-3, "gamma": 1.0, "layers": 2, "step": 0.5, "width": 64, "act": "relu"}},
     )
     problem, space, options = bayes_problem(s)
-    assert problem.parameter_names == ("lr", "gamma", "layers", "step", "width", "act")
-    assert problem.bounds[0].tolist() == pytest.approx([math.log(1e-4), 0.5, 1, 0, 0, 0])
-    assert problem.bounds[1].tolist() == pytest.approx([math.log(1e-1), 5.0, 3, 1, 2, 1])
-    assert [problem.parameter_names[j] for j in problem.integer_dims] == ["layers", "width", "act"]
+    assert problem.space is space and space.names == ["lr", "gamma", "layers", "step", "width", "act", "epochs"]
+    assert space.parameters == {
+        "lr": Float(1e-4, 1e-1, log=True), "gamma": Float(0.5, 5.0), "layers": Int(1, 3), "step": Float(0.0, 1.0, step=0.25),
+        "width": Choice([32, 64, 128]), "act": Choice(["relu", "tanh"]), "epochs": Fixed(10),
+    }  # fmt: skip
+    assert problem.parameter_names == ("lr", "gamma", "layers", "step", "width=32", "width=64", "width=128", "act=relu", "act=tanh")
+    assert problem.bounds[0].tolist() == pytest.approx([math.log(1e-4), 0.5, 1, 0, 0, 0, 0, 0, 0])
+    assert problem.bounds[1].tolist() == pytest.approx([math.log(1e-1), 5.0, 3, 1, 1, 1, 1, 1, 1])
+    assert [problem.parameter_names[j] for j in problem.integer_dims] == ["layers"]
     assert problem.objective_names == ("neg_loss",), "minimized metrics are negated once"
     # the default point is the program's defaults, and BONSAI prunes toward it
-    assert space.params(problem.default_point.tolist()) == {"lr": pytest.approx(1e-3), "gamma": 1.0, "layers": 2, "step": 0.5, "width": 64, "act": "relu", "epochs": 10}
+    assert problem.params(problem.default_point) == {"lr": 1e-3, "gamma": 1.0, "layers": 2, "step": 0.5, "width": 64, "act": "relu", "epochs": 10}
     assert options["postprocess"] == {"bonsai": {"rho": 0.2}} and options["surrogate"] == "map-saas"
-    params = space.params([math.log(0.01), 2.2, 2.6, 0.3, 2.0, 1.0])
-    assert params == {"lr": pytest.approx(0.01), "gamma": 2.2, "layers": 3, "step": 0.25, "width": 128, "act": "tanh", "epochs": 10}
+    params = space.decode([math.log(0.01), 2.2, 2.6, 0.3, 0.1, 0.2, 0.7, 0.4, 0.6])
+    assert params == {"lr": 0.01, "gamma": 2.2, "layers": 3, "step": 0.25, "width": 128, "act": "tanh", "epochs": 10}
     assert list(params) == ["lr", "gamma", "layers", "step", "width", "act", "epochs"], "the sweep's order"
+    assert type(params["layers"]) is int and type(params["width"]) is int
+
+
+def sweep_space(**parameters):
+    from dsbo.space.wandb_syntax import parse_parameter, search_space
+
+    return search_space([parse_parameter(name, spec) for name, spec in parameters.items()])
+
+
+def test_a_categorical_sweep_parameter_is_one_hot_and_decodes_to_its_value():
+    space = sweep_space(opt={"values": ["adam", "sgd"]}, x={"min": 0.0, "max": 1.0})
+    assert space.column_names == ["opt=adam", "opt=sgd", "x"] and space.bounds[:2] == [(0.0, 1.0), (0.0, 1.0)]
+    assert space.integer_columns == [], "no index column: the surrogate reads no order into the values"
+    assert space.encode({"opt": "sgd", "x": 0.5}) == [0.0, 1.0, 0.5]
+    assert space.decode([0.2, 0.7, 0.5]) == {"opt": "sgd", "x": 0.5}
+    assert space.decode([0.9, 0.7, 0.5])["opt"] == "adam"
+    assert sweep_space(opt={"values": ["adam"]}, x={"min": 0.0, "max": 1.0}).decode([0.5]) == {"opt": "adam", "x": 0.5}
+    with pytest.raises(ConfigError, match=r"opt=.*'rmsprop'.*is not one of"):
+        space.encode({"opt": "rmsprop", "x": 0.5}, where="opt")
+
+
+@pytest.mark.parametrize("distribution", ["log_uniform_values", "inv_log_uniform_values"])
+def test_a_log_uniform_values_parameter_round_trips_on_a_log_scale(distribution):
+    space = sweep_space(lr={"distribution": distribution, "min": 1e-5, "max": 0.1})
+    assert space.bounds == [pytest.approx((math.log(1e-5), math.log(0.1)))]
+    for lr in (1e-5, 3e-4, 0.001, 0.02, 0.1):
+        assert space.decode(space.encode({"lr": lr})) == {"lr": lr}
+    assert space.decode([math.log(1e-3)]) == {"lr": 0.001}  # the value the user wrote, not 0.0010000000000000002
+    # log_uniform gives natural logs: the same space
+    assert sweep_space(lr={"distribution": "log_uniform", "min": math.log(1e-5), "max": math.log(0.1)}).bounds == space.bounds
+
+
+@pytest.mark.parametrize(
+    ("spec", "values"),
+    [
+        ({"distribution": "q_log_uniform_values", "min": 10, "max": 1000, "q": 8}, range(16, 1001, 8)),
+        ({"distribution": "q_log_uniform_values", "min": 2, "max": 100, "q": 1}, range(2, 101)),
+        ({"distribution": "q_log_uniform_values", "min": 1e-3, "max": 0.0105, "q": 1e-3}, [k / 1000 for k in range(1, 11)]),
+        ({"distribution": "q_uniform", "min": 1, "max": 11, "q": 3}, [3, 6, 9]),
+        ({"distribution": "q_uniform", "min": 0.05, "max": 1.02, "q": 0.1}, [k / 10 for k in range(1, 11)]),
+    ],
+)
+def test_a_quantized_value_is_a_multiple_of_q_that_never_exceeds_max(spec, values):
+    import numpy as np
+
+    space = sweep_space(v=spec)
+    [(low, high)] = space.bounds
+    decoded = [space.decode([u])["v"] for u in np.linspace(low, high, 401)]
+    assert set(decoded) <= set(values) and max(decoded) == max(values) <= spec["max"] and min(decoded) >= spec["min"]
+    assert {type(v) for v in decoded} == ({int} if float(spec["q"]).is_integer() else {float}), "W&B passes ints for a whole q"
+    for v in values:
+        assert space.decode(space.encode({"v": v})) == {"v": v}
+
+
+def test_a_quantized_range_without_two_multiples_of_q_is_refused():
+    with pytest.raises(ConfigError, match=r"parameters.v: the multiples of q=0.5 in \[min=0.1, max=0.4\] are no value"):
+        sweep_space(v={"distribution": "q_uniform", "min": 0.1, "max": 0.4, "q": 0.5})
+    with pytest.raises(ConfigError, match="only one value"):
+        sweep_space(v={"distribution": "q_log_uniform_values", "min": 5, "max": 12, "q": 8})
 
 
 @pytest.mark.parametrize(
@@ -300,8 +365,14 @@ def test_dsbo_options_belong_to_bayes_and_defaults_are_checked():
         sweep(dsbo={"surrogate": "gp"})
     from dsbo.runtime.sweep import bayes_problem
 
-    with pytest.raises(ConfigError, match="lies outside parameters.x"):
+    with pytest.raises(ConfigError, match=r"dsbo.default.x=2.0 is outside \[0.0, 1.0\]"):
         bayes_problem(bayes({"x": {"min": 0.0, "max": 1.0}}, dsbo={"default": {"x": 2.0}}))
+    with pytest.raises(ConfigError, match="dsbo.default: no value for y"):
+        bayes_problem(bayes({"x": {"min": 0.0, "max": 1.0}, "y": {"values": ["a", "b"]}}, dsbo={"default": {"x": 0.5}}))
+    # without a default, the middle of every range (an int rounded, a categorical's first value)
+    problem, _, _ = bayes_problem(bayes({"n": {"min": 1, "max": 12}, "y": {"values": ["a", "b"]}}))
+    default = problem.params(problem.default_point)
+    assert default["n"] in (6, 7) and default["y"] == "a"
 
 
 BAYES_SCRIPT = """
@@ -403,9 +474,39 @@ def test_a_bayes_sweep_dir_of_another_search_space_is_refused(tmp_path, monkeypa
 
 
 def test_a_log_uniform_value_never_exceeds_its_maximum():
-    from dsbo.space.wandb_syntax import parse_parameter, search_space
+    space = sweep_space(lr={"distribution": "log_uniform_values", "min": 1e-4, "max": 0.05})
+    [(low, high)] = space.bounds
+    assert space.decode([high])["lr"] <= 0.05 and space.decode([low])["lr"] >= 1e-4
+    assert space.decode(space.encode({"lr": 0.05}))["lr"] == 0.05
 
-    space = search_space([parse_parameter("lr", {"distribution": "log_uniform_values", "min": 1e-4, "max": 0.05})])
-    [dim] = space.dimensions
-    assert space.params([dim.high])["lr"] <= 0.05 and space.params([dim.low])["lr"] >= 1e-4
-    assert space.params([dim.encode(0.05, "lr")])["lr"] == 0.05
+
+CATEGORICAL_SCRIPT = """
+import json, os, sys
+args = dict(a[2:].split("=", 1) for a in sys.argv[1:])
+assert args["opt"] in ("adam", "sgd") and args["epochs"] == "3" and args["batch"] in ("16", "32", "48", "64"), args
+loss = (float(args["x"]) - 0.3) ** 2 + (0.0 if args["opt"] == "sgd" else 1.0)
+json.dump({"loss": loss}, open(os.path.join(os.environ["DSBO_RUN_DIR"], "summary.json"), "w"))
+"""
+
+
+def test_a_bayes_sweep_over_a_categorical_runs_with_the_values_themselves(tmp_path, monkeypatch):
+    monkeypatch.setenv("WANDB_MODE", "disabled")
+    path = tmp_path / "categorical.yaml"
+    path.write_text(yaml.safe_dump({
+        "program": "inline", "name": "cat", "method": "bayes", "metric": {"name": "loss", "goal": "minimize"},
+        "parameters": {"opt": {"values": ["adam", "sgd"]}, "x": {"min": 0.0, "max": 1.0}, "epochs": {"value": 3},
+                       "batch": {"distribution": "q_log_uniform_values", "min": 16, "max": 64, "q": 16}},
+        "command": ["${interpreter}", "-c", CATEGORICAL_SCRIPT, "${args}"],
+        "dsbo": {"surrogate": "gp", "n_init": 3, "default": {"opt": "adam", "x": 0.5, "batch": 32}},
+    }, sort_keys=False))  # fmt: skip
+    assert main(["--config", str(path), "--dry_run"]) == 0
+    out = tmp_path / "out"
+    assert main(["--config", str(path), "--count", "5", "--run_dir", str(out), "--progress", "false"]) == 0
+    runs = json.loads((out / "sweep.json").read_text())["runs"]
+    assert [r["status"] for r in runs] == ["finished"] * 5, runs
+    for r in runs:
+        assert list(r["params"]) == ["opt", "x", "epochs", "batch"], "the sweep file's order, fixed values included"
+        assert r["params"]["opt"] in ("adam", "sgd") and r["params"]["batch"] in (16, 32, 48, 64)
+        assert f"--opt={r['params']['opt']}" in r["command"]
+        assert r["metric"] == pytest.approx((r["params"]["x"] - 0.3) ** 2 + (r["params"]["opt"] != "sgd"))
+    assert (out / "sweep.csv").read_text().splitlines()[0] == "run,status,metric,seconds,opt,x,epochs,batch,error"

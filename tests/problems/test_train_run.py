@@ -38,6 +38,9 @@ def test_box_default_and_names_follow_the_sweep_syntax(tmp_path, in_repo):
     assert lo == pytest.approx([math.log(1e-3), 4.0]) and hi == pytest.approx([math.log(0.1), 32.0])
     assert problem.default_point.tolist() == pytest.approx([math.log(0.01), 16.0])  # searched in log lr
     assert problem.integer_dims == (1,)
+    assert problem.space is problem.test_problem.space and problem.space.names == ["model.lr", "model.width", "trainer.max_epochs"]
+    assert problem.params(problem.default_point) == {"model.lr": 0.01, "model.width": 16, "trainer.max_epochs": 3}
+    assert problem.metadata["fixed"] == {"trainer.max_epochs": 3}
     cmd = problem.test_problem.command({"model.lr": 0.01, "model.width": 16, "trainer.max_epochs": 3})
     assert cmd[-3:] == ["--model.lr=0.01", "--model.width=16", "--trainer.max_epochs=3"]
     tied = make(tmp_path, tied={"model.num_samples": "model.width"}).test_problem
@@ -78,8 +81,9 @@ def test_a_failing_run_or_a_missing_metric_is_an_evaluation_error(tmp_path, in_r
         ({"metrics": []}, "metrics must be a non-empty list"),
         ({"metrics": ["a", "a"]}, "repeat a name"),
         ({"goal": "lower"}, "goal='lower'"),
-        ({"default": {"model.lr": 0.5, "model.width": 16}}, "outside parameters.model.lr"),
-        ({"default": {"model.lr": 0.01}}, "missing \\['model.width'\\]"),
+        ({"default": {"model.lr": 0.5, "model.width": 16}}, r"default.model.lr=0.5 is outside \[0.001, 0.1\]"),
+        ({"default": {"model.lr": 0.01}}, "train-run: default: no value for model.width"),
+        ({"default": {"model.lr": 0.01, "model.width": 16, "model.depth": 2}}, "default.model.depth: there is no such parameter"),
         ({"parameters": {"model.lr": {"distribution": "normal", "mu": 0, "sigma": 1}}}, "bounded box"),
         ({"timeout": 0}, "timeout=0"),
         ({"tied": {"data.x": "model.nope"}}, "tied must map"),
@@ -98,3 +102,24 @@ def test_rows_are_evaluated_one_run_each(tmp_path, in_repo):
     X = torch.stack([problem.default_point, problem.bounds[0]])
     Y = problem.evaluate(X)
     assert Y.shape == (2, 1) and len(list((tmp_path / "runs").iterdir())) == 2
+
+
+def test_a_categorical_is_one_hot_and_the_history_shows_the_values_the_run_received(tmp_path, in_repo):
+    from dsbo.campaign.history import history_frame
+    from dsbo.storage import Trial
+
+    parameters = {**PARAMETERS, "model.activation": {"values": ["relu", "tanh"]},
+                  "model.batch": {"distribution": "q_log_uniform_values", "min": 8, "max": 64, "q": 8}}  # fmt: skip
+    problem = make(tmp_path, parameters=parameters, default=None)
+    assert problem.parameter_names == ("model.lr", "model.width", "model.activation=relu", "model.activation=tanh", "model.batch")
+    assert problem.test_problem.bounds.T.tolist() == [list(b) for b in problem.space.bounds]
+    assert problem.test_problem.discrete_inds == [1] and problem.integer_dims == (1,)
+    default = problem.params(problem.default_point)
+    assert default["model.activation"] == "relu" and default["model.width"] == 18 and default["model.batch"] in (16, 24)
+    x = problem.space.encode({"model.lr": 0.002, "model.width": 8, "model.activation": "tanh", "model.batch": 64})
+    frame = history_frame([Trial(id=0, batch=0, generator="sobol-init", status="completed", x=x, y=[-1.0])], problem)
+    row = frame.iloc[0]
+    assert row["model.lr"] == 0.002 and row["model.activation"] == "tanh" and row["model.batch"] == 64
+    assert row["trainer.max_epochs"] == 3
+    with pytest.raises(ConfigError, match="mix types"):
+        make(tmp_path, parameters={**PARAMETERS, "model.activation": {"values": ["relu", 1]}})
