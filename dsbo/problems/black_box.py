@@ -114,7 +114,7 @@ def make_black_box(
     test_problem = ExternalBlackBox(space.bounds, len(objectives), len(constraints), space.integer_columns)
     if isinstance(target, Mapping):
         default = torch.tensor(space.default(target, where="target"), dtype=torch.double)
-    elif target == "center" and not space.is_box:
+    elif target == "center":  # the middle of each range (an integer's rounded, a choice's first value)
         default = torch.tensor(space.default({}, where="target"), dtype=torch.double)
     else:
         default = resolve_target(target, test_problem.bounds, "black-box")

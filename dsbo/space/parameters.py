@@ -205,7 +205,8 @@ class Float(Parameter):
 @dataclass(frozen=True)
 class Int(Parameter):
     """An integer parameter in ``[low, high]`` on the grid ``low + k step`` (the largest grid
-    point is ``<= high``), searched on a log scale with ``log=True`` (``step`` must be 1)."""
+    point is ``<= high``), searched on a log scale with ``log=True`` (the value is rounded onto
+    the grid, so with ``step > 1`` the grid points are not evenly spaced in the log)."""
 
     low: int
     high: int
@@ -216,8 +217,6 @@ class Int(Parameter):
         _check_range(self.low, self.high, self.log, "Int", integer=True)
         if not is_integer(self.step) or self.step < 1:
             raise ConfigError(f"Int: step must be an integer >= 1, got {self.step!r}")
-        if self.log and self.step != 1:
-            raise ConfigError("Int: a log scale takes step=1 (a grid of even steps is not even on a log scale)")
         _conditions(self.when)
 
     @property

@@ -19,7 +19,7 @@ W&B distribution                  :mod:`dsbo.space` parameter
 ``log_uniform_values``            ``Float(min, max, log=True)``
 ``inv_log_uniform_values``        ``Float(min, max, log=True)`` (``1 / X`` log-uniform: so is X)
 ``q_log_uniform_values``          ``Float(a, b, log=True, step=q)``; for a whole q, ints:
-                                  ``Int(a, b, log=True)`` (q = 1), else :class:`IntegerGridFloat`
+                                  ``Int(a, b, log=True, step=q)``
 ================================  ==========================================================
 
 For the ``q_`` distributions, ``a`` and ``b`` are the first and last multiples of ``q`` in
@@ -232,20 +232,6 @@ BAYES_DISTRIBUTIONS = (
 )  # fmt: skip
 
 
-class IntegerGridFloat(Float):
-    """A :class:`~dsbo.space.Float` on a log scale and the grid of an integer ``step`` whose
-    values are ints: W&B's ``q_log_uniform_values`` with an integer ``q`` (W&B passes
-    ``round(X / q) * q`` as an int; an :class:`~dsbo.space.Int` takes a log scale only with
-    step 1). Its config (:meth:`to_config`) and :attr:`kind` are the float's."""
-
-    def decode(self, u: Sequence[float]) -> int:
-        return int(round(super().decode(u)))
-
-    @property
-    def kind(self) -> str:
-        return "float"
-
-
 def _value_type(value: Any) -> str:
     if isinstance(value, bool):
         return "bool"
@@ -314,9 +300,7 @@ def _bayes_parameter(p: Parameter, where: str) -> SpaceParameter:
         low, high = _q_grid(where, s)
         if not _integral(s["q"]):
             return Float(low, high, log=True, step=s["q"])
-        if int(s["q"]) == 1:
-            return Int(low, high, log=True)
-        return IntegerGridFloat(low, high, log=True, step=int(s["q"]))
+        return Int(int(low), int(high), log=True, step=int(s["q"]))
     # log_uniform_values, inv_log_uniform_values (log(1 / X) uniform: X is log-uniform too)
     return Float(float(s["min"]), float(s["max"]), log=True)
 
