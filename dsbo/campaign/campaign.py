@@ -509,7 +509,7 @@ class Campaign:
             EvaluationError: if ``values`` is not a finite outcome vector.
         """
         if isinstance(x, Mapping):  # named user values
-            x = self.problem.point(x, what="x")
+            x = self.problem.point(x, what="parameters")
         X = self.problem.validate(torch.as_tensor(x, dtype=torch.double).reshape(1, -1), what="x")
         y = outcome_vector(values, self.problem.outcome_names)
         [trial_id] = self.store.add_trials(

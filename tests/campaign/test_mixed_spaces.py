@@ -151,12 +151,12 @@ def test_attach_named_values_of_the_wrong_type_is_refused(fast_optimizer):
     run = campaign(problem, fast_optimizer)
     good = {"lr": 1e-3, "optimizer": "sgd", "momentum": 0.9, "layers": 3}
     for bad, words in [
-        ({**good, "lr": "0.001"}, "x.lr='0.001' must be a number"),
-        ({**good, "layers": 2.5}, "x.layers=2.5 must be an integer"),
-        ({**good, "layers": True}, "x.layers=True must be an integer"),
-        ({**good, "optimizer": 1}, "x.optimizer=1 is not one of"),
-        ({**good, "optimizer": "adam"}, "x.momentum: momentum is inactive"),
-        ({**good, "epochs": 3}, "x.epochs: there is no such parameter"),
+        ({**good, "lr": "0.001"}, "parameters.lr='0.001' must be a number"),
+        ({**good, "layers": 2.5}, "parameters.layers=2.5 must be an integer"),
+        ({**good, "layers": True}, "parameters.layers=True must be an integer"),
+        ({**good, "optimizer": 1}, "parameters.optimizer=1 is not one of"),
+        ({**good, "optimizer": "adam"}, "parameters.momentum: momentum is inactive"),
+        ({**good, "epochs": 3}, "parameters.epochs: there is no such parameter"),
         ({"lr": 1e-3, "optimizer": "sgd", "layers": 3}, "no value for momentum"),
     ]:
         one_line(words, run.attach, bad, 1.0)
