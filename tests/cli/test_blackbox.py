@@ -119,3 +119,29 @@ def test_bad_context_values_are_refused(tmp_path, capsys):
                           ("{humidity: .nan, weather: 0.1}", "must be a finite number")):  # fmt: skip
         code, err = run(capsys, "ask", "--config", path, "--contexts", bad)
         assert code == 2 and expected in err
+
+
+def test_the_hpo_example_asks_and_tells_named_typed_values(tmp_path, capsys):
+    cfg = yaml.safe_load(open("configs/bo/black-box-hpo.yaml"))
+    cfg.update(run_dir=str(tmp_path / "run"), budget=4, n_init=3, wandb={"mode": "disabled"},
+               acquisition={"name": "qlognei", "num_restarts": 2, "raw_samples": 32, "maxiter": 25})  # fmt: skip
+    path = tmp_path / "hpo.yaml"
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))  # the parameters keep their order
+    code, out = run(capsys, "tell", "--config", str(path), "--parameters",
+                    "{lr: 0.001, warmup_lr: 0.0001, width: 128, optimizer: adam, dropout: 0.1}", "--values", "-0.4")  # fmt: skip
+    assert code == 0 and out["parameters"]["width"] == 128
+    seen = []
+    while (out := run(capsys, "ask", "--config", str(path))[1])["trials"]:
+        for trial in out["trials"]:
+            p = trial["parameters"]
+            assert isinstance(p["width"], int) and p["optimizer"] in ("adam", "sgd")
+            assert ("momentum" in p) == (p["optimizer"] == "sgd")
+            assert p["lr"] >= 2 * p["warmup_lr"] * (1 - 1e-9)  # the linear constraint
+            assert round(p["dropout"] / 0.05, 9) == round(p["dropout"] / 0.05)
+            run(capsys, "tell", "--config", str(path), "--trial", str(trial["trial"]), "--values", "-0.5")
+            seen.append(p)
+    assert len(seen) == 3
+    code, err = run(capsys, "tell", "--config", str(path), "--parameters", "{lr: 0.001, warmup_lr: 0.0001, width: 12.5, optimizer: adam, dropout: 0.1}", "--values", "-1")
+    assert code == 2 and "parameters.width" in err
+    header = (tmp_path / "run" / "history.csv").read_text().splitlines()[0].split(",")
+    assert header[4:10] == ["lr", "warmup_lr", "width", "optimizer", "momentum", "dropout"]
