@@ -240,12 +240,12 @@ class SearchSpace:
     def is_box(self) -> bool:
         """Whether every column is a parameter's own value (linear floats and step-1 integers,
         no conditions, no constraints): a plain box, as the benchmark problems are."""
-        return not self.constraints and all(
-            (isinstance(p, Float) and not p.log and p.step is None)
-            or (isinstance(p, Int) and p.is_integer_column)
+        if self.constraints or self.conditional:
+            return False
+        return all(
+            (isinstance(p, Float) and not p.log and p.step is None) or (isinstance(p, Int) and p.is_integer_column)
             for p in self.parameters.values()
-            if not p.conditions
-        ) and not self.conditional
+        )
 
     # ------------------------------------------------------------------ maps
     def _active(self, name: str, values: Mapping[str, Any], active: Mapping[str, bool]) -> bool:
