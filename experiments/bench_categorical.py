@@ -14,7 +14,8 @@ Problems (minimized; regret = value - optimum):
 
 - ``branin-cat``: Branin over ``(x1, x2)``, plus a categorical ``shift`` of 4 values that
   moves the function along ``x1`` and adds an offset, and a categorical ``scale`` of 3 values
-  that multiplies it (optimum: the best combination's minimum, found numerically).
+  that multiplies it, listed in an order unrelated to their effect (optimum: the best
+  combination's minimum, found numerically).
 - ``ackley-cat``: Ackley in 5 dimensions whose last two coordinates are set by two categoricals
   of 5 values each (``{-2, -1, 0, 1, 2}`` in shuffled order, as CoCaBO's Ackley-cC);
   optimum 0.
@@ -44,8 +45,10 @@ import dsbo
 from dsbo.acquisition import OptimizerSettings
 
 OUT = Path(__file__).resolve().parent / "results" / "bench_categorical"
-SHIFTS = {"a": (0.0, 0.0), "b": (2.0, 1.5), "c": (-3.0, 4.0), "d": (1.0, 8.0)}  # (x1 shift, offset)
-SCALES = {"low": 0.5, "mid": 1.0, "high": 2.0}
+# (x1 shift, offset) and scale per category, in an order unrelated to their effect: a list order
+# that sorted them would flatter the ordinal encoding
+SHIFTS = {"a": (-3.0, 4.0), "b": (0.0, 0.0), "c": (1.0, 8.0), "d": (2.0, 1.5)}
+SCALES = {"p": 1.0, "q": 2.0, "r": 0.5}
 ACKLEY_LEVELS = ["v1", "v2", "v3", "v4", "v5"]
 ACKLEY_VALUES = {"v1": 1.0, "v2": -2.0, "v3": 0.0, "v4": 2.0, "v5": -1.0}
 
