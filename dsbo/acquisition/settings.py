@@ -40,7 +40,9 @@ class OptimizerSettings:
         batch_limit: Restarts optimized jointly in one batch.
         sequential: For ``q > 1``, optimize the candidates one at a time (greedy).
         mc_samples: Quasi-MC samples for MC acquisition functions.
-        fixed_features: ``{dimension index: value}`` held fixed during optimization.
+        fixed_features: Held fixed during optimization: ``{parameter name: value}`` in user
+            values (a campaign turns them into columns; a categorical fixes its one-hot
+            columns) or ``{column index: value}``.
         method: ``lbfgsb`` (default), ``sgd`` (plain gradient ascent) or ``adam``.
         lr: Learning rate of ``sgd`` / ``adam``.
         initial: ``raw_samples`` (BoTorch's scored starts) or ``uniform`` random starts.
@@ -63,7 +65,7 @@ class OptimizerSettings:
     batch_limit: int = 5
     sequential: bool = False
     mc_samples: int = 128
-    fixed_features: dict[int, float] | None = None
+    fixed_features: dict[int | str, Any] | None = None
     method: str = "lbfgsb"
     lr: float = 0.01
     initial: str = "raw_samples"
