@@ -38,6 +38,7 @@ from dsbo.acquisition.sparsity import DEFAULT_TOLERANCE, num_changed
 from dsbo.campaign.execution import MAX_SEED, Execution, positive_int
 from dsbo.campaign.history import CampaignResult, best_trial, changed_parameters, history_frame
 from dsbo.campaign.ledger import Ledger
+from dsbo.campaign.outcome_warping import WARPINGS, warp_outcomes
 from dsbo.campaign.outcomes import outcome_vector, parse_outcomes
 from dsbo.campaign.validation import check_campaign, check_context_policy, named_fixed_features
 from dsbo.contexts import ContextSettings
@@ -120,6 +121,9 @@ class Campaign:
             e.g. a sensor; simulated problems draw from ``p(z)`` without one.
         parallel: Trials evaluated at once by ``run()`` (through ``executor``); each new
             proposal is conditioned on the pending ones (:mod:`dsbo.runtime.parallel`).
+        outcome_warping: ``"copula"``: fit the surrogate to normal scores of the objective's
+            ranks (:mod:`dsbo.campaign.outcome_warping`; single objective, robust to outliers
+            such as diverged training runs); ``None``: to the raw values.
         lease: Seconds a pending trial stays its worker's without a heartbeat; on a shared
             store (PostgreSQL) a trial whose lease ran out (its worker died) is taken over by
             another worker and retried (``on_pending="retry"``, at most ``worker_retries``
@@ -157,6 +161,7 @@ class Campaign:
         environment: Callable[[], ContextValues] | None = None,
         parallel: int = 1,
         lease: float = 60.0,
+        outcome_warping: str | None = None,
     ) -> None:
         self.problem = problem
         self.surrogate = SurrogateSpec.coerce(surrogate)
@@ -205,6 +210,9 @@ class Campaign:
         if postprocess:
             self._attach_postprocessor(postprocess)
         self.sparsity_tol = sparsity_tol
+        if outcome_warping is not None and outcome_warping not in WARPINGS:
+            raise ConfigError(f"outcome_warping={outcome_warping!r}: choose one of {', '.join(WARPINGS)} or None")
+        self.outcome_warping = outcome_warping
         if self.context_step is None:
             check_campaign(
                 problem, self.surrogate, self.policy, self.optimizer, self.q, seed, dry_run
@@ -372,6 +380,7 @@ class Campaign:
         n_proposed = self.store.count(BUDGETED)
         fit_time = acq_time = 0.0
         X_done, Y_done = self.store.completed_data()
+        Y_done = warp_outcomes(Y_done, self.problem.num_objectives, self.outcome_warping)
         n_design = self.n_init + self.include_default
         if n_proposed < n_design:
             if self.include_default and n_proposed == 0:  # the default point, on its own

@@ -83,7 +83,7 @@ class Tuner:
         bonsai: ``True`` or BONSAI's options (``{"rho": 0.2}``): keep each proposal's changes
             from ``default`` to those that pay off (:mod:`dsbo.acquisition.bonsai`).
         surrogate, acquisition, n_init, q, seed, store, executor, eval_timeout, optimizer,
-        callbacks, include_default: As for :class:`~dsbo.campaign.Campaign`.
+        callbacks, include_default, outcome_warping: As for :class:`~dsbo.campaign.Campaign`.
         workers: Evaluations run at once by :meth:`run` (through ``executor``, by default a
             thread pool of this size).
         threads: Torch's intra-op threads while dsbo fits and proposes (``None``: torch's
@@ -120,6 +120,7 @@ class Tuner:
         include_default: bool = False,
         dry_run: bool = True,
         threads: int | None = 1,
+        outcome_warping: str | None = None,
     ) -> None:
         from dsbo.campaign import Campaign
         from dsbo.problems import get_problem
@@ -167,6 +168,7 @@ class Tuner:
                 seed=seed, store=store, evaluator=self._evaluate, executor=executor, optimizer=optimizer,
                 callbacks=callbacks, postprocess=postprocess, eval_timeout=eval_timeout,
                 include_default=include_default, dry_run=dry_run, parallel=workers,
+                outcome_warping=outcome_warping,
             )  # fmt: skip
 
     @contextmanager
