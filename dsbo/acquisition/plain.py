@@ -174,7 +174,7 @@ class OptimizedPolicy(ABC):
         constraints = self.linear_constraints(problem)
         if constraints:
             kwargs["inequality_constraints"] = constraints
-        if opt.categorical == "enumerate":
+        if opt.categorical == "enumerate" and opt.method == "lbfgsb":
             combinations = category_combinations(problem, opt)
             if combinations:
                 kwargs["fixed_features_list"] = combinations

@@ -71,8 +71,8 @@ def test_surrogates_fit_a_mixed_space(surrogate):
     _one_step(_problem(), surrogate=surrogate, acquisition="qlognei")
 
 
-def test_bonsai_and_categorical_enumeration_on_a_mixed_space():
-    optimizer = OptimizerSettings(num_restarts=2, raw_samples=32, maxiter=20, mc_samples=16, categorical="enumerate")
+def test_bonsai_and_relaxed_categoricals_on_a_mixed_space():
+    optimizer = OptimizerSettings(num_restarts=2, raw_samples=32, maxiter=20, mc_samples=16, categorical="relax")
     problem = _problem()
     campaign = Campaign(problem, surrogate="gp", budget=6, n_init=4, optimizer=optimizer,
                         evaluator=_evaluator(problem), postprocess={"bonsai": {"default": {"optimizer": "adam"}}})  # fmt: skip
