@@ -21,7 +21,7 @@ Problems (minimized; regret = value - optimum):
   optimum 0.
 
 Arms run interleaved per seed, so machine load affects them alike. Output:
-``experiments/results/bench_categorical/{results.json,README.md}``.
+``experiments/results/bench_categorical/{results.json,results.md}``.
 
 Usage::
 
@@ -167,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
                          f"{s['seconds_per_proposal']:.3g} |")  # fmt: skip
     (args.out / "results.json").write_text(json.dumps({"settings": vars(args) | {"out": str(args.out)},
                                                         "summary": summary, "runs": runs}, indent=1))  # fmt: skip
-    (args.out / "README.md").write_text("\n".join(lines) + "\n")
+    (args.out / "results.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0
 
