@@ -26,7 +26,7 @@ Arms run interleaved per seed, so machine load affects them alike. Output:
 Usage::
 
     python experiments/bench_categorical.py            # 5 seeds
-    python experiments/bench_categorical.py --smoke    # 1 seed, budget 10
+    python experiments/bench_categorical.py --smoke    # 1 seed, budget 7, cheap optimizer settings
 """
 
 from __future__ import annotations
@@ -112,9 +112,12 @@ ARMS = {
 }
 
 
-def run_arm(fn, make_space, arm: str, seed: int, budget: int, n_init: int) -> dict:
+def run_arm(fn, make_space, arm: str, seed: int, budget: int, n_init: int, smoke: bool = False) -> dict:
     ordered, categorical = ARMS[arm]
     optimizer = OptimizerSettings(categorical=categorical, max_enumerate=32)
+    if smoke:  # checks the script runs: two restarts, a cheap acquisition
+        optimizer = OptimizerSettings(categorical=categorical, max_enumerate=32, num_restarts=2, raw_samples=32,
+                                      maxiter=20, mc_samples=16)  # fmt: skip
     start = time.perf_counter()
     result = dsbo.minimize(fn, make_space(ordered), budget=budget, surrogate="gp", n_init=n_init, seed=seed,
                            optimizer=optimizer)  # fmt: skip
@@ -130,18 +133,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--budget", type=int, default=25)
     parser.add_argument("--n_init", type=int, default=8)
-    parser.add_argument("--smoke", action="store_true", help="1 seed, budget 10: checks the script runs")
+    parser.add_argument("--smoke", action="store_true", help="1 seed, budget 7, cheap optimizer: checks the script runs")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args(argv)
     if args.smoke:
-        args.seeds, args.budget, args.n_init = 1, 10, 6
+        args.seeds, args.budget, args.n_init = 1, 7, 6
     args.out.mkdir(parents=True, exist_ok=True)
     runs: dict[str, dict[str, list[dict]]] = {}
     for name, (fn, make_space, optimum) in problems().items():
         runs[name] = {arm: [] for arm in ARMS}
         for seed in range(args.seeds):
             for arm in ARMS:  # interleaved: every arm of a seed before the next seed
-                record = run_arm(fn, make_space, arm, seed, args.budget, args.n_init)
+                record = run_arm(fn, make_space, arm, seed, args.budget, args.n_init, args.smoke)
                 record["regret"] = record["best"] - optimum
                 runs[name][arm].append(record)
                 print(f"{name} seed {seed} {arm}: regret {record['regret']:.4g}, "

@@ -248,3 +248,15 @@ def test_bench_startup_smoke(tmp_path):
     assert json.loads((tmp_path / "results.json").read_text())["smoke"] is True
     assert (tmp_path / "results.md").read_text().startswith("# Command start-up")
 
+
+
+def test_bench_categorical_smoke(tmp_path):
+    import bench_categorical
+
+    assert bench_categorical.main(["--smoke", "--out", str(tmp_path)]) == 0
+    result = json.loads((tmp_path / "results.json").read_text())
+    for problem in ("branin-cat", "ackley-cat"):
+        for arm in ("relax", "enumerate", "ordinal"):
+            [run] = result["runs"][problem][arm]
+            assert run["regret"] >= -1e-6 and run["seconds_per_proposal"] > 0
+    assert (tmp_path / "results.md").read_text().startswith("# Categorical representations (1 seeds")
