@@ -78,8 +78,8 @@ class Campaign:
             multi-objective problems), a mapping ``{"name": ..., **options}``, or a policy.
         budget: Total number of evaluations (completed + failed); default 30, or as many as
             ``budget_cost`` can pay for.
-        n_init: Scrambled-Sobol initial points (default: ``min(budget, max(5, 2 * d))``
-            capped at a third of the budget, at least 2).
+        n_init: Scrambled-Sobol initial points (default: ``max(5, 2 * p)`` for ``p`` searched
+            parameters, capped at a third of the budget, at least 2).
         q: Candidates proposed (and evaluated concurrently) per iteration.
         seed: The campaign seed.
         store: A :class:`~dsbo.storage.Store`, a path to a SQLite file, a ``postgresql://`` URL
@@ -169,7 +169,8 @@ class Campaign:
         self.ledger = Ledger(budget, budget_cost, problem.design_cost)
         self.q = positive_int("q", q)
         if n_init is None:
-            n_init = max(2, min(self.budget // 3, max(5, 2 * problem.dim)))
+            # counted in parameters, not model columns: a categorical's one-hot columns are one
+            n_init = max(2, min(self.budget // 3, max(5, 2 * len(problem.space.searched))))
         self.n_init = positive_int("n_init", n_init)
         if not isinstance(include_default, bool):
             raise ConfigError(f"include_default must be true or false, got {include_default!r}")
