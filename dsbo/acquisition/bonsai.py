@@ -64,7 +64,7 @@ import functools
 import math
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import torch
@@ -380,6 +380,7 @@ class Bonsai:
                     log_scale,
                     baseline_raw=previous if conditioned else None,
                     space=problem.space,
+                    snap=problem.round_to_domain,
                 )
                 meta["batch_conditioning"] = conditioned
                 meta["baseline"] = "previous batch point" if conditioned else "evaluated points"
@@ -407,6 +408,7 @@ class Bonsai:
         log_scale: bool,
         baseline_raw: float | None = None,
         space: SearchSpace | None = None,
+        snap: Callable[[Tensor], Tensor] | None = None,
     ) -> tuple[Tensor, dict[str, Any]]:
         start = time.perf_counter()
         # coordinates within tol of the default are reset to it exactly (it costs nothing), so
@@ -474,7 +476,9 @@ class Bonsai:
             active,
             alpha_star=inc.alpha_star,
             feasible_fn=feasible_fn,
-            is_duplicate=duplicate_fn(seen, bounds),
+            # a pruned point is compared after snapping: resetting a parent categorical makes
+            # its conditional children inactive, which can land on a configuration already tried
+            is_duplicate=_snapped(duplicate_fn(seen, bounds), snap),
             groups=groups,
         )
         meta.update(
@@ -489,6 +493,13 @@ class Bonsai:
             prune_time=time.perf_counter() - start,
         )
         return x, meta
+
+
+def _snapped(mask_fn: MaskFn, snap: Callable[[Tensor], Tensor] | None) -> MaskFn:
+    """``mask_fn`` applied to the snapped rows (the points that would be evaluated)."""
+    if snap is None:
+        return mask_fn
+    return lambda X: mask_fn(snap(X))
 
 
 __all__ = [

@@ -46,6 +46,7 @@ from dsbo.acquisition.base import (
     Proposal,
     register_policy,
 )
+from dsbo.acquisition.sparsity import is_duplicate
 from dsbo.errors import ConfigError
 from dsbo.problems.base import Problem
 
@@ -70,6 +71,45 @@ def objective_transform(model: Model) -> ScalarizedPosteriorTransform | None:
     weights = torch.zeros(model.num_outputs, dtype=torch.double)
     weights[0] = 1.0
     return ScalarizedPosteriorTransform(weights)
+
+
+def replace_repeats(
+    acqf: Any, X: Tensor, history: History, problem: Problem, optimizer: OptimizerSettings
+) -> tuple[Tensor, list[bool]]:
+    """``X`` with every row that repeats an evaluated, pending or earlier row (within
+    ``DUPLICATE_TOLERANCE`` of the unit cube, after snapping to the search space) replaced by
+    the new point of a scrambled Sobol set of ``raw_samples`` points (snapped, feasible, fixed
+    features applied) where ``acqf`` is largest; a row is kept when no new point is left.
+    Snapping a relaxed maximizer (integers, categoricals, inactive conditional parameters)
+    can land on a configuration already tried, which would spend an evaluation on it again.
+
+    Returns:
+        The rows and, per row, whether it was replaced.
+    """
+    seen = [history.X.to(X)] if history.X.numel() else []
+    if history.X_pending is not None and history.X_pending.numel():
+        seen.append(history.X_pending.to(X))
+    bounds = problem.bounds.to(X)
+    rows: list[Tensor] = []
+    replaced: list[bool] = []
+    for i, x in enumerate(X):
+        pool = torch.cat([*seen, *(r.unsqueeze(0) for r in rows)]) if seen or rows else X.new_zeros(0, X.shape[-1])
+        if not is_duplicate(x.unsqueeze(0), pool, bounds)[0]:
+            rows.append(x)
+            replaced.append(False)
+            continue
+        seed = (history.seed + 7919 * (i + 1)) % (2**31 - 1)
+        candidates = problem.sobol_design(optimizer.raw_samples, seed, optimizer.apply_fixed_features).to(X)
+        candidates = candidates[~is_duplicate(candidates, pool, bounds)]
+        if candidates.shape[0] == 0:
+            rows.append(x)
+            replaced.append(False)
+            continue
+        with torch.no_grad():
+            scores = torch.cat([acqf(chunk.unsqueeze(-2)).reshape(-1) for chunk in candidates.split(256)])
+        rows.append(candidates[int(torch.argmax(scores))])
+        replaced.append(True)
+    return torch.stack(rows), replaced
 
 
 def category_combinations(problem: Problem, optimizer: OptimizerSettings) -> list[dict[int, float]] | None:
@@ -185,12 +225,16 @@ class OptimizedPolicy(ABC):
         for i in range(q):
             value = values[i] if values.numel() == q else values[0]
             metadata.append({"acquisition": self.name, "acq_value": float(value)})
-        if self.postprocessor is None:
-            return Proposal(X=X, metadata=metadata)
-        processed = self.postprocessor(acqf, X, history, problem, opt, self.log_scale)
-        for meta, extra in zip(metadata, processed.metadata, strict=True):
-            meta.update(extra)
-        return Proposal(X=problem.round_to_domain(processed.X), metadata=metadata)
+        if self.postprocessor is not None:
+            processed = self.postprocessor(acqf, X, history, problem, opt, self.log_scale)
+            for meta, extra in zip(metadata, processed.metadata, strict=True):
+                meta.update(extra)
+            X = problem.round_to_domain(processed.X)
+        X, replaced = replace_repeats(acqf, X, history, problem, opt)
+        for meta, was in zip(metadata, replaced, strict=True):
+            if was:
+                meta["repeat_replaced"] = True
+        return Proposal(X=X, metadata=metadata)
 
 
 @register_policy("qlognei", "q-Log Noisy Expected Improvement (default; constraints, batches)")

@@ -80,3 +80,45 @@ def test_bonsai_and_relaxed_categoricals_on_a_mixed_space():
     for trial in campaign.store.trials()[4:]:
         assert trial.status == "completed"
         assert set(trial.metadata["pruned_parameters"]) <= {"lr", "width", "optimizer", "momentum"}
+
+
+def test_no_configuration_is_evaluated_twice_with_bonsai_and_conditions():
+    """Resetting a categorical makes its conditional children inactive; the pruned point is checked
+    for repeats after snapping, so an evaluated configuration is never proposed again."""
+    space = {"k": {"type": "choice", "values": ["a", "b"]},
+             "g": {"type": "float", "low": 0.1, "high": 10.0, "log": True, "when": {"k": "a"}},
+             "x": [0.0, 1.0]}  # fmt: skip
+    problem = get_problem("black-box", parameters=space, target={"k": "a", "g": 1.0, "x": 0.5})
+
+    def negated_loss(x):
+        p = problem.params(x)
+        if p["k"] == "b":
+            return -(0.3 + 0.01 * (p["x"] - 0.5) ** 2)
+        return -(0.5 + (p["x"] - 0.9) ** 2 + math.log(p["g"]) ** 2)
+
+    campaign = Campaign(problem, surrogate="gp", budget=10, n_init=4, optimizer=FAST, evaluator=negated_loss,
+                        postprocess={"bonsai": {}})  # fmt: skip
+    campaign.run()
+    points = [tuple(t.x) for t in campaign.store.trials()]
+    assert len(set(points)) == len(points)
+
+
+def test_a_snapped_repeat_is_replaced_by_the_best_new_point():
+    import torch
+
+    from dsbo.acquisition import History
+    from dsbo.acquisition.plain import replace_repeats
+
+    problem = get_problem("black-box", parameters={"n": {"type": "int", "low": 0, "high": 9}, "x": [0.0, 1.0]})
+    evaluated = torch.tensor([[3.0, 0.5]], dtype=torch.double)
+    history = History(X=evaluated, Y=torch.zeros(1, 1, dtype=torch.double), seed=0, t=1)
+
+    def acqf(X):  # largest at the evaluated point
+        return -((X[..., 0] - 3.0) ** 2 + (X[..., 1] - 0.5) ** 2).min(-1).values
+
+    X, replaced = replace_repeats(acqf, evaluated.clone(), history, problem, FAST)
+    assert replaced == [True] and not torch.equal(X[0], evaluated[0])
+    assert X[0, 0].item() == 3.0  # the best new point is the evaluated one's neighbour
+    fresh = torch.tensor([[5.0, 0.25]], dtype=torch.double)
+    X, replaced = replace_repeats(acqf, fresh, history, problem, FAST)
+    assert replaced == [False] and torch.equal(X, fresh)
