@@ -36,7 +36,13 @@ from dsbo.acquisition import History, OptimizerSettings, Policy, make_policy
 from dsbo.acquisition.base import PostProcessor, make_postprocessor
 from dsbo.acquisition.sparsity import DEFAULT_TOLERANCE, num_changed
 from dsbo.campaign.execution import MAX_SEED, Execution, positive_int
-from dsbo.campaign.history import CampaignResult, best_trial, changed_parameters, history_frame
+from dsbo.campaign.history import (
+    CampaignResult,
+    best_trial,
+    changed_parameters,
+    history_frame,
+    sparsity_reference,
+)
 from dsbo.campaign.ledger import Ledger
 from dsbo.campaign.outcome_warping import WARPINGS, warp_outcomes
 from dsbo.campaign.outcomes import outcome_vector, parse_outcomes
@@ -222,7 +228,7 @@ class Campaign:
             check_context_policy(
                 self.problem, self.surrogate, self.context_step.policy, seed, dry_run
             )
-        self.changes_from, self.reference_point = self._sparsity_reference()
+        self.changes_from, self.reference_point = sparsity_reference(self.policy, self.problem)
         self.worker = new_worker_id()
         self.store: Store = open_store(store)
         self._check_store()
@@ -289,20 +295,6 @@ class Campaign:
                 f"{', '.join(differ) or 'its keys'}): stored {stored}; this campaign is "
                 f"{identity}. Use a new run directory (or database)."
             )
-
-    def _sparsity_reference(self) -> tuple[str, Tensor]:
-        """What changed parameters are counted from: the policy's sparsity target, else a
-        post-processor's explicit default, else the problem's default point."""
-        target = getattr(self.policy, "sparsity_target", None)
-        if target is not None:
-            return "acquisition target", target(self.problem).to(torch.double)
-        default = getattr(getattr(self.policy, "postprocessor", None), "default", None)
-        if isinstance(default, Tensor):
-            return "postprocess default", default.to(torch.double)
-        if isinstance(default, Mapping):  # BONSAI's default by name, in user values
-            point = self.problem.space.default(default, where="postprocess.bonsai.default")
-            return "postprocess default", torch.tensor(point, dtype=torch.double)
-        return "problem default", self.problem.default_point.to(torch.double)
 
     def initial_design(self) -> Tensor:
         """The initial points in order: the default point (with ``include_default``), then

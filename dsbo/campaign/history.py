@@ -9,7 +9,7 @@ content of a run's ``history.csv``.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -160,6 +160,22 @@ def changed_parameters(
         for name, columns in zip(space.searched, space.groups, strict=True)
         if bool(mask[columns].any())
     ]
+
+
+def sparsity_reference(policy: Any, problem: Problem) -> tuple[str, Tensor]:
+    """What changed parameters are counted from: the policy's sparsity target, else a
+    post-processor's explicit default (a point, or ``{name: value}``), else the problem's
+    default point; returns its name (``changes_from``) and the point."""
+    target = getattr(policy, "sparsity_target", None)
+    if target is not None:
+        return "acquisition target", target(problem).to(torch.double)
+    default = getattr(getattr(policy, "postprocessor", None), "default", None)
+    if isinstance(default, Tensor):
+        return "postprocess default", default.to(torch.double)
+    if isinstance(default, Mapping):  # BONSAI's default by name, in user values
+        point = problem.space.default(default, where="postprocess.bonsai.default")
+        return "postprocess default", torch.tensor(point, dtype=torch.double)
+    return "problem default", problem.default_point.to(torch.double)
 
 
 def trailing_failures(trials: Sequence[Trial]) -> int:
