@@ -82,8 +82,18 @@ class Tuner:
             parameters): BONSAI prunes toward it, changes are counted from it.
         bonsai: ``True`` or BONSAI's options (``{"rho": 0.2}``): keep each proposal's changes
             from ``default`` to those that pay off (:mod:`dsbo.acquisition.bonsai`).
-        surrogate, acquisition, n_init, q, seed, store, executor, eval_timeout, optimizer,
-        callbacks, include_default, outcome_warping: As for :class:`~dsbo.campaign.Campaign`.
+        surrogate: As for :class:`~dsbo.campaign.Campaign` (default the MAP-SAAS ensemble).
+        acquisition: As for the campaign (``"auto"``: qLogNEI).
+        n_init: Quasi-random initial points (the campaign's default).
+        q: Candidates per iteration.
+        seed: The search's seed.
+        store: A SQLite path or store: every evaluation committed, a second call resumes.
+        executor: Any ``concurrent.futures.Executor`` for the evaluations.
+        eval_timeout: Seconds an evaluation may run before it is a failed trial.
+        optimizer: Acquisition optimizer settings (:class:`~dsbo.acquisition.OptimizerSettings`).
+        callbacks: Called as ``callback(campaign, trials)`` after every finished batch.
+        include_default: Evaluate ``default`` first.
+        outcome_warping: ``"copula"`` fits the surrogate to normal scores of the ranks.
         workers: Evaluations run at once by :meth:`run` (through ``executor``, by default a
             thread pool of this size).
         threads: Torch's intra-op threads while dsbo fits and proposes (``None``: torch's
