@@ -1,21 +1,79 @@
 """Weights & Biases tracking of a campaign, offline by default.
 
 ``mode="offline"`` writes the W&B run under the run directory (``wandb sync`` uploads it later),
-so no account or network is needed; every run also writes its own CSV/JSON/PNG, so nothing
-depends on a W&B server.
+so no account or network is needed; every run also writes its own CSV/JSON/PNG/HTML, so nothing
+depends on a W&B server. ``mode="disabled"`` logs nothing and never imports wandb.
+
+What a run holds, and why:
+
+- one history step per trial as it finishes, charted against its id ``trial``: its outcomes by
+  name, ``best_so_far``, ``failed`` (0/1), ``num_changed`` and every numeric parameter as
+  ``param/<name>``, so the run page charts the search as it goes;
+- at the end, the table ``trials``: one row per trial with its status, every parameter by name
+  (user values; ``None`` where a conditional parameter was inactive), every outcome, the
+  number of changed parameters, cost, generator and error. W&B's table and plot panels read it
+  (offline too, and after ``wandb sync``), e.g. to scatter an outcome against a parameter;
+- the run summary: every entry of ``summary.json`` under the same name (see
+  :meth:`WandbTracker.finish`), so runs compare by the numbers the CLI prints;
+- ``trace.png`` as the image ``trace``, and the run's self-contained ``report.html`` both as
+  the HTML panel ``report`` (shown on the run page) and as the artifact ``report-<run id>`` of
+  type ``report`` (a file to download or compare across runs).
 """
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from dsbo.storage import Trial
+if TYPE_CHECKING:
+    from dsbo.problems.base import Problem
+    from dsbo.storage import Trial
+
+
+#: The table's columns after the parameters and outcomes.
+_TRIAL_FIELDS = ("num_changed", "cost", "generator", "error")
+
+
+def _is_number(value: Any) -> bool:
+    """An int or float (not a bool): what a W&B chart can plot."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def flatten_summary(summary: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``summary.json``'s entries as W&B summary keys: scalars (numbers, strings, bools,
+    ``None``) as they are, nested dicts flattened with ``/`` (``seconds_per_iteration/fit``,
+    ``best_params/lr``; an empty dict adds no key), lists and any other value as JSON text
+    (``value_vs_changes``, ``best_x``), which ``json.loads`` reads back."""
+    flat: dict[str, Any] = {}
+    for key, value in summary.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            flat.update(flatten_summary(value, f"{name}/"))
+        elif value is None or isinstance(value, int | float | str):
+            flat[name] = value
+        else:
+            flat[name] = json.dumps(value)
+    return flat
+
+
+def one_type_per_column(rows: list[list[Any]]) -> list[list[Any]]:
+    """The rows with a column's values turned to text where they mix types (a choice of
+    ``[16, "auto"]``): a W&B table column holds one type (``None`` aside)."""
+    data = [list(row) for row in rows]
+    for j in range(len(data[0]) if data else 0):
+        values = [row[j] for row in data if row[j] is not None]
+        kinds = {"number" if _is_number(v) else type(v) for v in values}
+        if len(kinds) > 1:
+            for row in data:
+                row[j] = None if row[j] is None else str(row[j])
+    return data
 
 
 class WandbTracker:
-    """Logs each finished trial and the final summary and trace plot to a W&B run."""
+    """Logs each finished trial, then the trial table, summary, trace plot and HTML report to
+    a W&B run (see the module docstring)."""
 
     def __init__(
         self,
@@ -28,6 +86,9 @@ class WandbTracker:
         tags: list[str] | None = None,
     ) -> None:
         self.run = None
+        #: The table's columns (set by the first :meth:`log_trials`) and one row per trial id.
+        self.columns: list[str] = []
+        self.rows: dict[int, list[Any]] = {}
         if mode == "disabled":
             return
         import wandb
@@ -43,28 +104,55 @@ class WandbTracker:
             config=config,
             reinit="finish_previous",
         )
+        # charts plot against the trial id; W&B's own step only counts the log calls, since
+        # trials finish out of id order (parallel workers) and W&B drops a step that goes back
+        self.run.define_metric("trial")
+        self.run.define_metric("*", step_metric="trial")
 
-    def log_trials(self, trials: list[Trial], best_value: float | None, outcome_names: tuple[str, ...]) -> None:
+    def log_trials(self, trials: list[Trial], best_value: float | None, problem: Problem) -> None:
+        """Log a history step per trial and keep its table row (a trial logged again, by id,
+        replaces its row)."""
         if self.run is None:
             return
+        names = ["trial", "status", *problem.space.names, *problem.outcome_names, *_TRIAL_FIELDS]
+        self.columns = list(dict.fromkeys(names))
         for t in trials:
-            row: dict[str, Any] = {"trial": t.id, "failed": int(t.status == "failed")}
-            if t.y is not None:
-                row.update(dict(zip(outcome_names, t.y, strict=True)))
+            params = problem.params(t.x)
+            outcomes = dict(zip(problem.outcome_names, t.y, strict=True)) if t.y is not None else {}
+            step: dict[str, Any] = {"trial": t.id, "failed": int(t.status == "failed"), **outcomes}
+            step.update({f"param/{k}": v for k, v in params.items() if _is_number(v)})
             if best_value is not None:
-                row["best_so_far"] = best_value
+                step["best_so_far"] = best_value
             if "num_changed" in t.metadata:
-                row["num_changed"] = t.metadata["num_changed"]
-            self.run.log(row, step=t.id)
+                step["num_changed"] = t.metadata["num_changed"]
+            self.run.log(step)
 
-    def finish(self, summary: dict[str, Any], trace_png: Path | None) -> None:
+            row = {"trial": t.id, "status": t.status, **params, **outcomes}
+            num_changed = t.metadata.get("num_changed")
+            row.update(num_changed=num_changed, cost=t.cost, generator=t.generator, error=t.error)
+            self.rows[t.id] = [row.get(c) for c in self.columns]
+
+    def finish(self, summary: dict[str, Any], trace_png: Path | None, report_html: Path | None = None) -> None:
+        """Log the ``trials`` table, ``trace_png`` and ``report_html`` (each when there is one),
+        set the run summary to ``summary`` (``summary.json``'s entries by name, flattened as
+        :func:`flatten_summary` says) and finish the run."""
         if self.run is None:
             return
         import wandb
 
-        flat = {k: v for k, v in summary.items() if isinstance(v, int | float | str) or v is None}
-        flat.update({f"seconds_per_iteration/{k}": v for k, v in summary["seconds_per_iteration"].items()})
-        self.run.summary.update(flat)
+        media: dict[str, Any] = {}
+        if self.rows:
+            data = one_type_per_column([self.rows[i] for i in sorted(self.rows)])
+            media["trials"] = wandb.Table(columns=self.columns, data=data)
         if trace_png is not None and trace_png.exists():
-            self.run.log({"trace": wandb.Image(str(trace_png))})
+            media["trace"] = wandb.Image(str(trace_png))
+        if report_html is not None and report_html.exists():
+            media["report"] = wandb.Html(str(report_html), inject=False)
+            artifact = wandb.Artifact(f"report-{self.run.id}", type="report")
+            artifact.add_file(str(report_html), name="report.html")
+            self.run.log_artifact(artifact)
+        if media:
+            self.run.log(media)
+        # last, so a summary.json name that is also a history key (``failed``) keeps its value
+        self.run.summary.update(flatten_summary(summary))
         self.run.finish()
