@@ -5,7 +5,8 @@ points are :func:`dsbo.minimize` / :func:`dsbo.maximize` (a Python function over
 :class:`dsbo.Float`, :class:`dsbo.Int`, :class:`dsbo.Choice` and :class:`dsbo.Fixed`
 parameters) and :class:`dsbo.Tuner` (the same as ask/tell), :func:`dsbo.problems.get_problem`,
 :func:`dsbo.surrogates.fit_surrogate`, :class:`dsbo.campaign.Campaign` and the command lines
-``python -m dsbo.optimize``, ``dsbo.blackbox``, ``dsbo.sweep`` and ``dsbo.train``.
+``python -m dsbo.optimize``, ``dsbo.blackbox``, ``dsbo.sweep``, ``dsbo.train`` and
+``dsbo.report`` (also :func:`dsbo.report`, the HTML report of a run).
 
 Example:
     >>> import dsbo
@@ -38,6 +39,7 @@ _EXPORTS = {
     "minimize": "dsbo.runtime.tuner",
     "maximize": "dsbo.runtime.tuner",
     "Tuner": "dsbo.runtime.tuner",
+    "report": "dsbo.report",
 }
 __all__ = [*_EXPORTS, "__version__"]
 

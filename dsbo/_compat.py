@@ -28,7 +28,6 @@ MOVED = {
     "dsbo.executors": "dsbo.runtime.executors",
     "dsbo.parallel": "dsbo.runtime.parallel",
     "dsbo.validation": "dsbo.campaign.validation",
-    "dsbo.report": "dsbo.analysis.report",
     "dsbo.tracking": "dsbo.analysis.tracking",
     "dsbo.forecast_baselines": "dsbo.analysis.forecast_baselines",
     "dsbo.sparsity": "dsbo.acquisition.sparsity",

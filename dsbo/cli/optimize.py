@@ -9,8 +9,9 @@ with ``--postprocess null``, one run each). Typical use::
     python -m dsbo.optimize --list                         # problems, surrogates, policies
 
 The run directory (``--run_dir``, default ``runs/<problem>-seed<seed>``) receives the SQLite
-store ``trials.sqlite``, ``config.yaml``, ``history.csv``, ``summary.json``, ``trace.png`` and
-the offline W&B run. Running the same command again resumes the campaign from its store.
+store ``trials.sqlite``, ``config.yaml``, ``history.csv``, ``summary.json``, ``trace.png``,
+``report.html`` (the interactive report, :mod:`dsbo.cli.report`) and the offline W&B run.
+Running the same command again resumes the campaign from its store.
 
 Scaling out (the docs' user guide, "Scaling out")::
 
@@ -304,6 +305,9 @@ def _run_optimize(
         tags=cfg.wandb.tags,
     )
 
+    if resuming:  # the W&B table lists every trial, those of earlier sessions too
+        tracker.log_trials(store.trials(["completed", "failed"]), campaign.best()[0], problem)
+
     progress = Progress(
         TextColumn("[bold]{task.description}"),
         BarColumn(),
@@ -330,7 +334,7 @@ def _run_optimize(
 
         def on_batch(c: Campaign, trials: list) -> None:
             value, _ = c.best()
-            tracker.log_trials(trials, value, problem.outcome_names)
+            tracker.log_trials(trials, value, problem)
             last = trials[-1] if trials else None
             status = "" if last is None or last.status == "completed" else f"[red]failed: {last.error}"
             best = "-" if value is None else f"{value:.5g}"
@@ -340,8 +344,8 @@ def _run_optimize(
         campaign.run()
         progress.update(task, completed=spent(campaign), best=best_text())
 
-    info = write_outputs(campaign, run_dir, {"warnings": len(caught)})
-    tracker.finish(info, run_dir / "trace.png")
+    info = write_outputs(campaign, run_dir, {"warnings": len(caught)}, report=True, config=cfg.to_dict())
+    tracker.finish(info, run_dir / "trace.png", report_html=run_dir / "report.html")
     print_summary(console, info, run_dir)
     store.close()
     return info
@@ -411,6 +415,8 @@ def print_summary(console: Console, info: dict[str, Any], run_dir: Path) -> None
     if info.get("warnings"):
         table.add_row("warnings", f"{info['warnings']} (see {run_dir / 'warnings.log'})")
     table.add_row("run directory", str(run_dir))
+    if (run_dir / "report.html").is_file():
+        table.add_row("report", str(run_dir / "report.html"))
     console.print(table)
 
 

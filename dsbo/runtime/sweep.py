@@ -275,7 +275,7 @@ def run_bayes(
     again (their directories cleared) and finished runs never are. Returns what
     ``sweep.json`` holds.
     """
-    from dsbo.analysis.report import plot_trace
+    from dsbo.analysis.trace import plot_trace
     from dsbo.campaign import Campaign
 
     console = console or Console(stderr=True)

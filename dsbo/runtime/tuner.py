@@ -289,7 +289,7 @@ class Tuner:
         )
 
     def write(self, run_dir: str | Path) -> dict[str, Any]:
-        """Write ``history.csv``, ``trace.png`` and ``summary.json`` to ``run_dir`` (as
+        """Write ``history.csv``, ``trace.png``, ``summary.json`` and ``report.html`` to ``run_dir`` (as
         ``python -m dsbo.optimize`` does; values in the stored, maximized sense, the summary's
         ``best_objective`` in the objective's own); returns the summary."""
         from dsbo.analysis.outputs import write_outputs
@@ -298,7 +298,7 @@ class Tuner:
         run_dir.mkdir(parents=True, exist_ok=True)
         best = self.result().best_value
         extra = {"direction": self.direction, "objective": self.objective, "best_objective": best}
-        return write_outputs(self.campaign, run_dir, extra)
+        return write_outputs(self.campaign, run_dir, extra, report=True)
 
 
 def _is_real(value: Any) -> bool:

@@ -22,9 +22,9 @@ from botorch.models.model import Model
 from torch import Tensor
 
 
-def input_lengthscales(model: Model, d: int) -> Tensor | None:
-    """The ``d`` per-input lengthscales of ``model``'s kernels, the smallest over ensemble
-    members and kernels (a shared lengthscale is broadcast); ``None`` if it has none."""
+def member_lengthscales(model: Model, d: int) -> Tensor | None:
+    """``members x d``: the per-input lengthscales of every kernel of ``model`` and every
+    ensemble member (one row each; a shared lengthscale is broadcast); ``None`` if it has none."""
     found: list[Tensor] = []
     for module in model.modules():
         lengthscale = getattr(module, "lengthscale", None) if hasattr(module, "ard_num_dims") else None
@@ -32,7 +32,14 @@ def input_lengthscales(model: Model, d: int) -> Tensor | None:
             found.append(lengthscale.detach().reshape(-1, lengthscale.shape[-1]).expand(-1, d))
     if not found:
         return None
-    return torch.cat(found).min(dim=0).values.to(torch.double)
+    return torch.cat(found).to(torch.double)
+
+
+def input_lengthscales(model: Model, d: int) -> Tensor | None:
+    """The ``d`` per-input lengthscales of ``model``'s kernels, the smallest over ensemble
+    members and kernels; ``None`` if it has none."""
+    lengthscales = member_lengthscales(model, d)
+    return None if lengthscales is None else lengthscales.min(dim=0).values
 
 
 def scaled_distance(model: Model, X: Tensor, seen: Tensor) -> Tensor | None:

@@ -1,11 +1,11 @@
-"""Run reports: the value-vs-changes front and the timing split."""
+"""summary.json's numbers: the value-vs-changes front and the timing split."""
 
 import math
 
 import pandas as pd
 import pytest
 
-from dsbo.analysis.report import timing_summary, value_vs_changes
+from dsbo.analysis.summary import timing_summary, value_vs_changes
 from dsbo.problems import get_problem
 
 
@@ -50,23 +50,3 @@ def test_timing_summary_splits_model_iterations():
     ]
     out = timing_summary(frame([]), timings)
     assert out == pytest.approx({"iterations": 2, "fit": 2.0, "acquisition": 2.0, "other": 0.5})
-
-
-def test_trace_plot_shows_the_sparsity_front(tmp_path, monkeypatch):
-    """A single-objective trace has a third panel whose step line is the value-vs-changes front."""
-    import matplotlib.pyplot as plt
-
-    from dsbo import report
-
-    problem = get_problem("branin")
-    rows = [(1, "completed", -9.0, 0, 0, 0, 0), (2, "completed", -6.0, 1, 0, 0, 0), (3, "completed", -7.0, 2, 0, 0, 0)]
-    data = frame(rows).assign(generator=["sobol", "sobol", "qlognei"], best_so_far=[-9.0, -6.0, -6.0])
-    figures = []
-    monkeypatch.setattr(plt, "close", figures.append)
-    path = report.plot_trace(data, problem, tmp_path / "trace.png")
-    assert path.is_file()
-    axes = [ax for ax in figures[0].axes if ax.get_label() != "<colorbar>"]
-    assert len(axes) == 3
-    (line,) = [ln for ln in axes[2].get_lines() if ln.get_label() == "Pareto front"]
-    assert list(line.get_xdata()) == [0, 1, problem.dim]
-    assert list(line.get_ydata()) == [-9.0, -6.0, -6.0]

@@ -1,0 +1,144 @@
+"""The run report: one self-contained HTML file (``report.html``) that opens offline.
+
+plotly.js is embedded once in the page's head (no CDN), each panel of
+:mod:`dsbo.analysis.report_figures` follows as a ``<div>`` with its data, then the best
+trials, the configuration and the environment as plain HTML. Panels that do not apply to the
+run are left out. A small script placed before everything else shows any JavaScript error in a
+banner at the top of the page, so a report that failed to draw says so instead of staying
+blank (the browser tests read the same banner).
+
+Example:
+    >>> from dsbo.analysis.html_report import write_report
+    >>> write_report(campaign, "runs/branin/report.html")
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from dsbo.analysis import report_figures
+
+if TYPE_CHECKING:
+    from dsbo.analysis.report_data import ReportData
+
+#: The id of the element the page writes its JavaScript errors into.
+ERROR_BANNER = "dsbo-js-errors"
+
+_ERROR_HOOK = f"""<script>
+(function () {{
+  function show(text) {{
+    var box = document.getElementById("{ERROR_BANNER}");
+    if (!box) {{ return; }}
+    box.style.display = "block";
+    box.textContent += text + "\\n";
+  }}
+  window.addEventListener("error", function (e) {{ show("JavaScript error: " + e.message); }});
+  window.addEventListener("unhandledrejection", function (e) {{ show("JavaScript error: " + e.reason); }});
+}})();
+</script>"""
+
+_STYLE = """<style>
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0 auto; max-width: 1300px;
+       padding: 0 24px 48px; color: #222; }
+h1 { margin-bottom: 4px; } .meta { color: #666; margin-top: 0; }
+section { margin-top: 28px; } .note { background: #fff6e0; padding: 8px 12px; border-radius: 4px; }
+#dsbo-js-errors { display: none; background: #fde2e2; color: #8a1111; padding: 8px 12px; white-space: pre-wrap; }
+table { border-collapse: collapse; font-size: 13px; } td, th { padding: 3px 10px; border-bottom: 1px solid #ddd;
+        text-align: right; } th { background: #f4f4f4; }
+pre { background: #f7f7f7; padding: 10px; overflow-x: auto; font-size: 12px; }
+</style>"""
+
+#: The panels in page order: (title, figure function).
+PANELS = (
+    ("history", report_figures.history),
+    ("pareto", report_figures.pareto_front),
+    ("parallel", report_figures.parallel_coordinates),
+    ("importance", report_figures.importance),
+    ("slices", report_figures.slices),
+    ("sparsity", report_figures.sparsity),
+    ("contexts", report_figures.contexts),
+)
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, float):
+        return "" if value != value else f"{value:.5g}"  # NaN: an inactive parameter
+    return "" if value is None else html.escape(str(value))
+
+
+def _table(frame: Any) -> str:
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
+    rows = "".join("<tr>" + "".join(f"<td>{_cell(v)}</td>" for v in row) + "</tr>" for row in frame.itertuples(index=False))
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
+
+
+def render(data: ReportData) -> str:
+    """The report page of ``data`` as one HTML string."""
+    from plotly.offline import get_plotlyjs
+
+    frame = data.frame
+    counts = frame["status"].value_counts().to_dict() if not frame.empty else {}
+    parts = [
+        "<!DOCTYPE html><html><head><meta charset='utf-8'>",
+        f"<title>dsbo report: {html.escape(data.title)}</title>",
+        _ERROR_HOOK,
+        _STYLE,
+        f"<script type='text/javascript'>{get_plotlyjs()}</script>",
+        "</head><body>",
+        f"<div id='{ERROR_BANNER}'></div>",
+        f"<h1>{html.escape(data.title)}</h1>",
+        "<p class='meta'>" + ", ".join(f"{v} {k}" for k, v in counts.items()) + f" trial(s); written "
+        f"{time.strftime('%Y-%m-%d %H:%M')}; objective{'s' if data.multi_objective else ''} "
+        f"{html.escape(', '.join(data.objective_names))} (maximized)</p>",
+    ]
+    best = data.best_trials()
+    if len(best):
+        parts.append(f"<section><h2>Best trials</h2>{_table(best)}</section>")
+    if data.model_note:
+        parts.append(f"<p class='note'>{html.escape(data.model_note)}</p>")
+    for name, panel in PANELS:
+        fig = panel(data)
+        if fig is None:
+            continue
+        body = fig.to_html(full_html=False, include_plotlyjs=False, div_id=f"panel-{name}",
+                           config={"displaylogo": False, "responsive": True})  # fmt: skip
+        parts.append(f"<section class='panel'>{body}</section>")
+    config = yaml.safe_dump(json.loads(json.dumps(data.config, default=str)), sort_keys=False)
+    env = yaml.safe_dump(data.environment, sort_keys=False)
+    parts += [
+        f"<section><h2>Configuration</h2><pre>{html.escape(config)}</pre></section>",
+        f"<section><h2>Environment</h2><pre>{html.escape(env)}</pre></section>",
+        "</body></html>",
+    ]
+    return "\n".join(parts)
+
+
+def write_report(
+    campaign: Any, path: str | Path, config: dict[str, Any] | None = None, model: bool = True
+) -> Path:
+    """Write the report of ``campaign`` to ``path`` and return the path.
+
+    Args:
+        campaign: A :class:`~dsbo.campaign.Campaign` (finished or not).
+        path: Where the HTML file goes (its folder is created).
+        config: The run's configuration as written (shown in the report).
+        model: Fit the campaign's surrogate for importance and slices (``False``: leave them
+            out, e.g. to write a report quickly).
+    """
+    from dsbo.analysis.report_data import from_campaign
+
+    return write_page(from_campaign(campaign, config, model), path)
+
+
+def write_page(data: ReportData, path: str | Path) -> Path:
+    """Render ``data`` and write it to ``path``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render(data), encoding="utf-8")
+    return path

@@ -1,0 +1,186 @@
+"""What the HTML report shows, gathered from a campaign: :class:`ReportData`.
+
+:func:`from_campaign` reads a campaign as data: its history (named parameters in user values),
+which panels apply (several objectives, contexts, a sparsity-aware method, a budget in cost
+units, MOBO-RS's preference region), the configuration and the environment; and it fits the
+campaign's own surrogate on the completed trials, as the campaign's next step would (same
+spec, seed and outcome warping), for the parameter importance and the slices
+(:mod:`dsbo.analysis.importance`). A surrogate that cannot be fitted leaves those panels out
+and says why, in the report.
+"""
+
+from __future__ import annotations
+
+import platform
+import sys
+from dataclasses import dataclass, field, replace
+from importlib import metadata
+from typing import TYPE_CHECKING, Any
+
+from dsbo.analysis.importance import Importance, Slice, parameter_importance, slices
+from dsbo.analysis.report_figures import MAX_SLICES
+from dsbo.analysis.summary import value_vs_changes
+from dsbo.space import SearchSpace
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+#: Packages whose versions the report lists.
+PACKAGES = ("dsbo", "torch", "botorch", "gpytorch", "pytorch-lightning", "plotly", "numpy", "pandas")
+
+
+@dataclass
+class ReportData:
+    """A run as the report shows it (see the module docstring)."""
+
+    title: str
+    space: SearchSpace
+    #: One row per trial (``history.csv``'s columns).
+    frame: pd.DataFrame
+    objective_names: list[str]
+    multi_objective: bool = False
+    optimal_value: float | None = None
+    #: The budget is in cost units: the history is drawn against the cumulative cost.
+    cost_budget: bool = False
+    #: A sparsity-aware method ran (SEBO, IR/ER, BONSAI): changes per trial are shown.
+    sparsity: bool = False
+    changes_from: str = "problem default"
+    num_relevant: int | None = None
+    context_names: list[str] = field(default_factory=list)
+    #: MOBO-RS's weight prior as boxes of the objective space ``[[low, high] per objective]``.
+    preference_boxes: list[list[list[float]]] = field(default_factory=list)
+    value_vs_changes: list[dict[str, float]] = field(default_factory=list)
+    #: The surrogate the importance and slices come from (its name), and why not if they don't.
+    surrogate: str = ""
+    model_note: str | None = None
+    importance: list[Importance] = field(default_factory=list)
+    slices: list[Slice] = field(default_factory=list)
+    config: dict[str, Any] = field(default_factory=dict)
+    environment: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def completed(self) -> pd.DataFrame:
+        return self.frame[self.frame["status"] == "completed"]
+
+    def with_frame(self, frame: pd.DataFrame) -> ReportData:
+        return replace(self, frame=frame)
+
+    def best_trials(self, k: int = 10) -> pd.DataFrame:
+        """The ``k`` best completed trials (by the first objective), best first."""
+        done = self.completed
+        if done.empty:
+            return done
+        columns = ["trial", "generator", *self.space.searched, *self.objective_names]
+        if self.sparsity:
+            columns.append("num_changed")
+        return done.sort_values(self.objective_names[0], ascending=False).head(k)[columns]
+
+
+def environment(seed: int | None = None) -> dict[str, Any]:
+    """Python, the platform, the versions of :data:`PACKAGES` and the seed."""
+    versions = {}
+    for name in PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return {"python": sys.version.split()[0], "platform": platform.platform(), "seed": seed, **versions}
+
+
+def is_sparsity_aware(policy: Any) -> bool:
+    """SEBO / IR / ER (a policy with a sparsity target) or a post-processor (BONSAI)."""
+    return getattr(policy, "sparsity_target", None) is not None or getattr(policy, "postprocessor", None) is not None
+
+
+def _preference_boxes(policy: Any, problem: Any) -> list[list[list[float]]]:
+    prior = getattr(policy, "prior", None)
+    if not callable(prior) or not problem.is_multi_objective:
+        return []
+    return [[[float(lo), float(hi)] for lo, hi in zip(r.lower, r.upper, strict=True)] for r in prior(problem).regions]
+
+
+def fit_campaign_model(campaign: Any) -> Any:
+    """The campaign's surrogate fitted on its completed trials, as its next step would fit it
+    (``None`` with fewer than two completed trials)."""
+    import gpytorch
+    import torch
+
+    from dsbo.campaign.campaign import EXACT_CHOLESKY_SIZE
+    from dsbo.campaign.outcome_warping import warp_outcomes
+    from dsbo.surrogates import fit_surrogate
+
+    X, Y = campaign.store.completed_data()
+    if X.shape[0] < 2:
+        return None
+    Y = warp_outcomes(Y, campaign.problem.num_objectives, campaign.outcome_warping)
+    torch.manual_seed(campaign.seed)
+    with gpytorch.settings.max_cholesky_size(EXACT_CHOLESKY_SIZE):
+        return fit_surrogate(campaign.surrogate, X, Y, bounds=campaign.problem.bounds, selection_seed=campaign.seed)
+
+
+def from_campaign(campaign: Any, config: dict[str, Any] | None = None, model: bool = True) -> ReportData:
+    """The report's data for ``campaign``; ``config`` is the run's configuration as the user
+    wrote it (default: the campaign's settings); ``model=False`` skips the surrogate."""
+    problem, policy = campaign.problem, campaign.policy
+    result = campaign.result()
+    data = ReportData(
+        title=problem.name,
+        space=problem.space,
+        frame=result.history,
+        objective_names=list(problem.objective_names),
+        multi_objective=problem.is_multi_objective,
+        optimal_value=problem.optimal_value,
+        cost_budget=campaign.budget_cost is not None,
+        sparsity=is_sparsity_aware(policy),
+        changes_from=campaign.changes_from,
+        num_relevant=len(problem.relevant_dims) or None,
+        context_names=list(problem.context_names) if problem.is_contextual else [],
+        preference_boxes=_preference_boxes(policy, problem),
+        value_vs_changes=value_vs_changes(result.history, problem),
+        surrogate=campaign.surrogate.name,
+        config=config or campaign_settings(campaign),
+        environment=environment(campaign.seed),
+    )
+    if model:
+        add_model_panels(data, campaign, result.best_x)
+    return data
+
+
+def campaign_settings(campaign: Any) -> dict[str, Any]:
+    """What a campaign built in Python was given (the report's configuration section)."""
+    policy = campaign.policy
+    postprocessor = getattr(policy, "postprocessor", None)
+    return {
+        "problem": campaign.problem.name,
+        "parameters": campaign.problem.space.to_config(),
+        "surrogate": {"name": campaign.surrogate.name, **campaign.surrogate.options},
+        "acquisition": getattr(policy, "name", type(policy).__name__),
+        "postprocess": None if postprocessor is None else type(postprocessor).__name__,
+        "budget": campaign.budget,
+        "budget_cost": campaign.budget_cost,
+        "n_init": campaign.n_init,
+        "q": campaign.q,
+        "seed": campaign.seed,
+    }
+
+
+def add_model_panels(data: ReportData, campaign: Any, best_x: list[float] | None) -> None:
+    """Fit the campaign's surrogate and fill in the importance and the slices (or, when the
+    fit fails, the note saying why)."""
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = fit_campaign_model(campaign)
+    except Exception as exc:  # a report never fails because the surrogate does
+        data.model_note = f"the {data.surrogate} surrogate could not be fitted: {type(exc).__name__}: {exc}"
+        return
+    if model is None:
+        data.model_note = "fewer than two completed trials: no surrogate to read importance from"
+        return
+    m = campaign.problem.num_objectives
+    data.importance = parameter_importance(model, data.space, campaign.problem.outcome_names, list(range(m)))
+    if best_x is not None and not data.multi_objective:
+        top = data.importance[0].ranking[:MAX_SLICES]
+        data.slices = slices(model, data.space, best_x, top)

@@ -1,0 +1,292 @@
+"""The figures of the HTML report (plotly), one function per panel.
+
+Each takes the :class:`~dsbo.analysis.report_data.ReportData` of a run and returns a plotly
+figure, or ``None`` when the panel does not apply to the run (the report leaves it out):
+
+- :func:`history` — every trial's value and the best so far (the hypervolume for several
+  objectives), against the cumulative cost when the budget is in cost units; failed trials
+  marked;
+- :func:`parallel_coordinates` — all trials over the named parameters (log scales as log10
+  with the values as ticks, choices by name, inactive conditional parameters at their own
+  tick), coloured by the objective, failed trials grey;
+- :func:`importance` — each parameter's share of importance, the method in the title;
+- :func:`slices` — the surrogate's mean +- 2 sd along the most important parameters through
+  the best trial;
+- :func:`pareto_front` — several objectives: the observed outcomes, the non-dominated ones
+  highlighted, MOBO-RS's preference region drawn;
+- :func:`sparsity` — sparsity-aware runs: changes from the default per trial and the best
+  value with at most k changes;
+- :func:`contexts` — contextual runs: each context's role per trial and the cost ledger.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import plotly.graph_objects as go
+
+    from dsbo.analysis.report_data import ReportData
+
+#: Parameters shown in the slice panel (the most important first).
+MAX_SLICES = 6
+FAILED_COLOUR = "#d62728"
+INACTIVE = "inactive"
+
+
+def _go() -> Any:
+    import plotly.graph_objects as go
+
+    return go
+
+
+def _layout(fig: go.Figure, title: str, height: int = 420, top: int = 60) -> go.Figure:
+    """Title, size and a light style (the empty template: plotly's own templates add ~7 kB of
+    JSON to every figure)."""
+    fig.update_layout(title=title, height=height, template="none", margin={"l": 70, "r": 30, "t": top, "b": 50},
+                      font={"family": "system-ui, sans-serif", "size": 12}, hovermode="closest")  # fmt: skip
+    fig.update_xaxes(showgrid=True, gridcolor="#eeeeee", zeroline=False, linecolor="#888888")
+    fig.update_yaxes(showgrid=True, gridcolor="#eeeeee", zeroline=False, linecolor="#888888")
+    return fig
+
+
+def _rounded(values: Any, digits: int = 6) -> list[Any]:
+    """``values`` to ``digits`` significant digits (the page carries every number as text)."""
+    return [float(f"{v:.{digits}g}") if isinstance(v, float) and math.isfinite(v) else v for v in list(values)]
+
+
+def history(data: ReportData) -> go.Figure:
+    go = _go()
+    frame, done = data.frame, data.completed
+    step = "cumulative_cost" if data.cost_budget else "trial"
+    xlabel = "cumulative cost" if data.cost_budget else "trial"
+    fig = go.Figure()
+    if data.multi_objective:
+        fig.add_trace(go.Scatter(x=done[step], y=done["best_so_far"], mode="lines+markers", name="hypervolume",
+                                 line={"shape": "hv"}))  # fmt: skip
+        ylabel = "dominated hypervolume"
+    else:
+        name = data.objective_names[0]
+        initial = done["generator"].str.startswith("sobol") | (done["generator"] == "default")
+        for mask, label, colour in ((initial, "initial / random", "#999999"), (~initial, "BO", "#1f77b4")):
+            part = done[mask]
+            fig.add_trace(go.Scatter(x=_rounded(part[step]), y=_rounded(part[name]), mode="markers", name=label,
+                                     marker={"color": colour, "size": 7}, customdata=part["trial"],
+                                     hovertemplate="trial %{customdata}<br>%{y:.5g}<extra></extra>"))  # fmt: skip
+        fig.add_trace(go.Scatter(x=done[step], y=done["best_so_far"], mode="lines", name="best so far",
+                                 line={"shape": "hv", "color": "#d62728"}))  # fmt: skip
+        if data.optimal_value is not None:
+            fig.add_hline(y=data.optimal_value, line_dash="dash", line_color="black", annotation_text="optimum")
+        ylabel = name
+    failed = frame[frame["status"] == "failed"]
+    if len(failed):
+        floor = done["best_so_far"].min() if len(done) and not data.multi_objective else 0.0
+        y = [done[data.objective_names[0]].min() if len(done) and not data.multi_objective else floor] * len(failed)
+        fig.add_trace(go.Scatter(x=failed[step], y=y, mode="markers", name="failed",
+                                 marker={"symbol": "x", "color": FAILED_COLOUR, "size": 9},
+                                 text=failed["error"].astype(str),
+                                 hovertemplate="failed: %{text}<extra></extra>"))  # fmt: skip
+    fig.update_xaxes(title=xlabel)
+    fig.update_yaxes(title=ylabel)
+    title = "Optimization history" + (" (hypervolume of the feasible points)" if data.multi_objective else "")
+    return _layout(fig, title)
+
+
+def _axis(data: ReportData, name: str) -> dict[str, Any]:
+    """One parcoords dimension: the parameter's values (log10 for log scales, indices for
+    choices), an extra tick below the range for trials where it was inactive."""
+    from dsbo.space import Choice, Float, Int
+
+    p = data.space.parameters[name]
+    column = data.frame[name]
+    inactive = column.isna()
+    if isinstance(p, Choice):
+        labels = [str(v) for v in p.values]
+        values = [labels.index(str(v)) if not missing else -1 for v, missing in zip(column, inactive, strict=True)]
+        ticks, text = list(range(len(labels))), labels
+        low, high = 0, len(labels) - 1
+    else:
+        log = isinstance(p, Float | Int) and p.log
+        transform = (lambda v: math.log10(v)) if log else float  # noqa: E731
+        low, high = transform(p.low), transform(p.high)
+        values = [transform(v) if not missing else math.nan for v, missing in zip(column, inactive, strict=True)]
+        ticks = [low + (high - low) * i / 4 for i in range(5)]
+        text = [f"{10**t:.3g}" if log else f"{t:.3g}" for t in ticks]
+    if inactive.any():
+        below = low - 0.1 * max(high - low, 1)
+        values = [below if missing else v for v, missing in zip(values, inactive, strict=True)]
+        ticks, text, low = [below, *ticks], [INACTIVE, *text], below
+    return {"label": name, "values": _rounded(values), "tickvals": ticks, "ticktext": text, "range": [low, high]}
+
+
+def parallel_coordinates(data: ReportData) -> go.Figure | None:
+    go = _go()
+    frame = data.frame[data.frame["status"].isin(("completed", "failed"))]
+    if frame.empty:
+        return None
+    dimensions = [_axis(data.with_frame(frame), name) for name in data.space.searched]
+    objective = data.objective_names[0]
+    values = frame[objective]
+    failed = frame["status"] == "failed"
+    finite = values[~failed]
+    low, high = (float(finite.min()), float(finite.max())) if len(finite) else (0.0, 1.0)
+    span = high - low or 1.0
+    below = low - 0.08 * span
+    shown = values.where(~failed, below)
+    dimensions.append({"label": objective, "values": _rounded(shown.tolist()), "range": [below, high],
+                       "tickvals": [below, low, (low + high) / 2, high],
+                       "ticktext": ["failed", f"{low:.4g}", f"{(low + high) / 2:.4g}", f"{high:.4g}"]})  # fmt: skip
+    # colour: the objective scaled to [0.1, 1]; failed trials at 0, drawn grey
+    colour = ((shown - low) / span * 0.9 + 0.1).where(~failed, 0.0)
+    scale = [[0.0, "#bbbbbb"], [0.05, "#bbbbbb"], [0.1, "#440154"], [0.55, "#21918c"], [1.0, "#fde725"]]
+    fig = go.Figure(go.Parcoords(line={"color": _rounded(colour.tolist(), 3), "colorscale": scale, "cmin": 0.0, "cmax": 1.0},
+                                 dimensions=dimensions))  # fmt: skip
+    title = f"Parallel coordinates: {len(frame)} trials (colour: {objective}; failed trials grey)"
+    return _layout(fig, title, height=500, top=120)
+
+
+def importance(data: ReportData) -> go.Figure | None:
+    if not data.importance:
+        return None
+    from plotly.subplots import make_subplots
+
+    go = _go()
+    fig = make_subplots(rows=1, cols=len(data.importance), subplot_titles=[i.outcome for i in data.importance])
+    for col, item in enumerate(data.importance, start=1):
+        names = list(item.scores)[::-1]
+        fig.add_trace(go.Bar(x=[item.scores[n] for n in names], y=names, orientation="h", showlegend=False,
+                             marker_color="#1f77b4"), row=1, col=col)  # fmt: skip
+        fig.update_xaxes(title="share of importance", row=1, col=col)
+    methods = sorted({i.method for i in data.importance})
+    height = max(300, 22 * len(data.space.searched) + 120)
+    return _layout(fig, f"Parameter importance ({', '.join(methods)} of the {data.surrogate} surrogate)", height)
+
+
+def slices(data: ReportData) -> go.Figure | None:
+    if not data.slices:
+        return None
+    from plotly.subplots import make_subplots
+
+    go = _go()
+    shown = data.slices[:MAX_SLICES]
+    cols = min(3, len(shown))
+    rows = math.ceil(len(shown) / cols)
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=[s.parameter for s in shown])
+    for k, s in enumerate(shown):
+        row, col = k // cols + 1, k % cols + 1
+        upper = [m + 2 * sd for m, sd in zip(s.mean, s.sd, strict=True)]
+        lower = [m - 2 * sd for m, sd in zip(s.mean, s.sd, strict=True)]
+        x = [str(v) for v in s.values] if s.categorical else s.values
+        if s.categorical:
+            fig.add_trace(go.Scatter(x=x, y=s.mean, mode="markers", showlegend=False, marker={"color": "#1f77b4"},
+                                     error_y={"type": "data", "array": [2 * sd for sd in s.sd]}),
+                          row=row, col=col)  # fmt: skip
+        else:
+            fig.add_trace(go.Scatter(x=x + x[::-1], y=upper + lower[::-1], fill="toself", mode="lines", line={"width": 0},
+                                     fillcolor="rgba(31,119,180,0.2)", showlegend=False, hoverinfo="skip"),
+                          row=row, col=col)  # fmt: skip
+            fig.add_trace(go.Scatter(x=x, y=s.mean, mode="lines", showlegend=False, line={"color": "#1f77b4"}),
+                          row=row, col=col)  # fmt: skip
+        at = str(s.at) if s.categorical else s.at
+        fig.add_trace(go.Scatter(x=[at], y=[s.mean[s.values.index(s.at)] if s.at in s.values else None],
+                                 mode="markers", marker={"color": "#d62728", "size": 10, "symbol": "star"},
+                                 showlegend=False, name="best trial"), row=row, col=col)  # fmt: skip
+        if s.log:
+            fig.update_xaxes(type="log", row=row, col=col)
+    title = f"Slices through the best trial: {data.surrogate} mean +- 2 sd of {data.objective_names[0]}"
+    return _layout(fig, title, height=300 * rows + 80)
+
+
+def _non_dominated(points: list[list[float]]) -> list[bool]:
+    """Whether each point (maximized in every coordinate) is on the observed Pareto front."""
+    return [
+        not any(all(q[k] >= p[k] for k in range(len(p))) and q != p for q in points)
+        for p in points
+    ]
+
+
+def pareto_front(data: ReportData) -> go.Figure | None:
+    if not data.multi_objective:
+        return None
+    go = _go()
+    o1, o2 = data.objective_names[:2]
+    done = data.completed
+    points = done[[o1, o2]].to_numpy().tolist()
+    front = _non_dominated(points)
+    fig = go.Figure()
+    for box in data.preference_boxes:
+        (x0, x1), (y0, y1) = box[0], box[1]
+        fig.add_shape(type="rect", x0=x0, x1=x1, y0=y0, y1=y1, line={"color": "#2ca02c", "dash": "dot"},
+                      fillcolor="rgba(44,160,44,0.12)")  # fmt: skip
+    if data.preference_boxes:
+        fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name="preference region (weight prior)",
+                                 marker={"symbol": "square", "color": "rgba(44,160,44,0.4)"}))  # fmt: skip
+    dominated = [not f for f in front]
+    fig.add_trace(go.Scatter(x=done[o1][dominated], y=done[o2][dominated], mode="markers", name="dominated",
+                             marker={"color": "#bbbbbb", "size": 7}, customdata=done["trial"][dominated],
+                             hovertemplate="trial %{customdata}<extra></extra>"))  # fmt: skip
+    on_front = done[front].sort_values(o1)
+    fig.add_trace(go.Scatter(x=on_front[o1], y=on_front[o2], mode="lines+markers", name="observed Pareto front",
+                             line={"shape": "vh", "color": "#d62728"}, marker={"size": 9},
+                             customdata=on_front["trial"], hovertemplate="trial %{customdata}<extra></extra>"))  # fmt: skip
+    fig.update_xaxes(title=f"{o1} (maximized)")
+    fig.update_yaxes(title=f"{o2} (maximized)")
+    return _layout(fig, f"Pareto front: {sum(front)} of {len(points)} completed trials non-dominated", 480)
+
+
+def sparsity(data: ReportData) -> go.Figure | None:
+    if not data.sparsity or data.multi_objective:
+        return None
+    from plotly.subplots import make_subplots
+
+    go = _go()
+    fig = make_subplots(rows=1, cols=2, subplot_titles=[f"parameters changed from the {data.changes_from}",
+                                                        "best value with at most k changes"])  # fmt: skip
+    frame = data.frame
+    fig.add_trace(go.Bar(x=frame["trial"], y=frame["num_changed"].fillna(0), marker_color="#2ca02c",
+                         showlegend=False), row=1, col=1)  # fmt: skip
+    if data.num_relevant:
+        fig.add_hline(y=data.num_relevant, line_dash="dash", annotation_text="relevant", row=1, col=1)
+    done = data.completed
+    name = data.objective_names[0]
+    fig.add_trace(go.Scatter(x=done["num_changed"], y=done[name], mode="markers", showlegend=False,
+                             marker={"color": done["trial"], "colorscale": "Viridis", "size": 7},
+                             customdata=done["trial"], hovertemplate="trial %{customdata}<extra></extra>"),
+                  row=1, col=2)  # fmt: skip
+    if data.value_vs_changes:
+        ks = [p["changed"] for p in data.value_vs_changes] + [len(data.space.searched)]
+        values = [p["best_value"] for p in data.value_vs_changes]
+        fig.add_trace(go.Scatter(x=ks, y=values + values[-1:], mode="lines", line={"shape": "hv", "color": "#d62728"},
+                                 name="best with <= k changes"), row=1, col=2)  # fmt: skip
+    fig.update_xaxes(title="trial", row=1, col=1)
+    fig.update_xaxes(title="parameters changed", row=1, col=2)
+    fig.update_yaxes(title=name, row=1, col=2)
+    return _layout(fig, "Sparsity: how many parameters each trial changes")
+
+
+ROLES = {"ignored": 0, "observed": 1, "optimized": 2}
+
+
+def contexts(data: ReportData) -> go.Figure | None:
+    if not data.context_names:
+        return None
+    from plotly.subplots import make_subplots
+
+    go = _go()
+    frame = data.frame
+    roles = [[ROLES["optimized"] if c in str(o).split() else ROLES["observed"] if c in str(b).split() else 0
+              for c in data.context_names] for o, b in zip(frame["optimized"], frame["observed"], strict=True)]  # fmt: skip
+    fig = make_subplots(rows=1, cols=2, subplot_titles=["context roles per trial", "cost ledger"],
+                        specs=[[{}, {"secondary_y": True}]])
+    scale = [[0, "#ffffff"], [0.33, "#ffffff"], [0.34, "#1f77b4"], [0.66, "#1f77b4"], [0.67, "#d62728"], [1, "#d62728"]]
+    fig.add_trace(go.Heatmap(z=[list(r) for r in zip(*roles, strict=True)], x=frame["trial"], y=data.context_names,
+                             colorscale=scale, zmin=0, zmax=2, xgap=1, ygap=1,
+                             colorbar={"tickvals": [1 / 3, 1, 5 / 3], "ticktext": list(ROLES), "x": 0.45}),
+                  row=1, col=1)  # fmt: skip
+    fig.add_trace(go.Bar(x=frame["trial"], y=frame["cost"], name="cost of the trial", marker_color="#ff7f0e"),
+                  row=1, col=2)  # fmt: skip
+    fig.add_trace(go.Scatter(x=frame["trial"], y=frame["cumulative_cost"], name="cumulative cost",
+                             line={"color": "#2ca02c"}), row=1, col=2, secondary_y=True)  # fmt: skip
+    fig.update_xaxes(title="trial")
+    return _layout(fig, "Contexts: which were optimized (paid), observed or ignored, and what was paid", 460)
