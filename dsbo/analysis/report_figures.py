@@ -93,6 +93,14 @@ def history(data: ReportData) -> go.Figure:
     return _layout(fig, title)
 
 
+def _choice_index(values: tuple[Any, ...], value: Any) -> int:
+    """The index of ``value`` among a choice's values (a table may hold ``2`` as ``2.0``)."""
+    for i, v in enumerate(values):
+        if v == value or str(v) == str(value):
+            return i
+    return -1
+
+
 def _axis(data: ReportData, name: str) -> dict[str, Any]:
     """One parcoords dimension: the parameter's values (log10 for log scales, indices for
     choices), an extra tick below the range for trials where it was inactive."""
@@ -103,7 +111,7 @@ def _axis(data: ReportData, name: str) -> dict[str, Any]:
     inactive = column.isna()
     if isinstance(p, Choice):
         labels = [str(v) for v in p.values]
-        values = [labels.index(str(v)) if not missing else -1 for v, missing in zip(column, inactive, strict=True)]
+        values = [_choice_index(p.values, v) if not missing else -1 for v, missing in zip(column, inactive, strict=True)]
         ticks, text = list(range(len(labels))), labels
         low, high = 0, len(labels) - 1
     else:

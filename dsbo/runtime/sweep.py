@@ -2,11 +2,11 @@
 
 :func:`run_sweep` runs each configuration of a :class:`~dsbo.runtime.sweep_config.SweepConfig`
 as a subprocess (:func:`run_one`: offline W&B, its own run directory, ``SIGKILL`` if the sweep
-dies), ``workers`` at once, and writes ``sweep.json``, ``sweep.csv``, ``best.txt`` and
-``trace.png`` into the sweep directory. ``method: bayes`` goes to :func:`run_bayes`: the
-sweep's parameters become a :class:`dsbo.space.SearchSpace`
-(:func:`dsbo.space.wandb_syntax.search_space`: log-uniform values searched in their log,
-categoricals one-hot), the metric the objective (negated for ``goal: minimize``), and a
+dies), ``workers`` at once, and writes ``sweep.json``, ``sweep.csv``, ``best.txt``,
+``trace.png`` and ``report.html`` (:mod:`dsbo.runtime.sweep_report`) into the sweep
+directory. ``method: bayes`` goes to :func:`run_bayes`: the sweep's parameters become a
+:class:`dsbo.space.SearchSpace` (:func:`dsbo.space.wandb_syntax.search_space`: log-uniform
+values searched in their log, categoricals one-hot), the metric the objective (negated for ``goal: minimize``), and a
 :class:`~dsbo.campaign.Campaign` over ``<sweep dir>/trials.sqlite`` proposes each run, whose
 parameters are the space's decoded values (fixed ones included, in the sweep file's order),
 so a killed sweep resumes where it stopped. The command line is :mod:`dsbo.cli.sweep`.
@@ -231,6 +231,10 @@ def run_sweep(
     write_results(sweep_dir, info, records, line)
     plot_sweep_trace(sweep, records, sweep_dir / "trace.png")
     info["runs"] = [asdict(r) for r in records]
+    from dsbo.analysis.html_report import write_page
+    from dsbo.runtime.sweep_report import sweep_report_data
+
+    write_page(sweep_report_data(sweep, info["runs"], seed), sweep_dir / "report.html")
     info["best_line"] = line
     return info
 
@@ -256,6 +260,28 @@ def bayes_problem(sweep: SweepConfig, source: str = "sweep") -> tuple[Any, Searc
     return problem, problem.space, options
 
 
+def bayes_campaign(
+    sweep: SweepConfig, sweep_dir: Path, budget: int, seed: int = 0, source: str = "sweep", dry_run: bool = False
+) -> Any:
+    """The campaign of a bayes sweep on ``<sweep_dir>/trials.sqlite`` (new, or the one a
+    previous run of the sweep left)."""
+    from dsbo.campaign import Campaign
+
+    problem, _, options = bayes_problem(sweep, source)
+    return Campaign(
+        problem,
+        surrogate=options["surrogate"],
+        acquisition=options["acquisition"],
+        postprocess=options["postprocess"],
+        budget=budget,
+        n_init=options["n_init"] if options["n_init"] is not None else min(budget, max(2, 2 * problem.dim)),
+        seed=seed,
+        store=sweep_dir / "trials.sqlite",
+        max_consecutive_failures=budget + 1,  # a sweep records failed runs and goes on
+        dry_run=dry_run,
+    )
+
+
 # ---------------------------------------------------------------------- bayes: the runs
 def run_bayes(
     sweep: SweepConfig,
@@ -275,8 +301,8 @@ def run_bayes(
     again (their directories cleared) and finished runs never are. Returns what
     ``sweep.json`` holds.
     """
+    from dsbo.analysis.html_report import write_report
     from dsbo.analysis.trace import plot_trace
-    from dsbo.campaign import Campaign
 
     console = console or Console(stderr=True)
     budget = count if count is not None else sweep.run_cap
@@ -286,20 +312,8 @@ def run_bayes(
         raise ConfigError(f"count={budget} must be >= 1")
     problem, space, options = bayes_problem(sweep, source or "sweep")
     sweep_dir.mkdir(parents=True, exist_ok=True)
-    store_path = sweep_dir / "trials.sqlite"
-    resuming = store_path.exists()
-    campaign = Campaign(
-        problem,
-        surrogate=options["surrogate"],
-        acquisition=options["acquisition"],
-        postprocess=options["postprocess"],
-        budget=budget,
-        n_init=options["n_init"] if options["n_init"] is not None else min(budget, max(2, 2 * problem.dim)),
-        seed=seed,
-        store=store_path,
-        max_consecutive_failures=budget + 1,  # a sweep records failed runs and goes on
-        dry_run=not resuming,
-    )
+    resuming = (sweep_dir / "trials.sqlite").exists()
+    campaign = bayes_campaign(sweep, sweep_dir, budget, seed, source or "sweep", dry_run=not resuming)
     store = campaign.store
     sweep_id = store.setdefault_meta("sweep_id", uuid.uuid4().hex[:8])
     info: dict[str, Any] = {
@@ -382,5 +396,6 @@ def run_bayes(
     line = save()
     info["runs"] = [asdict(r) for r in records()]
     info["best_line"] = line
+    write_report(campaign, sweep_dir / "report.html", sweep.raw)
     store.close()
     return info

@@ -137,6 +137,13 @@ def test_failures_are_recorded_not_fatal(tmp_path, monkeypatch):
     assert rows[0].startswith("run,status,metric,seconds,x") and len(rows) == 5
     assert (tmp_path / "sw" / "best.txt").read_text().startswith("best: run-001 loss=0.0025")
     assert (tmp_path / "sw" / "trace.png").stat().st_size > 0
+    # the report over the runs: written by the sweep, rebuilt by python -m dsbo.report
+    page = (tmp_path / "sw" / "report.html").read_text()
+    assert "panel-history" in page and "panel-parallel" in page and "neg_loss" in page
+    from dsbo.report import report
+
+    again = report(tmp_path / "sw", tmp_path / "again.html", model=False)
+    assert "panel-history" in again.read_text() and "panel-importance" not in again.read_text()
 
 
 def test_grid_runs_in_parallel_keep_their_order_and_results(tmp_path, monkeypatch):
@@ -421,6 +428,10 @@ def test_bayes_sweep_runs_records_failures_and_writes_its_outputs(tmp_path, monk
     assert (out / "trace.png").is_file() and len((out / "sweep.csv").read_text().splitlines()) == 8
     assert (out / "best.txt").read_text().startswith(f"best: {info['best']['run']} loss=")
     assert info["best"]["metric"] == min(r["metric"] for r in runs if r["metric"] is not None)
+    assert "panel-importance" in (out / "report.html").read_text()  # the campaign's report
+    from dsbo.report import report
+
+    assert "panel-slices" in report(out, tmp_path / "bayes.html").read_text()  # rebuilt from the directory
 
 
 def _sweep_main(argv):
