@@ -26,7 +26,6 @@ along one parameter through a point (the best trial), in the parameter's own val
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -148,16 +147,12 @@ class Slice:
 
 
 def _grid(p: Any, num: int) -> list[Any]:
+    """A choice's values; else ``num`` points evenly spaced over the model column (so in the
+    log for a log scale) decoded to user values (integers and steps snapped, repeats dropped)."""
     if isinstance(p, Choice):
         return list(p.values)
-    low, high = p.low, p.high
-    if p.log:
-        grid = [math.exp(math.log(low) + (math.log(high) - math.log(low)) * i / (num - 1)) for i in range(num)]
-    else:
-        grid = [low + (high - low) * i / (num - 1) for i in range(num)]
-    if isinstance(p, Int):
-        grid = sorted({p.decode(p.encode(min(max(round(v), low), high), "slice")) for v in grid})
-    return grid
+    ((low, high),) = p.bounds()
+    return list(dict.fromkeys(p.decode([low + (high - low) * i / (num - 1)]) for i in range(num)))
 
 
 def slices(

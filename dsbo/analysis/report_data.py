@@ -173,14 +173,13 @@ def add_model_panels(data: ReportData, campaign: Any, best_x: list[float] | None
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             model = fit_campaign_model(campaign)
+            if model is None:
+                data.model_note = "fewer than two completed trials: no surrogate to read importance from"
+                return
+            m = campaign.problem.num_objectives
+            data.importance = parameter_importance(model, data.space, campaign.problem.outcome_names, list(range(m)))
+            if best_x is not None and not data.multi_objective:
+                data.slices = slices(model, data.space, best_x, data.importance[0].ranking[:MAX_SLICES])
     except Exception as exc:  # a report never fails because the surrogate does
-        data.model_note = f"the {data.surrogate} surrogate could not be fitted: {type(exc).__name__}: {exc}"
-        return
-    if model is None:
-        data.model_note = "fewer than two completed trials: no surrogate to read importance from"
-        return
-    m = campaign.problem.num_objectives
-    data.importance = parameter_importance(model, data.space, campaign.problem.outcome_names, list(range(m)))
-    if best_x is not None and not data.multi_objective:
-        top = data.importance[0].ranking[:MAX_SLICES]
-        data.slices = slices(model, data.space, best_x, top)
+        data.importance, data.slices = [], []
+        data.model_note = f"the {data.surrogate} surrogate could not be read: {type(exc).__name__}: {exc}"

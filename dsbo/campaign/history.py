@@ -17,6 +17,7 @@ import torch
 from torch import Tensor
 
 from dsbo.acquisition.sparsity import changed_mask
+from dsbo.errors import ConfigError
 from dsbo.problems.base import Problem
 from dsbo.storage import Trial
 
@@ -75,45 +76,56 @@ def best_so_far(Y: Tensor, problem: Problem) -> Tensor:
     return torch.tensor(trace, dtype=Y.dtype)
 
 
+#: The history's own columns that the summaries and plots read: a parameter or outcome may
+#: not take these names (:func:`check_column_names`).
+CORE_COLUMNS = ("trial", "status", "generator", "num_changed", "cumulative_cost", "best_so_far")
+
+
+def check_column_names(problem: Problem) -> None:
+    """ConfigError for a parameter or outcome named like one of :data:`CORE_COLUMNS`."""
+    for kind, names in (("parameters", problem.space.names), ("outcomes", problem.outcome_names)):
+        for name in names:
+            if name in CORE_COLUMNS:
+                raise ConfigError(
+                    f"{kind}.{name}: {name!r} is a column of the run's history ({', '.join(CORE_COLUMNS)}); "
+                    "rename it"
+                )
+
+
 def history_frame(trials: Sequence[Trial], problem: Problem) -> pd.DataFrame:
     """The trials as a DataFrame: one row per trial, a column per named parameter holding its
-    user value (empty where a conditional parameter was inactive), then the outcomes."""
+    user value (empty where a conditional parameter was inactive), then the outcomes. A column
+    of the trial's own (``batch``, ``cost``, ``error``, the times) whose name a parameter or
+    outcome takes is named ``trial_<name>`` instead (a sweep over ``batch``)."""
+    taken = set(problem.space.names) | set(problem.outcome_names)
+
+    def own(name: str) -> str:
+        return f"trial_{name}" if name in taken else name
+
     rows = []
     for t in trials:
-        row: dict[str, Any] = {
-            "trial": t.id,
-            "batch": t.batch,
-            "generator": t.generator,
-            "status": t.status,
-        }
+        row: dict[str, Any] = {"trial": t.id, own("batch"): t.batch, "generator": t.generator, "status": t.status}
         row.update(problem.params(t.x))
         y = t.y if t.y is not None else [math.nan] * len(problem.outcome_names)
         row.update({name: v for name, v in zip(problem.outcome_names, y, strict=True)})
-        row.update(
-            {
-                "num_changed": t.metadata.get("num_changed"),
-                "fit_time": t.fit_time,
-                "acq_time": t.acq_time,
-                "eval_time": t.eval_time,
-                "error": t.error,
-                "cost": t.cost,
-            }
-        )
+        row.update({"num_changed": t.metadata.get("num_changed"), own("fit_time"): t.fit_time,
+                    own("acq_time"): t.acq_time, own("eval_time"): t.eval_time, own("error"): t.error,
+                    own("cost"): t.cost})  # fmt: skip
         if problem.is_contextual:
             roles = t.metadata.get("contexts", {})
-            row["optimized"] = " ".join(n for n, r in roles.items() if r == "optimized")
-            row["observed"] = " ".join(n for n, r in roles.items() if r == "observed")
-            row["phase"] = t.metadata.get("phase", "")
+            row[own("optimized")] = " ".join(n for n, r in roles.items() if r == "optimized")
+            row[own("observed")] = " ".join(n for n, r in roles.items() if r == "observed")
+            row[own("phase")] = t.metadata.get("phase", "")
         rows.append(row)
     columns = [
-        "trial", "batch", "generator", "status", *problem.space.names,
-        *problem.outcome_names, "num_changed", "fit_time", "acq_time", "eval_time", "error", "cost",
-        *(["optimized", "observed", "phase"] if problem.is_contextual else []),
+        "trial", own("batch"), "generator", "status", *problem.space.names, *problem.outcome_names,
+        "num_changed", *map(own, ("fit_time", "acq_time", "eval_time", "error", "cost")),
+        *(map(own, ("optimized", "observed", "phase")) if problem.is_contextual else []),
     ]  # fmt: skip
     import pandas as pd  # here: a campaign that never asks for its history needs no pandas
 
     frame = pd.DataFrame(rows, columns=columns)
-    frame["cumulative_cost"] = frame["cost"].where(frame["status"] != "abandoned", 0.0).cumsum()
+    frame["cumulative_cost"] = frame[own("cost")].where(frame["status"] != "abandoned", 0.0).cumsum()
     if frame.empty:
         frame["best_so_far"] = pd.Series(dtype=float)
         return frame

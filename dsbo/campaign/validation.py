@@ -38,6 +38,7 @@ import numpy as np
 import torch
 
 from dsbo.acquisition.base import History, OptimizerSettings, Policy
+from dsbo.campaign.history import check_column_names
 from dsbo.errors import ConfigError, DsboError
 from dsbo.problems.base import Problem
 from dsbo.surrogates import SurrogateSpec, fit_surrogate
@@ -134,6 +135,7 @@ def check_campaign(
 ) -> None:
     """Check the campaign's parts against ``problem`` (module docstring); raise on the first
     problem found, as a :class:`~dsbo.errors.ConfigError` naming the part at fault."""
+    check_column_names(problem)
     check_fixed_features(optimizer.fixed_features, problem)
     check_parameter_constraints(policy, problem)
     check = getattr(policy, "check", None)

@@ -133,12 +133,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         name = sweep.name or Path(args.sweep_file).stem
         sweep_dir = Path(args.run_dir or SWEEPS_ROOT / f"{name}-{datetime.now():%Y%m%d-%H%M%S}")
         info = run_sweep(sweep, sweep_dir, args.count, args.seed, args.timeout, console, args.progress, args.sweep_file, args.workers)
+        from dsbo.runtime.sweep_report import write_sweep_report  # torch, plotly: only now
+
+        report = write_sweep_report(sweep_dir, sweep_dir / "report.html")
     except DsboError as exc:
         print_error(console, str(exc))
         return 2
     statuses = [r["status"] for r in info["runs"]]
     summary = ", ".join(f"{statuses.count(s)} {s}" for s in dict.fromkeys(statuses))
-    console.print(f"{len(statuses)} run(s): {summary}; results in {info['sweep_dir']}/sweep.json, sweep.csv", markup=False)
+    console.print(f"{len(statuses)} run(s): {summary}; results in {info['sweep_dir']}/sweep.json, sweep.csv; report {report}", markup=False)
     console.print(info["best_line"], soft_wrap=True, markup=False)
     return 0 if any(s in ("finished", "no_metric") for s in statuses) else 1
 

@@ -2,9 +2,9 @@
 
 :func:`run_sweep` runs each configuration of a :class:`~dsbo.runtime.sweep_config.SweepConfig`
 as a subprocess (:func:`run_one`: offline W&B, its own run directory, ``SIGKILL`` if the sweep
-dies), ``workers`` at once, and writes ``sweep.json``, ``sweep.csv``, ``best.txt``,
-``trace.png`` and ``report.html`` (:mod:`dsbo.runtime.sweep_report`) into the sweep
-directory. ``method: bayes`` goes to :func:`run_bayes`: the sweep's parameters become a
+dies), ``workers`` at once, and writes ``sweep.json``, ``sweep.csv``, ``best.txt`` and
+``trace.png`` into the sweep directory (the command line adds ``report.html``,
+:mod:`dsbo.runtime.sweep_report`). ``method: bayes`` goes to :func:`run_bayes`: the sweep's parameters become a
 :class:`dsbo.space.SearchSpace` (:func:`dsbo.space.wandb_syntax.search_space`: log-uniform
 values searched in their log, categoricals one-hot), the metric the objective (negated for ``goal: minimize``), and a
 :class:`~dsbo.campaign.Campaign` over ``<sweep dir>/trials.sqlite`` proposes each run, whose
@@ -231,10 +231,6 @@ def run_sweep(
     write_results(sweep_dir, info, records, line)
     plot_sweep_trace(sweep, records, sweep_dir / "trace.png")
     info["runs"] = [asdict(r) for r in records]
-    from dsbo.analysis.html_report import write_page
-    from dsbo.runtime.sweep_report import sweep_report_data
-
-    write_page(sweep_report_data(sweep, info["runs"], seed), sweep_dir / "report.html")
     info["best_line"] = line
     return info
 
@@ -301,7 +297,6 @@ def run_bayes(
     again (their directories cleared) and finished runs never are. Returns what
     ``sweep.json`` holds.
     """
-    from dsbo.analysis.html_report import write_report
     from dsbo.analysis.trace import plot_trace
 
     console = console or Console(stderr=True)
@@ -396,6 +391,5 @@ def run_bayes(
     line = save()
     info["runs"] = [asdict(r) for r in records()]
     info["best_line"] = line
-    write_report(campaign, sweep_dir / "report.html", sweep.raw)
     store.close()
     return info

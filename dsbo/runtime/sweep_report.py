@@ -23,6 +23,7 @@ import yaml
 from dsbo.analysis.html_report import write_page, write_report
 from dsbo.analysis.report_data import ReportData, environment
 from dsbo.errors import ConfigError, DsboError
+from dsbo.runtime.sweep import bayes_campaign
 from dsbo.runtime.sweep_config import SweepConfig, parse_sweep
 from dsbo.space import Choice, Float, SearchSpace
 from dsbo.space.wandb_syntax import search_space
@@ -41,8 +42,6 @@ def write_sweep_report(sweep_dir: Path, path: str | Path, model: bool = True) ->
         raise ConfigError(f"{sweep_dir} is not a readable sweep directory: {exc}") from None
     sweep = parse_sweep(raw, source=str(sweep_dir / "sweep.yaml"))
     if sweep.method == "bayes":
-        from dsbo.runtime.sweep import bayes_campaign
-
         store = sweep_dir / "trials.sqlite"
         if not store.is_file():
             raise ConfigError(f"{sweep_dir} has no store (trials.sqlite): the bayes sweep never ran")

@@ -269,3 +269,25 @@ def test_named_fixed_features_are_checked_by_name(fast_optimizer):
     ]:
         optimizer = OptimizerSettings(**{**dataclasses.asdict(fast_optimizer), "fixed_features": fixed})
         one_line(words, campaign, problem, optimizer)
+
+
+def test_a_parameter_named_like_a_history_column_keeps_its_name():
+    """A sweep over ``batch`` and an outcome called ``cost``: the trial's own columns step aside
+    (``trial_batch``, ``trial_cost``) so every column of the history is one thing."""
+    problem = make_black_box(parameters={"batch": {"type": "int", "low": 16, "high": 64}},
+                             objectives=["cost"], target={"batch": 32})  # fmt: skip
+    campaign = Campaign(problem, acquisition="sobol", budget=3, n_init=3, seed=0, dry_run=False)
+    for x in campaign.initial_design()[:2]:
+        campaign.attach(x.tolist(), [1.5])
+    frame = campaign.history()
+    assert frame.columns.is_unique
+    assert {"batch", "cost", "trial_batch", "trial_cost"} <= set(frame.columns)
+    assert frame["batch"].between(16, 64).all() and (frame["cost"] == 1.5).all()
+    assert (frame["cumulative_cost"] == frame["trial_cost"].cumsum()).all()
+
+
+@pytest.mark.parametrize("name", ["status", "trial", "best_so_far"])
+def test_a_parameter_may_not_take_a_core_history_column_name(name):
+    problem = make_black_box(parameters={name: {"type": "float", "low": 0, "high": 1}}, objectives=["y"])
+    with pytest.raises(ConfigError, match=f"parameters.{name}: .* is a column of the run's history"):
+        Campaign(problem, acquisition="sobol", budget=3)

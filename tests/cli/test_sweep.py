@@ -137,11 +137,11 @@ def test_failures_are_recorded_not_fatal(tmp_path, monkeypatch):
     assert rows[0].startswith("run,status,metric,seconds,x") and len(rows) == 5
     assert (tmp_path / "sw" / "best.txt").read_text().startswith("best: run-001 loss=0.0025")
     assert (tmp_path / "sw" / "trace.png").stat().st_size > 0
-    # the report over the runs: written by the sweep, rebuilt by python -m dsbo.report
-    page = (tmp_path / "sw" / "report.html").read_text()
-    assert "panel-history" in page and "panel-parallel" in page and "neg_loss" in page
+    # the report over the runs (python -m dsbo.sweep writes it when the sweep ends)
     from dsbo.report import report
 
+    page = report(tmp_path / "sw", tmp_path / "sweep.html").read_text()
+    assert "panel-history" in page and "panel-parallel" in page and "neg_loss" in page
     again = report(tmp_path / "sw", tmp_path / "again.html", model=False)
     assert "panel-history" in again.read_text() and "panel-importance" not in again.read_text()
 
