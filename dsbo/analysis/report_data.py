@@ -150,12 +150,14 @@ def campaign_settings(campaign: Any) -> dict[str, Any]:
     """What a campaign built in Python was given (the report's configuration section)."""
     policy = campaign.policy
     postprocessor = getattr(policy, "postprocessor", None)
+    context_policy = getattr(getattr(campaign, "context_step", None), "policy", None)
     return {
         "problem": campaign.problem.name,
         "parameters": campaign.problem.space.to_config(),
         "surrogate": {"name": campaign.surrogate.name, **campaign.surrogate.options},
         "acquisition": getattr(policy, "name", type(policy).__name__),
         "postprocess": None if postprocessor is None else type(postprocessor).__name__,
+        "contexts": getattr(context_policy, "name", None),  # the context policy of a contextual run
         "budget": campaign.budget,
         "budget_cost": campaign.budget_cost,
         "n_init": campaign.n_init,

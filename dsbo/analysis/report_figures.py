@@ -46,8 +46,9 @@ def _layout(fig: go.Figure, title: str, height: int = 420, top: int = 60) -> go.
     JSON to every figure)."""
     fig.update_layout(title=title, height=height, template="none", margin={"l": 70, "r": 30, "t": top, "b": 50},
                       font={"family": "system-ui, sans-serif", "size": 12}, hovermode="closest")  # fmt: skip
-    fig.update_xaxes(showgrid=True, gridcolor="#eeeeee", zeroline=False, linecolor="#888888")
-    fig.update_yaxes(showgrid=True, gridcolor="#eeeeee", zeroline=False, linecolor="#888888")
+    # automargin: long tick labels (parameter names on the importance bars) are not clipped
+    fig.update_xaxes(showgrid=True, gridcolor="#eeeeee", zeroline=False, linecolor="#888888", automargin=True)
+    fig.update_yaxes(showgrid=True, gridcolor="#eeeeee", zeroline=False, linecolor="#888888", automargin=True)
     return fig
 
 
@@ -142,9 +143,11 @@ def parallel_coordinates(data: ReportData) -> go.Figure | None:
     span = high - low or 1.0
     below = low - 0.08 * span
     shown = values.where(~failed, below)
+    ticks, text = [low, (low + high) / 2, high], [f"{low:.4g}", f"{(low + high) / 2:.4g}", f"{high:.4g}"]
+    if failed.any():  # the "failed" tick only when a trial failed
+        ticks, text = [below, *ticks], ["failed", *text]
     dimensions.append({"label": objective, "values": _rounded(shown.tolist()), "range": [below, high],
-                       "tickvals": [below, low, (low + high) / 2, high],
-                       "ticktext": ["failed", f"{low:.4g}", f"{(low + high) / 2:.4g}", f"{high:.4g}"]})  # fmt: skip
+                       "tickvals": ticks, "ticktext": text})  # fmt: skip
     # colour: the objective scaled to [0.1, 1]; failed trials at 0, drawn grey
     colour = ((shown - low) / span * 0.9 + 0.1).where(~failed, 0.0)
     scale = [[0.0, "#bbbbbb"], [0.05, "#bbbbbb"], [0.1, "#440154"], [0.55, "#21918c"], [1.0, "#fde725"]]
@@ -169,6 +172,20 @@ def importance(data: ReportData) -> go.Figure | None:
     methods = sorted({i.method for i in data.importance})
     height = max(300, 22 * len(data.space.searched) + 120)
     return _layout(fig, f"Parameter importance ({', '.join(methods)} of the {data.surrogate} surrogate)", height)
+
+
+def _mean_at(s: Any) -> float | None:
+    """The slice's mean at the best trial's value: on the grid, or interpolated between its
+    points (in log space for a log scale); the best value of a float is rarely on the grid."""
+    if s.at in s.values:
+        return s.mean[s.values.index(s.at)]
+    if s.categorical or s.at is None or not s.values:
+        return None
+    import numpy as np
+
+    f = math.log if s.log else float
+    grid = sorted(zip([f(v) for v in s.values], s.mean, strict=True))
+    return float(np.interp(f(s.at), [g for g, _ in grid], [m for _, m in grid]))
 
 
 def slices(data: ReportData) -> go.Figure | None:
@@ -197,7 +214,7 @@ def slices(data: ReportData) -> go.Figure | None:
             fig.add_trace(go.Scatter(x=x, y=s.mean, mode="lines", showlegend=False, line={"color": "#1f77b4"}),
                           row=row, col=col)  # fmt: skip
         at = str(s.at) if s.categorical else s.at
-        fig.add_trace(go.Scatter(x=[at], y=[s.mean[s.values.index(s.at)] if s.at in s.values else None],
+        fig.add_trace(go.Scatter(x=[at], y=[_mean_at(s)],
                                  mode="markers", marker={"color": "#d62728", "size": 10, "symbol": "star"},
                                  showlegend=False, name="best trial"), row=row, col=col)  # fmt: skip
         if s.log:
