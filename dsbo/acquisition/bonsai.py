@@ -22,6 +22,25 @@ reset has the smallest gap, while that gap is ``<= tau_t``; it needs at most
 ``Delta_t(x) <= tau_t`` by construction. The paper uses ``rho = 0.2`` with EI-type acquisitions
 and ``rho_t = 1 / t`` with UCB (Corollary A.2).
 
+Tolerance rules (``rule``; not in the paper except the first, issue 33):
+
+- ``"incremental"`` (the default, the paper's rule): ``tau_t = rho_t alpha~(x*)``.
+- ``"dense-scale"``: ``tau_t = rho_t alpha_t(x*)``, relative to the acquisition's value at the
+  dense optimum (for log acquisitions the exponentiated value, relative to ``alpha(x*)``:
+  ``tau = rho`` in scoring units, i.e. a pruned point keeps at least ``(1 - rho)`` of the
+  dense candidate's (expected improvement) value). Once the optimum has been found
+  ``alpha~(x*)`` is tiny and the paper's tau protects every input the model is unsure about;
+  this rule still resets what costs little relative to the candidate's own value. For
+  non-negative acquisitions ``alpha~ <= alpha(x*)``, so its tau is never smaller than the
+  paper's; early in a run (``b_t << alpha(x*)``) the two agree.
+- ``"floor"``: ``tau_t = max(rho_t alpha~(x*), rho_floor alpha_t(x*))``: the paper's rule with
+  a floor at a (smaller) fraction of the dense value; equal to ``"dense-scale"`` with
+  ``rho_floor`` when ``rho_floor >= rho`` (non-negative acquisitions).
+
+Both new rules need ``alpha(x*) > 0`` (a non-negative acquisition: EI-type, exponentiated log
+acquisitions, EHVI; not UCB, whose value has no scale: its rule is ``"incremental"``) and
+skip pruning otherwise. They prune even when ``alpha~(x*) <= 0`` (the paper skips then).
+
 Choices made here (see also :class:`Bonsai`):
 
 - Log acquisitions (qLogNEI, LogEI, qLogNEHVI) are exponentiated before ``b_t`` and the rule
@@ -39,9 +58,13 @@ Choices made here (see also :class:`Bonsai`):
 - Duplicates: a pruned candidate within ``1e-6`` (unit-cube coordinates, every coordinate) of
   an evaluated, pending or earlier-in-batch point is replaced by the last non-duplicate point
   on the greedy path (or the dense candidate); exact pruning takes the smallest feasible
-  non-duplicate active set. Either way ``duplicate_fallback`` is recorded. With ``q = 1`` and
-  ``rho < 1`` an *evaluated* point can never be chosen (``alpha(x_s) <= b_t`` makes its gap
-  ``>= alpha~(x*) > tau``); pending and in-batch points can.
+  non-duplicate active set. Either way ``duplicate_fallback`` is recorded. With the paper's
+  rule, ``q = 1`` and ``rho < 1`` an *evaluated* point can never be chosen by the gap rule
+  (``alpha(x_s) <= b_t`` makes its gap ``>= alpha~(x*) > tau``); pending and in-batch points
+  can. With ``"dense-scale"`` or ``"floor"`` this no longer holds: an evaluated point whose
+  ``alpha(x_s) >= alpha(x*) - tau`` passes the gap rule, and only the duplicate check (within
+  ``1e-6``) keeps it from being re-proposed; a point that differs from an evaluated one in a
+  coordinate the model thinks irrelevant is not a duplicate and can be proposed.
 
 This module holds the post-processor :class:`Bonsai`; the pruning searches (:func:`greedy_prune`,
 :func:`exact_prune`) are :mod:`dsbo.acquisition.pruning` and the incremental value
@@ -97,6 +120,9 @@ LINEAR_TOL = 1e-8
 #: Largest ``max_exact``: exact pruning scores up to ``2^max_exact`` subsets.
 MAX_EXACT_LIMIT = 20
 OPTION = "postprocess.bonsai"
+#: The tolerance rules: ``tau`` from the incremental value (the paper), from the dense
+#: candidate's own value, or the larger of the two (see :meth:`Bonsai.tolerance`).
+RULES = ("incremental", "dense-scale", "floor")
 
 
 def _json_float(value: float | None) -> float | None:
@@ -141,12 +167,17 @@ class Bonsai:
             active set falls back to greedy pruning (recorded as ``exact_fallback``).
         tol: Coordinates within ``tol`` of the default (unit-cube coordinates) are not active
             (BONSAI appendix C: ``1e-3``).
+        rule: How ``tau`` is formed (module docstring): ``"incremental"`` (the paper's,
+            ``rho alpha~(x*)``, the default), ``"dense-scale"`` (``rho alpha(x*)``) or
+            ``"floor"`` (``max(rho alpha~(x*), rho_floor alpha(x*))``).
+        rho_floor: The floor's fraction of ``alpha(x*)`` (``rule="floor"`` only), in ``[0, 1]``.
 
     The fixed features of the optimizer are never pruned. Metadata per candidate
     (JSON-serializable): ``pruned_dims`` (coordinates reset), ``num_active`` (``|A(x*)|``),
     ``acq_evaluations`` (acquisition values computed, the baseline ``b_t`` included),
     ``incremental_value``, ``tau`` and ``gap`` (in acquisition units: exponentiated for log
-    acquisitions), ``relative_gap`` (``gap / alpha~``, at most ``rho``), ``rho``,
+    acquisitions), ``relative_gap`` (``gap / alpha~``, at most ``rho`` under the paper's rule;
+    ``None`` when ``alpha~ <= 0``), ``scale_gap`` (``gap / alpha(x*)``), ``rule``, ``rho``,
     ``prune_mode`` (the mode used), ``exact_fallback``, ``prune_time`` (seconds),
     ``prune_skipped`` and ``skip_reason``, ``duplicate_fallback``, and ``batch_conditioning``
     (whether the acquisition was conditioned on earlier pruned points of the batch).
@@ -171,10 +202,22 @@ class Bonsai:
         inequality_constraints: Sequence[tuple[Any, Any, float]] | None = None,
         max_exact: int = 15,
         tol: float = DEFAULT_TOLERANCE,
+        rule: str = "incremental",
+        rho_floor: float = 0.05,
     ) -> None:
         #: ``rho`` as given; :meth:`rho_at` gives ``rho_t``.
         self.rho = rho
         self._rho_c, self._rho_schedule = self._check_rho(rho)
+        if rule not in RULES:
+            raise ConfigError(f"{OPTION}.rule={rule!r}; choose one of {RULES}")
+        self.rule = rule
+        if (
+            isinstance(rho_floor, bool)
+            or not isinstance(rho_floor, int | float)
+            or not 0 <= rho_floor <= 1
+        ):
+            raise ConfigError(f"{OPTION}.rho_floor must be a number in [0, 1], got {rho_floor!r}")
+        self.rho_floor = float(rho_floor)
         if mode not in self.MODES:
             raise ConfigError(f"{OPTION}.mode={mode!r}; choose one of {self.MODES}")
         self.mode = mode
@@ -274,6 +317,24 @@ class Bonsai:
                 raise ConfigError(f"{where}: indices must be non-negative, got {indices!r}")
             checked.append((idx.long(), coef, rhs))
         return checked
+
+    def tolerance(self, rho: float, alpha_star: float, incremental: float) -> float:
+        r"""``tau`` for the dense candidate under :attr:`rule` (scoring units).
+
+        ``"incremental"``: ``rho alpha~(x*)``; ``"dense-scale"``: ``rho alpha(x*)``;
+        ``"floor"``: ``max(rho alpha~(x*), rho_floor alpha(x*))``. With ``alpha(x*) <= 0`` the
+        dense scale is taken as 0 (only meaningful for non-negative acquisitions).
+
+        Example:
+            >>> Bonsai(rho=0.2, rule="floor", rho_floor=0.05).tolerance(0.2, 1.0, 0.01)
+            0.05
+        """
+        scale = max(alpha_star, 0.0)
+        if self.rule == "dense-scale":
+            return rho * scale
+        if self.rule == "floor":
+            return max(rho * incremental, self.rho_floor * scale)
+        return rho * incremental
 
     def rho_at(self, t: int) -> float:
         """``rho_t``: the constant ``rho``, or ``min(1, c / t)`` for the schedule (``t >= 1``)."""
@@ -424,6 +485,7 @@ class Bonsai:
             "postprocess": "bonsai",
             "prune_mode": self.mode,
             "exact_fallback": False,
+            "rule": self.rule,
             "rho": rho,
             "num_active": len(active),
             "snapped_dims": [int(j) for j in torch.nonzero(near).reshape(-1)],
@@ -433,6 +495,7 @@ class Bonsai:
             "tau": None,
             "gap": 0.0,
             "relative_gap": 0.0,
+            "scale_gap": 0.0,
             "acq_evaluations": 0,
             "prune_skipped": False,
             "skip_reason": None,
@@ -445,6 +508,13 @@ class Bonsai:
             reason = "no evaluated points to form the baseline max_s alpha(x_s)"
         elif not math.isfinite(inc.value):
             reason = "an acquisition value (at x* or at an evaluated point) is not finite"
+        elif self.rule != "incremental" and not inc.alpha_star > 0:
+            reason = (
+                f"rule {self.rule!r}: alpha(x*) <= 0 gives no dense scale (the rule needs a "
+                "non-negative acquisition; use rule='incremental' with UCB)"
+            )
+        elif self.rule != "incremental":
+            pass  # the dense scale prunes even when x* does not beat the evaluated points
         elif inc.value <= 0 and baseline_raw is not None:
             reason = (
                 "incremental value alpha(x*) - alpha(x_{i-1}) <= 0: the dense candidate adds "
@@ -462,7 +532,7 @@ class Bonsai:
             meta["prune_time"] = time.perf_counter() - start
             return x_star.clone(), meta
 
-        tau = rho * inc.value
+        tau = self.tolerance(rho, inc.alpha_star, inc.value)
         mode = self.mode
         if mode == "exact" and len(active) > self.max_exact:
             mode = "greedy"
@@ -485,7 +555,8 @@ class Bonsai:
             prune_mode=mode,
             tau=_json_float(tau * inc.unit),
             gap=_json_float(info.gap * inc.unit),
-            relative_gap=_json_float(info.gap / inc.value),
+            relative_gap=_json_float(info.gap / inc.value) if inc.value > 0 else None,
+            scale_gap=_json_float(info.gap / inc.alpha_star),
             pruned_dims=[int(j) for k in info.pruned for j in groups[k]],
             pruned_parameters=[names[k] for k in info.pruned],
             acq_evaluations=inc.evaluations + info.evaluations,

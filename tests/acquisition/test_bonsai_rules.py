@@ -1,0 +1,216 @@
+"""BONSAI's tolerance rules (issue 33): the paper's ``incremental`` rule, ``dense-scale`` and
+``floor``: each rule's tau by hand, the paper's rule unchanged, and a converged case (the
+incremental value is tiny) in which only the new rules prune the irrelevant coordinates."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from dsbo.acquisition import History, OptimizerSettings, make_postprocessor
+from dsbo.acquisition.bonsai import RULES, Bonsai
+from dsbo.campaign import Campaign
+from dsbo.errors import ConfigError
+from dsbo.problems import get_problem
+
+RELEVANT = (4, 14)  # branin-15d's relevant coordinates
+#: the value lost by resetting one irrelevant / one relevant coordinate to the default
+IRRELEVANT_COST, RELEVANT_COST = 0.002, 0.5
+
+
+@pytest.fixture(scope="module")
+def branin15():
+    problem = get_problem("branin-15d")
+    assert tuple(problem.relevant_dims) == RELEVANT
+    return problem
+
+
+class FakeAcqf:
+    """``acqf(X: b x 1 x d) -> b`` from ``fn(points: b x d)``."""
+
+    def __init__(self, fn) -> None:
+        self.fn = fn
+
+    def __call__(self, X: torch.Tensor) -> torch.Tensor:
+        assert X.ndim == 3 and X.shape[-2] == 1
+        return self.fn(X.squeeze(-2))
+
+
+def converged_value(X: torch.Tensor) -> torch.Tensor:
+    """1 at the dense candidate; each coordinate reset to the default (0.5) costs a little
+    (irrelevant) or a lot (relevant): a model that is unsure about 13 inputs."""
+    at_default = (X == 0.5).to(X)
+    relevant = torch.zeros(X.shape[-1], dtype=torch.bool)
+    relevant[list(RELEVANT)] = True
+    return (
+        1.0
+        - IRRELEVANT_COST * at_default[:, ~relevant].sum(-1)
+        - RELEVANT_COST * at_default[:, relevant].sum(-1)
+    )
+
+
+def converged_case() -> tuple[torch.Tensor, History]:
+    """x* changes all 15 coordinates; the best evaluated point reaches alpha = 0.996 (it
+    resets two irrelevant coordinates), so alpha~(x*) = 0.004 and 0.2 alpha~ = 0.0008 is less
+    than the cost of any single reset."""
+    x_star = torch.full((1, 15), 0.8, dtype=torch.double)
+    best = x_star[0].clone()
+    best[[0, 1]] = 0.5
+    evaluated = torch.stack([torch.full((15,), 0.5, dtype=torch.double), best])  # default first
+    return x_star, History(X=evaluated, Y=torch.zeros(2, 1))
+
+
+def settings() -> OptimizerSettings:
+    return OptimizerSettings(num_restarts=2, raw_samples=32, maxiter=25, batch_limit=2)
+
+
+def test_the_default_rule_is_the_papers() -> None:
+    assert Bonsai().rule == "incremental"
+    assert RULES == ("incremental", "dense-scale", "floor")
+
+
+@pytest.mark.parametrize(
+    ("rule", "rho_floor", "expected"),
+    [
+        ("incremental", 0.05, 0.2 * 0.5),  # rho alpha~
+        ("dense-scale", 0.05, 0.2 * 2.0),  # rho alpha(x*)
+        ("floor", 0.05, 0.2 * 0.5),  # max(0.1, 0.05 * 2 = 0.1): both 0.1
+        ("floor", 0.01, 0.2 * 0.5),  # max(0.1, 0.02): the incremental term
+        ("floor", 0.15, 0.15 * 2.0),  # max(0.1, 0.3): the floor
+    ],
+)
+def test_each_rules_tau_by_hand(rule: str, rho_floor: float, expected: float) -> None:
+    """alpha(x*) = 2, b_t = 1.5: alpha~ = 0.5; rho = 0.2."""
+    bonsai = Bonsai(rho=0.2, rule=rule, rho_floor=rho_floor)
+    assert bonsai.tolerance(0.2, alpha_star=2.0, incremental=0.5) == pytest.approx(expected)
+
+
+def test_a_negative_dense_value_gives_no_dense_scale() -> None:
+    assert Bonsai(rule="dense-scale").tolerance(0.2, -1.0, 0.5) == 0.0
+    assert Bonsai(rule="floor", rho_floor=0.5).tolerance(0.2, -1.0, 0.5) == pytest.approx(0.1)
+
+
+@pytest.mark.parametrize("rule", RULES)
+def test_tau_in_the_metadata_follows_the_rule(branin15, rule: str) -> None:
+    """alpha(x) = 1 + sum |x - 0.5| w: the recorded tau is the rule's, the gap within it."""
+    w = torch.linspace(0.01, 0.3, 15, dtype=torch.double)
+
+    def value(X):
+        return 1.0 + ((X - 0.5).abs() * w).sum(-1)
+
+    x_star = torch.full((1, 15), 0.9, dtype=torch.double)
+    history = History(X=torch.full((1, 15), 0.6, dtype=torch.double), Y=torch.zeros(1, 1))
+    proposal = Bonsai(rho=0.2, rule=rule)(FakeAcqf(value), x_star, history, branin15, settings(), False)
+    [meta] = proposal.metadata
+    alpha_star, baseline = float(value(x_star)[0]), float(value(history.X)[0])
+    incremental = alpha_star - baseline
+    expected = {
+        "incremental": 0.2 * incremental,
+        "dense-scale": 0.2 * alpha_star,
+        "floor": max(0.2 * incremental, 0.05 * alpha_star),
+    }[rule]
+    assert meta["rule"] == rule
+    assert meta["incremental_value"] == pytest.approx(incremental)
+    assert meta["tau"] == pytest.approx(expected)
+    assert meta["gap"] <= meta["tau"] + 1e-12
+    assert meta["scale_gap"] == pytest.approx(meta["gap"] / alpha_star)
+    assert float(value(proposal.X)[0]) >= alpha_star - expected - 1e-12
+
+
+def test_the_papers_rule_is_unchanged(branin15) -> None:
+    """rule='incremental' gives what Bonsai() gave before the option: same point, same tau,
+    and it still skips when x* does not beat the evaluated points."""
+    x_star, history = converged_case()
+    acqf = FakeAcqf(converged_value)
+    default = Bonsai()(acqf, x_star, history, branin15, settings(), False)
+    paper = Bonsai(rule="incremental")(acqf, x_star, history, branin15, settings(), False)
+    assert torch.equal(default.X, paper.X)
+    assert default.metadata[0]["tau"] == pytest.approx(0.2 * 0.004)
+    flat = FakeAcqf(lambda X: torch.ones(X.shape[0], dtype=X.dtype))
+    [meta] = Bonsai(rule="incremental")(flat, x_star, history, branin15, settings(), False).metadata
+    assert meta["prune_skipped"] and "<= 0" in meta["skip_reason"]
+
+
+@pytest.mark.parametrize(
+    ("rule", "options"), [("dense-scale", {}), ("floor", {"rho_floor": 0.05})]
+)
+def test_converged_new_rules_prune_what_the_paper_rule_keeps(branin15, rule, options) -> None:
+    """alpha~ tiny (0.004): the paper's tau = 0.0008 resets nothing, so all 15 coordinates stay
+    changed; tau = 0.2 alpha(x*) (or the floor 0.05 alpha(x*)) resets the 13 irrelevant
+    coordinates (0.026 in total) and keeps the two relevant ones (0.5 each)."""
+    x_star, history = converged_case()
+    acqf = FakeAcqf(converged_value)
+    paper = Bonsai(rho=0.2)(acqf, x_star, history, branin15, settings(), False)
+    assert not paper.metadata[0]["prune_skipped"] and paper.metadata[0]["pruned_dims"] == []
+    assert int((paper.X != 0.5).sum()) == 15
+    new = Bonsai(rho=0.2, rule=rule, **options)(acqf, x_star, history, branin15, settings(), False)
+    [meta] = new.metadata
+    assert sorted(torch.nonzero(new.X[0] != 0.5).reshape(-1).tolist()) == list(RELEVANT)
+    assert meta["gap"] == pytest.approx(13 * IRRELEVANT_COST)
+    assert meta["relative_gap"] > 0.2  # beyond the paper's rule, by design
+
+
+def test_new_rules_prune_when_x_star_does_not_beat_the_evaluated_points(branin15) -> None:
+    """alpha~ <= 0 skips the paper's rule; the dense scale still prunes (relative_gap undefined)."""
+    x_star, history = converged_case()
+    better = torch.cat([history.X, torch.full((1, 15), 0.1, dtype=torch.double)])
+
+    def value(X):
+        return torch.where((X == 0.1).all(-1), 2.0, converged_value(X))
+
+    history = History(X=better, Y=torch.zeros(3, 1))
+    [meta] = Bonsai(rule="dense-scale")(FakeAcqf(value), x_star, history, branin15, settings(), False).metadata
+    assert not meta["prune_skipped"] and meta["relative_gap"] is None
+    assert len(meta["pruned_dims"]) == 13
+
+
+def test_dense_scale_skips_without_a_positive_dense_value(branin15) -> None:
+    x_star, history = converged_case()
+    negative = FakeAcqf(lambda X: converged_value(X) - 2.0)  # e.g. a UCB below zero
+    proposal = Bonsai(rule="dense-scale")(negative, x_star, history, branin15, settings(), False)
+    [meta] = proposal.metadata
+    assert meta["prune_skipped"] and "dense scale" in meta["skip_reason"]
+    assert torch.equal(proposal.X, x_star)
+
+
+def test_an_evaluated_point_within_the_dense_scale_is_not_reproposed(branin15) -> None:
+    """The new rules can accept an evaluated point by the gap rule (alpha(x_s) may be within
+    rho alpha(x*)); the duplicate check then takes the last non-duplicate point of the path."""
+    x_star, history = converged_case()
+    sparse = torch.full((15,), 0.5, dtype=torch.double)
+    sparse[list(RELEVANT)] = 0.8  # the pruned point the rule would pick, already evaluated
+    history = History(X=torch.cat([history.X, sparse[None]]), Y=torch.zeros(3, 1))
+    for mode in ("prefix", "greedy", "exact"):
+        proposal = Bonsai(rule="dense-scale", mode=mode)(
+            FakeAcqf(converged_value), x_star, history, branin15, settings(), False
+        )
+        [meta] = proposal.metadata
+        assert meta["duplicate_fallback"], mode
+        assert not (proposal.X[0] == sparse).all(), mode
+        assert int((proposal.X[0] != 0.5).sum()) == 3, mode  # one irrelevant input kept
+
+
+@pytest.mark.parametrize(
+    ("options", "field"),
+    [({"rule": "dense"}, "rule"), ({"rule": None}, "rule"), ({"rho_floor": 1.5}, "rho_floor"),
+     ({"rho_floor": True}, "rho_floor")],
+)  # fmt: skip
+def test_rule_option_errors_name_the_field(options: dict, field: str) -> None:
+    with pytest.raises(ConfigError, match=f"postprocess.bonsai.{field}"):
+        make_postprocessor("bonsai", options)
+
+
+def test_the_rule_flows_from_configs(branin15) -> None:
+    assert make_postprocessor("bonsai", {"rule": "dense-scale"}).rule == "dense-scale"
+    floor = make_postprocessor("bonsai", {"rule": "floor", "rho_floor": 0.1})
+    assert (floor.rule, floor.rho_floor) == ("floor", 0.1)
+    with pytest.raises(ConfigError, match="postprocess.bonsai.rule"):
+        Campaign(branin15, surrogate="gp", postprocess={"bonsai": {"rule": "nope"}}, budget=5)
+    campaign = Campaign(
+        branin15, surrogate="gp", postprocess={"bonsai": {"rule": "dense-scale"}}, budget=6,
+        n_init=5, seed=0, optimizer=settings(),
+    )  # fmt: skip
+    campaign.run()
+    meta = campaign.store.trials()[-1].metadata
+    assert meta["rule"] == "dense-scale"
+    campaign.store.close()
