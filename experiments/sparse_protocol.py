@@ -22,8 +22,20 @@ iterations divided by plain qLogNEI's, averaged over seeds.
 Writes ``experiments/results/sparse_protocol/{runs.jsonl, results.json, results.md,
 protocol.png}``; finished (part, seed) jobs are kept in ``runs.jsonl`` and a rerun resumes.
 
+**BONSAI rules** (issue 33): ``--bonsai-rule RULE[:RHO[:RHO_FLOOR]]`` (repeatable) adds one
+BONSAI arm (prefix mode) per rule of :class:`dsbo.acquisition.bonsai.Bonsai` (``incremental``,
+the paper's; ``dense-scale``; ``floor``), ``--arms`` keeps only the named arms of the part
+(by default only ``qlognei`` when rules are given), ``--problem`` swaps the problem
+(``hartmann6-50d``: a sparse point then has at most 6 changes), and ``--seed-list`` runs
+chosen seeds. These runs go to ``experiments/results/sparse_protocol/bonsai_rules/`` and are
+keyed by problem and arm set too, so one seed can be run with more arms than the next. Extra
+numbers per arm: the mean changed parameters of the BO points after the optimum was found
+(the first evaluated point within ``0.1`` of the optimum) and of the last 10 BO points.
+
     python experiments/sparse_protocol.py --smoke       # about a minute: Branin-10d, GP, 1 seed
     python experiments/sparse_protocol.py --seeds 5     # the protocol (about 2 CPU-hours)
+    python experiments/sparse_protocol.py --workers 1 --parts bonsai --seed-list 0 \
+        --bonsai-rule incremental --bonsai-rule dense-scale   # -> .../bonsai_rules/
 """
 
 from __future__ import annotations
@@ -51,6 +63,9 @@ from dsbo.campaign import Campaign  # noqa: E402
 from dsbo.problems import get_problem  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "sparse_protocol"
+RULES_RESULTS = RESULTS / "bonsai_rules"
+#: A point within this of the optimum counts as "the optimum found" (changes after it).
+FOUND = 0.1
 #: Changes allowed for a point to count as sparse: Branin's two relevant parameters.
 SPARSE = 2
 
@@ -80,10 +95,30 @@ PARTS: dict[str, dict[str, Any]] = {
 GOALS = {"sebo-ehvi": (4.0, 2.0), "sebo-qlognehvi": (4.0, 2.0), "bonsai": (6.0, 1.05), "bonsai-prefix": (6.0, 1.05)}
 
 
-def part_settings(part: str, smoke: bool) -> dict[str, Any]:
-    """The part's settings; ``--smoke`` shrinks everything (Branin-10d, GP, 2 iterations)."""
+def rule_arm(text: str) -> tuple[str, tuple[dict[str, Any], dict[str, Any]]]:
+    """``RULE[:RHO[:RHO_FLOOR]]`` -> (arm name, BONSAI arm): qLogNEI + BONSAI, prefix mode."""
+    rule, *numbers = text.split(":")
+    options: dict[str, Any] = {"rule": rule, "rho": float(numbers[0]) if numbers else 0.2, "mode": "prefix"}
+    if len(numbers) > 1:
+        options["rho_floor"] = float(numbers[1])
+    name = "bonsai-" + "-".join([rule, *numbers])
+    return name, ({"name": "qlognei"}, {"bonsai": options})
+
+
+def part_settings(
+    part: str, smoke: bool, problem: str | None = None, arms: list[str] | None = None,
+    rules: list[str] | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    """The part's settings; ``--smoke`` shrinks everything (Branin-10d, GP, 2 iterations).
+
+    ``arms`` keeps only those arms of the part (all by default; only ``qlognei`` when
+    ``rules`` are given), ``rules`` adds a BONSAI arm per rule (:func:`rule_arm`)."""
     spec = dict(PARTS[part])
-    spec["problem"] = "branin-10d" if smoke else "branin-50d"
+    if arms is not None or rules:
+        keep = arms if arms is not None else ["qlognei"]
+        spec["arms"] = {arm: spec["arms"][arm] for arm in keep}
+        spec["arms"].update(rule_arm(rule) for rule in rules or [])
+    spec["problem"] = "branin-10d" if smoke else (problem or "branin-50d")
     spec["surrogate"] = "gp" if smoke else "map-saas"
     spec["optimizer"] = {**spec["optimizer"], "maxiter": 200, "batch_limit": 8}
     if smoke:
@@ -99,7 +134,7 @@ def run_seed(job: dict[str, Any]) -> dict[str, Any]:
     """Every arm of one (part, seed), interleaved: one BO iteration of each arm in turn."""
     torch.set_num_threads(1)
     warnings.simplefilter("ignore")
-    spec = part_settings(job["part"], job["smoke"])
+    spec = part_settings(job["part"], job["smoke"], job.get("problem"), job.get("arms"), job.get("rules"))
     problem = get_problem(spec["problem"], **spec["problem_options"])
     budget = spec["n_init"] + spec["include_default"] + spec["iterations"]
     start = time.perf_counter()
@@ -152,18 +187,25 @@ def record_arm(campaign: Campaign, problem) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def arm_summary(runs: list[dict[str, Any]], arm: str, optimum: float) -> dict[str, Any]:
-    """Per-seed numbers of one arm and their mean over seeds."""
+def arm_summary(runs: list[dict[str, Any]], arm: str, optimum: float, sparse: int = SPARSE) -> dict[str, Any]:
+    """Per-seed numbers of one arm (the seeds that ran it) and their mean over seeds."""
     per_seed = []
     for run in runs:
+        if arm not in run["arms"] or any(p["seed"] == run["seed"] for p in per_seed):
+            continue
         a, plain = run["arms"][arm], run["arms"]["qlognei"]
         bo = [i for i, b in enumerate(a["is_bo"]) if b]
-        sparse_values = [v for v, c in zip(a["values"], a["changed"], strict=True) if c <= SPARSE]
+        sparse_values = [v for v, c in zip(a["values"], a["changed"], strict=True) if c <= sparse]
+        found = next((i for i, v in enumerate(a["values"]) if optimum - v <= FOUND), None)
+        after = [a["changed"][i] for i in bo if found is not None and i > found]
         plain_bo = [i for i, b in enumerate(plain["is_bo"]) if b]
         per_seed.append({
             "seed": run["seed"],
             "reached_only_relevant": any(a["only_relevant"][i] for i in bo),
             "mean_changed_bo": statistics.fmean(a["changed"][i] for i in bo),
+            "found_at_bo": None if found is None else sum(1 for i in bo if i <= found),
+            "mean_changed_after_found": statistics.fmean(after) if after else math.nan,
+            "mean_changed_last10": statistics.fmean(a["changed"][i] for i in bo[-10:]),
             "best_sparse_gap": optimum - max(sparse_values) if sparse_values else math.nan,
             "best_value": max(a["values"]),
             "relevant_repeats": sum(a["relevant_repeat"][i] for i in bo),
@@ -174,14 +216,18 @@ def arm_summary(runs: list[dict[str, Any]], arm: str, optimum: float) -> dict[st
             "median_acq_seconds": statistics.median(a["acq_time"][i] for i in bo),
             "median_fit_seconds": statistics.median(a["fit_time"][i] for i in bo),
         })  # fmt: skip
-    mean = {key: mean_and_se([s[key] for s in per_seed]) for key in per_seed[0] if key != "seed"}
+    mean = {
+        key: mean_and_se([math.nan if s[key] is None else s[key] for s in per_seed])
+        for key in per_seed[0] if key != "seed"
+    }  # fmt: skip
     return {"arm": arm, "seeds": len(per_seed), "per_seed": per_seed, "mean": mean}
 
 
-def goal_verdicts(summary: dict[str, Any]) -> list[str]:
+def goal_verdicts(summary: dict[str, Any], sparse: int = SPARSE) -> list[str]:
     """The protocol's goals, each met or missed, from the measured means."""
     lines = []
-    for arm, (max_changed, max_ratio) in GOALS.items():
+    goals = {**GOALS, **{arm: (6.0, 1.05) for arm in summary if arm.startswith("bonsai-") and arm not in GOALS}}
+    for arm, (max_changed, max_ratio) in goals.items():
         s = summary.get(arm)
         if s is None:
             continue
@@ -190,11 +236,13 @@ def goal_verdicts(summary: dict[str, Any]) -> list[str]:
         checks = [
             (f"mean changed per BO point {m['mean_changed_bo'][0]:.2f} <= {max_changed:g}",
              m["mean_changed_bo"][0] <= max_changed),
-            (f"best value with <= {SPARSE} changes within 1.0 of the optimum on average "
+            (f"best value with <= {sparse} changes within 1.0 of the optimum on average "
              f"(gap {m['best_sparse_gap'][0]:.3g})", m["best_sparse_gap"][0] <= 1.0),
             (f"repeated proposals {sum(p['relevant_repeats'] for p in s['per_seed'])} = 0",
              all(p["relevant_repeats"] == 0 for p in s["per_seed"])),
-            (f"generation time {m['time_ratio'][0]:.2f}x plain <= {max_ratio:g}x", m["time_ratio"][0] <= max_ratio),
+            (f"generation time {m['time_ratio'][0]:.2f}x plain (mean over seeds; median of per-seed ratios "
+             f"{statistics.median(p['time_ratio'] for p in s['per_seed']):.2f}x) <= {max_ratio:g}x",
+             m["time_ratio"][0] <= max_ratio),
         ]  # fmt: skip
         if arm.startswith("sebo"):
             checks.insert(0, (f"reached a point changing only relevant parameters in {reached} of {seeds} seeds",
@@ -216,7 +264,8 @@ def write_markdown(result: dict[str, Any], path: Path) -> None:
     ]
     for part, data in result["parts"].items():
         lines += [f"## {part} part ({data['problem']}, {data['design']})", "",
-                  "| arm | seeds | reached only-relevant | mean changed per BO point | gap of best with <= 2 changes "
+                  "| arm | seeds | reached only-relevant | mean changed per BO point "
+                  f"| gap of best with <= {data.get('sparse', SPARSE)} changes "
                   "| best value | repeated proposals | near-repeats skipped | acq s (median) | fit s (median) | time vs plain |",
                   "|---|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
         for arm, s in data["arms"].items():
@@ -232,6 +281,17 @@ def write_markdown(result: dict[str, Any], path: Path) -> None:
                 f"| {sum(p['near_repeats_skipped'] for p in s['per_seed'])} | {m['median_acq_seconds'][0]:.2f} "
                 f"| {m['median_fit_seconds'][0]:.2f} | {m['time_ratio'][0]:.2f}x |"
             )
+        lines += ["", f"Per seed ({data['problem']}; 'found' = the first point within {FOUND} of the optimum, "
+                  "counted in BO points; changed = mean changed parameters per BO point):", "",
+                  "| arm | seed | changed (all BO) | found at BO | changed after found | changed last 10 "
+                  "| sparse-best gap | best value | time vs plain |", "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+        for arm, s in data["arms"].items():
+            for p in s["per_seed"]:
+                lines.append(
+                    f"| {arm} | {p['seed']} | {p['mean_changed_bo']:.2f} | {p.get('found_at_bo')} "
+                    f"| {p.get('mean_changed_after_found', math.nan):.2f} | {p.get('mean_changed_last10', math.nan):.2f} "
+                    f"| {p['best_sparse_gap']:.3g} | {p['best_value']:.4g} | {p['time_ratio']:.2f}x |"
+                )
         lines.append("")
     lines += ["## Goals", "", *result["goals"], "", "![protocol](protocol.png)", ""]
     path.write_text("\n".join(lines))
@@ -249,10 +309,12 @@ def plot(runs: list[dict[str, Any]], result: dict[str, Any], path: Path) -> None
             color = method_color(j, len(arms))
             gaps, changed = [], []
             for run in part_runs:
+                if arm not in run["arms"]:
+                    continue
                 a = run["arms"][arm]
                 best, trace = -math.inf, []
                 for v, c in zip(a["values"], a["changed"], strict=True):
-                    best = max(best, v) if c <= SPARSE else best
+                    best = max(best, v) if c <= result["parts"][part].get("sparse", SPARSE) else best
                     trace.append(optimum - best if best > -math.inf else math.nan)
                 gaps.append(trace)
                 changed.append([c for c, b in zip(a["changed"], a["is_bo"], strict=True) if b])
@@ -262,7 +324,7 @@ def plot(runs: list[dict[str, Any]], result: dict[str, Any], path: Path) -> None
             axes[row][1].plot(range(1, len(changed[0]) + 1),
                               [statistics.fmean(c[i] for c in changed) for i in range(len(changed[0]))],
                               label=arm, color=color, marker=".")  # fmt: skip
-        axes[row][0].set(title=f"{part}: optimum - best value with <= {SPARSE} changes", xlabel="evaluations",
+        axes[row][0].set(title=f"{part}: optimum - best value with <= {result['parts'][part].get('sparse', SPARSE)} changes", xlabel="evaluations",
                          yscale="log")  # fmt: skip
         axes[row][1].set(title=f"{part}: changed parameters per BO point (mean over seeds)", xlabel="BO iteration")
         axes[row][0].legend(fontsize=8)
@@ -277,28 +339,50 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--seeds", type=int, default=None)
     parser.add_argument("--parts", nargs="*", default=list(PARTS), choices=list(PARTS))
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--out", type=Path, default=None, help=f"default {RESULTS} ({RULES_RESULTS} with rules)")
+    parser.add_argument("--seed-list", type=int, nargs="*", default=None, help="run these seeds (not 0..seeds-1)")
+    parser.add_argument("--problem", default=None, help="e.g. hartmann6-50d (default branin-50d)")
+    parser.add_argument("--arms", nargs="*", default=None, help="keep only these arms of the part")
+    parser.add_argument("--bonsai-rule", action="append", default=None, metavar="RULE[:RHO[:RHO_FLOOR]]",
+                        help="add a qLogNEI + BONSAI arm with this rule (repeatable)")  # fmt: skip
     args = parser.parse_args(argv)
-    seeds = args.seeds or (1 if args.smoke else 5)
-    args.out.mkdir(parents=True, exist_ok=True)
-    jobs = [{"part": part, "seed": seed, "smoke": args.smoke} for seed in range(seeds) for part in args.parts]
-    runs = run_resumable(run_seed, jobs, args.out, args.workers, key_fields=("part", "seed", "smoke"))
+    seeds = args.seed_list if args.seed_list is not None else range(args.seeds or (1 if args.smoke else 5))
+    custom = args.arms is not None or bool(args.bonsai_rule) or args.problem is not None
+    out = args.out or (RULES_RESULTS if custom else RESULTS)
+    out.mkdir(parents=True, exist_ok=True)
+    extra: dict[str, Any] = {"problem": args.problem, "arms": args.arms, "rules": args.bonsai_rule} if custom else {}
+    jobs = [{"part": part, "seed": seed, "smoke": args.smoke, **extra} for seed in seeds for part in args.parts]
+    for job in jobs:
+        job.update({"problem": part_settings(job["part"], args.smoke, args.problem)["problem"]} if custom else {})
+        job.update({"arm_set": ",".join(part_settings(job["part"], args.smoke, args.problem, args.arms, args.bonsai_rule)["arms"])}
+                   if custom else {})  # fmt: skip
+    keys = ("part", "seed", "smoke", "problem", "arm_set") if custom else ("part", "seed", "smoke")
+    runs = run_resumable(run_seed, jobs, out, args.workers, key_fields=keys)
+    if custom:  # summarize every seed of this problem recorded in the folder, whatever its arm set
+        recorded = [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines()]
+        runs = [r for r in recorded if r["smoke"] == args.smoke and r.get("problem") == part_settings(
+            r["part"], args.smoke, args.problem)["problem"]]  # fmt: skip
     result: dict[str, Any] = {"smoke": args.smoke, "parts": {}}
     for part in args.parts:
-        spec = part_settings(part, args.smoke)
+        spec = part_settings(part, args.smoke, args.problem, args.arms, args.bonsai_rule)
         problem = get_problem(spec["problem"], **spec["problem_options"])
         part_runs = [r for r in runs if r["part"] == part]
+        arm_names = list(dict.fromkeys(arm for r in part_runs for arm in r["arms"]))
+        sparse = len(problem.relevant_dims)
         design = (("the default + " if spec["include_default"] else "") + f"{spec['n_init']} Sobol + "
                   f"{spec['iterations']} BO, {spec['optimizer']['num_restarts']} restarts / "
                   f"{spec['optimizer']['raw_samples']} raw samples, {spec['surrogate']}")  # fmt: skip
         result["parts"][part] = {
-            "problem": spec["problem"], "design": design, "optimum": problem.optimal_value,
-            "arms": {arm: arm_summary(part_runs, arm, problem.optimal_value) for arm in spec["arms"]},
+            "problem": spec["problem"], "design": design, "optimum": problem.optimal_value, "sparse": sparse,
+            "arms": {arm: arm_summary(part_runs, arm, problem.optimal_value, sparse) for arm in arm_names},
         }  # fmt: skip
-    result["goals"] = goal_verdicts({arm: s for part in result["parts"].values() for arm, s in part["arms"].items()})
-    (args.out / "results.json").write_text(json.dumps(result, indent=1))
-    write_markdown(result, args.out / "results.md")
-    plot(runs, result, args.out / "protocol.png")
+    result["goals"] = [line for part in result["parts"].values()
+                       for line in goal_verdicts(part["arms"], part["sparse"])]  # fmt: skip
+    name = part_settings(args.parts[0], args.smoke, args.problem)["problem"]
+    stem = f"results_{name}" if custom else "results"
+    (out / f"{stem}.json").write_text(json.dumps(result, indent=1))
+    write_markdown(result, out / f"{stem}.md")
+    plot(runs, result, out / ("protocol.png" if not custom else f"protocol_{name}.png"))
     print("\n".join(result["goals"]))
     return result
 

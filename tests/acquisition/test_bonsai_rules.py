@@ -214,3 +214,25 @@ def test_the_rule_flows_from_configs(branin15) -> None:
     meta = campaign.store.trials()[-1].metadata
     assert meta["rule"] == "dense-scale"
     campaign.store.close()
+
+
+def test_sparse_protocol_rules_smoke(tmp_path) -> None:
+    """experiments/sparse_protocol.py --bonsai-rule: only plain qLogNEI and the rule arms run,
+    into their own files; a second seed with fewer arms is summarized next to the first."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "experiments"))
+    import sparse_protocol
+
+    argv = ["--smoke", "--workers", "1", "--parts", "bonsai", "--out", str(tmp_path)]
+    result = sparse_protocol.main([*argv, "--bonsai-rule", "incremental", "--bonsai-rule", "dense-scale:0.3"])
+    arms = result["parts"]["bonsai"]["arms"]
+    assert set(arms) == {"qlognei", "bonsai-incremental", "bonsai-dense-scale-0.3"}
+    result = sparse_protocol.main([*argv, "--seed-list", "1", "--bonsai-rule", "dense-scale:0.3"])
+    arms = result["parts"]["bonsai"]["arms"]
+    assert arms["qlognei"]["seeds"] == 2 and arms["bonsai-incremental"]["seeds"] == 1
+    assert arms["bonsai-dense-scale-0.3"]["seeds"] == 2
+    assert {"mean_changed_after_found", "mean_changed_last10"} <= set(arms["qlognei"]["per_seed"][0])
+    assert (tmp_path / "results_branin-10d.md").read_text().count("| bonsai-dense-scale-0.3 |") == 3
+    assert not (tmp_path / "results.md").exists()
