@@ -28,6 +28,12 @@ What it does, in W&B's terms:
 - ``--workers N`` runs N runs at once (threads that each wait for one subprocess). Each run's
   process gets ``SIGKILL`` if the sweep dies (``setpriv --pdeathsig`` on Linux), so a killed
   sweep leaves no orphan runs behind.
+- ``early_terminate: {type: hyperband, min_iter: 3}`` (or ``max_iter`` and ``s``; ``eta``,
+  ``strict``) stops runs by W&B's hyperband rule (:mod:`dsbo.runtime.hyperband`): each run's
+  metric history (``$DSBO_RUN_DIR/history.jsonl`` or its W&B transaction log) is read every
+  second, and a run worse than the best 1/eta of the runs at a bracket gets ``SIGTERM`` (its
+  process group; ``SIGKILL`` after ``$WANDB_AGENT_KILL_DELAY`` s, default 30). It is recorded
+  as ``stopped``, its last logged value its metric (and, in a bayes sweep, its trial's outcome).
 
 ``method: bayes`` without a W&B server: the sweep's parameters become a dsbo search space
 (:func:`~dsbo.space.wandb_syntax.search_space`: ``uniform``, ``q_uniform``, ``int_uniform``, ``log_uniform``,
@@ -110,13 +116,18 @@ def describe(parameter: Parameter) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Exit status 0 when at least one run finished, 1 when none did, 2 on a bad sweep file."""
+    """Exit status 0 when at least one run finished (or was stopped by early_terminate), 1 when
+    none did, 2 on a bad sweep file."""
     parser = build_parser()
     args = parser.parse_args(list(argv) if argv is not None else None)
     args.sweep_file = sweep_file(parser, args)
     console = Console(stderr=True)
     try:
         sweep = load_sweep(args.sweep_file)
+        if args.dry_run and sweep.early_terminate is not None:
+            bands = sweep.early_terminate.brackets
+            shown = ", ".join(map(str, bands[:6])) + (", ..." if len(bands) > 6 else "")
+            console.print(f"early_terminate: hyperband brackets at iterations {shown} (eta {sweep.early_terminate.eta:g})", markup=False)
         if args.dry_run and sweep.method == "bayes":
             _, space, options = bayes_problem(sweep, args.sweep_file)
             for name, parameter in space.parameters.items():
@@ -143,7 +154,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     summary = ", ".join(f"{statuses.count(s)} {s}" for s in dict.fromkeys(statuses))
     console.print(f"{len(statuses)} run(s): {summary}; results in {info['sweep_dir']}/sweep.json, sweep.csv; report {report}", markup=False)
     console.print(info["best_line"], soft_wrap=True, markup=False)
-    return 0 if any(s in ("finished", "no_metric") for s in statuses) else 1
+    return 0 if any(s in ("finished", "no_metric", "stopped") for s in statuses) else 1
 
 
 if __name__ == "__main__":

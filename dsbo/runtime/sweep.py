@@ -10,6 +10,13 @@ values searched in their log, categoricals one-hot), the metric the objective (n
 :class:`~dsbo.campaign.Campaign` over ``<sweep dir>/trials.sqlite`` proposes each run, whose
 parameters are the space's decoded values (fixed ones included, in the sweep file's order),
 so a killed sweep resumes where it stopped. The command line is :mod:`dsbo.cli.sweep`.
+
+With ``early_terminate: {type: hyperband, ...}`` each run is watched while it runs
+(:class:`~dsbo.runtime.hyperband.HyperbandMonitor`: its metric history is read every ``poll``
+seconds, :class:`~dsbo.runtime.run_history.MetricHistory`) and stopped by W&B's hyperband rule;
+a stopped run is recorded as ``stopped`` with its last logged value as its metric, which is its
+result in grid/random sweeps and its trial's outcome in bayes sweeps. A run whose history could
+not be read says so in its ``error`` (and in ``hyperband``).
 """
 
 from __future__ import annotations
@@ -34,6 +41,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from dsbo.errors import ConfigError
 from dsbo.problems.run_summary import log_tail, read_metric
+from dsbo.runtime.hyperband import HyperbandMonitor, Stop
+from dsbo.runtime.run_history import MetricHistory
 from dsbo.runtime.sweep_config import SweepConfig, bayes_options, build_command, expand_runs
 from dsbo.space import SearchSpace
 from dsbo.space.wandb_syntax import search_space
@@ -51,6 +60,7 @@ class RunRecord:
     run_dir: str = ""
     command: list[str] = field(default_factory=list)
     error: str | None = None
+    hyperband: dict[str, Any] | None = None  # early_terminate: iterations seen, where it was stopped
 
 
 def _dies_with_sweep(command: list[str]) -> list[str]:
@@ -66,8 +76,10 @@ def run_one(
     run_dir: Path,
     sweep_id: str,
     timeout: float | None = None,
+    monitor: HyperbandMonitor | None = None,
 ) -> RunRecord:
-    """Run one configuration as a subprocess (output in ``run_dir/output.log``)."""
+    """Run one configuration as a subprocess (output in ``run_dir/output.log``); with a
+    ``monitor`` (``early_terminate``), watched and possibly stopped by hyperband."""
     run_dir.mkdir(parents=True, exist_ok=True)
     json_file = run_dir / "args.json"
     json_file.write_text(json.dumps(record.params))
@@ -85,16 +97,25 @@ def run_one(
     )
     record.run_dir = str(run_dir)
     started = time.perf_counter()
+    history = None if monitor is None else MetricHistory(run_dir, sweep.metric["name"])
+    stop = None
     try:
         record.command = build_command(sweep, record.params, json_file, env)
         with (run_dir / "output.log").open("w") as log:
-            proc = subprocess.run(_dies_with_sweep(record.command), stdout=log, stderr=subprocess.STDOUT, env=env, timeout=timeout, check=False)
-        record.returncode = proc.returncode
+            if monitor is None:
+                proc = subprocess.run(_dies_with_sweep(record.command), stdout=log, stderr=subprocess.STDOUT, env=env, timeout=timeout, check=False)
+                record.returncode = proc.returncode
+            else:
+                record.returncode, stop = monitor.watch(record.run, _dies_with_sweep(record.command), history, log, env, timeout)
     except subprocess.TimeoutExpired:
         record.status, record.error = "timeout", f"no result after {timeout} s"
     except (OSError, ConfigError) as exc:
         record.status, record.error = "failed", str(exc)
     record.seconds = round(time.perf_counter() - started, 3)
+    if history is not None:
+        record.hyperband = {"iterations": len(history.values)}
+    if stop is not None:
+        return _stopped(sweep, record, stop, history.values)
     if record.status in ("timeout", "failed"):
         return record
     if record.returncode != 0:
@@ -104,10 +125,35 @@ def run_one(
     record.status = "finished"
     if sweep.metric is not None:
         record.metric = read_metric(run_dir, sweep.metric["name"])
+        if record.metric is None and history is not None and history.values:
+            record.metric = history.values[-1]  # W&B's summary: the last value logged
         if record.metric is None:
             record.status = "no_metric"
             record.error = f"metric {sweep.metric['name']!r} not found in the run's summary"
+    if history is not None and history.problem() is not None:
+        record.hyperband["note"] = history.problem()
+        record.error = record.error or f"early_terminate could not watch this run: {history.problem()}"
     return record
+
+
+def _stopped(sweep: SweepConfig, record: RunRecord, stop: Stop, values: list[float]) -> RunRecord:
+    """``record`` of a run hyperband stopped: its metric is the last value it logged."""
+    name = sweep.metric["name"]
+    record.status = "stopped"
+    record.metric = values[-1] if values else stop.value
+    record.hyperband = {"bracket": stop.bracket, "value": stop.value, "threshold": stop.threshold, "iterations": len(values)}
+    record.error = (
+        f"stopped by hyperband at iteration {stop.bracket}: {name}={stop.value:.6g} is worse than the "
+        f"threshold {stop.threshold:.6g}; last {name}={record.metric:.6g} after {len(values)} iterations"
+    )
+    return record
+
+
+def hyperband_monitor(sweep: SweepConfig, poll: float = 1.0) -> HyperbandMonitor | None:
+    """The monitor that watches a sweep's runs, if the sweep has ``early_terminate``."""
+    if sweep.early_terminate is None:
+        return None
+    return HyperbandMonitor(sweep.early_terminate, sweep.goal, poll)
 
 
 def best_run(sweep: SweepConfig, records: list[RunRecord]) -> RunRecord | None:
@@ -180,14 +226,17 @@ def run_sweep(
     progress: bool = True,
     source: str = "",
     workers: int = 1,
+    poll: float = 1.0,
 ) -> dict[str, Any]:
     """Run every configuration of ``sweep`` (``workers`` at once); returns what ``sweep.json``
-    holds. ``method: bayes`` goes to :func:`run_bayes`."""
+    holds. ``method: bayes`` goes to :func:`run_bayes`. ``poll``: seconds between two reads of
+    a running run's metric history (``early_terminate`` only)."""
     if workers < 1:
         raise ConfigError(f"--workers must be >= 1, got {workers}")
     if sweep.method == "bayes":
-        return run_bayes(sweep, sweep_dir, count, seed, timeout, console, progress, source, workers)
+        return run_bayes(sweep, sweep_dir, count, seed, timeout, console, progress, source, workers, poll)
     console = console or Console(stderr=True)
+    monitor = hyperband_monitor(sweep, poll)
     configs = expand_runs(sweep, count, seed)
     sweep_id = uuid.uuid4().hex[:8]
     sweep_dir.mkdir(parents=True, exist_ok=True)
@@ -216,15 +265,19 @@ def run_sweep(
     )
     with bar, ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dsbo-sweep-run") as pool:
         task = bar.add_task(sweep.name or "sweep", total=len(records), last="", best="-")
-        futures = [pool.submit(run_one, sweep, r, sweep_dir / r.run, sweep_id, timeout) for r in records]
-        for future in futures:  # reported in order (with one worker, as each run ends)
-            record = future.result()
-            best = best_run(sweep, records)
-            last = f"{record.run} {record.status}" + ("" if record.metric is None else f" {metric_name}={record.metric:.4g}")
-            bar.update(task, advance=1, last=last, best="-" if best is None else f"{best.metric:.4g} ({best.run})")
-            if not progress:
-                console.print(last, markup=False)
-            write_results(sweep_dir, info, records, best_line(sweep, best))
+        futures = [pool.submit(run_one, sweep, r, sweep_dir / r.run, sweep_id, timeout, monitor) for r in records]
+        try:
+            for future in futures:  # reported in order (with one worker, as each run ends)
+                record = future.result()
+                best = best_run(sweep, records)
+                last = f"{record.run} {record.status}" + ("" if record.metric is None else f" {metric_name}={record.metric:.4g}")
+                bar.update(task, advance=1, last=last, best="-" if best is None else f"{best.metric:.4g} ({best.run})")
+                if not progress:
+                    console.print(last, markup=False)
+                write_results(sweep_dir, info, records, best_line(sweep, best))
+        except BaseException:
+            _interrupted(pool, monitor)
+            raise
     best = best_run(sweep, records)
     info["best"] = None if best is None else asdict(best)
     line = best_line(sweep, best)
@@ -233,6 +286,13 @@ def run_sweep(
     info["runs"] = [asdict(r) for r in records]
     info["best_line"] = line
     return info
+
+
+def _interrupted(pool: ThreadPoolExecutor, monitor: HyperbandMonitor | None) -> None:
+    """The sweep is interrupted: start no more runs, end the watched ones (own process groups)."""
+    pool.shutdown(wait=False, cancel_futures=True)
+    if monitor is not None:
+        monitor.cancel()
 
 
 def objective_name(sweep: SweepConfig) -> str:
@@ -289,13 +349,15 @@ def run_bayes(
     progress: bool = True,
     source: str = "",
     workers: int = 1,
+    poll: float = 1.0,
 ) -> dict[str, Any]:
     """Run (or resume) a bayes sweep: a dsbo campaign proposes, each run is the command.
 
     The campaign's store ``<sweep_dir>/trials.sqlite`` records every proposal before its run
     starts and every outcome before the next proposal; on resume, runs left in flight are run
-    again (their directories cleared) and finished runs never are. Returns what
-    ``sweep.json`` holds.
+    again (their directories cleared) and finished runs never are. A run that hyperband
+    stopped (``early_terminate``) is a completed trial whose outcome is its last logged value.
+    Returns what ``sweep.json`` holds.
     """
     from dsbo.analysis.trace import plot_trace
 
@@ -329,7 +391,7 @@ def run_bayes(
                 status=run.get("status", "running" if t.status == "pending" else t.status),
                 metric=None if t.y is None else sign * t.y[0], returncode=run.get("returncode"),
                 seconds=run.get("seconds", 0.0), run_dir=str(sweep_dir / f"run-{t.id:03d}"),
-                command=run.get("command", []), error=t.error,
+                command=run.get("command", []), error=t.error or run.get("error"), hyperband=run.get("hyperband"),
             ))  # fmt: skip
         return out
 
@@ -344,6 +406,10 @@ def run_bayes(
         return line
 
     left = store.trials("pending")  # in flight when the sweep was killed: run them again
+    monitor = hyperband_monitor(sweep, poll)
+    if monitor is not None:  # the thresholds count every run of the sweep, earlier sessions' too
+        for t in store.trials(("completed", "failed")):
+            monitor.observe(f"run-{t.id:03d}", MetricHistory(sweep_dir / f"run-{t.id:03d}", metric_name).read())
     if resuming:
         console.print(f"resuming {sweep_dir}: {store.count(('completed', 'failed'))} run(s) done, {len(left)} to run again", markup=False)
     bar = Progress(
@@ -359,35 +425,40 @@ def run_bayes(
             record = RunRecord(run=f"run-{trial.id:03d}", params=space.decode(trial.x))
             run_dir = sweep_dir / record.run
             shutil.rmtree(run_dir, ignore_errors=True)  # what an interrupted attempt left
-            in_flight[pool.submit(run_one, sweep, record, run_dir, sweep_id, timeout)] = trial
+            in_flight[pool.submit(run_one, sweep, record, run_dir, sweep_id, timeout, monitor)] = trial
 
         for trial in left:
             launch(trial)
-        while True:
-            while len(in_flight) < workers:
-                new = campaign.ask(q=1)
-                if not new:
+        try:
+            while True:
+                while len(in_flight) < workers:
+                    new = campaign.ask(q=1)
+                    if not new:
+                        break
+                    launch(new[0])
+                if not in_flight:
                     break
-                launch(new[0])
-            if not in_flight:
-                break
-            done, _ = wait(list(in_flight), return_when=FIRST_COMPLETED)
-            for future in sorted(done, key=lambda f: in_flight[f].id):
-                trial = in_flight.pop(future)
-                record = future.result()
-                store.update_metadata(trial.id, run={"status": record.status, "returncode": record.returncode,
-                                                     "seconds": record.seconds, "command": record.command})  # fmt: skip
-                if record.status == "finished":
-                    campaign.tell(trial.id, values=[sign * record.metric], eval_time=record.seconds)
-                else:
-                    campaign.tell(trial.id, error=record.error or record.status, eval_time=record.seconds)
-                line = save()
-                last = f"{record.run} {record.status}" + ("" if record.metric is None else f" {metric_name}={record.metric:.4g}")
-                best = info["best"]
-                bar.update(task, completed=store.count(("completed", "failed")), last=last,
-                           best="-" if best is None else f"{best['metric']:.4g} ({best['run']})")  # fmt: skip
-                if not progress:
-                    console.print(last, markup=False)
+                done, _ = wait(list(in_flight), return_when=FIRST_COMPLETED)
+                for future in sorted(done, key=lambda f: in_flight[f].id):
+                    trial = in_flight.pop(future)
+                    record = future.result()
+                    store.update_metadata(trial.id, run={"status": record.status, "returncode": record.returncode,
+                                                         "seconds": record.seconds, "command": record.command,
+                                                         "hyperband": record.hyperband, "error": record.error})  # fmt: skip
+                    if record.status in ("finished", "stopped"):  # a stopped run's outcome: its last value
+                        campaign.tell(trial.id, values=[sign * record.metric], eval_time=record.seconds)
+                    else:
+                        campaign.tell(trial.id, error=record.error or record.status, eval_time=record.seconds)
+                    line = save()
+                    last = f"{record.run} {record.status}" + ("" if record.metric is None else f" {metric_name}={record.metric:.4g}")
+                    best = info["best"]
+                    bar.update(task, completed=store.count(("completed", "failed")), last=last,
+                               best="-" if best is None else f"{best['metric']:.4g} ({best['run']})")  # fmt: skip
+                    if not progress:
+                        console.print(last, markup=False)
+        except BaseException:
+            _interrupted(pool, monitor)
+            raise
     line = save()
     info["runs"] = [asdict(r) for r in records()]
     info["best_line"] = line

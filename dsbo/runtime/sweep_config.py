@@ -2,9 +2,10 @@
 
 :func:`load_sweep` reads and validates a sweep file (W&B's documented top-level keys, the
 parameters through :mod:`dsbo.space.wandb_syntax`, the ``metric``, the ``command`` and its
-macros) into a :class:`SweepConfig`; :func:`expand_runs` lists a grid's or a random search's
-configurations; :func:`build_command` substitutes the W&B agent's macros (``${args}``,
-``${args_json_file}``, ``${envvar:NAME}``, ...) for one run.
+macros, ``early_terminate`` through :mod:`dsbo.runtime.hyperband`) into a
+:class:`SweepConfig`; :func:`expand_runs` lists a grid's or a random search's configurations;
+:func:`build_command` substitutes the W&B agent's macros (``${args}``, ``${args_json_file}``,
+``${envvar:NAME}``, ...) for one run.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import numpy as np
 import yaml
 
 from dsbo.errors import ConfigError
+from dsbo.runtime.hyperband import Hyperband, parse_early_terminate
 from dsbo.space.wandb_syntax import Parameter, _is_number, parse_parameter, search_space
 
 #: Top-level keys of a W&B sweep configuration (docs.wandb.ai, "Sweep configuration options").
@@ -63,6 +65,7 @@ class SweepConfig:
     name: str | None = None
     project: str | None = None
     run_cap: int | None = None
+    early_terminate: Hyperband | None = None
     raw: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -135,9 +138,7 @@ def parse_sweep(raw: Any, source: str = "sweep") -> SweepConfig:
     run_cap = raw.get("run_cap")
     if run_cap is not None and (not isinstance(run_cap, int) or isinstance(run_cap, bool) or run_cap < 1):
         raise ConfigError(f"{source}: run_cap={run_cap!r} must be an integer >= 1")
-    early = raw.get("early_terminate")
-    if early is not None and (not isinstance(early, dict) or early.get("type") != "hyperband"):
-        raise ConfigError(f"{source}: early_terminate must be a mapping with type: hyperband, got {early!r}")
+    early_terminate = parse_early_terminate(raw.get("early_terminate"), metric, source)
     params = raw["parameters"]
     if not isinstance(params, dict) or not params:
         raise ConfigError(f"{source}: parameters must be a non-empty mapping of parameter name to search constraint")
@@ -167,6 +168,7 @@ def parse_sweep(raw: Any, source: str = "sweep") -> SweepConfig:
         name=raw.get("name"),
         project=raw.get("project"),
         run_cap=run_cap,
+        early_terminate=early_terminate,
         raw=raw,
     )
 

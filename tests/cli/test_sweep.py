@@ -15,6 +15,7 @@ from dsbo.cli.sweep import main
 from dsbo.cli.train import build_cli
 from dsbo.errors import ConfigError
 from dsbo.problems.run_summary import read_metric
+from dsbo.runtime.run_history import MetricHistory
 from dsbo.runtime.sweep import run_sweep
 from dsbo.runtime.sweep_config import build_command, expand_runs, load_sweep, parse_sweep
 
@@ -223,6 +224,8 @@ def test_real_two_run_sweep_of_the_train_cli(tmp_path, monkeypatch):
                 "name": "tiny-gamma",
                 "method": "grid",
                 "metric": {"name": "val_mse", "goal": "minimize"},
+                # watched through the runs' W&B transaction logs; 2 epochs never reach bracket 5
+                "early_terminate": {"type": "hyperband", "min_iter": 5},
                 "parameters": {"model.gamma": {"values": [0.5, 2.0]}},
                 "command": ["${env}", "${interpreter}", "-m", "dsbo.train", "fit", "--config", "tiny.yaml", "${args}"],
             }
@@ -240,6 +243,18 @@ def test_real_two_run_sweep_of_the_train_cli(tmp_path, monkeypatch):
         assert list((run_dir / "wandb").glob("offline-run-*")), "each run is an offline W&B run"
         config = yaml.safe_load((run_dir / "config.yaml").read_text())
         assert config["model"]["init_args"]["gamma"] == run["params"]["model.gamma"]
+        # the per-epoch history hyperband reads: the offline W&B transaction log, also in pieces
+        assert run["hyperband"] == {"iterations": 2} and run["error"] is None
+        [log] = run_dir.glob("wandb/offline-run-*/run-*.wandb")
+        history = MetricHistory(run_dir, "val_mse").read()
+        assert len(history) == 2 and history[-1] == pytest.approx(summary["val_mse"])
+        data, copy = log.read_bytes(), tmp_path / "copy" / run["run"]
+        (copy / log.parent.relative_to(run_dir)).mkdir(parents=True)
+        growing = MetricHistory(copy, "val_mse")
+        for end in range(0, len(data) + 500, 500):
+            (copy / log.relative_to(run_dir)).write_bytes(data[:end])
+            assert growing.read() == history[: len(growing.values)]
+        assert growing.values == history
     best = min(info["runs"], key=lambda r: r["metric"])
     assert info["best"]["run"] == best["run"]
 
