@@ -6,7 +6,10 @@
 replaces a dead worker, Dask); :mod:`~dsbo.runtime.parallel` is the driver that keeps
 ``parallel`` trials in flight on a campaign (and shares a PostgreSQL store with other
 workers); :mod:`~dsbo.runtime.sweep` runs W&B sweep files (grid, random, and bayes on a
-campaign) with :mod:`~dsbo.runtime.sweep_config` reading them.
+campaign) with :mod:`~dsbo.runtime.sweep_config` reading them,
+:mod:`~dsbo.runtime.hyperband` stopping runs early (``early_terminate``) from the histories
+:mod:`~dsbo.runtime.run_history` reads, and :mod:`~dsbo.runtime.sweep_report` writing a
+sweep's HTML report; :mod:`~dsbo.runtime.tuner` is the five-line API.
 
 May import everything below it (errors, space, storage, problems, surrogates, acquisition,
 contexts, campaign, analysis); nothing below imports it, except ``Campaign.evaluate`` and

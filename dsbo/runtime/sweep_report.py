@@ -83,7 +83,8 @@ def sweep_report_data(
     rows, best = [], -math.inf
     for i, run in enumerate(runs, start=1):
         value = run.get("metric")
-        ok = run.get("status") == "finished" and value is not None and math.isfinite(value)
+        # a run hyperband stopped early counts with its last logged value (as W&B reports it)
+        ok = run.get("status") in ("finished", "stopped") and value is not None and math.isfinite(value)
         status = "completed" if ok else STATUS.get(run.get("status"), "failed")
         if ok:
             best = max(best, sign * value)
