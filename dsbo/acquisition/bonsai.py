@@ -33,13 +33,23 @@ Tolerance rules (``rule``; not in the paper except the first, issue 33):
   this rule still resets what costs little relative to the candidate's own value. For
   non-negative acquisitions ``alpha~ <= alpha(x*)``, so its tau is never smaller than the
   paper's; early in a run (``b_t << alpha(x*)``) the two agree.
-- ``"floor"``: ``tau_t = max(rho_t alpha~(x*), rho_floor alpha_t(x*))``: the paper's rule with
-  a floor at a (smaller) fraction of the dense value; equal to ``"dense-scale"`` with
-  ``rho_floor`` when ``rho_floor >= rho`` (non-negative acquisitions).
+  It needs ``alpha(x*) > 0`` (a non-negative acquisition: EI-type, exponentiated log
+  acquisitions, EHVI; not UCB, whose value has no scale) and skips pruning otherwise.
+  Measured with qLogNEI (issue 33): it changes nothing there, because qLogNEI is almost 0 at
+  the evaluated points (``b_t << alpha(x*)``, so ``alpha~ ~ alpha(x*)`` even after the
+  optimum is found); what keeps late proposals dense is that ``alpha(x*)`` itself, though
+  tiny in outcome units, comes from the inputs the model is unsure about.
+- ``"outcome-floor"``: ``tau_t = max(rho_t alpha~(x*), epsilon s_y)`` with ``s_y`` the standard
+  deviation of the observed objective values and ``epsilon = outcome_floor`` (``1e-3``): a
+  reset that costs less than ``epsilon`` standard deviations of the objective in acquisition
+  value is taken whatever fraction of ``alpha~`` that is. For single-objective acquisitions
+  in outcome units (EI, qLogNEI and LogEI exponentiated, UCB: the gap is shift-invariant);
+  not for hypervolume acquisitions (refused for multi-objective problems). Early in a run
+  (``rho alpha~ >> epsilon s_y``) it is the paper's rule; once the expected improvement
+  left is a few ``epsilon s_y``, inputs whose contribution to it is negligible in absolute
+  terms are reset.
 
-Both new rules need ``alpha(x*) > 0`` (a non-negative acquisition: EI-type, exponentiated log
-acquisitions, EHVI; not UCB, whose value has no scale: its rule is ``"incremental"``) and
-skip pruning otherwise. They prune even when ``alpha~(x*) <= 0`` (the paper skips then).
+The new rules prune even when ``alpha~(x*) <= 0`` (the paper skips then).
 
 Choices made here (see also :class:`Bonsai`):
 
@@ -61,7 +71,7 @@ Choices made here (see also :class:`Bonsai`):
   non-duplicate active set. Either way ``duplicate_fallback`` is recorded. With the paper's
   rule, ``q = 1`` and ``rho < 1`` an *evaluated* point can never be chosen by the gap rule
   (``alpha(x_s) <= b_t`` makes its gap ``>= alpha~(x*) > tau``); pending and in-batch points
-  can. With ``"dense-scale"`` or ``"floor"`` this no longer holds: an evaluated point whose
+  can. With ``"dense-scale"`` or ``"outcome-floor"`` this no longer holds: an evaluated point whose
   ``alpha(x_s) >= alpha(x*) - tau`` passes the gap rule, and only the duplicate check (within
   ``1e-6``) keeps it from being re-proposed; a point that differs from an evaluated one in a
   coordinate the model thinks irrelevant is not a duplicate and can be proposed.
@@ -121,8 +131,8 @@ LINEAR_TOL = 1e-8
 MAX_EXACT_LIMIT = 20
 OPTION = "postprocess.bonsai"
 #: The tolerance rules: ``tau`` from the incremental value (the paper), from the dense
-#: candidate's own value, or the larger of the two (see :meth:`Bonsai.tolerance`).
-RULES = ("incremental", "dense-scale", "floor")
+#: candidate's own value, or the paper's with a floor in outcome units (:meth:`Bonsai.tolerance`).
+RULES = ("incremental", "dense-scale", "outcome-floor")
 
 
 def _json_float(value: float | None) -> float | None:
@@ -169,8 +179,9 @@ class Bonsai:
             (BONSAI appendix C: ``1e-3``).
         rule: How ``tau`` is formed (module docstring): ``"incremental"`` (the paper's,
             ``rho alpha~(x*)``, the default), ``"dense-scale"`` (``rho alpha(x*)``) or
-            ``"floor"`` (``max(rho alpha~(x*), rho_floor alpha(x*))``).
-        rho_floor: The floor's fraction of ``alpha(x*)`` (``rule="floor"`` only), in ``[0, 1]``.
+            ``"outcome-floor"`` (``max(rho alpha~(x*), outcome_floor * std(y))``).
+        outcome_floor: ``epsilon`` of ``rule="outcome-floor"``: the floor of ``tau`` in
+            standard deviations of the observed objective, a number in ``[0, 1]``.
 
     The fixed features of the optimizer are never pruned. Metadata per candidate
     (JSON-serializable): ``pruned_dims`` (coordinates reset), ``num_active`` (``|A(x*)|``),
@@ -203,7 +214,7 @@ class Bonsai:
         max_exact: int = 15,
         tol: float = DEFAULT_TOLERANCE,
         rule: str = "incremental",
-        rho_floor: float = 0.05,
+        outcome_floor: float = 1e-3,
     ) -> None:
         #: ``rho`` as given; :meth:`rho_at` gives ``rho_t``.
         self.rho = rho
@@ -212,12 +223,14 @@ class Bonsai:
             raise ConfigError(f"{OPTION}.rule={rule!r}; choose one of {RULES}")
         self.rule = rule
         if (
-            isinstance(rho_floor, bool)
-            or not isinstance(rho_floor, int | float)
-            or not 0 <= rho_floor <= 1
+            isinstance(outcome_floor, bool)
+            or not isinstance(outcome_floor, int | float)
+            or not 0 <= outcome_floor <= 1
         ):
-            raise ConfigError(f"{OPTION}.rho_floor must be a number in [0, 1], got {rho_floor!r}")
-        self.rho_floor = float(rho_floor)
+            raise ConfigError(
+                f"{OPTION}.outcome_floor must be a number in [0, 1], got {outcome_floor!r}"
+            )
+        self.outcome_floor = float(outcome_floor)
         if mode not in self.MODES:
             raise ConfigError(f"{OPTION}.mode={mode!r}; choose one of {self.MODES}")
         self.mode = mode
@@ -318,23 +331,37 @@ class Bonsai:
             checked.append((idx.long(), coef, rhs))
         return checked
 
-    def tolerance(self, rho: float, alpha_star: float, incremental: float) -> float:
-        r"""``tau`` for the dense candidate under :attr:`rule` (scoring units).
+    def tolerance(
+        self, rho: float, alpha_star: float, incremental: float, outcome_std: float = 0.0
+    ) -> float:
+        r"""``tau`` for the dense candidate under :attr:`rule`, all in the same units.
 
-        ``"incremental"``: ``rho alpha~(x*)``; ``"dense-scale"``: ``rho alpha(x*)``;
-        ``"floor"``: ``max(rho alpha~(x*), rho_floor alpha(x*))``. With ``alpha(x*) <= 0`` the
-        dense scale is taken as 0 (only meaningful for non-negative acquisitions).
+        ``"incremental"``: ``rho alpha~(x*)``; ``"dense-scale"``: ``rho alpha(x*)`` (0 when
+        ``alpha(x*) <= 0``); ``"outcome-floor"``: ``max(rho alpha~(x*), outcome_floor *
+        outcome_std)``.
 
         Example:
-            >>> Bonsai(rho=0.2, rule="floor", rho_floor=0.05).tolerance(0.2, 1.0, 0.01)
-            0.05
+            >>> Bonsai(rule="outcome-floor").tolerance(0.2, 0.06, 0.05, outcome_std=40.0)
+            0.04
         """
-        scale = max(alpha_star, 0.0)
         if self.rule == "dense-scale":
-            return rho * scale
-        if self.rule == "floor":
-            return max(rho * incremental, self.rho_floor * scale)
+            return rho * max(alpha_star, 0.0)
+        if self.rule == "outcome-floor":
+            return max(rho * incremental, self.outcome_floor * outcome_std)
         return rho * incremental
+
+    def outcome_scale(self, history: History, problem: Problem) -> float:
+        """``std(y)`` of the finite observed objective values for ``"outcome-floor"`` (else 0)."""
+        if self.rule != "outcome-floor":
+            return 0.0
+        if problem.num_objectives > 1:
+            raise ConfigError(
+                f"{OPTION}.rule='outcome-floor' needs a single objective ({problem.name} has "
+                f"{problem.num_objectives}: a hypervolume acquisition is not in outcome units)"
+            )
+        y = history.Y[:, 0].to(torch.double) if history.Y.numel() else torch.zeros(0)
+        y = y[torch.isfinite(y)]
+        return float(y.std()) if y.numel() > 1 else 0.0
 
     def rho_at(self, t: int) -> float:
         """``rho_t``: the constant ``rho``, or ``min(1, c / t)`` for the schedule (``t >= 1``)."""
@@ -401,6 +428,7 @@ class Bonsai:
         bounds = problem.bounds.to(X)
         feasible_fn = self._feasible_fn(d)
         rho = self.rho_at(history.t)
+        outcome_scale = self.outcome_scale(history, problem)
         frozen = torch.zeros(d, dtype=torch.bool)
         for j in optimizer.fixed_features or {}:
             frozen[int(j)] = True
@@ -442,6 +470,7 @@ class Bonsai:
                     baseline_raw=previous if conditioned else None,
                     space=problem.space,
                     snap=problem.round_to_domain,
+                    outcome_scale=outcome_scale,
                 )
                 meta["batch_conditioning"] = conditioned
                 meta["baseline"] = "previous batch point" if conditioned else "evaluated points"
@@ -470,6 +499,7 @@ class Bonsai:
         baseline_raw: float | None = None,
         space: SearchSpace | None = None,
         snap: Callable[[Tensor], Tensor] | None = None,
+        outcome_scale: float = 0.0,
     ) -> tuple[Tensor, dict[str, Any]]:
         start = time.perf_counter()
         # coordinates within tol of the default are reset to it exactly (it costs nothing), so
@@ -487,6 +517,7 @@ class Bonsai:
             "exact_fallback": False,
             "rule": self.rule,
             "rho": rho,
+            "outcome_scale": outcome_scale if self.rule == "outcome-floor" else None,
             "num_active": len(active),
             "snapped_dims": [int(j) for j in torch.nonzero(near).reshape(-1)],
             "pruned_dims": [],
@@ -508,9 +539,9 @@ class Bonsai:
             reason = "no evaluated points to form the baseline max_s alpha(x_s)"
         elif not math.isfinite(inc.value):
             reason = "an acquisition value (at x* or at an evaluated point) is not finite"
-        elif self.rule != "incremental" and not inc.alpha_star > 0:
+        elif self.rule == "dense-scale" and not inc.alpha_star > 0:
             reason = (
-                f"rule {self.rule!r}: alpha(x*) <= 0 gives no dense scale (the rule needs a "
+                "rule 'dense-scale': alpha(x*) <= 0 gives no dense scale (the rule needs a "
                 "non-negative acquisition; use rule='incremental' with UCB)"
             )
         elif self.rule != "incremental":
@@ -532,7 +563,12 @@ class Bonsai:
             meta["prune_time"] = time.perf_counter() - start
             return x_star.clone(), meta
 
-        tau = self.tolerance(rho, inc.alpha_star, inc.value)
+        # the floor in scoring units (exp(log alpha - log alpha(x*)) for log acquisitions)
+        if outcome_scale <= 0 or not math.isfinite(inc.unit):
+            outcome_std = 0.0
+        else:  # exp(-800) underflows to 0: any floor dwarfs such a value
+            outcome_std = outcome_scale / inc.unit if inc.unit > 0 else math.inf
+        tau = self.tolerance(rho, inc.alpha_star, inc.value, outcome_std)
         mode = self.mode
         if mode == "exact" and len(active) > self.max_exact:
             mode = "greedy"

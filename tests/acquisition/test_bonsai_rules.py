@@ -1,5 +1,5 @@
 """BONSAI's tolerance rules (issue 33): the paper's ``incremental`` rule, ``dense-scale`` and
-``floor``: each rule's tau by hand, the paper's rule unchanged, and a converged case (the
+``outcome-floor``: each rule's tau by hand, the paper's rule unchanged, and a converged case (the
 incremental value is tiny) in which only the new rules prune the irrelevant coordinates."""
 
 from __future__ import annotations
@@ -52,12 +52,12 @@ def converged_value(X: torch.Tensor) -> torch.Tensor:
 def converged_case() -> tuple[torch.Tensor, History]:
     """x* changes all 15 coordinates; the best evaluated point reaches alpha = 0.996 (it
     resets two irrelevant coordinates), so alpha~(x*) = 0.004 and 0.2 alpha~ = 0.0008 is less
-    than the cost of any single reset."""
+    than the cost of any single reset. The observed y are 0 and 10 (std 7.07)."""
     x_star = torch.full((1, 15), 0.8, dtype=torch.double)
     best = x_star[0].clone()
     best[[0, 1]] = 0.5
     evaluated = torch.stack([torch.full((15,), 0.5, dtype=torch.double), best])  # default first
-    return x_star, History(X=evaluated, Y=torch.zeros(2, 1))
+    return x_star, History(X=evaluated, Y=torch.tensor([[0.0], [10.0]], dtype=torch.double))
 
 
 def settings() -> OptimizerSettings:
@@ -66,28 +66,29 @@ def settings() -> OptimizerSettings:
 
 def test_the_default_rule_is_the_papers() -> None:
     assert Bonsai().rule == "incremental"
-    assert RULES == ("incremental", "dense-scale", "floor")
+    assert RULES == ("incremental", "dense-scale", "outcome-floor")
 
 
 @pytest.mark.parametrize(
-    ("rule", "rho_floor", "expected"),
+    ("rule", "outcome_floor", "expected"),
     [
-        ("incremental", 0.05, 0.2 * 0.5),  # rho alpha~
-        ("dense-scale", 0.05, 0.2 * 2.0),  # rho alpha(x*)
-        ("floor", 0.05, 0.2 * 0.5),  # max(0.1, 0.05 * 2 = 0.1): both 0.1
-        ("floor", 0.01, 0.2 * 0.5),  # max(0.1, 0.02): the incremental term
-        ("floor", 0.15, 0.15 * 2.0),  # max(0.1, 0.3): the floor
+        ("incremental", 1e-3, 0.2 * 0.5),  # rho alpha~
+        ("dense-scale", 1e-3, 0.2 * 2.0),  # rho alpha(x*)
+        ("outcome-floor", 1e-3, 0.2 * 0.5),  # max(0.1, 1e-3 * 40 = 0.04): the paper's term
+        ("outcome-floor", 1e-2, 0.4),  # max(0.1, 1e-2 * 40 = 0.4): the floor
     ],
 )
-def test_each_rules_tau_by_hand(rule: str, rho_floor: float, expected: float) -> None:
-    """alpha(x*) = 2, b_t = 1.5: alpha~ = 0.5; rho = 0.2."""
-    bonsai = Bonsai(rho=0.2, rule=rule, rho_floor=rho_floor)
-    assert bonsai.tolerance(0.2, alpha_star=2.0, incremental=0.5) == pytest.approx(expected)
+def test_each_rules_tau_by_hand(rule: str, outcome_floor: float, expected: float) -> None:
+    """alpha(x*) = 2, b_t = 1.5: alpha~ = 0.5; rho = 0.2; std(y) = 40."""
+    bonsai = Bonsai(rho=0.2, rule=rule, outcome_floor=outcome_floor)
+    tau = bonsai.tolerance(0.2, alpha_star=2.0, incremental=0.5, outcome_std=40.0)
+    assert tau == pytest.approx(expected)
 
 
 def test_a_negative_dense_value_gives_no_dense_scale() -> None:
     assert Bonsai(rule="dense-scale").tolerance(0.2, -1.0, 0.5) == 0.0
-    assert Bonsai(rule="floor", rho_floor=0.5).tolerance(0.2, -1.0, 0.5) == pytest.approx(0.1)
+    floor = Bonsai(rule="outcome-floor", outcome_floor=0.01)
+    assert floor.tolerance(0.2, -1.0, -0.5, outcome_std=10.0) == pytest.approx(0.1)
 
 
 @pytest.mark.parametrize("rule", RULES)
@@ -99,7 +100,9 @@ def test_tau_in_the_metadata_follows_the_rule(branin15, rule: str) -> None:
         return 1.0 + ((X - 0.5).abs() * w).sum(-1)
 
     x_star = torch.full((1, 15), 0.9, dtype=torch.double)
-    history = History(X=torch.full((1, 15), 0.6, dtype=torch.double), Y=torch.zeros(1, 1))
+    history = History(
+        X=torch.full((2, 15), 0.6, dtype=torch.double), Y=torch.tensor([[0.0], [400.0]])
+    )  # std(y) = 282.8: the floor 0.283 beats rho alpha~
     proposal = Bonsai(rho=0.2, rule=rule)(FakeAcqf(value), x_star, history, branin15, settings(), False)
     [meta] = proposal.metadata
     alpha_star, baseline = float(value(x_star)[0]), float(value(history.X)[0])
@@ -107,7 +110,7 @@ def test_tau_in_the_metadata_follows_the_rule(branin15, rule: str) -> None:
     expected = {
         "incremental": 0.2 * incremental,
         "dense-scale": 0.2 * alpha_star,
-        "floor": max(0.2 * incremental, 0.05 * alpha_star),
+        "outcome-floor": 1e-3 * 400 / 2**0.5,
     }[rule]
     assert meta["rule"] == rule
     assert meta["incremental_value"] == pytest.approx(incremental)
@@ -132,12 +135,12 @@ def test_the_papers_rule_is_unchanged(branin15) -> None:
 
 
 @pytest.mark.parametrize(
-    ("rule", "options"), [("dense-scale", {}), ("floor", {"rho_floor": 0.05})]
+    ("rule", "options"), [("dense-scale", {}), ("outcome-floor", {"outcome_floor": 0.01})]
 )
 def test_converged_new_rules_prune_what_the_paper_rule_keeps(branin15, rule, options) -> None:
     """alpha~ tiny (0.004): the paper's tau = 0.0008 resets nothing, so all 15 coordinates stay
-    changed; tau = 0.2 alpha(x*) (or the floor 0.05 alpha(x*)) resets the 13 irrelevant
-    coordinates (0.026 in total) and keeps the two relevant ones (0.5 each)."""
+    changed; tau = 0.2 alpha(x*) = 0.2 (or the floor 0.01 std(y) = 0.0707) resets the 13
+    irrelevant coordinates (0.026 in total) and keeps the two relevant ones (0.5 each)."""
     x_star, history = converged_case()
     acqf = FakeAcqf(converged_value)
     paper = Bonsai(rho=0.2)(acqf, x_star, history, branin15, settings(), False)
@@ -158,7 +161,7 @@ def test_new_rules_prune_when_x_star_does_not_beat_the_evaluated_points(branin15
     def value(X):
         return torch.where((X == 0.1).all(-1), 2.0, converged_value(X))
 
-    history = History(X=better, Y=torch.zeros(3, 1))
+    history = History(X=better, Y=torch.zeros(3, 1))  # outcome-floor: std 0, no floor
     [meta] = Bonsai(rule="dense-scale")(FakeAcqf(value), x_star, history, branin15, settings(), False).metadata
     assert not meta["prune_skipped"] and meta["relative_gap"] is None
     assert len(meta["pruned_dims"]) == 13
@@ -192,8 +195,8 @@ def test_an_evaluated_point_within_the_dense_scale_is_not_reproposed(branin15) -
 
 @pytest.mark.parametrize(
     ("options", "field"),
-    [({"rule": "dense"}, "rule"), ({"rule": None}, "rule"), ({"rho_floor": 1.5}, "rho_floor"),
-     ({"rho_floor": True}, "rho_floor")],
+    [({"rule": "dense"}, "rule"), ({"rule": None}, "rule"), ({"outcome_floor": 1.5}, "outcome_floor"),
+     ({"outcome_floor": True}, "outcome_floor")],
 )  # fmt: skip
 def test_rule_option_errors_name_the_field(options: dict, field: str) -> None:
     with pytest.raises(ConfigError, match=f"postprocess.bonsai.{field}"):
@@ -202,8 +205,8 @@ def test_rule_option_errors_name_the_field(options: dict, field: str) -> None:
 
 def test_the_rule_flows_from_configs(branin15) -> None:
     assert make_postprocessor("bonsai", {"rule": "dense-scale"}).rule == "dense-scale"
-    floor = make_postprocessor("bonsai", {"rule": "floor", "rho_floor": 0.1})
-    assert (floor.rule, floor.rho_floor) == ("floor", 0.1)
+    floor = make_postprocessor("bonsai", {"rule": "outcome-floor", "outcome_floor": 0.1})
+    assert (floor.rule, floor.outcome_floor) == ("outcome-floor", 0.1)
     with pytest.raises(ConfigError, match="postprocess.bonsai.rule"):
         Campaign(branin15, surrogate="gp", postprocess={"bonsai": {"rule": "nope"}}, budget=5)
     campaign = Campaign(
@@ -226,7 +229,9 @@ def test_sparse_protocol_rules_smoke(tmp_path) -> None:
     import sparse_protocol
 
     argv = ["--smoke", "--workers", "1", "--parts", "bonsai", "--out", str(tmp_path)]
-    result = sparse_protocol.main([*argv, "--bonsai-rule", "incremental", "--bonsai-rule", "dense-scale:0.3"])
+    result = sparse_protocol.main(
+        [*argv, "--bonsai-rule", "incremental", "--bonsai-rule", "dense-scale:0.3"]
+    )
     arms = result["parts"]["bonsai"]["arms"]
     assert set(arms) == {"qlognei", "bonsai-incremental", "bonsai-dense-scale-0.3"}
     result = sparse_protocol.main([*argv, "--seed-list", "1", "--bonsai-rule", "dense-scale:0.3"])
@@ -236,3 +241,31 @@ def test_sparse_protocol_rules_smoke(tmp_path) -> None:
     assert {"mean_changed_after_found", "mean_changed_last10"} <= set(arms["qlognei"]["per_seed"][0])
     assert (tmp_path / "results_branin-10d.md").read_text().count("| bonsai-dense-scale-0.3 |") == 3
     assert not (tmp_path / "results.md").exists()
+
+
+def test_outcome_floor_on_log_acquisitions(branin15) -> None:
+    """log alpha: the floor is compared in acquisition units (exp(log alpha)), so the result
+    equals the plain acquisition's; a log value of -800 (alpha underflows) is negligible
+    against any floor, and everything but the duplicate of an evaluated point is reset."""
+    x_star, history = converged_case()
+    bonsai = Bonsai(rule="outcome-floor", outcome_floor=0.01)
+    def positive(X):  # the evaluated default has a negative converged_value
+        return converged_value(X) + 1.0
+
+    plain = bonsai(FakeAcqf(positive), x_star, history, branin15, settings(), False)
+    logged = bonsai(FakeAcqf(lambda X: positive(X).log()), x_star, history, branin15, settings(), True)
+    assert plain.metadata[0]["pruned_dims"] and not logged.metadata[0]["prune_skipped"]
+    assert torch.equal(plain.X, logged.X)
+    assert logged.metadata[0]["outcome_scale"] == pytest.approx(50**0.5)
+    tiny = bonsai(FakeAcqf(lambda X: positive(X).log() - 800), x_star, history, branin15, settings(), True)
+    [meta] = tiny.metadata
+    assert meta["tau"] is None  # infinite in scoring units: not a JSON number
+    assert len(meta["pruned_dims"]) >= 14
+
+
+def test_outcome_floor_refuses_multi_objective_problems() -> None:
+    dtlz2 = get_problem("dtlz2")
+    acqf = FakeAcqf(lambda X: torch.ones(X.shape[0], dtype=X.dtype))
+    history = History(X=torch.rand(2, dtlz2.dim), Y=torch.rand(2, dtlz2.num_objectives))
+    with pytest.raises(ConfigError, match="postprocess.bonsai.rule='outcome-floor' needs a single"):
+        Bonsai(rule="outcome-floor")(acqf, torch.rand(1, dtlz2.dim), history, dtlz2, settings(), False)
