@@ -251,7 +251,7 @@ def goal_verdicts(summary: dict[str, Any], sparse: int = SPARSE) -> list[str]:
     return lines
 
 
-def write_markdown(result: dict[str, Any], path: Path) -> None:
+def write_markdown(result: dict[str, Any], path: Path, image: str = "protocol.png") -> None:
     seeds = sorted({s["seeds"] for part in result["parts"].values() for s in part["arms"].values()})
     lines = [
         "# Sparse-BO protocol: SEBO and BONSAI vs plain qLogNEI, interleaved",
@@ -293,7 +293,7 @@ def write_markdown(result: dict[str, Any], path: Path) -> None:
                     f"| {p['best_sparse_gap']:.3g} | {p['best_value']:.4g} | {p['time_ratio']:.2f}x |"
                 )
         lines.append("")
-    lines += ["## Goals", "", *result["goals"], "", "![protocol](protocol.png)", ""]
+    lines += ["## Goals", "", *result["goals"], "", f"![protocol]({image})", ""]
     path.write_text("\n".join(lines))
 
 
@@ -381,8 +381,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     name = part_settings(args.parts[0], args.smoke, args.problem)["problem"]
     stem = f"results_{name}" if custom else "results"
     (out / f"{stem}.json").write_text(json.dumps(result, indent=1))
-    write_markdown(result, out / f"{stem}.md")
-    plot(runs, result, out / ("protocol.png" if not custom else f"protocol_{name}.png"))
+    image = f"protocol_{name}.png" if custom else "protocol.png"
+    write_markdown(result, out / f"{stem}.md", image)
+    plot(runs, result, out / image)
     print("\n".join(result["goals"]))
     return result
 

@@ -49,7 +49,9 @@ Tolerance rules (``rule``; not in the paper except the first, issue 33):
   left is a few ``epsilon s_y``, inputs whose contribution to it is negligible in absolute
   terms are reset.
 
-The new rules prune even when ``alpha~(x*) <= 0`` (the paper skips then).
+The new rules prune even when ``alpha~(x*) <= 0`` (the paper skips then), except
+``"outcome-floor"`` with a zero floor (``outcome_floor = 0`` or all observed values equal),
+which is then exactly the paper's rule.
 
 Choices made here (see also :class:`Bonsai`):
 
@@ -544,8 +546,10 @@ class Bonsai:
                 "rule 'dense-scale': alpha(x*) <= 0 gives no dense scale (the rule needs a "
                 "non-negative acquisition; use rule='incremental' with UCB)"
             )
-        elif self.rule != "incremental":
-            pass  # the dense scale prunes even when x* does not beat the evaluated points
+        elif self.rule == "dense-scale" or (
+            self.rule == "outcome-floor" and self.outcome_floor * outcome_scale > 0
+        ):
+            pass  # these prune even when x* does not beat the evaluated points
         elif inc.value <= 0 and baseline_raw is not None:
             reason = (
                 "incremental value alpha(x*) - alpha(x_{i-1}) <= 0: the dense candidate adds "

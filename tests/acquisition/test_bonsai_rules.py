@@ -269,3 +269,17 @@ def test_outcome_floor_refuses_multi_objective_problems() -> None:
     history = History(X=torch.rand(2, dtlz2.dim), Y=torch.rand(2, dtlz2.num_objectives))
     with pytest.raises(ConfigError, match="postprocess.bonsai.rule='outcome-floor' needs a single"):
         Bonsai(rule="outcome-floor")(acqf, torch.rand(1, dtlz2.dim), history, dtlz2, settings(), False)
+
+
+def test_outcome_floor_without_a_floor_is_the_papers_rule(branin15) -> None:
+    """A zero floor (outcome_floor = 0, or all observed values equal) gives the paper's rule,
+    its skip when alpha~ <= 0 included."""
+    x_star, history = converged_case()
+    acqf = FakeAcqf(converged_value)
+    paper = Bonsai()(acqf, x_star, history, branin15, settings(), False)
+    zero = Bonsai(rule="outcome-floor", outcome_floor=0.0)(acqf, x_star, history, branin15, settings(), False)
+    assert torch.equal(paper.X, zero.X) and zero.metadata[0]["tau"] == paper.metadata[0]["tau"]
+    flat = FakeAcqf(lambda X: torch.ones(X.shape[0], dtype=X.dtype))
+    same_y = History(X=history.X, Y=torch.ones(2, 1))
+    [meta] = Bonsai(rule="outcome-floor")(flat, x_star, same_y, branin15, settings(), False).metadata
+    assert meta["prune_skipped"] and "<= 0" in meta["skip_reason"]
