@@ -13,7 +13,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dsbo.storage.base import BUDGETED, SCHEMA_VERSION, STATUSES, Store, Trial, new_worker_id
+from dsbo.storage.base import (
+    BUDGETED,
+    COSTED,
+    SCHEMA_VERSION,
+    STATUSES,
+    Store,
+    Trial,
+    new_worker_id,
+)
 from dsbo.storage.sqlite import SQLiteStore, TrialStore
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://", "postgresql+psycopg://")
@@ -44,6 +52,7 @@ def open_store(target: Store | str | Path | None, lock: bool = True) -> Store:
 
 __all__ = [
     "BUDGETED",
+    "COSTED",
     "POSTGRES_SCHEMES",
     "SCHEMA_VERSION",
     "STATUSES",

@@ -16,8 +16,9 @@ Trial statuses:
   report them through ``tell``).
 * ``completed`` evaluated, outcomes stored; used for fitting.
 * ``failed``    the evaluation raised or returned NaN/inf; the error is stored; never fitted.
-* ``abandoned`` left pending by a crash and given up; neither fitted nor counted in the budget.
-  A late result for it is still recorded while the budget has room (it then counts), and
+* ``abandoned`` left pending by a crash and given up; neither fitted nor counted in the trial
+  budget, but its cost stays in the cost ledger (it was paid for: a black box may have run
+  it). A late result for it is still recorded while the budget has room (it then counts), and
   refused with :class:`~dsbo.errors.BudgetExhaustedError` once the budget is spent.
 
 Guarantees (both backends, checked by one parametrized test-suite):
@@ -46,8 +47,10 @@ them); campaigns shared by several processes use PostgreSQL.
 
 Each trial records the ``cost`` paid for it (``lambda_x`` plus the costs of the contexts it
 optimized; 1 per evaluation when nothing says otherwise), written with the proposal, so the
-cost ledger (:meth:`Store.cost_used`, the sum over trials that count against the budget)
-is exact after any crash. Schema 2 added the column, schema 3 the lease columns ``worker`` and
+cost ledger (:meth:`Store.cost_used`, the sum over every trial, abandoned ones included: what
+was proposed was paid for) is exact after any crash. A cost known only once the evaluation
+ends (measured seconds) is reserved with the proposal and settled by :meth:`Store.complete` /
+:meth:`Store.fail` (``cost=``) in the same write as the outcome. Schema 2 added the column, schema 3 the lease columns ``worker`` and
 ``heartbeat_at``; an older store is upgraded in place (its trials cost 1 each).
 """
 
@@ -74,8 +77,12 @@ from dsbo.errors import BudgetExhaustedError, StoreError
 
 SCHEMA_VERSION = 3
 STATUSES = ("pending", "completed", "failed", "abandoned")
-#: Statuses that count against a campaign's budget.
+#: Statuses that count against a campaign's trial budget.
 BUDGETED = ("pending", "completed", "failed")
+#: Statuses whose cost stays in the cost ledger: all of them. An abandoned trial frees its
+#: slot in the trial budget (it may never have run) but keeps its cost: it was committed when
+#: it was proposed, and a black box may have evaluated it (issue 32, item 4).
+COSTED = STATUSES
 #: URL schemes :func:`open_store` hands to the PostgreSQL backend.
 
 #: The SQLite schema. ``heartbeat_at`` is seconds since the epoch on the database's clock.
@@ -317,12 +324,15 @@ class Store(abc.ABC):
         y: Sequence[float],
         eval_time: float | None = None,
         budget: int | None = None,
+        cost: float | None = None,
     ) -> None:
         """Record the outcomes of a pending trial (commits immediately).
 
-        An abandoned trial is accepted only with a ``budget`` that has room for it.
+        An abandoned trial is accepted only with a ``budget`` that has room for it. ``cost``
+        settles the trial's cost (replacing what its proposal reserved), for costs known only
+        once the evaluation ended; ``None`` keeps the cost written with the proposal.
         """
-        self._finish(trial_id, "completed", _finite_json(y), None, eval_time, budget)
+        self._finish(trial_id, "completed", _finite_json(y), None, eval_time, budget, cost)
 
     @_timed
     def fail(
@@ -331,9 +341,11 @@ class Store(abc.ABC):
         error: str,
         eval_time: float | None = None,
         budget: int | None = None,
+        cost: float | None = None,
     ) -> None:
-        """Record a failed evaluation with its error message (commits immediately)."""
-        self._finish(trial_id, "failed", None, str(error), eval_time, budget)
+        """Record a failed evaluation with its error message (commits immediately); ``cost``
+        as for :meth:`complete`."""
+        self._finish(trial_id, "failed", None, str(error), eval_time, budget, cost)
 
     @_timed
     def abandon_pending(self, ids: Sequence[int] | None = None) -> list[int]:
@@ -372,7 +384,10 @@ class Store(abc.ABC):
         error: str | None,
         eval_time: float | None,
         budget: int | None,
+        cost: float | None = None,
     ) -> None:
+        if cost is not None and not 0 <= cost < math.inf:
+            raise StoreError(f"trial {trial_id}: a settled cost must be a finite number >= 0, got {cost!r}")
         with self._transaction() as execute:
             rows = execute("SELECT status FROM trials WHERE id = ?", (trial_id,))
             if not rows:
@@ -396,6 +411,8 @@ class Store(abc.ABC):
                 "WHERE id = ?",
                 (status, y, error, eval_time, time.time(), trial_id),
             )
+            if cost is not None:
+                execute("UPDATE trials SET cost = ? WHERE id = ?", (float(cost), trial_id))
 
     # ------------------------------------------------------------------ leases
     @_timed
@@ -476,15 +493,16 @@ class Store(abc.ABC):
 
     @_timed
     def cost_used(self) -> float:
-        """The cost ledger: summed cost of the trials that count against the budget."""
+        """The cost ledger: summed cost of every trial (:data:`COSTED`: pending, completed,
+        failed and abandoned; an abandoned trial was paid for)."""
         return self._cost(self._read)
 
     @staticmethod
     def _cost(execute: Callable[..., list[Any]]) -> float:
-        marks = ",".join("?" * len(BUDGETED))
+        marks = ",".join("?" * len(COSTED))
         rows = execute(
             f"SELECT COALESCE(SUM(cost), 0) AS c FROM trials WHERE status IN ({marks})",
-            list(BUDGETED),
+            list(COSTED),
         )
         return float(rows[0]["c"])
 
@@ -511,6 +529,7 @@ def _statuses(status: str | Sequence[str]) -> list[str]:
 
 __all__ = [
     "BUDGETED",
+    "COSTED",
     "SCHEMA_VERSION",
     "STATUSES",
     "Store",

@@ -82,9 +82,8 @@ def test_an_upgraded_store_records_costs_and_keeps_the_ledger(tmp_path):
         assert store.cost_used() == 6.5
         [late] = store.add_trials([[0.5, 0.5]], "vbo", cost=4.0)
         assert store.cost_used() == 10.5
-        store.abandon_pending()  # ids[1] and late: abandoned trials are not budgeted
-        assert store.cost_used() == 1.0 + 2.0
-        assert store.get(late).cost == 4.0  # their cost is kept, just not counted
+        store.abandon_pending()  # ids[1] and late: abandoned, but they were paid for
+        assert store.cost_used() == 10.5 and store.get(late).cost == 4.0  # issue 32, item 4
 
 
 def test_a_single_cost_applies_to_every_point_and_bad_costs_are_refused(tmp_path):
@@ -116,9 +115,25 @@ def test_the_cost_budget_is_checked_before_writing(tmp_path):
     with pytest.raises(BudgetExhaustedError):
         store.add_trials([[0.8]], "vbo", cost=2.0, budget_cost=7.0)
     assert store.abandon_pending() == [4, 5]
-    assert store.cost_used() == 5.0
-    store.add_trials([[0.8]], "vbo", cost=2.0, budget_cost=7.0)  # abandoned costs do not count
-    assert store.cost_used() == 7.0 and store.count() == 6
+    assert store.cost_used() == 7.0  # abandoned trials keep their cost in the ledger (issue 32, item 4)
+    with pytest.raises(BudgetExhaustedError, match="cost budget of 7"):
+        store.add_trials([[0.8]], "vbo", cost=2.0, budget_cost=7.0)
+    store.add_trials([[0.8]], "vbo", cost=2.0, budget_cost=9.0)
+    assert store.cost_used() == 9.0 and store.count() == 6
+
+
+def test_a_cost_settled_with_the_outcome_replaces_the_reservation(tmp_path):
+    """Measured costs (issue 32, item 1): reserved at proposal, settled by complete/fail."""
+    store = TrialStore(tmp_path / "t.sqlite")
+    a, b, c = store.add_trials([[0.1], [0.2], [0.3]], "sobol", cost=[0.5, 0.5, 0.5])
+    store.complete(a, [1.0], eval_time=0.25, cost=0.25)
+    store.fail(b, "boom", eval_time=2.0, cost=2.0)
+    store.complete(c, [0.0])  # no cost given: the reservation stands
+    assert [t.cost for t in store.trials()] == [0.25, 2.0, 0.5] and store.cost_used() == 2.75
+    [d] = store.add_trials([[0.4]], "sobol", cost=0.0)
+    with pytest.raises(StoreError, match="settled cost must be a finite number >= 0"):
+        store.complete(d, [1.0], cost=float("nan"))
+    assert store.get(d).status == "pending"
 
 
 def test_a_newer_schema_is_refused(tmp_path):
