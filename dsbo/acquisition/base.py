@@ -67,6 +67,10 @@ class History:
             completed observations, so ``t >= 1`` whenever a model is fitted.
         eval_times: ``n`` measured evaluation seconds of the completed points (NaN where
             unknown), for cost models learned from recorded times; ``None`` if not recorded.
+        cost_left: What the campaign's cost budget has left (``None``: no cost budget).
+            Cost-aware policies propose only points whose (predicted) cost it covers, and
+            optimized policies re-optimize an unaffordable candidate under that constraint
+            (:mod:`dsbo.acquisition.affordable`).
     """
 
     X: Tensor
@@ -75,6 +79,7 @@ class History:
     seed: int = 0
     t: int = 0
     eval_times: Tensor | None = None
+    cost_left: float | None = None
 
 
 @dataclass

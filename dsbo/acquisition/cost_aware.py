@@ -2,10 +2,15 @@ r"""Cost models and the cost-aware baselines of CostIDS (Paria thesis ch. 4, sec
 
 A cost model gives :math:`\log\lambda(x)`, differentiable in ``x``:
 
-* ``known``: the problem's ``cost_function`` (e.g. ``cost-branin``'s :math:`e^{l}`);
+* ``known``: the problem's ``cost_function`` (e.g. ``cost-branin``'s :math:`e^{l}`), guarded:
+  :math:`+\infty` where the cost is unusable (not finite, :math:`\le 0`, or the function
+  raised; :func:`~dsbo.acquisition.affordable.safe_log_cost`), which every policy here treats
+  as infeasible;
 * ``learned``: a GP on the log of the recorded evaluation times of the completed trials
   (the posterior mean; Snoek et al. 2012's "EI per second" cost model); until two times are
-  known the cost is taken as constant.
+  known the cost is taken as constant (the one measured time, else ``design_cost``). A
+  campaign of a learned cost model on a problem without a cost function charges each trial
+  its measured seconds (:mod:`dsbo.campaign.ledger`).
 
 ``auto`` picks ``known`` when the problem has a cost function, else ``learned``.
 
@@ -44,6 +49,7 @@ from botorch.utils.sampling import draw_sobol_samples
 from gpytorch.mlls import ExactMarginalLogLikelihood
 from torch import Tensor
 
+from dsbo.acquisition.affordable import safe_log_cost
 from dsbo.acquisition.base import History, OptimizerSettings, register_policy
 from dsbo.acquisition.plain import OptimizedPolicy, best_feasible_value, objective_transform
 from dsbo.errors import ConfigError
@@ -75,8 +81,14 @@ class CostModel:
             )
         self.kind, self.problem = kind, problem
         self.gp: SingleTaskGP | None = None
+        #: The first error a known cost function raised (``None`` if it never did).
+        self.error: str | None = None
         self.constant = math.log(problem.design_cost)
         if kind == "learned":
+            times = history.eval_times
+            ok = None if times is None else times[torch.isfinite(times) & (times > 0)]
+            if ok is not None and ok.numel():  # a measured time beats the design cost's units
+                self.constant = float(ok.log().mean())
             self.gp = self._fit_log_times(problem, history)
 
     @staticmethod
@@ -100,8 +112,12 @@ class CostModel:
         return "learned (log-time GP)" if self.gp is not None else "learned (constant: < 2 times)"
 
     def log_cost(self, X: Tensor) -> Tensor:
+        """``log lambda(x)`` (shape ``...`` for ``... x d``); ``+inf`` where a known cost is
+        unusable."""
         if self.kind == "known":
-            return torch.log(torch.as_tensor(self.problem.cost_function(X), dtype=X.dtype))
+            log_cost, error = safe_log_cost(self.problem, X)
+            self.error = self.error or error
+            return log_cost
         if self.gp is None:
             return torch.full(X.shape[:-1], self.constant, dtype=X.dtype)
         return self.gp.posterior(X.unsqueeze(-2)).mean.reshape(X.shape[:-1])
@@ -116,15 +132,24 @@ def check_cost_option(cost: Any) -> str:
     return cost
 
 
+#: What a point whose cost is unusable loses on a log-scale acquisition: finite (BoTorch's
+#: start-point heuristics standardize raw values, and one -inf makes them all NaN) and far
+#: below any log EI a usable point can have.
+INVALID_COST_PENALTY = 1e3
+
+
 class _MinusLogCost(AcquisitionFunction):
-    """``acqf(X) - log lambda(X)`` for a log-scale acquisition and ``batch x 1 x d`` inputs."""
+    """``acqf(X) - log lambda(X)`` for a log-scale acquisition and ``batch x 1 x d`` inputs;
+    ``acqf(X) - INVALID_COST_PENALTY`` where the cost is unusable."""
 
     def __init__(self, acqf: AcquisitionFunction, cost: CostModel) -> None:
         super().__init__(acqf.model)
         self.acqf, self.cost_model = acqf, cost
 
     def forward(self, X: Tensor) -> Tensor:
-        return self.acqf(X) - self.cost_model.log_cost(X.squeeze(-2))
+        value, log_cost = self.acqf(X), self.cost_model.log_cost(X.squeeze(-2))
+        finite = torch.isfinite(log_cost)
+        return torch.where(finite, value - log_cost.masked_fill(~finite, 0.0), value - INVALID_COST_PENALTY)
 
 
 @register_policy("logei-per-cost", "log EI minus log cost: EI per unit cost (cost-aware baseline)")
@@ -194,4 +219,4 @@ class CostMaxValueEntropy(OptimizedPolicy):
             )  # fmt: skip
 
 
-__all__ = ["COST_MODELS", "CostMaxValueEntropy", "CostModel", "LogEIPerCost", "MaxValueEntropy"]
+__all__ = ["COST_MODELS", "INVALID_COST_PENALTY", "CostMaxValueEntropy", "CostModel", "LogEIPerCost", "MaxValueEntropy"]

@@ -32,6 +32,18 @@ MAP-SAAS and SAASBO mixtures and ensembles moment-matched (:func:`posterior_mome
 :math:`\beta_t` defaults to the thesis' practical schedule :math:`0.125\log(2t + 1)`
 (section 2.7); the chapter's :math:`C_1 d \log t + C_2` leaves its constants open.
 
+Invalid costs and the cost budget: a candidate whose cost is unusable (the cost model gives
+:math:`+\infty` for a cost that is not finite, :math:`\le 0` or whose function raised;
+:func:`~dsbo.acquisition.affordable.safe_log_cost`) is infeasible; unguarded, a cost of 0
+(:math:`\log 0 = -\infty`) would be every argmin. Under a cost budget (``History.cost_left``)
+so is a candidate whose (predicted) cost exceeds what is left, and eq. 4.5 is solved on the
+affordable set :math:`A`: :math:`\mathcal R^*_t = \min_{x \in A} \mathcal R_t(x)` (still
+:math:`\beta_t` when the UCB maximizer is affordable), with :math:`\log\lambda(x) \le
+\log(\text{left})` a second SLSQP constraint. With no usable scored point the proposal is the
+cheapest valid one, or the UCB maximizer when no cost is valid; the campaign then replaces an
+unaffordable point by an affordable one, or records the invalid cost as a failed trial with
+its reason (:mod:`dsbo.campaign.ledger`).
+
 Example:
     >>> campaign = Campaign(get_problem("cost-branin"), surrogate="gp", budget_cost=500,
     ...                     acquisition={"name": "cost-ids", "rho": 2.0})
@@ -57,7 +69,7 @@ from dsbo.acquisition.base import (
     posterior_moments,
     register_policy,
 )
-from dsbo.acquisition.cost_aware import CostModel, check_cost_option
+from dsbo.acquisition.cost_aware import INVALID_COST_PENALTY, CostModel, check_cost_option
 from dsbo.acquisition.scalarized import ucb_beta
 from dsbo.errors import ConfigError
 from dsbo.problems.base import Problem
@@ -85,7 +97,9 @@ def information_ratio(model: Model, X: Tensor, U: float) -> Tensor:
 
 
 class NegativeLogCostRatio(AcquisitionFunction):
-    r"""``-(log lambda(x) + log R_t(x))`` for ``batch x 1 x d`` (maximized)."""
+    r"""``-(log lambda(x) + log R_t(x))`` for ``batch x 1 x d`` (maximized); where the cost is
+    unusable, ``-log R_t(x) - INVALID_COST_PENALTY`` (finite: a -inf would break the
+    optimizer's start-point heuristics, and the point is screened out afterwards)."""
 
     def __init__(self, model: Model, U: float, cost: CostModel) -> None:
         super().__init__(model)
@@ -93,7 +107,10 @@ class NegativeLogCostRatio(AcquisitionFunction):
 
     def forward(self, X: Tensor) -> Tensor:
         X = X.squeeze(-2)
-        return -(self.cost_model.log_cost(X) + information_ratio(self.model, X, self.U).clamp_min(1e-300).log())
+        log_cost = self.cost_model.log_cost(X)
+        finite = torch.isfinite(log_cost)
+        log_cost = torch.where(finite, log_cost, torch.full_like(log_cost, INVALID_COST_PENALTY))
+        return -(log_cost + information_ratio(self.model, X, self.U).clamp_min(1e-300).log())
 
 
 @register_policy("cost-ids", "cost-aware information directed sampling (Paria thesis ch. 4)")
@@ -161,57 +178,85 @@ class CostIDS:
             U = float(ucb.max())
             ratio = information_ratio(model, X, U)
             log_cost = cost.log_cost(X)
-        limit = self.rho * beta
-        feasible = ratio <= limit * (1 + 1e-9)
-        feasible[0] = True  # the UCB maximizer: R = beta by construction
-        objective = torch.where(feasible, log_cost + ratio.clamp_min(1e-300).log(), torch.tensor(math.inf, dtype=X.dtype))
-        best = 0
-        if self.rho > 1:
-            polished = self._polish(model, problem, U, cost, X, objective, math.log(limit), history.seed)
-            if polished is not None:
-                X = torch.cat([X, polished])
-                with torch.no_grad():
-                    r = information_ratio(model, polished, U)
-                    o = cost.log_cost(polished) + r.clamp_min(1e-300).log()
-                o = torch.where(r <= limit * (1 + 1e-9), o, torch.tensor(math.inf, dtype=X.dtype))
-                objective = torch.cat([objective, o])
-                ratio = torch.cat([ratio, r])
-                log_cost = torch.cat([log_cost, cost.log_cost(polished).detach()])
-            j = int(objective.argmin())
-            if objective[j] < objective[0] - 1e-9:  # strictly better than the UCB maximizer
-                best = j
+        left = history.cost_left
+        log_left = math.inf if left is None else math.log(left) if left > 0 else -math.inf
+        usable = self._usable(log_cost, log_left)
+        base = 0 if usable[0] or not usable.any() else int(ratio.masked_fill(~usable, math.inf).argmin())
+        best = base
+        if usable.any():
+            # R*: beta at the UCB maximizer; over the affordable, valid points their least ratio
+            limit = self.rho * (beta if base == 0 else float(ratio[base]))
+            feasible = usable & (ratio <= limit * (1 + 1e-9))
+            feasible[base] = True
+            inf = torch.tensor(math.inf, dtype=X.dtype)
+            objective = torch.where(feasible, log_cost + ratio.clamp_min(1e-300).log(), inf)
+            if self.rho > 1:
+                polished = self._polish(model, problem, U, cost, X, objective, math.log(limit), log_left, history.seed)
+                if polished is not None:
+                    X = torch.cat([X, polished])
+                    with torch.no_grad():
+                        r = information_ratio(model, polished, U)
+                        c = cost.log_cost(polished)
+                    ok = self._usable(c, log_left) & (r <= limit * (1 + 1e-9))
+                    objective = torch.cat([objective, torch.where(ok, c + r.clamp_min(1e-300).log(), inf)])
+                    ratio, log_cost = torch.cat([ratio, r]), torch.cat([log_cost, c.detach()])
+                j = int(objective.argmin())
+                if objective[j] < objective[base] - 1e-9:  # strictly better than the base point
+                    best = j
+        elif torch.isfinite(log_cost).any():  # nothing affordable scored: the cheapest (the campaign screens it)
+            best = int(log_cost.argmin())
         x = X[best : best + 1]
+        predicted = float(log_cost[best].exp())
         meta: dict[str, Any] = {
             "acquisition": self.name,
             "beta": beta,
             "rho": self.rho,
             "max_ucb": U,
             "information_ratio": float(ratio[best]),
-            "predicted_cost": float(log_cost[best].exp()),
-            "ucb_cost": float(log_cost[0].exp()),
+            "predicted_cost": predicted if math.isfinite(predicted) else None,
+            "ucb_cost": float(log_cost[0].exp()) if math.isfinite(float(log_cost[0])) else None,
             "cost_model": cost.description,
             "chose_ucb_maximizer": best == 0,
         }
+        if left is not None:
+            meta["cost_left"] = left
+            meta["ucb_affordable"] = bool(usable[0])
+        if not torch.isfinite(log_cost).all():
+            meta["invalid_costs"] = int((~torch.isfinite(log_cost)).sum())
+        if cost.error is not None:
+            meta["cost_error"] = cost.error
         return Proposal(X=x.detach().clone(), metadata=[meta])
 
+    @staticmethod
+    def _usable(log_cost: Tensor, log_left: float) -> Tensor:
+        """Candidates whose cost is valid (finite, > 0: ``log_cost`` finite) and affordable."""
+        return torch.isfinite(log_cost) & (log_cost <= log_left + 1e-9)
+
     def _polish(self, model: Model, problem: Problem, U: float, cost: CostModel, X: Tensor,
-                objective: Tensor, log_limit: float, seed: int) -> Tensor | None:  # fmt: skip
+                objective: Tensor, log_limit: float, log_left: float, seed: int) -> Tensor | None:  # fmt: skip
         """SLSQP from the best feasible scored points: minimize ``log lambda + log R`` subject
-        to ``log R <= log(rho beta)``; ``None`` if it fails."""
+        to ``log R <= log(rho R*)`` and, under a cost budget, ``log lambda <= log(left)``;
+        ``None`` if it fails."""
         finite = torch.isfinite(objective)
         if not finite.any() or self.optimizer.method != "lbfgsb":  # SLSQP needs scipy's path
             return None
         order = torch.argsort(objective.masked_fill(~finite, math.inf))[: min(POLISH_STARTS, int(finite.sum()))]
 
-        def constraint(x: Tensor) -> Tensor:
+        def ratio_constraint(x: Tensor) -> Tensor:
             return log_limit - information_ratio(model, x.reshape(1, -1), U).clamp_min(1e-300).log()[0]
 
+        def cost_constraint(x: Tensor) -> Tensor:
+            return log_left - cost.log_cost(x.reshape(1, -1))[0]
+
+        constraints = [(ratio_constraint, True)]
+        if math.isfinite(log_left):
+            constraints.append((cost_constraint, True))
         acqf = NegativeLogCostRatio(model, U, cost)
         try:
             candidates, _ = dataclasses.replace(self.optimizer, batch_limit=1).maximize(
                 acqf, problem.bounds, 1, seed,
                 batch_initial_conditions=X[order].unsqueeze(1),
-                nonlinear_inequality_constraints=[(constraint, True)],
+                nonlinear_inequality_constraints=constraints,
                 return_best_only=False, num_restarts=len(order),
             )  # fmt: skip
         except (CandidateGenerationError, RuntimeError, ValueError):  # the scored points stand

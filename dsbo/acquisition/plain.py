@@ -234,6 +234,11 @@ class OptimizedPolicy(ABC):
         for meta, was in zip(metadata, replaced, strict=True):
             if was:
                 meta["repeat_replaced"] = True
+        if q == 1 and history.cost_left is not None and problem.cost_function is not None:
+            from dsbo.acquisition.affordable import make_affordable  # only under a cost budget
+
+            X, extra = make_affordable(acqf, X, problem, opt, history.seed, history.cost_left)
+            metadata[0].update(extra)
         return Proposal(X=X, metadata=metadata)
 
 

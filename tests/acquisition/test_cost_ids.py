@@ -17,6 +17,8 @@ from dsbo.problems.cost_aware import training_cost
 from dsbo.surrogates import fit_surrogate
 
 OPT = OptimizerSettings(num_restarts=4, raw_samples=256, maxiter=50)
+#: For the tests of invalid costs and budgets (each polishing step calls the cost function).
+SMALL = OptimizerSettings(num_restarts=2, raw_samples=64, maxiter=25)
 
 
 @pytest.fixture(scope="module")
@@ -140,3 +142,73 @@ def test_cost_ids_and_mobo_rs_run_on_neural_surrogates(fitted, surrogate, fast_o
     proposal = make_policy("mobo-rs", {"n_candidates": 256}, fast_optimizer).propose(model, History(X, Y, seed=2, t=12), mo, 1)
     assert proposal.metadata[0]["maximized_on"] == "sobol set"
     mo.validate(proposal.X)
+
+
+def _with_cost(cost_function):
+    problem = get_problem("cost-branin")
+    problem.cost_function = cost_function
+    return problem
+
+
+@pytest.mark.parametrize("rho", [2.0, 8.0])
+def test_candidates_whose_cost_is_invalid_are_infeasible(fitted, rho):
+    """Issue 32, item 2: a cost of 0 (log 0 = -inf) or NaN on part of the box is never the
+    argmin; before the fix every proposal landed there."""
+    _, model, history = fitted
+    zero = _with_cost(lambda X: torch.where(X[..., 0] > 2.5, torch.zeros_like(X[..., 0]), torch.exp(X[..., 2])))
+    nan = _with_cost(lambda X: torch.where(X[..., 1] < 7.5, torch.full_like(X[..., 0], torch.nan), torch.exp(X[..., 2])))
+    for problem in (zero, nan):
+        proposal = make_policy("cost-ids", {"rho": rho}, SMALL).propose(model, history, problem, 1)
+        cost = float(problem.evaluation_cost(proposal.X)[0])  # raises CostError on an invalid cost
+        meta = proposal.metadata[0]
+        assert meta["predicted_cost"] == pytest.approx(cost) and meta["invalid_costs"] > 0
+
+
+def test_a_raising_cost_function_never_escapes_the_policy(fitted):
+    """Issue 32, item 2: rows where the cost function raises are infeasible; if it raises
+    everywhere the policy still proposes (the campaign records the failed cost)."""
+    _, model, history = fitted
+
+    def partly(X):
+        if (X[..., 0] > 2.5).any():
+            raise RuntimeError("no cost model there")
+        return torch.exp(X[..., 2])
+
+    proposal = make_policy("cost-ids", {"rho": 8.0}, SMALL).propose(model, history, _with_cost(partly), 1)
+    assert float(proposal.X[0, 0]) <= 2.5 and "no cost model there" in proposal.metadata[0]["cost_error"]
+
+    def broken(X):
+        raise RuntimeError("cost service down")
+
+    proposal = make_policy("cost-ids", {"rho": 8.0}, SMALL).propose(model, history, _with_cost(broken), 1)
+    meta = proposal.metadata[0]
+    assert meta["chose_ucb_maximizer"] and meta["predicted_cost"] is None and "cost service down" in meta["cost_error"]
+
+
+@pytest.mark.parametrize("rho", [1.0, 8.0])
+def test_cost_ids_proposes_only_what_the_budget_has_left(fitted, rho):
+    """Issue 32, item 3: with History.cost_left the proposal's cost fits what is left (eq. 4.5
+    on the affordable set), where the unrestricted UCB maximizer costs 100."""
+    problem, model, history = fitted
+    if rho == 1.0:
+        assert propose(fitted, rho=rho).metadata[0]["predicted_cost"] == pytest.approx(100.0)
+    poor = History(history.X, history.Y, seed=history.seed, t=history.t, cost_left=3.0)
+    proposal = make_policy("cost-ids", {"rho": rho}, SMALL).propose(model, poor, problem, 1)
+    meta = proposal.metadata[0]
+    assert float(training_cost(proposal.X)[0]) <= 3.0 * (1 + 1e-9)
+    assert meta["cost_left"] == 3.0 and meta["predicted_cost"] <= 3.0 * (1 + 1e-9)
+
+
+def test_an_optimized_policy_reoptimizes_an_unaffordable_candidate(fitted, fast_optimizer):
+    """Issue 32, item 3: a cost-blind policy (UCB) maximizes its acquisition over the
+    affordable set when its optimum costs more than is left."""
+    problem, model, history = fitted
+    free = make_policy("ucb", {}, fast_optimizer).propose(model, history, problem, 1)
+    assert float(training_cost(free.X)[0]) > 3.0
+    poor = History(history.X, history.Y, seed=history.seed, t=history.t, cost_left=3.0)
+    for name in ("ucb", "logei-per-cost"):
+        proposal = make_policy(name, {}, fast_optimizer).propose(model, poor, problem, 1)
+        cost = float(training_cost(proposal.X)[0])
+        meta = proposal.metadata[0]
+        assert cost <= 3.0 * (1 + 1e-9), name
+        assert name == "logei-per-cost" or meta["affordable"] in ("polished", "raw sample")
