@@ -105,6 +105,7 @@ def summary(result: Any, problem: Problem, frame: pd.DataFrame, timings: list[di
         "failed": result.num_failed,
         "seconds_per_iteration": times,
         "cost_used": getattr(result, "cost_used", None),
+        "cost_source": getattr(result, "cost_source", None),
         "bayes_regret": getattr(result, "bayes_regret", None),
         "contexts": context_summary(frame, problem),
     }

@@ -21,6 +21,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -43,18 +44,18 @@ from dsbo.campaign.history import (
     history_frame,
     sparsity_reference,
 )
-from dsbo.campaign.ledger import Ledger
+from dsbo.campaign.ledger import Ledger, completed_eval_times, cost_source, design_sequence
 from dsbo.campaign.outcome_warping import WARPINGS, warp_outcomes
 from dsbo.campaign.outcomes import outcome_vector, parse_outcomes
-from dsbo.campaign.validation import check_campaign, check_context_policy, named_fixed_features
+from dsbo.campaign.validation import (
+    check_campaign,
+    check_context_policy,
+    check_store_identity,
+    named_fixed_features,
+)
 from dsbo.contexts import ContextSettings
 from dsbo.contexts.settings import ContextValues
-from dsbo.errors import (
-    BudgetExhaustedError,
-    ConfigError,
-    EvaluationError,
-    StoreMismatchError,
-)
+from dsbo.errors import BudgetExhaustedError, ConfigError, EvaluationError
 from dsbo.problems.base import Problem
 from dsbo.storage import BUDGETED, Store, Trial, new_worker_id, open_store
 from dsbo.surrogates import SurrogateSpec, fit_surrogate
@@ -119,10 +120,13 @@ class Campaign:
             (:class:`~dsbo.contexts.ContextSettings`, a policy name or a mapping; default
             SADCBO). Each iteration then proposes one point whose contexts are optimized,
             observed or ignored as the policy decides; the initial design observes them all.
-        budget_cost: A budget in cost units: no trial is proposed once the ledger plus the
-            cheapest evaluation (``problem.design_cost``) would pass it. With a varying cost
-            (``problem.cost_function``) each trial is charged ``lambda(x)`` when it is
-            proposed, and the run ends at the first proposal the budget cannot pay for.
+        budget_cost: A budget in cost units (:mod:`dsbo.campaign.ledger`): each trial is
+            charged the design cost, ``lambda(x)`` of ``problem.cost_function`` (when it is
+            proposed), or, for a policy whose cost model is learned from evaluation times on a
+            problem without a cost function, the seconds its evaluation took (when it ends).
+            Only affordable points are proposed (the policy is told what is left; initial
+            Sobol points it cannot pay for are skipped), and the run ends when nothing
+            affordable remains.
         environment: A callable returning the contexts as they are now (``{name: value}``),
             e.g. a sensor; simulated problems draw from ``p(z)`` without one.
         parallel: Trials evaluated at once by ``run()`` (through ``executor``); each new
@@ -171,8 +175,17 @@ class Campaign:
     ) -> None:
         self.problem = problem
         self.surrogate = SurrogateSpec.coerce(surrogate)
-        #: The budget (trials, cost units) and what is left of it.
-        self.ledger = Ledger(budget, budget_cost, problem.design_cost)
+        self.optimizer = optimizer or OptimizerSettings()
+        fixed = named_fixed_features(self.optimizer.fixed_features, problem)
+        if fixed is not self.optimizer.fixed_features:  # given by parameter name
+            self.optimizer = dataclasses.replace(self.optimizer, fixed_features=fixed)
+        self.policy = self._make_policy(acquisition)
+        settings = ContextSettings.coerce(contexts)
+        if settings is None and problem.is_contextual:
+            settings = ContextSettings()
+        #: The budget (trials, cost units), what each trial is charged, and what is left.
+        self.ledger = Ledger(budget, budget_cost, problem.design_cost,
+                             cost_source(problem, self.policy, contextual=settings is not None))  # fmt: skip
         self.q = positive_int("q", q)
         if n_init is None:
             # counted in parameters, not model columns: a categorical's one-hot columns are one
@@ -185,7 +198,8 @@ class Campaign:
             raise ConfigError(
                 f"n_init={n_init}"
                 + (" + the default point" if include_default else "")
-                + f" exceeds budget={budget}"
+                + f" exceeds budget={self.budget}"
+                + ("" if budget is not None else f" (budget_cost={budget_cost:g} / design_cost={problem.design_cost:g}; set budget)")
             )
         if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed <= MAX_SEED:
             raise ConfigError(f"seed must be an integer in [0, {MAX_SEED}], got {seed!r}")
@@ -197,14 +211,6 @@ class Campaign:
             lease=lease, max_consecutive_failures=max_consecutive_failures,
             on_pending=on_pending, callbacks=callbacks,
         )  # fmt: skip
-        self.optimizer = optimizer or OptimizerSettings()
-        fixed = named_fixed_features(self.optimizer.fixed_features, problem)
-        if fixed is not self.optimizer.fixed_features:  # given by parameter name
-            self.optimizer = dataclasses.replace(self.optimizer, fixed_features=fixed)
-        self.policy = self._make_policy(acquisition)
-        settings = ContextSettings.coerce(contexts)
-        if settings is None and problem.is_contextual:
-            settings = ContextSettings()
         #: The context step of a contextual campaign (``None`` for a plain one).
         self.context_step: ContextStep | None = None
         if settings is not None:
@@ -229,9 +235,11 @@ class Campaign:
                 self.problem, self.surrogate, self.context_step.policy, seed, dry_run
             )
         self.changes_from, self.reference_point = sparsity_reference(self.policy, self.problem)
+        sequence = functools.partial(design_sequence, self.problem, self.optimizer, seed, include_default)
+        self.ledger.bind(self.problem, sequence, self.n_init + self.include_default)
         self.worker = new_worker_id()
         self.store: Store = open_store(store)
-        self._check_store()
+        check_store_identity(self.store, self.problem, {"seed": seed, "budget": self.budget, "budget_cost": self.budget_cost})
         self.timings: list[dict[str, float]] = []
 
     # ------------------------------------------------------------------ setup
@@ -268,42 +276,16 @@ class Campaign:
             postprocess = make_postprocessor(name, options or {})
         self.policy.postprocessor = postprocess  # type: ignore[attr-defined]
 
-    def _check_store(self) -> None:
-        """The store is new (it becomes this campaign's) or holds this problem and search
-        space (a store written before search spaces were recorded is checked on the rest)."""
-        identity = {
-            "problem": self.problem.name,
-            "dim": self.problem.dim,
-            "outcomes": list(self.problem.outcome_names),
-            "parameters": list(self.problem.parameter_names),
-            "bounds": self.problem.bounds.tolist(),
-            "integer_dims": list(self.problem.integer_dims),
-            "space": self.problem.space.to_config(),
-        }
-        stored = self.store.setdefault_meta("identity", identity)
-        if stored == identity:
-            self.store.setdefault_meta(
-                "settings",
-                {"seed": self.seed, "budget": self.budget, "budget_cost": self.budget_cost},
-            )
-        elif any(stored.get(k) != v for k, v in identity.items() if k in stored) or not (
-            set(stored) <= set(identity)
-        ):
-            differ = [k for k, v in identity.items() if k in stored and stored[k] != v]
-            raise StoreMismatchError(
-                f"the store {self.store.path} belongs to another problem or search space (it differs in "
-                f"{', '.join(differ) or 'its keys'}): stored {stored}; this campaign is "
-                f"{identity}. Use a new run directory (or database)."
-            )
-
     def initial_design(self) -> Tensor:
         """The initial points in order: the default point (with ``include_default``), then
-        ``n_init`` scrambled Sobol points, fixed features applied, rounded to the domain."""
-        design = self.problem.sobol_design(self.n_init, self.seed, self.optimizer.apply_fixed_features)
-        if self.include_default:
-            default = self.problem.default_point.to(design).reshape(1, -1)
-            design = torch.cat([default, design])
-        return self.problem.round_to_domain(self.optimizer.apply_fixed_features(design))
+        ``n_init`` scrambled Sobol points, fixed features applied, rounded to the domain (the
+        start of :meth:`design_sequence`; a cost budget may skip points it cannot pay for)."""
+        return self.design_sequence(self.n_init + self.include_default)
+
+    def design_sequence(self, n: int) -> Tensor:
+        """The first ``n`` points of the campaign's sequence: the default point (with
+        ``include_default``), then scrambled Sobol points (each a prefix of the next)."""
+        return design_sequence(self.problem, self.optimizer, self.seed, self.include_default, n)
 
     # ------------------------------------------------------------------ counts
     @property
@@ -323,13 +305,13 @@ class Campaign:
 
     @property
     def cost_used(self) -> float:
-        """The cost ledger: summed cost of the trials that count against the budget."""
+        """The cost ledger: summed cost of every trial (abandoned ones were paid for too)."""
         return self.store.cost_used()
 
     @property
     def remaining(self) -> int:
         """Evaluations still allowed by the budget (0 once the cost budget cannot pay for the
-        cheapest evaluation)."""
+        cheapest evaluation: :meth:`~dsbo.campaign.ledger.Ledger.remaining`)."""
         return self.ledger.remaining(self.store)
 
     def _proposal_seed(self) -> int:
@@ -375,13 +357,15 @@ class Campaign:
         X_done, Y_done = self.store.completed_data()
         Y_done = warp_outcomes(Y_done, self.problem.num_objectives, self.outcome_warping)
         n_design = self.n_init + self.include_default
-        if n_proposed < n_design:
-            if self.include_default and n_proposed == 0:  # the default point, on its own
-                X, generator = self.initial_design()[:1], "default"
-            else:
-                X = self.initial_design()[n_proposed : min(n_design, n_proposed + q)]
-                generator = "sobol-init"
-            metadata = [{} for _ in range(X.shape[0])]
+        if n_proposed < n_design:  # the design's next points that the cost budget can pay for
+            first = self.include_default and self.ledger.cursor(self.store) == 0
+            indices = self.ledger.design_points(self.store, 1 if first else min(q, n_design - n_proposed))
+            if not indices:  # nothing affordable is left in the dense set
+                self.ledger.exhausted = True
+                return []
+            X = self.ledger.points(indices)
+            generator = "default" if first and indices[0] == 0 else "sobol-init"  # the default: on its own
+            metadata = [{"design_index": i} for i in indices]
         elif not self.policy.needs_model or X_done.shape[0] < 2:
             fallback = make_policy("sobol", {}, self.optimizer)
             proposal = fallback.propose(None, History(X_done, Y_done, seed=seed), self.problem, q)
@@ -403,7 +387,8 @@ class Campaign:
                 else None,
                 seed=seed,
                 t=X_done.shape[0],
-                eval_times=self._completed_eval_times(),
+                eval_times=completed_eval_times(self.store),
+                cost_left=None if self.budget_cost is None else self.ledger.left(self.store),
             )
             t0, c0 = time.perf_counter(), time.process_time()
             with gpytorch.settings.max_cholesky_size(EXACT_CHOLESKY_SIZE):
@@ -423,7 +408,11 @@ class Campaign:
         )
         for meta, n in zip(metadata, changed.tolist(), strict=True):
             meta["num_changed"] = int(n)
-        costs, cost_errors = self.ledger.evaluation_costs(self.problem, X)
+        costs, cost_errors = self.ledger.charge(self.problem, X, metadata, self.store)
+        X, costs, cost_errors, metadata = self.ledger.afford(self.store, X, costs, cost_errors, metadata)
+        if X.shape[0] == 0:  # no candidate, nor any replacement, is affordable
+            self.ledger.exhausted = True
+            return []
         try:
             ids = self.store.add_trials(
                 X,
@@ -437,9 +426,10 @@ class Campaign:
                 worker=self.worker,
             )
         except BudgetExhaustedError:
-            if self.problem.cost_function is None:
+            if self.budget_cost is None or self.num_used + X.shape[0] > self.budget:
                 raise
-            # a varying cost: the proposal costs more than the budget has left, so the run ends
+            # the proposal costs more than is left (a measured cost's estimate, or a cost the
+            # ledger could not screen): nothing affordable was proposed, so the run ends
             self.ledger.exhausted = True
             return []
         for trial_id, error in zip(ids, cost_errors, strict=True):
@@ -448,12 +438,6 @@ class Campaign:
         trials = [self.store.get(i) for i in ids]
         self._record_ask(start, store_start, fit_time, acq_time)
         return trials
-
-    def _completed_eval_times(self) -> Tensor:
-        """Measured evaluation seconds of the completed trials, in ``completed_data`` order
-        (NaN where none was recorded): what a learned cost model fits."""
-        times = [t.eval_time for t in self.store.trials("completed")]
-        return torch.tensor([math.nan if v is None else v for v in times], dtype=torch.double)
 
     def _record_ask(
         self, start: float, store_start: float, fit_time: float, acq_time: float
@@ -478,7 +462,8 @@ class Campaign:
         values are refused and the trial is left untouched, so the right values can still be
         told. Values that are NaN or infinite are recorded as a failure with the reason (the
         evaluation itself failed); the trial is then left out of model fitting. A trial that
-        was abandoned is recorded, and counted, while the budget has room.
+        was abandoned is recorded, and counted, while the budget has room. A trial charged
+        in measured seconds is settled to ``eval_time`` (:mod:`dsbo.campaign.ledger`).
 
         Raises:
             OutcomeError: if ``values`` are malformed (missing/unknown outcome, wrong length,
@@ -495,16 +480,18 @@ class Campaign:
                 if not math.isfinite(v)
             ]
             if not bad:
-                self.store.complete(trial_id, y, eval_time=eval_time, budget=self.budget)
+                self.store.complete(trial_id, y, eval_time=eval_time, budget=self.budget,
+                                    cost=self.ledger.settle(eval_time))  # fmt: skip
                 return self.store.get(trial_id)
             error = EvaluationError(f"evaluation returned a non-finite value for {bad}")
         message = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
-        self.store.fail(trial_id, message, eval_time=eval_time, budget=self.budget)
+        self.store.fail(trial_id, message, eval_time=eval_time, budget=self.budget, cost=self.ledger.settle(eval_time))
         return self.store.get(trial_id)
 
     def attach(self, x: Tensor | Sequence[float] | Mapping[str, Any], values: Any, generator: str = "manual") -> Trial:
         """Add an observation made outside the campaign (e.g. the default configuration) at the
-        model point ``x`` or the named user values ``{name: value}``.
+        model point ``x`` or the named user values ``{name: value}``, charged like a proposal
+        (:meth:`~dsbo.campaign.ledger.Ledger.charge`; 0 where its cost is unusable).
 
         Raises:
             ProblemError: if ``x`` has the wrong dimension or lies outside the bounds.
@@ -514,14 +501,11 @@ class Campaign:
             x = self.problem.point(x, what="parameters")
         X = self.problem.validate(torch.as_tensor(x, dtype=torch.double).reshape(1, -1), what="x")
         y = outcome_vector(values, self.problem.outcome_names)
-        [trial_id] = self.store.add_trials(
-            X,
-            generator,
-            metadata={"attached": True},
-            budget=self.budget,
-            cost=self.problem.design_cost,
-            budget_cost=self.budget_cost,
-        )
+        metadata = [{"attached": True}]
+        costs, errors = self.ledger.charge(self.problem, X, metadata, self.store)
+        [trial_id] = self.store.add_trials(X, generator, metadata=metadata, budget=self.budget,
+                                           cost=[0.0 if e else c for c, e in zip(costs, errors, strict=True)],
+                                           budget_cost=self.budget_cost)  # fmt: skip
         self.store.complete(trial_id, y)
         return self.store.get(trial_id)
 
@@ -571,6 +555,7 @@ class Campaign:
             changes_best=None if trial is None else self.changes(trial.x),
             best_params=None if trial is None else self.problem.params(trial.x),
             cost_used=self.cost_used,
+            cost_source=self.ledger.source,
             bayes_regret=self.bayes_regret(),
         )
 

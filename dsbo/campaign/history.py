@@ -41,8 +41,11 @@ class CampaignResult:
     changes_from: str = "problem default"
     #: The best point's changed parameters: ``{"parameter", "from", "to"}`` each.
     changes_best: list[dict[str, Any]] | None = None
-    #: The cost ledger: summed cost of the trials that count against the budget.
+    #: The cost ledger: summed cost of every trial (abandoned ones were paid for too).
     cost_used: float = 0.0
+    #: What each trial was charged (:data:`~dsbo.campaign.ledger.COST_SOURCES`): ``"design
+    #: cost"``, ``"cost function"``, ``"design and context costs"`` or ``"measured seconds"``.
+    cost_source: str = "design cost"
     #: Multi-objective runs: the Bayes regret (utility, and regret where the problem knows
     #: its front) of the completed points (:func:`~dsbo.acquisition.scalarized.campaign_bayes_regret`).
     bayes_regret: dict[str, Any] | None = None
@@ -125,7 +128,7 @@ def history_frame(trials: Sequence[Trial], problem: Problem) -> pd.DataFrame:
     import pandas as pd  # here: a campaign that never asks for its history needs no pandas
 
     frame = pd.DataFrame(rows, columns=columns)
-    frame["cumulative_cost"] = frame[own("cost")].where(frame["status"] != "abandoned", 0.0).cumsum()
+    frame["cumulative_cost"] = frame[own("cost")].cumsum()  # abandoned trials were paid for too
     if frame.empty:
         frame["best_so_far"] = pd.Series(dtype=float)
         return frame

@@ -21,7 +21,8 @@ BO iteration, such an error would come after the ``n_init`` evaluations were spe
 
 A dry iteration costs about one BO step on a handful of points (a few hundredths of a second
 for a GP, seconds for the neural zoo's defaults or SAASBO's NUTS);
-``Campaign(..., dry_run=False)`` skips it.
+``Campaign(..., dry_run=False)`` skips it. :func:`check_store_identity` checks that a store
+opened again holds the campaign's problem and search space.
 """
 
 from __future__ import annotations
@@ -39,8 +40,9 @@ import torch
 
 from dsbo.acquisition.base import History, OptimizerSettings, Policy
 from dsbo.campaign.history import check_column_names
-from dsbo.errors import ConfigError, DsboError
+from dsbo.errors import ConfigError, DsboError, StoreMismatchError
 from dsbo.problems.base import Problem
+from dsbo.storage import Store
 from dsbo.surrogates import SurrogateSpec, fit_surrogate
 
 #: Synthetic points of the dry iteration.
@@ -203,10 +205,44 @@ class _numpy_state:
         np.random.set_state(self.state)
 
 
+
+
+def check_store_identity(store: Store, problem: Problem, settings: dict[str, Any]) -> None:
+    """The store is new (it becomes this campaign's: its problem, search space and
+    ``settings`` are recorded) or holds this problem and search space (a store written before
+    search spaces were recorded is checked on the rest).
+
+    Raises:
+        StoreMismatchError: naming what differs.
+    """
+    identity = {
+        "problem": problem.name,
+        "dim": problem.dim,
+        "outcomes": list(problem.outcome_names),
+        "parameters": list(problem.parameter_names),
+        "bounds": problem.bounds.tolist(),
+        "integer_dims": list(problem.integer_dims),
+        "space": problem.space.to_config(),
+    }
+    stored = store.setdefault_meta("identity", identity)
+    if stored == identity:
+        store.setdefault_meta("settings", settings)
+    elif any(stored.get(k) != v for k, v in identity.items() if k in stored) or not (
+        set(stored) <= set(identity)
+    ):
+        differ = [k for k, v in identity.items() if k in stored and stored[k] != v]
+        raise StoreMismatchError(
+            f"the store {store.path} belongs to another problem or search space (it differs in "
+            f"{', '.join(differ) or 'its keys'}): stored {stored}; this campaign is "
+            f"{identity}. Use a new run directory (or database)."
+        )
+
+
 __all__ = [
     "DRY_RUN_POINTS",
     "check_campaign",
     "check_context_policy",
     "check_fixed_features",
+    "check_store_identity",
     "synthetic_history",
 ]

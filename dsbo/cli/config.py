@@ -156,12 +156,11 @@ def validate_config(cfg: OptimizeConfig) -> None:
             raise ConfigError(f"{name} is null; give it a mapping (or leave it out for the default)")
     if cfg.budget_cost is not None and not 0 < cfg.budget_cost < math.inf:
         raise ConfigError(f"budget_cost must be a number > 0, got {cfg.budget_cost}")
-    if cfg.budget is None:
-        if cfg.budget_cost is None:
-            raise ConfigError("budget is null; give budget (evaluations) or budget_cost (cost units)")
-        budget = cfg.budget_cost  # an upper bound: each evaluation costs at least design_cost
-    else:
-        budget = cfg.budget
+    if cfg.budget is None and cfg.budget_cost is None:
+        raise ConfigError("budget is null; give budget (evaluations) or budget_cost (cost units)")
+    # with budget null the trial budget follows from budget_cost and what a trial is charged
+    # (design cost, cost function or measured seconds): the campaign checks q and n_init on it
+    budget = math.inf if cfg.budget is None else cfg.budget
     for name in ("q", "max_consecutive_failures"):
         value = getattr(cfg, name)
         if value < 1:
