@@ -260,3 +260,24 @@ def test_bench_categorical_smoke(tmp_path):
             [run] = result["runs"][problem][arm]
             assert run["regret"] >= -1e-6 and run["seconds_per_proposal"] > 0
     assert (tmp_path / "results.md").read_text().startswith("# Categorical representations (1 seeds")
+
+
+def test_report_importance_smoke(tmp_path):
+    import report_importance
+
+    result = report_importance.main(["--smoke", "--out", str(tmp_path)])
+    rows = {r["problem"]: r for r in result["table"]}
+    assert set(rows) == {"branin-20d", "hartmann6-30d"}
+    for problem, k in (("branin-20d", 2), ("hartmann6-30d", 6)):
+        row = rows[problem]
+        assert row["seeds"] == 2 and row["budget"] == 8 and row["k"] == k
+        assert sum(row["num_in_top_k"].values()) == 2 and row["methods"] == ["inverse ARD lengthscales"]
+    runs = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
+    assert len(runs) == 4 and all(r["completed"] == 8 for r in runs)
+    for run in runs:
+        assert len(run["ranking"]) == {"branin-20d": 20, "hartmann6-30d": 30}[run["problem"]]
+        assert run["ranking"] == list(run["scores"]) and abs(sum(run["scores"].values()) - 1) < 1e-9
+        assert all(run["ranking"][rank - 1] == name for name, rank in run["relevant_ranks"].items())
+    assert report_importance.main(["--smoke", "--out", str(tmp_path)])["table"] == result["table"]  # resumed
+    assert (tmp_path / "results.md").read_text().startswith("# Report importance")
+    assert (tmp_path / "relevant_ranks.png").stat().st_size > 0
