@@ -52,13 +52,13 @@ def objective(p: dict) -> float:
     return value + 0.01 * p["n0"] + (0.3 if p["opt"] == "sgd" else 0.0)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--smoke", action="store_true")
     parser.add_argument("--trials", type=int, default=200)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--out", type=Path, default=OUT)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     trials, repeats = (30, 1) if args.smoke else (args.trials, args.repeats)
     torch.set_num_threads(1)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -100,6 +100,7 @@ def main() -> None:
     print("\n".join(lines))
     for surrogate in SURROGATES:  # the pages are 5 MB each: kept out of the repository
         (args.out / f"report-{surrogate}.html").unlink()
+    return info
 
 
 if __name__ == "__main__":

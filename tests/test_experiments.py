@@ -281,3 +281,15 @@ def test_report_importance_smoke(tmp_path):
     assert report_importance.main(["--smoke", "--out", str(tmp_path)])["table"] == result["table"]  # resumed
     assert (tmp_path / "results.md").read_text().startswith("# Report importance")
     assert (tmp_path / "relevant_ranks.png").stat().st_size > 0
+
+
+def test_bench_report_smoke(tmp_path):
+    import bench_report
+
+    info = bench_report.main(["--smoke", "--out", str(tmp_path)])
+    assert info["trials"] == 30 and info["parameters"] == 20
+    assert [r["surrogate"] for r in info["rows"]] == ["gp", "map-saas"]
+    for row in info["rows"]:
+        assert 4.8e6 < row["bytes"] < 5.0e6 and row["page_s"] > 0 and len(row["top_parameters"]) == 3
+    assert (tmp_path / "results.md").read_text().startswith("# HTML report: size and build time")
+    assert not list(tmp_path.glob("*.html"))
