@@ -64,8 +64,8 @@ def settings() -> OptimizerSettings:
     return OptimizerSettings(num_restarts=2, raw_samples=32, maxiter=25, batch_limit=2)
 
 
-def test_the_default_rule_is_the_papers() -> None:
-    assert Bonsai().rule == "incremental"
+def test_the_default_rule_is_the_outcome_floor() -> None:
+    assert (Bonsai().rule, Bonsai().outcome_floor) == ("outcome-floor", 1e-3)
     assert RULES == ("incremental", "dense-scale", "outcome-floor")
 
 
@@ -121,11 +121,11 @@ def test_tau_in_the_metadata_follows_the_rule(branin15, rule: str) -> None:
 
 
 def test_the_papers_rule_is_unchanged(branin15) -> None:
-    """rule='incremental' gives what Bonsai() gave before the option: same point, same tau,
-    and it still skips when x* does not beat the evaluated points."""
+    """rule='incremental' is the paper's rule (and the outcome floor without a floor): same
+    point, tau = rho alpha~, and it still skips when x* does not beat the evaluated points."""
     x_star, history = converged_case()
     acqf = FakeAcqf(converged_value)
-    default = Bonsai()(acqf, x_star, history, branin15, settings(), False)
+    default = Bonsai(outcome_floor=0.0)(acqf, x_star, history, branin15, settings(), False)
     paper = Bonsai(rule="incremental")(acqf, x_star, history, branin15, settings(), False)
     assert torch.equal(default.X, paper.X)
     assert default.metadata[0]["tau"] == pytest.approx(0.2 * 0.004)
@@ -143,7 +143,7 @@ def test_converged_new_rules_prune_what_the_paper_rule_keeps(branin15, rule, opt
     irrelevant coordinates (0.026 in total) and keeps the two relevant ones (0.5 each)."""
     x_star, history = converged_case()
     acqf = FakeAcqf(converged_value)
-    paper = Bonsai(rho=0.2)(acqf, x_star, history, branin15, settings(), False)
+    paper = Bonsai(rho=0.2, rule="incremental")(acqf, x_star, history, branin15, settings(), False)
     assert not paper.metadata[0]["prune_skipped"] and paper.metadata[0]["pruned_dims"] == []
     assert int((paper.X != 0.5).sum()) == 15
     new = Bonsai(rho=0.2, rule=rule, **options)(acqf, x_star, history, branin15, settings(), False)
@@ -263,12 +263,17 @@ def test_outcome_floor_on_log_acquisitions(branin15) -> None:
     assert len(meta["pruned_dims"]) >= 14
 
 
-def test_outcome_floor_refuses_multi_objective_problems() -> None:
+def test_outcome_floor_is_the_papers_rule_on_multi_objective_problems() -> None:
+    """Hypervolume acquisitions are not in outcome units: no floor, the paper's rule."""
     dtlz2 = get_problem("dtlz2")
-    acqf = FakeAcqf(lambda X: torch.ones(X.shape[0], dtype=X.dtype))
-    history = History(X=torch.rand(2, dtlz2.dim), Y=torch.rand(2, dtlz2.num_objectives))
-    with pytest.raises(ConfigError, match="postprocess.bonsai.rule='outcome-floor' needs a single"):
-        Bonsai(rule="outcome-floor")(acqf, torch.rand(1, dtlz2.dim), history, dtlz2, settings(), False)
+    w = torch.linspace(0.1, 1.0, dtlz2.dim, dtype=torch.double)
+    acqf = FakeAcqf(lambda X: 1.0 + ((X - 0.5).abs() * w).sum(-1))
+    history = History(X=torch.full((1, dtlz2.dim), 0.6, dtype=torch.double), Y=torch.rand(1, 2) * 100)
+    X = torch.full((1, dtlz2.dim), 0.9, dtype=torch.double)
+    paper = Bonsai(rule="incremental")(acqf, X, history, dtlz2, settings(), False)
+    default = Bonsai()(acqf, X, history, dtlz2, settings(), False)
+    assert torch.equal(paper.X, default.X) and default.metadata[0]["outcome_scale"] == 0.0
+    assert default.metadata[0]["tau"] == pytest.approx(paper.metadata[0]["tau"])
 
 
 def test_outcome_floor_without_a_floor_is_the_papers_rule(branin15) -> None:
@@ -276,7 +281,7 @@ def test_outcome_floor_without_a_floor_is_the_papers_rule(branin15) -> None:
     its skip when alpha~ <= 0 included."""
     x_star, history = converged_case()
     acqf = FakeAcqf(converged_value)
-    paper = Bonsai()(acqf, x_star, history, branin15, settings(), False)
+    paper = Bonsai(rule="incremental")(acqf, x_star, history, branin15, settings(), False)
     zero = Bonsai(rule="outcome-floor", outcome_floor=0.0)(acqf, x_star, history, branin15, settings(), False)
     assert torch.equal(paper.X, zero.X) and zero.metadata[0]["tau"] == paper.metadata[0]["tau"]
     flat = FakeAcqf(lambda X: torch.ones(X.shape[0], dtype=X.dtype))
