@@ -48,7 +48,7 @@ Tolerance rules (``rule``; not in the paper except the first, issue 33):
   (``rho alpha~ >> epsilon s_y``) it is the paper's rule; once the expected improvement
   left is a few ``epsilon s_y``, inputs whose contribution to it is negligible in absolute
   terms are reset. On the sparse protocol (Branin-50d, MAP-SAAS + qLogNEI, 5 seeds) it changed
-  6.6 parameters per BO point against the paper rule's 15.6 (7-11 against 20-27 after the
+  6.6 parameters per BO point against the paper rule's 15.4 (7-11 against 20-27 after the
   optimum was found) with the same best 2-change value in every seed; on Hartmann6-50d, where
   20 BO points do not converge, it proposed what the paper's rule proposed
   (``experiments/results/sparse_protocol/bonsai_rules``).
