@@ -22,40 +22,11 @@ reset has the smallest gap, while that gap is ``<= tau_t``; it needs at most
 ``Delta_t(x) <= tau_t`` by construction. The paper uses ``rho = 0.2`` with EI-type acquisitions
 and ``rho_t = 1 / t`` with UCB (Corollary A.2).
 
-Tolerance rules (``rule``; not in the paper except the first, issue 33):
-
-- ``"incremental"`` (the paper's rule): ``tau_t = rho_t alpha~(x*)``.
-- ``"dense-scale"``: ``tau_t = rho_t alpha_t(x*)``, relative to the acquisition's value at the
-  dense optimum (for log acquisitions the exponentiated value, relative to ``alpha(x*)``:
-  ``tau = rho`` in scoring units, i.e. a pruned point keeps at least ``(1 - rho)`` of the
-  dense candidate's (expected improvement) value). Once the optimum has been found
-  ``alpha~(x*)`` is tiny and the paper's tau protects every input the model is unsure about;
-  this rule still resets what costs little relative to the candidate's own value. For
-  non-negative acquisitions ``alpha~ <= alpha(x*)``, so its tau is never smaller than the
-  paper's; early in a run (``b_t << alpha(x*)``) the two agree.
-  It needs ``alpha(x*) > 0`` (a non-negative acquisition: EI-type, exponentiated log
-  acquisitions, EHVI; not UCB, whose value has no scale) and skips pruning otherwise.
-  Measured with qLogNEI (issue 33): it changes nothing there, because qLogNEI is almost 0 at
-  the evaluated points (``b_t << alpha(x*)``, so ``alpha~ ~ alpha(x*)`` even after the
-  optimum is found); what keeps late proposals dense is that ``alpha(x*)`` itself, though
-  tiny in outcome units, comes from the inputs the model is unsure about.
-- ``"outcome-floor"`` (the default): ``tau_t = max(rho_t alpha~(x*), epsilon s_y)`` with ``s_y`` the standard
-  deviation of the observed objective values and ``epsilon = outcome_floor`` (``1e-3``): a
-  reset that costs less than ``epsilon`` standard deviations of the objective in acquisition
-  value is taken whatever fraction of ``alpha~`` that is. For single-objective acquisitions
-  in outcome units (EI, qLogNEI and LogEI exponentiated, UCB: the gap is shift-invariant);
-  a multi-objective problem (hypervolume acquisitions) gets no floor, i.e. the paper's rule. Early in a run
-  (``rho alpha~ >> epsilon s_y``) it is the paper's rule; once the expected improvement
-  left is a few ``epsilon s_y``, inputs whose contribution to it is negligible in absolute
-  terms are reset. On the sparse protocol (Branin-50d, MAP-SAAS + qLogNEI, 5 seeds) it changed
-  6.6 parameters per BO point against the paper rule's 15.4 (7-11 against 20-27 after the
-  optimum was found) with the same best 2-change value in every seed; on Hartmann6-50d, where
-  20 BO points do not converge, it proposed what the paper's rule proposed
-  (``experiments/results/sparse_protocol/bonsai_rules``).
-
-The new rules prune even when ``alpha~(x*) <= 0`` (the paper skips then), except
-``"outcome-floor"`` with a zero floor (``outcome_floor = 0`` or all observed values equal),
-which is then exactly the paper's rule.
+Tolerance rules (``rule``, issue 33; the definitions, the guarantees they change and the
+measurements are in :mod:`dsbo.acquisition.acquisition_values`): ``"outcome-floor"`` (the
+default) ``tau_t = max(rho_t alpha~(x*), outcome_floor std(y))``, the paper's rule with a floor
+in outcome units that keeps proposals sparse once the optimum is found; ``"incremental"``, the
+paper's ``rho_t alpha~(x*)``; ``"dense-scale"``, ``rho_t alpha_t(x*)``.
 
 Choices made here (see also :class:`Bonsai`):
 
@@ -111,11 +82,14 @@ from botorch.exceptions.errors import UnsupportedError
 from torch import Tensor
 
 from dsbo.acquisition.acquisition_values import (
+    RULES,
     IncrementalValue,
     acquisition_score_fn,
     evaluate_acquisition,
     incremental_value,
+    tolerance,
 )
+from dsbo.acquisition.acquisition_values import outcome_scale as _outcome_scale
 from dsbo.acquisition.base import History, OptimizerSettings, Proposal, register_postprocessor
 from dsbo.acquisition.pruning import (  # noqa: F401  (EVAL_BATCH, ScoreFn: re-exported)
     EVAL_BATCH,
@@ -136,9 +110,6 @@ LINEAR_TOL = 1e-8
 #: Largest ``max_exact``: exact pruning scores up to ``2^max_exact`` subsets.
 MAX_EXACT_LIMIT = 20
 OPTION = "postprocess.bonsai"
-#: The tolerance rules: ``tau`` from the incremental value (the paper), from the dense
-#: candidate's own value, or the paper's with a floor in outcome units (:meth:`Bonsai.tolerance`).
-RULES = ("incremental", "dense-scale", "outcome-floor")
 
 
 def _json_float(value: float | None) -> float | None:
@@ -343,31 +314,14 @@ class Bonsai:
     def tolerance(
         self, rho: float, alpha_star: float, incremental: float, outcome_std: float = 0.0
     ) -> float:
-        r"""``tau`` for the dense candidate under :attr:`rule`, all in the same units.
-
-        ``"incremental"``: ``rho alpha~(x*)``; ``"dense-scale"``: ``rho alpha(x*)`` (0 when
-        ``alpha(x*) <= 0``); ``"outcome-floor"``: ``max(rho alpha~(x*), outcome_floor *
-        outcome_std)``.
-
-        Example:
-            >>> Bonsai(rule="outcome-floor").tolerance(0.2, 0.06, 0.05, outcome_std=40.0)
-            0.04
-        """
-        if self.rule == "dense-scale":
-            return rho * max(alpha_star, 0.0)
-        if self.rule == "outcome-floor":
-            return max(rho * incremental, self.outcome_floor * outcome_std)
-        return rho * incremental
+        """``tau`` under :attr:`rule` (:func:`~dsbo.acquisition.acquisition_values.tolerance`)."""
+        return tolerance(self.rule, rho, alpha_star, incremental, outcome_std, self.outcome_floor)
 
     def outcome_scale(self, history: History, problem: Problem) -> float:
-        """``std(y)`` of the finite observed objective values for ``"outcome-floor"`` (else 0)."""
+        """``std(y)`` for ``"outcome-floor"`` (:func:`~dsbo.acquisition.acquisition_values.outcome_scale`)."""
         if self.rule != "outcome-floor":
             return 0.0
-        if problem.num_objectives > 1:  # hypervolume units: no floor, the paper's rule
-            return 0.0
-        y = history.Y[:, 0].to(torch.double) if history.Y.numel() else torch.zeros(0)
-        y = y[torch.isfinite(y)]
-        return float(y.std()) if y.numel() > 1 else 0.0
+        return _outcome_scale(history.Y, problem.num_objectives)
 
     def rho_at(self, t: int) -> float:
         """``rho_t``: the constant ``rho``, or ``min(1, c / t)`` for the schedule (``t >= 1``)."""
@@ -618,6 +572,7 @@ def _snapped(mask_fn: MaskFn, snap: Callable[[Tensor], Tensor] | None) -> MaskFn
 
 
 __all__ = [
+    "RULES",
     "Bonsai",
     "IncrementalValue",
     "PruneInfo",
