@@ -102,20 +102,12 @@ def _preference_boxes(policy: Any, problem: Any) -> list[list[list[float]]]:
 def fit_campaign_model(campaign: Any) -> Any:
     """The campaign's surrogate fitted on its completed trials, as its next step would fit it
     (``None`` with fewer than two completed trials)."""
-    import gpytorch
     import torch
 
-    from dsbo.campaign.campaign import EXACT_CHOLESKY_SIZE
-    from dsbo.campaign.outcome_warping import warp_outcomes
-    from dsbo.surrogates import fit_surrogate
-
-    X, Y = campaign.store.completed_data()
-    if X.shape[0] < 2:
+    if campaign.store.count("completed") < 2:
         return None
-    Y = warp_outcomes(Y, campaign.problem.num_objectives, campaign.outcome_warping)
     torch.manual_seed(campaign.seed)
-    with gpytorch.settings.max_cholesky_size(EXACT_CHOLESKY_SIZE):
-        return fit_surrogate(campaign.surrogate, X, Y, bounds=campaign.problem.bounds, selection_seed=campaign.seed)
+    return campaign.fit_model()
 
 
 def from_campaign(campaign: Any, config: dict[str, Any] | None = None, model: bool = True) -> ReportData:

@@ -374,9 +374,7 @@ class Campaign:
         else:
             torch.manual_seed(seed)
             t0, c0 = time.perf_counter(), time.process_time()
-            with gpytorch.settings.max_cholesky_size(EXACT_CHOLESKY_SIZE):
-                model = fit_surrogate(self.surrogate, X_done, Y_done, bounds=self.problem.bounds,
-                                      selection_seed=self.seed)  # fmt: skip
+            model = self.fit_model(X_done, Y_done)
             fit_time, fit_cpu = time.perf_counter() - t0, time.process_time() - c0
             pending = self.store.trials("pending")
             history = History(
@@ -532,6 +530,15 @@ class Campaign:
         (:func:`dsbo.runtime.driver.run`; with ``parallel > 1`` or a shared store,
         :func:`dsbo.runtime.parallel.run_parallel`)."""
         return _driver().run(self)
+
+    def fit_model(self, X: Tensor | None = None, Y: Tensor | None = None) -> Any:
+        """The campaign's surrogate fitted on ``(X, Y)``, as a BO step fits it; by default on
+        the completed trials, outcomes warped as the campaign warps them (the run report's)."""
+        if X is None or Y is None:
+            X, Y = self.store.completed_data()
+            Y = warp_outcomes(Y, self.problem.num_objectives, self.outcome_warping)
+        with gpytorch.settings.max_cholesky_size(EXACT_CHOLESKY_SIZE):
+            return fit_surrogate(self.surrogate, X, Y, bounds=self.problem.bounds, selection_seed=self.seed)
 
     # ------------------------------------------------------------------ results
     def best(self) -> tuple[float | None, Trial | None]:
