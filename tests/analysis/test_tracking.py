@@ -11,6 +11,7 @@ import json
 import struct
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -80,10 +81,19 @@ def records(run: Path) -> list:
     """The protobuf records of an offline run's ``.wandb`` file (a LevelDB-style log: a 7-byte
     file header, then 32 KiB blocks of chunks, each ``crc32, length, type`` then data; type 1
     is a whole record, 2/3/4 its first/middle/last part)."""
+    [path] = run.glob("run-*.wandb")
+    deadline = time.monotonic() + 60
+    while True:  # wandb's service may still be writing the file's tail after ``finish`` returns
+        found = parse_records(path.read_bytes())
+        if any(r.WhichOneof("record_type") == "exit" for r in found) or time.monotonic() > deadline:
+            return found
+        time.sleep(0.2)
+
+
+def parse_records(data: bytes) -> list:
+    """The whole records of a ``.wandb`` log's bytes (see :func:`records`)."""
     from wandb.proto.wandb_internal_pb2 import Record
 
-    [path] = run.glob("run-*.wandb")
-    data = path.read_bytes()
     assert data[:4] == b":W&B"
     block, pos, parts, found = 32768, 7, [], []
     while pos + 7 <= len(data):
@@ -91,6 +101,8 @@ def records(run: Path) -> list:
             pos += block - pos % block
             continue
         _, length, kind = struct.unpack("<IHB", data[pos : pos + 7])
+        if pos + 7 + length > len(data):  # a chunk still being written
+            break
         parts.append(data[pos + 7 : pos + 7 + length])
         pos += 7 + length
         if kind in (1, 4):
