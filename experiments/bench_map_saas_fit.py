@@ -17,8 +17,23 @@ each member (``map_saas_member_objective / n``), and whether the fit *finds Bran
 the two relevant inputs have the two shortest lengthscales in every member. Writes
 ``experiments/results/bench_map_saas_fit/{results.json,results.md}``.
 
-    python experiments/bench_map_saas_fit.py --smoke   # seconds
-    python experiments/bench_map_saas_fit.py           # Branin-50d, n = 30, 8 data sets
+**Warm starts over a campaign** (``--section campaign``). A campaign refits after every new
+point; this section replays ``--iterations`` fits on growing data (the data set's first
+``n`` points, ``n = --start .. --start + iterations - 1``, so the 30-point data sets above are
+among them) with each arm carrying its own fit state from fit to fit, as
+:class:`~dsbo.campaign.Campaign` does, the arms interleaved at every fit (order alternating):
+
+- **full**: MAP-SAAS with ``warm_start: false`` (the batched restarts at every fit);
+- **warm**: MAP-SAAS's default warm starts (a full fit every ``restart_every`` fits, after
+  ``restart_after_points`` new points, or after a drop in the log posterior);
+- **gp-cold** / **gp-warm**: the plain ``gp`` without and with ``warm_start``.
+
+It reports each arm's total fit seconds per data set, the ratio warm / full (median over data
+sets), how each warm fit started, and whether the fit at ``n = 30`` and the last fit find
+Branin's inputs. Writes ``campaign.json`` and ``campaign.md`` next to the section above.
+
+    python experiments/bench_map_saas_fit.py --smoke   # seconds, both sections
+    python experiments/bench_map_saas_fit.py           # Branin-50d, n = 30, 8 data sets, both sections
 """
 
 from __future__ import annotations
@@ -37,6 +52,7 @@ from botorch.models.transforms import Normalize, Standardize
 from torch import Tensor
 
 from dsbo.problems import get_problem
+from dsbo.surrogates import fit_surrogate
 from dsbo.surrogates.gp import (
     _copy_members,
     _ensemble_outcome_transform,
@@ -50,6 +66,13 @@ from dsbo.surrogates.gp import (
 
 RESULTS = Path(__file__).parent / "results" / "bench_map_saas_fit"
 ARMS = ("single", "sequential", "batched")
+#: The campaign section's arms: surrogate specs fitted with each arm's own previous fit state.
+CAMPAIGN_ARMS = {
+    "full": {"name": "map-saas", "warm_start": False},
+    "warm": {"name": "map-saas"},
+    "gp-cold": {"name": "gp"},
+    "gp-warm": {"name": "gp", "warm_start": True},
+}
 
 
 def sequential_restarts(X: Tensor, Y: Tensor, bounds: Tensor, num_taus: int, restarts: int, seed: int):
@@ -94,7 +117,8 @@ def fit(arm: str, X: Tensor, Y: Tensor, bounds: Tensor, num_taus: int, restarts:
 
 def finds_relevant_inputs(model, relevant: tuple[int, ...]) -> bool:
     """The relevant inputs have the ``len(relevant)`` shortest lengthscales in every member."""
-    lengthscale = _lengthscale_kernel(model).lengthscale.detach().reshape(model.batch_shape[0], -1)
+    members = model.batch_shape[0] if len(model.batch_shape) else 1
+    lengthscale = _lengthscale_kernel(model).lengthscale.detach().reshape(members, -1)
     shortest = lengthscale.argsort(dim=-1)[:, : len(relevant)]
     return all(set(row.tolist()) == set(relevant) for row in shortest)
 
@@ -106,11 +130,33 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--points", type=int, default=None, help="observations per data set (default 30)")
     parser.add_argument("--restarts", type=int, default=4, help="fit_restarts (default 4, the surrogate's default)")
     parser.add_argument("--repeats", type=int, default=None, help="timed fits per arm and data set (default 3)")
+    parser.add_argument("--section", choices=("all", "restarts", "campaign"), default="all")
+    parser.add_argument("--start", type=int, default=None, help="campaign: points at the first fit (default 10)")
+    parser.add_argument("--iterations", type=int, default=None, help="campaign: fits (default 30)")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     warnings.simplefilter("ignore")
+    args.out.mkdir(parents=True, exist_ok=True)
+    result: dict[str, Any] = {}
+    if args.section in ("all", "restarts"):
+        result = restarts_section(args)
+    if args.section in ("all", "campaign"):
+        result["campaign"] = campaign_section(args)
+    return result
 
+
+def dataset(problem, seed: int, points: int) -> tuple[Tensor, Tensor]:
+    """``points`` uniform random points of ``problem`` (seed ``seed``; the first ``k`` rows
+    are the ``k``-point data set of the same seed) and their objective values."""
+    lower, upper = problem.bounds
+    generator = torch.Generator().manual_seed(seed)
+    X = lower + (upper - lower) * torch.rand(points, problem.dim, generator=generator, dtype=torch.double)
+    return X, problem.evaluate(X)[:, :1]
+
+
+def restarts_section(args: argparse.Namespace) -> dict[str, Any]:
+    """Single start, sequential and batched restarts on the same data sets."""
     smoke = args.smoke
     problem = get_problem("branin-15d" if smoke else "branin-50d")
     datasets = args.datasets or (1 if smoke else 8)
@@ -118,12 +164,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     repeats = args.repeats or (1 if smoke else 3)
     restarts = 1 if smoke else args.restarts
     num_taus = 4
-    lower, upper = problem.bounds
     rows = []
     for seed in range(datasets):
-        generator = torch.Generator().manual_seed(seed)
-        X = lower + (upper - lower) * torch.rand(points, problem.dim, generator=generator, dtype=torch.double)
-        Y = problem.evaluate(X)[:, :1]
+        X, Y = dataset(problem, seed, points)
         seconds: dict[str, list[float]] = {arm: [] for arm in ARMS}
         models: dict[str, Any] = {}
         for repeat in range(repeats):
@@ -157,10 +200,98 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "largest_member_gain_batched": max(r["batched_minus_sequential"] for r in rows),
         "largest_member_loss_batched": max(r["sequential_minus_batched"] for r in rows),
     }
-    args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "results.json").write_text(json.dumps(result, indent=1))
     write_markdown(result, args.out / "results.md")
     return result
+
+
+def campaign_section(args: argparse.Namespace) -> dict[str, Any]:
+    """Each arm fitted at every ``n`` of a growing data set, carrying its own fit state."""
+    smoke = args.smoke
+    problem = get_problem("branin-15d" if smoke else "branin-50d")
+    datasets = args.datasets or (1 if smoke else 8)
+    start = args.start or (6 if smoke else 10)
+    iterations = args.iterations or (4 if smoke else 30)
+    check_at = min(30, start + iterations - 1)
+    rows = []
+    for seed in range(datasets):
+        X_all, Y_all = dataset(problem, seed, start + iterations - 1)
+        states: dict[str, Any] = {arm: None for arm in CAMPAIGN_ARMS}
+        row: dict[str, Any] = {"seed": seed}
+        row.update({f"{arm}_seconds": 0.0 for arm in CAMPAIGN_ARMS})
+        row.update({f"{arm}_starts": [] for arm in CAMPAIGN_ARMS})
+        for i, n in enumerate(range(start, start + iterations)):
+            order = list(CAMPAIGN_ARMS) if i % 2 == 0 else list(CAMPAIGN_ARMS)[::-1]
+            for arm in order:
+                spec = CAMPAIGN_ARMS[arm]
+                torch.manual_seed(1000 * seed + n)  # as a campaign seeds torch before each fit
+                t0 = time.perf_counter()
+                model = fit_surrogate(spec, X_all[:n], Y_all[:n], bounds=problem.bounds, previous_fits=states[arm])
+                row[f"{arm}_seconds"] += time.perf_counter() - t0
+                states[arm] = model.fit_states
+                row[f"{arm}_starts"].append(model.fit_state.start)
+                for when, at in (("at_30", check_at), ("last", start + iterations - 1)):
+                    if n == at:
+                        row[f"{arm}_finds_inputs_{when}"] = finds_relevant_inputs(model, problem.relevant_dims)
+                        if spec["name"] == "map-saas":
+                            row[f"{arm}_log_posterior_{when}"] = (map_saas_member_objective(model) / n).tolist()
+        row["warm_vs_full"] = row["warm_seconds"] / row["full_seconds"]
+        row["gp_warm_vs_cold"] = row["gp-warm_seconds"] / row["gp-cold_seconds"]
+        rows.append(row)
+        print(f"campaign {seed}: " + ", ".join(f"{arm} {row[f'{arm}_seconds']:.1f}s" for arm in CAMPAIGN_ARMS)
+              + f"; warm / full {row['warm_vs_full']:.2f}x, warm finds inputs at n={check_at} "
+              f"{row['warm_finds_inputs_at_30']} (full {row['full_finds_inputs_at_30']})", flush=True)
+    result = {
+        "smoke": smoke, "problem": problem.name, "start": start, "iterations": iterations, "check_at": check_at,
+        "datasets": datasets, "rows": rows,
+        "median_warm_vs_full": statistics.median(r["warm_vs_full"] for r in rows),
+        "median_gp_warm_vs_cold": statistics.median(r["gp_warm_vs_cold"] for r in rows),
+        "finds_inputs": {
+            f"{arm}_{when}": sum(r[f"{arm}_finds_inputs_{when}"] for r in rows)
+            for arm in CAMPAIGN_ARMS for when in ("at_30", "last")
+        },
+        "warm_starts": {arm: sum(s == "warm" for r in rows for s in r[f"{arm}_starts"]) for arm in CAMPAIGN_ARMS},
+    }
+    (args.out / "campaign.json").write_text(json.dumps(result, indent=1))
+    write_campaign_markdown(result, args.out / "campaign.md")
+    return result
+
+
+def write_campaign_markdown(result: dict[str, Any], path: Path) -> None:
+    fits = result["datasets"] * result["iterations"]
+    lines = [
+        f"# MAP-SAAS warm starts over a campaign ({result['problem']}, fits at n = {result['start']}.."
+        f"{result['start'] + result['iterations'] - 1} uniform random points; data sets run: {result['datasets']}; "
+        "arms interleaved at every fit, one thread)" + (" (smoke)" if result["smoke"] else ""),
+        "",
+        "| data set | full s | warm s | warm / full | gp-cold s | gp-warm s | gp warm / cold | finds the relevant "
+        f"inputs at n = {result['check_at']} (full / warm / gp-cold / gp-warm) | at the last fit |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in result["rows"]:
+        lines.append(
+            f"| {r['seed']} | {r['full_seconds']:.1f} | {r['warm_seconds']:.1f} | {r['warm_vs_full']:.2f} | "
+            f"{r['gp-cold_seconds']:.1f} | {r['gp-warm_seconds']:.1f} | {r['gp_warm_vs_cold']:.2f} | "
+            + " / ".join("yes" if r[f"{a}_finds_inputs_at_30"] else "no" for a in CAMPAIGN_ARMS) + " | "
+            + " / ".join("yes" if r[f"{a}_finds_inputs_last"] else "no" for a in CAMPAIGN_ARMS) + " |"
+        )
+    found, warm = result["finds_inputs"], result["warm_starts"]
+    starts: dict[str, int] = {}
+    for r in result["rows"]:
+        for s in r["warm_starts"]:
+            key = s if not s.startswith("log posterior") else "log posterior fell"
+            starts[key] = starts.get(key, 0) + 1
+    lines += [
+        "",
+        f"- Fit time over the campaign, median over data sets: MAP-SAAS warm / full {result['median_warm_vs_full']:.2f}x; "
+        f"gp warm / cold {result['median_gp_warm_vs_cold']:.2f}x.",
+        f"- Warm fits: MAP-SAAS {warm['warm']} of {fits}, gp {warm['gp-warm']} of {fits}. How the MAP-SAAS warm arm's "
+        "fits started: " + ", ".join(f"{k}: {v}" for k, v in sorted(starts.items(), key=lambda kv: -kv[1])) + ".",
+        f"- Finds the relevant inputs at n = {result['check_at']}: "
+        + ", ".join(f"{a} {found[f'{a}_at_30']}" for a in CAMPAIGN_ARMS)
+        + f" of {result['datasets']}; at the last fit: " + ", ".join(f"{a} {found[f'{a}_last']}" for a in CAMPAIGN_ARMS) + ".",
+    ]
+    path.write_text("\n".join(lines) + "\n")
 
 
 def write_markdown(result: dict[str, Any], path: Path) -> None:

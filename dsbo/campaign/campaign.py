@@ -59,6 +59,7 @@ from dsbo.errors import BudgetExhaustedError, ConfigError, EvaluationError
 from dsbo.problems.base import Problem
 from dsbo.storage import BUDGETED, Store, Trial, new_worker_id, open_store
 from dsbo.surrogates import SurrogateSpec, fit_surrogate
+from dsbo.surrogates.warm_start import META_KEY as FIT_STATE_KEY
 
 Callback = Callable[["Campaign", list[Trial]], None]
 if TYPE_CHECKING:
@@ -354,6 +355,7 @@ class Campaign:
         torch.manual_seed(seed)
         n_proposed = self.store.count(BUDGETED)
         fit_time = acq_time = 0.0
+        fit_states: list = []
         X_done, Y_done = self.store.completed_data()
         Y_done = warp_outcomes(Y_done, self.problem.num_objectives, self.outcome_warping)
         n_design = self.n_init + self.include_default
@@ -376,6 +378,7 @@ class Campaign:
             t0, c0 = time.perf_counter(), time.process_time()
             model = self.fit_model(X_done, Y_done)
             fit_time, fit_cpu = time.perf_counter() - t0, time.process_time() - c0
+            fit_states = getattr(model, "fit_states", [])
             pending = self.store.trials("pending")
             history = History(
                 X=X_done,
@@ -394,6 +397,8 @@ class Campaign:
             acq_time = time.perf_counter() - t0
             X, metadata = proposal.X, proposal.metadata
             extra: dict[str, Any] = {"fit_cpu_time": fit_cpu, "acq_cpu_time": time.process_time() - c0}
+            if any(f is not None for f in fit_states):
+                extra["fit_start"] = [None if f is None else f.start for f in fit_states]
             rows = getattr(model, "training_rows", None)
             if rows is not None:  # the trials the surrogate was fitted on (subset selection)
                 ids = [t.id for t in self.store.trials("completed")]
@@ -430,6 +435,8 @@ class Campaign:
             # ledger could not screen): nothing affordable was proposed, so the run ends
             self.ledger.exhausted = True
             return []
+        if any(f is not None for f in fit_states):  # after the proposal's commit: a crash before it refits from the same state
+            self.store.set_meta(FIT_STATE_KEY, [None if f is None else f.to_json() for f in fit_states])
         for trial_id, error in zip(ids, cost_errors, strict=True):
             if error is not None:  # recorded like a failed evaluation, never evaluated
                 self.store.fail(trial_id, error, budget=self.budget)
@@ -533,12 +540,14 @@ class Campaign:
 
     def fit_model(self, X: Tensor | None = None, Y: Tensor | None = None) -> Any:
         """The campaign's surrogate fitted on ``(X, Y)``, as a BO step fits it; by default on
-        the completed trials, outcomes warped as the campaign warps them (the run report's)."""
+        the completed trials, outcomes warped as the campaign warps them (the run report's);
+        warm-started from the fit states the last proposal kept (:mod:`dsbo.surrogates.warm_start`)."""
         if X is None or Y is None:
             X, Y = self.store.completed_data()
             Y = warp_outcomes(Y, self.problem.num_objectives, self.outcome_warping)
+        previous = self.store.get_meta(FIT_STATE_KEY)
         with gpytorch.settings.max_cholesky_size(EXACT_CHOLESKY_SIZE):
-            return fit_surrogate(self.surrogate, X, Y, bounds=self.problem.bounds, selection_seed=self.seed)
+            return fit_surrogate(self.surrogate, X, Y, self.problem.bounds, selection_seed=self.seed, previous_fits=previous)
 
     # ------------------------------------------------------------------ results
     def best(self) -> tuple[float | None, Trial | None]:

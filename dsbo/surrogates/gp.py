@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+from collections.abc import Callable
 
 import torch
 from botorch.fit import fit_gpytorch_mll
@@ -45,12 +46,27 @@ from torch.distributions import HalfCauchy
 
 from dsbo.errors import ConfigError
 from dsbo.surrogates.registry import register_surrogate
+from dsbo.surrogates.warm_start import (
+    FitState,
+    digest,
+    load_parameters,
+    parameters_of,
+    restart_reason,
+)
 
 #: Kernels the ``gp`` surrogate accepts for its ``kernel`` option.
 GP_KERNELS = ("matern52", "rbf")
 
 #: Scale of the HalfCauchy prior the ensemble MAP-SAAS taus are drawn from (BONSAI, Alg. 2).
 SAAS_TAU_SCALE = 0.1
+
+#: Warm-start schedule of ``map-saas`` (:func:`fit_map_saas`, measured in
+#: ``experiments/bench_map_saas_fit.py``): a full fit every this many fits ...
+RESTART_EVERY = 5
+#: ... or when more points than this were added since the previous fit ...
+RESTART_AFTER_POINTS = 3
+#: ... or when a warm fit's per-point log posterior fell by more than this for a member.
+RESTART_DROP = 0.1
 
 #: Initial I-BNN weight and bias variances (see :func:`fit_ibnn`).
 IBNN_INIT_WEIGHT_VAR = 10.0
@@ -110,6 +126,10 @@ def fit_gp(
     outcome_transform: OutcomeTransform,
     train_Yvar: Tensor | None = None,
     kernel: str = "matern52",
+    warm_start: bool = False,
+    restart_every: int = RESTART_EVERY,
+    restart_after_points: int = RESTART_AFTER_POINTS,
+    previous_fit: FitState | dict | None = None,
 ) -> SingleTaskGP:
     """An exact GP with an ARD kernel, fitted by maximizing the marginal likelihood.
 
@@ -119,8 +139,19 @@ def fit_gp(
     noise is inferred under BoTorch's default ``LogNormal(-4, 1)`` prior, or fixed to
     ``train_Yvar`` when that is given.
 
+    With ``warm_start``, a campaign's fit starts from the hyperparameters of its previous
+    fit (``previous_fit``; :mod:`dsbo.surrogates.warm_start`) instead of BoTorch's
+    initialization, except every ``restart_every`` fits and when more than
+    ``restart_after_points`` points were added. Off by default: the plain GP's fit is cheap
+    and a warm start saved little of it (``experiments/bench_map_saas_fit.py``).
+
     Args:
         kernel: ``"matern52"`` (Matern-5/2, ARD) or ``"rbf"`` (squared exponential, ARD).
+        warm_start: Start from ``previous_fit`` when given.
+        restart_every: A fit from BoTorch's initialization every this many fits.
+        restart_after_points: A fit from BoTorch's initialization when more points than this
+            were added.
+        previous_fit: The ``fit_state`` of the previous fit (dsbo's campaign passes it).
 
     Example:
         >>> model = fit_surrogate({"name": "gp", "kernel": "rbf"}, X, Y, bounds=bounds)
@@ -129,6 +160,10 @@ def fit_gp(
         raise ConfigError(
             f"surrogate 'gp': option kernel={kernel!r} is unknown; choose one of {list(GP_KERNELS)}"
         )
+    if not isinstance(warm_start, bool):
+        raise ConfigError(f"surrogate 'gp': option warm_start={warm_start!r} must be true or false")
+    restart_every = _check_int("gp", "restart_every", restart_every, 1)
+    restart_after_points = _check_int("gp", "restart_after_points", restart_after_points, 0)
     covar_module = get_covar_module_with_dim_scaled_prior(
         ard_num_dims=train_X.shape[-1], use_rbf_kernel=kernel == "rbf"
     )
@@ -140,7 +175,21 @@ def fit_gp(
         input_transform=input_transform,
         outcome_transform=outcome_transform,
     )
-    return _fit_exact_mll(model)
+    previous = FitState.from_json(previous_fit, "gp") if warm_start else None
+    reason = restart_reason(previous, train_X, restart_every, restart_after_points) if warm_start else "warm start off"
+    if reason is None and not load_parameters(model, previous.parameters):
+        reason = "the previous fit does not fit this model"
+    model = _fit_exact_mll(model)
+    model.fit_state = FitState(
+        surrogate="gp",
+        parameters=parameters_of(model),
+        num_points=train_X.shape[0],
+        x_digest=digest(train_X),
+        log_posterior=[],  # no restart on a drop: the plain GP's full fit has one start too
+        fits_since_restart=0 if reason is not None else previous.fits_since_restart + 1,
+        start=reason or "warm",
+    )
+    return model
 
 
 def draw_saas_taus(num_taus: int, generator: torch.Generator | None = None) -> Tensor:
@@ -168,6 +217,11 @@ def fit_map_saas(
     num_taus: int = 4,
     fit_restarts: int = 4,
     seed: int | None = None,
+    warm_start: bool = True,
+    restart_every: int = RESTART_EVERY,
+    restart_after_points: int = RESTART_AFTER_POINTS,
+    restart_drop: float = RESTART_DROP,
+    previous_fit: FitState | dict | None = None,
 ) -> EnsembleMapSaasSingleTaskGP:
     """BoTorch's ``EnsembleMapSaasSingleTaskGP``: a uniform mixture of ``num_taus`` MAP-fitted
     Matern-5/2 GPs, member ``m`` with the SAAS prior ``l_j^-2 ~ HalfCauchy(tau_m)`` and
@@ -176,16 +230,16 @@ def fit_map_saas(
     The taus are drawn here, not inside BoTorch: from torch's global RNG when ``seed`` is
     ``None`` (so ``torch.manual_seed(s)`` before the call gives the same model), else from a
     private RNG seeded with ``seed``, which also isolates the fit from (and leaves untouched)
-    the global RNG.
+    the global RNG. A warm-started fit keeps the taus of the fit it starts from.
 
-    **Restarts.** The MAP objective is multimodal when ``n`` is small against ``d``: a fit
-    from BoTorch's initialization (every lengthscale 1) can end in a mode that explains the
-    data with irrelevant inputs and switches the relevant ones off (lengthscale ~1e4). On
-    Branin embedded in 50-D with 30 random points that happened for 2 of 8 data sets, at a
-    per-point log posterior of -1.7 against -0.3 to -0.4 for the mode that finds the two
-    relevant inputs; four restarts found the better mode on 8 of 8. So the model is fitted
-    from the default start plus ``fit_restarts`` starts with log-uniform lengthscales in
-    ``[1, e^3]``, then once more with every member started from the lengthscales of the
+    **Full fit (restarts).** The MAP objective is multimodal when ``n`` is small against
+    ``d``: a fit from BoTorch's initialization (every lengthscale 1) can end in a mode that
+    explains the data with irrelevant inputs and switches the relevant ones off (lengthscale
+    ~1e4). On Branin embedded in 50-D with 30 random points that happened for 2 of 8 data
+    sets, at a per-point log posterior of -1.7 against -0.3 to -0.4 for the mode that finds
+    the two relevant inputs; four restarts found the better mode on 8 of 8. So the model is
+    fitted from the default start plus ``fit_restarts`` starts with log-uniform lengthscales
+    in ``[1, e^3]``, then once more with every member started from the lengthscales of the
     best member so far (the members differ only in tau, so a mode one member found is a
     good start for the others), and **each member** keeps the parameters of its best start
     (the members are independent given their tau, so the selection is exact per member;
@@ -194,20 +248,46 @@ def fit_map_saas(
     log-likelihood is the sum of the members' independent objectives, so one L-BFGS run
     fits all starts at once, for about half the time of fitting them one after another.
 
+    **Warm starts** (:mod:`dsbo.surrogates.warm_start`). In a campaign, where the data grow
+    by a point per fit, each member instead starts from its optimum of the previous fit
+    (``previous_fit``, which the campaign keeps) and is fitted once. The full fit runs
+    instead every ``restart_every`` fits, when more than ``restart_after_points`` points
+    were added or the previous points are not the first rows of ``train_X``, and after a
+    warm fit whose per-point log posterior fell by more than ``restart_drop`` below the
+    previous fit's for any member (then each member keeps the better of its warm and full
+    fits). The returned model carries the state for the next fit as ``model.fit_state``.
+
     Args:
         num_taus: Ensemble size ``M`` (4 in the paper).
-        fit_restarts: Random restarts of the fit besides the default start (0: one fit).
+        fit_restarts: Random restarts of a full fit besides the default start (0: one fit).
         seed: Optional seed for the taus and for any random restart of the fit.
+        warm_start: Start from ``previous_fit`` when given (``False``: every fit is full).
+        restart_every: A full fit every this many fits (1: every fit is full).
+        restart_after_points: A full fit when more points than this were added.
+        restart_drop: A full fit after a warm fit whose per-point log posterior fell by
+            more than this, for any member, below the previous fit's.
+        previous_fit: The ``fit_state`` of the previous fit (dsbo's campaign passes it).
     """
     num_taus = _check_int("map-saas", "num_taus", num_taus, 1)
     fit_restarts = _check_int("map-saas", "fit_restarts", fit_restarts, 0)
+    restart_every = _check_int("map-saas", "restart_every", restart_every, 1)
+    restart_after_points = _check_int("map-saas", "restart_after_points", restart_after_points, 0)
+    if not isinstance(warm_start, bool):
+        raise ConfigError(f"surrogate 'map-saas': option warm_start={warm_start!r} must be true or false")
+    if isinstance(restart_drop, bool) or not isinstance(restart_drop, int | float) or not restart_drop >= 0:
+        raise ConfigError(f"surrogate 'map-saas': option restart_drop={restart_drop!r} must be a number >= 0")
     if seed is not None:
         _check_int("map-saas", "seed", seed, 0)
+    previous = FitState.from_json(previous_fit, "map-saas") if warm_start else None
+    if previous is not None and len(previous.extra.get("taus", ())) != num_taus:
+        previous = None
     rng = torch.random.fork_rng(devices=[]) if seed is not None else contextlib.nullcontext()
     with rng:
         if seed is not None:
             torch.manual_seed(seed)
         taus = draw_saas_taus(num_taus).to(train_X)
+        if previous is not None:
+            taus = torch.tensor(previous.extra["taus"]).to(train_X)
 
         def build(starts: int = 1) -> EnsembleMapSaasSingleTaskGP:
             """A model of ``starts`` copies of the ensemble (member ``r M + m`` has tau_m)."""
@@ -224,27 +304,72 @@ def fit_map_saas(
                 ),
             )
 
-        if fit_restarts == 0:
-            return _fit_exact_mll(build())
-        # the default start (the first M members) and fit_restarts random starts, one fit
-        starts = build(fit_restarts + 1)
-        kernel = _lengthscale_kernel(starts)
-        lengthscale = kernel.lengthscale.detach().clone()
-        lengthscale[num_taus:] = torch.exp(3.0 * torch.rand_like(lengthscale[num_taus:]))
-        kernel.lengthscale = lengthscale
-        starts = _fit_exact_mll(starts)
-        objective = map_saas_member_objective(starts).reshape(fit_restarts + 1, num_taus)
-        best, start = objective.max(dim=0)
-        model = build()
-        members = torch.arange(num_taus)
-        _copy_members(model, starts, members, start * num_taus + members)
-        if num_taus > 1:  # every member from the best member's lengthscales (they differ in tau only)
-            candidate = build()
-            _lengthscale_kernel(candidate).lengthscale = best_member_lengthscales(model, best)
-            candidate = _fit_exact_mll(candidate)
-            better = map_saas_member_objective(candidate) > best
-            _copy_members(model, candidate, members[better], members[better])
-        return model
+        n = train_X.shape[0]
+        reason = "warm start off" if not warm_start else restart_reason(
+            previous, train_X, restart_every, restart_after_points
+        )
+        warm = None
+        if reason is None:
+            warm = build()
+            if load_parameters(warm, previous.parameters):
+                warm = _fit_exact_mll(warm)
+                warm_objective = map_saas_member_objective(warm)
+                drop = float((torch.tensor(previous.log_posterior).to(warm_objective) - warm_objective / n).max())
+                if drop <= restart_drop:
+                    return _with_fit_state(warm, train_X, taus, previous.fits_since_restart + 1, "warm")
+                reason = f"log posterior per point fell by {drop:.3g} (more than {restart_drop:g})"
+            else:
+                warm, reason = None, "the previous fit does not fit this model"
+        model = _full_map_saas_fit(build, num_taus, fit_restarts)
+        if warm is not None:  # each member keeps the better of its warm and full fits
+            better = warm_objective > map_saas_member_objective(model)
+            members = torch.arange(num_taus)
+            _copy_members(model, warm, members[better], members[better])
+        return _with_fit_state(model, train_X, taus, 0, reason)
+
+
+def _full_map_saas_fit(build: Callable[..., EnsembleMapSaasSingleTaskGP], num_taus: int, fit_restarts: int):
+    """The full MAP-SAAS fit of :func:`fit_map_saas`: the default start and ``fit_restarts``
+    random starts batched in one model, each member keeping its best, then every member from
+    the best member's lengthscales."""
+    if fit_restarts == 0:
+        return _fit_exact_mll(build())
+    starts = build(fit_restarts + 1)
+    kernel = _lengthscale_kernel(starts)
+    lengthscale = kernel.lengthscale.detach().clone()
+    lengthscale[num_taus:] = torch.exp(3.0 * torch.rand_like(lengthscale[num_taus:]))
+    kernel.lengthscale = lengthscale
+    starts = _fit_exact_mll(starts)
+    objective = map_saas_member_objective(starts).reshape(fit_restarts + 1, num_taus)
+    best, start = objective.max(dim=0)
+    model = build()
+    members = torch.arange(num_taus)
+    _copy_members(model, starts, members, start * num_taus + members)
+    if num_taus > 1:  # every member from the best member's lengthscales (they differ in tau only)
+        candidate = build()
+        _lengthscale_kernel(candidate).lengthscale = best_member_lengthscales(model, best)
+        candidate = _fit_exact_mll(candidate)
+        better = map_saas_member_objective(candidate) > best
+        _copy_members(model, candidate, members[better], members[better])
+    return model
+
+
+def _with_fit_state(
+    model: EnsembleMapSaasSingleTaskGP, train_X: Tensor, taus: Tensor, fits_since_restart: int, start: str
+) -> EnsembleMapSaasSingleTaskGP:
+    """Attach the :class:`FitState` the next fit of a campaign starts from."""
+    n = train_X.shape[0]
+    model.fit_state = FitState(
+        surrogate="map-saas",
+        parameters=parameters_of(model),
+        num_points=n,
+        x_digest=digest(train_X),
+        log_posterior=(map_saas_member_objective(model) / n).tolist(),
+        fits_since_restart=fits_since_restart,
+        extra={"taus": taus.tolist()},
+        start=start,
+    )
+    return model
 
 
 def _lengthscale_kernel(model: EnsembleMapSaasSingleTaskGP) -> torch.nn.Module:

@@ -19,7 +19,7 @@ combined into a ``ModelListGP`` (all GPyTorch models) or a ``ModelList``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +32,7 @@ from botorch.models.transforms.outcome import Standardize
 from torch import Tensor
 
 from dsbo.errors import ConfigError, DataError
+from dsbo.registry import accepted_options
 from dsbo.surrogates.catalogue import (
     SURROGATES,
     SurrogateFactory,
@@ -40,7 +41,7 @@ from dsbo.surrogates.catalogue import (
 )
 from dsbo.surrogates.selection import Selector, make_selector
 
-_RESERVED = ("train_X", "train_Y", "input_transform", "outcome_transform", "train_Yvar")
+_RESERVED = ("train_X", "train_Y", "input_transform", "outcome_transform", "train_Yvar", "previous_fit")
 
 
 @dataclass
@@ -101,11 +102,17 @@ def fit_surrogate(
     bounds: Tensor | None = None,
     Yvar: Tensor | None = None,
     selection_seed: int = 0,
+    previous_fits: Sequence[Any] | None = None,
 ) -> Model:
     """Fit the surrogate named by ``spec`` to ``(X, Y)`` and return a BoTorch ``Model``.
 
     With a ``spec.selector`` the model is fitted on the rows it selects (seeded by
     ``selection_seed``), listed in the model's ``training_rows`` attribute.
+
+    A factory that warm-starts (it takes ``previous_fit``: ``map-saas``, ``gp``;
+    :mod:`dsbo.surrogates.warm_start`) gets ``previous_fits[j]`` for output ``j``, and the
+    returned model lists the states its fits leave for the next one as ``fit_states`` (one
+    per output, ``None`` for a factory that keeps none).
 
     Args:
         spec: A :class:`SurrogateSpec`, a registered name, or ``{"name": ..., **options}``.
@@ -113,6 +120,7 @@ def fit_surrogate(
         Y: ``n x m`` outcomes (maximization sense); ``n`` may also be given as a vector.
         bounds: ``2 x d`` box the inputs are normalized from (defaults to the data range).
         Yvar: Optional ``n x m`` observation noise variances.
+        previous_fits: The ``fit_states`` of the previous fit of the same surrogate, or ``None``.
 
     Returns:
         A fitted model with ``num_outputs == m`` whose posterior is in raw coordinates.
@@ -142,15 +150,21 @@ def fit_surrogate(
         X, Y = X[rows], Y[rows]
         Yvar = None if Yvar is None else Yvar[rows]
 
+    warm = "previous_fit" in (accepted_options(factory) or ())
     models = []
     for j in range(Y.shape[-1]):
+        if warm:
+            previous = previous_fits[j] if previous_fits is not None and j < len(previous_fits) else None
+            options = {**spec.options, "previous_fit": previous}
+        else:
+            options = spec.options
         model = factory(
             X,
             Y[:, j : j + 1],
             input_transform=Normalize(d=X.shape[-1], bounds=bounds),
             outcome_transform=Standardize(m=1),
             train_Yvar=None if Yvar is None else Yvar[:, j : j + 1],
-            **spec.options,
+            **options,
         )
         models.append(model)
     if len(models) == 1:
@@ -161,6 +175,7 @@ def fit_surrogate(
         model = ModelList(*models)
     if rows is not None:
         model.training_rows = rows
+    model.fit_states = [getattr(m, "fit_state", None) for m in models]
     return model
 
 
