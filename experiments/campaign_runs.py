@@ -32,7 +32,7 @@ from dsbo.problems import Problem, get_problem  # noqa: E402
 
 KEY_FIELDS = ("problem", "method", "seed", "budget", "n_init", "surrogate", "smoke", "evaluate_target")
 #: Key fields that runs recorded before the field existed lack, and their value then.
-KEY_DEFAULTS = {"evaluate_target": True}
+KEY_DEFAULTS = {"evaluate_target": True, "beta": None}
 INITIAL = ("default", "sobol-init")
 
 
@@ -77,6 +77,17 @@ def seeds_per_row(table: Sequence[dict[str, Any]], key: str = "runs") -> str:
     return f"seeds run per row: {listed} (column `seeds`)"
 
 
+def seed_ranges(seeds: Sequence[int]) -> str:
+    """``[0, 1, 2, 5]`` -> ``"0-2, 5"``: the seeds a report states it ran."""
+    spans: list[list[int]] = []
+    for seed in sorted(set(seeds)):
+        if spans and seed == spans[-1][1] + 1:
+            spans[-1][1] = seed
+        else:
+            spans.append([seed, seed])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans) or "none"
+
+
 def run_resumable(
     worker: Callable[[dict[str, Any]], dict[str, Any]],
     jobs: Sequence[dict[str, Any]],
@@ -111,7 +122,8 @@ def run_resumable(
             done[job_key(run)] = run
             sink.write(json.dumps(run) + "\n")
             sink.flush()
-            what = " ".join(f"{run[k]}" for k in key_fields if k in ("problem", "method", "part"))
+            what = " ".join(f"{k} {run[k]}" if k == "beta" else f"{run[k]}" for k in key_fields
+                            if k in ("problem", "method", "part") or k == "beta" and run.get(k) is not None)
             print(
                 f"[{i}/{len(jobs)}] {what} seed {run['seed']}: "
                 + (f"last trace value {run['trace'][-1]:.4g}, " if "trace" in run else "")

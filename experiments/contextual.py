@@ -17,8 +17,23 @@ Hartmann6D; eta 0.8 is the main run). Writes ``experiments/results/contextual/{r
 results.json, results.md, regret_vs_cost.png, inclusion.png}``; finished runs are kept in
 ``runs.jsonl`` and a rerun resumes.
 
+Part ``paired`` (not run by default; issue 32): SADCBO against CBO, paired by seed, on
+Hartmann4D and Ackley (or ``--problems``), seeds ``0..N-1`` (``--seeds``, 10 by default for
+this part), each with UCB's Srinivas schedule (the paper's; ``beta`` null in ``runs.jsonl``)
+and the authors' constant ``beta = 0.2``. Each SADCBO run keeps, per BO iteration, the
+regret-bound switch check (``switch_checks``: ``delta_r``, ``threshold``, ``rule``, ``fired``,
+``kappa``, ``kl``; null where no check ran, i.e. the first iteration and after the switch) and
+the BO iteration of the switch (``switch_iteration``, null if it never switched). Writes
+``paired.json``, ``paired.md`` (per problem and beta: mean +- SE regret over the seeds run,
+the seeds where SADCBO is better, the paired two-sided Wilcoxon signed-rank p-value, the runs
+that switched and at what share of the budget) and ``paired_switch.png`` (``dR`` and the
+threshold against the BO iteration, one faint line per seed), next to the main part's files,
+which it leaves alone; its runs go to the same ``runs.jsonl`` (keyed by part and beta).
+
     python experiments/contextual.py --smoke            # a minute: Hartmann4D, tiny budget, 1 seed
     python experiments/contextual.py --seeds 5 --ablation-seeds 3    # what was run
+    python experiments/contextual.py --smoke --parts paired           # the paired part, 1 seed
+    python experiments/contextual.py --parts paired --seeds 10        # the paired part (80 runs)
 """
 
 from __future__ import annotations
@@ -38,7 +53,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
-from campaign_runs import mean_and_se, method_color, panel_grid, run_resumable  # noqa: E402
+from campaign_runs import mean_and_se, method_color, panel_grid, run_resumable, seed_ranges  # noqa: E402
+from scipy.stats import wilcoxon  # noqa: E402
 
 from dsbo.acquisition import OptimizerSettings  # noqa: E402
 from dsbo.campaign import Campaign  # noqa: E402
@@ -47,14 +63,21 @@ from dsbo.problems import get_problem  # noqa: E402
 RESULTS = Path(__file__).resolve().parent / "results" / "contextual"
 PROBLEMS = ("hartmann4", "hartmann6", "ackley", "eggholder")
 METHODS = ("sadcbo", "cbo", "cubo", "vbo", "cabo", "dropout", "mmdbo")
-KEY = ("part", "problem", "method", "seed", "cost", "eta", "smoke")
+KEY = ("part", "problem", "method", "seed", "cost", "eta", "beta", "smoke")
+PARTS = ("main", "cost", "eta", "paired")
+#: The paired part: its problems, methods and UCB betas (None: the Srinivas schedule, the paper's;
+#: 0.2: the authors' code).
+PAIRED_PROBLEMS = ("hartmann4", "ackley")
+PAIRED_METHODS = ("sadcbo", "cbo")
+PAIRED_BETAS = (None, 0.2)
 INITIAL = ("sobol-init", "sobol-fallback", "default")
 #: BO iterations skipped before inclusion frequencies count ("after the first few iterations").
 BURN_IN = 5
 
 
 def jobs_for(parts: list[str], seeds: int, smoke: bool, problems: list[str],
-             ablation_seeds: int | None = None) -> list[dict[str, Any]]:  # fmt: skip
+             ablation_seeds: int | None = None, paired_seeds: int = 0,
+             paired_problems: list[str] | None = None) -> list[dict[str, Any]]:  # fmt: skip
     jobs = []
     for seed in range(seeds):
         ablate = seed < (seeds if ablation_seeds is None else ablation_seeds)
@@ -67,6 +90,11 @@ def jobs_for(parts: list[str], seeds: int, smoke: bool, problems: list[str],
         if "eta" in parts and ablate:
             jobs += [{"part": "eta", "problem": p, "method": "sadcbo", "seed": seed, "cost": 1.0, "eta": 0.3,
                       "smoke": smoke} for p in ("hartmann4", "hartmann6")]  # fmt: skip
+    if "paired" in parts:
+        jobs += [{"part": "paired", "problem": p, "method": m, "seed": seed, "cost": 1.0, "eta": 0.8, "beta": beta,
+                  "smoke": smoke}
+                 for seed in range(paired_seeds) for p in (paired_problems or PAIRED_PROBLEMS)
+                 for beta in PAIRED_BETAS for m in PAIRED_METHODS]  # fmt: skip
     return jobs
 
 
@@ -99,6 +127,8 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
     X = torch.tensor([t.x for t in trials], dtype=torch.double)
     true = problem.evaluate_true(X)[:, 0]
     bo = [t.generator not in INITIAL for t in trials]
+    bo_trials = [t for t, b in zip(trials, bo, strict=True) if b]
+    switched = [i for i, t in enumerate(bo_trials, 1) if t.metadata.get("phase") == "optimization"]
     return {
         **job,
         "true_values": true.tolist(),
@@ -106,6 +136,10 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
         "is_bo": bo,
         "roles": [[t.metadata.get("contexts", {}).get(n, "observed") for n in problem.context_names] for t in trials],
         "phase": [t.metadata.get("phase", "") for t in trials],
+        # per BO iteration (1, 2, ...): SADCBO's switch check (None where none ran) and the
+        # iteration whose proposal was the first of the optimization phase (None: no switch)
+        "switch_checks": [t.metadata.get("switch_check") for t in bo_trials],
+        "switch_iteration": switched[0] if switched else None,
         "acq_time": [t.acq_time for t in trials],
         "context_names": list(problem.context_names),
         "relevant_contexts": problem.metadata["relevant_contexts"],
@@ -257,6 +291,116 @@ def write_markdown(result: dict[str, Any], path: Path) -> None:
     path.write_text("\n".join(lines))
 
 
+def beta_label(beta: float | None) -> str:
+    return "Srinivas" if beta is None else f"{beta:g}"
+
+
+def closest_approach(run: dict[str, Any]) -> float:
+    """The smallest ``dR / threshold`` over a run's switch checks (the rule fires at <= 1 for
+    the regret bound; NaN without a check)."""
+    ratios = [c["delta_r"] / c["threshold"] for c in run.get("switch_checks", []) if c and c["threshold"] > 0]
+    return min(ratios) if ratios else math.nan
+
+
+def summarize_paired(runs: list[dict[str, Any]], smoke: bool) -> dict[str, Any]:
+    """SADCBO against CBO per problem and beta, paired by seed."""
+    paired = [r for r in runs if r["part"] == "paired"]
+    rows = []
+    for p in [p for p in PROBLEMS if any(r["problem"] == p for r in paired)]:
+        for beta in PAIRED_BETAS:
+            by = {m: {r["seed"]: r for r in paired if (r["problem"], r["method"], r.get("beta")) == (p, m, beta)}
+                  for m in PAIRED_METHODS}  # fmt: skip
+            seeds = sorted(set(by["sadcbo"]) & set(by["cbo"]))
+            if not seeds:
+                continue
+            sad_runs = [by["sadcbo"][s] for s in seeds]
+            sad = [final_regret(r) for r in sad_runs]
+            cbo = [final_regret(by["cbo"][s]) for s in seeds]
+            diff = np.asarray(sad) - np.asarray(cbo)
+            p_value = float(wilcoxon(diff).pvalue) if np.any(diff != 0) else 1.0
+            fractions = [switch_fraction(r) for r in sad_runs]
+            rules = sorted({c["rule"] for r in sad_runs for c in r["switch_checks"] if c})
+            rows.append({
+                "problem": p, "beta": beta, "seeds": seeds,
+                "sadcbo": mean_and_se(sad), "cbo": mean_and_se(cbo), "sadcbo_regret": sad, "cbo_regret": cbo,
+                "sadcbo_better_in": int((diff < 0).sum()), "ties": int((diff == 0).sum()), "wilcoxon_p": p_value,
+                "switched": sum(r["switch_iteration"] is not None for r in sad_runs),
+                "switch_fraction": mean_and_se(fractions),
+                "switch_iterations": [r["switch_iteration"] for r in sad_runs],
+                "bo_iterations": [sum(r["is_bo"]) for r in sad_runs],
+                "closest_approach": [closest_approach(r) for r in sad_runs], "rules": rules,
+            })  # fmt: skip
+    return {"smoke": smoke, "problems": list(dict.fromkeys(r["problem"] for r in rows)), "rows": rows}
+
+
+def write_paired_markdown(result: dict[str, Any], path: Path) -> None:
+    seeds = sorted({s for r in result["rows"] for s in r["seeds"]})
+    counts = sorted({len(r["seeds"]) for r in result["rows"]})
+    cmd = f"python experiments/contextual.py --parts paired --seeds {len(seeds)}" + (" --smoke" if result["smoke"] else "")
+    if result["problems"] != list(PAIRED_PROBLEMS):
+        cmd += " --problems " + " ".join(result["problems"])
+    lines = ["# SADCBO against CBO, paired by seed, with two UCB betas", "",
+             f"Written by `{cmd}`. Seeds {seed_ranges(seeds)}: {' or '.join(map(str, counts)) or '0'} per row "
+             "(column `seeds`), the same seeds for both methods; mean +- standard error over them. Regret = 1 - "
+             "the best noiseless value evaluated, at the end of the cost budget (20 x relevant dims; contexts "
+             "and design evaluations cost 1). GP (RBF-ARD), UCB with the Srinivas schedule (the paper's) or "
+             "the constant beta 0.2 (the authors' code), " + ("--smoke: budget 10, 6 initial points, 2 restarts / 32 raw "
+             "samples, Q = 2. " if result["smoke"] else "4 restarts / 256 raw samples. ") + "`SADCBO better` = seeds "
+             "where SADCBO's regret is lower than CBO's (ties in parentheses); `p` = paired Wilcoxon signed-rank "
+             "test on the per-seed regrets, two-sided (1 if every difference is 0). `switched` = SADCBO runs "
+             "whose phase switched before the budget ended, at the mean share of the budget spent and the BO "
+             "iterations (of the run's total) shown; `min dR/threshold` = the median over seeds of the "
+             "smallest ratio a run's switch checks reached (the regret-bound rule fires at <= 1).", "",
+             "| problem | beta | seeds | SADCBO regret | CBO regret | SADCBO better | p | switched | share of "
+             "budget at the switch | switch iteration / BO iterations | min dR/threshold (median) | rule |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for r in result["rows"]:
+        n = len(r["seeds"])
+        at = ", ".join(f"{i}/{b}" if i is not None else f"-/{b}"
+                       for i, b in zip(r["switch_iterations"], r["bo_iterations"], strict=True))  # fmt: skip
+        approach = [a for a in r["closest_approach"] if not math.isnan(a)]
+        lines.append(f"| {r['problem']} | {beta_label(r['beta'])} | {n} | {fmt(r['sadcbo'])} | {fmt(r['cbo'])} "
+                     f"| {r['sadcbo_better_in']} of {n}" + (f" ({r['ties']} tied)" if r["ties"] else "")
+                     + f" | {r['wilcoxon_p']:.3g} | {r['switched']}/{n} | {fmt(r['switch_fraction'])} | {at} "
+                     f"| {statistics.median(approach) if approach else math.nan:.3g} | {', '.join(r['rules']) or '-'} |")  # fmt: skip
+    lines += ["", "![switch checks](paired_switch.png)", ""]
+    path.write_text("\n".join(lines))
+
+
+def plot_paired(runs: list[dict[str, Any]], out: Path) -> None:
+    """``dR`` and the switch threshold against the BO iteration, one panel per problem and beta,
+    one faint line per seed; a cross where the rule fired, the budget's end dotted."""
+    sad = [r for r in runs if r["part"] == "paired" and r["method"] == "sadcbo"]
+    panels = [(p, b) for p in PROBLEMS for b in PAIRED_BETAS
+              if any(r["problem"] == p and r.get("beta") == b for r in sad)]  # fmt: skip
+    if not panels:
+        return
+    fig, axes = panel_grid(len(panels), max_columns=2)
+    for ax, (p, beta) in zip(axes, panels, strict=True):
+        rs = [r for r in sad if r["problem"] == p and r.get("beta") == beta]
+        for r in rs:
+            points = [(i, c) for i, c in enumerate(r["switch_checks"], 1) if c]
+            if points:
+                x = [i for i, _ in points]
+                ax.plot(x, [max(c["delta_r"], 1e-12) for _, c in points], color="C0", alpha=0.35, lw=1)
+                ax.plot(x, [max(c["threshold"], 1e-12) for _, c in points], color="C3", alpha=0.35, lw=1, ls="--")
+                fired = [(i, c) for i, c in points if c["fired"]]
+                if fired:
+                    ax.scatter([fired[0][0]], [max(fired[0][1]["delta_r"], 1e-12)], color="k", marker="x", zorder=3)
+        ax.axvline(max(sum(r["is_bo"]) for r in rs), color="0.5", ls=":", lw=1)
+        switched = sum(r["switch_iteration"] is not None for r in rs)
+        ax.set_xlim(left=1)
+        ax.set_title(f"{p}, UCB beta {beta_label(beta)}: {switched}/{len(rs)} switched", fontsize=10)
+        ax.set(xlabel="BO iteration", ylabel="dR (solid), threshold (dashed)", yscale="log")
+    handles = [plt.Line2D([], [], color="C0", label="dR"), plt.Line2D([], [], color="C3", ls="--", label="threshold"),
+               plt.Line2D([], [], color="k", marker="x", ls="", label="switch"),
+               plt.Line2D([], [], color="0.5", ls=":", label="last BO iteration")]  # fmt: skip
+    axes[0].legend(handles=handles, fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out / "paired_switch.png", dpi=110)
+    plt.close(fig)
+
+
 def plot(runs: list[dict[str, Any]], out: Path) -> None:
     main = [r for r in runs if r["part"] == "main"]
     problems = [p for p in PROBLEMS if any(r["problem"] == p for r in main)]
@@ -301,9 +445,9 @@ def plot(runs: list[dict[str, Any]], out: Path) -> None:
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--smoke", action="store_true")
-    parser.add_argument("--seeds", type=int, default=None)
+    parser.add_argument("--seeds", type=int, default=None, help="seeds 0..N-1 (default 5; 10 for the paired part)")
     parser.add_argument("--ablation-seeds", type=int, default=None, help="seeds of the cost and eta parts")
-    parser.add_argument("--parts", nargs="*", default=["main", "cost", "eta"], choices=["main", "cost", "eta"])
+    parser.add_argument("--parts", nargs="*", default=["main", "cost", "eta"], choices=PARTS)
     parser.add_argument("--problems", nargs="*", default=None, choices=PROBLEMS)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--out", type=Path, default=RESULTS)
@@ -311,14 +455,24 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     seeds = args.seeds or (1 if args.smoke else 5)
     problems = args.problems or (["hartmann4"] if args.smoke else list(PROBLEMS))
     parts = ["main"] if args.smoke and args.parts == ["main", "cost", "eta"] else args.parts
+    paired_seeds = args.seeds or (1 if args.smoke else 10)
     args.out.mkdir(parents=True, exist_ok=True)
-    jobs = jobs_for(parts, seeds, args.smoke, problems, args.ablation_seeds)
+    jobs = jobs_for(parts, seeds, args.smoke, problems, args.ablation_seeds, paired_seeds,
+                    args.problems or list(PAIRED_PROBLEMS))  # fmt: skip
     runs = run_resumable(run_job, jobs, args.out, args.workers, key_fields=KEY)
-    result = summarize(runs, args.smoke)
-    (args.out / "results.json").write_text(json.dumps(result, indent=1))
-    write_markdown(result, args.out / "results.md")
-    plot(runs, args.out)
-    print("\n".join(result["pass_marks"]))
+    result: dict[str, Any] = {}
+    if {"main", "cost", "eta"} & set(parts):  # the paired part alone leaves these files alone
+        result = summarize(runs, args.smoke)
+        (args.out / "results.json").write_text(json.dumps(result, indent=1))
+        write_markdown(result, args.out / "results.md")
+        plot(runs, args.out)
+        print("\n".join(result["pass_marks"]))
+    if "paired" in parts:
+        result["paired"] = summarize_paired(runs, args.smoke)
+        (args.out / "paired.json").write_text(json.dumps(result["paired"], indent=1))
+        write_paired_markdown(result["paired"], args.out / "paired.md")
+        plot_paired(runs, args.out)
+        print((args.out / "paired.md").read_text())
     return result
 
 
