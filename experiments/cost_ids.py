@@ -16,8 +16,21 @@ CostIDS (rho 2, and rho 8) against each baseline by a paired Wilcoxon signed-ran
 
 Part ``rho``: CostIDS at rho 1, 1.5, 2, 4, 8 (3 seeds): mean cost per BO step and final regret.
 
+Held-out seeds (issue 32): rho 2 and 8 were chosen on seeds 0-4, so ``--first-seed K`` runs the
+main part on seeds ``K..K+N-1`` (``--seeds N``) and ``results.md`` states the seeds run and
+whether they are held out from that choice. With ``--first-seed`` > 0 the default parts are
+``main`` only (the ``rho`` part stays on seeds ``0..--rho-seeds - 1``). Each seed is its own key
+in ``runs.jsonl``.
+
+**Stale runs:** a rerun resumes from ``runs.jsonl``. The one in ``experiments/results/cost_ids``
+was written before the campaign cost ledger fix (commit 792caba: trials charged their
+``lambda(x)``, budgets spent to the end), so do not reuse it: delete that ``runs.jsonl`` first
+or pass ``--out`` a fresh folder.
+
     python experiments/cost_ids.py --smoke          # a minute, 1 seed, budget 150
-    python experiments/cost_ids.py --seeds 5        # what was run
+    python experiments/cost_ids.py --seeds 5        # what was run (seeds 0-4)
+    python experiments/cost_ids.py --smoke --first-seed 5         # a held-out seed, smoke
+    rm experiments/results/cost_ids/runs.jsonl && python experiments/cost_ids.py --first-seed 5 --seeds 10
 """
 
 from __future__ import annotations
@@ -36,7 +49,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
-from campaign_runs import mean_and_se, method_color, run_resumable  # noqa: E402
+from campaign_runs import mean_and_se, method_color, run_resumable, seed_ranges  # noqa: E402
 from scipy.stats import wilcoxon  # noqa: E402
 
 from dsbo.acquisition import OptimizerSettings  # noqa: E402
@@ -56,17 +69,22 @@ METHODS = {
 }
 RHOS = (1.0, 1.5, 2.0, 4.0, 8.0)
 KEY = ("part", "method", "rho", "seed", "smoke")
+#: The seeds rho (2 and 8) was chosen on: the main part's seeds 0-4 and the rho part's 0-2.
+TUNING_SEEDS = range(5)
 INITIAL = ("sobol-init", "sobol-fallback")
 
 
-def jobs_for(parts: list[str], seeds: int, rho_seeds: int, smoke: bool) -> list[dict[str, Any]]:
+def jobs_for(parts: list[str], seeds: int, rho_seeds: int, smoke: bool, first_seed: int = 0) -> list[dict[str, Any]]:
+    """Main part: seeds ``first_seed..first_seed + seeds - 1``; rho part: seeds ``0..rho_seeds - 1``,
+    rho 1 and 2 only where the main part does not run them (as ``ucb`` and ``cost-ids``)."""
     jobs = []
+    main_seeds = range(first_seed, first_seed + seeds) if "main" in parts else range(0)
     if "main" in parts:
         jobs += [{"part": "main", "method": m, "rho": METHODS[m].get("rho", 0.0), "seed": s, "smoke": smoke}
-                 for s in range(seeds) for m in METHODS]  # fmt: skip
+                 for s in main_seeds for m in METHODS]  # fmt: skip
     if "rho" in parts:
         jobs += [{"part": "rho", "method": "cost-ids", "rho": r, "seed": s, "smoke": smoke}
-                 for s in range(rho_seeds) for r in RHOS if r not in (1.0, 2.0)]  # fmt: skip
+                 for s in range(rho_seeds) for r in RHOS if r not in (1.0, 2.0) or s not in main_seeds]  # fmt: skip
     return jobs
 
 
@@ -115,7 +133,7 @@ def log_regret_area(run: dict[str, Any]) -> float:
     return float(np.nanmean(np.log10(trace)))
 
 
-def summarize(runs: list[dict[str, Any]], smoke: bool) -> dict[str, Any]:
+def summarize(runs: list[dict[str, Any]], smoke: bool, rho_seeds: int = 3, command: str = "") -> dict[str, Any]:
     main = [r for r in runs if r["part"] == "main"]
     table = {}
     for m in METHODS:
@@ -123,7 +141,7 @@ def summarize(runs: list[dict[str, Any]], smoke: bool) -> dict[str, Any]:
         if not rs:
             continue
         bo_costs = [c for r in rs for c, b in zip(r["costs"], r["is_bo"], strict=True) if b]
-        table[m] = {"seeds": len(rs),
+        table[m] = {"seeds": len(rs), "seed_list": [r["seed"] for r in rs],
                     "final_regret": mean_and_se([r["optimum"] - max(r["true_values"]) for r in rs]),
                     "log_regret_area": mean_and_se([log_regret_area(r) for r in rs]),
                     "bo_steps": float(np.mean([sum(r["is_bo"]) for r in rs])),
@@ -133,24 +151,39 @@ def summarize(runs: list[dict[str, Any]], smoke: bool) -> dict[str, Any]:
     for ours_name in ("cost-ids", "cost-ids-rho8"):
         if ours_name not in table:
             continue
-        ours = table[ours_name]["areas"]
+        ours = dict(zip(table[ours_name]["seed_list"], table[ours_name]["areas"], strict=True))
         for m, row in table.items():
-            if m.startswith("cost-ids") or len(row["areas"]) != len(ours) or len(ours) < 2:
+            theirs = dict(zip(row["seed_list"], row["areas"], strict=True))
+            common = sorted(set(ours) & set(theirs))  # paired by seed
+            if m.startswith("cost-ids") or len(common) < 2:
                 continue
-            diff = np.asarray(ours) - np.asarray(row["areas"])
+            diff = np.asarray([ours[s] - theirs[s] for s in common])
             p = float(wilcoxon(diff).pvalue) if np.any(diff != 0) else 1.0
-            tests[f"{ours_name} vs {m}"] = {"cost_ids_better_in": int((diff < 0).sum()), "seeds": len(ours),
+            tests[f"{ours_name} vs {m}"] = {"cost_ids_better_in": int((diff < 0).sum()), "seeds": len(common),
                                             "wilcoxon_p": p}  # fmt: skip
     rho_rows = []
     rho_runs = [r for r in runs if r["method"] in ("cost-ids", "ucb", "cost-ids-rho8")]
     for rho in RHOS:
-        rs = [r for r in rho_runs if r["rho"] == rho and r["seed"] < 3 and (r["part"] == "rho" or rho in (1.0, 2.0))]
+        rs = [r for r in rho_runs if r["rho"] == rho and r["seed"] < rho_seeds and (r["part"] == "rho" or rho in (1.0, 2.0))]
         if rs:
             bo_costs = [c for r in rs for c, b in zip(r["costs"], r["is_bo"], strict=True) if b]
-            rho_rows.append({"rho": rho, "seeds": len(rs), "mean_bo_cost": float(np.mean(bo_costs)) if bo_costs else math.nan,
+            rho_rows.append({"rho": rho, "seeds": len(rs), "seed_list": sorted(r["seed"] for r in rs), "mean_bo_cost": float(np.mean(bo_costs)) if bo_costs else math.nan,
                              "bo_steps": float(np.mean([sum(r["is_bo"]) for r in rs])),
                              "final_regret": mean_and_se([r["optimum"] - max(r["true_values"]) for r in rs])})  # fmt: skip
-    return {"smoke": smoke, "table": table, "wilcoxon": tests, "rho": rho_rows}
+    return {"smoke": smoke, "command": command, "seeds_run": sorted({r["seed"] for r in main}), "table": table,
+            "wilcoxon": tests, "rho": rho_rows}  # fmt: skip
+
+
+def held_out_note(seeds: list[int]) -> str:
+    """Whether the main seeds are held out from the choice of rho (seeds 0-4)."""
+    if not seeds:
+        return ""
+    tuned = sorted(set(seeds) & set(TUNING_SEEDS))
+    if not tuned:
+        return (f"rho (2 for `cost-ids`, 8 for `cost-ids-rho8`) was chosen on seeds {seed_ranges(TUNING_SEEDS)}; "
+                f"seeds {seed_ranges(seeds)} were not used to choose it (held out).")  # fmt: skip
+    return (f"rho (2 for `cost-ids`, 8 for `cost-ids-rho8`) was chosen on seeds {seed_ranges(TUNING_SEEDS)}, "
+            f"so seeds {seed_ranges(tuned)} here are not held out from that choice.")  # fmt: skip
 
 
 def fmt(pair: tuple[float, float], digits: int = 3) -> str:
@@ -160,11 +193,14 @@ def fmt(pair: tuple[float, float], digits: int = 3) -> str:
 def write_markdown(result: dict[str, Any], path: Path) -> None:
     seeds = sorted({v["seeds"] for v in result["table"].values()})
     budget = 150 if result["smoke"] else 500
-    cmd = "python experiments/cost_ids.py" + (" --smoke" if result["smoke"] else "")
+    cmd = result.get("command") or "python experiments/cost_ids.py" + (" --smoke" if result["smoke"] else "")
     lines = ["# CostIDS on cost-Branin (Paria thesis section 4.6)", "",
-             f"Written by `{cmd}`. Seeds run per row: {' or '.join(map(str, seeds)) or '0'} (column `seeds`); "
-             f"mean +- standard error. Cost budget {budget}, 4 Sobol initial points, GP (Matern-5/2 ARD), "
-             "4 restarts / 256 raw samples. Regret = f* - best noiseless value; `log-regret area` = mean of "
+             f"Written by `{cmd}`. Seeds {seed_ranges(result.get('seeds_run', []))}; seeds run per row: "
+             f"{' or '.join(map(str, seeds)) or '0'} (column `seeds`); mean +- standard error. "
+             f"{held_out_note(result.get('seeds_run', []))} Cost budget {budget}, 4 Sobol initial points, "
+             "GP (Matern-5/2 ARD), "
+             + ("2 restarts / 64 raw samples (--smoke)" if result["smoke"] else "4 restarts / 256 raw samples")
+             + ". Regret = f* - best noiseless value; `log-regret area` = mean of "
              "log10 regret over the cost axis (smaller is better); `BO cost` = mean cost of a BO step. "
              "The thesis gives no numbers (figure 4.1 only): compare the ordering.", "",
              "| method | seeds | final regret | log-regret area | BO steps | BO cost |", "|---|---|---|---|---|---|"]  # fmt: skip
@@ -173,11 +209,13 @@ def write_markdown(result: dict[str, Any], path: Path) -> None:
                      f"| {v['bo_steps']:.1f} | {v['mean_bo_cost']:.2f} |")  # fmt: skip
     if result["wilcoxon"]:
         lines += ["", "## CostIDS vs each baseline: paired Wilcoxon signed-rank on the log-regret area", "",
+                  f"Paired by seed (seeds {seed_ranges(result.get('seeds_run', []))}).", "",
                   "| comparison | seeds where CostIDS is better | p (two-sided) |", "|---|---|---|"]  # fmt: skip
         lines += [f"| {m} | {t['cost_ids_better_in']} of {t['seeds']} | {t['wilcoxon_p']:.3g} |"
                   for m, t in result["wilcoxon"].items()]  # fmt: skip
     if result["rho"]:
-        lines += ["", "## The tolerance rho (seeds 0-2)", "", "| rho | seeds | mean BO cost | BO steps | final regret |",
+        rho_seeds = seed_ranges([s for r in result["rho"] for s in r.get("seed_list", [])])
+        lines += ["", f"## The tolerance rho (seeds {rho_seeds})", "", "| rho | seeds | mean BO cost | BO steps | final regret |",
                   "|---|---|---|---|---|"]  # fmt: skip
         lines += [f"| {r['rho']:g} | {r['seeds']} | {r['mean_bo_cost']:.2f} | {r['bo_steps']:.1f} | "
                   f"{fmt(r['final_regret'])} |" for r in result["rho"]]  # fmt: skip
@@ -186,6 +224,7 @@ def write_markdown(result: dict[str, Any], path: Path) -> None:
 
 
 def plot(runs: list[dict[str, Any]], out: Path) -> None:
+    """Mean +- SE of log10 regret against cost over the main part's seeds (named in the title)."""
     main = [r for r in runs if r["part"] == "main"]
     if not main:
         return
@@ -202,7 +241,8 @@ def plot(runs: list[dict[str, Any]], out: Path) -> None:
             se = np.nanstd(np.log10(traces), axis=0) / math.sqrt(len(traces))
         ax.plot(grid, mean, color=method_color(j, len(METHODS)), label=m)
         ax.fill_between(grid, mean - se, mean + se, color=method_color(j, len(METHODS)), alpha=0.15)
-    ax.set(xlabel="cumulative cost", ylabel="log10 simple regret", title="cost-Branin")
+    seeds = sorted({r["seed"] for r in main})
+    ax.set(xlabel="cumulative cost", ylabel="log10 simple regret", title=f"cost-Branin, seeds {seed_ranges(seeds)}")
     ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(out / "regret_vs_cost.png", dpi=110)
@@ -212,21 +252,32 @@ def plot(runs: list[dict[str, Any]], out: Path) -> None:
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--smoke", action="store_true")
-    parser.add_argument("--seeds", type=int, default=None)
+    parser.add_argument("--seeds", type=int, default=None, help="number of main-part seeds (default 5; smoke 1)")
+    parser.add_argument("--first-seed", type=int, default=0,
+                        help="the main part runs seeds K..K+N-1 (rho was chosen on seeds 0-4: 5 holds them out)")  # fmt: skip
     parser.add_argument("--rho-seeds", type=int, default=3)
-    parser.add_argument("--parts", nargs="*", default=["main", "rho"], choices=["main", "rho"])
+    parser.add_argument("--parts", nargs="*", default=None, choices=["main", "rho"],
+                        help="default: main and rho; main only with --first-seed > 0")  # fmt: skip
     parser.add_argument("--methods", nargs="*", default=None, choices=list(METHODS))
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
+    if args.first_seed < 0:
+        parser.error("--first-seed must be >= 0")
     seeds = args.seeds or (1 if args.smoke else 5)
-    parts = ["main"] if args.smoke and args.parts == ["main", "rho"] else args.parts
+    parts = args.parts if args.parts is not None else ["main"] if args.smoke or args.first_seed else ["main", "rho"]
+    rho_seeds = min(args.rho_seeds, seeds)
+    command = " ".join(["python experiments/cost_ids.py", *(["--smoke"] if args.smoke else []),
+                        *([f"--seeds {args.seeds}"] if args.seeds else []),
+                        *([f"--first-seed {args.first_seed}"] if args.first_seed else []),
+                        *([f"--parts {' '.join(args.parts)}"] if args.parts is not None else []),
+                        *([f"--methods {' '.join(args.methods)}"] if args.methods else [])])  # fmt: skip
     args.out.mkdir(parents=True, exist_ok=True)
-    jobs = jobs_for(parts, seeds, min(args.rho_seeds, seeds), args.smoke)
+    jobs = jobs_for(parts, seeds, rho_seeds, args.smoke, args.first_seed)
     if args.methods:
         jobs = [j for j in jobs if j["method"] in args.methods]
     runs = run_resumable(run_job, jobs, args.out, args.workers, key_fields=KEY)
-    result = summarize(runs, args.smoke)
+    result = summarize(runs, args.smoke, rho_seeds, command)
     (args.out / "results.json").write_text(json.dumps(result, indent=1))
     write_markdown(result, args.out / "results.md")
     plot(runs, args.out)
