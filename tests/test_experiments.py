@@ -136,6 +136,51 @@ def test_contextual_smoke(tmp_path):
         assert (tmp_path / name).stat().st_size > 0
 
 
+def test_contextual_paired_smoke(tmp_path):
+    import contextual
+
+    argv = ["--smoke", "--parts", "paired", "--problems", "hartmann4", "--workers", "1", "--out", str(tmp_path)]
+    result = contextual.main(argv)
+    rows = result["paired"]["rows"]
+    assert [(r["problem"], r["beta"]) for r in rows] == [("hartmann4", None), ("hartmann4", 0.2)]
+    for row in rows:
+        assert row["seeds"] == [0] and 0 <= row["wilcoxon_p"] <= 1 and row["switched"] in (0, 1)
+    runs = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
+    # beta is part of the run key: four distinct runs
+    assert {(r["method"], r["beta"]) for r in runs} == {(m, b) for m in ("sadcbo", "cbo") for b in (None, 0.2)}
+    for run in runs:
+        checks = run["switch_checks"]
+        assert len(checks) == sum(run["is_bo"])
+        if run["method"] == "cbo":
+            assert not any(checks) and run["switch_iteration"] is None
+            continue
+        assert checks[0] is None and any(checks)  # no check at the first BO iteration
+        for c in filter(None, checks):
+            assert {"delta_r", "threshold", "rule", "fired"} <= set(c) and c["threshold"] > 0
+        fired = [i for i, c in enumerate(checks, 1) if c and c["fired"]]
+        assert run["switch_iteration"] == (fired[0] if fired else None)
+    assert not (tmp_path / "results.md").exists()  # the main part's files are left alone
+    md = (tmp_path / "paired.md").read_text()
+    assert "Seeds 0: 1 per row" in md and "| hartmann4 | Srinivas | 1 |" in md and "| hartmann4 | 0.2 | 1 |" in md
+    for name in ("paired.json", "paired_switch.png"):
+        assert (tmp_path / name).stat().st_size > 0
+    again = contextual.main(argv)["paired"]["rows"]  # resumed from runs.jsonl
+    assert [(r["sadcbo"], r["cbo"], r["switch_iterations"]) for r in again] == [
+        (r["sadcbo"], r["cbo"], r["switch_iterations"]) for r in rows]
+    # the summary of a switched run and of two seeds, from the recorded runs
+    sad = next(r for r in runs if r["method"] == "sadcbo" and r["beta"] is None)
+    cbo = next(r for r in runs if r["method"] == "cbo" and r["beta"] is None)
+    k = next(i for i, c in enumerate(sad["switch_checks"], 1) if c)
+    switched = {**sad, "seed": 1, "switch_iteration": k, "switch_checks": [
+        {**c, "fired": i == k} if c else c for i, c in enumerate(sad["switch_checks"], 1)]}
+    first_bo = sad["is_bo"].index(True)
+    switched["phase"] = [*sad["phase"][: first_bo + k - 1], *["optimization"] * (len(sad["phase"]) - first_bo - k + 1)]
+    [row] = contextual.summarize_paired([sad, cbo, switched, {**cbo, "seed": 1}], smoke=True)["rows"]
+    assert row["seeds"] == [0, 1] and row["switched"] == 1 and row["switch_iterations"] == [None, k]
+    assert 0 < row["switch_fraction"][0] < 1
+    contextual.plot_paired([sad, switched], tmp_path)
+
+
 def test_bench_contextual_smoke(tmp_path):
     import bench_contextual
 
@@ -206,6 +251,27 @@ def test_cost_ids_smoke(tmp_path):
     for row in result["table"].values():
         assert row["final_regret"][0] >= 0 and row["seeds"] == 1
     assert (tmp_path / "regret_vs_cost.png").stat().st_size > 0
+    assert "Seeds 0; " in (tmp_path / "results.md").read_text()
+
+
+def test_cost_ids_first_seed_smoke(tmp_path):
+    import cost_ids
+
+    result = cost_ids.main(["--smoke", "--workers", "1", "--first-seed", "5", "--seeds", "2", "--methods", "cost-ids",
+                            "ucb", "--out", str(tmp_path)])  # fmt: skip
+    assert result["seeds_run"] == [5, 6] and not result["rho"]  # main part only, seeds 5-6
+    assert {m: row["seed_list"] for m, row in result["table"].items()} == {"cost-ids": [5, 6], "ucb": [5, 6]}
+    runs = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
+    assert sorted((r["method"], r["seed"]) for r in runs) == [("cost-ids", 5), ("cost-ids", 6), ("ucb", 5), ("ucb", 6)]
+    test = result["wilcoxon"]["cost-ids vs ucb"]
+    assert test["seeds"] == 2 and 0 <= test["cost_ids_better_in"] <= 2 and 0 < test["wilcoxon_p"] <= 1
+    md = (tmp_path / "results.md").read_text()
+    assert "--first-seed 5" in md and "Seeds 5-6;" in md and "chosen on seeds 0-4" in md and "held out" in md
+    assert (tmp_path / "regret_vs_cost.png").stat().st_size > 0
+    # the rho part stays on seeds 0..: with main on 5-6 it also runs rho 1 and 2 itself
+    jobs = cost_ids.jobs_for(["main", "rho"], 2, 2, True, first_seed=5)
+    assert {(j["rho"], j["seed"]) for j in jobs if j["part"] == "rho"} == {(r, s) for r in cost_ids.RHOS for s in (0, 1)}
+    assert len({(j["part"], j["method"], j["rho"], j["seed"]) for j in jobs}) == len(jobs)
 
 
 def test_hired_smoke(tmp_path):
