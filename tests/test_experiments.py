@@ -101,6 +101,12 @@ def test_bench_map_saas_fit_smoke(tmp_path):
     for single, batched in zip(row["single_log_posterior"], row["batched_log_posterior"], strict=True):
         assert batched >= single - 1e-6
     assert (tmp_path / "results.md").read_text().startswith("# MAP-SAAS fit restarts")
+    # the campaign section: each arm carries its own fit state from fit to fit
+    [run] = result["campaign"]["rows"]
+    assert run["warm_starts"][0] == "no previous fit" and "warm" in run["warm_starts"]
+    assert set(run["full_starts"]) == {"warm start off"} and set(run["gp-cold_starts"]) == {"warm start off"}
+    assert run["gp-warm_starts"][1:] == ["warm"] * (len(run["gp-warm_starts"]) - 1)
+    assert (tmp_path / "campaign.md").read_text().startswith("# MAP-SAAS warm starts over a campaign")
 
 
 def test_bench_sebo_homotopy_smoke(tmp_path):
