@@ -3,21 +3,28 @@ matrices (Paria thesis, section 5.4, Algorithm 5.1 and figure 5.2), with dense b
 
 :class:`SparseIndex` stores the database :math:`D` (``n x d``) as its transpose in CSR form:
 row :math:`j` of ``postings`` is the list of database rows active in dimension :math:`j` with
-their values (the inverted index). A batch of sparse queries :math:`Q` (CSR, ``m x d``) is
-scored by one sparse-sparse product :math:`S = Q D^T` that visits, for each query, only the
+their values (the inverted index). A block of sparse queries :math:`Q_b` (CSR, ``b x d``) is
+scored by one sparse-sparse product :math:`S = Q_b D^T` that visits, for each query, only the
 posting lists of its non-zero dimensions: :math:`\sum_j [q_j \ne 0] n_j` multiply-adds, whose
-expectation per database row is the FLOPs per row :math:`\sum_j p_j^2` (eq. 5.1-5.2). Then, per
-query,
+expectation per database row is the FLOPs per row :math:`\sum_j p_j^2` (eq. 5.1-5.2). The
+product is densified into a ``b x n`` float32 score buffer (rows with no common dimension score
+exactly 0 there, an implicit zero the sparse product never stores), and the selection runs on
+the whole block at once, with no per-query Python loop:
 
-1. **threshold**: keep the scores ``> threshold`` (``None`` keeps every row with a stored score);
-2. **top-k**: the ``shortlist`` best of them (``numpy.argpartition``, no full sort);
+1. **threshold**: the candidates of a query are its rows scoring ``> threshold`` (``None``:
+   every row);
+2. **top-k**: the ``shortlist`` best candidates (``numpy.partition`` for the ``shortlist``-th
+   value, then a mask; no full sort), at least ``k`` (a query with fewer than ``k`` rows above
+   the threshold is completed with the next best scores);
 3. **re-rank** the shortlist exactly with dense vectors (``dense``: e.g. the unit-norm
-   pre-activations of the same network; without them the sparse scores, which are exact
-   inner products of the sparse codes) and return the ``k`` best.
+   pre-activations of the same network; the shortlist's vectors gathered for the block and
+   multiplied in one batched product) and return the ``k`` best; without dense vectors the
+   sparse scores, which are exact inner products of the sparse codes, rank.
 
-With ``threshold=None`` the result is exactly the dense top-k of :math:`Q D^T` (rows with no
-common non-zero dimension score exactly 0; they enter the list, in row order, when fewer than
-``k`` rows score above 0; ties are broken by row id).
+Without re-ranking the result is exactly the dense top-k of :math:`Q D^T` over all ``n`` rows,
+for signed (SThresh) codes too: a row scoring 0 outranks one scoring below 0; ties are broken
+by row id, also inside the selection (a threshold then changes nothing). Memory is bounded:
+a block holds at most ``chunk`` queries and ``buffer`` scores (:meth:`SparseIndex.block_rows`).
 
 Baselines with the same ``search(queries, k) -> (scores, ids)`` interface:
 :class:`DenseIndex` (one BLAS matmul + ``argpartition``), :class:`TorchDenseIndex`
@@ -104,8 +111,11 @@ class SparseIndex:
         dense: Optional ``n x e`` dense vectors of the same rows for exact re-ranking.
     """
 
-    #: Queries scored per sparse product (the score block is at most ``chunk x n``).
+    #: Queries scored per sparse product (at most; see :meth:`block_rows`).
     chunk = 64
+    #: Entries of the dense score buffer of one block (``block x n`` float32, 16 MB) and of
+    #: the gathered re-rank block (``rows x shortlist x e``).
+    buffer = 1 << 22
 
     def __init__(self, codes: Any, dense: Any | None = None) -> None:
         matrix = _as_matrix(codes, "index codes")
@@ -174,10 +184,11 @@ class SparseIndex:
             queries: ``m x d`` sparse query codes.
             k: Results per query (``<= n``).
             shortlist: Candidates kept after the sparse scores for re-ranking (default ``k``).
-            threshold: Keep only sparse scores ``> threshold`` (``None``: keep all).
+            threshold: Re-rank only rows whose sparse score is ``> threshold`` (``None``: any
+                row), completed to ``k`` with the next best sparse scores.
             dense_queries: ``m x e`` dense query vectors; with the index's ``dense``, the
                 shortlist is re-ranked by exact dense inner products (returned scores are
-                those); otherwise by the sparse scores.
+                those); otherwise the sparse scores rank (exactly the top-k of ``Q D^T``).
         """
         k = _check_k(k, self.n)
         shortlist = k if shortlist is None else _check_k(shortlist, self.n, "shortlist")
@@ -197,41 +208,72 @@ class SparseIndex:
             raise DataError(f"dense queries have {dq.shape[0]} rows, the sparse queries {m}")
         out_scores = np.empty((m, k), dtype=np.float32)
         out_ids = np.empty((m, k), dtype=np.int64)
-        for start in range(0, m, self.chunk):  # bounded memory: S is up to chunk x n
-            stop = min(m, start + self.chunk)
-            S = (Q[start:stop] @ self.postings).tocsr()
-            self._select(S, k, shortlist, threshold, dq[start:stop] if rerank else None,
+        block = self.block_rows()
+        for start in range(0, m, block):  # bounded memory: the score buffer is block x n
+            stop = min(m, start + block)
+            # the sparse product densified: implicit zeros (no common dimension) included
+            B = (Q[start:stop] @ self.postings).toarray()
+            self._select(B, k, shortlist, threshold, dq[start:stop] if rerank else None,
                          out_scores[start:stop], out_ids[start:stop])
         return out_scores, out_ids
 
-    def _select(self, S: sp.csr_matrix, k: int, shortlist: int, threshold: float | None,
-                dq: np.ndarray | None, out_scores: np.ndarray, out_ids: np.ndarray) -> None:
-        """Threshold, shortlist, (re-rank) and top-k of each row of the score block ``S``."""
-        rerank = dq is not None
-        indptr, indices, data = S.indptr, S.indices, S.data
-        for i in range(S.shape[0]):
-            cols, vals = indices[indptr[i]:indptr[i + 1]], data[indptr[i]:indptr[i + 1]]
-            if threshold is not None:
-                keep = vals > threshold
-                cols, vals = cols[keep], vals[keep]
-            if len(cols) > shortlist:
-                part = np.argpartition(-vals, shortlist - 1)[:shortlist]
-                cols, vals = cols[part], vals[part]
-            if len(cols) < k or (threshold is None and vals.min() < 0):
-                # rows with no common dimension score exactly 0: they outrank negative scores
-                cols, vals = self._pad(cols, vals, k, indices[indptr[i]:indptr[i + 1]])
-            if rerank:
-                vals = self.dense[cols] @ dq[i]
-            order = np.lexsort((cols, -vals))[:k]  # best first, ties by row id
-            out_scores[i], out_ids[i] = vals[order], cols[order]
+    def block_rows(self) -> int:
+        """Queries per block: at most ``chunk``, and ``buffer // n`` (at least one)."""
+        return max(1, min(int(self.chunk), int(self.buffer) // self.n))
 
-    def _pad(self, cols: np.ndarray, vals: np.ndarray, k: int, scored: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Append up to ``k`` rows without a stored score (score 0), in row order."""
-        taken = np.zeros(self.n, dtype=bool)
-        taken[scored] = True
-        taken[cols] = True
-        extra = np.flatnonzero(~taken)[: k - len(cols)]
-        return np.concatenate([cols, extra]), np.concatenate([vals, np.zeros(len(extra), dtype=vals.dtype)])
+    def _select(self, B: np.ndarray, k: int, shortlist: int, threshold: float | None,
+                dq: np.ndarray | None, out_scores: np.ndarray, out_ids: np.ndarray) -> None:
+        """Threshold, shortlist, (re-rank) and top-k of a block ``B`` (``b x n`` dense scores),
+        vectorized over the block."""
+        if dq is None:  # the sparse scores are the ranking: exact top-k (a threshold changes nothing)
+            out_scores[:], out_ids[:] = _sorted_top(B, k)
+            return
+        if threshold is None:
+            keep = np.full(len(B), shortlist)
+        else:  # candidates: the rows scoring > threshold, at most shortlist, at least k
+            keep = np.clip(np.count_nonzero(B > threshold, axis=1), k, shortlist)
+        width = int(keep.max())
+        _, cand = _sorted_top(B, width)
+        dense = self._rerank(cand, dq)
+        dense[np.arange(width)[None, :] >= keep[:, None]] = -np.inf
+        order = np.argsort(cand, axis=1)  # then a stable sort by score: ties by row id
+        cand, dense = np.take_along_axis(cand, order, 1), np.take_along_axis(dense, order, 1)
+        order = np.argsort(-dense, axis=1, kind="stable")[:, :k]
+        out_scores[:], out_ids[:] = np.take_along_axis(dense, order, 1), np.take_along_axis(cand, order, 1)
+
+    def _rerank(self, cand: np.ndarray, dq: np.ndarray) -> np.ndarray:
+        """Dense inner products ``<dense[cand[i, l]], dq[i]>`` (``b x L``), batched over rows;
+        the gathered ``rows x L x e`` block stays within ``buffer`` entries."""
+        b, width = cand.shape
+        e = self.dense.shape[1]
+        out = np.empty((b, width), dtype=np.float32)
+        step = max(1, int(self.buffer) // (width * e))
+        for start in range(0, b, step):
+            stop = min(b, start + step)
+            out[start:stop] = np.matmul(self.dense[cand[start:stop]], dq[start:stop, :, None])[..., 0]
+        return out
+
+
+def _sorted_top(B: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Row-wise top ``k`` of a dense ``b x n`` score matrix, best first, ties by row id (exact
+    and deterministic): the ``k``-th largest value by ``numpy.partition``, the rows above it,
+    and of the rows equal to it the lowest ids (a cumulative count, only in rows with more ties
+    than places)."""
+    b, n = B.shape
+    kth = (np.partition(B, n - k, axis=1)[:, n - k] if k < n else B.min(axis=1))[:, None]
+    chosen = B > kth
+    need = k - np.count_nonzero(chosen, axis=1)
+    tied = B == kth
+    over = np.flatnonzero(np.count_nonzero(tied, axis=1) > need)
+    if len(over):
+        sub = tied[over]
+        sub &= np.cumsum(sub, axis=1, dtype=np.int32) <= need[over, None]
+        tied[over] = sub
+    chosen |= tied
+    ids = np.nonzero(chosen)[1].reshape(b, k)  # row-major: ascending ids within a row
+    vals = np.take_along_axis(B, ids, axis=1)
+    order = np.argsort(-vals, axis=1, kind="stable")
+    return np.take_along_axis(vals, order, axis=1), np.take_along_axis(ids, order, axis=1)
 
 
 class DenseIndex:

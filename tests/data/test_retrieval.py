@@ -116,3 +116,123 @@ def test_dense_query_scores_through_the_posting_lists():
     np.testing.assert_allclose(scores, db @ truncated, rtol=1e-5, atol=1e-6)
     with pytest.raises(DataError, match="query has 3 dimensions"):
         index.dense_query_scores(np.ones(3))
+
+
+def signed_sparse_codes(n, d, nnz, seed, values=(-2.0, -1.0, -0.5, 0.5, 1.0, 2.0)):
+    """``nnz`` non-zeros per row drawn from a dyadic set: every inner product is exact in
+    float32, so the dense reference ties exactly where the index does."""
+    rng = np.random.default_rng(seed)
+    cols = np.stack([rng.choice(d, nnz, replace=False) for _ in range(n)])
+    data = rng.choice(values, size=(n, nnz)).astype(np.float32)
+    return sp.csr_matrix((data.ravel(), cols.ravel(), np.arange(0, n * nnz + 1, nnz)), shape=(n, d))
+
+
+def dense_top_k(Q, D, k):
+    """Brute force: ``Q @ D.T`` densely, top-k by score, ties by row id."""
+    S = np.asarray(Q.toarray(), dtype=np.float64) @ np.asarray(D.toarray(), dtype=np.float64).T
+    order = np.lexsort((np.broadcast_to(np.arange(S.shape[1]), S.shape), -S), axis=1)[:, :k]
+    return np.take_along_axis(S, order, axis=1), order
+
+
+def test_issue_31_signed_example_ranks_implicit_zeros_above_negative_scores():
+    db = sp.csr_matrix(np.array([[-1, 0], [-2, 0], [0, 1], [0, 1]], dtype=np.float32))
+    index = SparseIndex(db)
+    scores, ids = index.search(sp.csr_matrix(np.array([[1.0, 0.0]], dtype=np.float32)), 1)
+    np.testing.assert_array_equal(ids, [[2]])
+    np.testing.assert_array_equal(scores, [[0.0]])
+    scores, ids = index.search(sp.csr_matrix(np.array([[1.0, 0.0]], dtype=np.float32)), 4)
+    np.testing.assert_array_equal(ids, [[2, 3, 0, 1]])
+    np.testing.assert_array_equal(scores, [[0.0, 0.0, -1.0, -2.0]])
+
+
+@pytest.mark.parametrize("k", [1, 5, 298])
+@pytest.mark.parametrize("shortlist", [None, 299])
+def test_exact_top_k_in_the_sparse_signed_regime(k, shortlist):
+    """SThresh-like codes: 3 non-zeros of 512 per row, so most rows share no dimension with a
+    query (score 0, never stored) and some score below 0: the index equals the dense top-k
+    exactly (scores, and ids with ties by row id); blocks smaller than the query batch."""
+    D, Q = signed_sparse_codes(300, 512, 3, 0), signed_sparse_codes(150, 512, 3, 1)
+    ref_scores, ref_ids = dense_top_k(Q, D, k)
+    everything = dense_top_k(Q, D, 300)[0]
+    assert (everything[:, 0] == 0).any() and (everything[:, 0] > 0).any()  # some queries match no row
+    assert (ref_scores < 0).any() == (k > 250)  # with k near n the list reaches the negative scores
+    index = SparseIndex(D)
+    index.chunk = 16  # several blocks
+    scores, ids = index.search(Q, k, shortlist=shortlist)
+    assert scores.shape == ids.shape == (150, k) and scores.dtype == np.float32 and ids.dtype == np.int64
+    np.testing.assert_array_equal(scores, ref_scores)
+    np.testing.assert_array_equal(ids, ref_ids)
+
+
+def test_exact_top_k_for_continuous_signed_codes():
+    """Continuous signed values: scores equal the dense brute force, ids equal up to ties."""
+    D, Q = random_codes(3000, 128, 3 / 128, 2, signed=True), random_codes(200, 128, 3 / 128, 3, signed=True)
+    k = 10
+    ref_scores, _ = dense_top_k(Q, D, k)
+    scores, ids = SparseIndex(D).search(Q, k)
+    np.testing.assert_allclose(scores, ref_scores, rtol=1e-5, atol=1e-6)
+    full = np.asarray(Q.toarray(), dtype=np.float64) @ np.asarray(D.toarray(), dtype=np.float64).T
+    np.testing.assert_allclose(np.take_along_axis(full, ids, axis=1), ref_scores, rtol=1e-5, atol=1e-6)
+    assert all(len(set(row)) == k for row in ids.tolist())
+
+
+def test_threshold_keeps_scores_above_it_and_completes_with_the_next_best():
+    """With a threshold the re-ranked shortlist holds only rows scoring > threshold; a query
+    with fewer than k such rows is completed by the next best sparse scores (ties by id)."""
+    D, Q = signed_sparse_codes(500, 32, 3, 4), signed_sparse_codes(40, 32, 3, 5)
+    rng = np.random.default_rng(6)
+    dense_db, dense_q = rng.standard_normal((500, 8)).astype(np.float32), rng.standard_normal((40, 8)).astype(np.float32)
+    index = SparseIndex(D, dense=dense_db)
+    k, shortlist, threshold = 5, 30, 1.0
+    scores, ids = index.search(Q, k, shortlist=shortlist, threshold=threshold, dense_queries=dense_q)
+    sparse_scores, sparse_ids = dense_top_k(Q, D, 500)
+    for i in range(40):
+        passing = int((sparse_scores[i] > threshold).sum())
+        candidates = sparse_ids[i, :min(shortlist, max(k, passing))]
+        dense = dense_db[candidates] @ dense_q[i]
+        best = candidates[np.lexsort((candidates, -dense))[:k]]
+        np.testing.assert_array_equal(ids[i], best)
+        np.testing.assert_allclose(scores[i], dense_db[best] @ dense_q[i], rtol=1e-5, atol=1e-6)
+    # without re-ranking a threshold does not change the (exact) top-k
+    np.testing.assert_array_equal(index.search(Q, k, shortlist=shortlist, threshold=threshold)[1], sparse_ids[:, :k])
+
+
+def test_search_has_no_per_query_python_loop():
+    """The selection is vectorized over a block of queries: the number of Python and C calls
+    made by a search does not grow with the number of queries in a block."""
+    import sys
+
+    D = signed_sparse_codes(1000, 64, 3, 7)
+    rng = np.random.default_rng(8)
+    index = SparseIndex(D, dense=rng.standard_normal((1000, 8)).astype(np.float32))
+    index.chunk = 256
+
+    def calls(m):
+        Q = signed_sparse_codes(m, 64, 3, 9)
+        dq = rng.standard_normal((m, 8)).astype(np.float32)
+        count = [0]
+
+        def profile(frame, event, arg):
+            if event in ("call", "c_call"):
+                count[0] += 1
+        for kwargs in ({}, {"shortlist": 50, "dense_queries": dq}, {"shortlist": 50, "threshold": 0.5, "dense_queries": dq}):
+            sys.setprofile(profile)
+            try:
+                index.search(Q, 3, **kwargs)
+            finally:
+                sys.setprofile(None)
+        return count[0]
+
+    few, many = calls(2), calls(200)
+    assert many < 1.2 * few, (few, many)
+
+
+def test_score_buffer_is_bounded():
+    """The dense score block is at most ``buffer`` entries (one query at least)."""
+    index = SparseIndex(signed_sparse_codes(5000, 16, 2, 10))
+    index.buffer = 20_000
+    assert index.block_rows() == 4
+    index.buffer = 10
+    assert index.block_rows() == 1
+    index.buffer, index.chunk = 10**9, 64
+    assert index.block_rows() == 64
