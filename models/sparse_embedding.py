@@ -43,6 +43,18 @@ and unbiased), the balance ratio :math:`R_{sub} = \mathcal F / (d \bar p^2) \ge 
 dead dimensions (never active). Retrieval is leave-one-out over the evaluation set with exact
 inner products of the embeddings.
 
+**Checkpoint selection.** Early in a run (during the :math:`\lambda` warm-up) the embedding is
+nearly dense and its recall is the highest of the run, so "best ``val_recall@1``" keeps a dense
+model. Each validation epoch therefore also logs ``val_recall_in_budget``: recall@k (the first
+``recall_k``) if the epoch is *eligible*, else ``-1`` (below any recall, finite, so a
+``ModelCheckpoint(monitor="val_recall_in_budget", mode="max")`` keeps the best eligible epoch).
+An epoch is eligible when (``select_after_warmup``, default on) the regularization weight has
+reached :math:`\lambda` (:math:`t \ge T` with :class:`LambdaWarmup`; always without it) and,
+with ``select_max_flops`` / ``select_max_nnz``, its FLOPs per row / mean non-zeros per row are
+within those budgets; ``val_eligible`` (1/0) logs which. It is the model's
+``checkpoint_monitor``, so ``dsbo.train`` selects by it unless a config names another monitor;
+a fit with no eligible epoch warns.
+
 Batches are ``(x, label)``; ``x`` is ``n x in_dim`` (``n x C x H x W`` images are flattened).
 
 Example:
@@ -54,6 +66,7 @@ Example:
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Sequence
 
 import pytorch_lightning as pl
@@ -238,7 +251,15 @@ class SparseEmbedding(pl.LightningModule):
         margin: Triplet margin (0.1).
         lr: Adam learning rate.
         recall_k, precision_k: The ``k`` of the logged recall@k and precision@k.
+        select_after_warmup: Only epochs whose regularization weight has reached ``lam`` are
+            eligible for ``val_recall_in_budget`` (module docstring).
+        select_max_flops: FLOPs-per-row budget (``val_flops``) of an eligible epoch (``None``:
+            no budget).
+        select_max_nnz: Mean non-zeros per row (``val_nnz``) budget (``None``: no budget).
     """
+
+    #: ``dsbo.train``'s default ``ModelCheckpoint`` monitor: the best recall among eligible epochs.
+    checkpoint_monitor = ("val_recall_in_budget", "max")
 
     def __init__(
         self,
@@ -259,6 +280,9 @@ class SparseEmbedding(pl.LightningModule):
         lr: float = 1e-3,
         recall_k: Sequence[int] = (1, 10),
         precision_k: Sequence[int] = (4, 16),
+        select_after_warmup: bool = True,
+        select_max_flops: float | None = None,
+        select_max_nnz: float | None = None,
     ) -> None:
         super().__init__()
         for name, value, allowed in (("activation", activation, ACTIVATIONS), ("regularizer", regularizer, REGULARIZERS),
@@ -270,6 +294,11 @@ class SparseEmbedding(pl.LightningModule):
                 raise ValueError(f"SparseEmbedding.{name} must be a positive integer, got {value!r}")
         if not (isinstance(lam, int | float) and math.isfinite(lam) and lam >= 0):
             raise ValueError(f"SparseEmbedding.lam must be a finite number >= 0, got {lam!r}")
+        for name, value in (("select_max_flops", select_max_flops), ("select_max_nnz", select_max_nnz)):
+            if value is not None and not (isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value >= 0):
+                raise ValueError(f"SparseEmbedding.{name} must be a finite number >= 0 or None, got {value!r}")
+        if not recall_k:
+            raise ValueError("SparseEmbedding.recall_k must name at least one k (the selection uses the first)")
         if backbone == "cnn":
             if image_shape is None or len(image_shape) != 3 or math.prod(image_shape) != in_dim:
                 raise ValueError(f"SparseEmbedding: backbone cnn needs image_shape (C, H, W) with C*H*W = in_dim = {in_dim}, got {image_shape!r}")
@@ -285,6 +314,8 @@ class SparseEmbedding(pl.LightningModule):
         #: lambda_t of the current step (set by :class:`LambdaWarmup`; lambda without it).
         self.reg_weight = float(lam)
         self._val_outputs: list[tuple[Tensor, Tensor]] = []
+        #: Validation epochs (of this fit) eligible for ``val_recall_in_budget``.
+        self.eligible_epochs: list[int] = []
 
     # ------------------------------------------------------------------ embedding
     def dense_embedding(self, x: Tensor) -> Tensor:
@@ -359,7 +390,38 @@ class SparseEmbedding(pl.LightningModule):
         labels = torch.cat([y for _, y in self._val_outputs]).cpu()
         self._val_outputs = []
         metrics = evaluation_metrics(embedding, labels, self.hparams.recall_k, self.hparams.precision_k)
+        if stage == "val":
+            eligible = self.eligible(metrics)
+            recall = metrics.get(f"recall@{self.hparams.recall_k[0]}")
+            metrics["eligible"] = float(eligible)
+            metrics["recall_in_budget"] = recall if eligible and recall is not None else -1.0
+            if not self.trainer.sanity_checking:
+                self._validated = True
+                if eligible:
+                    self.eligible_epochs.append(self.current_epoch)
         self.log_dict({f"{stage}_{k}": v for k, v in metrics.items()}, on_step=False, on_epoch=True)
+
+    def eligible(self, metrics: dict[str, float]) -> bool:
+        """Whether an epoch with these evaluation metrics may be selected (class docstring)."""
+        h = self.hparams
+        if h.select_after_warmup and self.reg_weight < self.lam:
+            return False
+        if h.select_max_flops is not None and not metrics["flops"] <= h.select_max_flops:
+            return False
+        return h.select_max_nnz is None or metrics["nnz"] <= h.select_max_nnz
+
+    def on_fit_start(self) -> None:
+        self.eligible_epochs, self._validated = [], False
+
+    def on_fit_end(self) -> None:
+        if getattr(self, "_validated", False) and not self.eligible_epochs:
+            warnings.warn(
+                "SparseEmbedding: no validation epoch was eligible for checkpoint selection "
+                f"(select_after_warmup={self.hparams.select_after_warmup}, select_max_flops="
+                f"{self.hparams.select_max_flops}, select_max_nnz={self.hparams.select_max_nnz}); "
+                "val_recall_in_budget stayed -1 and its best checkpoint is not a model within the budget",
+                stacklevel=2,
+            )
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
         return torch.optim.Adam(self.parameters(), lr=self.hparams.lr)

@@ -70,6 +70,7 @@ def test_train_cli_takes_a_datamodule_by_class(tmp_path):
 
 def test_synthetic_train_config_fits_with_a_logger(tmp_path):
     """The shipped config, shrunk: model and datamodule hyperparameters merge in the logger."""
+    import json
     from pathlib import Path
 
     from dsbo.cli.train import main
@@ -80,5 +81,11 @@ def test_synthetic_train_config_fits_with_a_logger(tmp_path):
             "--model.embedding_dim", "16", "--trainer.max_epochs", "1", "--trainer.enable_progress_bar", "false",
             "--trainer.logger", "pytorch_lightning.loggers.CSVLogger", "--trainer.logger.save_dir", str(tmp_path),
             "--run_dir", str(tmp_path)]
-    assert main(args) == 0
+    with pytest.warns(UserWarning, match="no validation epoch was eligible"):
+        assert main(args) == 0
     assert (tmp_path / "checkpoints" / "final.ckpt").is_file()
+    # checkpoint selection respects the warm-up: the one epoch (inside the 400-step warm-up,
+    # nearly dense) is not reported as a best model in budget
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["best_val_recall_in_budget"] == -1.0 and summary["val_eligible"] == 0.0
+    assert 0 <= summary["val_recall@1"] <= 1

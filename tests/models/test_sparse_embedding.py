@@ -193,3 +193,72 @@ def test_bad_options_are_named():
         SparseEmbedding(4, 3, lam=-1.0)
     cnn = SparseEmbedding(64, 3, backbone="cnn", image_shape=(1, 8, 8), hidden=(4,), embedding_dim=6)
     assert cnn(torch.rand(2, 64)).shape == (2, 6)
+
+
+class _EpochMetrics(pl.Callback):
+    def __init__(self):
+        self.rows = []
+
+    def on_validation_end(self, trainer, pl_module):
+        if not trainer.sanity_checking:
+            m = trainer.callback_metrics
+            self.rows.append({"epoch": trainer.current_epoch, "reg_weight": pl_module.reg_weight,
+                              **{k: float(m[f"val_{k}"]) for k in ("recall@1", "nnz", "flops", "recall_in_budget", "eligible")}})
+
+
+def _selection_fit(tmp_path, **selection):
+    """A tiny synthetic run: epoch 0 is inside the lambda warm-up (nearly dense, the run's best
+    recall@1); from epoch 1 lambda = 1000 sparsifies the codes and costs recall."""
+    import re
+
+    from pytorch_lightning.callbacks import ModelCheckpoint
+
+    pl.seed_everything(0, verbose=False)
+    g = torch.Generator().manual_seed(0)
+    train_y = torch.arange(8).repeat(8)
+    centers = torch.randn(16, 12, generator=g)
+    train_x = centers[train_y] + 0.3 * torch.randn(64, 12, generator=g)
+    eval_y = torch.cat([torch.arange(8, 16).repeat(3), torch.tensor([-1, -2, -3, -4])])
+    eval_x = centers[eval_y.clamp_min(0)] + 0.3 * torch.randn(28, 12, generator=g)
+    model = SparseEmbedding(12, 8, embedding_dim=16, hidden=(32,), regularizer="flops", lam=1000.0, lr=1e-2, **selection)
+    assert SparseEmbedding.checkpoint_monitor == ("val_recall_in_budget", "max")
+    record = _EpochMetrics()
+    best = ModelCheckpoint(dirpath=tmp_path, monitor="val_recall_in_budget", mode="max", save_top_k=1)
+    trainer = pl.Trainer(max_epochs=5, logger=False, enable_progress_bar=False, enable_model_summary=False,
+                         num_sanity_val_steps=0, callbacks=[LambdaWarmup(steps=6), record, best])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        trainer.fit(model, DataLoader(TensorDataset(train_x, train_y), batch_size=16),
+                    DataLoader(TensorDataset(eval_x, eval_y), batch_size=64))
+    epoch = int(re.search(r"epoch=(\d+)", best.best_model_path).group(1))
+    return model, record.rows, epoch, float(best.best_model_score), caught
+
+
+@pytest.mark.parametrize("selection", [{}, {"select_after_warmup": False, "select_max_flops": 3.0}])
+def test_checkpoint_selection_does_not_pick_the_dense_warmup_epoch(tmp_path, selection):
+    """``val_recall_in_budget`` (the model's checkpoint monitor) keeps the best recall among the
+    epochs after the warm-up (default) or within a FLOPs budget; ``val_recall@1`` would keep the
+    nearly dense epoch 0."""
+    model, rows, epoch, score, _ = _selection_fit(tmp_path, **selection)
+    budget = selection.get("select_max_flops", math.inf)
+    after = not selection or selection.get("select_after_warmup", True)
+    eligible = [r for r in rows if (not after or r["reg_weight"] >= 1000.0) and r["flops"] <= budget]
+    assert [r["epoch"] for r in eligible] == model.eligible_epochs
+    dense = rows[0]
+    assert dense not in eligible and dense["eligible"] == 0 and dense["recall_in_budget"] == -1
+    # the failure mode: the dense warm-up epoch has the run's best recall@1 and the most non-zeros
+    assert dense["recall@1"] > max(r["recall@1"] for r in eligible)
+    assert dense["nnz"] > max(r["nnz"] for r in eligible)
+    assert epoch != dense["epoch"]
+    chosen = next(r for r in rows if r["epoch"] == epoch)
+    assert chosen in eligible and chosen["eligible"] == 1
+    assert chosen["recall@1"] == score == max(r["recall@1"] for r in eligible)
+    assert all(r["recall_in_budget"] == (r["recall@1"] if r in eligible else -1) for r in rows)
+
+
+def test_checkpoint_selection_warns_when_no_epoch_is_in_budget(tmp_path):
+    _, rows, _, score, caught = _selection_fit(tmp_path, select_max_nnz=0.5)
+    assert score == -1 and all(r["eligible"] == 0 for r in rows)
+    assert any("no validation epoch was eligible" in str(w.message) for w in caught)
+    with pytest.raises(ValueError, match="select_max_flops"):
+        SparseEmbedding(4, 3, select_max_flops=-1.0)
