@@ -155,11 +155,15 @@ def dataset(problem, seed: int, points: int) -> tuple[Tensor, Tensor]:
     return X, problem.evaluate(X)[:, :1]
 
 
+def problem_and_datasets(args: argparse.Namespace) -> tuple[Any, int]:
+    """Branin in 50 dimensions (15 for ``--smoke``) and the number of data sets (8; smoke 1)."""
+    return get_problem("branin-15d" if args.smoke else "branin-50d"), args.datasets or (1 if args.smoke else 8)
+
+
 def restarts_section(args: argparse.Namespace) -> dict[str, Any]:
     """Single start, sequential and batched restarts on the same data sets."""
     smoke = args.smoke
-    problem = get_problem("branin-15d" if smoke else "branin-50d")
-    datasets = args.datasets or (1 if smoke else 8)
+    problem, datasets = problem_and_datasets(args)
     points = args.points or (10 if smoke else 30)
     repeats = args.repeats or (1 if smoke else 3)
     restarts = 1 if smoke else args.restarts
@@ -208,8 +212,7 @@ def restarts_section(args: argparse.Namespace) -> dict[str, Any]:
 def campaign_section(args: argparse.Namespace) -> dict[str, Any]:
     """Each arm fitted at every ``n`` of a growing data set, carrying its own fit state."""
     smoke = args.smoke
-    problem = get_problem("branin-15d" if smoke else "branin-50d")
-    datasets = args.datasets or (1 if smoke else 8)
+    problem, datasets = problem_and_datasets(args)
     start = args.start or (6 if smoke else 10)
     iterations = args.iterations or (4 if smoke else 30)
     check_at = min(30, start + iterations - 1)
