@@ -1,8 +1,9 @@
 """``python -m dsbo.optimize``: run a BO campaign from a YAML config.
 
 With no arguments it runs the built-in default (Branin embedded in 20 dimensions, MAP-SAAS +
-qLogNEI with BONSAI pruning, 30 evaluations; 46 s on 2 CPU cores, against 54 s for the same run
-with ``--postprocess null``, one run each). Typical use::
+qLogNEI with BONSAI pruning, 30 evaluations): 22 s on 2 idle CPU cores with the warm-started
+fits, 40 s with ``--surrogate.options "{warm_start: false}"`` (median of 3 interleaved runs).
+Typical use::
 
     python -m dsbo.optimize --config configs/bo/default.yaml --budget 50 --surrogate.name gp
     python -m dsbo.optimize --print_config > my.yaml      # a config to edit
