@@ -58,8 +58,7 @@ from dsbo.contexts.settings import ContextValues
 from dsbo.errors import BudgetExhaustedError, ConfigError, EvaluationError
 from dsbo.problems.base import Problem
 from dsbo.storage import BUDGETED, Store, Trial, new_worker_id, open_store
-from dsbo.surrogates import SurrogateSpec, fit_surrogate
-from dsbo.surrogates.warm_start import META_KEY as FIT_STATE_KEY
+from dsbo.surrogates import SurrogateSpec, fit_surrogate, warm_start
 
 Callback = Callable[["Campaign", list[Trial]], None]
 if TYPE_CHECKING:
@@ -397,7 +396,7 @@ class Campaign:
             acq_time = time.perf_counter() - t0
             X, metadata = proposal.X, proposal.metadata
             extra: dict[str, Any] = {"fit_cpu_time": fit_cpu, "acq_cpu_time": time.process_time() - c0}
-            if any(f is not None for f in fit_states):
+            if warm_start.states_to_json(fit_states):
                 extra["fit_start"] = [None if f is None else f.start for f in fit_states]
             rows = getattr(model, "training_rows", None)
             if rows is not None:  # the trials the surrogate was fitted on (subset selection)
@@ -435,8 +434,8 @@ class Campaign:
             # ledger could not screen): nothing affordable was proposed, so the run ends
             self.ledger.exhausted = True
             return []
-        if any(f is not None for f in fit_states):  # after the proposal's commit: a crash before it refits from the same state
-            self.store.set_meta(FIT_STATE_KEY, [None if f is None else f.to_json() for f in fit_states])
+        if (kept := warm_start.states_to_json(fit_states)) is not None:  # after the commit: a crash refits from the same state
+            self.store.set_meta(warm_start.META_KEY, kept)
         for trial_id, error in zip(ids, cost_errors, strict=True):
             if error is not None:  # recorded like a failed evaluation, never evaluated
                 self.store.fail(trial_id, error, budget=self.budget)
@@ -545,7 +544,7 @@ class Campaign:
         if X is None or Y is None:
             X, Y = self.store.completed_data()
             Y = warp_outcomes(Y, self.problem.num_objectives, self.outcome_warping)
-        previous = self.store.get_meta(FIT_STATE_KEY)
+        previous = self.store.get_meta(warm_start.META_KEY)
         with gpytorch.settings.max_cholesky_size(EXACT_CHOLESKY_SIZE):
             return fit_surrogate(self.surrogate, X, Y, self.problem.bounds, selection_seed=self.seed, previous_fits=previous)
 

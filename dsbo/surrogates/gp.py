@@ -317,7 +317,7 @@ def fit_map_saas(
                 objective = map_saas_member_objective(warm) / n
                 drop = float((torch.tensor(previous.log_posterior).to(objective) - objective).max())
                 if drop <= restart_drop:
-                    return _with_fit_state(warm, train_X, taus, previous.fits_since_restart + 1, "warm")
+                    return _with_fit_state(warm, train_X, taus, previous.fits_since_restart + 1, "warm", objective)
                 reason = f"log posterior per point fell by {drop:.3g} (more than {restart_drop:g})"
             else:
                 reason = "the previous fit does not fit this model"
@@ -352,16 +352,24 @@ def _full_map_saas_fit(build: Callable[..., EnsembleMapSaasSingleTaskGP], num_ta
 
 
 def _with_fit_state(
-    model: EnsembleMapSaasSingleTaskGP, train_X: Tensor, taus: Tensor, fits_since_restart: int, start: str
+    model: EnsembleMapSaasSingleTaskGP,
+    train_X: Tensor,
+    taus: Tensor,
+    fits_since_restart: int,
+    start: str,
+    log_posterior: Tensor | None = None,
 ) -> EnsembleMapSaasSingleTaskGP:
-    """Attach the :class:`FitState` the next fit of a campaign starts from."""
+    """Attach the :class:`FitState` the next fit of a campaign starts from (``log_posterior``:
+    the per-member log posterior per point, when the caller has it already)."""
     n = train_X.shape[0]
+    if log_posterior is None:
+        log_posterior = map_saas_member_objective(model) / n
     model.fit_state = FitState(
         surrogate="map-saas",
         parameters=parameters_of(model),
         num_points=n,
         x_digest=digest(train_X),
-        log_posterior=(map_saas_member_objective(model) / n).tolist(),
+        log_posterior=log_posterior.tolist(),
         fits_since_restart=fits_since_restart,
         extra={"taus": taus.tolist()},
         start=start,

@@ -121,3 +121,10 @@ def restart_reason(
     if X.shape[0] - n > restart_after_points:
         return f"{X.shape[0] - n} new points (more than {restart_after_points})"
     return None
+
+
+def states_to_json(states: list[FitState | None]) -> list[dict[str, Any] | None] | None:
+    """A model's ``fit_states`` as JSON for the store, or ``None`` if it keeps none."""
+    if not any(state is not None for state in states):
+        return None
+    return [None if state is None else state.to_json() for state in states]
