@@ -17,8 +17,9 @@ later test window the earlier test steps are history, never the window's own tar
   projection :math:`S (S^\top W^{-1} S)^{-1} S^\top W^{-1}` with :math:`W` the shrunk covariance
   of the in-sample one-step residuals). The base (unreconciled) ETS forecasts come along.
 
-The season :math:`m` follows the data's frequency (:data:`SEASONS`: 12 monthly, 4 quarterly, 7
-daily, 52 weekly, 24 hourly). statsforecast and hierarchicalforecast are the optional extra
+The season :math:`m` follows the data's frequency (:data:`SEASONS`, defined with the data's window
+settings in :mod:`dsbo.data.hierarchical_settings`: 12 monthly, 4 quarterly, 7 daily, 52 weekly,
+24 hourly); it is the season of the ``y_snaive`` forecast in every batch of the data module. statsforecast and hierarchicalforecast are the optional extra
 ``forecast`` (``pip install -e ".[forecast]"``; statsforecast 2.1 pins pandas < 3). They, pandas
 and the zoo's metrics (whose package imports Lightning) are imported by the functions that use
 them, not with the module.
@@ -39,21 +40,18 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
+from dsbo.data.hierarchical_settings import (
+    SEASONS as SEASONS,  # the data side owns the seasons (re-exported)
+)
+from dsbo.data.hierarchical_settings import season_of
 from dsbo.errors import ConfigError, DataError
 
 if TYPE_CHECKING:
     from dsbo.data.hierarchical import Hierarchy
 
-#: Seasonal period per frequency code of :func:`dsbo.data.hierarchical.read_hierarchical`.
-SEASONS = {"M": 12, "Q": 4, "W": 52, "D": 7, "h": 24, "Y": 1}
 #: Keys of :func:`ets_reconciled` (and of :func:`baseline_forecasts` with ``seasonal_naive``).
 ETS_METHODS = ("ets", "ets_bottom_up", "ets_mint_shrink")
 BASELINES = ("seasonal_naive", *ETS_METHODS)
-
-
-def season_of(frequency: str) -> int:
-    """Seasonal period of a frequency code (1, i.e. no season, when unknown)."""
-    return SEASONS.get(frequency, 1)
 
 
 def _check(values: np.ndarray, starts: Sequence[int], horizon: int, need: int, what: str) -> np.ndarray:
@@ -177,7 +175,8 @@ def baseline_forecasts(
             ``dm.horizon`` and the frequency of ``dm.series``).
         split: ``"val"`` or ``"test"``.
         methods: Any of :data:`BASELINES`.
-        season: Seasonal period (default: from the data's frequency, :data:`SEASONS`).
+        season: Seasonal period (default: the data module's ``season``, else from the data's
+            frequency, :data:`SEASONS`).
 
     Returns:
         ``name -> W x N x F`` original-scale forecasts.
@@ -187,7 +186,7 @@ def baseline_forecasts(
         raise ConfigError(f"baseline_forecasts: unknown methods {unknown}; choose from {BASELINES}")
     if split not in ("val", "test"):
         raise ConfigError(f"baseline_forecasts: split must be 'val' or 'test', got {split!r}")
-    m = season if season is not None else season_of(dm.series.frequency)
+    m = season if season is not None else (getattr(dm, "season", None) or season_of(dm.series.frequency))
     starts = dm.forecast_starts(split)
     out: dict[str, np.ndarray] = {}
     if "seasonal_naive" in methods:

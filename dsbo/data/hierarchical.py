@@ -29,7 +29,17 @@ validation range, the rest the training range. Validation and test windows roll 
 (their forecast steps tile their range; their history may reach back into earlier ranges, as
 inputs only). Training windows (length :math:`H + F`) lie entirely inside the training range,
 so no validation or test value is ever a training input or target, and no test value is a
-validation input or target.
+validation input or target. A training window's origin :math:`s` (its first forecast step)
+is at least :math:`\max(H, m)`, so that its seasonal naive forecast (below) has a full season
+before it; with :math:`H \ge m` that is every window that fits.
+
+**Seasonal naive forecast** (``y_snaive``, every batch of every split, also
+``predict_split="future"``): :math:`\hat y_{s+h} = y_{s - m + (h \bmod m)}` from the window's
+origin :math:`s` with the data's season :math:`m` (``season``; default from the frequency:
+:data:`~dsbo.data.hierarchical_settings.SEASONS`), in the same scaled units as ``y_fut``: the
+forecast of :func:`dsbo.analysis.forecast_baselines.seasonal_naive` divided by ``scale``. It
+uses only values before :math:`s`, so it is an input (a residual base for a model), never a
+leak.
 
 **Representatives** (section 6.4 "Summary vector", 6.8.2): :math:`R` series chosen by separable
 NMF (:func:`successive_projection`, Gillis & Vavasis 2014) on the training range of the scaled
@@ -42,12 +52,32 @@ when :math:`N \le` ``batch_nodes``: the plain mini-batches of 6.8.1) and ``alpha
 ``min(batch_nodes, N)`` nodes *with* replacement from :math:`\pi`, so the weighting acts on small
 hierarchies too.
 
-**Defaults per data set** (:data:`DATASET_DEFAULTS`; ``None`` arguments resolve through them
-by the data set's folder name, else the thesis' Tourism column of table 6.5, :math:`H = 24,
-F = 4`, 3 rolling windows): labour :math:`(H, F) = (24, 8)`; tourismlarge :math:`(24, 12)`;
-tourismsmall has only 36 quarterly steps, so with the literature's horizon 8 and one
-validation and one test window 20 steps remain for training: :math:`H = 8` (two years) leaves
-5 training windows (:math:`H = 12` would leave one).
+**Settings per data set.** ``None`` arguments among ``history``, ``horizon``, ``val_windows``
+and ``test_windows`` resolve through :data:`DATASET_DEFAULTS` for the three data sets that were
+run (by the folder name of ``path``, else ``name``): labour :math:`(H, F) = (24, 8)`;
+tourismlarge :math:`(24, 12)`; tourismsmall has only 36 quarterly steps, so with the
+literature's horizon 8 and one validation and one test window 20 steps remain for training:
+:math:`H = 8` (two years) leaves 5 training windows (:math:`H = 12` would leave one). Any other
+data get them from their frequency and length
+(:func:`~dsbo.data.hierarchical_settings.data_settings`):
+
+| frequency | season :math:`m` | :math:`(H, F)` | windows | preset (``settings.preset``) |
+|---|---|---|---|---|
+| hourly | 24 | (48, 24) | 3 + 3 | ``m5`` |
+| daily | 7 | (28, 7) | 3 + 3 | ``m5`` |
+| weekly | 52 | (52, 13) | 3 + 3 | ``tourism`` |
+| monthly | 12 | (24, 4) | 3 + 3 | ``tourism`` |
+| quarterly | 4 | (12, 4) | 3 + 3 | ``tourism`` |
+
+reduced (windows first, then the history) when the data are too short for
+:data:`~dsbo.data.hierarchical_settings.MIN_TRAIN_WINDOWS` training windows, and a
+:class:`~dsbo.errors.DataError` naming the fields when even that is too short. The module's
+``settings`` (:class:`~dsbo.data.hierarchical_settings.DataSettings`), ``season``, ``preset``
+(the table 6.5 column a HiReD should start from, ``dsbo_zoo.hired.PRESETS``) and
+``settings_origin`` (each field: ``"given"``, ``"<name> defaults"`` or ``"derived from the
+data"``) say what was chosen. When both ``name`` and ``path`` are given and ``name`` is not
+the folder name of ``path``, the data are read from ``path`` and the defaults follow them
+(not ``name``), with a warning saying which setting came from where.
 
 Example:
     >>> dm = HierarchicalDataModule(synthetic={"branching": [2, 3], "num_steps": 96},
@@ -55,14 +85,17 @@ Example:
     >>> dm.num_nodes, dm.in_dim, dm.hierarchy.num_levels
     (9, 3, 3)
     >>> batch = next(iter(dm.train_dataloader()))
-    >>> batch["y_hist"].shape, batch["y_fut"].shape, batch["z_hist"].shape
-    (torch.Size([9, 12]), torch.Size([9, 4]), torch.Size([12, 6]))
+    >>> batch["y_hist"].shape, batch["y_fut"].shape, batch["z_hist"].shape, batch["y_snaive"].shape
+    (torch.Size([9, 12]), torch.Size([9, 4]), torch.Size([12, 6]), torch.Size([9, 4]))
+    >>> HierarchicalDataModule(synthetic="synthetic-daily").settings.preset
+    'm5'
 """
 
 from __future__ import annotations
 
 import math
 import os
+import warnings
 from pathlib import Path
 from typing import Any, Literal
 
@@ -75,9 +108,10 @@ from torch.utils.data import DataLoader, Dataset, IterableDataset
 
 from dsbo.data.dates import calendar_covariates, extend_dates
 from dsbo.data.hierarchical_io import FILES, read_hierarchical, write_hierarchical
+from dsbo.data.hierarchical_settings import FIELDS, DataSettings, data_settings, season_of
 from dsbo.data.hierarchy import COHERENCE_RTOL, HierarchicalSeries, Hierarchy
 from dsbo.data.separable_nmf import successive_projection
-from dsbo.data.synthetic_hierarchies import synthetic_hierarchy
+from dsbo.data.synthetic_hierarchies import SYNTHETIC_SETS, synthetic_hierarchy, synthetic_set
 from dsbo.errors import ConfigError, DataError
 
 #: Per data set (folder name) defaults: history H, horizon F, validation and test windows.
@@ -86,11 +120,12 @@ DATASET_DEFAULTS: dict[str, dict[str, int]] = {
     "tourismsmall": {"history": 8, "horizon": 8, "val_windows": 1, "test_windows": 1},
     "tourismlarge": {"history": 24, "horizon": 12, "val_windows": 3, "test_windows": 1},
 }
-#: Table 6.5, Tourism column: (H, F) = (24, 4), 3 rolling validation / test windows.
+#: Table 6.5, Tourism column: (H, F) = (24, 4), 3 rolling validation / test windows (the monthly
+#: row of the settings derived from the data; it was the fallback of every other data set).
 PAPER_DEFAULTS: dict[str, int] = {"history": 24, "horizon": 4, "val_windows": 3, "test_windows": 3}
 PREDICT_SPLITS = ("test", "future")
 #: Batch keys (every split; ``y_fut`` is absent from ``predict_split="future"`` batches).
-BATCH_KEYS = ("y_hist", "y_fut", "nodes", "level", "scale", "x_hist", "x_fut", "z_hist", "t_fut")
+BATCH_KEYS = ("y_hist", "y_fut", "nodes", "level", "scale", "x_hist", "x_fut", "z_hist", "t_fut", "y_snaive")
 #: Keys of :meth:`HierarchicalDataModule.state_dict`.
 STATE_KEYS = ("node_names", "global_scale", "representatives", "history", "horizon", "covariate_names")
 
@@ -163,16 +198,21 @@ class HierarchicalDataModule(pl.LightningDataModule):
       (:math:`|\mathcal L(i)|\,\sigma`),
     - ``x_hist`` ``H x D``, ``x_fut`` ``F x D`` (float32 calendar covariates),
     - ``z_hist`` ``H x R`` (float32, scaled histories of the representatives),
-    - ``t_fut`` ``F`` (long): the step index of each forecast step (``>= T`` past the data).
+    - ``t_fut`` ``F`` (long): the step index of each forecast step (``>= T`` past the data),
+    - ``y_snaive`` ``B x F`` (float32, scaled like ``y_fut``): the seasonal naive forecast
+      :math:`y_{s - m + (h \bmod m)}` from the window's origin :math:`s` (module docstring).
 
     Args:
         path: A folder with ``data.csv``, ``agg_mat.csv``, ``tags.csv``.
         name: A data set under ``$DSBO_DATA`` (used when ``path`` is None); also selects the
-            :data:`DATASET_DEFAULTS` (default: ``path``'s folder name).
-        synthetic: Keyword arguments of :func:`synthetic_hierarchy` (exclusive with path/name).
+            :data:`DATASET_DEFAULTS` when ``path`` is None. With ``path``, the defaults follow
+            ``path``'s folder name, and a different ``name`` draws a warning.
+        synthetic: Keyword arguments of :func:`synthetic_hierarchy`, or the name of one of
+            :data:`~dsbo.data.synthetic_hierarchies.SYNTHETIC_SETS` (exclusive with path/name).
         history: :math:`H`. horizon: :math:`F`. val_windows, test_windows: rolling windows of
             :math:`F` steps at the end of the data. ``None``: :data:`DATASET_DEFAULTS` of the
-            data set, else :data:`PAPER_DEFAULTS` (table 6.5, Tourism).
+            data set, else derived from the data's frequency and length (module docstring).
+        season: :math:`m` of ``y_snaive`` (default: from the data's frequency).
         batch_nodes: Most nodes per batch (512, table 6.5); evaluation chunks the nodes.
         alpha: Level weighting :math:`\alpha` of eq. 6.6 (1: uniform).
         num_representatives: :math:`R` (table 6.5, Tourism: 6).
@@ -189,11 +229,12 @@ class HierarchicalDataModule(pl.LightningDataModule):
         self,
         path: str | None = None,
         name: str | None = None,
-        synthetic: dict[str, Any] | None = None,
+        synthetic: dict[str, Any] | str | None = None,
         history: int | None = None,
         horizon: int | None = None,
         val_windows: int | None = None,
         test_windows: int | None = None,
+        season: int | None = None,
         batch_nodes: int = 512,
         alpha: float = 1.0,
         num_representatives: int = 6,
@@ -213,10 +254,12 @@ class HierarchicalDataModule(pl.LightningDataModule):
                 "HierarchicalDataModule: set exactly one of path (a folder in the common format), "
                 "name (a data set under $DSBO_DATA) or synthetic (arguments of synthetic_hierarchy)"
             )
-        if synthetic is not None and not isinstance(synthetic, dict):
-            raise ConfigError(f"HierarchicalDataModule: synthetic must be a dict of synthetic_hierarchy arguments, got {synthetic!r}")
+        if isinstance(synthetic, str) and synthetic not in SYNTHETIC_SETS:
+            raise ConfigError(f"HierarchicalDataModule: synthetic={synthetic!r} names no set; choose one of {', '.join(SYNTHETIC_SETS)}")
+        if synthetic is not None and not isinstance(synthetic, dict | str):
+            raise ConfigError(f"HierarchicalDataModule: synthetic must be a dict of synthetic_hierarchy arguments or a set's name, got {synthetic!r}")
         for arg, value in (("history", history), ("horizon", horizon), ("val_windows", val_windows),
-                           ("test_windows", test_windows), ("windows_per_epoch", windows_per_epoch)):
+                           ("test_windows", test_windows), ("season", season), ("windows_per_epoch", windows_per_epoch)):
             _int_arg(arg, value, 1, allow_none=True)
         _int_arg("batch_nodes", batch_nodes, 1)
         _int_arg("num_representatives", num_representatives, 0)
@@ -229,19 +272,15 @@ class HierarchicalDataModule(pl.LightningDataModule):
         if not (isinstance(coherence_rtol, int | float) and coherence_rtol >= 0):
             raise ConfigError(f"HierarchicalDataModule: coherence_rtol must be a number >= 0, got {coherence_rtol!r}")
         folder: Path | None = None
+        defaults_name = name
         if path is not None:
             folder = Path(path)
-            name = name or folder.name
+            defaults_name = folder.name
         elif name is not None:
             root = os.environ.get("DSBO_DATA")
             if not root:
                 raise ConfigError(f"HierarchicalDataModule: name={name!r} needs the environment variable DSBO_DATA (or set path)")
             folder = next((c for c in (Path(root) / name, Path(root) / "hierarchical" / name) if c.is_dir()), Path(root) / name)
-        defaults = DATASET_DEFAULTS.get(name or "", PAPER_DEFAULTS)
-        self.history = history if history is not None else defaults["history"]
-        self.horizon = horizon if horizon is not None else defaults["horizon"]
-        self.val_windows = val_windows if val_windows is not None else defaults["val_windows"]
-        self.test_windows = test_windows if test_windows is not None else defaults["test_windows"]
         self.batch_nodes = batch_nodes
         self.alpha = float(alpha)
         self.seed = seed
@@ -250,6 +289,8 @@ class HierarchicalDataModule(pl.LightningDataModule):
         # ---- data
         if _series is not None:
             series = _series
+        elif isinstance(synthetic, str):
+            series = synthetic_set(synthetic)
         elif synthetic is not None:
             try:
                 series = synthetic_hierarchy(**synthetic)
@@ -262,13 +303,19 @@ class HierarchicalDataModule(pl.LightningDataModule):
         self.Y: np.ndarray = series.values  # T x N, original units
         self.dates: pd.DatetimeIndex = series.dates
         num_steps, n = self.Y.shape
-        H, F = self.history, self.horizon
+        given = {"history": history, "horizon": horizon, "val_windows": val_windows, "test_windows": test_windows}
+        self._resolve_settings(given, season, defaults_name)
+        if name is not None and path is not None and name != defaults_name and self._not_given():
+            warnings.warn(self._name_path_message(name, defaults_name), UserWarning, stacklevel=2)
+        H, F, m = self.history, self.horizon, self.season
         held_out = (self.val_windows + self.test_windows) * F
-        if num_steps < H + F + held_out:
+        first = max(H, m)
+        if num_steps < first + F + held_out:
+            what = f"history {H}" if H >= m else f"season {m} (> history {H}: a training window's origin needs a full season before it)"
             raise DataError(
-                f"{series.source}: {num_steps} steps are too few for history {H} + horizon {F} (one training "
+                f"{series.source}: {num_steps} steps are too few for {what} + horizon {F} (one training "
                 f"window) + {self.val_windows} validation and {self.test_windows} test windows of {F} steps "
-                f"= {H + F + held_out}; shorten history or use fewer windows"
+                f"= {first + F + held_out}; shorten history (or season) or use fewer windows"
             )
         if num_representatives > n:
             raise ConfigError(f"HierarchicalDataModule: num_representatives={num_representatives} exceeds the {n} nodes of {series.source}")
@@ -291,6 +338,32 @@ class HierarchicalDataModule(pl.LightningDataModule):
         self._refresh_scaling()
         self.node_probs = torch.as_tensor(level_weights(self.hierarchy.depth, self.alpha))
         self.windows_per_epoch = windows_per_epoch or len(self.forecast_starts("train")) * math.ceil(n / batch_nodes)
+
+    def _resolve_settings(self, given: dict[str, int | None], season: int | None, defaults_name: str | None) -> None:
+        """``settings``, ``settings_origin`` and the attributes ``history`` ... ``season``, ``preset``."""
+        known = DATASET_DEFAULTS.get(defaults_name or "")
+        fixed = {k: v if v is not None or known is None else known[k] for k, v in given.items()}
+        settings = data_settings(self.series.frequency, self.Y.shape[0], season=season, source=str(self.series.source), **fixed)
+        origin = {k: "given" if given[k] is not None else (f"{defaults_name} defaults" if known else "derived from the data")
+                  for k in FIELDS}  # fmt: skip
+        origin["season"] = "given" if season is not None else f"the frequency ({self.series.frequency})"
+        self.settings: DataSettings = settings
+        self.settings_origin: dict[str, str] = origin
+        self.history, self.horizon = settings.history, settings.horizon
+        self.val_windows, self.test_windows = settings.val_windows, settings.test_windows
+        self.season, self.preset = settings.season, settings.preset
+        self._snaive_offset = torch.arange(self.horizon) % self.season - self.season
+
+    def _not_given(self) -> list[str]:
+        return [k for k in FIELDS if self.settings_origin[k] != "given"]
+
+    def _name_path_message(self, name: str, folder_name: str) -> str:
+        parts = ", ".join(f"{k}={getattr(self, k)} ({self.settings_origin[k]})" for k in (*FIELDS, "season"))
+        return (
+            f"HierarchicalDataModule: name={name!r} is not the folder name {folder_name!r} of path: the data are read "
+            f"from path and the settings not given follow them, not {name}'s: {parts}. To fix: drop name (with path "
+            f"it only selected defaults), or set {', '.join(self._not_given())} explicitly"
+        )
 
     @classmethod
     def from_series(cls, series: HierarchicalSeries, **kwargs: Any) -> HierarchicalDataModule:
@@ -328,8 +401,8 @@ class HierarchicalDataModule(pl.LightningDataModule):
     def forecast_starts(self, split: str) -> list[int]:
         """First forecast step of every window of ``split`` (``train``: every valid window)."""
         H, F = self.history, self.horizon
-        if split == "train":
-            return list(range(H, self.train_end - F + 1))
+        if split == "train":  # origins >= season: y_snaive needs a full season before them
+            return list(range(max(H, self.season), self.train_end - F + 1))
         if split == "val":
             return [self.train_end + k * F for k in range(self.val_windows)]
         if split == "test":
@@ -363,6 +436,7 @@ class HierarchicalDataModule(pl.LightningDataModule):
             "x_fut": self.X[start: start + F],
             "z_hist": hist[:, self.representatives].contiguous(),
             "t_fut": torch.arange(start, start + F),
+            "y_snaive": self.Y_scaled[start + self._snaive_offset][:, nodes].T.contiguous(),
         }
         if start + F <= self.num_steps:
             batch["y_fut"] = self.Y_scaled[start: start + F, nodes].T.contiguous()
@@ -395,6 +469,7 @@ class HierarchicalDataModule(pl.LightningDataModule):
             "history": self.history,
             "horizon": self.horizon,
             "covariate_names": list(self.covariate_names),
+            "season": self.season,
         }
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
@@ -405,6 +480,8 @@ class HierarchicalDataModule(pl.LightningDataModule):
                           ("horizon", self.horizon), ("covariate_names", list(self.covariate_names))):
             if state_dict[key] != mine:
                 raise DataError(f"HierarchicalDataModule state: the checkpoint's {key} differ from this data's")
+        if state_dict.get("season", self.season) != self.season:  # absent from checkpoints before y_snaive
+            raise DataError(f"HierarchicalDataModule state: the checkpoint's season {state_dict['season']} differs from this data's {self.season}")
         self.global_scale = float(state_dict["global_scale"])
         self.representatives = torch.as_tensor(state_dict["representatives"], dtype=torch.long)
         self._refresh_scaling()
@@ -418,13 +495,17 @@ __all__ = [
     "PAPER_DEFAULTS",
     "PREDICT_SPLITS",
     "STATE_KEYS",
+    "SYNTHETIC_SETS",
+    "DataSettings",
     "HierarchicalDataModule",
     "HierarchicalSeries",
     "Hierarchy",
     "calendar_covariates",
+    "data_settings",
     "extend_dates",
     "level_weights",
     "read_hierarchical",
+    "season_of",
     "successive_projection",
     "synthetic_hierarchy",
     "write_hierarchical",

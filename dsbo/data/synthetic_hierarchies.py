@@ -7,6 +7,13 @@ to their parent (the assumption of theorem 6.1), and generates the leaves as a b
 coherent. The basis and the leaf embeddings are returned in the series' ``meta``, so tests can
 compare what a model recovers with the truth.
 
+:data:`SYNTHETIC_SETS` names two larger sets for experiments on data HiReD was not tuned on
+(``HierarchicalDataModule(synthetic="synthetic-daily")``, ``experiments/hired.py --data
+synthetic-weekly``): ``synthetic-daily`` (76 nodes, 4 levels, 420 days, weekly season 7) and
+``synthetic-weekly`` (59 nodes, 4 levels, 312 weeks, yearly season 52); both leave hundreds of
+training windows under the settings derived from their frequency
+(:func:`dsbo.data.hierarchical_settings.data_settings`).
+
 Example:
     >>> series = synthetic_hierarchy(branching=(2, 3), num_steps=24)
     >>> series.values.shape, series.hierarchy.num_levels
@@ -15,14 +22,20 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 
 from dsbo.data.hierarchy import HierarchicalSeries, Hierarchy
 from dsbo.errors import ConfigError
+
+#: Dates per frequency code (pandas offsets).
+_FREQUENCIES = {"M": "MS", "Q": "QE", "D": "D", "W": "W-SUN"}
+#: Seasonal period when ``season`` is not given (monthly and quarterly keep the former default 12).
+DEFAULT_SEASONS = {"D": 7, "W": 52}
 
 
 def _tree_matrix(branching: list[int]) -> tuple[np.ndarray, list[str], list[tuple[str, ...]]]:
@@ -58,9 +71,9 @@ def synthetic_hierarchy(
     spread: float = 0.3,
     noise: float = 0.1,
     offset: float = 10.0,
-    season: int = 12,
+    season: int | None = None,
     start: str = "2000-01-01",
-    frequency: Literal["M", "Q", "D"] = "M",
+    frequency: Literal["M", "Q", "D", "W"] = "M",
     seed: int = 0,
 ) -> HierarchicalSeries:
     r"""An exactly coherent hierarchy in the style of section 6.6: :math:`Y = B\theta + w` at the leaves.
@@ -77,13 +90,21 @@ def synthetic_hierarchy(
         groups: ``G > 0`` crosses the tree with a grouping of ``G`` categories (like Tourism-L's
             purpose of travel): nodes are every tree node over all categories, then every tree
             node per category (tree-node major); leaves are tree leaves x categories.
-        num_steps: ``T``. num_bases: ``K >= 2``. season: seasonal period in steps.
-        frequency: Dates: ``"M"`` month starts, ``"Q"`` quarter ends or ``"D"`` days from ``start``.
+        num_steps: ``T``. num_bases: ``K >= 2``.
+        season: Seasonal period in steps (default: 7 for daily, 52 for weekly data, else 12).
+        frequency: Dates: ``"M"`` month starts, ``"Q"`` quarter ends, ``"D"`` days or ``"W"``
+            weeks (Sundays) from ``start``.
 
     Returns:
         A :class:`HierarchicalSeries`; ``meta`` holds ``basis`` (T x K) and ``theta`` (leaves x K).
     """
     branching = [int(b) for b in branching]
+    if frequency not in _FREQUENCIES:
+        raise ConfigError(f"synthetic_hierarchy: frequency={frequency!r}; choose one of {', '.join(_FREQUENCIES)}")
+    if season is None:
+        season = DEFAULT_SEASONS.get(frequency, 12)
+    if isinstance(season, bool) or not isinstance(season, int) or season < 1:
+        raise ConfigError(f"synthetic_hierarchy: season must be an integer >= 1, got {season!r}")
     if any(b < 1 for b in branching) or num_steps < 2 or num_bases < 2 or groups < 0:
         raise ConfigError(
             f"synthetic_hierarchy: branching={branching} must hold integers >= 1, num_steps={num_steps} >= 2, "
@@ -121,10 +142,26 @@ def synthetic_hierarchy(
     bottom = np.maximum(bottom, 0.0)
     hierarchy = Hierarchy(S, tuple(names), paths=tuple(paths))
     values = hierarchy.aggregate(bottom)
-    freq = {"M": "MS", "Q": "QE", "D": "D"}[frequency]
+    freq = _FREQUENCIES[frequency]
     dates = pd.date_range(start, periods=num_steps, freq=freq)
     return HierarchicalSeries(hierarchy, values, dates, frequency, "synthetic", "synthetic",
                               meta={"basis": Bm, "theta": leaf_theta})
 
 
-__all__ = ["synthetic_hierarchy"]
+#: Named synthetic sets for experiments (keyword arguments of :func:`synthetic_hierarchy`).
+SYNTHETIC_SETS: dict[str, dict[str, Any]] = {
+    "synthetic-daily": {"branching": [3, 4, 5], "num_steps": 420, "frequency": "D", "season": 7,
+                        "noise": 0.5, "spread": 0.4, "start": "2020-01-06", "seed": 11},
+    "synthetic-weekly": {"branching": [2, 4, 6], "num_steps": 312, "frequency": "W", "season": 52,
+                         "noise": 0.5, "spread": 0.4, "start": "2015-01-04", "seed": 12},
+}  # fmt: skip
+
+
+def synthetic_set(name: str) -> HierarchicalSeries:
+    """The named set of :data:`SYNTHETIC_SETS`."""
+    if name not in SYNTHETIC_SETS:
+        raise ConfigError(f"unknown synthetic set {name!r}; choose one of {', '.join(SYNTHETIC_SETS)}")
+    return dataclasses.replace(synthetic_hierarchy(**SYNTHETIC_SETS[name]), name=name, source=name)
+
+
+__all__ = ["DEFAULT_SEASONS", "SYNTHETIC_SETS", "synthetic_hierarchy", "synthetic_set"]

@@ -22,6 +22,7 @@ from dsbo.data import (
     write_hierarchical,
 )
 from dsbo.data.hierarchical import (
+    BATCH_KEYS,
     calendar_covariates,
     extend_dates,
     level_weights,
@@ -325,9 +326,9 @@ def test_scaling_and_batch_format():
     batch = next(iter(dm.val_dataloader()))
     B, H, F, D, R = dm.num_nodes, 12, 4, dm.in_dim, 3
     shapes = {"y_hist": (B, H), "y_fut": (B, F), "nodes": (B,), "level": (B,), "scale": (B,),
-              "x_hist": (H, D), "x_fut": (F, D), "z_hist": (H, R), "t_fut": (F,)}
-    assert {k: tuple(v.shape) for k, v in batch.items()} == shapes
-    for key in ("y_hist", "y_fut", "scale", "x_hist", "x_fut", "z_hist"):
+              "x_hist": (H, D), "x_fut": (F, D), "z_hist": (H, R), "t_fut": (F,), "y_snaive": (B, F)}
+    assert {k: tuple(v.shape) for k, v in batch.items()} == shapes and set(shapes) == set(BATCH_KEYS)
+    for key in ("y_hist", "y_fut", "scale", "x_hist", "x_fut", "z_hist", "y_snaive"):
         assert batch[key].dtype == torch.float32
     for key in ("nodes", "level", "t_fut"):
         assert batch[key].dtype == torch.long
@@ -367,7 +368,10 @@ def test_windows_tile_the_ranges():
     dm = HierarchicalDataModule(synthetic={"num_steps": 100}, history=10, horizon=5, val_windows=2, test_windows=3)
     assert dm.ranges() == {"train": (0, 75), "val": (75, 85), "test": (85, 100)}
     assert dm.forecast_starts("val") == [75, 80] and dm.forecast_starts("test") == [85, 90, 95]
-    assert dm.forecast_starts("train") == list(range(10, 71))
+    # origins from max(H, season) = max(10, 12): y_snaive needs a full season before the origin
+    assert dm.season == 12 and dm.forecast_starts("train") == list(range(12, 71))
+    dm = HierarchicalDataModule(synthetic={"num_steps": 100}, history=14, horizon=5, val_windows=2, test_windows=3)
+    assert dm.forecast_starts("train") == list(range(14, 71))
 
 
 def test_windows_never_leak_test_or_validation_values():
