@@ -35,3 +35,21 @@ class TinyEnsemble(pl.LightningModule):
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
         return torch.optim.Adam(self.parameters(), lr=self.lr)
+
+
+class TinyWapeLogger(TinyEnsemble):
+    """Logs HiReD's validation metric names with fixed values: ``val_wape`` (``val_wape`` per
+    epoch from ``val_wapes``, the last value repeated) and ``val_wape_seasonal_naive``
+    (``snaive_wape``); checkpoints follow ``val_wape`` like HiReD's."""
+
+    checkpoint_monitor = ("val_wape", "min")
+
+    def __init__(self, in_dim: int, val_wapes: list[float] | None = None, snaive_wape: float = 0.3, **kwargs) -> None:
+        super().__init__(in_dim, **kwargs)
+        self.save_hyperparameters()
+        self.val_wapes = list(val_wapes or [0.5])
+
+    def validation_step(self, batch: tuple[Tensor, Tensor, Tensor], batch_idx: int) -> None:
+        value = self.val_wapes[min(self.current_epoch, len(self.val_wapes) - 1)]
+        self.log("val_wape", float(value), on_step=False, on_epoch=True, batch_size=len(batch[1]))
+        self.log("val_wape_seasonal_naive", float(self.hparams.snaive_wape), on_step=False, on_epoch=True, batch_size=len(batch[1]))

@@ -11,6 +11,7 @@ the model, so a config never repeats the input dimension. Typical use::
     python -m dsbo.train test --config configs/train/simple-smb-branin.yaml \\
         --ckpt_path runs/train/SimpleSMB-.../checkpoints/epoch=....ckpt
     python -m dsbo.train fit --config configs/train/simple-smb-branin.yaml --print_config
+    python -m dsbo.train fit --config configs/train/hired-labour.yaml --test true   # fit, then test the best checkpoint
 
 Every run writes to its run directory (``--run_dir``; default ``$DSBO_RUN_DIR`` or
 ``runs/train/<name>-<timestamp>``): ``config.yaml``, ``checkpoints/`` (the best epoch by the
@@ -20,9 +21,18 @@ BoTorch model with :func:`dsbo.surrogates.checkpoint.load_surrogate`),
 ``summary.json`` (the final metrics of every subcommand run there, the checkpoint path),
 ``checkpoints/final.ckpt`` (saved when ``fit`` returns, after the module's ``on_fit_end``),
 ``predictions.csv`` (``predict``: raw inputs, target and predicted mean/std in raw units; for
-node forecasters such as HiReD one row per node and forecast step, :func:`write_node_forecasts`) and
+node forecasters such as HiReD one row per node and forecast step,
+:func:`~dsbo.cli.train_outputs.write_node_forecasts`) and
 the offline W&B run (``WANDB_MODE`` overrides ``offline``; ``--trainer.logger false`` turns it
 off, ``--trainer.logger`` another logger replaces it).
+
+``fit --test true`` tests the best checkpoint (by the monitored metric; the final weights when
+there is no checkpoint callback) on the same datamodule right after the fit: its ``test_*``
+metrics join the fit's in ``summary.json`` and the W&B summary, with ``tested_checkpoint``.
+
+When a fit logs ``val_wape_seasonal_naive`` (HiReD: the validation mean WAPE of the seasonal
+naive forecasts, the same metric as ``val_wape``) and its best ``val_wape`` is worse, the run
+prints a warning and ``summary.json`` lists it under ``warnings`` (:func:`fit_warnings`).
 
 Zoo modules that lack ``validation_step``, ``test_step`` or ``predict_step`` get the generic
 ones of :class:`SurrogateMetrics` (MSE and R^2 of the ensemble mean in standardized units,
@@ -48,7 +58,6 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 import pytorch_lightning as pl
 import torch
 import yaml
@@ -61,6 +70,8 @@ from torch import Tensor, nn
 from torchmetrics import MeanSquaredError, R2Score
 
 from dsbo.cli.common import print_error
+from dsbo.cli.train_outputs import write_node_forecasts as write_node_forecasts  # re-exported
+from dsbo.cli.train_outputs import write_predictions
 from dsbo.data import ObservationDataModule
 from dsbo.errors import ConfigError, DsboError
 
@@ -77,6 +88,8 @@ STEP_HOOKS = ("validation_step", "test_step", "predict_step")
 #: Trainer defaults; small BO data sets train full batch, one step per epoch.
 TRAINER_DEFAULTS: dict[str, Any] = {"accelerator": "auto", "max_epochs": 100, "log_every_n_steps": 1}
 DEFAULT_SEED = 0
+#: Logged by a node forecaster next to ``val_wape``: the seasonal naive forecasts' validation WAPE.
+SNAIVE_METRIC = "val_wape_seasonal_naive"
 
 
 def import_zoo() -> list[str]:
@@ -234,6 +247,10 @@ class DsboTrainCLI(LightningCLI):
             help="torch intra-op threads (default 1: measured faster for these small networks on "
             "2 shared cores, experiments/bench_surrogates.py; null keeps torch's default)",
         )
+        parser.add_argument(
+            "--test", type=bool, default=False,
+            help="fit only: after the fit, test the best checkpoint on the same data; its test metrics join summary.json",
+        )
         parser.link_arguments("data.in_dim", "model.init_args.in_dim", apply_on="instantiate")
 
     def _subconfig(self) -> Any:
@@ -246,6 +263,8 @@ class DsboTrainCLI(LightningCLI):
             if threads < 1:
                 raise ConfigError(f"threads={threads} must be >= 1")
             torch.set_num_threads(threads)
+        if cfg.get("test") and self.subcommand != "fit":
+            raise ConfigError(f"--test true belongs to fit (it tests the fit's best checkpoint); {self.subcommand} got it")
         if "weights_only" in cfg and cfg["weights_only"] is None:
             cfg["weights_only"] = True  # --ckpt_path restores with torch.load(weights_only=True)
         self.run_name = cfg.get("name") or _class_name(cfg.get("model"))
@@ -299,11 +318,14 @@ class DsboTrainCLI(LightningCLI):
     def before_predict(self) -> None:
         self._log_data_hparams()
 
-    def _finish(self, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    def _metrics(self) -> dict[str, float]:
+        return {k: float(v) for k, v in self.trainer.callback_metrics.items() if isinstance(v, Tensor) and v.numel() == 1}
+
+    def _finish(self, extra: dict[str, Any] | None = None, metrics: dict[str, float] | None = None) -> dict[str, Any]:
         trainer = self.trainer
         path = self.run_dir / SUMMARY_NAME
         summary: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
-        metrics = {k: float(v) for k, v in trainer.callback_metrics.items() if isinstance(v, Tensor) and v.numel() == 1}
+        metrics = self._metrics() if metrics is None else metrics
         model_cfg = self._subconfig().get("model")
         summary.update(metrics)
         summary.update(
@@ -325,10 +347,19 @@ class DsboTrainCLI(LightningCLI):
         if self.subcommand == "fit":
             summary.update({"epochs": trainer.current_epoch, "global_step": trainer.global_step})
         summary.update(extra or {})
+        if self.subcommand == "fit":
+            summary.pop("warnings", None)  # a former fit's, in the same run directory
+            found = fit_warnings(summary)
+            for message in found:
+                Console(stderr=True).print(f"[bold yellow]warning:[/] {message}", highlight=False)
+            if found:
+                summary["warnings"] = found
         path.write_text(json.dumps(summary, indent=2))
         for logger in trainer.loggers:
             if isinstance(logger, WandbLogger) and logger._experiment is not None:
                 logger.experiment.summary.update({k: v for k, v in metrics.items()})
+                if summary.get("warnings"):
+                    logger.experiment.summary["warnings"] = summary["warnings"]
                 logger.experiment.finish()
         return summary
 
@@ -337,8 +368,22 @@ class DsboTrainCLI(LightningCLI):
         # the ModelCheckpoint files of the last epoch predate: this is the surrogate to load.
         final = self.run_dir / "checkpoints" / FINAL_CHECKPOINT
         self.trainer.save_checkpoint(final, weights_only=False)  # full: fit can resume from it
-        info = self._finish({"checkpoint": str(final)})
+        metrics, extra = self._metrics(), {"checkpoint": str(final)}
+        if self._subconfig().get("test"):
+            tested = self._test_best()
+            metrics.update({k: v for k, v in tested.items() if isinstance(v, float)})
+            extra.update(tested)
+        info = self._finish(extra, metrics)
         Console(stderr=True).print(f"fit done: {info.get('checkpoint', 'no checkpoint')} (run directory {self.run_dir})")
+
+    def _test_best(self) -> dict[str, Any]:
+        """``--test true``: test the fit's best checkpoint (else the final weights) on its data."""
+        best = self.trainer.checkpoint_callback
+        ckpt = getattr(best, "best_model_path", "") if best is not None else ""
+        results = self.trainer.test(self.model, datamodule=self.datamodule, ckpt_path=ckpt or None, verbose=False)
+        out: dict[str, Any] = {k: float(v) for result in results for k, v in result.items()}
+        out["tested_checkpoint"] = ckpt or "final weights (no checkpoint callback)"
+        return out
 
     def after_validate(self) -> None:
         self._finish()
@@ -352,60 +397,19 @@ class DsboTrainCLI(LightningCLI):
         self._finish({"predictions": str(written) if written else None})
 
 
-def write_node_forecasts(outputs: Sequence[dict[str, Tensor]], datamodule: Any, path: Path) -> Path:
-    """Write the ``predict`` outputs of a node forecaster (dicts with ``nodes`` ``B`` and
-    ``forecast`` ``B x F`` in original units; optional ``t_fut`` ``F``, the data's step index of
-    each forecast step, and ``target`` ``B x F``) as a CSV with one row per node and step:
-    ``node`` (its name from ``datamodule.hierarchy.node_names``, else its index), ``step``
-    (``1..F``), ``t`` (with ``t_fut``), ``forecast`` and ``target`` (when given)."""
-    names = getattr(getattr(datamodule, "hierarchy", None), "node_names", None)
-    frames = []
-    for out in outputs:
-        forecast = out["forecast"].detach().cpu().double()
-        B, F = forecast.shape
-        nodes = out["nodes"].detach().cpu().long().repeat_interleave(F)
-        frame: dict[str, Any] = {"node": [names[i] for i in nodes.tolist()] if names is not None else nodes.numpy()}
-        frame["step"] = torch.arange(1, F + 1).repeat(B).numpy()
-        if "t_fut" in out:
-            frame["t"] = out["t_fut"].detach().cpu().long().reshape(-1, F).expand(B, F).reshape(-1).numpy()
-        frame["forecast"] = forecast.reshape(-1).numpy()
-        if "target" in out:
-            frame["target"] = out["target"].detach().cpu().double().reshape(-1).numpy()
-        frames.append(pd.DataFrame(frame))
-    pd.concat(frames, ignore_index=True).to_csv(path, index=False)
-    return path
-
-
-def write_predictions(outputs: Any, datamodule: Any, path: Path) -> Path | None:
-    """Write ``predict`` outputs (dicts of ``index``/``mean``/``std`` or tensors ``members x n``
-    or ``n``, in standardized units) as a CSV in raw units next to the inputs and target; node
-    forecasts (dicts with ``nodes`` and ``forecast``) go through :func:`write_node_forecasts`.
-    Returns the path, or ``None`` when the outputs are of another kind."""
-    if outputs and all(isinstance(o, dict) and "nodes" in o and "forecast" in o for o in outputs):
-        return write_node_forecasts(outputs, datamodule, path)
-    if not isinstance(datamodule, ObservationDataModule) or not outputs:
-        return None
-    means, stds = [], []
-    for out in outputs:
-        if isinstance(out, dict) and "mean" in out:
-            means.append(out["mean"].detach().cpu().double())
-            stds.append(out.get("std", torch.zeros_like(out["mean"])).detach().cpu().double())
-        elif isinstance(out, Tensor) and out.ndim in (1, 2):
-            draws = out.detach().cpu().double().reshape(-1, out.shape[-1])
-            means.append(draws.mean(dim=0))
-            stds.append(draws.std(dim=0) if draws.shape[0] > 1 else torch.zeros(draws.shape[1], dtype=torch.double))
-        else:
-            return None
-    mean, std = torch.cat(means), torch.cat(stds)
-    X, y = datamodule.raw_data("all")
-    if len(mean) != len(y):
-        return None
-    frame = pd.DataFrame(X.numpy(), columns=datamodule.inputs)
-    frame[datamodule.target] = y.numpy()
-    frame["pred_mean"] = datamodule.untransform_y(mean).numpy()
-    frame["pred_std"] = (std * datamodule.y_std).numpy()
-    frame.to_csv(path, index=False)
-    return path
+def fit_warnings(summary: dict[str, Any]) -> list[str]:
+    """Warnings about a fit's ``summary``: a best ``val_wape`` (``best_val_wape``, else the last
+    ``val_wape``) worse than the seasonal naive forecasts' (:data:`SNAIVE_METRIC`)."""
+    snaive = summary.get(SNAIVE_METRIC)
+    best = summary.get("best_val_wape", summary.get("val_wape"))
+    if snaive is None or best is None or not best > snaive:
+        return []
+    return [
+        f"the model fits worse than seasonal naive on the validation windows: best val_wape {best:.4g} > "
+        f"{SNAIVE_METRIC} {snaive:.4g}. Try: the settings derived for this data (HierarchicalDataModule's "
+        "preset and season; a history of at least one season), more epochs or a smaller lr, the seasonal naive "
+        "residual base (HiReD baseline='seasonal_naive'), or check the data's frequency and scale"
+    ]
 
 
 def zoo_classes() -> dict[str, str]:

@@ -12,12 +12,13 @@ import pytest
 import pytorch_lightning as pl
 import torch
 import yaml
-from tiny_zoo import TinyEnsemble
+from tiny_zoo import TinyEnsemble, TinyWapeLogger
 
 from dsbo.cli.train import (
     add_missing_steps,
     build_cli,
     expand_model_names,
+    fit_warnings,
     main,
     surrogate_mean_std,
 )
@@ -76,6 +77,51 @@ def test_fit_validate_test_predict(tmp_path, offline_wandb):
     assert frame["pred_mean"].notna().all() and (frame["pred_std"] >= 0).all()
     # raw units: Branin (maximization sense) is far from standardized
     assert frame["objective"].max() <= 0 and frame["pred_mean"].abs().mean() > 5
+
+
+def test_fit_test_true_tests_the_best_checkpoint(tmp_path):
+    run_dir = tmp_path / "run"
+    no_log = ["--trainer.logger", "false"]
+    assert main(["fit", *tiny_args(run_dir), "--trainer.max_epochs", "4", *no_log, "--test", "true"]) == 0
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["subcommand"] == "fit" and {"val_mse", "best_val_mse", "test_mse", "test_r2"} <= set(summary)
+    assert summary["tested_checkpoint"] == summary["best_checkpoint"] and "best-epoch=" in summary["tested_checkpoint"]
+    tested = {k: summary[k] for k in ("test_mse", "test_r2")}
+    # the same numbers as testing that checkpoint on its own
+    assert main(["test", *tiny_args(run_dir), *no_log, "--ckpt_path", summary["best_checkpoint"]]) == 0
+    again = json.loads((run_dir / "summary.json").read_text())
+    assert {k: again[k] for k in tested} == pytest.approx(tested, rel=1e-6)
+    # without --test a fit writes no test metrics; --test belongs to fit
+    assert main(["fit", *tiny_args(tmp_path / "plain"), "--trainer.max_epochs", "1", *no_log]) == 0
+    assert "test_mse" not in json.loads((tmp_path / "plain" / "summary.json").read_text())
+    assert main(["test", *tiny_args(run_dir), *no_log, "--test", "true"]) == 2
+
+
+WAPE = f"{TinyWapeLogger.__module__}.TinyWapeLogger"
+
+
+@pytest.mark.parametrize(("val_wapes", "warned"), [([0.6, 0.4, 0.5], True), ([0.6, 0.2, 0.5], False)])
+def test_fit_warns_when_validation_wape_is_worse_than_seasonal_naive(tmp_path, capsys, val_wapes, warned):
+    run_dir = tmp_path / "run"
+    args = tiny_args(run_dir, "--trainer.max_epochs", "3", "--trainer.logger", "false")
+    args[args.index(TINY)] = WAPE
+    args = [a for a in args if a not in ("--model.width", "8")]
+    assert main(["fit", *args, "--model.val_wapes", str(val_wapes), "--model.snaive_wape", "0.3"]) == 0
+    summary = json.loads((run_dir / "summary.json").read_text())
+    # the best epoch's val_wape (0.4 or 0.2) against seasonal naive's 0.3, not the last epoch's 0.5
+    assert summary["best_val_wape"] == pytest.approx(min(val_wapes)) and summary["val_wape"] == pytest.approx(0.5)
+    assert ("warnings" in summary) == warned
+    err = capsys.readouterr().err
+    assert ("worse than seasonal naive" in err) == warned
+    if warned:
+        (message,) = summary["warnings"]
+        assert "best val_wape 0.4 > val_wape_seasonal_naive 0.3" in message and "Try:" in message
+
+
+def test_fit_warnings_of_a_summary():
+    assert fit_warnings({"val_wape": 0.5}) == [] and fit_warnings({"val_wape_seasonal_naive": 0.3}) == []
+    assert fit_warnings({"val_wape": 0.5, "best_val_wape": 0.2, "val_wape_seasonal_naive": 0.3}) == []
+    assert len(fit_warnings({"val_wape": 0.35, "val_wape_seasonal_naive": 0.3})) == 1
 
 
 def test_same_seed_same_model(tmp_path):
@@ -276,9 +322,12 @@ def test_hired_fit_and_predict_write_forecasts_for_every_node(tmp_path, offline_
     run_dir = tmp_path / "run"
     common = ["--config", str(ROOT / "configs/train/hired-tourismsmall.yaml"), "--data.init_args.path", str(data),
               "--run_dir", str(run_dir), *QUIET]
-    assert main(["fit", *common, "--trainer.max_epochs", "1"]) == 0
+    assert main(["fit", *common, "--trainer.max_epochs", "1", "--test", "true"]) == 0
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["model"] == "dsbo_zoo.hired.HiReD" and summary["epochs"] == 1 and summary["generic_steps"] == []
+    # --test true: the best checkpoint's test metrics, next to the fit's validation metrics
+    assert {"test_wape", "test_wape_level0", "test_coherence"} <= set(summary)
+    assert summary["tested_checkpoint"] == summary["best_checkpoint"]
     assert {"train_loss", "train_mae", "train_ereg", "val_wape", "val_smape", "val_coherence", "val_wape_level0"} <= set(summary)
     assert len(list((run_dir / "checkpoints").glob("best-epoch=0-val_wape=*.ckpt"))) == 1
     assert list((run_dir / "wandb").glob("offline-run-*"))
