@@ -29,9 +29,9 @@ Example (``configs/bo/hired-tourismsmall.yaml``)::
         config: configs/train/hired-tourismsmall.yaml
         args: ["--trainer.max_epochs=20"]
         parameters:
-          model.init_args.lambda_E: {distribution: log_uniform_values, min: 1.0e-10, max: 1.0e-2}
-          model.init_args.K: {distribution: int_uniform, min: 2, max: 16}
-        default: {model.init_args.lambda_E: 7.2498e-8, model.init_args.K: 6}
+          model.init_args.lambda_e: {distribution: log_uniform_values, min: 1.0e-10, max: 1.0e-2}
+          model.init_args.embedding_dim: {distribution: int_uniform, min: 2, max: 16}
+        default: {model.init_args.lambda_e: 7.2498e-8, model.init_args.embedding_dim: 6}
         tied: {data.init_args.num_representatives: model.init_args.num_representatives}
         metrics: [val_wape]
 
