@@ -6,8 +6,11 @@ windows of :class:`dsbo.data.HierarchicalDataModule` with the settings of ``conf
 (table 6.5's Tourism column; 40 epochs, early stopping on validation mean WAPE, patience 10) and
 the checkpoint with the best ``val_wape`` is scored on the test windows:
 
-- ``hired``: HiReD (TVAR + basis decomposition, lambda_E of table 6.5);
+- ``hired``: HiReD (TVAR + basis decomposition, lambda_E of table 6.5; the model's default
+  residual on the batch's seasonal naive forecast ``y_snaive``);
 - ``hired-lambda0``: the same with lambda_E = 0 (table 6.2's first ablation);
+- ``hired-no-snaive``: the same without the seasonal naive residual base (``baseline="none"``,
+  the thesis' model);
 - ``hired-ar``: TVAR only (table 6.2's second); ``hired-basis``: basis decomposition only;
 - ``rnn``: the shared seq2seq LSTM of table 6.1 (:class:`dsbo_zoo.seq2seq_rnn.Seq2SeqRNN`);
 - ``seasonal-naive``, ``ets`` (statsforecast AutoETS per node, unreconciled), ``ets-bu`` and
@@ -16,6 +19,17 @@ the checkpoint with the best ``val_wape`` is scored on the test windows:
 
 Metrics on the original scale: WAPE and SMAPE per level and their mean over levels; the
 coherence WAPE of table 6.3 (a node's forecast against the sum of its leaves' forecasts).
+Per data set, paired differences of mean WAPE and SMAPE (HiReD minus hired-lambda0,
+seasonal-naive, rnn and hired-no-snaive; same seed, the deterministic baselines' one run for
+every seed) as mean +- standard error over the seeds.
+
+**Data it was not tuned on** (issue 31): ``--data NAME=PATH ...`` adds any hierarchy in the
+HierE2E layout (data.csv, agg_mat.csv, tags.csv), and ``--data synthetic-daily
+synthetic-weekly`` the named synthetic sets of :mod:`dsbo.data.synthetic_hierarchies`. Their
+windows, season and table 6.5 column come from the data (frequency and length:
+:func:`dsbo.data.hierarchical_settings.data_settings`), the model is ``HiReD.preset`` of that
+column (its other settings as in the configs: lr halved every 6 epochs, early stopping patience
+10, 40 epochs). With ``--data`` alone, only those sets run (no ``--data-root`` needed).
 
 Part ``alpha``: HiReD with level-weighted node sampling (eq. 6.6, probability proportional to
 alpha^-depth) for alpha in 0.5, 1, 2, 4: top-level and mean WAPE.
@@ -24,6 +38,7 @@ Part ``cost``: one full tourismlarge fit with 1 and with 2 torch threads: traini
 
     python experiments/hired.py --smoke            # a synthetic hierarchy, a minute
     python experiments/hired.py --seeds 3          # what was run (see results.md)
+    python experiments/hired.py --parts main --data synthetic-daily synthetic-weekly mine=/path/to/mine --out OUT
 """
 
 from __future__ import annotations
@@ -52,14 +67,22 @@ from pytorch_lightning.callbacks import ModelCheckpoint  # noqa: E402
 from dsbo.analysis.forecast_baselines import baseline_forecasts, score_forecasts  # noqa: E402
 from dsbo.data import HierarchicalDataModule  # noqa: E402
 from dsbo.data.hierarchical import DATASET_DEFAULTS  # noqa: E402
+from dsbo.data.synthetic_hierarchies import SYNTHETIC_SETS  # noqa: E402
 from dsbo.errors import ConfigError  # noqa: E402
-from dsbo_zoo.hired import HiReD  # noqa: E402
+from dsbo_zoo.hired import PRESETS, HiReD  # noqa: E402
 from dsbo_zoo.seq2seq_rnn import Seq2SeqRNN  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "experiments" / "results" / "hired"
 DATASETS = ("labour", "tourismsmall", "tourismlarge")
-NEURAL = ("hired", "hired-lambda0", "hired-ar", "hired-basis", "rnn")
+NEURAL = ("hired", "hired-lambda0", "hired-no-snaive", "hired-ar", "hired-basis", "rnn")
+#: Paired differences reported per data set: HiReD minus each of these.
+PAIRED = ("hired-lambda0", "seasonal-naive", "rnn", "hired-no-snaive")
+#: Data given by ``--data`` (not tuned on): the configs' schedule, the data's table 6.5 column.
+CUSTOM_EPOCHS = 40
+CUSTOM_MODEL = {"lr_decay": 0.5, "decay_every": 6, "early_stopping_patience": 10}
+#: Smoke runs on ``--data`` sets: few training windows per epoch.
+SMOKE_WINDOWS = 4
 BASELINES = {"seasonal-naive": "seasonal_naive", "ets": "ets", "ets-bu": "ets_bottom_up", "ets-mint": "ets_mint_shrink"}
 ALPHAS = (0.5, 1.0, 2.0, 4.0)
 KEY = ("part", "dataset", "method", "seed", "alpha", "threads", "smoke")
@@ -88,7 +111,29 @@ def train_settings(dataset: str) -> tuple[dict[str, Any], dict[str, Any], int]:
     return dict(cfg["model"]["init_args"]), data, int(cfg["trainer"]["max_epochs"])
 
 
+def parse_data(items: list[str] | None) -> dict[str, dict[str, str]]:
+    """``--data`` items: ``NAME=PATH`` (a HierE2E folder) or a name of ``SYNTHETIC_SETS``."""
+    out: dict[str, dict[str, str]] = {}
+    for item in items or []:
+        name, sep, path = item.partition("=")
+        if sep:
+            if not name or not path or not (Path(path) / "data.csv").is_file():
+                raise ConfigError(f"--data {item}: NAME=PATH needs a name and a folder with data.csv, agg_mat.csv, tags.csv")
+            spec = {"path": str(Path(path).resolve())}
+        elif item in SYNTHETIC_SETS:
+            spec = {"synthetic": item}
+        else:
+            raise ConfigError(f"--data {item}: give NAME=PATH (a folder in the HierE2E layout) or one of {', '.join(SYNTHETIC_SETS)}")
+        if name in out or name in DATASETS or name == "synthetic":
+            raise ConfigError(f"--data {item}: the name {name!r} is taken; choose another")
+        out[name] = spec
+    return out
+
+
 def datamodule(job: dict[str, Any], root: str | None, alpha: float = 1.0) -> HierarchicalDataModule:
+    if job.get("data"):
+        extra = {"windows_per_epoch": SMOKE_WINDOWS} if job["smoke"] else {}
+        return HierarchicalDataModule(**job["data"], alpha=alpha, seed=job["seed"], **extra)
     if job["smoke"]:
         return HierarchicalDataModule(**SMOKE_DATA, alpha=alpha, seed=job["seed"])
     _, data, _ = train_settings(job["dataset"])
@@ -99,7 +144,10 @@ def datamodule(job: dict[str, Any], root: str | None, alpha: float = 1.0) -> Hie
 def build_model(job: dict[str, Any], dm: HierarchicalDataModule) -> pl.LightningModule:
     """The job's model with the data set's config settings (smoke: the constructors' defaults)."""
     method = job["method"]
-    model_args = {} if job["smoke"] else train_settings(job["dataset"])[0]
+    if job.get("data"):
+        model_args = {k: v for k, v in PRESETS[dm.preset].items() if k not in ("history", "horizon")} | CUSTOM_MODEL
+    else:
+        model_args = {} if job["smoke"] else train_settings(job["dataset"])[0]
     model_args.update(job.get("model_overrides", {}))
     common = {"in_dim": dm.in_dim, "history": dm.history, "horizon": dm.horizon,
               "num_representatives": len(dm.representatives)}  # fmt: skip
@@ -109,6 +157,8 @@ def build_model(job: dict[str, Any], dm: HierarchicalDataModule) -> pl.Lightning
     args = {**model_args, **common}
     if method == "hired-lambda0":
         args["lambda_e"] = 0.0
+    elif method == "hired-no-snaive":
+        args["baseline"] = "none"
     elif method == "hired-ar":
         args["components"] = "ar"
     elif method == "hired-basis":
@@ -137,7 +187,8 @@ def fit_and_test(job: dict[str, Any], root: str | None, max_epochs: int) -> dict
         if job["seed"] == 0 and job["part"] == "main" and job["method"] in ("hired", "rnn"):
             forecasts = predictions(trainer, model, dm)
     return {
-        **job,
+        **public(job),
+        "settings": settings_of(dm),
         "test": {k[len("test_"):]: float(v) for k, v in test.items() if k.startswith("test_")},
         "best_val_wape": best_val,
         "last_val": val,
@@ -172,7 +223,21 @@ def run_baseline(job: dict[str, Any], root: str | None) -> dict[str, Any]:
     methods = ["seasonal_naive"] if name == "seasonal_naive" else [name]
     forecast = baseline_forecasts(dm, split="test", methods=methods)[name]
     scores = score_forecasts(forecast, dm.Y, dm.forecast_starts("test"), dm.hierarchy)
-    return {**job, "test": normalize_scores(scores), "seconds": time.perf_counter() - started}
+    return {**public(job), "settings": settings_of(dm), "test": normalize_scores(scores), "seconds": time.perf_counter() - started}
+
+
+def public(job: dict[str, Any]) -> dict[str, Any]:
+    """The job as recorded in runs.jsonl: a ``--data`` folder by its name only (no local path)."""
+    data = job.get("data")
+    if data and "path" in data:
+        return {**job, "data": {"folder": Path(data["path"]).name}}
+    return job
+
+
+def settings_of(dm: HierarchicalDataModule) -> dict[str, Any]:
+    """The data module's window settings, season and table 6.5 column (for the report)."""
+    keys = ("history", "horizon", "val_windows", "test_windows", "season", "preset")
+    return {k: getattr(dm, k) for k in keys} | {"nodes": dm.num_nodes, "steps": dm.num_steps, "frequency": dm.series.frequency}
 
 
 def normalize_scores(scores: dict[str, float]) -> dict[str, float]:
@@ -191,24 +256,31 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
         return run_baseline(job, root)
     if job["smoke"]:
         epochs = 3
+    elif job.get("data"):
+        epochs = CUSTOM_EPOCHS
     else:
         _, _, epochs = train_settings(job["dataset"])
     return fit_and_test(job, root, epochs)
 
 
-def jobs_for(parts: list[str], datasets: list[str], seeds: int, smoke: bool, root: str | None) -> list[dict[str, Any]]:
+def jobs_for(parts: list[str], datasets: list[str], seeds: int, smoke: bool, root: str | None,
+             custom: dict[str, dict[str, str]] | None = None) -> list[dict[str, Any]]:  # fmt: skip
+    """Every job; a data set in ``custom`` (``--data``) carries its data module arguments."""
     base = {"alpha": 1.0, "threads": 1, "smoke": smoke, "root": root}
+    custom = custom or {}
+
+    def job(d: str, **fields: Any) -> dict[str, Any]:
+        return {**base, "dataset": d, **({"data": custom[d]} if d in custom else {}), **fields}
+
     jobs: list[dict[str, Any]] = []
     if "main" in parts:
-        jobs += [{**base, "part": "main", "dataset": d, "method": m, "seed": 0} for d in datasets for m in BASELINES]
-        jobs += [{**base, "part": "main", "dataset": d, "method": m, "seed": s}
-                 for s in range(seeds) for d in datasets for m in NEURAL]  # fmt: skip
+        jobs += [job(d, part="main", method=m, seed=0) for d in datasets for m in BASELINES]
+        jobs += [job(d, part="main", method=m, seed=s) for s in range(seeds) for d in datasets for m in NEURAL]
     if "alpha" in parts:
-        jobs += [{**base, "part": "alpha", "dataset": d, "method": "hired", "seed": s, "alpha": a}
+        jobs += [job(d, part="alpha", method="hired", seed=s, alpha=a)
                  for s in range(seeds) for d in datasets for a in ALPHAS if a != 1.0]  # fmt: skip
     if "cost" in parts:
-        d = datasets[-1]
-        jobs += [{**base, "part": "cost", "dataset": d, "method": "hired", "seed": 0, "threads": t} for t in (1, 2)]
+        jobs += [job(datasets[-1], part="cost", method="hired", seed=0, threads=t) for t in (1, 2)]
     return jobs
 
 
@@ -224,6 +296,24 @@ def table_rows(runs: list[dict[str, Any]], dataset: str, methods: tuple[str, ...
     return rows
 
 
+def paired_differences(runs: list[dict[str, Any]], dataset: str, metrics: tuple[str, ...] = ("wape", "smape")) -> list[dict[str, Any]]:
+    """HiReD minus each method of :data:`PAIRED` on ``dataset``'s main runs, paired by seed (a
+    deterministic baseline's one run pairs with every seed): mean +- standard error over seeds."""
+    mine = [r for r in runs if r["part"] == "main" and r["dataset"] == dataset]
+    hired = {r["seed"]: r["test"] for r in mine if r["method"] == "hired"}
+    rows = []
+    for other in PAIRED:
+        theirs = {r["seed"]: r["test"] for r in mine if r["method"] == other}
+        if other in BASELINES and theirs:
+            theirs = dict.fromkeys(hired, next(iter(theirs.values())))
+        seeds = sorted(set(hired) & set(theirs))
+        if not seeds:
+            continue
+        diffs = {m: mean_and_se([hired[s].get(m, math.nan) - theirs[s].get(m, math.nan) for s in seeds]) for m in metrics}
+        rows.append({"minus": other, "seeds": len(seeds), **diffs})
+    return rows
+
+
 def summarize(runs: list[dict[str, Any]], datasets: list[str], smoke: bool) -> dict[str, Any]:
     result: dict[str, Any] = {"smoke": smoke, "datasets": {}, "alpha": {}, "cost": []}
     for d in datasets:
@@ -231,7 +321,8 @@ def summarize(runs: list[dict[str, Any]], datasets: list[str], smoke: bool) -> d
         if not rows:
             continue
         levels = sorted({int(k.rsplit("level", 1)[1]) for r in rows for k in r if k.startswith("wape_level")})
-        result["datasets"][d] = {"levels": levels, "rows": rows}
+        settings = next((r["settings"] for r in runs if r["dataset"] == d and r.get("settings")), None)
+        result["datasets"][d] = {"levels": levels, "rows": rows, "paired": paired_differences(runs, d), "settings": settings}
         alpha_rows = []
         for a in ALPHAS:
             mine = [r for r in runs if r["dataset"] == d and r["method"] == "hired" and r["part"] in ("main", "alpha")
@@ -286,7 +377,9 @@ def write_markdown(result: dict[str, Any], path: Path) -> None:
     out = ["# HiReD on real hierarchies (Paria thesis ch. 6)", "",
            "Written by `python experiments/hired.py`. Scored on the last `test_windows` horizons of each set ("
            + "; ".join(f"{d}: H {v['history']}, F {v['horizon']}, {v['val_windows']} validation and {v['test_windows']} "
-                       f"test window(s)" for d, v in DATASET_DEFAULTS.items())
+                       f"test window(s)" for d, v in DATASET_DEFAULTS.items() if d in result["datasets"])
+           + ("; " if set(result["datasets"]) & set(DATASET_DEFAULTS) else "")
+           + "other sets: derived from the data, given under each table"
            + ") with the checkpoint of the best validation mean WAPE; mean +- standard error over the seeds in column "
            "`seeds` (baselines are deterministic: one run). Original units.", ""]  # fmt: skip
     if result["smoke"]:
@@ -300,6 +393,16 @@ def write_markdown(result: dict[str, Any], path: Path) -> None:
             out.append(f"| {r['method']} | {r['seeds']} | " + " | ".join(cells)
                        + f" | {fmt(r['wape'])} | {fmt(r['smape'])} | {fmt(r.get('coherence', (math.nan, 0)), 4)} |")  # fmt: skip
         out.append("")
+        if t.get("settings"):
+            st = t["settings"]
+            out += [f"Data: {st['nodes']} nodes, {st['steps']} steps (frequency {st['frequency']}); H {st['history']}, "
+                    f"F {st['horizon']}, {st['val_windows']} validation and {st['test_windows']} test window(s), season "
+                    f"{st['season']}, table 6.5 column {st['preset']}.", ""]  # fmt: skip
+        if t.get("paired"):
+            out += [f"Paired differences on {d} (HiReD minus the method, same seed; negative: HiReD better):", "",
+                    "| HiReD minus | seeds | mean WAPE | mean SMAPE |", "|---|---|---|---|"]  # fmt: skip
+            out += [f"| {r['minus']} | {r['seeds']} | {fmt(r['wape'], 4)} | {fmt(r['smape'], 4)} |" for r in t["paired"]]
+            out.append("")
         if d in result["alpha"]:
             out += [f"Level weighting on {d} (HiReD, eq. 6.6):", "", "| alpha | seeds | top-level WAPE | mean WAPE | mean SMAPE |",
                     "|---|---|---|---|---|"]  # fmt: skip
@@ -316,12 +419,13 @@ def write_markdown(result: dict[str, Any], path: Path) -> None:
     path.write_text("\n".join(out))
 
 
-def plot_forecasts(runs: list[dict[str, Any]], dataset: str, root: str | None, smoke: bool, out: Path) -> None:
+def plot_forecasts(runs: list[dict[str, Any]], dataset: str, root: str | None, smoke: bool, out: Path,
+                   data: dict[str, str] | None = None) -> None:  # fmt: skip
     """Test-window forecasts of HiReD and the RNN (seed 0) against the data, two nodes per level."""
     mine = {r["method"]: r["forecasts"] for r in runs if r["dataset"] == dataset and r.get("forecasts")}
     if "hired" not in mine:
         return
-    dm = datamodule({"dataset": dataset, "smoke": smoke, "seed": 0}, root)
+    dm = datamodule({"dataset": dataset, "smoke": smoke, "seed": 0, "data": data}, root)
     nodes = sorted(mine["hired"]["nodes"], key=lambda n: (mine["hired"]["nodes"][n]["level"], int(n)))
     cols = 2
     rows = math.ceil(len(nodes) / cols)
@@ -353,15 +457,22 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--parts", nargs="*", default=["main", "alpha", "cost"], choices=["main", "alpha", "cost"])
     parser.add_argument("--methods", nargs="*", default=None, choices=[*NEURAL, *BASELINES])
     parser.add_argument("--data-root", default=None, help="folder with the data sets (default $DSBO_DATA; docs/data.md)")
+    parser.add_argument("--data", nargs="+", action="extend", default=None, metavar="NAME=PATH",
+                        help=f"other hierarchies (HierE2E layout: data.csv, agg_mat.csv, tags.csv) or synthetic sets "
+                             f"({', '.join(SYNTHETIC_SETS)}); settings derived from the data")  # fmt: skip
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     seeds = args.seeds or (1 if args.smoke else 3)
-    datasets = ["synthetic"] if args.smoke else (args.datasets or list(DATASETS))
-    if not args.smoke:
+    custom = parse_data(args.data)
+    if args.smoke:
+        datasets = list(custom) or ["synthetic"]
+    else:
+        datasets = [*(args.datasets if args.datasets is not None else ([] if custom else DATASETS)), *custom]
+    if not args.smoke and any(d in DATASETS for d in datasets):
         data_root(args.data_root)  # a ConfigError saying what to do, before any job starts
     args.out.mkdir(parents=True, exist_ok=True)
-    jobs = jobs_for(args.parts, datasets, seeds, args.smoke, args.data_root)
+    jobs = jobs_for(args.parts, datasets, seeds, args.smoke, args.data_root, custom)
     if args.methods:
         jobs = [j for j in jobs if j["method"] in args.methods]
     parallel = [j for j in jobs if j["part"] != "cost"]
@@ -372,7 +483,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     (args.out / "results.json").write_text(json.dumps(result, indent=1))
     write_markdown(result, args.out / "results.md")
     for d in datasets:
-        plot_forecasts(runs, d, args.data_root, args.smoke, args.out)
+        plot_forecasts(runs, d, args.data_root, args.smoke, args.out, custom.get(d))
     return result
 
 

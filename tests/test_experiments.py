@@ -4,6 +4,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "experiments"))
 
@@ -295,6 +297,37 @@ def test_hired_smoke(tmp_path):
     assert [r["alpha"] for r in result["alpha"]["synthetic"]] == [0.5, 1.0, 2.0, 4.0]
     for name in ("results.json", "results.md", "forecasts_synthetic.png"):
         assert (tmp_path / name).stat().st_size > 0
+
+
+def test_hired_smoke_on_other_data(tmp_path):
+    """--data: a named synthetic set and a HierE2E folder (weekly), settings derived from the data;
+    paired differences HiReD minus each comparison method over two seeds."""
+    import hired
+
+    from dsbo.data import synthetic_hierarchy, write_hierarchical
+
+    folder = write_hierarchical(synthetic_hierarchy(branching=(2, 3), num_steps=160, frequency="W", seed=5), tmp_path / "weekly")
+    methods = ["hired", "hired-no-snaive", "hired-lambda0", "rnn", "seasonal-naive"]
+    result = hired.main(["--smoke", "--workers", "1", "--parts", "main", "--seeds", "2", "--out", str(tmp_path / "out"),
+                         "--data", "synthetic-daily", f"toy={folder}", "--methods", *methods])  # fmt: skip
+    assert set(result["datasets"]) == {"synthetic-daily", "toy"}
+    daily, toy = result["datasets"]["synthetic-daily"], result["datasets"]["toy"]
+    assert (daily["settings"]["history"], daily["settings"]["horizon"], daily["settings"]["season"], daily["settings"]["preset"]) == (28, 7, 7, "m5")
+    assert (toy["settings"]["frequency"], toy["settings"]["season"], toy["settings"]["horizon"]) == ("W", 52, 13)
+    rows = {r["method"]: r for r in toy["rows"]}
+    for t in (daily, toy):
+        paired = {r["minus"]: r for r in t["paired"]}
+        assert list(paired) == ["hired-lambda0", "seasonal-naive", "rnn", "hired-no-snaive"]
+        by = {r["method"]: r for r in t["rows"]}
+        for other, r in paired.items():
+            assert r["seeds"] == 2 and r["wape"][1] >= 0
+            # the mean of paired differences is the difference of the means (same seeds)
+            assert r["wape"][0] == pytest.approx(by["hired"]["wape"][0] - by[other]["wape"][0], abs=1e-9)
+    assert rows["seasonal-naive"]["seeds"] == 1
+    runs = (tmp_path / "out" / "runs.jsonl").read_text()
+    assert str(folder) not in runs and '"folder": "weekly"' in runs  # no local paths recorded
+    text = (tmp_path / "out" / "results.md").read_text()
+    assert "Paired differences on toy" in text and "| hired-no-snaive | 2 |" in text
 
 
 def test_hired_tuning_smoke(tmp_path):
