@@ -28,7 +28,7 @@ HierE2E layout (data.csv, agg_mat.csv, tags.csv), and ``--data synthetic-daily
 synthetic-weekly`` the named synthetic sets of :mod:`dsbo.data.synthetic_hierarchies`. Their
 windows, season and table 6.5 column come from the data (frequency and length:
 :func:`dsbo.data.hierarchical_settings.data_settings`), the model is ``HiReD.preset`` of that
-column (its other settings as in the configs: lr halved every 6 epochs, early stopping patience
+column (the data module takes its NMF rank R; its other settings as in the configs: lr halved every 6 epochs, early stopping patience
 10, 40 epochs). With ``--data`` alone, only those sets run (no ``--data-root`` needed).
 
 Part ``alpha``: HiReD with level-weighted node sampling (eq. 6.6, probability proportional to
@@ -133,7 +133,11 @@ def parse_data(items: list[str] | None) -> dict[str, dict[str, str]]:
 def datamodule(job: dict[str, Any], root: str | None, alpha: float = 1.0) -> HierarchicalDataModule:
     if job.get("data"):
         extra = {"windows_per_epoch": SMOKE_WINDOWS} if job["smoke"] else {}
-        return HierarchicalDataModule(**job["data"], alpha=alpha, seed=job["seed"], **extra)
+        dm = HierarchicalDataModule(**job["data"], alpha=alpha, seed=job["seed"], **extra)
+        rank = min(PRESETS[dm.preset]["num_representatives"], dm.num_nodes)  # the preset's NMF rank R
+        if rank != len(dm.representatives):
+            dm = HierarchicalDataModule(**job["data"], alpha=alpha, seed=job["seed"], num_representatives=rank, **extra)
+        return dm
     if job["smoke"]:
         return HierarchicalDataModule(**SMOKE_DATA, alpha=alpha, seed=job["seed"])
     _, data, _ = train_settings(job["dataset"])
