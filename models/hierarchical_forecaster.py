@@ -13,14 +13,23 @@ stopping on the validation mean WAPE (:meth:`~HierarchicalForecaster.configure_c
 :attr:`HierarchicalForecaster.checkpoint_monitor` (``val_wape``).
 
 Batches (the data side's ``HierarchicalDataModule``; one window each): ``y_hist`` ``B x H``,
-``y_fut`` ``B x F`` (scaled), ``nodes`` ``B``, ``level`` ``B``, ``scale`` ``B`` (scaled ->
-original units), ``x_hist`` ``H x D``, ``x_fut`` ``F x D``, ``z_hist`` ``H x R``.
+``y_fut`` ``B x F`` (scaled), ``y_snaive`` ``B x F`` (scaled, the seasonal naive forecast
+:math:`y_{s - m + (h \bmod m)}` from the window's origin :math:`s`), ``nodes`` ``B``, ``level``
+``B``, ``scale`` ``B`` (scaled -> original units), ``x_hist`` ``H x D``, ``x_fut`` ``F x D``,
+``z_hist`` ``H x R``. ``y_fut`` is absent when predicting past the data; ``y_snaive`` is needed
+only by models whose :attr:`~HierarchicalForecaster.uses_seasonal_naive` is true (HiReD's
+default residual), others run without it.
 
-Logged: ``train_loss``, ``train_mae``, ``train_ereg`` (unweighted :math:`E_{\rm reg}`);
+Logged: ``train_loss``, ``train_mae``, ``train_ereg`` (the subclass's unweighted penalty:
+HiReD's :math:`\bar E_{\rm reg}`, a mean over pairs), ``train_reg_share`` (the weighted
+penalty's share of the loss, :math:`\lambda_E \bar E_{\rm reg} / \ell`, mean over steps);
 ``val_wape`` (mean over reporting levels, original scale), ``val_wape_level{k}``,
 ``val_smape``, ``val_smape_level{k}``, ``val_coherence`` (table 6.3's coherence WAPE, mean
 over non-leaf levels, from the windows whose every node was predicted),
-``val_coherence_level{k}``, ``val_mae``; the same with ``test_``. ``predict_step`` returns
+``val_coherence_level{k}``, ``val_mae``, and ``val_wape_seasonal_naive`` (the same mean WAPE
+of the batches' ``y_snaive`` forecasts, when every evaluation batch carries them: a model whose
+best ``val_wape`` is above it fits worse than the seasonal naive forecast); the same with
+``test_``. ``predict_step`` returns
 ``{"nodes", "level", "forecast"}`` (original units, ``B x F``), ``target`` (original units) when
 the batch has ``y_fut``, and the batch's ``t_fut`` (``dsbo.train predict`` writes them as a CSV,
 one row per node and step).
@@ -40,8 +49,9 @@ from torch import Tensor
 
 from .forecast_metrics import coherence_wape, level_metrics
 
-#: Batch keys every hierarchical batch holds (the data side's contract).
-BATCH_KEYS = ("y_hist", "y_fut", "nodes", "level", "scale", "x_hist", "x_fut", "z_hist")
+#: Batch keys of the hierarchical batch contract (the data side's). ``y_fut`` is absent when
+#: predicting past the data; ``y_snaive`` is required only by models with ``uses_seasonal_naive``.
+BATCH_KEYS = ("y_hist", "y_fut", "y_snaive", "nodes", "level", "scale", "x_hist", "x_fut", "z_hist")
 #: Keys a batch may carry to place its forecasts in time (the data side's ``t_fut``: the step
 #: index of each forecast step); passed through by predict_step, and used to group evaluation
 #: batches into windows.
@@ -72,6 +82,8 @@ class HierarchicalForecaster(pl.LightningModule, ABC):
 
     #: (metric, mode) the checkpoint callback of ``dsbo.train`` and the early stopping follow.
     checkpoint_monitor = ("val_wape", "min")
+    #: Whether ``forward`` reads the batch's ``y_snaive`` (then a batch without it is an error).
+    uses_seasonal_naive = False
 
     def __init__(self) -> None:
         super().__init__()
@@ -118,9 +130,12 @@ class HierarchicalForecaster(pl.LightningModule, ABC):
         return torch.zeros((), device=self.device, dtype=self.dtype)
 
     def _inputs(self, batch: Mapping[str, Tensor]) -> dict[str, Tensor]:
-        missing = [k for k in BATCH_KEYS if k not in batch and k != "y_fut"]
+        optional = ("y_fut",) if self.uses_seasonal_naive else ("y_fut", "y_snaive")
+        missing = [k for k in BATCH_KEYS if k not in batch and k not in optional]
         if missing:
-            raise KeyError(f"{type(self).__name__}: the batch lacks {missing} (hierarchical batch contract)")
+            hint = (" (this model adds its forecast to the seasonal naive one: a data module that provides "
+                    "y_snaive, or baseline='none')") if "y_snaive" in missing else ""
+            raise KeyError(f"{type(self).__name__}: the batch lacks {missing} (hierarchical batch contract){hint}")
         H, F = self.hparams.history, self.hparams.horizon
         y_hist, x_hist, x_fut, z_hist = batch["y_hist"], batch["x_hist"], batch["x_fut"], batch["z_hist"]
         expected = {"y_hist": (y_hist.shape[-1], H), "x_hist": (x_hist.shape[0], H), "z_hist": (z_hist.shape[0], H),
@@ -133,16 +148,25 @@ class HierarchicalForecaster(pl.LightningModule, ABC):
                     "(match the model's history/horizon/in_dim/num_representatives to the data)"
                 )
         dtype = self.dtype
-        return {"y_hist": y_hist.to(dtype), "x_hist": x_hist.to(dtype), "x_fut": x_fut.to(dtype),
-                "z_hist": z_hist.to(dtype), "nodes": batch["nodes"].long()}
+        out = {"y_hist": y_hist.to(dtype), "x_hist": x_hist.to(dtype), "x_fut": x_fut.to(dtype),
+               "z_hist": z_hist.to(dtype), "nodes": batch["nodes"].long()}
+        if self.uses_seasonal_naive:
+            y_snaive = batch["y_snaive"]
+            if tuple(y_snaive.shape) != (y_hist.shape[0], F):
+                raise ValueError(f"{type(self).__name__}: batch y_snaive has shape {tuple(y_snaive.shape)}, "
+                                 f"expected {(y_hist.shape[0], F)} (nodes x horizon)")
+            out["y_snaive"] = y_snaive.to(dtype)
+        return out
 
     # ------------------------------------------------------------------ Lightning hooks
     def training_step(self, batch: Mapping[str, Tensor], batch_idx: int) -> Tensor:
         pred = self(batch)
         mae = (pred - batch["y_fut"].to(pred)).abs().mean()
-        loss = mae + self.regularizer()
+        reg = self.regularizer()
+        loss = mae + reg
         n = len(batch["nodes"])
-        values = {"train_loss": loss.detach(), "train_mae": mae.detach(), "train_ereg": self.regularizer_value().detach()}
+        values = {"train_loss": loss.detach(), "train_mae": mae.detach(), "train_ereg": self.regularizer_value().detach(),
+                  "train_reg_share": (reg / loss).detach() if float(loss.detach()) > 0 else torch.zeros_like(loss.detach())}
         self.log_dict(values, on_step=False, on_epoch=True, batch_size=n)
         return loss
 
@@ -157,6 +181,8 @@ class HierarchicalForecaster(pl.LightningModule, ABC):
         })  # fmt: skip
         if "t_fut" in batch:
             self._eval_outputs[-1]["start"] = int(batch["t_fut"].reshape(-1)[0])
+        if "y_snaive" in batch:
+            self._eval_outputs[-1]["snaive"] = (batch["y_snaive"].to(pred) * scale).cpu()
 
     def validation_step(self, batch: Mapping[str, Tensor], batch_idx: int) -> None:
         self._eval_step(batch)
@@ -190,6 +216,9 @@ class HierarchicalForecaster(pl.LightningModule, ABC):
                 name, k = key.split("/")
                 out[f"{name}_{k}"] = value
         out["mae"] = sum(o["abs_err"] for o in outputs) / sum(o["count"] for o in outputs)
+        if all("snaive" in o for o in outputs):
+            snaive = torch.cat([o["snaive"] for o in outputs])
+            out["wape_seasonal_naive"] = level_metrics(snaive, target, level, num_levels=num_levels)["wape_mean"]
         windows = self._complete_windows(outputs)
         if windows:
             coherence = coherence_wape(torch.cat(windows, dim=1).double(), self._S, self._node_level, self._leaf_index)

@@ -40,10 +40,20 @@ def tree_hierarchy(branching: tuple[int, ...] = (2, 2)) -> SimpleNamespace:
     )
 
 
-def coherent_window(hierarchy, history=24, horizon=4, in_dim=3, reps=6, seed=0, dtype=torch.float32) -> dict:
+def seasonal_naive_window(series, history: int, horizon: int, season: int):
+    """``N x F`` seasonal naive forecasts from origin ``history`` of ``N x T`` series:
+    ``y[s - m + (h mod m)]`` (as dsbo.analysis.forecast_baselines.seasonal_naive)."""
+    if not 1 <= season <= history:
+        raise ValueError(f"season {season} must be in [1, history={history}]")
+    h = torch.arange(horizon)
+    return series[:, history - season + (h % season)]
+
+
+def coherent_window(hierarchy, history=24, horizon=4, in_dim=3, reps=6, seed=0, dtype=torch.float32, season=6) -> dict:
     """One window of every node: smooth leaf series (seasonal + level + noise), each node the
     mean of its leaves (Eq. 6.1), covariates a calendar-like sine/cosine set, ``z_hist`` the
-    first ``reps`` nodes' histories, ``scale`` the leaf counts."""
+    first ``reps`` nodes' histories, ``scale`` the leaf counts, ``y_snaive`` the seasonal naive
+    forecast of period ``season`` (the series' period is 6) from the window's origin."""
     g = torch.Generator().manual_seed(seed)
     S = torch.as_tensor(hierarchy.S, dtype=torch.float64)
     L = S.shape[1]
@@ -56,6 +66,7 @@ def coherent_window(hierarchy, history=24, horizon=4, in_dim=3, reps=6, seed=0, 
     N = S.shape[0]
     batch = {
         "y_hist": series[:, :history], "y_fut": series[:, history:],
+        "y_snaive": seasonal_naive_window(series, history, horizon, season),
         "nodes": torch.arange(N), "level": torch.as_tensor(hierarchy.level).long(),
         "scale": S.sum(1), "x_hist": cov[:history], "x_fut": cov[history:],
         "z_hist": series[:reps, :history].T.contiguous(),
