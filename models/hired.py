@@ -431,6 +431,13 @@ class HiReD(HierarchicalForecaster):
                 self.theta.copy_(mean_property_embeddings(self.theta[leaf_rows].double(), self._S))
                 self.theta_initialized.fill_(True)
 
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        """A checkpoint from before ``baseline`` existed holds the thesis' model: load it as
+        ``baseline="none"`` (the default would add ``y_snaive`` to forecasts it was not trained with)."""
+        if "baseline" not in checkpoint.get("hyper_parameters", {"baseline": None}):
+            self.hparams.baseline = "none"
+            self.uses_seasonal_naive = False
+
     def setup(self, stage: str) -> None:
         super().setup(stage)
         if self.use_basis and self.theta is None:

@@ -419,6 +419,15 @@ def test_checkpoint_round_trip_weights_only(tmp_path):
     out = loaded.predict_step(batch, 0)
     torch.testing.assert_close(out["forecast"], loaded(batch).detach() * batch["scale"][:, None])
     assert torch.equal(out["nodes"], batch["nodes"])
+    assert loaded.uses_seasonal_naive and loaded.hparams.baseline == "seasonal_naive"
+    # a checkpoint from before `baseline` (the thesis' model) loads without the residual
+    old = torch.load(path, weights_only=False)
+    del old["hyper_parameters"]["baseline"]
+    torch.save(old, tmp_path / "old.ckpt")
+    legacy = HiReD.load_from_checkpoint(tmp_path / "old.ckpt", weights_only=False).float().eval()
+    assert not legacy.uses_seasonal_naive and legacy.hparams.baseline == "none"
+    with torch.no_grad():
+        torch.testing.assert_close(legacy(batch), model(batch) - batch["y_snaive"])
 
 
 def test_num_nodes_must_match_the_hierarchy():
