@@ -6,7 +6,7 @@ windows of :class:`dsbo.data.HierarchicalDataModule` with the settings of ``conf
 (table 6.5's Tourism column; 40 epochs, early stopping on validation mean WAPE, patience 10) and
 the checkpoint with the best ``val_wape`` is scored on the test windows:
 
-- ``hired``: HiReD (TVAR + basis decomposition, lambda_E of table 6.5; the model's default
+- ``hired``: HiReD (TVAR + basis decomposition, lambda_e of its config, or of the preset for ``--data``; the default
   residual on the batch's seasonal naive forecast ``y_snaive``);
 - ``hired-lambda0``: the same with lambda_E = 0 (table 6.2's first ablation);
 - ``hired-no-snaive``: the same without the seasonal naive residual base (``baseline="none"``,

@@ -349,7 +349,7 @@ class DsboTrainCLI(LightningCLI):
         summary.update(extra or {})
         if self.subcommand == "fit":
             summary.pop("warnings", None)  # a former fit's, in the same run directory
-            found = fit_warnings(summary)
+            found = fit_warnings(summary, self.model)
             for message in found:
                 Console(stderr=True).print(f"[bold yellow]warning:[/] {message}", highlight=False)
             if found:
@@ -397,18 +397,22 @@ class DsboTrainCLI(LightningCLI):
         self._finish({"predictions": str(written) if written else None})
 
 
-def fit_warnings(summary: dict[str, Any]) -> list[str]:
+def fit_warnings(summary: dict[str, Any], model: Any = None) -> list[str]:
     """Warnings about a fit's ``summary``: a best ``val_wape`` (``best_val_wape``, else the last
-    ``val_wape``) worse than the seasonal naive forecasts' (:data:`SNAIVE_METRIC`)."""
+    ``val_wape``) worse than the seasonal naive forecasts' (:data:`SNAIVE_METRIC`). The advice
+    depends on whether ``model`` already forecasts a residual on seasonal naive."""
     snaive = summary.get(SNAIVE_METRIC)
     best = summary.get("best_val_wape", summary.get("val_wape"))
     if snaive is None or best is None or not best > snaive:
         return []
+    if getattr(model, "uses_seasonal_naive", False):
+        residual = "a smaller lr or fewer epochs (the residual model starts at seasonal naive: training moved away from it)"
+    else:
+        residual = "the seasonal naive residual base (HiReD baseline='seasonal_naive'), more epochs or a smaller lr"
     return [
         f"the model fits worse than seasonal naive on the validation windows: best val_wape {best:.4g} > "
-        f"{SNAIVE_METRIC} {snaive:.4g}. Try: the settings derived for this data (HierarchicalDataModule's "
-        "preset and season; a history of at least one season), more epochs or a smaller lr, the seasonal naive "
-        "residual base (HiReD baseline='seasonal_naive'), or check the data's frequency and scale"
+        f"{SNAIVE_METRIC} {snaive:.4g}. Try: {residual}; the settings derived for this data (HierarchicalDataModule's "
+        "preset and season; a history of at least one season); or check the data's frequency and scale"
     ]
 
 

@@ -121,7 +121,14 @@ def test_fit_warns_when_validation_wape_is_worse_than_seasonal_naive(tmp_path, c
 def test_fit_warnings_of_a_summary():
     assert fit_warnings({"val_wape": 0.5}) == [] and fit_warnings({"val_wape_seasonal_naive": 0.3}) == []
     assert fit_warnings({"val_wape": 0.5, "best_val_wape": 0.2, "val_wape_seasonal_naive": 0.3}) == []
-    assert len(fit_warnings({"val_wape": 0.35, "val_wape_seasonal_naive": 0.3})) == 1
+    (plain,) = fit_warnings({"val_wape": 0.35, "val_wape_seasonal_naive": 0.3})
+    assert "baseline='seasonal_naive'" in plain
+
+    class Residual:
+        uses_seasonal_naive = True
+
+    (residual,) = fit_warnings({"val_wape": 0.35, "val_wape_seasonal_naive": 0.3}, Residual())
+    assert "baseline=" not in residual and "moved away from it" in residual
 
 
 def test_same_seed_same_model(tmp_path):
