@@ -127,7 +127,7 @@ def fmt(x: float) -> str:
 def write_markdown(result: dict[str, Any], path: Path) -> None:
     out = ["# HiReD tuned by dsbo's BO (Tourism-small)", "",
            "Written by `python experiments/hired_tuning.py`. Each trial is one `python -m dsbo.train fit` run "
-           "(problem `train-run`); MAP-SAAS, BONSAI (rho 0.2) toward table 6.5's Tourism column; the default point "
+           "(problem `train-run`); MAP-SAAS, BONSAI (rho 0.2) toward the campaign's default point (table 6.5's Tourism column, lambda_e 0.03 on dsbo's scale); the default point "
            "first, then Sobol points, then BO. One campaign seed each.", ""]  # fmt: skip
     if result["smoke"]:
         out += ["**Smoke run** (synthetic hierarchy, 2 epochs per trial): not a result.", ""]
@@ -137,7 +137,7 @@ def write_markdown(result: dict[str, Any], path: Path) -> None:
         d = single["default"]
         out += ["## Single objective: best validation mean WAPE", "",
                 f"- trials: {s['completed']} completed, {s['failed']} failed",
-                f"- default (table 6.5): validation WAPE {fmt(-d['values'][0]) if d else '-'}",
+                f"- default point: validation WAPE {fmt(-d['values'][0]) if d else '-'}",
                 f"- best: validation WAPE {fmt(-s['best_value'])}, changing {s['num_changed_best']} of {s['dim']} "
                 f"hyperparameters: " + (", ".join(f"{k.split('.')[-1]} = {v:.4g}" if isinstance(v, float) else f"{k.split('.')[-1]} = {v}"
                                                   for k, v in single["best_params"].items() if k in single["changed_names"]) or "none"),
