@@ -19,7 +19,13 @@ unseen classes. Recall@1 is the share of queries whose top result is their match
 Every method answers the same query batch; methods are timed in turns (round robin, so load
 on the shared machine hits all alike), ``--repeats`` times; the median seconds per query are
 reported, and the speed-up of each sparse configuration against faiss ``IndexFlatIP`` (the
-fastest exact dense scan here) and against torch.
+fastest exact dense scan here) and against torch. Where the sparse query time goes: after the
+round robin, each sparse configuration runs ``--breakdown-repeats`` more times (in turns) with
+``SparseIndex.search(..., timings=...)``, which splits the wall time into scoring (the sparse
+products into the dense score buffer), top-k (threshold counts, partition and sorts), re-rank
+(the shortlist's dense inner products) and the Python overhead (the rest: input checks and
+conversion, allocation, block slicing); reported as the median seconds per query of each part
+and its share of the median total of those runs.
 
 **Pool BO.** A generated pool (:mod:`dsbo.problems.pool`: ``--pool-size`` rows, 256 dims, 1%
 active per row), a ``sparse-linear`` model fitted to 50 evaluated rows, one proposal of the
@@ -53,6 +59,7 @@ from dsbo.acquisition import History, make_policy
 from dsbo.campaign import Campaign
 from dsbo.data import SyntheticClassesDataModule
 from dsbo.data.retrieval import (
+    TIMING_PARTS,
     DenseIndex,
     FaissFlatIndex,
     FaissIVFIndex,
@@ -126,6 +133,33 @@ def timed_round_robin(methods: dict[str, Any], repeats: int) -> dict[str, list[f
     return times
 
 
+def sparse_search(index: SparseIndex, queries: Any, k: int, **options: Any) -> Any:
+    """``search(timings=None)``: the index's search of ``queries`` with ``options``."""
+    def search(timings: dict[str, float] | None = None) -> Any:
+        return index.search(queries, k, timings=timings, **options)
+    return search
+
+
+def time_breakdown(searches: dict[str, Any], repeats: int, n_queries: int) -> dict[str, dict[str, Any]]:
+    """Each search run ``repeats`` times in turns with a timings dict: per part the median
+    seconds per query and its share of the median total (shares need not add to 1 exactly)."""
+    runs: dict[str, list[dict[str, float]]] = {name: [] for name in searches}
+    for _ in range(repeats):
+        for name, search in searches.items():
+            timings: dict[str, float] = {}
+            search(timings)
+            runs[name].append(timings)
+    out = {}
+    for name, timed in runs.items():
+        total = statistics.median(t["total"] for t in timed)
+        parts = {part: statistics.median(t[part] for t in timed) for part in TIMING_PARTS}
+        out[name] = {"total_seconds_per_query": total / n_queries, "repeats": repeats,
+                     "seconds_per_query": {part: v / n_queries for part, v in parts.items()},
+                     "share": {part: v / total for part, v in parts.items()},
+                     "all_seconds": {key: [t[key] for t in timed] for key in (*TIMING_PARTS, "total")}}
+    return out
+
+
 def retrieval_bench(models, xq, xdb, match, args) -> dict[str, Any]:
     dense_name = next(name for name, (_, m) in models.items() if m["regularizer"] == "none")
     dq, ddb = embed(models[dense_name][0], xq)[0], embed(models[dense_name][0], xdb)[0]
@@ -141,6 +175,7 @@ def retrieval_bench(models, xq, xdb, match, args) -> dict[str, Any]:
         **{f"faiss IVF nprobe={p}": (index, {}) for p, index in ivf.items()},
     }
     methods: dict[str, Any] = {}
+    searches: dict[str, Any] = {}  # the sparse searches, taking a timings dict
     results: dict[str, dict[str, Any]] = {}
     outputs: dict[str, Any] = {}
 
@@ -160,9 +195,11 @@ def retrieval_bench(models, xq, xdb, match, args) -> dict[str, Any]:
         index = SparseIndex(sp.csr_matrix(cdb), dense=cdb_dense)
         qcsr = sp.csr_matrix(cq)
         shortlist = min(args.shortlist, len(cdb))
-        runner(f"{name} | sparse+rerank", lambda index=index, qcsr=qcsr, cq_dense=cq_dense, s=shortlist:
-               index.search(qcsr, k, shortlist=s, threshold=args.threshold, dense_queries=cq_dense))
-        runner(f"{name} | sparse, no rerank", lambda index=index, qcsr=qcsr: index.search(qcsr, k))
+        searches[f"{name} | sparse+rerank"] = sparse_search(index, qcsr, k, shortlist=shortlist, threshold=args.threshold,
+                                                            dense_queries=cq_dense)
+        searches[f"{name} | sparse, no rerank"] = sparse_search(index, qcsr, k)
+        for label in (f"{name} | sparse+rerank", f"{name} | sparse, no rerank"):
+            runner(label, searches[label])
         stats = {"model": name, "kind": "sparse", "regularizer": meta["regularizer"], "lam": meta["lam"],
                  "flops_per_row_db": index.flops_per_row(), "nnz_per_row_db": index.nnz / index.n,
                  "flops_per_row_eval": float(flops_per_row(torch.as_tensor(cdb[:5000])))}
@@ -171,6 +208,8 @@ def retrieval_bench(models, xq, xdb, match, args) -> dict[str, Any]:
     for name in methods:  # warm up (and record the answers)
         methods[name]()
     times = timed_round_robin(methods, args.repeats)
+    for name, breakdown in time_breakdown(searches, args.breakdown_repeats, len(xq)).items():
+        results[name]["time_breakdown"] = breakdown
     for name, out in outputs.items():
         ids = np.asarray(out[1])[:, 0]
         results[name]["recall@1"] = float((ids == match).mean())
@@ -261,6 +300,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--nlist", type=int, default=1024)
     parser.add_argument("--nprobe", type=int, nargs="+", default=[1, 4, 16])
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--breakdown-repeats", type=int, default=3,
+                        help="timed runs per sparse configuration for the split of its query time")
     parser.add_argument("--pool-size", type=int, default=1_000_000)
     parser.add_argument("--pool-repeats", type=int, default=7)
     parser.add_argument("--campaign-pool", type=int, default=100_000)
@@ -271,6 +312,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parser.parse_args(argv)
     if args.smoke:
         args.queries, args.distractors, args.repeats, args.nlist, args.nprobe = 50, 2000, 2, 16, [1, 4]
+        args.breakdown_repeats = 2
         args.pool_size, args.pool_repeats, args.campaign_pool, args.campaign_budget, args.campaign_seeds = 5000, 2, 3000, 14, 1
     torch.set_num_threads(1)
     threadpool_limits(1)  # numpy/scipy BLAS (the dense scans, the factorizations) on one thread too
@@ -314,7 +356,20 @@ def plot(result: dict[str, Any], out: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 5))
+    timed = {name: m["time_breakdown"] for name, m in result["retrieval"]["methods"].items() if "time_breakdown" in m}
+    if timed:
+        fig, (ax, bars) = plt.subplots(1, 2, figsize=(14, 5), gridspec_kw={"width_ratios": [1, 1.2]})
+        order = sorted(timed, key=lambda name: timed[name]["total_seconds_per_query"])
+        left = np.zeros(len(order))
+        for part, color in zip(TIMING_PARTS, ("tab:blue", "tab:orange", "tab:green", "tab:gray"), strict=True):
+            widths = np.array([1e3 * timed[name]["seconds_per_query"][part] for name in order])
+            bars.barh(range(len(order)), widths, left=left, color=color, label=part)
+            left += widths
+        bars.set_yticks(range(len(order)), order, fontsize=6)
+        bars.set(xlabel="ms per query (median of the timed runs)", title="where the sparse query time goes")
+        bars.legend(fontsize=7)
+    else:
+        fig, ax = plt.subplots(figsize=(7, 5))
     for name, r in result["retrieval"]["methods"].items():
         if r["kind"] == "dense":
             ax.scatter(r["seconds_per_query"] * 1e3, r["recall@1"], marker="*", s=90, color="k")
@@ -331,6 +386,31 @@ def plot(result: dict[str, Any], out: Path) -> None:
     plt.close(fig)
 
 
+def breakdown_table(methods: dict[str, Any]) -> list[str]:
+    """The markdown table of where the sparse query time goes (none for results without it)."""
+    timed = {name: m["time_breakdown"] for name, m in methods.items() if "time_breakdown" in m}
+    if not timed:
+        return []
+    repeats = next(iter(timed.values()))["repeats"]
+    lines = [
+        "",
+        "### Where the sparse query time goes",
+        "",
+        f"`SparseIndex.search(..., timings=...)`, {repeats} more runs per configuration after the round robin "
+        "(in turns); median ms per query of each part and its share of the median total of those runs. "
+        "Scoring: the sparse products into the dense score buffer; top-k: threshold counts, partition and "
+        "sorts; re-rank: the shortlist's dense inner products; overhead: the rest (input checks and "
+        "conversion, allocation, block slicing, Python between the parts).",
+        "",
+        "| method | ms/query (timed runs) | scoring | top-k | re-rank | overhead |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, b in sorted(timed.items(), key=lambda kv: kv[1]["total_seconds_per_query"]):
+        cells = [f"{1e3 * b['seconds_per_query'][part]:.3f} ({100 * b['share'][part]:.0f}%)" for part in TIMING_PARTS]
+        lines.append(f"| {name} | {1e3 * b['total_seconds_per_query']:.3f} | {' | '.join(cells)} |")
+    return lines
+
+
 def report(result: dict[str, Any]) -> str:
     r, p, c = result["retrieval"], result["pool"], result["campaigns"]
     s = result["settings"]
@@ -339,7 +419,8 @@ def report(result: dict[str, Any]) -> str:
         "",
         "Written by `python experiments/bench_retrieval.py" + (" --smoke" if result["smoke"] else "") + "`; "
         "one thread (torch, faiss and numpy/scipy BLAS), methods timed in turns, median of "
-        f"{s['repeats']} repeats; raw numbers in `results.json`, figure `time_vs_recall.png`.",
+        f"{s['repeats']} repeats; raw numbers in `results.json`, figure `time_vs_recall.png` "
+        "(with the split of the sparse query time, when measured).",
         "",
         *[f"The {part} part is carried over from {when} (this run: `--parts {' '.join(s.get('parts', PARTS))}`)."
           for part, when in result.get("carried_over", {}).items()],
@@ -357,6 +438,7 @@ def report(result: dict[str, Any]) -> str:
         lines.append(f"| {name} | {m['recall@1']:.3f} | {m['recall_loss_points']:.1f} | {1e3 * m['seconds_per_query']:.3f} | "
                      f"{m['speedup_vs_faiss_flat']:.2f}x | {m['speedup_vs_torch']:.2f}x | "
                      f"{m.get('nnz_per_row_db', float('nan')):.1f} | {m.get('flops_per_row_db', float('nan')):.2f} |")
+    lines += breakdown_table(r["methods"])
     lines += [
         "",
         f"## Pool BO: one proposal over {p['pool_size']} candidates ({p['nnz_per_row']:.2f} non-zeros per row of 256)",

@@ -5,6 +5,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "experiments"))
 
@@ -35,6 +37,19 @@ def test_bench_retrieval_smoke(tmp_path):
     # exact dense scans agree with each other
     assert methods["numpy BLAS"]["recall@1"] == methods["faiss IndexFlatIP"]["recall@1"] == methods["torch matmul+topk"]["recall@1"]
     assert all(m["seconds_per_query"] > 0 for m in methods.values())
+    # where the sparse query time goes: every sparse configuration, parts adding up to the total
+    sparse = {name: m for name, m in methods.items() if m["kind"] == "sparse"}
+    assert sparse and all("time_breakdown" in m for m in sparse.values())
+    assert not any("time_breakdown" in m for name, m in methods.items() if name not in sparse)
+    for name, m in sparse.items():
+        b = m["time_breakdown"]
+        assert all(len(v) == 2 for v in b["all_seconds"].values())
+        for run in range(2):
+            parts = sum(b["all_seconds"][part][run] for part in ("scoring", "topk", "rerank", "overhead"))
+            assert parts == pytest.approx(b["all_seconds"]["total"][run], rel=1e-9)
+        assert (b["seconds_per_query"]["rerank"] > 0) == name.endswith("sparse+rerank")
+        assert all(0 <= share <= 1 for share in b["share"].values())
+    assert "### Where the sparse query time goes" in (tmp_path / "results.md").read_text()
     pool = result["pool"]
     assert pool["ts_exact_same_pick"] is True  # the index without truncation is exact
     assert set(result["campaigns"]["simple_regret"]) == {"TS index (32 weights, shortlist 1000)", "TS dense scan"}
@@ -44,3 +59,11 @@ def test_bench_retrieval_smoke(tmp_path):
     again = bench_retrieval.main(["--smoke", "--out", str(tmp_path), "--parts", "pool"])
     assert again["retrieval"] == result["retrieval"] and set(again["carried_over"]) == {"retrieval", "campaigns"}
     assert "The retrieval part is carried over" in (tmp_path / "results.md").read_text()
+    # a carried-over retrieval part from before the split of the query time still reports
+    previous = json.loads((tmp_path / "results.json").read_text())
+    for m in previous["retrieval"]["methods"].values():
+        m.pop("time_breakdown", None)
+    (tmp_path / "results.json").write_text(json.dumps(previous))
+    bench_retrieval.main(["--smoke", "--out", str(tmp_path), "--parts", "campaigns"])
+    report = (tmp_path / "results.md").read_text()
+    assert "| faiss IndexFlatIP |" in report and "Where the sparse query time goes" not in report

@@ -21,6 +21,15 @@ the whole block at once, with no per-query Python loop:
    multiplied in one batched product) and return the ``k`` best; without dense vectors the
    sparse scores, which are exact inner products of the sparse codes, rank.
 
+**Where the time goes.** ``search(..., timings={})`` adds the wall time (``time.perf_counter``)
+of its parts to the dict (keys :data:`TIMING_PARTS` and ``"total"``, seconds, summed over
+calls): ``scoring`` (the sparse products ``Q_b D^T`` and their densification into the score
+buffer), ``topk`` (threshold counts, ``numpy.partition`` and the sorts, of the sparse scores and
+of the re-ranked shortlist), ``rerank`` (gathering the shortlist's dense vectors and their
+inner products; 0 without ``dense_queries``) and ``overhead``, the total minus the three: input
+checks and conversion, output allocation, block slicing and the Python between the parts.
+Without ``timings`` no clock is read (a few ``is None`` tests per block).
+
 Without re-ranking the result is exactly the dense top-k of :math:`Q D^T` over all ``n`` rows,
 for signed (SThresh) codes too: a row scoring 0 outranks one scoring below 0; ties are broken
 by row id, also inside the selection (a threshold then changes nothing). Memory is bounded:
@@ -45,6 +54,7 @@ Example:
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import numpy as np
@@ -52,6 +62,9 @@ import scipy.sparse as sp
 import torch
 
 from dsbo.errors import ConfigError, DataError
+
+#: The parts of :meth:`SparseIndex.search`'s ``timings`` (with ``"total"``, their sum).
+TIMING_PARTS = ("scoring", "topk", "rerank", "overhead")
 
 
 def _as_matrix(values: Any, what: str, dtype: type = np.float32) -> np.ndarray | sp.csr_matrix:
@@ -177,6 +190,7 @@ class SparseIndex:
         shortlist: int | None = None,
         threshold: float | None = None,
         dense_queries: Any | None = None,
+        timings: dict[str, float] | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """Top ``k`` rows per query: ``(scores, ids)``, each ``m x k``, best first.
 
@@ -189,7 +203,12 @@ class SparseIndex:
             dense_queries: ``m x e`` dense query vectors; with the index's ``dense``, the
                 shortlist is re-ranked by exact dense inner products (returned scores are
                 those); otherwise the sparse scores rank (exactly the top-k of ``Q D^T``).
+            timings: A dict to which the seconds of ``scoring``, ``topk``, ``rerank``,
+                ``overhead`` and their ``total`` are added (see the module docstring);
+                ``None`` (default): not timed. The results do not depend on it.
         """
+        started = time.perf_counter() if timings is not None else 0.0
+        parts = None if timings is None else dict.fromkeys(TIMING_PARTS, 0.0)
         k = _check_k(k, self.n)
         shortlist = k if shortlist is None else _check_k(shortlist, self.n, "shortlist")
         if shortlist < k:
@@ -211,10 +230,21 @@ class SparseIndex:
         block = self.block_rows()
         for start in range(0, m, block):  # bounded memory: the score buffer is block x n
             stop = min(m, start + block)
+            rows = Q[start:stop]
+            if parts is not None:
+                tick = time.perf_counter()
             # the sparse product densified: implicit zeros (no common dimension) included
-            B = (Q[start:stop] @ self.postings).toarray()
+            B = (rows @ self.postings).toarray()
+            if parts is not None:
+                parts["scoring"] += time.perf_counter() - tick
             self._select(B, k, shortlist, threshold, dq[start:stop] if rerank else None,
-                         out_scores[start:stop], out_ids[start:stop])
+                         out_scores[start:stop], out_ids[start:stop], parts)
+        if parts is not None:
+            total = time.perf_counter() - started
+            parts["overhead"] = max(0.0, total - parts["scoring"] - parts["topk"] - parts["rerank"])
+            parts["total"] = total
+            for key, seconds in parts.items():
+                timings[key] = timings.get(key, 0.0) + seconds
         return out_scores, out_ids
 
     def block_rows(self) -> int:
@@ -222,11 +252,17 @@ class SparseIndex:
         return max(1, min(int(self.chunk), int(self.buffer) // self.n))
 
     def _select(self, B: np.ndarray, k: int, shortlist: int, threshold: float | None,
-                dq: np.ndarray | None, out_scores: np.ndarray, out_ids: np.ndarray) -> None:
+                dq: np.ndarray | None, out_scores: np.ndarray, out_ids: np.ndarray,
+                parts: dict[str, float] | None = None) -> None:
         """Threshold, shortlist, (re-rank) and top-k of a block ``B`` (``b x n`` dense scores),
-        vectorized over the block."""
+        vectorized over the block; with ``parts``, its seconds are added to ``topk`` and
+        ``rerank``."""
+        if parts is not None:
+            tick = time.perf_counter()
         if dq is None:  # the sparse scores are the ranking: exact top-k (a threshold changes nothing)
             out_scores[:], out_ids[:] = _sorted_top(B, k)
+            if parts is not None:
+                parts["topk"] += time.perf_counter() - tick
             return
         if threshold is None:
             keep = np.full(len(B), shortlist)
@@ -234,12 +270,20 @@ class SparseIndex:
             keep = np.clip(np.count_nonzero(B > threshold, axis=1), k, shortlist)
         width = int(keep.max())
         _, cand = _sorted_top(B, width)
+        if parts is not None:
+            tock = time.perf_counter()
+            parts["topk"] += tock - tick
         dense = self._rerank(cand, dq)
+        if parts is not None:
+            tick = time.perf_counter()
+            parts["rerank"] += tick - tock
         dense[np.arange(width)[None, :] >= keep[:, None]] = -np.inf
         order = np.argsort(cand, axis=1)  # then a stable sort by score: ties by row id
         cand, dense = np.take_along_axis(cand, order, 1), np.take_along_axis(dense, order, 1)
         order = np.argsort(-dense, axis=1, kind="stable")[:, :k]
         out_scores[:], out_ids[:] = np.take_along_axis(dense, order, 1), np.take_along_axis(cand, order, 1)
+        if parts is not None:
+            parts["topk"] += time.perf_counter() - tick
 
     def _rerank(self, cand: np.ndarray, dq: np.ndarray) -> np.ndarray:
         """Dense inner products ``<dense[cand[i, l]], dq[i]>`` (``b x L``), batched over rows;
@@ -357,4 +401,4 @@ class FaissIVFIndex:
         return self.index.search(Q, k)
 
 
-__all__ = ["DenseIndex", "FaissFlatIndex", "FaissIVFIndex", "SparseIndex", "TorchDenseIndex", "top_k_rows"]
+__all__ = ["TIMING_PARTS", "DenseIndex", "FaissFlatIndex", "FaissIVFIndex", "SparseIndex", "TorchDenseIndex", "top_k_rows"]

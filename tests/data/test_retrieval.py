@@ -236,3 +236,78 @@ def test_score_buffer_is_bounded():
     assert index.block_rows() == 1
     index.buffer, index.chunk = 10**9, 64
     assert index.block_rows() == 64
+
+
+def timing_setup():
+    """A search of several blocks with a threshold shortlist and a dense re-rank; the queries
+    are a dense float64 ndarray, so the input checks and conversion (timed as overhead) take
+    milliseconds."""
+    D = signed_sparse_codes(4000, 4096, 4, 11)
+    rng = np.random.default_rng(12)
+    index = SparseIndex(D, dense=rng.standard_normal((4000, 16)).astype(np.float32))
+    index.chunk = 32
+    Q = signed_sparse_codes(300, 4096, 4, 13).toarray().astype(np.float64)
+    return index, Q, rng.standard_normal((300, 16)).astype(np.float32)
+
+
+def test_search_timings_parts_add_up_to_the_total_of_the_call():
+    import time
+
+    from dsbo.data.retrieval import TIMING_PARTS
+
+    index, Q, dq = timing_setup()
+    gaps = []
+    for _ in range(3):  # the gap is the call itself; best of 3 against a preemption in it
+        timings = {}
+        started = time.perf_counter()
+        index.search(Q, 5, shortlist=50, threshold=0.5, dense_queries=dq, timings=timings)
+        outside = time.perf_counter() - started
+        assert set(timings) == {*TIMING_PARTS, "total"}
+        assert all(timings[part] > 0 for part in TIMING_PARTS), timings
+        assert sum(timings[part] for part in TIMING_PARTS) == pytest.approx(timings["total"], rel=1e-9, abs=1e-12)
+        assert timings["total"] <= outside
+        gaps.append(outside - timings["total"])
+    assert min(gaps) < 1e-3, gaps
+    # the seconds are added to the dict: a second call accumulates
+    before = dict(timings)
+    index.search(Q, 5, shortlist=50, threshold=0.5, dense_queries=dq, timings=timings)
+    assert all(timings[key] > before[key] for key in timings)
+
+
+def test_search_results_do_not_depend_on_timings_and_no_dense_means_no_rerank_time():
+    index, Q, dq = timing_setup()
+    for kwargs in ({}, {"shortlist": 50}, {"shortlist": 50, "dense_queries": dq},
+                   {"shortlist": 50, "threshold": 0.5, "dense_queries": dq}):
+        timings = {}
+        scores, ids = index.search(Q, 5, **kwargs)
+        timed_scores, timed_ids = index.search(Q, 5, timings=timings, **kwargs)
+        np.testing.assert_array_equal(timed_scores, scores)
+        np.testing.assert_array_equal(timed_ids, ids)
+        assert timings["scoring"] > 0 and timings["topk"] > 0 and timings["overhead"] >= 0
+        assert (timings["rerank"] > 0) == ("dense_queries" in kwargs), (kwargs, timings)
+        if "dense_queries" not in kwargs:
+            assert timings["rerank"] == 0.0
+
+
+def test_search_reads_no_clock_without_timings():
+    """Off by default at no cost: ``time.perf_counter`` is not called (it is, with timings)."""
+    import sys
+    import time
+
+    index, Q, dq = timing_setup()
+
+    def clock_reads(**kwargs):
+        count = [0]
+
+        def profile(frame, event, arg):
+            if event == "c_call" and arg is time.perf_counter:
+                count[0] += 1
+        sys.setprofile(profile)
+        try:
+            index.search(Q, 5, shortlist=50, threshold=0.5, dense_queries=dq, **kwargs)
+        finally:
+            sys.setprofile(None)
+        return count[0]
+
+    assert clock_reads() == 0
+    assert clock_reads(timings={}) >= 2 * (300 // 32)
