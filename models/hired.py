@@ -55,6 +55,14 @@ Coherence is kept: :math:`\hat y^{\rm snaive}` is a fixed selection of each node
 values, a linear map applied to every node alike, so on coherent (mean-unit) data
 :math:`\hat y^{(p),\rm snaive} = \frac{1}{|\mathcal L(p)|}\sum_{i \in \mathcal L(p)}
 \hat y^{(i),\rm snaive}`, exactly as for TVAR; the sum of coherent parts is coherent.
+With the residual the AR weights of every step are centred, :math:`a_f \leftarrow a_f -
+\frac1H\sum_h a_{fh}` (they sum to zero), so TVAR corrects the *shape* of the history and not
+its level: :math:`\langle y_{\mathcal H} + c, a_f\rangle = \langle y_{\mathcal H}, a_f\rangle`.
+Without it the correction scales with the level, and a trend covariate outside its training
+range (every test window) moved the weights' sum to 0.47: tourismsmall seed 1 had validation
+WAPE 0.116 and test WAPE 0.30 (seasonal naive 0.119); centred, 0.098 and 0.131 (seeds 0-2:
+test 0.109, 0.131, 0.121), and synthetic-weekly seed 0 went from 0.255 to 0.027 (seasonal
+naive 0.028). Centring is linear and the same for every node, so coherence is kept.
 ``baseline="none"`` is the thesis' model with its initialization (no ``y_snaive`` needed).
 The residual starts at seasonal naive but the optimizer can leave it: with table 6.5's learning
 rate 0.07, Adam's first steps (about ``lr`` per weight, whatever the gradient's size) moved the
@@ -464,7 +472,10 @@ class HiReD(HierarchicalForecaster):
         h, _ = self._encode(self.ar_encoder, x_hist, z_hist)
         head_in = torch.cat([repeat(h[0, 0], "d -> f d", f=x_fut.shape[0]), x_fut], dim=-1)  # F x (hidden + D)
         hidden = torch.relu(torch.einsum("fi,fio->fo", head_in, self.ar_w1) + self.ar_b1)
-        return torch.einsum("fo,foh->fh", hidden, self.ar_w2) + self.ar_b2
+        weights = torch.einsum("fo,foh->fh", hidden, self.ar_w2) + self.ar_b2
+        if self.uses_seasonal_naive:  # a residual free of the level: sum_h a_fh = 0 (module docstring)
+            weights = weights - weights.mean(-1, keepdim=True)
+        return weights
 
     def bases(self, x_hist: Tensor, x_fut: Tensor, z_hist: Tensor) -> Tensor:
         """:math:`b(X_{\\mathcal H}, X_{\\mathcal F}, Z_{\\mathcal H})`: ``F x K`` bases."""

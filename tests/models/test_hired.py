@@ -225,6 +225,22 @@ def test_tvar_alone_is_exactly_coherent(baseline):
     assert (pred - mean_matrix(h) @ pred[-h.S.shape[1]:]).abs().max() > 1e-3
 
 
+def test_residual_tvar_is_free_of_the_level():
+    """With the seasonal-naive residual the AR weights of every step sum to zero, so shifting a
+    node's history by a constant leaves its TVAR correction unchanged (the thesis' TVAR, without
+    the residual, carries the level: its weights need not sum to zero)."""
+    h = tree_hierarchy((2, 3))
+    batch = coherent_window(h, dtype=torch.float64)
+    shifted = dict(batch, y_hist=batch["y_hist"] + 5.0)
+    residual = randomize_residual(model_for(h, components="ar"))
+    thesis = randomize_residual(model_for(h, components="ar", baseline="none"))
+    with torch.no_grad():
+        weights = residual.ar_weights(batch["x_hist"], batch["x_fut"], batch["z_hist"])
+        torch.testing.assert_close(weights.sum(-1), torch.zeros_like(weights[:, 0]), rtol=0, atol=1e-12)
+        torch.testing.assert_close(residual.parts(shifted)[0], residual.parts(batch)[0], rtol=1e-10, atol=1e-10)
+        assert (thesis.parts(shifted)[0] - thesis.parts(batch)[0]).abs().max() > 1e-3
+
+
 @pytest.mark.parametrize("components", ["basis", "both"])
 def test_bd_is_coherent_with_the_mean_property(components):
     h = tree_hierarchy((2, 3))
@@ -426,8 +442,12 @@ def test_checkpoint_round_trip_weights_only(tmp_path):
     torch.save(old, tmp_path / "old.ckpt")
     legacy = HiReD.load_from_checkpoint(tmp_path / "old.ckpt", weights_only=False).float().eval()
     assert not legacy.uses_seasonal_naive and legacy.hparams.baseline == "none"
+    thesis = HiReD(**{**dict(model.hparams), "baseline": "none"}).float().eval()
+    thesis.set_hierarchy(h)
+    thesis.load_state_dict(model.state_dict())
     with torch.no_grad():
-        torch.testing.assert_close(legacy(batch), model(batch) - batch["y_snaive"])
+        torch.testing.assert_close(legacy(batch), thesis(batch))
+        assert (legacy(batch) - model(batch)).abs().max() > 1e-3
 
 
 def test_num_nodes_must_match_the_hierarchy():
