@@ -233,12 +233,27 @@ class SparseIndex:
             rows = Q[start:stop]
             if parts is not None:
                 tick = time.perf_counter()
+            S = rows @ self.postings
+            if rerank and threshold is not None and threshold >= 0:
+                # only stored scores can pass: select from the sparse product, no n-wide buffer
+                if parts is not None:
+                    parts["scoring"] += time.perf_counter() - tick
+                short = self._select_stored(S.tocsr(), k, shortlist, threshold, dq[start:stop],
+                                            out_scores[start:stop], out_ids[start:stop], parts)
+                if not len(short):
+                    continue
+                if parts is not None:
+                    tick = time.perf_counter()
+                S, rows_out = S[short], start + short
+            else:
+                rows_out = np.arange(start, stop)
             # the sparse product densified: implicit zeros (no common dimension) included
-            B = (rows @ self.postings).toarray()
+            B = S.toarray()
             if parts is not None:
                 parts["scoring"] += time.perf_counter() - tick
-            self._select(B, k, shortlist, threshold, dq[start:stop] if rerank else None,
-                         out_scores[start:stop], out_ids[start:stop], parts)
+            block_scores, block_ids = out_scores[rows_out], out_ids[rows_out]
+            self._select(B, k, shortlist, threshold, dq[rows_out] if rerank else None, block_scores, block_ids, parts)
+            out_scores[rows_out], out_ids[rows_out] = block_scores, block_ids
         if parts is not None:
             total = time.perf_counter() - started
             parts["overhead"] = max(0.0, total - parts["scoring"] - parts["topk"] - parts["rerank"])
@@ -284,6 +299,51 @@ class SparseIndex:
         out_scores[:], out_ids[:] = np.take_along_axis(dense, order, 1), np.take_along_axis(cand, order, 1)
         if parts is not None:
             parts["topk"] += time.perf_counter() - tick
+
+    def _select_stored(self, S: sp.csr_matrix, k: int, shortlist: int, threshold: float, dq: np.ndarray,
+                       out_scores: np.ndarray, out_ids: np.ndarray,
+                       parts: dict[str, float] | None = None) -> np.ndarray:
+        """:meth:`_select` for a threshold ``>= 0`` from the stored entries of the block's sparse
+        scores ``S`` (``b x n`` CSR): the candidates, rows scoring ``> threshold``, are among
+        them, so no ``b x n`` buffer is filled or partitioned; one ``lexsort`` of the passing
+        entries (by query, score descending, row id) gives each query's shortlist. The cost
+        follows the non-zero scores, not ``n``. Writes the queries with at least ``k``
+        candidates and returns the others (positions in the block), to be completed by the
+        next best sparse scores through :meth:`_select`; the results are the same."""
+        if parts is not None:
+            tick = time.perf_counter()
+        b = S.shape[0]
+        passing = S.data > threshold
+        query = np.repeat(np.arange(b), np.diff(S.indptr))[passing]
+        row, score = S.indices[passing], S.data[passing]
+        counts = np.bincount(query, minlength=b)
+        order = np.lexsort((row, -score, query))
+        query, row = query[order], row[order]
+        rank = np.arange(len(query)) - (np.cumsum(counts) - counts)[query]
+        use = (rank < shortlist) & (counts[query] >= k)
+        query, row, rank = query[use], row[use], rank[use]
+        done = np.flatnonzero(counts >= k)
+        width = int(min(shortlist, counts.max(initial=0)))
+        if len(done):
+            cand = np.zeros((b, width), dtype=np.int64)
+            valid = np.zeros((b, width), dtype=bool)
+            cand[query, rank], valid[query, rank] = row, True
+            cand, valid = cand[done], valid[done]
+            if parts is not None:
+                tock = time.perf_counter()
+                parts["topk"] += tock - tick
+            dense = self._rerank(cand, dq[done])
+            if parts is not None:
+                tick = time.perf_counter()
+                parts["rerank"] += tick - tock
+            dense[~valid] = -np.inf
+            order = np.argsort(cand, axis=1)  # then a stable sort by score: ties by row id
+            cand, dense = np.take_along_axis(cand, order, 1), np.take_along_axis(dense, order, 1)
+            order = np.argsort(-dense, axis=1, kind="stable")[:, :k]
+            out_scores[done], out_ids[done] = np.take_along_axis(dense, order, 1), np.take_along_axis(cand, order, 1)
+        if parts is not None:
+            parts["topk"] += time.perf_counter() - tick
+        return np.flatnonzero(counts < k)
 
     def _rerank(self, cand: np.ndarray, dq: np.ndarray) -> np.ndarray:
         """Dense inner products ``<dense[cand[i, l]], dq[i]>`` (``b x L``), batched over rows;

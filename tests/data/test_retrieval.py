@@ -197,6 +197,33 @@ def test_threshold_keeps_scores_above_it_and_completes_with_the_next_best():
     np.testing.assert_array_equal(index.search(Q, k, shortlist=shortlist, threshold=threshold)[1], sparse_ids[:, :k])
 
 
+@pytest.mark.parametrize("threshold", [0.0, 0.5, 2.0])
+@pytest.mark.parametrize("k, shortlist", [(1, 1), (1, 4), (3, 3), (3, 50)])
+def test_threshold_path_from_stored_scores_equals_the_brute_force(threshold, k, shortlist):
+    """A threshold >= 0 selects from the sparse product's stored scores (no n-wide buffer):
+    dyadic codes with many exact ties, queries with no, few and many passing rows, a shortlist
+    that cuts through ties, several blocks: the same rows as the brute force (shortlist = the
+    best passing rows by sparse score, ties by id; completed to k by the next best sparse
+    scores; then the dense re-rank, ties by id)."""
+    D, Q = signed_sparse_codes(400, 48, 3, 21), signed_sparse_codes(90, 48, 3, 22)
+    rng = np.random.default_rng(23)
+    dense_db = rng.choice([-1.0, 0.0, 1.0], size=(400, 4)).astype(np.float32)  # ties in the re-rank too
+    dense_q = rng.choice([-1.0, 1.0], size=(90, 4)).astype(np.float32)
+    index = SparseIndex(D, dense=dense_db)
+    index.chunk = 16
+    scores, ids = index.search(Q, k, shortlist=shortlist, threshold=threshold, dense_queries=dense_q)
+    sparse_scores, sparse_ids = dense_top_k(Q, D, 400)
+    passing = (sparse_scores > threshold).sum(axis=1)
+    if (k, shortlist, threshold) == (3, 3, 2.0):
+        assert (passing < k).any() and (passing > shortlist).any()  # both the completion and the cut happen
+    for i in range(90):
+        candidates = sparse_ids[i, :min(shortlist, max(k, passing[i]))]
+        dense = dense_db[candidates] @ dense_q[i]
+        best = candidates[np.lexsort((candidates, -dense))[:k]]
+        np.testing.assert_array_equal(ids[i], best)
+        np.testing.assert_array_equal(scores[i], dense_db[best] @ dense_q[i])
+
+
 def test_search_has_no_per_query_python_loop():
     """The selection is vectorized over a block of queries: the number of Python and C calls
     made by a search does not grow with the number of queries in a block."""

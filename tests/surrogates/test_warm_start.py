@@ -13,7 +13,13 @@ from dsbo.errors import ConfigError
 from dsbo.problems import get_problem
 from dsbo.surrogates import fit_surrogate
 from dsbo.surrogates.gp import map_saas_member_objective
-from dsbo.surrogates.warm_start import FitState, digest, load_parameters, parameters_of, restart_reason
+from dsbo.surrogates.warm_start import (
+    FitState,
+    digest,
+    load_parameters,
+    parameters_of,
+    restart_reason,
+)
 
 from .helpers import make_3d
 
