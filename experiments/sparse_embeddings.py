@@ -11,7 +11,8 @@ recall-vs-FLOPs fronts of F~, L1 and dense embeddings on the synthetic many-clas
    :math:`(p_1, p_2)` plane and the ratio :math:`p_1/p_2` when :math:`p_1 + p_2` has fallen to
    0.25 (1 = balanced).
 2. **Fronts.** :class:`~dsbo_zoo.sparse_embedding.SparseEmbedding` (MLP 64 -> 256 -> 256 ->
-   256-d embedding, ReLU, ArcFace s = 64, m = 0.5, Adam) on
+   ``--dim``-d embedding, default 1024 as in the thesis; ReLU, ArcFace s = 64, m = 0.5, Adam;
+   ``--epochs`` 60 with the lambda warm-up over the first 40%) on
    :class:`~dsbo.data.SyntheticClassesDataModule` (800 training classes, 20 samples each;
    evaluation on 100 unseen classes x 5 samples + 100 distractors, leave-one-out): F~ and L1
    at several lambdas with the quadratic warm-up, and the dense baseline (no activation, no
@@ -21,7 +22,8 @@ recall-vs-FLOPs fronts of F~, L1 and dense embeddings on the synthetic many-clas
 3. **Warm-up vs constant lambda**: F~ at two lambdas with and without the warm-up.
 
 Trained models are saved (state dict + hyperparameters) under ``--models``
-(default ``runs/sparse_embeddings``) for ``experiments/bench_retrieval.py``. One torch thread.
+(default ``runs/sparse_embeddings``) for ``experiments/bench_retrieval.py``. One torch thread
+per run, ``--workers`` runs at once (processes).
 
     python experiments/sparse_embeddings.py --smoke   # seconds: tiny set, 1 epoch
     python experiments/sparse_embeddings.py           # the budget stated in results.md
@@ -33,8 +35,10 @@ import argparse
 import json
 import logging
 import math
+import multiprocessing
 import time
 import warnings
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -143,6 +147,25 @@ def train(dm: SyntheticClassesDataModule, regularizer: str, lam: float, warmup: 
     return model, metrics
 
 
+def train_and_save(job: tuple[Any, ...]) -> dict[str, Any]:
+    """One run of the plan (a worker process): train, save the model under ``models_dir``, return its metrics."""
+    smoke, models_dir, regularizer, lam, warm, epochs, embedding_dim, activation = job
+    torch.set_num_threads(1)
+    warnings.simplefilter("ignore")
+    logging.getLogger("pytorch_lightning").setLevel(logging.ERROR)
+    logging.getLogger("lightning.pytorch").setLevel(logging.ERROR)
+    dm = data_module(smoke)
+    dm.setup()
+    model, metrics = train(dm, regularizer, lam, warm, epochs, 0, embedding_dim, activation)
+    name = run_name(metrics)
+    torch.save({"state_dict": model.state_dict(), "hparams": dict(model.hparams), "metrics": metrics},
+               models_dir / f"{name}.pt")
+    metrics["name"] = name
+    print(f"{name}: recall@1 {metrics['recall@1']:.3f} nnz {metrics['nnz']:.1f} flops {metrics['flops']:.2f} "
+          f"r_sub {metrics['r_sub']:.2f} dead {metrics['dead']:.0f} ({metrics['train_seconds']} s)", flush=True)
+    return metrics
+
+
 def run_name(m: dict[str, Any]) -> str:
     warm = "warm" if m["warmup_steps"] else "const"
     return f"{m['regularizer']}-{m['lam']:g}-{warm}-{m['activation']}"
@@ -153,11 +176,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--smoke", action="store_true")
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--models", type=Path, default=MODELS)
-    parser.add_argument("--epochs", type=int, default=15)
-    parser.add_argument("--flops-lambdas", type=float, nargs="+", default=[10.0, 30.0, 100.0, 300.0])
-    parser.add_argument("--l1-lambdas", type=float, nargs="+", default=[0.3, 1.0, 3.0, 10.0])
+    parser.add_argument("--epochs", type=int, default=60)
+    parser.add_argument("--dim", type=int, default=1024, help="embedding dimensions (the thesis: 1024)")
+    parser.add_argument("--flops-lambdas", type=float, nargs="+", default=[0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0, 300.0])
+    parser.add_argument("--l1-lambdas", type=float, nargs="+", default=[0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0])
     parser.add_argument("--constant-lambdas", type=float, nargs="+", default=[30.0, 300.0],
                         help="F~ lambdas also trained without the warm-up")
+    parser.add_argument("--workers", type=int, default=2, help="runs trained at once (processes, one thread each)")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     warnings.simplefilter("ignore")
@@ -173,7 +198,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     dm = data_module(args.smoke)
     dm.setup()
     epochs = 1 if args.smoke else args.epochs
-    embedding_dim = 32 if args.smoke else 256
+    embedding_dim = 32 if args.smoke else args.dim
     steps_per_epoch = max(1, len(dm.train_dataloader()))
     warmup = max(1, int(0.4 * epochs * steps_per_epoch))  # T: 40% of the run (not given in the thesis)
     plan: list[tuple[str, float, int, str]] = [("none", 0.0, 0, "none")]
@@ -182,16 +207,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     plan += [("flops", lam, warmup, "relu") for lam in flops_l]
     plan += [("l1", lam, warmup, "relu") for lam in l1_l]
     plan += [("flops", lam, 0, "relu") for lam in (args.constant_lambdas[:1] if args.smoke else args.constant_lambdas)]
-    runs = []
-    for regularizer, lam, warm, activation in plan:
-        model, metrics = train(dm, regularizer, lam, warm, epochs, 0, embedding_dim, activation)
-        name = run_name(metrics)
-        torch.save({"state_dict": model.state_dict(), "hparams": dict(model.hparams), "metrics": metrics},
-                   models_dir / f"{name}.pt")
-        metrics["name"] = name
-        runs.append(metrics)
-        print(f"{name}: recall@1 {metrics['recall@1']:.3f} nnz {metrics['nnz']:.1f} flops {metrics['flops']:.2f} "
-              f"r_sub {metrics['r_sub']:.2f} dead {metrics['dead']:.0f} ({metrics['train_seconds']} s)", flush=True)
+    jobs = [(args.smoke, models_dir, regularizer, lam, warm, epochs, embedding_dim, activation)
+            for regularizer, lam, warm, activation in plan]
+    if args.workers > 1 and len(jobs) > 1:
+        with ProcessPoolExecutor(args.workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+            runs = list(pool.map(train_and_save, jobs))
+    else:
+        runs = [train_and_save(job) for job in jobs]
 
     result = {"smoke": args.smoke, "toy": {k: {kk: vv for kk, vv in v.items() if kk != "path"} for k, v in toy.items()},
               "toy_gradient_check_max_abs_diff": toy_check, "runs": runs, "epochs": epochs,
