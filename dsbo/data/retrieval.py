@@ -15,7 +15,12 @@ the whole block at once, with no per-query Python loop:
    every row);
 2. **top-k**: the ``shortlist`` best candidates (``numpy.partition`` for the ``shortlist``-th
    value, then a mask; no full sort), at least ``k`` (a query with fewer than ``k`` rows above
-   the threshold is completed with the next best scores);
+   the threshold is completed with the next best scores). With a threshold ``>= 0`` and
+   re-ranking, only stored (non-zero) scores can pass, so the
+   shortlist comes from the sparse product's entries directly (one ``lexsort`` of the passing
+   entries of the block: query, score descending, row id); neither the ``b x n`` buffer nor
+   the partition is needed, and the cost follows the non-zero scores rather than ``n``;
+   only queries with fewer than ``k`` passing rows go through the buffer to be completed;
 3. **re-rank** the shortlist exactly with dense vectors (``dense``: e.g. the unit-norm
    pre-activations of the same network; the shortlist's vectors gathered for the block and
    multiplied in one batched product) and return the ``k`` best; without dense vectors the
