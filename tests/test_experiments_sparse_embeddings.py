@@ -74,8 +74,10 @@ def test_bench_retrieval_rerank_with_the_dense_model(tmp_path):
     import bench_retrieval
 
     result = bench_retrieval.main(["--smoke", "--out", str(tmp_path), "--parts", "retrieval", "pool", "campaigns",
-                                   "--shortlist", "100000", "50", "--threshold", "-1", "--rerank", "dense-model"])
+                                   "--shortlist", "100000", "50", "--threshold", "-1", "--rerank", "dense-model",
+                                   "--no-numpy"])
     methods = result["retrieval"]["methods"]
+    assert "numpy BLAS" not in methods
     full = [m for name, m in methods.items() if name.endswith("sparse+rerank@100000")]
     assert full and all(m["recall@1"] == methods["faiss IndexFlatIP"]["recall@1"] for m in full)
     assert any(name.endswith("sparse+rerank@50") for name in methods)
