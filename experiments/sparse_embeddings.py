@@ -183,6 +183,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--constant-lambdas", type=float, nargs="+", default=[30.0, 300.0],
                         help="F~ lambdas also trained without the warm-up")
     parser.add_argument("--workers", type=int, default=2, help="runs trained at once (processes, one thread each)")
+    parser.add_argument("--report-only", action="store_true",
+                        help="train nothing: redraw the figure and results.md from --out's results.json (the toy is recomputed)")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     warnings.simplefilter("ignore")
@@ -194,6 +196,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     toy = {kind: toy_flow(kind, step=1e-2, stop_sum=0.2 if args.smoke else 0.05) for kind in ("F", "F~", "L1")}
     toy_check = check_toy_gradients()
+    if args.report_only:
+        result = json.loads((args.out / "results.json").read_text())
+        plot(toy, result["runs"], args.out)
+        (args.out / "results.md").write_text(report(result))
+        return result
 
     dm = data_module(args.smoke)
     dm.setup()
@@ -243,7 +250,8 @@ def plot(toy: dict[str, Any], runs: list[dict[str, Any]], out: Path) -> None:
             ax[2].scatter(r["mean_p"], r["r_sub"], color=color, marker=marker, facecolors=face, s=60)
     ax[1].set(xscale="log", xlabel="FLOPs per row (sum_j p_j^2)", ylabel="recall@1 (unseen classes)",
               title="front: F~ (blue), L1 (red), dense (star); hollow = constant lambda")
-    ax[2].set(xscale="log", xlabel="mean activation probability p", ylabel="R_sub", title="balance R_sub vs sparsity")
+    ax[2].set(xscale="log", yscale="log", xlabel="mean activation probability p", ylabel="R_sub (1 = balanced)",
+              title="balance R_sub vs sparsity")
     fig.tight_layout()
     fig.savefig(out / "sparse_embeddings.png", dpi=110)
     plt.close(fig)

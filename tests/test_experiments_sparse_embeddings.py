@@ -27,6 +27,11 @@ def test_sparse_embeddings_smoke(tmp_path):
     assert json.loads((tmp_path / "results.json").read_text())["smoke"] is True
     assert (tmp_path / "results.md").read_text().startswith("# Sparse embeddings")
     assert (tmp_path / "sparse_embeddings.png").stat().st_size > 0
+    # --report-only trains nothing and redraws from results.json
+    (tmp_path / "sparse_embeddings.png").unlink()
+    again = sparse_embeddings.main(["--smoke", "--out", str(tmp_path), "--report-only"])
+    assert again["runs"] == json.loads(json.dumps(result["runs"]))
+    assert (tmp_path / "sparse_embeddings.png").stat().st_size > 0
 
 
 def test_bench_retrieval_smoke(tmp_path):
