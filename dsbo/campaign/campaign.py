@@ -132,8 +132,9 @@ class Campaign:
         parallel: Trials evaluated at once by ``run()`` (through ``executor``); each new
             proposal is conditioned on the pending ones (:mod:`dsbo.runtime.parallel`).
         outcome_warping: ``"copula"``: fit the surrogate to normal scores of the objective's
-            ranks (:mod:`dsbo.campaign.outcome_warping`; single objective, robust to outliers
-            such as diverged training runs); ``None``: to the raw values.
+            ranks; ``"winsorize"``: to the values with the bad tail clipped at the Tukey fence
+            ``Q1 - 1.5 IQR`` (:mod:`dsbo.campaign.outcome_warping`; single objective, robust to
+            outliers such as diverged training runs); ``None``: to the raw values.
         lease: Seconds a pending trial stays its worker's without a heartbeat; on a shared
             store (PostgreSQL) a trial whose lease ran out (its worker died) is taken over by
             another worker and retried (``on_pending="retry"``, at most ``worker_retries``

@@ -16,15 +16,28 @@ posterior mean are those of the raw objective; the outliers are pulled in to abo
 ``+- Phi^{-1}(1 - 1/(2n))``. Only objectives are warped: constraint slacks keep their sign
 (feasible when ``>= 0``), and multi-objective problems are left alone (their reference point
 and hypervolume live on the raw scale).
+
+``"winsorize"`` keeps the values and clips only the bad tail, as a Tukey box plot marks
+outliers (the rule Ax applies to an objective by default): in the maximization sense the
+surrogate sees
+
+    w(y_i) = max(y_i, Q_1 - 1.5 (Q_3 - Q_1))
+
+with ``Q_1`` / ``Q_3`` the lower / upper quartiles of the completed values (the order
+statistics at or below / at or above the 25th / 75th percentile). Every value at or above the
+cutoff, and so the good region and its differences, is unchanged; ``w`` is monotone, so the
+best point is the raw objective's.
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 from torch import Tensor
 
 #: Warpings a campaign accepts (``None``: fit the raw values).
-WARPINGS = ("copula",)
+WARPINGS = ("copula", "winsorize")
 
 
 def copula_scores(y: Tensor) -> Tensor:
@@ -43,13 +56,25 @@ def copula_scores(y: Tensor) -> Tensor:
     return (torch.special.ndtri(u)).to(y.dtype)
 
 
+def winsorized(y: Tensor) -> Tensor:
+    """``max(y, Q_1 - 1.5 IQR)``: the low (bad, in the maximization sense) tail of the vector
+    ``y`` clipped at the Tukey fence; ``Q_1`` the largest value at or below the 25th
+    percentile, ``Q_3`` the smallest at or above the 75th."""
+    values = y.sort().values
+    n = values.numel()
+    q1 = values[int(math.floor(0.25 * (n - 1)))]
+    q3 = values[int(math.ceil(0.75 * (n - 1)))]
+    return y.clamp_min(q1 - 1.5 * (q3 - q1))
+
+
 def warp_outcomes(Y: Tensor, num_objectives: int, warping: str | None) -> Tensor:
-    """``Y`` (``n x (m + c)``) with the objective columns warped (single objective only)."""
+    """``Y`` (``n x (m + c)``, maximization sense) with the objective column warped (single
+    objective only): ``"copula"`` normal scores of the ranks, ``"winsorize"`` the Tukey clip."""
     if warping is None or num_objectives != 1 or Y.shape[0] < 2:
         return Y
     Y = Y.clone()
-    Y[:, 0] = copula_scores(Y[:, 0])
+    Y[:, 0] = copula_scores(Y[:, 0]) if warping == "copula" else winsorized(Y[:, 0])
     return Y
 
 
-__all__ = ["WARPINGS", "copula_scores", "warp_outcomes"]
+__all__ = ["WARPINGS", "copula_scores", "warp_outcomes", "winsorized"]

@@ -93,7 +93,8 @@ class Tuner:
         optimizer: Acquisition optimizer settings (:class:`~dsbo.acquisition.OptimizerSettings`).
         callbacks: Called as ``callback(campaign, trials)`` after every finished batch.
         include_default: Evaluate ``default`` first.
-        outcome_warping: ``"copula"`` fits the surrogate to normal scores of the ranks.
+        outcome_warping: ``"copula"`` fits the surrogate to normal scores of the ranks,
+            ``"winsorize"`` to the values with the bad tail clipped (Tukey's fence).
         workers: Evaluations run at once by :meth:`run` (through ``executor``, by default a
             thread pool of this size).
         threads: Torch's intra-op threads while dsbo fits and proposes (``None``: torch's
