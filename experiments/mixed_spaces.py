@@ -21,9 +21,9 @@ Problems (minimization, each evaluation well under a second):
 
 Arms (budget 40 evaluations each): ``dsbo-gp``, ``dsbo-map-saas`` (the library default),
 ``dsbo-gp+bonsai`` and ``dsbo-map-saas+bonsai`` (``bonsai=True``, ``default`` = the problem's
-library defaults), ``dsbo-gp+winsorize`` (``outcome_warping="winsorize"``: the GP fitted to
-the objective with its bad tail clipped at Tukey's fence, Ax's default rule; compared paired
-with ``dsbo-gp`` too), ``optuna-tpe`` (``TPESampler(seed=seed)``, conditional parameters suggested
+library defaults), ``dsbo-gp+winsorize`` and ``dsbo-gp+copula`` (``outcome_warping``: the GP
+fitted to the objective with its bad tail clipped at Tukey's fence, Ax's default rule, or to
+normal scores of its ranks; compared paired with ``dsbo-gp`` too), ``optuna-tpe`` (``TPESampler(seed=seed)``, conditional parameters suggested
 only while active), ``ax`` (Ax 1.3.1 ``Client``, default generation strategy; a conditional
 parameter whose condition is one value of one parent is an Ax ``dependent_parameters`` child, one
 whose condition lists several values cannot be a child in Ax's tree and is passed always, the
@@ -64,16 +64,16 @@ SMOKE_BUDGET = 6
 #: --smoke runs the two problems with conditional parameters (all three take about twice as long).
 SMOKE_PROBLEMS = ("svc-digits", "ackley-cond")
 #: GP/random/TPE/Ax/GP+BONSAI first, MAP-SAAS (about 5x slower) after.
-FIRST_ARMS = ("dsbo-gp", "random", "optuna-tpe", "ax", "dsbo-gp+bonsai", "dsbo-gp+winsorize")
+FIRST_ARMS = ("dsbo-gp", "random", "optuna-tpe", "ax", "dsbo-gp+bonsai", "dsbo-gp+winsorize", "dsbo-gp+copula")
 LATER_ARMS = ("dsbo-map-saas", "dsbo-map-saas+bonsai")
 ARMS = FIRST_ARMS + LATER_ARMS
 DEFAULT_ARM = "dsbo-map-saas"
 BASELINES = ("optuna-tpe", "ax", "random")
 BONSAI_ARMS = {"dsbo-gp+bonsai": "dsbo-gp", "dsbo-map-saas+bonsai": "dsbo-map-saas"}
 #: Arms fitting warped outcomes (``outcome_warping``), and the arm they warp.
-WARPED_ARMS = {"dsbo-gp+winsorize": "dsbo-gp"}
+WARPED_ARMS = {"dsbo-gp+winsorize": "dsbo-gp", "dsbo-gp+copula": "dsbo-gp"}
 #: dsbo arms held to the goals against the baselines.
-GOAL_ARMS = (DEFAULT_ARM, "dsbo-gp", "dsbo-gp+winsorize")
+GOAL_ARMS = (DEFAULT_ARM, "dsbo-gp", *WARPED_ARMS)
 EXTERNAL = {"optuna-tpe": "optuna", "ax": "ax"}
 
 
@@ -274,8 +274,8 @@ def run_dsbo(problem: MixedProblem, arm: str, seed: int, budget: int, smoke: boo
             options["surrogate"] = {"name": "map-saas", "num_taus": 2, "fit_restarts": 0}
         if arm.endswith("+bonsai"):
             options.update(bonsai=True, default=dict(problem.default))
-        if arm.endswith("+winsorize"):
-            options["outcome_warping"] = "winsorize"
+        if arm in WARPED_ARMS:
+            options["outcome_warping"] = arm.rsplit("+", 1)[1]
     if smoke:
         from dsbo.acquisition import OptimizerSettings
 
