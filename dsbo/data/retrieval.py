@@ -298,10 +298,7 @@ class SparseIndex:
             tick = time.perf_counter()
             parts["rerank"] += tick - tock
         dense[np.arange(width)[None, :] >= keep[:, None]] = -np.inf
-        order = np.argsort(cand, axis=1)  # then a stable sort by score: ties by row id
-        cand, dense = np.take_along_axis(cand, order, 1), np.take_along_axis(dense, order, 1)
-        order = np.argsort(-dense, axis=1, kind="stable")[:, :k]
-        out_scores[:], out_ids[:] = np.take_along_axis(dense, order, 1), np.take_along_axis(cand, order, 1)
+        out_scores[:], out_ids[:] = _best_reranked(cand, dense, k)
         if parts is not None:
             parts["topk"] += time.perf_counter() - tick
 
@@ -342,10 +339,7 @@ class SparseIndex:
                 tick = time.perf_counter()
                 parts["rerank"] += tick - tock
             dense[~valid] = -np.inf
-            order = np.argsort(cand, axis=1)  # then a stable sort by score: ties by row id
-            cand, dense = np.take_along_axis(cand, order, 1), np.take_along_axis(dense, order, 1)
-            order = np.argsort(-dense, axis=1, kind="stable")[:, :k]
-            out_scores[done], out_ids[done] = np.take_along_axis(dense, order, 1), np.take_along_axis(cand, order, 1)
+            out_scores[done], out_ids[done] = _best_reranked(cand, dense, k)
         if parts is not None:
             parts["topk"] += time.perf_counter() - tick
         return np.flatnonzero(counts < k)
@@ -361,6 +355,15 @@ class SparseIndex:
             stop = min(b, start + step)
             out[start:stop] = np.matmul(self.dense[cand[start:stop]], dq[start:stop, :, None])[..., 0]
         return out
+
+
+def _best_reranked(cand: np.ndarray, dense: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` best re-ranked candidates per row, ``(scores, ids)``: by dense score, ties by
+    row id (a sort by id, then a stable sort by score); masked places hold ``-inf``."""
+    order = np.argsort(cand, axis=1)
+    cand, dense = np.take_along_axis(cand, order, 1), np.take_along_axis(dense, order, 1)
+    order = np.argsort(-dense, axis=1, kind="stable")[:, :k]
+    return np.take_along_axis(dense, order, 1), np.take_along_axis(cand, order, 1)
 
 
 def _sorted_top(B: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
