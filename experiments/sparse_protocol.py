@@ -22,7 +22,7 @@ iterations divided by plain qLogNEI's, averaged over seeds.
 Writes ``experiments/results/sparse_protocol/{runs.jsonl, results.json, results.md,
 protocol.png}``; finished (part, seed) jobs are kept in ``runs.jsonl`` and a rerun resumes.
 
-**BONSAI rules** (issue 33): ``--bonsai-rule RULE[:RHO[:OUTCOME_FLOOR]]`` (repeatable) adds one
+**BONSAI rules** (issue 33): ``--bonsai-rule RULE[:RHO[:OUTCOME_FLOOR[:REPEAT_TOL]]]`` (repeatable) adds one
 BONSAI arm (prefix mode) per rule of :class:`dsbo.acquisition.bonsai.Bonsai` (``incremental``,
 the paper's; ``dense-scale``; ``outcome-floor``), ``--arms`` keeps only the named arms of the part
 (by default only ``qlognei`` when rules are given), ``--problem`` swaps the problem
@@ -96,11 +96,14 @@ GOALS = {"sebo-ehvi": (4.0, 2.0), "sebo-qlognehvi": (4.0, 2.0), "bonsai": (6.0, 
 
 
 def rule_arm(text: str) -> tuple[str, tuple[dict[str, Any], dict[str, Any]]]:
-    """``RULE[:RHO[:OUTCOME_FLOOR]]`` -> (arm name, BONSAI arm): qLogNEI + BONSAI, prefix mode."""
+    """``RULE[:RHO[:OUTCOME_FLOOR[:REPEAT_TOL]]]`` -> (arm name, BONSAI arm): qLogNEI + BONSAI,
+    prefix mode."""
     rule, *numbers = text.split(":")
     options: dict[str, Any] = {"rule": rule, "rho": float(numbers[0]) if numbers else 0.2, "mode": "prefix"}
     if len(numbers) > 1:
         options["outcome_floor"] = float(numbers[1])
+    if len(numbers) > 2:
+        options["repeat_tol"] = float(numbers[2])
     name = "bonsai-" + "-".join([rule, *numbers])
     return name, ({"name": "qlognei"}, {"bonsai": options})
 
@@ -343,7 +346,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--seed-list", type=int, nargs="*", default=None, help="run these seeds (not 0..seeds-1)")
     parser.add_argument("--problem", default=None, help="e.g. hartmann6-50d (default branin-50d)")
     parser.add_argument("--arms", nargs="*", default=None, help="keep only these arms of the part")
-    parser.add_argument("--bonsai-rule", action="append", default=None, metavar="RULE[:RHO[:OUTCOME_FLOOR]]",
+    parser.add_argument("--bonsai-rule", action="append", default=None, metavar="RULE[:RHO[:OUTCOME_FLOOR[:REPEAT_TOL]]]",
                         help="add a qLogNEI + BONSAI arm with this rule (repeatable)")  # fmt: skip
     args = parser.parse_args(argv)
     seeds = args.seed_list if args.seed_list is not None else range(args.seeds or (1 if args.smoke else 5))

@@ -50,8 +50,13 @@ Choices made here (see also :class:`Bonsai`):
   (``alpha(x_s) <= b_t`` makes its gap ``>= alpha~(x*) > tau``); pending and in-batch points
   can. With ``"dense-scale"`` or ``"outcome-floor"`` this no longer holds: an evaluated point whose
   ``alpha(x_s) >= alpha(x*) - tau`` passes the gap rule, and only the duplicate check (within
-  ``1e-6``) keeps it from being re-proposed; a point that differs from an evaluated one in a
-  coordinate the model thinks irrelevant is not a duplicate and can be proposed.
+  ``1e-6``) keeps it from being re-proposed.
+- Near-repeats (``repeat_tol``, issue 33): a reset that lands on a point within
+  lengthscale-scaled distance ``repeat_tol`` (:mod:`dsbo.surrogates.relevance`) of an evaluated
+  or pending point is not taken, as a reset that breaks a linear constraint: for the surrogate
+  that point was tried (it differs only in coordinates the model considers irrelevant), e.g.
+  after a relevant input was reset. Pruning goes on with the other coordinates. Off when
+  ``x*`` is itself a near-repeat, and for models without lengthscales.
 
 This module holds the post-processor :class:`Bonsai`; the pruning searches (:func:`greedy_prune`,
 :func:`exact_prune`) are :mod:`dsbo.acquisition.pruning` and the incremental value
@@ -99,6 +104,7 @@ from dsbo.acquisition.pruning import (  # noqa: F401  (EVAL_BATCH, ScoreFn: re-e
     duplicate_fn,
     exact_prune,
     greedy_prune,
+    without_near_repeats,
 )
 from dsbo.acquisition.sparsity import DEFAULT_TOLERANCE, changed_mask
 from dsbo.errors import ConfigError
@@ -162,6 +168,9 @@ class Bonsai:
             paper's, ``rho alpha~(x*)``) or ``"dense-scale"`` (``rho alpha(x*)``).
         outcome_floor: ``epsilon`` of ``rule="outcome-floor"``: the floor of ``tau`` in
             standard deviations of the observed objective, a number in ``[0, 1]``.
+        repeat_tol: Resets that land within this lengthscale-scaled distance of an evaluated
+            or pending point (a near-repeat) are not taken; ``0`` turns the guard off (SEBO's
+            guard uses the same distance).
 
     The fixed features of the optimizer are never pruned. Metadata per candidate
     (JSON-serializable): ``pruned_dims`` (coordinates reset), ``num_active`` (``|A(x*)|``),
@@ -195,6 +204,7 @@ class Bonsai:
         tol: float = DEFAULT_TOLERANCE,
         rule: str = "outcome-floor",
         outcome_floor: float = 1e-3,
+        repeat_tol: float = 0.0,
     ) -> None:
         #: ``rho`` as given; :meth:`rho_at` gives ``rho_t``.
         self.rho = rho
@@ -211,6 +221,9 @@ class Bonsai:
                 f"{OPTION}.outcome_floor must be a number in [0, 1], got {outcome_floor!r}"
             )
         self.outcome_floor = float(outcome_floor)
+        if isinstance(repeat_tol, bool) or not isinstance(repeat_tol, int | float) or not 0 <= repeat_tol < math.inf:  # fmt: skip
+            raise ConfigError(f"{OPTION}.repeat_tol must be a number >= 0, got {repeat_tol!r}")
+        self.repeat_tol = float(repeat_tol)
         if mode not in self.MODES:
             raise ConfigError(f"{OPTION}.mode={mode!r}; choose one of {self.MODES}")
         self.mode = mode
@@ -543,7 +556,7 @@ class Bonsai:
             tau,
             active,
             alpha_star=inc.alpha_star,
-            feasible_fn=feasible_fn,
+            feasible_fn=without_near_repeats(feasible_fn, seen, getattr(acqf, "model", None), self.repeat_tol, x_star, snap),
             # a pruned point is compared after snapping: resetting a parent categorical makes
             # its conditional children inactive, which can land on a configuration already tried
             is_duplicate=_snapped(duplicate_fn(seen, bounds), snap),

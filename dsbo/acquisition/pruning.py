@@ -44,10 +44,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import torch
+from botorch.models.model import Model
 from torch import Tensor
 
 from dsbo.acquisition.sparsity import DUPLICATE_TOLERANCE
 from dsbo.acquisition.sparsity import is_duplicate as near_seen_point
+from dsbo.surrogates.relevance import near_repeats
 
 #: ``score_fn(X: b x d) -> b`` acquisition values (already exponentiated for log acquisitions).
 ScoreFn = Callable[[Tensor], Tensor]
@@ -298,6 +300,32 @@ def duplicate_fn(seen: Tensor, bounds: Tensor, tol: float = DUPLICATE_TOLERANCE)
     return lambda X: near_seen_point(X, seen, bounds, tol)
 
 
+def without_near_repeats(
+    feasible_fn: MaskFn | None,
+    seen: Tensor,
+    model: Model | None,
+    repeat_tol: float,
+    x_star: Tensor,
+    snap: Callable[[Tensor], Tensor] | None = None,
+) -> MaskFn | None:
+    """``feasible_fn`` that also rejects near-repeats: points (after ``snap``) within scaled
+    distance ``repeat_tol`` of a row of ``seen`` for ``model``
+    (:func:`dsbo.surrogates.relevance.near_repeats`). A reset that lands on one is then not
+    taken and pruning goes on with the other coordinates. Off (``feasible_fn`` unchanged) with
+    ``repeat_tol <= 0``, without a model or seen points, and when the dense candidate
+    ``x_star`` is a near-repeat itself (every pruned point would be one too)."""
+    if repeat_tol <= 0 or model is None or seen.shape[0] == 0:
+        return feasible_fn
+    if bool(near_repeats(model, x_star.reshape(1, -1), seen, repeat_tol)[0]):
+        return feasible_fn
+
+    def feasible(X: Tensor) -> Tensor:
+        ok = ~near_repeats(model, X if snap is None else snap(X), seen, repeat_tol)
+        return ok if feasible_fn is None else ok & feasible_fn(X)
+
+    return feasible
+
+
 __all__ = [
     "EVAL_BATCH",
     "MaskFn",
@@ -306,5 +334,6 @@ __all__ = [
     "duplicate_fn",
     "exact_prune",
     "greedy_prune",
+    "without_near_repeats",
     "unit_masks",
 ]

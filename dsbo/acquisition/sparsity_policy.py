@@ -54,7 +54,7 @@ from dsbo.acquisition.sparsity import PENALTIES, SparsityMeasure, is_duplicate, 
 from dsbo.errors import ConfigError
 from dsbo.problems.base import Problem
 from dsbo.problems.options import resolve_target
-from dsbo.surrogates.relevance import scaled_distance
+from dsbo.surrogates.relevance import near_repeats
 
 #: Where the homotopy's restarts start (see :class:`SparsityPolicy`).
 STARTS = ("sparse", "sobol")
@@ -431,10 +431,8 @@ class SparsityPolicy(OptimizedPolicy):
         (lengthscale-scaled distance below ``repeat_tol``; all false without lengthscales)."""
         duplicate = is_duplicate(X, seen, problem.bounds, self.dedup_tol)
         near = torch.zeros_like(duplicate)
-        if model is not None and seen is not None and seen.shape[0] and self.repeat_tol > 0:
-            distance = scaled_distance(model, X, seen)
-            if distance is not None:
-                near = (distance < self.repeat_tol).any(dim=-1)
+        if model is not None and seen is not None and self.repeat_tol > 0:
+            near = near_repeats(model, X, seen, self.repeat_tol)
         return duplicate, near
 
     def propose(self, model: Model, history: History, problem: Problem, q: int) -> Proposal:

@@ -58,6 +58,15 @@ def scaled_distance(model: Model, X: Tensor, seen: Tensor) -> Tensor | None:
     return torch.cdist(U / lengthscales, V / lengthscales)
 
 
+def near_repeats(model: Model, X: Tensor, seen: Tensor, tol: float) -> Tensor:
+    """``n`` booleans: the row of ``X`` is within scaled distance ``tol`` of a row of ``seen``
+    (the same point for the surrogate); all false for a model without lengthscales."""
+    distance = scaled_distance(model, X, seen) if seen.shape[0] else None
+    if distance is None:
+        return torch.zeros(X.shape[0], dtype=torch.bool)
+    return (distance < tol).any(dim=-1)
+
+
 def _model_inputs(model: Model, X: Tensor) -> Tensor:
     """``X`` through the model's input transform (e.g. ``Normalize``), if it has one."""
     transform = getattr(model, "input_transform", None)

@@ -193,10 +193,52 @@ def test_an_evaluated_point_within_the_dense_scale_is_not_reproposed(branin15) -
         assert int((proposal.X[0] != 0.5).sum()) == 3, mode  # one irrelevant input kept
 
 
+class ModelWithLengthscales(torch.nn.Module):
+    """A surrogate stand-in whose kernel considers only the relevant coordinates (lengthscale
+    0.1 against 1e4): enough for the lengthscale-scaled distance of the near-repeat guard."""
+
+    def __init__(self) -> None:
+        from gpytorch.kernels import MaternKernel
+
+        super().__init__()
+        self.covar_module = MaternKernel(ard_num_dims=15)
+        lengthscale = torch.full((1, 15), 1e4)
+        lengthscale[0, list(RELEVANT)] = 0.1
+        self.covar_module.lengthscale = lengthscale
+
+
+def test_a_near_repeat_for_the_model_is_not_proposed(branin15) -> None:
+    """A relevant input cheap enough to reset (cost 0.0005 < tau 0.0008) leads the rule to a
+    point whose relevant coordinates were evaluated already, with an irrelevant coordinate
+    different: no exact duplicate, but a near-repeat for the model (scaled distance ~1e-5).
+    With ``repeat_tol`` that reset is not taken and the irrelevant inputs are still pruned:
+    both relevant inputs kept. When ``x*`` is itself a near-repeat the guard stands aside."""
+    x_star, _ = converged_case()
+
+    def value(X: torch.Tensor) -> torch.Tensor:  # resetting relevant input 14 costs little
+        return converged_value(X) + (RELEVANT_COST - 0.0005) * (X[:, RELEVANT[1]] == 0.5).to(X)
+
+    seen = torch.full((15,), 0.5, dtype=torch.double)
+    seen[RELEVANT[0]], seen[0] = 0.8, 0.9  # the sparsest point, tried with x_0 changed
+    history = History(X=torch.stack([torch.full((15,), 0.5, dtype=torch.double), seen]), Y=torch.tensor([[0.0], [5.0]]))
+    acqf = FakeAcqf(value)
+    acqf.model = ModelWithLengthscales()
+    plain = Bonsai(rule="dense-scale")(acqf, x_star, history, branin15, settings(), False)
+    assert int((plain.X[0] != 0.5).sum()) == 1 and not plain.metadata[0]["duplicate_fallback"]
+    guarded = Bonsai(rule="dense-scale", repeat_tol=0.01)(acqf, x_star, history, branin15, settings(), False)
+    assert torch.nonzero(guarded.X[0] != 0.5).reshape(-1).tolist() == list(RELEVANT)
+    seen_dense = x_star[0].clone()
+    seen_dense[0] = 0.9  # now x* itself is a near-repeat: nothing to gain by falling back
+    history = History(X=torch.cat([history.X, seen_dense[None]]), Y=torch.zeros(3, 1))
+    again = Bonsai(rule="dense-scale", repeat_tol=0.01)(acqf, x_star, history, branin15, settings(), False)
+    assert int((again.X[0] != 0.5).sum()) == 1
+
+
 @pytest.mark.parametrize(
     ("options", "field"),
     [({"rule": "dense"}, "rule"), ({"rule": None}, "rule"), ({"outcome_floor": 1.5}, "outcome_floor"),
-     ({"outcome_floor": True}, "outcome_floor")],
+     ({"outcome_floor": True}, "outcome_floor"), ({"repeat_tol": -0.1}, "repeat_tol"),
+     ({"repeat_tol": "0.01"}, "repeat_tol")],
 )  # fmt: skip
 def test_rule_option_errors_name_the_field(options: dict, field: str) -> None:
     with pytest.raises(ConfigError, match=f"postprocess.bonsai.{field}"):
