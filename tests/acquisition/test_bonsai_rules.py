@@ -208,7 +208,7 @@ class ModelWithLengthscales(torch.nn.Module):
 
 
 def test_a_near_repeat_for_the_model_is_not_proposed(branin15) -> None:
-    """A relevant input cheap enough to reset (cost 0.0005 < tau 0.0008) leads the rule to a
+    """A relevant input cheap enough to reset (cost 0.0005, within tau) leads the rule to a
     point whose relevant coordinates were evaluated already, with an irrelevant coordinate
     different: no exact duplicate, but a near-repeat for the model (scaled distance ~1e-5).
     With ``repeat_tol`` that reset is not taken and the irrelevant inputs are still pruned:
@@ -228,7 +228,7 @@ def test_a_near_repeat_for_the_model_is_not_proposed(branin15) -> None:
     guarded = Bonsai(rule="dense-scale", repeat_tol=0.01)(acqf, x_star, history, branin15, settings(), False)
     assert torch.nonzero(guarded.X[0] != 0.5).reshape(-1).tolist() == list(RELEVANT)
     seen_dense = x_star[0].clone()
-    seen_dense[0] = 0.9  # now x* itself is a near-repeat: nothing to gain by falling back
+    seen_dense[0] = 0.9  # now x* itself is a near-repeat: the guard stands aside
     history = History(X=torch.cat([history.X, seen_dense[None]]), Y=torch.zeros(3, 1))
     again = Bonsai(rule="dense-scale", repeat_tol=0.01)(acqf, x_star, history, branin15, settings(), False)
     assert int((again.X[0] != 0.5).sum()) == 1
