@@ -55,8 +55,9 @@ Choices made here (see also :class:`Bonsai`):
   lengthscale-scaled distance ``repeat_tol`` (:mod:`dsbo.surrogates.relevance`) of an evaluated
   or pending point is not taken, as a reset that breaks a linear constraint: for the surrogate
   that point was tried (it differs only in coordinates the model considers irrelevant), e.g.
-  after a relevant input was reset. Pruning goes on with the other coordinates. Off when
-  ``x*`` is itself a near-repeat, and for models without lengthscales.
+  after a relevant input was reset. Pruning goes on with the other coordinates. Points that
+  ``x*`` itself is a near-repeat of do not count (pruning may stay near the point the
+  acquisition chose); models without lengthscales have no near-repeats.
 
 This module holds the post-processor :class:`Bonsai`; the pruning searches (:func:`greedy_prune`,
 :func:`exact_prune`) are :mod:`dsbo.acquisition.pruning` and the incremental value

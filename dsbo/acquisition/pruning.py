@@ -49,7 +49,7 @@ from torch import Tensor
 
 from dsbo.acquisition.sparsity import DUPLICATE_TOLERANCE
 from dsbo.acquisition.sparsity import is_duplicate as near_seen_point
-from dsbo.surrogates.relevance import near_repeats
+from dsbo.surrogates.relevance import near_repeats, scaled_distance
 
 #: ``score_fn(X: b x d) -> b`` acquisition values (already exponentiated for log acquisitions).
 ScoreFn = Callable[[Tensor], Tensor]
@@ -311,16 +311,21 @@ def without_near_repeats(
     """``feasible_fn`` that also rejects near-repeats: points (after ``snap``) within scaled
     distance ``repeat_tol`` of a row of ``seen`` for ``model``
     (:func:`dsbo.surrogates.relevance.near_repeats`). A reset that lands on one is then not
-    taken and pruning goes on with the other coordinates. Off (``feasible_fn`` unchanged) with
-    ``repeat_tol <= 0``, without a model or seen points, and when the dense candidate
-    ``x_star`` is a near-repeat itself (every pruned point would be one too)."""
+    taken and pruning goes on with the other coordinates. Rows of ``seen`` that the dense
+    candidate ``x_star`` is itself a near-repeat of are left out (pruning may stay near the
+    point the acquisition chose). ``feasible_fn`` unchanged with ``repeat_tol <= 0``, without a
+    model, or when no row is left."""
     if repeat_tol <= 0 or model is None or seen.shape[0] == 0:
         return feasible_fn
-    if bool(near_repeats(model, x_star.reshape(1, -1), seen, repeat_tol)[0]):
+    distance = scaled_distance(model, x_star.reshape(1, -1), seen)
+    if distance is None:
+        return feasible_fn
+    others = seen[distance[0] >= repeat_tol]
+    if others.shape[0] == 0:
         return feasible_fn
 
     def feasible(X: Tensor) -> Tensor:
-        ok = ~near_repeats(model, X if snap is None else snap(X), seen, repeat_tol)
+        ok = ~near_repeats(model, X if snap is None else snap(X), others, repeat_tol)
         return ok if feasible_fn is None else ok & feasible_fn(X)
 
     return feasible

@@ -212,7 +212,7 @@ def test_a_near_repeat_for_the_model_is_not_proposed(branin15) -> None:
     point whose relevant coordinates were evaluated already, with an irrelevant coordinate
     different: no exact duplicate, but a near-repeat for the model (scaled distance ~1e-5).
     With ``repeat_tol`` that reset is not taken and the irrelevant inputs are still pruned:
-    both relevant inputs kept. When ``x*`` is itself a near-repeat the guard stands aside."""
+    both relevant inputs kept. Evaluated points ``x*`` is a near-repeat of do not count."""
     x_star, _ = converged_case()
 
     def value(X: torch.Tensor) -> torch.Tensor:  # resetting relevant input 14 costs little
@@ -228,10 +228,13 @@ def test_a_near_repeat_for_the_model_is_not_proposed(branin15) -> None:
     guarded = Bonsai(rule="dense-scale", repeat_tol=0.01)(acqf, x_star, history, branin15, settings(), False)
     assert torch.nonzero(guarded.X[0] != 0.5).reshape(-1).tolist() == list(RELEVANT)
     seen_dense = x_star[0].clone()
-    seen_dense[0] = 0.9  # now x* itself is a near-repeat: the guard stands aside
+    seen_dense[0] = 0.9  # x* is a near-repeat of this point: it does not count, the other does
     history = History(X=torch.cat([history.X, seen_dense[None]]), Y=torch.zeros(3, 1))
     again = Bonsai(rule="dense-scale", repeat_tol=0.01)(acqf, x_star, history, branin15, settings(), False)
-    assert int((again.X[0] != 0.5).sum()) == 1
+    assert torch.equal(again.X, guarded.X)
+    history = History(X=torch.stack([history.X[0], seen_dense]), Y=torch.zeros(2, 1))
+    alone = Bonsai(rule="dense-scale", repeat_tol=0.01)(acqf, x_star, history, branin15, settings(), False)
+    assert int((alone.X[0] != 0.5).sum()) == 1  # nothing else tried: the rule prunes as without
 
 
 @pytest.mark.parametrize(
