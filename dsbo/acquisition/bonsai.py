@@ -171,7 +171,9 @@ class Bonsai:
             standard deviations of the observed objective, a number in ``[0, 1]``.
         repeat_tol: Resets that land within this lengthscale-scaled distance of an evaluated
             or pending point (a near-repeat) are not taken; ``0`` turns the guard off (SEBO's
-            guard uses the same distance).
+            guard uses the same distance). ``outcome_floor = 0.01`` and ``repeat_tol = 0.01``
+            are the defaults together (``experiments/results/sparse_protocol/repeat_guard``):
+            the floor alone spends late evaluations on repeats of a sparse point.
 
     The fixed features of the optimizer are never pruned. Metadata per candidate
     (JSON-serializable): ``pruned_dims`` (coordinates reset), ``num_active`` (``|A(x*)|``),
@@ -204,8 +206,8 @@ class Bonsai:
         max_exact: int = 15,
         tol: float = DEFAULT_TOLERANCE,
         rule: str = "outcome-floor",
-        outcome_floor: float = 1e-3,
-        repeat_tol: float = 0.0,
+        outcome_floor: float = 1e-2,
+        repeat_tol: float = 0.01,
     ) -> None:
         #: ``rho`` as given; :meth:`rho_at` gives ``rho_t``.
         self.rho = rho

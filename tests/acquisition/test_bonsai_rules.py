@@ -65,7 +65,7 @@ def settings() -> OptimizerSettings:
 
 
 def test_the_default_rule_is_the_outcome_floor() -> None:
-    assert (Bonsai().rule, Bonsai().outcome_floor) == ("outcome-floor", 1e-3)
+    assert (Bonsai().rule, Bonsai().outcome_floor, Bonsai().repeat_tol) == ("outcome-floor", 1e-2, 0.01)
     assert RULES == ("incremental", "dense-scale", "outcome-floor")
 
 
@@ -103,7 +103,7 @@ def test_tau_in_the_metadata_follows_the_rule(branin15, rule: str) -> None:
     history = History(
         X=torch.full((2, 15), 0.6, dtype=torch.double), Y=torch.tensor([[0.0], [400.0]])
     )  # std(y) = 282.8: the floor 0.283 beats rho alpha~
-    proposal = Bonsai(rho=0.2, rule=rule)(FakeAcqf(value), x_star, history, branin15, settings(), False)
+    proposal = Bonsai(rho=0.2, rule=rule, outcome_floor=1e-3)(FakeAcqf(value), x_star, history, branin15, settings(), False)
     [meta] = proposal.metadata
     alpha_star, baseline = float(value(x_star)[0]), float(value(history.X)[0])
     incremental = alpha_star - baseline
@@ -223,7 +223,7 @@ def test_a_near_repeat_for_the_model_is_not_proposed(branin15) -> None:
     history = History(X=torch.stack([torch.full((15,), 0.5, dtype=torch.double), seen]), Y=torch.tensor([[0.0], [5.0]]))
     acqf = FakeAcqf(value)
     acqf.model = ModelWithLengthscales()
-    plain = Bonsai(rule="dense-scale")(acqf, x_star, history, branin15, settings(), False)
+    plain = Bonsai(rule="dense-scale", repeat_tol=0)(acqf, x_star, history, branin15, settings(), False)
     assert int((plain.X[0] != 0.5).sum()) == 1 and not plain.metadata[0]["duplicate_fallback"]
     guarded = Bonsai(rule="dense-scale", repeat_tol=0.01)(acqf, x_star, history, branin15, settings(), False)
     assert torch.nonzero(guarded.X[0] != 0.5).reshape(-1).tolist() == list(RELEVANT)
