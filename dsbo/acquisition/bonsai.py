@@ -170,10 +170,8 @@ class Bonsai:
         outcome_floor: ``epsilon`` of ``rule="outcome-floor"``: the floor of ``tau`` in
             standard deviations of the observed objective, a number in ``[0, 1]``.
         repeat_tol: Resets that land within this lengthscale-scaled distance of an evaluated
-            or pending point (a near-repeat) are not taken; ``0`` turns the guard off (SEBO's
-            guard uses the same distance). ``outcome_floor = 0.01`` and ``repeat_tol = 0.01``
-            are the defaults together (``experiments/results/sparse_protocol/repeat_guard``):
-            the floor alone spends late evaluations on repeats of a sparse point.
+            or pending point are not taken (``0``: off). The defaults of both go together:
+            the floor alone repeats one sparse point (``sparse_protocol/repeat_guard``).
 
     The fixed features of the optimizer are never pruned. Metadata per candidate
     (JSON-serializable): ``pruned_dims`` (coordinates reset), ``num_active`` (``|A(x*)|``),
