@@ -19,11 +19,13 @@ Problems (minimization, each evaluation well under a second):
    momentum 0.9, 4 layers, width 256, dropout 0.3). No linear constraint (TPE and random search
    would need rejection; left out so that every arm searches the same space).
 
-Arms (budget 40 evaluations each): ``dsbo-gp``, ``dsbo-map-saas`` (the library default),
-``dsbo-gp+bonsai`` and ``dsbo-map-saas+bonsai`` (``bonsai=True``, ``default`` = the problem's
-library defaults), ``dsbo-gp+winsorize`` and ``dsbo-gp+copula`` (``outcome_warping``: the GP
-fitted to the objective with its bad tail clipped at Tukey's fence, Ax's default rule, or to
-normal scores of its ranks; compared paired with ``dsbo-gp`` too), ``optuna-tpe`` (``TPESampler(seed=seed)``, conditional parameters suggested
+Arms (budget 40 evaluations each): a dsbo arm is a surrogate (``dsbo-gp``, ``dsbo-map-saas``,
+the library default) followed by options: ``+winsorize`` or ``+copula`` (``outcome_warping``:
+the surrogate fitted to the objective with its bad tail clipped at Tukey's fence, Ax's default
+rule, or to normal scores of its ranks; compared paired with the unwarped arm too), then
+``+bonsai`` (``bonsai=True``, ``default`` = the problem's library defaults; compared with the
+same arm unpruned). Arms without a warping pass ``outcome_warping=None`` explicitly. Then
+``optuna-tpe`` (``TPESampler(seed=seed)``, conditional parameters suggested
 only while active), ``ax`` (Ax 1.3.1 ``Client``, default generation strategy; a conditional
 parameter whose condition is one value of one parent is an Ax ``dependent_parameters`` child, one
 whose condition lists several values cannot be a child in Ax's tree and is passed always, the
@@ -64,14 +66,18 @@ SMOKE_BUDGET = 6
 #: --smoke runs the two problems with conditional parameters (all three take about twice as long).
 SMOKE_PROBLEMS = ("svc-digits", "ackley-cond")
 #: GP/random/TPE/Ax/GP+BONSAI first, MAP-SAAS (about 5x slower) after.
-FIRST_ARMS = ("dsbo-gp", "random", "optuna-tpe", "ax", "dsbo-gp+bonsai", "dsbo-gp+winsorize", "dsbo-gp+copula")
-LATER_ARMS = ("dsbo-map-saas", "dsbo-map-saas+bonsai")
+FIRST_ARMS = ("dsbo-gp", "random", "optuna-tpe", "ax", "dsbo-gp+bonsai", "dsbo-gp+winsorize", "dsbo-gp+copula",
+              "dsbo-gp+copula+bonsai")
+LATER_ARMS = ("dsbo-map-saas", "dsbo-map-saas+bonsai", "dsbo-map-saas+copula", "dsbo-map-saas+copula+bonsai")
 ARMS = FIRST_ARMS + LATER_ARMS
 DEFAULT_ARM = "dsbo-map-saas"
 BASELINES = ("optuna-tpe", "ax", "random")
-BONSAI_ARMS = {"dsbo-gp+bonsai": "dsbo-gp", "dsbo-map-saas+bonsai": "dsbo-map-saas"}
-#: Arms fitting warped outcomes (``outcome_warping``), and the arm they warp.
-WARPED_ARMS = {"dsbo-gp+winsorize": "dsbo-gp", "dsbo-gp+copula": "dsbo-gp"}
+#: An arm name is a surrogate followed by ``+`` options: an outcome warping, then ``+bonsai``.
+WARPINGS = ("winsorize", "copula")
+#: BONSAI arms, and the unpruned arm they are compared with.
+BONSAI_ARMS = {a: a.removesuffix("+bonsai") for a in ARMS if a.endswith("+bonsai")}
+#: Unpruned arms fitting warped outcomes (``outcome_warping``), and the unwarped arm.
+WARPED_ARMS = {a: a.split("+")[0] for a in ARMS if a not in BONSAI_ARMS and set(a.split("+")[1:]) & set(WARPINGS)}
 #: dsbo arms held to the goals against the baselines.
 GOAL_ARMS = (DEFAULT_ARM, "dsbo-gp", *WARPED_ARMS)
 EXTERNAL = {"optuna-tpe": "optuna", "ax": "ax"}
@@ -274,8 +280,8 @@ def run_dsbo(problem: MixedProblem, arm: str, seed: int, budget: int, smoke: boo
             options["surrogate"] = {"name": "map-saas", "num_taus": 2, "fit_restarts": 0}
         if arm.endswith("+bonsai"):
             options.update(bonsai=True, default=dict(problem.default))
-        if arm in WARPED_ARMS:
-            options["outcome_warping"] = arm.rsplit("+", 1)[1]
+        warping = [w for w in arm.split("+")[1:] if w in WARPINGS]
+        options["outcome_warping"] = warping[0] if warping else None  # explicit: the library default may change
     if smoke:
         from dsbo.acquisition import OptimizerSettings
 
@@ -647,7 +653,7 @@ def plot(runs: list[dict[str, Any]], problems: dict[str, MixedProblem], path: Pa
 
     names = [p for p in problems if any(r["problem"] == p for r in runs)]
     fig, axes = plt.subplots(1, max(len(names), 1), figsize=(5 * max(len(names), 1), 4), squeeze=False)
-    colors = plt.get_cmap("tab10")
+    colors = plt.get_cmap("tab20")
     for ax, name in zip(axes[0], names, strict=False):
         optimum = problems[name].optimum
         for j, arm in enumerate(ARMS):
