@@ -114,7 +114,9 @@ class OptimizeConfig:
     ``store`` is where the trials live: ``null`` for ``<run_dir>/trials.sqlite``, another
     SQLite path, or a ``postgresql://`` URL that several workers share (``lease``: seconds a
     dead worker's trial waits before another worker retries it). ``executor`` runs
-    ``executor.workers`` evaluations at once (:class:`ExecutorConfig`).
+    ``executor.workers`` evaluations at once (:class:`ExecutorConfig`). ``outcome_warping``
+    fits the surrogate to warped objective values (``copula``: normal scores of the ranks;
+    ``winsorize``: the bad tail clipped; :mod:`dsbo.campaign.outcome_warping`).
     """
 
     problem: ProblemConfig = field(default_factory=ProblemConfig)
@@ -133,6 +135,7 @@ class OptimizeConfig:
     run_dir: str | None = None
     threads: int | None = 1
     on_pending: Literal["retry", "abandon"] = "retry"
+    outcome_warping: Literal["copula", "winsorize"] | None = None
     max_consecutive_failures: int = 10
     eval_timeout: float | None = None
     store: str | None = None

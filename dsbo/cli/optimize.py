@@ -237,6 +237,7 @@ def build_campaign(
         executor=executor,
         parallel=parallel,
         lease=cfg.lease,
+        outcome_warping=cfg.outcome_warping,
     )
     if not write:
         return campaign, run_dir, resuming

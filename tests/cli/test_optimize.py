@@ -87,6 +87,7 @@ def test_every_shipped_config_parses_and_builds_its_problem(path):
         ("problem:\n  name: brannin\n", "brannin"),
         ("problem:\n  name: branin\n  options: {target: [1, 2, 3]}\n", "target"),
         ("surrogate:\n  name: gp\n  options: {kernel: cubic}\n", "kernel"),
+        ("outcome_warping: rank\n", "outcome_warping"),
     ],
 )
 def test_a_malformed_config_gets_an_error_naming_the_field(tmp_path, capsys, yaml_text, expected):
@@ -121,6 +122,16 @@ def test_initial_design_with_the_default_point_from_the_command_line(tmp_path):
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["changes_from"] == "problem default" and summary["completed"] == 5
     assert len(summary["changes_best"]) == summary["num_changed_best"]
+
+
+def test_outcome_warping_from_the_config_reaches_the_campaign(tmp_path):
+    from dsbo.cli.optimize import build_campaign
+
+    cfg, _ = parse_config([*FAST, "--problem.name", "branin", "--outcome_warping", "copula",
+                           "--run_dir", str(tmp_path / "run"), "--wandb.mode", "disabled"])  # fmt: skip
+    campaign, _, _ = build_campaign(cfg, dry_run=False, write=False)
+    assert campaign.outcome_warping == "copula"
+    assert parse_config([])[0].outcome_warping is None
 
 
 CONTEXTUAL = [
