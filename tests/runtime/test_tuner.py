@@ -126,3 +126,15 @@ def test_a_told_value_of_the_wrong_type_is_refused():
 def test_workers_evaluate_in_parallel_threads():
     result = dsbo.minimize(loss, SPACE, budget=6, n_init=4, surrogate="gp", optimizer=FAST, workers=2)
     assert result.num_completed == 6
+
+
+def test_the_default_surrogate_follows_the_size_of_the_space_and_the_copula_warping_is_on():
+    from dsbo.runtime.tuner import AUTO_GP_MAX_PARAMETERS, auto_surrogate
+
+    small = dsbo.Tuner(SPACE, budget=5, dry_run=False)  # 4 searched parameters (+ a fixed one)
+    assert small.campaign.surrogate.name == "gp" and small.campaign.outcome_warping == "copula"
+    limit = {f"x{i}": dsbo.Float(0.0, 1.0) for i in range(AUTO_GP_MAX_PARAMETERS)}
+    assert auto_surrogate(dsbo.SearchSpace({**limit, "fixed": dsbo.Fixed(1.0)})) == "gp"  # fixed ones do not count
+    large = dsbo.Tuner({**limit, "one_more": dsbo.Float(0.0, 1.0)}, budget=5, dry_run=False, outcome_warping=None)
+    assert large.campaign.surrogate.name == "map-saas" and large.campaign.outcome_warping is None
+    assert dsbo.Tuner(SPACE, budget=5, dry_run=False, surrogate="map-saas").campaign.surrogate.name == "map-saas"
