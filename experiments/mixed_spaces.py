@@ -19,12 +19,13 @@ Problems (minimization, each evaluation well under a second):
    momentum 0.9, 4 layers, width 256, dropout 0.3). No linear constraint (TPE and random search
    would need rejection; left out so that every arm searches the same space).
 
-Arms (budget 40 evaluations each): a dsbo arm is a surrogate (``dsbo-gp``, ``dsbo-map-saas``,
-the library default) followed by options: ``+winsorize`` or ``+copula`` (``outcome_warping``:
+Arms (budget 40 evaluations each): a dsbo arm is a surrogate (``dsbo-gp``, ``dsbo-map-saas``)
+followed by options: ``+winsorize`` or ``+copula`` (``outcome_warping``:
 the surrogate fitted to the objective with its bad tail clipped at Tukey's fence, Ax's default
 rule, or to normal scores of its ranks; compared paired with the unwarped arm too), then
 ``+bonsai`` (``bonsai=True``, ``default`` = the problem's library defaults; compared with the
-same arm unpruned). Arms without a warping pass ``outcome_warping=None`` explicitly. Then
+same arm unpruned). Arms without a warping pass ``outcome_warping=None`` explicitly.
+``dsbo-gp+copula`` is what ``dsbo.minimize``'s defaults run on these spaces. Then
 ``optuna-tpe`` (``TPESampler(seed=seed)``, conditional parameters suggested
 only while active), ``ax`` (Ax 1.3.1 ``Client``, default generation strategy; a conditional
 parameter whose condition is one value of one parent is an Ax ``dependent_parameters`` child, one
@@ -70,7 +71,9 @@ FIRST_ARMS = ("dsbo-gp", "random", "optuna-tpe", "ax", "dsbo-gp+bonsai", "dsbo-g
               "dsbo-gp+copula+bonsai")
 LATER_ARMS = ("dsbo-map-saas", "dsbo-map-saas+bonsai", "dsbo-map-saas+copula", "dsbo-map-saas+copula+bonsai")
 ARMS = FIRST_ARMS + LATER_ARMS
-DEFAULT_ARM = "dsbo-map-saas"
+#: What ``dsbo.minimize``'s defaults pick on these spaces (5-8 parameters: ``surrogate="auto"``
+#: is the exact GP, ``outcome_warping="copula"``).
+DEFAULT_ARM = "dsbo-gp+copula"
 BASELINES = ("optuna-tpe", "ax", "random")
 #: An arm name is a surrogate followed by ``+`` options: an outcome warping, then ``+bonsai``.
 WARPINGS = ("winsorize", "copula")
@@ -79,7 +82,7 @@ BONSAI_ARMS = {a: a.removesuffix("+bonsai") for a in ARMS if a.endswith("+bonsai
 #: Unpruned arms fitting warped outcomes (``outcome_warping``), and the unwarped arm.
 WARPED_ARMS = {a: a.split("+")[0] for a in ARMS if a not in BONSAI_ARMS and set(a.split("+")[1:]) & set(WARPINGS)}
 #: dsbo arms held to the goals against the baselines.
-GOAL_ARMS = (DEFAULT_ARM, "dsbo-gp", *WARPED_ARMS)
+GOAL_ARMS = tuple(dict.fromkeys((DEFAULT_ARM, "dsbo-gp", "dsbo-map-saas", *WARPED_ARMS)))
 EXTERNAL = {"optuna-tpe": "optuna", "ax": "ax"}
 
 

@@ -44,3 +44,16 @@ def test_mixed_spaces_smoke(tmp_path):
     again = mixed_spaces.main(["--smoke", "--out", str(tmp_path)])
     assert len((tmp_path / "runs.jsonl").read_text().splitlines()) == len(runs)
     assert again["table"] == summary["table"]
+
+
+def test_the_default_arm_is_what_dsbo_minimize_runs_on_these_spaces():
+    import inspect
+
+    import mixed_spaces
+
+    from dsbo.runtime.tuner import Tuner, auto_surrogate
+    from dsbo.space import SearchSpace
+
+    warping = inspect.signature(Tuner).parameters["outcome_warping"].default
+    for problem in mixed_spaces.make_problems().values():
+        assert mixed_spaces.DEFAULT_ARM == f"dsbo-{auto_surrogate(SearchSpace(problem.space))}+{warping}"
