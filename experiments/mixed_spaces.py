@@ -439,6 +439,7 @@ def available_arms(arms: list[str], smoke: bool) -> list[str]:
 
 
 def run_all(jobs: list[dict[str, Any]], out: Path, workers: int) -> list[dict[str, Any]]:
+    """Run the jobs not yet in ``out/runs.jsonl``, appending each as it finishes; the jobs' runs."""
     log = out / "runs.jsonl"
     done: dict[tuple, dict[str, Any]] = {}
     if log.exists():
@@ -709,11 +710,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     phases = [[a for a in arms if a in FIRST_ARMS], [a for a in arms if a in LATER_ARMS]]
     jobs = [{"problem": p, "arm": a, "seed": s, "budget": budget, "smoke": smoke}
             for phase in phases for s in range(seeds) for p in problems for a in phase]
-    if args.report_only:
-        runs = [json.loads(line) for line in (args.out / "runs.jsonl").read_text().splitlines() if line.strip()]
-        runs = [r for r in runs if r["budget"] == budget and r["smoke"] == smoke and r["problem"] in problems]
-    else:
-        runs = run_all(jobs, args.out, 1 if smoke else args.workers)
+    if not args.report_only:
+        run_all(jobs, args.out, 1 if smoke else args.workers)
+    # the report covers every run recorded (other arms and seeds too), not only this call's
+    runs = [json.loads(line) for line in (args.out / "runs.jsonl").read_text().splitlines() if line.strip()]
+    runs = [r for r in runs if r["budget"] == budget and r["smoke"] == smoke and r["problem"] in problems]
     summary = summarize(runs, problems, budget, smoke)
     summary["python"] = sys.version.split()[0]
     summary["cpu_count"] = os.cpu_count()
