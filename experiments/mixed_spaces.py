@@ -66,7 +66,7 @@ BUDGET = 40
 SMOKE_BUDGET = 6
 #: --smoke runs the two problems with conditional parameters (all three take about twice as long).
 SMOKE_PROBLEMS = ("svc-digits", "ackley-cond")
-#: GP/random/TPE/Ax/GP+BONSAI first, MAP-SAAS (about 5x slower) after.
+#: GP/random/TPE/Ax arms first, the MAP-SAAS ones (1.5-2x a GP arm's time) after.
 FIRST_ARMS = ("dsbo-gp", "random", "optuna-tpe", "ax", "dsbo-gp+bonsai", "dsbo-gp+winsorize", "dsbo-gp+copula",
               "dsbo-gp+copula+bonsai")
 LATER_ARMS = ("dsbo-map-saas", "dsbo-map-saas+bonsai", "dsbo-map-saas+copula", "dsbo-map-saas+copula+bonsai")
@@ -438,8 +438,8 @@ def available_arms(arms: list[str], smoke: bool) -> list[str]:
     return out
 
 
-def run_all(jobs: list[dict[str, Any]], out: Path, workers: int) -> list[dict[str, Any]]:
-    """Run the jobs not yet in ``out/runs.jsonl``, appending each as it finishes; the jobs' runs."""
+def run_all(jobs: list[dict[str, Any]], out: Path, workers: int) -> None:
+    """Run the jobs not yet in ``out/runs.jsonl``, appending each as it finishes."""
     log = out / "runs.jsonl"
     done: dict[tuple, dict[str, Any]] = {}
     if log.exists():
@@ -471,7 +471,6 @@ def run_all(jobs: list[dict[str, Any]], out: Path, workers: int) -> list[dict[st
                 futures = [pool.submit(run_job, j) for j in todo]
                 for i, future in enumerate(as_completed(futures), 1):
                     record(future.result(), sink, i)
-    return [done[job_key(j)] for j in jobs if job_key(j) in done]
 
 
 # ----------------------------------------------------------------------------- report
