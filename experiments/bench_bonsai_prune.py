@@ -10,6 +10,8 @@ Writes ``experiments/results/bench_bonsai_prune/{results.json, results.md}``.
 
     python experiments/bench_bonsai_prune.py --smoke
     python experiments/bench_bonsai_prune.py            # 5 seeds x 3 repeats
+
+``--smoke`` without ``--out`` writes to a fresh temporary folder (printed), never into ``experiments/results/``.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any
 
 import torch
 from botorch.utils.sampling import draw_sobol_samples
+from smoke_out import add_out_argument, output_folder
 
 from dsbo.acquisition import History, OptimizerSettings, make_policy
 from dsbo.acquisition.bonsai import Bonsai
@@ -41,8 +44,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--repeats", type=int, default=None)
     parser.add_argument("--points", type=int, default=None, help="Sobol points the model is fitted to")
     parser.add_argument("--problem", default=None)
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    add_out_argument(parser, RESULTS)
     args = parser.parse_args(argv)
+    args.out = output_folder(args.out, args.smoke, RESULTS)
     warnings.simplefilter("ignore")
     torch.set_num_threads(1)
     smoke = args.smoke

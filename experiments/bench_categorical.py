@@ -27,6 +27,8 @@ Usage::
 
     python experiments/bench_categorical.py            # 5 seeds
     python experiments/bench_categorical.py --smoke    # 1 seed, budget 7, cheap optimizer settings
+
+``--smoke`` without ``--out`` writes to a fresh temporary folder (printed), never into ``experiments/results/``.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from pathlib import Path
 
 import numpy as np
 from scipy.optimize import minimize as scipy_minimize
+from smoke_out import add_out_argument, output_folder
 
 import dsbo
 from dsbo.acquisition import OptimizerSettings
@@ -134,8 +137,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=int, default=25)
     parser.add_argument("--n_init", type=int, default=8)
     parser.add_argument("--smoke", action="store_true", help="1 seed, budget 7, cheap optimizer: checks the script runs")
-    parser.add_argument("--out", type=Path, default=OUT)
+    add_out_argument(parser, OUT)
     args = parser.parse_args(argv)
+    args.out = output_folder(args.out, args.smoke, OUT)
     if args.smoke:
         args.seeds, args.budget, args.n_init = 1, 7, 6
     args.out.mkdir(parents=True, exist_ok=True)

@@ -13,6 +13,8 @@ GP (RBF-ARD), 4 restarts / 256 raw samples, one torch thread. Writes
 
     python experiments/bench_contextual.py --smoke     # seconds
     python experiments/bench_contextual.py             # n = 30, 60; 5 repeats
+
+``--smoke`` without ``--out`` writes to a fresh temporary folder (printed), never into ``experiments/results/``.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import Any
 
 import torch
 from botorch.utils.sampling import draw_sobol_samples
+from smoke_out import add_out_argument, output_folder
 
 from dsbo.acquisition import OptimizerSettings
 from dsbo.contexts import ContextState, make_context_policy
@@ -50,8 +53,9 @@ def state_for(n: int, seed: int, optimizer: OptimizerSettings) -> ContextState:
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--smoke", action="store_true")
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    add_out_argument(parser, RESULTS)
     args = parser.parse_args(argv)
+    args.out = output_folder(args.out, args.smoke, RESULTS)
     torch.set_num_threads(1)
     warnings.simplefilter("ignore")
     sizes, repeats = ([12], 1) if args.smoke else ([30, 60], 5)

@@ -10,6 +10,8 @@ Writes ``experiments/results/bench_loop/{results.json, results.md, bench_loop.pn
 
     python experiments/bench_loop.py            # N in {20, 100, 300}, MAP-SAAS, branin-20d
     python experiments/bench_loop.py --smoke    # seconds: N in {10, 20}, GP, 1 iteration
+
+``--smoke`` without ``--out`` writes to a fresh temporary folder (printed), never into ``experiments/results/``.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import torch  # noqa: E402
 from botorch.utils.sampling import draw_sobol_samples  # noqa: E402
+from smoke_out import add_out_argument, output_folder  # noqa: E402
 
 from dsbo.acquisition import OptimizerSettings  # noqa: E402
 from dsbo.campaign import Campaign  # noqa: E402
@@ -75,8 +78,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--problem", default="branin-20d")
     parser.add_argument("--surrogate", default=None, help="default: map-saas (gp with --smoke)")
     parser.add_argument("--iterations", type=int, default=None)
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    add_out_argument(parser, RESULTS)
     args = parser.parse_args(argv)
+    args.out = output_folder(args.out, args.smoke, RESULTS)
 
     sizes = [10, 20] if args.smoke else [20, 100, 300]
     surrogate = args.surrogate or ("gp" if args.smoke else "map-saas")

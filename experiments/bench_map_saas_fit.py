@@ -34,6 +34,8 @@ Branin's inputs. Writes ``campaign.json`` and ``campaign.md`` next to the sectio
 
     python experiments/bench_map_saas_fit.py --smoke   # seconds, both sections
     python experiments/bench_map_saas_fit.py           # Branin-50d, n = 30, 8 data sets, both sections
+
+``--smoke`` without ``--out`` writes to a fresh temporary folder (printed), never into ``experiments/results/``.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from typing import Any
 import torch
 from botorch.models.map_saas import EnsembleMapSaasSingleTaskGP
 from botorch.models.transforms import Normalize, Standardize
+from smoke_out import add_out_argument, output_folder
 from torch import Tensor
 
 from dsbo.problems import get_problem
@@ -133,8 +136,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--section", choices=("all", "restarts", "campaign"), default="all")
     parser.add_argument("--start", type=int, default=None, help="campaign: points at the first fit (default 10)")
     parser.add_argument("--iterations", type=int, default=None, help="campaign: fits (default 30)")
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    add_out_argument(parser, RESULTS)
     args = parser.parse_args(argv)
+    args.out = output_folder(args.out, args.smoke, RESULTS)
     torch.set_num_threads(1)
     warnings.simplefilter("ignore")
     args.out.mkdir(parents=True, exist_ok=True)

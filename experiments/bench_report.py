@@ -13,6 +13,8 @@ Usage::
 
     python experiments/bench_report.py            # 200 trials, 20 parameters, 5 repeats
     python experiments/bench_report.py --smoke    # 30 trials, 1 repeat
+
+``--smoke`` without ``--out`` writes to a fresh temporary folder (printed), never into ``experiments/results/``.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import time
 from pathlib import Path
 
 import torch
+from smoke_out import add_out_argument, output_folder
 
 import dsbo
 from dsbo.analysis.html_report import render
@@ -57,8 +60,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--smoke", action="store_true")
     parser.add_argument("--trials", type=int, default=200)
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--out", type=Path, default=OUT)
+    add_out_argument(parser, OUT)
     args = parser.parse_args(argv)
+    args.out = output_folder(args.out, args.smoke, OUT)
     trials, repeats = (30, 1) if args.smoke else (args.trials, args.repeats)
     torch.set_num_threads(1)
     args.out.mkdir(parents=True, exist_ok=True)

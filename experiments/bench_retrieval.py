@@ -38,6 +38,8 @@ regret over ``--campaign-seeds`` seeds.
 
     python experiments/bench_retrieval.py --smoke   # seconds (a tiny model trained here)
     python experiments/bench_retrieval.py           # needs experiments/sparse_embeddings.py first
+
+``--smoke`` without ``--out`` writes to a fresh temporary folder (printed), never into ``experiments/results/``.
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 import torch
+from smoke_out import add_out_argument, output_folder
 from threadpoolctl import threadpool_limits
 
 from dsbo.acquisition import History, make_policy
@@ -301,7 +304,7 @@ def campaign_bench(args) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--smoke", action="store_true")
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    add_out_argument(parser, RESULTS)
     parser.add_argument("--models", type=Path, default=MODELS)
     parser.add_argument("--queries", type=int, default=1000)
     parser.add_argument("--distractors", type=int, default=200_000)
@@ -324,6 +327,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--parts", nargs="*", default=list(PARTS), choices=list(PARTS),
                         help="parts to run; the others are kept from the previous results.json in --out")
     args = parser.parse_args(argv)
+    args.out = output_folder(args.out, args.smoke, RESULTS)
     if args.smoke:
         args.queries, args.distractors, args.repeats, args.nlist, args.nprobe = 50, 2000, 2, 16, [1, 4]
         args.breakdown_repeats = 2

@@ -28,6 +28,8 @@ Writes ``experiments/results/bench_scale_out/{results.json, results.md, bench_sc
 PostgreSQL: ``--pg postgresql://user@host:port/postgres`` (an account that may create
 databases; default from ``PG_HOST``/``PG_PORT``/``PG_USER``/``PG_PASSWORD``); each configuration gets a fresh database.
 Without a server only SQLite runs, and the results say so.
+
+``--smoke`` without ``--out`` writes to a fresh temporary folder (printed), never into ``experiments/results/``.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import torch  # noqa: E402
+from smoke_out import add_out_argument, output_folder  # noqa: E402
 
 from dsbo.acquisition import OptimizerSettings  # noqa: E402
 from dsbo.campaign import Campaign  # noqa: E402
@@ -274,11 +277,12 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--pg", default=default_pg, help="admin URL of a PostgreSQL server (creates databases)")
     parser.add_argument("--start-method", default=None, choices=["spawn", "fork", "forkserver"],
                         help="how PostgreSQL workers start (default spawn; fork in --smoke)")
-    parser.add_argument("--out", default=str(RESULTS))
+    add_out_argument(parser, RESULTS)
     parser.add_argument("--render", metavar="RESULTS_JSON", default=None,
                         help="recompute the derived columns and rewrite results.md/png from a results.json, run nothing")
     parser.add_argument("--note", action="append", default=[], help="a line for results.md's notes (e.g. the machine's load)")
     args = parser.parse_args(argv)
+    args.out = str(output_folder(args.out, args.smoke, RESULTS))  # a string: results.json records the args
     if args.render:
         result = json.loads(Path(args.render).read_text())
         a = result["args"]

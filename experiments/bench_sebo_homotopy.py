@@ -14,6 +14,8 @@ values of ``a`` and the proposal time. Writes ``experiments/results/bench_sebo_h
 
     python experiments/bench_sebo_homotopy.py --smoke
     python experiments/bench_sebo_homotopy.py            # 2 problems x 2 data sizes x 5 seeds
+
+``--smoke`` without ``--out`` writes to a fresh temporary folder (printed), never into ``experiments/results/``.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from typing import Any
 
 import torch
 from botorch.utils.sampling import draw_sobol_samples
+from smoke_out import add_out_argument, output_folder
 
 from dsbo.acquisition import History, OptimizerSettings
 from dsbo.acquisition.sebo import SEBO
@@ -69,8 +72,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--smoke", action="store_true")
     parser.add_argument("--seeds", type=int, default=None)
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    add_out_argument(parser, RESULTS)
     args = parser.parse_args(argv)
+    args.out = output_folder(args.out, args.smoke, RESULTS)
     torch.set_num_threads(1)
     warnings.simplefilter("ignore")
     seeds = args.seeds or (1 if args.smoke else 5)

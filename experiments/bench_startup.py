@@ -18,6 +18,8 @@ Writes ``experiments/results/bench_startup/{results.json,results.md}``.
 
     python experiments/bench_startup.py --smoke      # 1 repeat, no warm-up, no dsbo.train
     python experiments/bench_startup.py              # 10 repeats
+
+``--smoke`` without ``--out`` writes to a fresh temporary folder (printed), never into ``experiments/results/``.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from smoke_out import add_out_argument, output_folder
 
 RESULTS = Path(__file__).parent / "results" / "bench_startup"
 ROOT = Path(__file__).resolve().parents[1]
@@ -94,8 +98,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--smoke", action="store_true", help="1 repeat, no warm-up round, without dsbo.train")
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    add_out_argument(parser, RESULTS)
     args = parser.parse_args(argv)
+    args.out = output_folder(args.out, args.smoke, RESULTS)
     repeats = 1 if args.smoke else args.repeats
     env = {**os.environ, "WANDB_MODE": "disabled", "PYTHONWARNINGS": "ignore"}
     with tempfile.TemporaryDirectory() as tmp:

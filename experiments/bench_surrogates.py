@@ -31,6 +31,8 @@ results.md, bench_surrogates.png}``.
 
     python experiments/bench_surrogates.py --smoke     # seconds
     python experiments/bench_surrogates.py             # N in {100, 500, 1000, 2000, 4000}
+
+``--smoke`` without ``--out`` writes to a fresh temporary folder (printed), never into ``experiments/results/``.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import torch  # noqa: E402
 from botorch.utils.sampling import draw_sobol_samples  # noqa: E402
+from smoke_out import add_out_argument, output_folder  # noqa: E402
 
 from dsbo.acquisition import History, OptimizerSettings, make_policy  # noqa: E402
 from dsbo.problems import get_problem  # noqa: E402
@@ -189,8 +192,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--converged-sizes", type=int, nargs="*", default=None)
     parser.add_argument("--repeats", type=int, default=None, help="interleaved repeats of the ensemble timings")
     parser.add_argument("--overhead-repeats", type=int, default=None)
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    add_out_argument(parser, RESULTS)
     args = parser.parse_args(argv)
+    args.out = output_folder(args.out, args.smoke, RESULTS)
     warnings.simplefilter("ignore")
     smoke = args.smoke
     sizes = args.sizes or ([20, 40] if smoke else [100, 500, 1000, 2000, 4000])

@@ -17,6 +17,8 @@ Writes ``experiments/results/bonsai/{results.json, results.md, *.png}``.
 
     python experiments/bonsai.py                 # 5 seeds, 35 evaluations (stated budget)
     python experiments/bonsai.py --smoke         # seconds: 1 seed, 2 problems, tiny budget
+
+``--smoke`` without ``--out`` writes to a fresh temporary folder (printed), never into ``experiments/results/``.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from campaign_runs import (  # noqa: E402
     run_resumable,
     seeds_per_row,
 )
+from smoke_out import add_out_argument, output_folder  # noqa: E402
 
 from dsbo.acquisition import History, OptimizerSettings, make_policy, make_postprocessor  # noqa: E402
 from dsbo.acquisition.sparsity import num_changed  # noqa: E402
@@ -160,8 +163,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                         help="reuse the cached greedy-vs-exact and timing runs when present")
     parser.add_argument("--only-existing", action="store_true",
                         help="run no new campaign: report the ones in runs.jsonl (and cached side runs)")
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    add_out_argument(parser, RESULTS)
     args = parser.parse_args(argv)
+    args.out = output_folder(args.out, args.smoke, RESULTS)
 
     smoke = args.smoke
     seeds = args.seeds or (1 if smoke else 5)

@@ -34,6 +34,8 @@ which it leaves alone; its runs go to the same ``runs.jsonl`` (keyed by part and
     python experiments/contextual.py --seeds 5 --ablation-seeds 3    # what was run
     python experiments/contextual.py --smoke --parts paired           # the paired part, 1 seed
     python experiments/contextual.py --parts paired --seeds 10        # the paired part (80 runs)
+
+``--smoke`` without ``--out`` writes to a fresh temporary folder (printed), never into ``experiments/results/``.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from campaign_runs import mean_and_se, method_color, panel_grid, run_resumable, seed_ranges  # noqa: E402
 from scipy.stats import wilcoxon  # noqa: E402
+from smoke_out import add_out_argument, output_folder  # noqa: E402
 
 from dsbo.acquisition import OptimizerSettings  # noqa: E402
 from dsbo.campaign import Campaign  # noqa: E402
@@ -450,8 +453,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--parts", nargs="*", default=["main", "cost", "eta"], choices=PARTS)
     parser.add_argument("--problems", nargs="*", default=None, choices=PROBLEMS)
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    add_out_argument(parser, RESULTS)
     args = parser.parse_args(argv)
+    args.out = output_folder(args.out, args.smoke, RESULTS)
     seeds = args.seeds or (1 if args.smoke else 5)
     problems = args.problems or (["hartmann4"] if args.smoke else list(PROBLEMS))
     parts = ["main"] if args.smoke and args.parts == ["main", "cost", "eta"] else args.parts

@@ -31,6 +31,8 @@ or pass ``--out`` a fresh folder.
     python experiments/cost_ids.py --seeds 5        # what was run (seeds 0-4)
     python experiments/cost_ids.py --smoke --first-seed 5         # a held-out seed, smoke
     rm experiments/results/cost_ids/runs.jsonl && python experiments/cost_ids.py --first-seed 5 --seeds 10
+
+``--smoke`` without ``--out`` writes to a fresh temporary folder (printed), never into ``experiments/results/``.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from campaign_runs import mean_and_se, method_color, run_resumable, seed_ranges  # noqa: E402
 from scipy.stats import wilcoxon  # noqa: E402
+from smoke_out import add_out_argument, output_folder  # noqa: E402
 
 from dsbo.acquisition import OptimizerSettings  # noqa: E402
 from dsbo.campaign import Campaign  # noqa: E402
@@ -260,8 +263,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                         help="default: main and rho; main only with --first-seed > 0")  # fmt: skip
     parser.add_argument("--methods", nargs="*", default=None, choices=list(METHODS))
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    add_out_argument(parser, RESULTS)
     args = parser.parse_args(argv)
+    args.out = output_folder(args.out, args.smoke, RESULTS)
     if args.first_seed < 0:
         parser.error("--first-seed must be >= 0")
     seeds = args.seeds or (1 if args.smoke else 5)

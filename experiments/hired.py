@@ -39,6 +39,8 @@ Part ``cost``: one full tourismlarge fit with 1 and with 2 torch threads: traini
     python experiments/hired.py --smoke            # a synthetic hierarchy, a minute
     python experiments/hired.py --seeds 3          # what was run (see results.md)
     python experiments/hired.py --parts main --data synthetic-daily synthetic-weekly mine=/path/to/mine --out OUT
+
+``--smoke`` without ``--out`` writes to a fresh temporary folder (printed), never into ``experiments/results/``.
 """
 
 from __future__ import annotations
@@ -63,6 +65,7 @@ import torch  # noqa: E402
 import yaml  # noqa: E402
 from campaign_runs import mean_and_se, run_resumable  # noqa: E402
 from pytorch_lightning.callbacks import ModelCheckpoint  # noqa: E402
+from smoke_out import add_out_argument, output_folder  # noqa: E402
 
 from dsbo.analysis.forecast_baselines import baseline_forecasts, score_forecasts  # noqa: E402
 from dsbo.data import HierarchicalDataModule  # noqa: E402
@@ -465,8 +468,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                         help=f"other hierarchies (HierE2E layout: data.csv, agg_mat.csv, tags.csv) or synthetic sets "
                              f"({', '.join(SYNTHETIC_SETS)}); settings derived from the data")  # fmt: skip
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    add_out_argument(parser, RESULTS)
     args = parser.parse_args(argv)
+    args.out = output_folder(args.out, args.smoke, RESULTS)
     seeds = args.seeds or (1 if args.smoke else 3)
     custom = parse_data(args.data)
     if args.smoke:

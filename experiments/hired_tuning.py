@@ -13,6 +13,8 @@ training and scoring), since the validation WAPE the campaign maximized is one n
 
     python experiments/hired_tuning.py --smoke     # synthetic hierarchy, 3 trials per campaign
     python experiments/hired_tuning.py             # what was run (budget 30 each)
+
+``--smoke`` without ``--out`` writes to a fresh temporary folder (printed), never into ``experiments/results/``.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import pandas as pd
 import yaml
 from campaign_runs import mean_and_se, run_resumable
 from hired import fit_and_test, train_settings
+from smoke_out import add_out_argument, output_folder
 
 from dsbo.cli.optimize import main as optimize
 from dsbo.problems import get_problem
@@ -177,8 +180,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--smoke", action="store_true")
     parser.add_argument("--parts", nargs="*", default=["single", "levels", "confirm"], choices=["single", "levels", "confirm"])
     parser.add_argument("--seeds", type=int, default=None, help="seeds of the out-of-sample check (default 3)")
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    add_out_argument(parser, RESULTS)
     args = parser.parse_args(argv)
+    args.out = output_folder(args.out, args.smoke, RESULTS)
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     result: dict[str, Any] = {"smoke": args.smoke}

@@ -39,6 +39,8 @@ Runs are appended to ``runs.jsonl`` as they finish (a restart skips finished run
     python experiments/mixed_spaces.py --arms dsbo-gp ax --seeds 5
     python experiments/mixed_spaces.py --report-only            # tables/plot from runs.jsonl
     python experiments/mixed_spaces.py --smoke                  # ~1 min: 1 seed, budget 6, 2 problems
+
+``--smoke`` without ``--out`` writes to a fresh temporary folder (printed), never into ``experiments/results/``.
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from smoke_out import add_out_argument, output_folder
 
 RESULTS = Path(__file__).resolve().parent / "results" / "mixed_spaces"
 BUDGET = 40
@@ -694,8 +697,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--workers", type=int, default=2, help="runs at once (processes, one thread each)")
     parser.add_argument("--report-only", action="store_true", help="run nothing: report the runs in runs.jsonl")
     parser.add_argument("--notes", type=Path, default=None, help="markdown appended to README.md")
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    add_out_argument(parser, RESULTS)
     args = parser.parse_args(argv)
+    args.out = output_folder(args.out, args.smoke, RESULTS)
 
     smoke = args.smoke
     seeds = args.seeds or (1 if smoke else 10)

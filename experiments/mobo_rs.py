@@ -27,6 +27,8 @@ and 120), GP surrogates (dsbo's ``gp``), 4 restarts / 256 raw samples.
 
     python experiments/mobo_rs.py --smoke           # a minute
     python experiments/mobo_rs.py --seeds 5 --pattern-seeds 3    # what was run
+
+``--smoke`` without ``--out`` writes to a fresh temporary folder (printed), never into ``experiments/results/``.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from campaign_runs import mean_and_se, method_color, panel_grid, run_resumable  # noqa: E402
+from smoke_out import add_out_argument, output_folder  # noqa: E402
 
 from dsbo.acquisition import OptimizerSettings  # noqa: E402
 from dsbo.acquisition.scalarized import ObjectiveScale, Scalarization, WeightPrior, bayes_regret  # noqa: E402
@@ -309,8 +312,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                         choices=["pattern", "regret", "six", "faiss"])
     parser.add_argument("--faiss-seeds", type=int, default=2)
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    add_out_argument(parser, RESULTS)
     args = parser.parse_args(argv)
+    args.out = output_folder(args.out, args.smoke, RESULTS)
     seeds = args.seeds or (1 if args.smoke else 5)
     pattern_seeds = args.pattern_seeds or seeds
     parts = args.parts

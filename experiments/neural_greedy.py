@@ -39,6 +39,8 @@ an interrupted run resumes.
     python experiments/neural_greedy.py --width 5000 --optimizer thesis --seeds 5 \
         --problems branin hartmann6 --gammas 2 4 5 --methods-like smb gp-ei \
         --out experiments/results/neural_greedy_thesis     # the thesis' width and optimizer
+
+``--smoke`` without ``--out`` writes to a fresh temporary folder (printed), never into ``experiments/results/``.
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ from typing import Any
 import numpy as np
 import torch
 from campaign_runs import mean_and_se, plot_traces, run_resumable, seeds_per_row
+from smoke_out import add_out_argument, output_folder
 
 from dsbo.acquisition import OptimizerSettings
 from dsbo.acquisition.plain import neural_greedy_exploration
@@ -165,8 +168,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--only-existing", action="store_true",
                         help="run nothing new: report the campaigns already in runs.jsonl")
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    add_out_argument(parser, RESULTS)
     args = parser.parse_args(argv)
+    args.out = output_folder(args.out, args.smoke, RESULTS)
 
     smoke = args.smoke
     seeds = args.seeds or (1 if smoke else 2)

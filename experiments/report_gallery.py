@@ -18,6 +18,8 @@ whole page, 1300 px wide) per run into ``--out``; the screenshots need ``chromiu
 
     python experiments/report_gallery.py            # ~1 min
     python experiments/report_gallery.py --smoke    # the tiniest budgets
+
+``--smoke`` without ``--out`` writes to a fresh temporary folder (printed), never into ``experiments/results/``.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from smoke_out import add_out_argument, output_folder
 
 from dsbo.acquisition import OptimizerSettings
 from dsbo.campaign import Campaign
@@ -179,12 +182,13 @@ def screenshot(html: Path, png: Path) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    add_out_argument(parser, RESULTS)
     parser.add_argument("--smoke", action="store_true", help="the tiniest budgets")
     parser.add_argument("--runs", nargs="+", choices=list(BUILDERS), default=list(BUILDERS))
     parser.add_argument("--no_screenshots", action="store_true")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
+    args.out = output_folder(args.out, args.smoke, RESULTS)
     torch.set_default_dtype(torch.float64)
     torch.set_num_threads(1)
     args.out.mkdir(parents=True, exist_ok=True)

@@ -24,6 +24,8 @@ relevant_ranks.png}``; finished seeds are kept in ``runs.jsonl`` and a rerun res
     python experiments/report_importance.py --smoke     # seconds: 2 seeds, 8 evaluations
     python experiments/report_importance.py --problems branin-20d --seeds 20
     python experiments/report_importance.py --problems hartmann6-30d --seeds 10
+
+``--smoke`` without ``--out`` writes to a fresh temporary folder (printed), never into ``experiments/results/``.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import torch  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
+from smoke_out import add_out_argument, output_folder  # noqa: E402
 
 from dsbo.acquisition import OptimizerSettings  # noqa: E402
 from dsbo.analysis.importance import parameter_importance  # noqa: E402
@@ -156,8 +159,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--hartmann-budget", type=int, default=BUDGETS["hartmann6-30d"])
     parser.add_argument("--embedding-seed", type=int, default=None,
                         help="one embedding for every seed (default: the campaign seed)")
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    add_out_argument(parser, RESULTS)
     args = parser.parse_args(argv)
+    args.out = output_folder(args.out, args.smoke, RESULTS)
     torch.set_num_threads(1)
     smoke = args.smoke
     seeds = args.seeds or (2 if smoke else 20)

@@ -17,6 +17,8 @@ campaigns are kept in ``runs.jsonl`` and an interrupted run resumes from it.
 
     python experiments/sebo.py --smoke            # seconds: 1 seed, tiny budget
     python experiments/sebo.py --seeds 5          # the stated reduced budgets below
+
+``--smoke`` without ``--out`` writes to a fresh temporary folder (printed), never into ``experiments/results/``.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from campaign_runs import (
     run_resumable,
     seeds_per_row,
 )
+from smoke_out import add_out_argument, output_folder
 
 from dsbo.acquisition import History, make_policy
 from dsbo.campaign import Campaign
@@ -180,8 +183,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--evaluate-target", action="store_true",
                         help="evaluate x^s before the Sobol points (the paper does not; the recorded "
                              "results in experiments/results/sebo did)")
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    add_out_argument(parser, RESULTS)
     args = parser.parse_args(argv)
+    args.out = output_folder(args.out, args.smoke, RESULTS)
 
     smoke = args.smoke
     seeds = args.seeds or (1 if smoke else 5)

@@ -27,6 +27,8 @@ per run, ``--workers`` runs at once (processes).
 
     python experiments/sparse_embeddings.py --smoke   # seconds: tiny set, 1 epoch
     python experiments/sparse_embeddings.py           # the budget stated in results.md
+
+``--smoke`` without ``--out`` writes to a fresh temporary folder (printed), never into ``experiments/results/``.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytorch_lightning as pl  # noqa: E402
 import torch  # noqa: E402
+from smoke_out import add_out_argument, output_folder  # noqa: E402
 from torch.distributions import Normal  # noqa: E402
 
 from dsbo.data import SyntheticClassesDataModule  # noqa: E402
@@ -174,7 +177,7 @@ def run_name(m: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--smoke", action="store_true")
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    add_out_argument(parser, RESULTS)
     parser.add_argument("--models", type=Path, default=MODELS)
     parser.add_argument("--epochs", type=int, default=60)
     parser.add_argument("--dim", type=int, default=1024, help="embedding dimensions (the thesis: 1024)")
@@ -186,6 +189,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--report-only", action="store_true",
                         help="train nothing: redraw the figure and results.md from --out's results.json (the toy is recomputed)")
     args = parser.parse_args(argv)
+    args.out = output_folder(args.out, args.smoke, RESULTS)
     torch.set_num_threads(1)
     warnings.simplefilter("ignore")
     logging.getLogger("pytorch_lightning").setLevel(logging.ERROR)

@@ -36,6 +36,8 @@ numbers per arm: the mean changed parameters of the BO points after the optimum 
     python experiments/sparse_protocol.py --seeds 5     # the protocol (about 2 CPU-hours)
     python experiments/sparse_protocol.py --workers 1 --parts bonsai --seed-list 0 \
         --bonsai-rule incremental --bonsai-rule dense-scale   # -> .../bonsai_rules/
+
+``--smoke`` without ``--out`` writes to a fresh temporary folder (printed), never into ``experiments/results/``.
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import torch  # noqa: E402
 from campaign_runs import INITIAL, mean_and_se, method_color, run_resumable  # noqa: E402
+from smoke_out import add_out_argument, output_folder  # noqa: E402
 
 from dsbo.acquisition import OptimizerSettings  # noqa: E402
 from dsbo.acquisition.sparsity import changed_mask, is_duplicate  # noqa: E402
@@ -342,7 +345,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--seeds", type=int, default=None)
     parser.add_argument("--parts", nargs="*", default=list(PARTS), choices=list(PARTS))
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--out", type=Path, default=None, help=f"default {RESULTS} ({RULES_RESULTS} with rules)")
+    add_out_argument(parser, RESULTS, help=f"default {RESULTS} ({RULES_RESULTS} with rules); with --smoke a fresh temporary folder")
     parser.add_argument("--seed-list", type=int, nargs="*", default=None, help="run these seeds (not 0..seeds-1)")
     parser.add_argument("--problem", default=None, help="e.g. hartmann6-50d (default branin-50d)")
     parser.add_argument("--arms", nargs="*", default=None, help="keep only these arms of the part")
@@ -351,7 +354,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parser.parse_args(argv)
     seeds = args.seed_list if args.seed_list is not None else range(args.seeds or (1 if args.smoke else 5))
     custom = args.arms is not None or bool(args.bonsai_rule) or args.problem is not None
-    out = args.out or (RULES_RESULTS if custom else RESULTS)
+    out = output_folder(args.out, args.smoke, RULES_RESULTS if custom else RESULTS, name="sparse_protocol")
     out.mkdir(parents=True, exist_ok=True)
     extra: dict[str, Any] = {"problem": args.problem, "arms": args.arms, "rules": args.bonsai_rule} if custom else {}
     jobs = [{"part": part, "seed": seed, "smoke": args.smoke, **extra} for seed in seeds for part in args.parts]

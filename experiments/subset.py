@@ -25,6 +25,8 @@ finished campaigns are kept in ``runs.jsonl`` and a rerun resumes.
 
     python experiments/subset.py --smoke
     python experiments/subset.py --n 4 --budget 200 --seeds 3     # what was run (docs/results.md)
+
+``--smoke`` without ``--out`` writes to a fresh temporary folder (printed), never into ``experiments/results/``.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ from botorch.acquisition.analytic import LogExpectedImprovement  # noqa: E402
 from botorch.utils.sampling import draw_sobol_samples  # noqa: E402
 from campaign_runs import mean_and_se, method_color, run_resumable  # noqa: E402
 from scipy.stats import wilcoxon  # noqa: E402
+from smoke_out import add_out_argument, output_folder  # noqa: E402
 
 from dsbo.acquisition import OptimizerSettings  # noqa: E402
 from dsbo.campaign import EXACT_CHOLESKY_SIZE, Campaign  # noqa: E402
@@ -262,8 +265,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--functions", nargs="*", default=None, choices=FUNCTIONS)
     parser.add_argument("--alpha-functions", nargs="*", default=None, choices=FUNCTIONS)
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    add_out_argument(parser, RESULTS)
     args = parser.parse_args(argv)
+    args.out = output_folder(args.out, args.smoke, RESULTS)
     torch.set_num_threads(1)
     warnings.simplefilter("ignore")
     args.out.mkdir(parents=True, exist_ok=True)

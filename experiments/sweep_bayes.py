@@ -12,6 +12,8 @@ Writes ``experiments/results/sweep_bayes/{results.json, results.md, sweep_bayes.
 
     python experiments/sweep_bayes.py                 # seeds 0 1 2, 12 runs each, 2 workers
     python experiments/sweep_bayes.py --smoke         # 1 seed, 1 run of 2 epochs per method
+
+``--smoke`` without ``--out`` writes to a fresh temporary folder (printed), never into ``experiments/results/``.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import yaml  # noqa: E402
+from smoke_out import add_out_argument, output_folder  # noqa: E402
 
 from dsbo.runtime.sweep import run_sweep  # noqa: E402
 from dsbo.runtime.sweep_config import parse_sweep  # noqa: E402
@@ -68,9 +71,10 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--count", type=int, default=12)
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--out", default=str(RESULTS))
+    add_out_argument(parser, RESULTS)
     parser.add_argument("--keep", default=None, help="keep the sweep directories here")
     args = parser.parse_args(argv)
+    args.out = output_folder(args.out, args.smoke, RESULTS)
     if args.smoke:
         args.seeds, args.count = args.seeds[:1], 1
     out = Path(args.out)
