@@ -30,12 +30,16 @@ for, and stops only when nothing affordable remains. The ledger knows the cheape
 design of the campaign's own scrambled Sobol sequence (the default point first with
 ``include_default``; computed once, a cost function being deterministic); the smallest
 measured cost for measured seconds. :meth:`Ledger.remaining` is 0 once what is left is below
-it. With a cost function every proposal is affordable: the initial design skips the Sobol
-points it cannot pay for and takes the next affordable ones of the same sequence
-(:meth:`Ledger.design_points`), the policy is told what is left (``History.cost_left``), and a
-candidate that still costs more than is left is replaced by the next affordable point of that
-sequence (:meth:`Ledger.afford`, metadata ``unaffordable``). Each such point records its
-position in the sequence (metadata ``design_index``), so no point is taken twice.
+it. Measured seconds before the first measurement have no cheapest cost to divide what is
+left by (the next evaluation's cost is unknown), so :meth:`Ledger.remaining` is then at most 1
+while cost units are left, not the trial cap: each ask proposes one point until an evaluation's
+measured seconds tell how many more fit. With a cost function every proposal is affordable: the
+initial design skips the Sobol points it cannot pay for and takes the next affordable ones of
+the same sequence (:meth:`Ledger.design_points`), the policy is told what is left
+(``History.cost_left``), and a candidate that still costs more than is left is replaced by the
+next affordable point of that sequence (:meth:`Ledger.afford`, metadata ``unaffordable``). Each
+such point records its position in the sequence (metadata ``design_index``), so no point is
+taken twice.
 """
 
 from __future__ import annotations
@@ -66,8 +70,9 @@ COST_SOURCES = (DESIGN_COST, COST_FUNCTION, CONTEXT_COSTS, MEASURED_SECONDS)
 #: end, and a cheap cost function evaluates them in milliseconds, once per campaign.
 DENSE_POINTS = 2048
 #: The trial cap of a budget in measured seconds when ``budget`` is not given: seconds have no
-#: "cheapest evaluation" to divide by, so the cost budget ends such a run (set ``budget``
-#: for a tighter cap).
+#: "cheapest evaluation" to divide by before one is measured, so the cost budget ends such a
+#: run (set ``budget`` for a tighter cap). It is not what :meth:`Ledger.remaining` reports
+#: before the first measurement (at most 1: module doc).
 MEASURED_TRIAL_CAP = 1000
 #: Generators of the initial design (whose trials carry ``design_index``).
 DESIGN_GENERATORS = ("default", "sobol-init")
@@ -191,15 +196,22 @@ class Ledger:
     def remaining(self, store: Store) -> int:
         """Evaluations still allowed: what the trial budget leaves and, with a cost budget, at
         most what the rest of it pays for at the cheapest evaluation's cost; 0 once nothing
-        affordable remains (or the store refused a proposal's cost)."""
+        affordable remains (or the store refused a proposal's cost).
+
+        A budget in measured seconds before any evaluation was measured has no cheapest cost
+        (the next evaluation's is unknown): then at most 1 while cost units are left, not the
+        whole trial cap (:data:`MEASURED_TRIAL_CAP`), so that one evaluation is proposed at a
+        time until a measurement tells how many more fit (module doc)."""
         left = max(0, self.trials - self.used(store))
         if self.cost is None:
             return left
         if self.exhausted:
             return 0
         money, cheapest = self.left(store), self.cheapest(store)
-        if cheapest <= 0:
-            return left if money > 0 else 0
+        if money <= 0:
+            return 0
+        if cheapest <= 0:  # measured seconds, nothing measured yet: one evaluation is known to fit
+            return min(left, 1)
         return max(0, min(left, math.floor(money / cheapest + 1e-9)))
 
     @staticmethod

@@ -122,6 +122,59 @@ def test_a_learned_cost_campaign_is_charged_its_measured_seconds(fast_optimizer)
     assert Campaign(problem, acquisition="sobol", budget=3).result().cost_source == "design cost"
 
 
+def test_remaining_before_any_measured_seconds_is_at_most_one():
+    """A budget in measured seconds has no cheapest cost before the first measurement: what is
+    left cannot be divided by it, so remaining is 1 while cost units are left (before the
+    fix: the trial cap, 1000 for 0.001 s), then what the cheapest measured evaluation affords."""
+    from dsbo.campaign.ledger import MEASURED_SECONDS, MEASURED_TRIAL_CAP, Ledger
+    from dsbo.storage import open_store
+
+    store = open_store(None)
+    ledger = Ledger(budget=None, budget_cost=0.001, design_cost=1.0, source=MEASURED_SECONDS)
+    assert ledger.trials == MEASURED_TRIAL_CAP == 1000
+    assert ledger.remaining(store) == 1
+    [tid] = store.add_trials([[0.5, 0.5]], "sobol", cost=0.0)  # reserved at 0: nothing measured
+    assert ledger.remaining(store) == 1
+    store.complete(tid, [1.0], eval_time=0.0002, cost=0.0002)  # measured: 0.0008 s left
+    assert ledger.remaining(store) == 4
+    [tid] = store.add_trials([[0.1, 0.1]], "sobol", cost=0.0002)
+    store.complete(tid, [1.0], eval_time=0.0009, cost=0.0009)  # past the budget
+    assert ledger.remaining(store) == 0
+    assert Ledger(budget=3, budget_cost=5.0, design_cost=1.0, source=MEASURED_SECONDS).remaining(open_store(None)) == 1
+    # a campaign asks one point at a time until a time is measured
+    campaign = Campaign(get_problem("branin"), acquisition={"name": "cost-ids", "cost": "learned"},
+                        budget_cost=10.0, n_init=4, dry_run=False)  # fmt: skip
+    assert campaign.remaining == 1 and len(campaign.ask(q=3)) == 1
+    [trial] = campaign.ask(q=3)
+    campaign.tell(trial.id, values=[1.0], eval_time=2.0)
+    assert campaign.remaining == 4 and len(campaign.ask(q=3)) == 2  # (10 - 2) / 2 s; 2 design points left
+
+
+def test_a_measured_seconds_budget_runs_to_its_budget_with_parallel_trials(fast_optimizer):
+    """parallel = 2 on a budget in measured seconds: each slot asks for one point, so both
+    slots fill before the first measurement too, and the run spends its budget."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    problem = get_problem("branin")
+    low, high = problem.bounds
+
+    def timed(x):
+        time.sleep(0.02 + 0.03 * float((x[0] - low[0]) / (high[0] - low[0])))
+        return problem(x)
+
+    with ThreadPoolExecutor(2) as pool:
+        campaign = Campaign(problem, surrogate="gp", acquisition={"name": "cost-ids", "cost": "learned", "rho": 4.0},
+                            budget_cost=0.3, n_init=3, evaluator=timed, executor=pool, parallel=2,
+                            optimizer=fast_optimizer)  # fmt: skip
+        result = campaign.run()
+    trials = campaign.store.trials()
+    assert len(trials) >= 6 and all(t.status == "completed" for t in trials)
+    assert all(t.cost == t.eval_time for t in trials)
+    assert result.cost_used == pytest.approx(sum(t.eval_time for t in trials))
+    assert campaign.remaining == 0 and result.cost_used < 0.3 + 2 * max(t.eval_time for t in trials)
+    assert result.cost_used > 0.3 - 2 * max(t.eval_time for t in trials)
+
+
 def test_a_told_trial_without_a_time_keeps_its_reservation():
     """Measured seconds through ask/tell (a black box's tell gives no time): the reservation,
     the smallest cost measured so far, is what the trial is charged."""
