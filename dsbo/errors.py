@@ -64,3 +64,18 @@ class StoreConnectionError(StoreError):
 
 class StoreMismatchError(StoreError, ConfigError):
     """The store belongs to another campaign: a different problem, search space or outcomes."""
+
+
+class TooManyFailuresError(EvaluationError):
+    """A run stopped after ``max_consecutive_failures`` failed evaluations in a row. Nothing is
+    lost: :attr:`result` holds every evaluation so far (a :class:`~dsbo.campaign.CampaignResult`,
+    or a :class:`~dsbo.runtime.tuner.TunerResult` from ``dsbo.minimize``/``maximize``/``Tuner``)."""
+
+    def __init__(self, message: str, result: object = None) -> None:
+        super().__init__(message)
+        #: Every completed and failed evaluation of the run, as its result.
+        self.result = result
+
+
+class AllEvaluationsFailedWarning(UserWarning):
+    """A run ended with evaluations but none completed: there is no best value."""

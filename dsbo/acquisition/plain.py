@@ -371,8 +371,9 @@ class Greedy(OptimizedPolicy):
 class QLogNEHVI(OptimizedPolicy):
     """qLogNEHVI (Daulton et al., 2021; Ament et al., 2023) for ``m >= 2`` objectives.
 
-    The reference point is the problem's, or, when it has none, inferred from the observed
-    Pareto front with BoTorch's ``infer_reference_point`` (nadir minus 10% of the range).
+    The reference point is the problem's (the objective thresholds), or, where it has none,
+    inferred from the observed Pareto front with BoTorch's ``infer_reference_point`` (nadir
+    minus 10% of the range).
     """
 
     name = "qlognehvi"
@@ -383,13 +384,18 @@ class QLogNEHVI(OptimizedPolicy):
         self.prune_baseline = prune_baseline
 
     def reference_point(self, history: History, problem: Problem) -> Tensor:
-        if problem.ref_point is not None:
-            return torch.as_tensor(problem.ref_point, dtype=torch.double)
+        """The problem's reference point; coordinates it leaves open (NaN: an objective
+        without a threshold), or all of them when it has none, inferred from the observed
+        front."""
+        given = None if problem.ref_point is None else torch.as_tensor(problem.ref_point, dtype=torch.double)
+        if given is not None and not torch.isnan(given).any():
+            return given
         m = problem.num_objectives
         Y = history.Y[problem.is_feasible(history.Y), :m]
         if Y.shape[0] == 0:
             Y = history.Y[:, :m]
-        return infer_reference_point(Y[is_non_dominated(Y)])
+        inferred = infer_reference_point(Y[is_non_dominated(Y)]).to(torch.double)
+        return inferred if given is None else torch.where(torch.isnan(given), inferred, given)
 
     def build(self, model: Model, history: History, problem: Problem, q: int) -> AcquisitionFunction:
         m = problem.num_objectives

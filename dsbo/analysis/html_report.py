@@ -95,7 +95,7 @@ def render(data: ReportData) -> str:
         f"<h1>{html.escape(data.title)}</h1>",
         "<p class='meta'>" + ", ".join(f"{v} {k}" for k, v in counts.items()) + f" trial(s); written "
         f"{time.strftime('%Y-%m-%d %H:%M')}; objective{'s' if data.multi_objective else ''} "
-        f"{html.escape(', '.join(data.objective_names))} (maximized)</p>",
+        f"{html.escape(', '.join(data.label(i) for i in range(len(data.objective_names))))}</p>",
     ]
     best = data.best_trials()
     if len(best):

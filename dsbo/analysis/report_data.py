@@ -39,6 +39,8 @@ class ReportData:
     frame: pd.DataFrame
     objective_names: list[str]
     multi_objective: bool = False
+    #: Per objective, ``+1`` maximized or ``-1`` minimized (the frame holds the user's values).
+    signs: list[float] = field(default_factory=list)
     optimal_value: float | None = None
     #: The budget is in cost units: the history is drawn against the cumulative cost.
     cost_budget: bool = False
@@ -58,6 +60,13 @@ class ReportData:
     config: dict[str, Any] = field(default_factory=dict)
     environment: dict[str, Any] = field(default_factory=dict)
 
+    def sign(self, i: int = 0) -> float:
+        return self.signs[i] if i < len(self.signs) else 1.0
+
+    def label(self, i: int = 0) -> str:
+        """``"loss (lower is better)"``."""
+        return f"{self.objective_names[i]} ({'lower' if self.sign(i) < 0 else 'higher'} is better)"
+
     @property
     def completed(self) -> pd.DataFrame:
         return self.frame[self.frame["status"] == "completed"]
@@ -73,7 +82,7 @@ class ReportData:
         columns = ["trial", "generator", *self.space.searched, *self.objective_names]
         if self.sparsity:
             columns.append("num_changed")
-        return done.sort_values(self.objective_names[0], ascending=False).head(k)[columns]
+        return done.sort_values(self.objective_names[0], ascending=self.sign(0) < 0).head(k)[columns]
 
 
 def environment(seed: int | None = None) -> dict[str, Any]:
@@ -96,7 +105,11 @@ def _preference_boxes(policy: Any, problem: Any) -> list[list[list[float]]]:
     prior = getattr(policy, "prior", None)
     if not callable(prior) or not problem.is_multi_objective:
         return []
-    return [[[float(lo), float(hi)] for lo, hi in zip(r.lower, r.upper, strict=True)] for r in prior(problem).regions]
+    signs = problem.outcomes.signs
+    return [
+        [sorted([sign * float(lo), sign * float(hi)]) for lo, hi, sign in zip(r.lower, r.upper, signs, strict=True)]
+        for r in prior(problem).regions
+    ]
 
 
 def fit_campaign_model(campaign: Any) -> Any:
@@ -119,8 +132,9 @@ def from_campaign(campaign: Any, config: dict[str, Any] | None = None, model: bo
         title=problem.name,
         space=problem.space,
         frame=result.history,
-        objective_names=list(problem.objective_names),
+        objective_names=list(problem.outcomes.objective_names),
         multi_objective=problem.is_multi_objective,
+        signs=list(problem.outcomes.signs),
         optimal_value=problem.optimal_value,
         cost_budget=campaign.budget_cost is not None,
         sparsity=is_sparsity_aware(policy),
@@ -171,9 +185,12 @@ def add_model_panels(data: ReportData, campaign: Any, best_x: list[float] | None
                 data.model_note = "fewer than two completed trials: no surrogate to read importance from"
                 return
             m = campaign.problem.num_objectives
-            data.importance = parameter_importance(model, data.space, campaign.problem.outcome_names, list(range(m)))
+            data.importance = parameter_importance(model, data.space, campaign.problem.outcomes.objective_names, list(range(m)))
             if best_x is not None and not data.multi_objective:
                 data.slices = slices(model, data.space, best_x, data.importance[0].ranking[:MAX_SLICES])
+                if data.sign(0) < 0:  # the model is fitted in the maximization sense: show the user's
+                    for s in data.slices:
+                        s.mean = [-v for v in s.mean]
     except Exception as exc:  # a report never fails because the surrogate does
         data.importance, data.slices = [], []
         data.model_note = f"the {data.surrogate} surrogate could not be read: {type(exc).__name__}: {exc}"

@@ -79,11 +79,11 @@ def history(data: ReportData) -> go.Figure:
                                  line={"shape": "hv", "color": "#d62728"}))  # fmt: skip
         if data.optimal_value is not None:
             fig.add_hline(y=data.optimal_value, line_dash="dash", line_color="black", annotation_text="optimum")
-        ylabel = name
+        ylabel = data.label(0)
     failed = frame[frame["status"] == "failed"]
-    if len(failed):
-        floor = done["best_so_far"].min() if len(done) and not data.multi_objective else 0.0
-        y = [done[data.objective_names[0]].min() if len(done) and not data.multi_objective else floor] * len(failed)
+    if len(failed):  # drawn at the worst value seen
+        worst = done[data.objective_names[0]].max() if data.sign(0) < 0 else done[data.objective_names[0]].min()
+        y = [worst if len(done) and not data.multi_objective else 0.0] * len(failed)
         fig.add_trace(go.Scatter(x=failed[step], y=y, mode="markers", name="failed",
                                  marker={"symbol": "x", "color": FAILED_COLOUR, "size": 9},
                                  text=failed["error"].astype(str),
@@ -224,7 +224,8 @@ def slices(data: ReportData) -> go.Figure | None:
 
 
 def _non_dominated(points: list[list[float]]) -> list[bool]:
-    """Whether each point (maximized in every coordinate) is on the observed Pareto front."""
+    """Whether each point (maximized in every coordinate: signed by the caller) is on the
+    observed Pareto front."""
     return [
         not any(all(q[k] >= p[k] for k in range(len(p))) and q != p for q in points)
         for p in points
@@ -238,7 +239,7 @@ def pareto_front(data: ReportData) -> go.Figure | None:
     o1, o2 = data.objective_names[:2]
     done = data.completed
     points = done[[o1, o2]].to_numpy().tolist()
-    front = _non_dominated(points)
+    front = _non_dominated([[data.sign(0) * a, data.sign(1) * b] for a, b in points])
     fig = go.Figure()
     for box in data.preference_boxes:
         (x0, x1), (y0, y1) = box[0], box[1]
@@ -255,8 +256,8 @@ def pareto_front(data: ReportData) -> go.Figure | None:
     fig.add_trace(go.Scatter(x=on_front[o1], y=on_front[o2], mode="lines+markers", name="observed Pareto front",
                              line={"shape": "vh", "color": "#d62728"}, marker={"size": 9},
                              customdata=on_front["trial"], hovertemplate="trial %{customdata}<extra></extra>"))  # fmt: skip
-    fig.update_xaxes(title=f"{o1} (maximized)")
-    fig.update_yaxes(title=f"{o2} (maximized)")
+    fig.update_xaxes(title=data.label(0))
+    fig.update_yaxes(title=data.label(1))
     return _layout(fig, f"Pareto front: {sum(front)} of {len(points)} completed trials non-dominated", 480)
 
 

@@ -62,7 +62,8 @@ def timing_summary(frame: pd.DataFrame, timings: list[dict[str, float]]) -> dict
 
 def value_vs_changes(frame: pd.DataFrame, problem: Problem) -> list[dict[str, float]]:
     """The value-vs-changes front: for each number of changed parameters ``k`` at which it
-    improves, the best feasible objective among completed points changing at most ``k``.
+    improves, the best feasible objective (in the user's direction) among completed points
+    changing at most ``k``.
 
     Empty for multi-objective problems (their front is in objective space).
     """
@@ -73,23 +74,28 @@ def value_vs_changes(frame: pd.DataFrame, problem: Problem) -> list[dict[str, fl
         return []
     import torch
 
-    Y = torch.tensor(done[list(problem.outcome_names)].to_numpy(), dtype=torch.double)
+    outcomes = problem.outcomes
+    Y = torch.tensor([outcomes.to_stored(dict(zip(outcomes.metrics, row, strict=True)))
+                      for row in done[list(outcomes.metrics)].to_numpy().tolist()], dtype=torch.double)  # fmt: skip
     feasible = done[problem.is_feasible(Y).numpy()]
+    sign = outcomes.signs[0]  # the front in the user's direction: lower is better when minimizing
     front: list[dict[str, float]] = []
     best = -math.inf
     for k in sorted(feasible["num_changed"].dropna().unique()):
-        value = feasible.loc[feasible["num_changed"] <= k, problem.objective_names[0]].max()
-        if value > best:
-            best = value
+        value = sign * feasible.loc[feasible["num_changed"] <= k, outcomes.objective_names[0]].mul(sign).max()
+        if sign * value > best:
+            best = sign * value
             front.append({"changed": int(k), "best_value": float(value)})
     return front
 
 
 def summary(result: Any, problem: Problem, frame: pd.DataFrame, timings: list[dict[str, float]]) -> dict[str, Any]:
-    """The numbers the CLI prints and writes to ``summary.json``."""
+    """The numbers the CLI prints and writes to ``summary.json``, in the user's direction
+    (``best_value``: lower is better for a minimized objective; ``objectives`` says which)."""
     times = timing_summary(frame, timings)
     return {
         "problem": problem.name,
+        "objectives": problem.outcomes.to_config()["objectives"],
         "best_value": result.best_value,
         "optimal_value": problem.optimal_value,
         "best_params": getattr(result, "best_params", None),

@@ -61,13 +61,13 @@ def plot_trace(
         ax.set_ylabel("dominated hypervolume")
         ax.set_title(f"{problem.name}: hypervolume")
         front = axes[1]
-        o1, o2 = problem.objective_names[:2]
+        o1, o2 = problem.outcomes.objective_names[:2]
         front.scatter(done[o1], done[o2], s=14, c=done["trial"], cmap="viridis")
         front.set_xlabel(o1)
         front.set_ylabel(o2)
         front.set_title("observed outcomes (colour: trial)")
     else:
-        name = problem.objective_names[0]
+        name = problem.outcomes.objective_names[0]
         init = done["generator"].str.startswith("sobol") | (done["generator"] == "default")
         ax.scatter(done.loc[init, step], done.loc[init, name], s=14, c="0.6", label="initial / random")
         ax.scatter(done.loc[~init, step], done.loc[~init, name], s=14, c="C0", label="BO")
@@ -75,7 +75,7 @@ def plot_trace(
         if problem.optimal_value is not None:
             ax.axhline(problem.optimal_value, color="k", ls="--", lw=0.8, label="optimum")
         ax.set_ylabel(name)
-        ax.set_title(f"{problem.name}: objective (maximized)")
+        ax.set_title(f"{problem.name}: {problem.outcomes.label(0)}")
         ax.legend(fontsize=8)
         if sparsity:
             changed = axes[1]
@@ -108,13 +108,13 @@ def plot_contextual_trace(frame: pd.DataFrame, problem: Problem, path: Path) -> 
     from matplotlib.colors import ListedColormap
 
     done = frame[frame["status"] == "completed"] if not frame.empty else frame
-    name = problem.objective_names[0]
+    name = problem.outcomes.objective_names[0]
     fig, axes = plt.subplots(1, 3, figsize=(17, 4), gridspec_kw={"width_ratios": [1, 1, 1.3]})
     bo = ~done["generator"].isin(("sobol-init", "sobol-fallback", "default"))
     axes[0].scatter(done.loc[~bo, "trial"], done.loc[~bo, name], s=14, c="0.6", label="initial (contexts observed)")
     axes[0].scatter(done.loc[bo, "trial"], done.loc[bo, name], s=14, c="C0", label="BO")
     axes[0].plot(done["trial"], done["best_so_far"], color="C3", drawstyle="steps-post", label="best so far")
-    axes[0].set(xlabel="trial", ylabel=name, title=f"{problem.name}: objective (maximized)")
+    axes[0].set(xlabel="trial", ylabel=name, title=f"{problem.name}: {problem.outcomes.label(0)}")
     axes[0].legend(fontsize=8)
     if problem.optimal_value is not None:
         axes[1].plot(done["cumulative_cost"], problem.optimal_value - done["best_so_far"], drawstyle="steps-post")
@@ -152,7 +152,7 @@ def _role_rows(frame: pd.DataFrame, problem: Problem) -> list[str]:
 def plot_sparsity_front(ax: Axes, frame: pd.DataFrame, problem: Problem) -> None:
     """Objective vs number of changed parameters, with the value-vs-changes Pareto front."""
     plt = _pyplot()
-    name = problem.objective_names[0]
+    name = problem.outcomes.objective_names[0]
     done = frame[frame["status"] == "completed"] if not frame.empty else frame
     points = ax.scatter(done["num_changed"], done[name], s=14, c=done["trial"], cmap="viridis")
     front = value_vs_changes(frame, problem)

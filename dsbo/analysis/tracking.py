@@ -114,11 +114,11 @@ class WandbTracker:
         replaces its row)."""
         if self.run is None:
             return
-        names = ["trial", "status", *problem.space.names, *problem.outcome_names, *_TRIAL_FIELDS]
+        names = ["trial", "status", *problem.space.names, *problem.outcomes.metrics, *_TRIAL_FIELDS]
         self.columns = list(dict.fromkeys(names))
         for t in trials:
             params = problem.params(t.x)
-            outcomes = dict(zip(problem.outcome_names, t.y, strict=True)) if t.y is not None else {}
+            outcomes = problem.outcomes.to_user(t.y) if t.y is not None else {}  # as the user reported them
             step: dict[str, Any] = {"trial": t.id, "failed": int(t.status == "failed"), **outcomes}
             step.update({f"param/{k}": v for k, v in params.items() if _is_number(v)})
             if best_value is not None:

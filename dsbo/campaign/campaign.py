@@ -20,11 +20,12 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -46,7 +47,6 @@ from dsbo.campaign.history import (
 )
 from dsbo.campaign.ledger import Ledger, completed_eval_times, cost_source, design_sequence
 from dsbo.campaign.outcome_warping import WARPINGS, warp_outcomes
-from dsbo.campaign.outcomes import outcome_vector, parse_outcomes
 from dsbo.campaign.validation import (
     check_campaign,
     check_context_policy,
@@ -188,6 +188,7 @@ class Campaign:
         self.ledger = Ledger(budget, budget_cost, problem.design_cost,
                              cost_source(problem, self.policy, contextual=settings is not None))  # fmt: skip
         self.q = positive_int("q", q)
+        n_init_given = n_init
         if n_init is None:
             # counted in parameters, not model columns: a categorical's one-hot columns are one
             n_init = max(2, min(self.budget // 3, max(5, 2 * len(problem.space.searched))))
@@ -195,6 +196,11 @@ class Campaign:
         if not isinstance(include_default, bool):
             raise ConfigError(f"include_default must be true or false, got {include_default!r}")
         self.include_default = include_default
+        if self.n_init + include_default > self.budget and n_init_given is None and budget is not None:
+            raise ConfigError(
+                f"budget={budget} is too small: the initial design alone takes {self.n_init + include_default} "
+                f"evaluations; give budget >= {self.n_init + include_default}"
+            )
         if self.n_init + include_default > self.budget:
             raise ConfigError(
                 f"n_init={n_init}"
@@ -319,7 +325,9 @@ class Campaign:
         return (self.seed * 1_000_003 + self.store.count()) % (2**31 - 1)
 
     # ------------------------------------------------------------------ ask / tell
-    def ask(self, q: int | None = None, contexts: ContextValues | None = None) -> list[Trial]:
+    def ask(
+        self, q: int | None = None, contexts: ContextValues | None = None, fixed: Mapping[str, Any] | None = None
+    ) -> list[Trial]:
         """Propose up to ``q`` new points, committed as pending trials; ``[]`` when the budget
         is used up. Initial points come from one scrambled Sobol sequence of length ``n_init``.
 
@@ -330,12 +338,37 @@ class Campaign:
         ``contexts``: for a contextual problem, the contexts as the environment has them now
         (``{name: value}``); simulated problems draw them from ``p(z)`` when not given.
 
+        ``fixed``: ``{parameter name: value}`` held fixed in this call's proposals only (on
+        top of the optimizer's ``fixed_features``), initial-design points included.
+
         A candidate whose cost cannot be computed (``problem.cost_function`` fails or gives a
         value that is not a finite number > 0) is returned already failed, with the reason:
         evaluate only the trials whose ``status`` is ``"pending"``.
         """
-        with self.store.proposal_lock():
+        with self.store.proposal_lock(), self._fixed_for_ask(fixed):
             return self._ask(q, contexts)
+
+    @contextlib.contextmanager
+    def _fixed_for_ask(self, fixed: Mapping[str, Any] | None) -> Iterator[None]:
+        """The optimizer settings (the campaign's and its policy's) with ``fixed`` added, for
+        one proposal."""
+        if fixed is None:
+            yield
+            return
+        if not isinstance(fixed, Mapping) or not all(isinstance(k, str) for k in fixed):
+            raise ConfigError(f"fixed must be a mapping {{parameter name: value}}, got {fixed!r}")
+        columns = named_fixed_features(dict(fixed), self.problem, field="fixed")
+        settings = dataclasses.replace(self.optimizer, fixed_features={**(self.optimizer.fixed_features or {}), **columns})
+        saved = self.optimizer, getattr(self.policy, "optimizer", None)
+        self.optimizer = settings
+        if saved[1] is not None:
+            self.policy.optimizer = settings  # type: ignore[attr-defined]
+        try:
+            yield
+        finally:
+            self.optimizer = saved[0]
+            if saved[1] is not None:
+                self.policy.optimizer = saved[1]  # type: ignore[attr-defined]
 
     def _ask(self, q: int | None, contexts: ContextValues | None) -> list[Trial]:
         q = min(self.q if q is None else positive_int("q", q), self.remaining)
@@ -365,7 +398,7 @@ class Campaign:
             if not indices:  # nothing affordable is left in the dense set
                 self.ledger.exhausted = True
                 return []
-            X = self.ledger.points(indices)
+            X = self.problem.round_to_domain(self.optimizer.apply_fixed_features(self.ledger.points(indices)))
             generator = "default" if first and indices[0] == 0 else "sobol-init"  # the default: on its own
             metadata = [{"design_index": i} for i in indices]
         elif not self.policy.needs_model or X_done.shape[0] < 2:
@@ -463,7 +496,9 @@ class Campaign:
     ) -> Trial:
         """Record the outcome of a pending trial: ``values`` on success, ``error`` on failure.
 
-        ``values`` are parsed strictly (:func:`~dsbo.runtime.evaluation.parse_outcomes`): malformed
+        ``values`` are in the user's terms (the problem's :class:`~dsbo.space.Outcomes`: a
+        minimized objective as it is, ``memory`` for ``"memory <= 8"``) and parsed strictly
+        (:meth:`~dsbo.space.Outcomes.to_stored`): malformed
         values are refused and the trial is left untouched, so the right values can still be
         told. Values that are NaN or infinite are recorded as a failure with the reason (the
         evaluation itself failed); the trial is then left out of model fitting. A trial that
@@ -478,17 +513,15 @@ class Campaign:
             StoreError: if the trial does not exist or was already told.
         """
         if error is None:
-            y = parse_outcomes(values, self.problem.outcome_names)
-            bad = [
-                n
-                for n, v in zip(self.problem.outcome_names, y, strict=True)
-                if not math.isfinite(v)
-            ]
-            if not bad:
+            y = self.problem.parse_outcomes(values)
+            try:
+                self.problem.outcomes.finite_or_error(y)
+            except EvaluationError as exc:
+                error = exc
+            else:
                 self.store.complete(trial_id, y, eval_time=eval_time, budget=self.budget,
                                     cost=self.ledger.settle(eval_time))  # fmt: skip
                 return self.store.get(trial_id)
-            error = EvaluationError(f"evaluation returned a non-finite value for {bad}")
         message = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
         self.store.fail(trial_id, message, eval_time=eval_time, budget=self.budget, cost=self.ledger.settle(eval_time))
         return self.store.get(trial_id)
@@ -505,13 +538,37 @@ class Campaign:
         if isinstance(x, Mapping):  # named user values
             x = self.problem.point(x, what="parameters")
         X = self.problem.validate(torch.as_tensor(x, dtype=torch.double).reshape(1, -1), what="x")
-        y = outcome_vector(values, self.problem.outcome_names)
+        y = self.problem.parse_outcomes(values)
+        self.problem.outcomes.finite_or_error(y)
         metadata = [{"attached": True}]
         costs, errors = self.ledger.charge(self.problem, X, metadata, self.store)
         [trial_id] = self.store.add_trials(X, generator, metadata=metadata, budget=self.budget,
                                            cost=[0.0 if e else c for c, e in zip(costs, errors, strict=True)],
                                            budget_cost=self.budget_cost)  # fmt: skip
         self.store.complete(trial_id, y)
+        return self.store.get(trial_id)
+
+    def enqueue(self, x: Tensor | Sequence[float] | Mapping[str, Any]) -> Trial:
+        """A point to evaluate before any proposal (Optuna's ``enqueue_trial``): the model
+        point ``x`` or named user values, committed at once as a pending trial (generator
+        ``"enqueued"``), charged like a proposal and counted against the budget (the initial
+        design then takes that many fewer Sobol points); ``run()`` evaluates it first.
+
+        Raises:
+            ProblemError: if ``x`` has the wrong dimension or lies outside the bounds.
+            ConfigError: if named values are not a point of the space.
+            BudgetExhaustedError: if the budget has no room left.
+        """
+        if isinstance(x, Mapping):
+            x = self.problem.point(dict(x), what="enqueued parameters")
+        X = self.problem.validate(torch.as_tensor(x, dtype=torch.double).reshape(1, -1), what="x")
+        if self.remaining < 1:
+            raise BudgetExhaustedError(f"the budget of {self.budget} evaluations is spent: nothing more can be enqueued")
+        metadata = [{"enqueued": True}]
+        costs, errors = self.ledger.charge(self.problem, X, metadata, self.store)
+        [trial_id] = self.store.add_trials(X, "enqueued", metadata=metadata, budget=self.budget,
+                                           cost=[0.0 if e else c for c, e in zip(costs, errors, strict=True)],
+                                           budget_cost=self.budget_cost, worker=self.worker)  # fmt: skip
         return self.store.get(trial_id)
 
     # ------------------------------------------------------------------ driving
@@ -551,15 +608,27 @@ class Campaign:
 
     # ------------------------------------------------------------------ results
     def best(self) -> tuple[float | None, Trial | None]:
-        """Best feasible objective (single objective) or the hypervolume (multi-objective)."""
+        """Best feasible objective (single objective, stored: maximization sense) or the
+        hypervolume (multi-objective)."""
         return best_trial(self.store.trials("completed"), self.problem)
+
+    def best_value(self) -> float | None:
+        """The best feasible objective in the user's direction (lower is better when
+        minimizing), or the hypervolume (multi-objective); ``None`` before any."""
+        value, _ = self.best()
+        return value if self.problem.is_multi_objective else self.problem.outcomes.user_objective(value)
 
     def history(self) -> pd.DataFrame:
         """Every trial as a row: parameters, outcomes, status, error, timings, best so far."""
         return history_frame(self.store.trials(), self.problem)
 
     def result(self) -> CampaignResult:
+        """What the campaign found, in the user's terms: the best objective as the problem's
+        :class:`~dsbo.space.Outcomes` declare it (lower is better when minimizing; the
+        hypervolume for several objectives) and the history (:func:`history_frame`)."""
         value, trial = self.best()
+        if not self.problem.is_multi_objective:
+            value = self.problem.outcomes.user_objective(value)
         return CampaignResult(
             best_value=value,
             best_x=None if trial is None else trial.x,

@@ -69,14 +69,26 @@ def best_so_far(Y: Tensor, problem: Problem) -> Tensor:
     from botorch.utils.multi_objective.hypervolume import Hypervolume
     from botorch.utils.multi_objective.pareto import is_non_dominated
 
-    ref = problem.ref_point if problem.ref_point is not None else Y[:, :m].min(0).values
-    hv = Hypervolume(torch.as_tensor(ref, dtype=Y.dtype))
+    ref = reference_point(Y, problem)
+    hv = Hypervolume(ref)
     trace = []
     for i in range(1, Y.shape[0] + 1):
         pts = Y[:i, :m][feasible[:i]]
         pts = pts[(pts > hv.ref_point).all(dim=-1)]
         trace.append(hv.compute(pts[is_non_dominated(pts)]) if pts.shape[0] else 0.0)
     return torch.tensor(trace, dtype=Y.dtype)
+
+
+def reference_point(Y: Tensor, problem: Problem) -> Tensor:
+    """The hypervolume reference point of a multi-objective problem (maximization sense): the
+    problem's (its objective thresholds), each coordinate it leaves open (NaN) at the worst
+    observed value of that objective."""
+    m = problem.num_objectives
+    worst = Y[:, :m].min(0).values if Y.shape[0] else torch.zeros(m, dtype=Y.dtype)
+    if problem.ref_point is None:
+        return worst
+    ref = torch.as_tensor(problem.ref_point, dtype=Y.dtype).clone()
+    return torch.where(torch.isnan(ref), worst, ref)
 
 
 #: The history's own columns that the summaries and plots read: a parameter or outcome may
@@ -86,7 +98,7 @@ CORE_COLUMNS = ("trial", "status", "generator", "num_changed", "cumulative_cost"
 
 def check_column_names(problem: Problem) -> None:
     """ConfigError for a parameter or outcome named like one of :data:`CORE_COLUMNS`."""
-    for kind, names in (("parameters", problem.space.names), ("outcomes", problem.outcome_names)):
+    for kind, names in (("parameters", problem.space.names), ("outcomes", problem.outcomes.metrics)):
         for name in names:
             if name in CORE_COLUMNS:
                 raise ConfigError(
@@ -97,10 +109,15 @@ def check_column_names(problem: Problem) -> None:
 
 def history_frame(trials: Sequence[Trial], problem: Problem) -> pd.DataFrame:
     """The trials as a DataFrame: one row per trial, a column per named parameter holding its
-    user value (empty where a conditional parameter was inactive), then the outcomes. A column
+    user value (empty where a conditional parameter was inactive), then the outcomes as the
+    user named and reported them (:meth:`~dsbo.space.Outcomes.to_user`: a minimized loss as
+    the loss, ``memory`` for ``"memory <= 8"``), and ``best_so_far``: the best feasible
+    objective in the user's sense (lower is better when minimizing), or the hypervolume of
+    the feasible points (multi-objective, :func:`best_so_far`). A column
     of the trial's own (``batch``, ``cost``, ``error``, the times) whose name a parameter or
     outcome takes is named ``trial_<name>`` instead (a sweep over ``batch``)."""
-    taken = set(problem.space.names) | set(problem.outcome_names)
+    outcomes = problem.outcomes
+    taken = set(problem.space.names) | set(outcomes.metrics)
 
     def own(name: str) -> str:
         return f"trial_{name}" if name in taken else name
@@ -109,8 +126,7 @@ def history_frame(trials: Sequence[Trial], problem: Problem) -> pd.DataFrame:
     for t in trials:
         row: dict[str, Any] = {"trial": t.id, own("batch"): t.batch, "generator": t.generator, "status": t.status}
         row.update(problem.params(t.x))
-        y = t.y if t.y is not None else [math.nan] * len(problem.outcome_names)
-        row.update({name: v for name, v in zip(problem.outcome_names, y, strict=True)})
+        row.update(outcomes.to_user(t.y) if t.y is not None else dict.fromkeys(outcomes.metrics, math.nan))
         row.update({"num_changed": t.metadata.get("num_changed"), own("fit_time"): t.fit_time,
                     own("acq_time"): t.acq_time, own("eval_time"): t.eval_time, own("error"): t.error,
                     own("cost"): t.cost})  # fmt: skip
@@ -121,7 +137,7 @@ def history_frame(trials: Sequence[Trial], problem: Problem) -> pd.DataFrame:
             row[own("phase")] = t.metadata.get("phase", "")
         rows.append(row)
     columns = [
-        "trial", own("batch"), "generator", "status", *problem.space.names, *problem.outcome_names,
+        "trial", own("batch"), "generator", "status", *problem.space.names, *outcomes.metrics,
         "num_changed", *map(own, ("fit_time", "acq_time", "eval_time", "error", "cost")),
         *(map(own, ("optimized", "observed", "phase")) if problem.is_contextual else []),
     ]  # fmt: skip
@@ -135,10 +151,10 @@ def history_frame(trials: Sequence[Trial], problem: Problem) -> pd.DataFrame:
     done = frame["status"] == "completed"
     frame["best_so_far"] = math.nan
     if done.any():
-        Y = torch.tensor(
-            frame.loc[done, list(problem.outcome_names)].to_numpy(), dtype=torch.double
-        )
-        frame.loc[done, "best_so_far"] = best_so_far(Y, problem).numpy()
+        Y = torch.tensor([t.y for t in trials if t.status == "completed"], dtype=torch.double)
+        trace = best_so_far(Y, problem)
+        sign = 1.0 if problem.is_multi_objective else outcomes.signs[0]
+        frame.loc[done, "best_so_far"] = (sign * trace).numpy() + 0.0
         frame["best_so_far"] = frame["best_so_far"].ffill()
     return frame
 
@@ -158,6 +174,23 @@ def best_trial(trials: Sequence[Trial], problem: Problem) -> tuple[float | None,
     values = torch.where(feasible, Y[:, 0], torch.tensor(-math.inf, dtype=torch.double))
     i = int(values.argmax())
     return float(values[i]), trials[i]
+
+
+def pareto_trials(trials: Sequence[Trial], problem: Problem) -> list[Trial]:
+    """The completed, feasible ``trials`` no other one dominates in every objective (the
+    observed Pareto front; single objective: the trials tied at the best value)."""
+    from botorch.utils.multi_objective.pareto import is_non_dominated
+
+    done = [t for t in trials if t.status == "completed" and t.y is not None]
+    if not done:
+        return []
+    Y = torch.tensor([t.y for t in done], dtype=torch.double)
+    feasible = problem.is_feasible(Y)
+    done = [t for t, ok in zip(done, feasible.tolist(), strict=True) if ok]
+    if not done:
+        return []
+    front = is_non_dominated(Y[feasible][:, : problem.num_objectives], deduplicate=False)
+    return [t for t, keep in zip(done, front.tolist(), strict=True) if keep]
 
 
 def changed_parameters(

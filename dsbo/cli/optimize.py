@@ -308,7 +308,7 @@ def _run_optimize(
     )
 
     if resuming:  # the W&B table lists every trial, those of earlier sessions too
-        tracker.log_trials(store.trials(["completed", "failed"]), campaign.best()[0], problem)
+        tracker.log_trials(store.trials(["completed", "failed"]), campaign.best_value(), problem)
 
     progress = Progress(
         TextColumn("[bold]{task.description}"),
@@ -322,7 +322,7 @@ def _run_optimize(
     )
 
     def best_text() -> str:
-        value, _ = campaign.best()
+        value = campaign.best_value()
         return "-" if value is None else f"{value:.5g}"
 
     with progress, warnings_to_file(run_dir / "warnings.log") as caught:
@@ -335,7 +335,7 @@ def _run_optimize(
         task = progress.add_task(label, total=total, completed=spent(campaign), best=best_text(), last="")
 
         def on_batch(c: Campaign, trials: list) -> None:
-            value, _ = c.best()
+            value = c.best_value()
             tracker.log_trials(trials, value, problem)
             last = trials[-1] if trials else None
             status = "" if last is None or last.status == "completed" else f"[red]failed: {last.error}"
@@ -367,7 +367,13 @@ def _value(v: Any) -> str:
 def print_summary(console: Console, info: dict[str, Any], run_dir: Path) -> None:
     table = Table(title=f"dsbo: {info['problem']}", show_header=False)
     best = info["best_value"]
-    label = "dominated hypervolume" if info.get("bayes_regret") else "best value"  # multi-objective
+    objectives = info.get("objectives") or {}
+    if len(objectives) > 1 or info.get("bayes_regret"):
+        label = "dominated hypervolume"
+    elif any(str(d).startswith("min") for d in objectives.values()):
+        label = f"best value ({next(iter(objectives))}, minimized)"
+    else:
+        label = "best value"
     table.add_row(label, "-" if best is None else f"{best:.6g}")
     params = info.get("best_params") or {}
     if 0 < len(params) <= MAX_CHANGES_LISTED:

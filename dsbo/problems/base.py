@@ -18,7 +18,7 @@ from botorch.test_functions.base import BaseTestProblem, ConstrainedBaseTestProb
 from torch import Tensor
 
 from dsbo.errors import ConfigError, CostError, ProblemError
-from dsbo.space import SearchSpace
+from dsbo.space import Outcomes, SearchSpace
 
 #: How a context variable is treated in one iteration (SADCBO, Martinelli et al. 2024, sec. 2):
 #: ``optimized`` (set by the optimizer, its cost paid), ``observed`` (taken from the
@@ -86,6 +86,11 @@ class Problem:
             columns are the problem's box: ``parameter_names`` become its column names and
             ``integer_dims`` its integer columns. ``None``: the box itself, a float per
             dimension (an int per integer dimension).
+        outcomes: The outcomes as the user declared them (:class:`~dsbo.space.Outcomes`:
+            directions, thresholds, constraints such as ``"memory <= 8"``); they set
+            ``objective_names``/``constraint_names`` (the stored names) and, from the
+            thresholds, ``ref_point``. ``None``: the stored outcomes as they are (objectives
+            maximized, constraints as slacks), :meth:`Outcomes.maximized`.
 
     Example:
         >>> problem = get_problem("branin-50d")
@@ -109,9 +114,16 @@ class Problem:
     design_cost: float = 1.0
     cost_function: Callable[[Tensor], Tensor] | None = None
     space: SearchSpace | None = None
+    outcomes: Outcomes | None = None
 
     def __post_init__(self) -> None:
         d = self.dim
+        if self.outcomes is not None:
+            m = len(self.outcomes.objectives)
+            self.objective_names = self.outcomes.stored_names[:m]
+            self.constraint_names = self.outcomes.stored_names[m:]
+            if self.ref_point is None and self.outcomes.ref_point() is not None:
+                self.ref_point = torch.tensor(self.outcomes.ref_point(), dtype=torch.double)
         if self.space is not None:
             self._adopt_space()
         self.default_point = torch.as_tensor(self.default_point, dtype=torch.double).reshape(-1)
@@ -133,6 +145,13 @@ class Problem:
         n_con = getattr(self.test_problem, "num_constraints", 0)
         if len(self.constraint_names) != n_con:
             self.constraint_names = tuple(f"constraint_{i}" for i in range(n_con))
+        if self.outcomes is None:
+            self.outcomes = Outcomes.maximized(self.objective_names, self.constraint_names)
+        elif self.outcomes.stored_names != self.outcome_names:
+            raise ProblemError(
+                f"{self.name}: declares outcomes {list(self.outcomes.stored_names)}, its function "
+                f"returns {n_obj} objective(s) and {n_con} constraint(s)"
+            )
         if self.space is None:
             self.space = SearchSpace.from_box(self.parameter_names, self.bounds.T.tolist(), self.integer_dims)
         self.validate(self.default_point.unsqueeze(0), what="default_point")
@@ -234,6 +253,15 @@ class Problem:
     @property
     def is_multi_objective(self) -> bool:
         return self.num_objectives > 1
+
+    def parse_outcomes(self, values: object) -> list[float]:
+        """The stored outcome vector (maximized objectives, then slacks) from what an
+        evaluator or a user reported, in the user's terms (:meth:`Outcomes.to_stored`).
+
+        Raises:
+            OutcomeError: naming the outcome at fault.
+        """
+        return self.outcomes.to_stored(values)
 
     # ---------------------------------------------------------------- evaluation
     def validate(self, X: Tensor, what: str = "X") -> Tensor:

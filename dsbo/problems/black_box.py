@@ -10,6 +10,9 @@ Example:
     ...                       objectives=["yield"], constraints=["purity_margin"])
     >>> problem.outcome_names
     ('yield', 'purity_margin')
+    >>> get_problem("black-box", parameters={"lr": [1e-4, 0.1]}, objectives={"loss": "min"},
+    ...             constraints=["memory <= 8"]).outcome_names   # stored: maximized, slacks
+    ('-loss', 'memory <= 8')
     >>> problem.params(problem.default_point)
     {'temperature': 50.0, 'ph': 6.5, 'catalyst': 'Pd'}
 """
@@ -27,7 +30,7 @@ from dsbo.errors import ConfigError, EvaluationError
 from dsbo.problems.base import Context, Problem
 from dsbo.problems.options import resolve_target
 from dsbo.problems.registry import register_problem
-from dsbo.space import Float, Int, SearchSpace
+from dsbo.space import Float, Int, Outcomes, SearchSpace
 
 
 class ExternalBlackBox(BaseTestProblem):
@@ -63,8 +66,9 @@ class ExternalBlackBox(BaseTestProblem):
 @register_problem("black-box", "a search space evaluated outside Python (ask/tell)")
 def make_black_box(
     parameters: Mapping[str, Any] | SearchSpace | None = None,
-    objectives: Sequence[str] = ("objective",),
+    objectives: Sequence[str] | Mapping[str, Any] = ("objective",),
     constraints: Sequence[str] = (),
+    direction: str = "maximize",
     integer: Sequence[str] = (),
     target: str | Sequence[float] | Mapping[str, Any] = "center",
     contexts: Mapping[str, float | Mapping[str, object]] | None = None,
@@ -78,8 +82,15 @@ def make_black_box(
             ``{type: fixed, value: ...}`` (with an optional ``when: {parent: value}``), or
             ``[lower, upper]`` for a float (:mod:`dsbo.space`); or a
             :class:`~dsbo.space.SearchSpace`.
-        objectives: Outcome names to maximize (negate a cost when you report it).
-        constraints: Outcome names of constraint slacks, feasible when ``>= 0``.
+        objectives: Outcome names (each in ``direction``), or ``{name: direction}`` /
+            ``{name: [direction, threshold]}`` (``min``/``minimize``, ``max``/``maximize``; the
+            threshold is the worst value still worth having, the hypervolume's reference).
+            Outcomes are told as measured: dsbo stores a minimized one negated
+            (:class:`~dsbo.space.Outcomes`) and shows it as it was told.
+        constraints: Outcome constraints: ``"memory <= 8"`` (one outcome bounded by a
+            number; the outcome is then reported too) or the name of a slack the evaluator
+            computes, feasible when ``>= 0``.
+        direction: The direction of objectives given by name (default ``maximize``).
         integer: Names of ``[lower, upper]`` parameters that take integer values.
         target: The default configuration: ``"center"``, ``"zero"`` (lower corner), a list of
             model coordinates, or ``{name: value}`` (parameters it leaves out sit in the
@@ -105,13 +116,14 @@ def make_black_box(
         space = SearchSpace.from_config(specs, parameter_constraints)
     if not objectives:
         raise ConfigError("black-box: options.objectives must name at least one outcome")
-    outcomes = list(objectives) + list(constraints)
-    if len(set(outcomes)) != len(outcomes):
-        raise ConfigError(f"black-box: outcome names must be unique, got {outcomes}")
-    clash = sorted(set(outcomes) & set(space.names))
+    try:
+        outcomes = Outcomes.declare(objectives, constraints, direction, field="objectives")
+    except ConfigError as exc:
+        raise ConfigError(f"black-box: options.{exc}") from None
+    clash = sorted(set(outcomes.metrics) & set(space.names))
     if clash:
         raise ConfigError(f"black-box: {clash[0]!r} names both a parameter and an outcome")
-    test_problem = ExternalBlackBox(space.bounds, len(objectives), len(constraints), space.integer_columns)
+    test_problem = ExternalBlackBox(space.bounds, len(outcomes.objectives), len(outcomes.constraints), space.integer_columns)
     if isinstance(target, Mapping):
         default = torch.tensor(space.default(target, where="target"), dtype=torch.double)
     elif target == "center":  # the middle of each range (an integer's rounded, a choice's first value)
@@ -124,9 +136,8 @@ def make_black_box(
         test_problem=test_problem,
         default_point=default,
         relevant_dims=tuple(range(space.dim)),
-        objective_names=tuple(objectives),
-        constraint_names=tuple(constraints),
         space=space,
+        outcomes=outcomes,
     )
 
 

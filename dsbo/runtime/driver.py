@@ -2,8 +2,9 @@
 
 :func:`run` resumes the trials a crash left pending (:func:`resume_pending`), then repeats
 :func:`step` (ask for ``q`` points, evaluate them, tell the outcomes) until the budget is spent,
-stopping with an :class:`~dsbo.errors.EvaluationError` after ``max_consecutive_failures``
-failed evaluations in a row. With ``parallel > 1`` or a shared store it hands the campaign to
+stopping with a :class:`~dsbo.errors.TooManyFailuresError` (whose ``result`` holds every
+evaluation so far) after ``max_consecutive_failures`` failed evaluations in a row; a run in
+which every evaluation failed warns (:class:`~dsbo.errors.AllEvaluationsFailedWarning`). With ``parallel > 1`` or a shared store it hands the campaign to
 :func:`dsbo.runtime.parallel.run_parallel`, which keeps several trials in flight.
 :func:`evaluate` runs trials through :func:`dsbo.runtime.evaluation.evaluate_batch` (in this
 process or through the campaign's executor, with its timeout and worker retries) and tells
@@ -13,11 +14,12 @@ each outcome as it ends. ``Campaign.evaluate``, ``step`` and ``run`` call these 
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from dsbo.campaign.history import trailing_failures
-from dsbo.errors import EvaluationError
+from dsbo.errors import AllEvaluationsFailedWarning, EvaluationError, TooManyFailuresError
 from dsbo.runtime.evaluation import UNFINISHED, evaluate_batch
 from dsbo.storage import Trial
 
@@ -115,10 +117,34 @@ def run(campaign: Campaign) -> CampaignResult:
         for trial in step(campaign):
             consecutive = consecutive + 1 if trial.status == "failed" else 0
         if consecutive >= campaign.execution.max_consecutive_failures:
-            last = campaign.store.trials("failed")[-1]
-            raise EvaluationError(
-                f"{consecutive} evaluations in a row failed (last error: {last.error}); "
-                f"stopping. Everything is saved in {campaign.store.path}: fix the evaluator "
-                "and run again to resume."
-            )
+            raise too_many_failures(campaign, consecutive)
+    return finish(campaign)
+
+
+def too_many_failures(campaign: Campaign, consecutive: int) -> TooManyFailuresError:
+    """The error a run stops with after ``consecutive`` failures in a row, holding the
+    campaign's result (every evaluation so far) and saying how to keep and resume it."""
+    last = campaign.store.trials("failed")[-1]
+    completed = campaign.store.count("completed")
+    where = getattr(campaign.store, "path", None)
+    if where in (None, ":memory:"):
+        keep = (f"{completed} completed evaluation(s) are in this error's .result; this store is in memory: "
+                "pass store='trials.sqlite' to keep every evaluation on disk and resume after fixing the function")  # fmt: skip
+    else:
+        keep = f"everything is saved in {where}: fix the evaluator and run again to resume"
+    message = f"{consecutive} evaluations in a row failed (last error: {last.error}); stopping. {keep[0].upper()}{keep[1:]}."
+    return TooManyFailuresError(message, result=campaign.result())
+
+
+def finish(campaign: Campaign) -> CampaignResult:
+    """The campaign's result; warns (:class:`~dsbo.errors.AllEvaluationsFailedWarning`,
+    naming the first error) when evaluations ran and none completed."""
+    if campaign.store.count("completed") == 0 and campaign.store.count("failed") > 0:
+        first = campaign.store.trials("failed")[0]
+        warnings.warn(
+            f"all {campaign.store.count('failed')} evaluations failed, so there is no best value; "
+            f"the first error: {first.error}",
+            AllEvaluationsFailedWarning,
+            stacklevel=3,
+        )
     return campaign.result()

@@ -5,7 +5,7 @@ process or through any ``concurrent.futures.Executor`` and reports each one as i
 ``(values, error, seconds)``. The rules:
 
 - **Outcomes are parsed strictly** by the campaign that is told them
-  (:func:`dsbo.campaign.outcomes.parse_outcomes`, re-exported here).
+  (:func:`dsbo.space.outcomes.parse_outcomes`, re-exported here).
 - **Timeouts** (``timeout`` seconds, counted from the moment an evaluation starts): in this
   process a ``SIGALRM`` timer interrupts the evaluator (Python code, ``time.sleep``, I/O;
   a single long call into C is interrupted when it returns), so it needs the main thread.
@@ -35,7 +35,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from dsbo.campaign.outcomes import outcome_vector, parse_outcomes
+from dsbo.space.outcomes import outcome_vector, parse_outcomes
 from dsbo.errors import EvaluationError, EvaluationTimeout, WorkerDiedError
 
 Evaluator = Callable[[Tensor], Any]

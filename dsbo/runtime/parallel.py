@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from dsbo.campaign.history import trailing_failures
 from dsbo.errors import ConfigError, EvaluationError, EvaluationTimeout, StoreError, WorkerDiedError
+from dsbo.runtime.driver import finish, too_many_failures
 from dsbo.runtime.evaluation import timed_call
 from dsbo.storage import Store, Trial
 
@@ -138,7 +139,7 @@ def run_parallel(campaign: Campaign) -> CampaignResult:
             _run_with_executor(campaign)
     finally:
         heartbeat.stop()
-    return campaign.result()
+    return finish(campaign)
 
 
 def _finish_batch(campaign: Campaign, done: list[Trial], consecutive: list[int]) -> None:
@@ -148,12 +149,7 @@ def _finish_batch(campaign: Campaign, done: list[Trial], consecutive: list[int])
         for callback in campaign.execution.callbacks:
             callback(campaign, done)
     if consecutive[0] >= campaign.execution.max_consecutive_failures:
-        last = campaign.store.trials("failed")[-1]
-        raise EvaluationError(
-            f"{consecutive[0]} evaluations in a row failed (last error: {last.error}); "
-            f"stopping. Everything is saved in {campaign.store.path}: fix the evaluator "
-            "and run again to resume."
-        )
+        raise too_many_failures(campaign, consecutive[0])
 
 
 def _idle(campaign: Campaign) -> bool:

@@ -8,14 +8,26 @@ Example:
     >>> result = dsbo.minimize(train_and_score, space, budget=40)
     >>> print(result.best_params, result.best_value)
 
-The function receives ``{name: value}`` (conditional parameters only while active) and returns
-a number, or a mapping ``{objective: value, <outcome constraint>: slack}``. Each call is a
-trial of a :class:`~dsbo.campaign.Campaign` over the black-box problem of the space: an
-exception or a NaN is a failed trial, never a crash; with ``store=`` every evaluation is
-committed before the next proposal and a second call on the same store resumes.
+Several objectives and outcome constraints, in the same five lines (``f`` returns a mapping):
 
-A minimized objective is stored as its negation (dsbo maximizes), named ``-<objective>`` in the
-store, ``history.csv`` and the plots; :class:`TunerResult` reports the value in its own sense.
+    >>> result = dsbo.minimize(f, space, objectives={"loss": "min", "latency": ("min", 50.0)},
+    ...                        constraints=["memory <= 8"])
+    >>> result.pareto_front          # the non-dominated feasible trials, as the user sees them
+
+**What the function may return.** One number for a single objective: a Python ``int`` or
+``float``, a NumPy scalar of any dtype (``np.float32``, ``np.int64``, ...), a 0-d or
+one-element array or torch tensor (any dtype, any device, with grad), or a one-element list.
+With several outcomes, a mapping ``{outcome: number}`` naming exactly the objectives and the
+outcomes the constraints bound (or a flat list in that order). An exception, a NaN or an
+infinity is a failed trial, never a crash; anything else (a string, a boolean, a missing or
+unknown outcome) is a failed trial whose error says what was wrong.
+
+**The user's direction, always.** The function's values are stored once through the
+problem's :class:`~dsbo.space.Outcomes` (a minimized objective negated: dsbo maximizes) and
+everything shown — :class:`TunerResult`, ``history``, ``history.csv``, the summary, the report,
+W&B — is in the user's direction and names. Each call is a trial of a
+:class:`~dsbo.campaign.Campaign` over the black-box problem of the space; with ``store=`` every
+evaluation is committed before the next proposal and a second call on the same store resumes.
 """
 
 from __future__ import annotations
@@ -24,19 +36,18 @@ import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dsbo.errors import ConfigError
-from dsbo.space import Parameter, SearchSpace
+from dsbo.errors import ConfigError, TooManyFailuresError
+from dsbo.space import Outcomes, Parameter, SearchSpace
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from dsbo.campaign import Campaign
 
-DIRECTIONS = ("minimize", "maximize")
 #: ``surrogate="auto"`` fits an exact GP to spaces of at most this many searched parameters and
 #: the MAP-SAAS ensemble to larger ones (:func:`auto_surrogate`).
 AUTO_GP_MAX_PARAMETERS = 10
@@ -66,14 +77,26 @@ class Suggestion:
 
 
 @dataclass
-class TunerResult:
-    """What a search found, in the objective's own sense (lower is better when minimizing)."""
+class BestTrial:
+    """A trial on the observed front (Optuna's ``study.best_trials``): its id, named values
+    and outcomes as the function returned them."""
 
-    #: The best completed trial's named values (``None`` before any trial completed).
+    trial_id: int
+    params: dict[str, Any]
+    values: dict[str, float]
+
+
+@dataclass
+class TunerResult:
+    """What a search found, in the user's direction (lower is better when minimizing)."""
+
+    #: The best completed, feasible trial's named values (``None`` before any, and with
+    #: several objectives: see :attr:`pareto_front`).
     best_params: dict[str, Any] | None
-    #: Its objective value.
+    #: Its objective value (``None`` as above).
     best_value: float | None
-    #: One row per trial: named parameters, the objective (own sense), status, timings.
+    #: One row per trial: named parameters, the outcomes as returned, status, timings, and
+    #: ``best_so_far`` (the best objective so far; the hypervolume with several objectives).
     history: pd.DataFrame
     num_completed: int
     num_failed: int
@@ -81,6 +104,13 @@ class TunerResult:
     changes_best: list[dict[str, Any]] | None
     #: The campaign behind the search (store, model settings, raw history).
     campaign: Campaign
+    #: The feasible trials no other one beats in every objective (one objective: the best).
+    best_trials: list[BestTrial] = field(default_factory=list)
+    #: The same as a table: ``trial``, the named parameters and the outcomes.
+    pareto_front: pd.DataFrame | None = None
+    #: Several objectives: the hypervolume of the feasible points (maximization sense, the
+    #: thresholds as reference, open ones at the worst observed value).
+    hypervolume: float | None = None
 
 
 class Tuner:
@@ -90,11 +120,21 @@ class Tuner:
         space: ``{name: parameter}`` (:class:`~dsbo.space.Float`, ``Int``, ``Choice``,
             ``Fixed``, or their config mappings) or a :class:`~dsbo.space.SearchSpace`.
         budget: Number of evaluations.
-        direction: ``"minimize"`` or ``"maximize"``.
-        objective: Name of the objective.
-        outcome_constraints: Names of outcomes the function also returns, feasible when
-            ``>= 0`` (the function then returns a mapping).
-        parameter_constraints: Linear constraints, ``["x + y <= 1"]``.
+        direction: ``"minimize"`` or ``"maximize"`` (also ``"min"``/``"max"``): of the
+            objective, or of each objective ``objectives`` names without a direction.
+        objective: Name of the single objective.
+        objectives: Several objectives (or one, named): a list of names, or
+            ``{name: "min" | "max" | ("min", threshold)}``; the threshold is the worst value
+            still worth having (Ax's objective threshold, the hypervolume's reference). The
+            function then returns ``{name: value}``; several objectives are searched with
+            qLogNEHVI unless ``acquisition`` says otherwise (e.g. ``"qparego"``,
+            ``"mobo-rs"``).
+        constraints: Outcome constraints as strings, ``["memory <= 8", "accuracy >= 0.9"]``
+            (one outcome each, the syntax of ``parameter_constraints``), or names of slacks
+            the function computes (feasible when ``>= 0``); the function returns the outcomes
+            they bound in its mapping.
+        parameter_constraints: Linear constraints on parameters, ``["x + y <= 1"]`` (a single
+            string is one constraint).
         default: The default configuration ``{name: value}`` (may name only some
             parameters): BONSAI prunes toward it, changes are counted from it.
         bonsai: ``True`` or BONSAI's options (``{"rho": 0.2}``): keep each proposal's changes
@@ -102,7 +142,7 @@ class Tuner:
         surrogate: As for :class:`~dsbo.campaign.Campaign`, or ``"auto"`` (the default): an
             exact GP for at most 10 searched parameters, the MAP-SAAS ensemble above
             (:func:`auto_surrogate`).
-        acquisition: As for the campaign (``"auto"``: qLogNEI).
+        acquisition: As for the campaign (``"auto"``: qLogNEI; qLogNEHVI for several objectives).
         n_init: Quasi-random initial points (the campaign's default).
         q: Candidates per iteration.
         seed: The search's seed.
@@ -114,7 +154,8 @@ class Tuner:
         include_default: Evaluate ``default`` first.
         outcome_warping: ``"copula"`` (the default) fits the surrogate to normal scores of
             the objective's ranks, ``"winsorize"`` to the values with the bad tail clipped
-            (Tukey's fence), ``None`` to the values (:mod:`dsbo.campaign.outcome_warping`).
+            (Tukey's fence), ``None`` to the values (:mod:`dsbo.campaign.outcome_warping`;
+            single objective).
         workers: Evaluations run at once by :meth:`run` (through ``executor``, by default a
             thread pool of this size).
         threads: Torch's intra-op threads while dsbo fits and proposes (``None``: torch's
@@ -133,8 +174,9 @@ class Tuner:
         *,
         direction: str = "minimize",
         objective: str = "objective",
-        outcome_constraints: Sequence[str] = (),
-        parameter_constraints: Sequence[str] = (),
+        objectives: Sequence[str] | Mapping[str, Any] | None = None,
+        constraints: str | Sequence[str] = (),
+        parameter_constraints: str | Sequence[str] = (),
         default: Mapping[str, Any] | None = None,
         bonsai: bool | Mapping[str, Any] = False,
         surrogate: Any = "auto",
@@ -156,23 +198,27 @@ class Tuner:
         from dsbo.campaign import Campaign
         from dsbo.problems import get_problem
 
-        if direction not in DIRECTIONS:
-            raise ConfigError(f"direction={direction!r}: choose minimize or maximize")
         if not isinstance(objective, str) or not objective:
             raise ConfigError(f"objective must be a non-empty name, got {objective!r}")
-        self.direction = direction
-        self.objective = objective
-        #: The objective's name in the store: ``-<objective>`` when minimizing (dsbo maximizes).
-        self.stored_objective = f"-{objective}" if direction == "minimize" else objective
+        if objectives is not None and objective != "objective":
+            raise ConfigError("give objective= (one) or objectives= (several), not both")
+        outcomes = Outcomes.declare(objective if objectives is None else objectives, constraints, direction)
         space = space if isinstance(space, SearchSpace) else SearchSpace(space)
+        if isinstance(parameter_constraints, str):
+            parameter_constraints = [parameter_constraints]
+        if default is not None:
+            if not isinstance(default, Mapping):
+                raise ConfigError(f"default must be a mapping {{name: value}}, got {default!r}")
+            space.default(default, where="default")  # an unknown name or bad value, in the user's words
         problem = get_problem(
             "black-box",
             parameters=space,
             parameter_constraints=list(parameter_constraints),
-            objectives=[self.stored_objective],
-            constraints=list(outcome_constraints),
+            objectives={o.name: (o.direction, o.threshold) for o in outcomes.objectives},
+            constraints=[c.text or c.metric for c in outcomes.constraints],
             target=dict(default or {}),
         )
+        self.outcomes = problem.outcomes
         self.space = problem.space
         if isinstance(surrogate, str) and surrogate == "auto":
             surrogate = auto_surrogate(self.space)
@@ -195,6 +241,8 @@ class Tuner:
 
             executor = self._own_executor = ThreadPoolExecutor(workers)
         self._function: Callable[[dict[str, Any]], Any] | None = None
+        #: Trials this Tuner handed out by :meth:`ask` (pending ones it did not are handed out first).
+        self._handed_out: set[int] = set()
         with self._torch_threads():  # the dry iteration fits and proposes too
             self.campaign = Campaign(
                 problem, surrogate=surrogate, acquisition=acquisition, budget=budget, n_init=n_init, q=q,
@@ -203,6 +251,11 @@ class Tuner:
                 include_default=include_default, dry_run=dry_run, parallel=workers,
                 outcome_warping=outcome_warping,
             )  # fmt: skip
+
+    @property
+    def direction(self) -> str:
+        """The (first) objective's direction."""
+        return self.outcomes.objectives[0].direction
 
     @contextmanager
     def _torch_threads(self) -> Iterator[None]:
@@ -220,15 +273,45 @@ class Tuner:
             torch.set_num_threads(before)
 
     # ------------------------------------------------------------------ ask / tell
-    def ask(self) -> Suggestion | None:
-        """The next trial to evaluate (``None`` once the budget is spent). A trial left
-        pending by an earlier session is handed out again first."""
-        pending = self.campaign.store.trials("pending")
-        with self._torch_threads():
-            trials = pending[:1] or self.campaign.ask(q=1)
-        if not trials:
-            return None
-        trial = trials[0]
+    def ask(self, n: int | None = None, *, fixed: Mapping[str, Any] | None = None) -> Any:
+        """The next trial to evaluate, or with ``n`` a list of up to ``n`` distinct trials.
+
+        Each new proposal takes every pending trial into account (the ones handed out and not
+        yet told, other workers' on a shared store), so several trials can be open at once.
+        Trials already pending that this Tuner has not handed out (enqueued with
+        :meth:`enqueue`, or left by an earlier session on this store) are handed out first.
+        ``fixed``: ``{name: value}`` held fixed in the new proposals of this call.
+
+        Returns:
+            A :class:`Suggestion` (``None`` once the budget is spent), or with ``n`` a list of
+            them (``[]`` once the budget is spent).
+        """
+        k = 1 if n is None else n
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise ConfigError(f"n must be an integer >= 1, got {n!r}")
+        trials = []
+        if fixed is None and not self.campaign.store.shared:
+            trials = [t for t in self.campaign.store.trials("pending") if t.id not in self._handed_out][:k]
+        if len(trials) < k:
+            with self._torch_threads():
+                new = self.campaign.ask(q=k - len(trials), fixed=fixed)
+            trials += [t for t in new if t.status == "pending"]  # a trial whose cost failed is recorded already
+        self._handed_out.update(t.id for t in trials)
+        suggestions = [Suggestion(t.id, self.campaign.problem.params(t.x)) for t in trials]
+        if n is None:
+            return suggestions[0] if suggestions else None
+        return suggestions
+
+    def enqueue(self, params: Mapping[str, Any]) -> Suggestion:
+        """A configuration to try before any proposal (Optuna's ``enqueue_trial``): committed
+        at once as a pending trial, counted against the budget, evaluated first by
+        :meth:`run` and handed out first by :meth:`ask`.
+
+        Raises:
+            ConfigError: if ``params`` is not a point of the space.
+            BudgetExhaustedError: if the budget has no room left.
+        """
+        trial = self.campaign.enqueue(params)
         return Suggestion(trial.id, self.campaign.problem.params(trial.x))
 
     def tell(
@@ -237,10 +320,10 @@ class Tuner:
         value: Any = None,
         error: str | BaseException | None = None,
     ) -> None:
-        """Record the result of a trial (a :class:`Suggestion` or its id): ``value`` (a number,
-        or a mapping by outcome name) or ``error`` (the evaluation failed: why). Given a
-        ``{name: value}`` mapping of parameters instead, the result is recorded as an
-        observation made outside the search (e.g. the default configuration).
+        """Record the result of a trial (a :class:`Suggestion` or its id): ``value`` as the
+        function would return it (module docstring) or ``error`` (the evaluation failed:
+        why). Given a ``{name: value}`` mapping of parameters instead, the result is recorded
+        as an observation made outside the search (e.g. the default configuration).
 
         Raises:
             OutcomeError: if ``value`` is malformed (nothing is recorded).
@@ -249,41 +332,37 @@ class Tuner:
         if isinstance(trial, Mapping):
             if error is not None:
                 raise ConfigError("an outside observation is told with its value, not an error")
-            self.campaign.attach(dict(trial), self._stored(value))
+            self.campaign.attach(dict(trial), value)
             return
         trial_id = trial.trial_id if isinstance(trial, Suggestion) else trial
         if error is not None:
             self.campaign.tell(trial_id, error=error)
         else:
-            self.campaign.tell(trial_id, self._stored(value))
-
-    def _stored(self, value: Any) -> Any:
-        """The value in the campaign's (maximization) sense, by outcome name where it is a
-        mapping. Anything malformed is passed through for the campaign's strict parser."""
-        sign = -1.0 if self.direction == "minimize" else 1.0
-        if isinstance(value, Mapping):
-            out = dict(value)
-            if self.objective in out and self.stored_objective not in out:
-                raw = out.pop(self.objective)
-                out[self.stored_objective] = sign * raw if _is_real(raw) else raw
-            return out
-        return sign * value if _is_real(value) else value
+            self.campaign.tell(trial_id, value)
 
     def _evaluate(self, x: Any) -> Any:
         if self._function is None:
             raise ConfigError("this Tuner has no function to evaluate: use ask/tell, or dsbo.minimize/maximize")
-        return self._stored(self._function(self.campaign.problem.params(x)))
+        return self._function(self.campaign.problem.params(x))
 
     # ------------------------------------------------------------------ driving
     def run(self, function: Callable[[dict[str, Any]], Any]) -> TunerResult:
         """Evaluate ``function`` (``{name: value} -> number or mapping``) until the budget is
-        spent; returns :meth:`result`."""
+        spent; returns :meth:`result`.
+
+        Raises:
+            TooManyFailuresError: after ``max_consecutive_failures`` failures in a row; its
+                ``result`` is this Tuner's :meth:`result`, every evaluation so far.
+        """
         if not callable(function):
             raise ConfigError(f"the function to optimize must be callable, got {function!r}")
         self._function = function
         try:
             with self._torch_threads():
                 self.campaign.run()
+        except TooManyFailuresError as exc:
+            exc.result = self.result()
+            raise
         finally:
             self._function = None
             if self._own_executor is not None:
@@ -291,41 +370,40 @@ class Tuner:
         return self.result()
 
     def result(self) -> TunerResult:
-        """The best trial and the history so far, in the objective's own sense."""
+        """The best trial (or the front) and the history so far, in the user's direction."""
+        from dsbo.campaign.history import pareto_trials
+
         result = self.campaign.result()
-        history = result.history.copy()
-        sign = -1.0 if self.direction == "minimize" else 1.0
-        if self.direction == "minimize":
-            position = list(history.columns).index(self.stored_objective)
-            history.insert(position, self.objective, -history[self.stored_objective])
-            history = history.drop(columns=[self.stored_objective])
-            history["best_so_far"] = -history["best_so_far"]
-        best = result.best_value
+        problem = self.campaign.problem
+        front = pareto_trials(self.campaign.store.trials("completed"), problem)
+        best_trials = [BestTrial(t.id, problem.params(t.x), self.outcomes.to_user(t.y)) for t in front]
+        columns = ["trial", *self.space.names, *self.outcomes.metrics]
+        table = result.history
+        pareto_front = table[table["trial"].isin([t.trial_id for t in best_trials])][columns].reset_index(drop=True)
+        several = problem.is_multi_objective
         return TunerResult(
-            best_params=result.best_params,
-            best_value=None if best is None or not math.isfinite(best) else sign * best,
-            history=history,
+            best_params=None if several else result.best_params,
+            best_value=None if several or result.best_value is None or not math.isfinite(result.best_value)
+            else result.best_value,
+            history=result.history,
             num_completed=result.num_completed,
             num_failed=result.num_failed,
-            changes_best=result.changes_best,
+            changes_best=None if several else result.changes_best,
             campaign=self.campaign,
+            best_trials=best_trials,
+            pareto_front=pareto_front,
+            hypervolume=result.best_value if several else None,
         )
 
     def write(self, run_dir: str | Path) -> dict[str, Any]:
-        """Write ``history.csv``, ``trace.png``, ``summary.json`` and ``report.html`` to ``run_dir`` (as
-        ``python -m dsbo.optimize`` does; values in the stored, maximized sense, the summary's
-        ``best_objective`` in the objective's own); returns the summary."""
+        """Write ``history.csv``, ``trace.png``, ``summary.json`` and ``report.html`` to
+        ``run_dir`` (as ``python -m dsbo.optimize`` does, in the user's direction and names);
+        returns the summary."""
         from dsbo.analysis.outputs import write_outputs
 
         run_dir = Path(run_dir)
         run_dir.mkdir(parents=True, exist_ok=True)
-        best = self.result().best_value
-        extra = {"direction": self.direction, "objective": self.objective, "best_objective": best}
-        return write_outputs(self.campaign, run_dir, extra, report=True)
-
-
-def _is_real(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
+        return write_outputs(self.campaign, run_dir, {}, report=True)
 
 
 def minimize(
@@ -347,6 +425,7 @@ def minimize(
     Returns:
         A :class:`TunerResult`: ``best_params``, ``best_value``, ``history``.
     """
+    _check_options(options, "minimize")
     return Tuner(space, budget, direction="minimize", **options).run(function)
 
 
@@ -357,7 +436,23 @@ def maximize(
     **options: Any,
 ) -> TunerResult:
     """Maximize ``function`` over ``space`` (as :func:`minimize`, higher is better)."""
+    _check_options(options, "maximize")
     return Tuner(space, budget, direction="maximize", **options).run(function)
 
 
-__all__ = ["AUTO_GP_MAX_PARAMETERS", "Suggestion", "Tuner", "TunerResult", "auto_surrogate", "maximize", "minimize"]
+def _check_options(options: Mapping[str, Any], caller: str) -> None:
+    """A ConfigError naming an option :class:`Tuner` does not take (and the one meant)."""
+    import difflib
+    import inspect
+
+    known = [p for p in inspect.signature(Tuner.__init__).parameters if p not in ("self", "space", "budget")]
+    for name in options:
+        if name == "direction":
+            raise ConfigError(f"{caller}() sets the direction; call dsbo.{'maximize' if caller == 'minimize' else 'minimize'} for the other one")
+        if name not in known:
+            close = difflib.get_close_matches(name, known, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else f"; options: {', '.join(known)}"
+            raise ConfigError(f"{caller}() has no option {name!r}{hint}")
+
+
+__all__ = ["AUTO_GP_MAX_PARAMETERS", "BestTrial", "Suggestion", "Tuner", "TunerResult", "auto_surrogate", "maximize", "minimize"]

@@ -9,6 +9,9 @@ parameters through it.
 - :mod:`~dsbo.space.constraints`: linear parameter constraints written as ``"x + y <= 1"``.
 - :mod:`~dsbo.space.search_space`: :class:`SearchSpace`, the named parameters with the map
   between user values and the model's columns.
+- :mod:`~dsbo.space.outcomes`: :class:`Outcomes`, the objectives (minimized or maximized, with
+  thresholds) and outcome constraints (``"memory <= 8"``) users declare, and the one map
+  between what an evaluator returns and the maximized outcomes dsbo stores.
 - :mod:`~dsbo.space.wandb_syntax`: W&B's sweep parameter syntax (``values``, ``min``/``max``,
   ``distribution: log_uniform_values``, ...), read into the same types.
 
@@ -16,6 +19,7 @@ May import: :mod:`dsbo.errors` only.
 """
 
 from dsbo.space.constraints import LinearConstraint, parse_constraint
+from dsbo.space.outcomes import Objective, OutcomeConstraint, Outcomes
 from dsbo.space.parameters import Choice, Fixed, Float, Int, Parameter, parameter_from_config
 from dsbo.space.search_space import SearchSpace
 
@@ -25,6 +29,9 @@ __all__ = [
     "Float",
     "Int",
     "LinearConstraint",
+    "Objective",
+    "OutcomeConstraint",
+    "Outcomes",
     "Parameter",
     "SearchSpace",
     "parameter_from_config",

@@ -73,16 +73,17 @@ def _side(text: str, where: str) -> tuple[dict[str, float], float]:
     return coefficients, constant
 
 
-def parse_constraint(text: str) -> LinearConstraint:
-    """Parse ``"<linear expression> <= | >= <linear expression>"``.
+def parse_constraint(text: str, field: str = "parameter_constraints") -> LinearConstraint:
+    """Parse ``"<linear expression> <= | >= <linear expression>"`` (``field``: the option's
+    name in error messages).
 
     Raises:
         ConfigError: for anything that is not a linear constraint (no or two comparison
             signs, products of parameters, a constraint with no parameter).
     """
-    where = f"parameter_constraints: {text!r}"
+    where = f"{field}: {text!r}"
     if not isinstance(text, str):
-        raise ConfigError(f"parameter_constraints: each constraint is a string such as 'x + y <= 1', got {text!r}")
+        raise ConfigError(f"{field}: each constraint is a string such as 'x + y <= 1', got {text!r}")
     ops = re.findall(r"<=|>=|==|<|>|=", text)
     if len(ops) != 1 or ops[0] not in ("<=", ">="):
         raise ConfigError(f"{where}: write one comparison, <= or >=, e.g. 'x + y <= 1'")
@@ -98,7 +99,8 @@ def parse_constraint(text: str) -> LinearConstraint:
         rhs = -rhs
     coefficients = {k: v for k, v in coefficients.items() if v != 0.0}
     if not coefficients:
-        raise ConfigError(f"{where}: names no parameter (or its terms cancel)")
+        what = "parameter" if field == "parameter_constraints" else "outcome"
+        raise ConfigError(f"{where}: names no {what} (or its terms cancel)")
     return LinearConstraint(text.strip(), coefficients, float(rhs) + 0.0)
 
 

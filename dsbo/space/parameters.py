@@ -253,8 +253,15 @@ class Int(Parameter):
 
 
 def _same(a: Any, b: Any) -> bool:
-    """Equal values of the same type (``1``, ``1.0`` and ``True`` are three values)."""
+    """The same choice: equal values of the same type, or equal numbers (``1`` and ``1.0`` are
+    one value, ``True`` is another: a boolean is never a number here)."""
+    if _number(a) and _number(b):
+        return a == b
     return type(a) is type(b) and a == b
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 @dataclass(frozen=True)
@@ -281,8 +288,10 @@ class Choice(Parameter):
         if bad:
             raise ConfigError(f"Choice: values must be strings, numbers, booleans or null, got {bad[0]!r}")
         for i, v in enumerate(values):
-            if any(_same(v, w) for w in values[:i]):
-                raise ConfigError(f"Choice: values repeat {v!r}")
+            twins = [w for w in values[:i] if _same(v, w)]
+            if twins:
+                same = f"values repeat {v!r}" if repr(twins[0]) == repr(v) else f"{twins[0]!r} and {v!r} are the same number"
+                raise ConfigError(f"Choice: {same}; list each value once")
         if not isinstance(self.ordered, bool):
             raise ConfigError(f"Choice: ordered must be true or false, got {self.ordered!r}")
         object.__setattr__(self, "width", 1 if self.ordered else len(values))

@@ -48,14 +48,10 @@ from dsbo.space.parameters import (
 MAX_REPAIRS = 256
 
 
-def _matches(value: Any, allowed: Sequence[Any], strict: bool = False) -> bool:
-    """Whether ``value`` is one of ``allowed``; ``strict`` (a choice's values) also compares
-    types, as :class:`Choice` does (``1``, ``1.0`` and ``True`` are three values)."""
-    return any(
-        (type(value) is type(a) and value == a)
-        or (not strict and is_number(value) and is_number(a) and value == a)
-        for a in allowed
-    )
+def _matches(value: Any, allowed: Sequence[Any]) -> bool:
+    """Whether ``value`` is one of ``allowed``, as :class:`Choice` compares values: equal
+    numbers match (``1`` and ``1.0``), a boolean or a string only its own type."""
+    return any((type(value) is type(a) and value == a) or (is_number(value) and is_number(a) and value == a) for a in allowed)
 
 
 class SearchSpace:
@@ -252,7 +248,7 @@ class SearchSpace:
         return all(
             active.get(parent, False)
             and parent in values
-            and _matches(values[parent], allowed, strict=isinstance(self.parameters[parent], Choice))
+            and _matches(values[parent], allowed)
             for parent, allowed in self.parameters[name].conditions.items()
         )
 

@@ -193,9 +193,10 @@ def test_examples_of_each_type():
 
 
 def test_choice_values_of_different_types_are_distinct():
-    p = Choice([1, 1.0, True])
-    assert [p.decode(p.encode(v)) for v in (1, 1.0, True)] == [1, 1.0, True]
-    assert [type(p.decode(p.encode(v))) for v in (1, 1.0, True)] == [int, float, bool]
+    p = Choice([1, True, "1"])
+    assert [p.decode(p.encode(v)) for v in (1, True, "1")] == [1, True, "1"]
+    assert [type(p.decode(p.encode(v))) for v in (1, True, "1")] == [int, bool, str]
+    assert p.decode(p.encode(1.0)) == 1 and type(p.decode(p.encode(1.0))) is int  # the same number
     with pytest.raises(ConfigError):
         Choice([1, 2]).encode(True)
     with pytest.raises(ConfigError):
@@ -262,8 +263,14 @@ def test_bad_parameter_is_a_one_line_error_naming_it(spec, words):
 
 
 def test_choice_values_that_are_equal_but_of_different_types_do_not_repeat():
-    assert Choice([1, 1.0, True, "1"]).width == 4
-    assert Choice([0, False, 0.0, None, ""]).width == 5
+    assert Choice([1, True, "1"]).width == 3
+    assert Choice([0, False, None, ""]).width == 4
+
+
+@pytest.mark.parametrize("values", [[1, 1.0], [0.5, 2, 0.50], [3, 3]])
+def test_choice_refuses_the_same_number_twice(values):
+    with pytest.raises(ConfigError, match="list each value once"):
+        Choice(values)
 
 
 @pytest.mark.parametrize(
@@ -279,7 +286,7 @@ def test_choice_values_that_are_equal_but_of_different_types_do_not_repeat():
         (Int(0, 10), 11, "not in [0, 10]"),
         (Int(0, 10, step=3), 4, "on the grid 0 + k * 3"),
         (Choice(["adam", "sgd"]), "rmsprop", "is not one of ['adam', 'sgd']"),
-        (Choice([1, 2]), 1.0, "is not one of [1, 2]"),
+        (Choice([1, 2]), 1.5, "is not one of [1, 2]"),
         (Fixed(3), 4, "differs from its fixed value 3"),
         (Fixed("a"), 1, "differs"),
     ],
