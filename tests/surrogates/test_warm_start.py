@@ -121,9 +121,9 @@ def test_multi_output_fits_keep_a_state_per_output():
     model = fit_surrogate("map-saas", data.X[:10], Y[:10], bounds=data.bounds)
     assert len(model.fit_states) == 2
     again = fit_surrogate("map-saas", data.X, Y, bounds=data.bounds, previous_fits=model.fit_states)
-    assert [s.start for s in again.fit_states] == ["warm", "warm"] or all(
-        s.start.startswith("log posterior") for s in again.fit_states if s.start != "warm"
-    )
+    # 2 new points on the previous data: each output warm-starts from its own state (a restart
+    # on a drop of the log posterior would draw fresh taus, which the next lines rule out)
+    assert [s.start for s in again.fit_states] == ["warm", "warm"]
     assert again.fit_states[0].extra["taus"] == model.fit_states[0].extra["taus"]
     assert again.fit_states[1].extra["taus"] == model.fit_states[1].extra["taus"]
 
