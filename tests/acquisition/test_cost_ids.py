@@ -96,10 +96,30 @@ def test_learned_cost_model_fits_log_times(fitted):
 
 
 def test_cost_aware_baselines_propose(fitted, fast_optimizer):
+    """Each baseline proposes one new point in the box, reports its acquisition value there,
+    beats every evaluated point on it; the cost-aware ones (EI and MES per unit cost) pick a
+    far cheaper point than their cost-blind counterparts (cost-branin's cost exp(l) spans
+    1 to 100)."""
     problem, model, history = fitted
-    for name in ("logei-per-cost", "mes", "cost-mes"):
-        proposal = make_policy(name, {}, fast_optimizer).propose(model, history, problem, 1)
-        problem.validate(proposal.X)
+    cost = {}
+    for name in ("logei", "logei-per-cost", "mes", "cost-mes"):
+        policy = make_policy(name, {}, fast_optimizer)
+        proposal = policy.propose(model, history, problem, 1)
+        X = proposal.X
+        assert X.shape == (1, 3) and torch.isfinite(X).all(), name
+        problem.validate(X)
+        assert ((problem.bounds[0] <= X) & (X <= problem.bounds[1])).all(), name
+        assert not any(torch.allclose(X[0], x) for x in history.X), name  # a new point
+        [meta] = proposal.metadata
+        assert meta["acquisition"] == name
+        acqf = policy.build(model, history, problem, 1)  # seeded by history.seed: the same function
+        with torch.no_grad():
+            at_x, at_observed = float(acqf(X.unsqueeze(0))), acqf(history.X.unsqueeze(1))
+        assert math.isfinite(at_x) and meta["acq_value"] == pytest.approx(at_x, rel=1e-6, abs=1e-9), name
+        assert at_x > float(at_observed.max()), name
+        cost[name] = float(training_cost(X)[0])
+    assert all(1.0 - 1e-9 <= c <= 100.0 + 1e-9 for c in cost.values())
+    assert cost["logei-per-cost"] < cost["logei"] / 10 and cost["cost-mes"] < cost["mes"] / 10, cost
 
 
 def test_bad_options_are_named():
