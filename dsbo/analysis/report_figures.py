@@ -141,15 +141,16 @@ def parallel_coordinates(data: ReportData) -> go.Figure | None:
     finite = values[~failed]
     low, high = (float(finite.min()), float(finite.max())) if len(finite) else (0.0, 1.0)
     span = high - low or 1.0
-    below = low - 0.08 * span
-    shown = values.where(~failed, below)
+    maximized = data.sign(0) > 0  # the axis runs from the failed tick (bottom) to the best value (top)
+    worse, best = (low - 0.08 * span, high) if maximized else (high + 0.08 * span, low)
+    shown = values.where(~failed, worse)
     ticks, text = [low, (low + high) / 2, high], [f"{low:.4g}", f"{(low + high) / 2:.4g}", f"{high:.4g}"]
     if failed.any():  # the "failed" tick only when a trial failed
-        ticks, text = [below, *ticks], ["failed", *text]
-    dimensions.append({"label": objective, "values": _rounded(shown.tolist()), "range": [below, high],
+        ticks, text = [worse, *ticks], ["failed", *text]
+    dimensions.append({"label": data.label(0), "values": _rounded(shown.tolist()), "range": [worse, best],
                        "tickvals": ticks, "ticktext": text})  # fmt: skip
-    # colour: the objective scaled to [0.1, 1]; failed trials at 0, drawn grey
-    colour = ((shown - low) / span * 0.9 + 0.1).where(~failed, 0.0)
+    # colour: the objective scaled to [0.1, 1], best brightest; failed trials at 0, drawn grey
+    colour = (((shown - low) if maximized else (high - shown)) / span * 0.9 + 0.1).where(~failed, 0.0)
     scale = [[0.0, "#bbbbbb"], [0.05, "#bbbbbb"], [0.1, "#440154"], [0.55, "#21918c"], [1.0, "#fde725"]]
     fig = go.Figure(go.Parcoords(line={"color": _rounded(colour.tolist(), 3), "colorscale": scale, "cmin": 0.0, "cmax": 1.0},
                                  dimensions=dimensions))  # fmt: skip

@@ -445,7 +445,7 @@ def _check_options(options: Mapping[str, Any], caller: str) -> None:
     import difflib
     import inspect
 
-    known = [p for p in inspect.signature(Tuner.__init__).parameters if p not in ("self", "space", "budget")]
+    known = [p for p in inspect.signature(Tuner.__init__).parameters if p not in ("self", "space", "direction")]
     for name in options:
         if name == "direction":
             raise ConfigError(f"{caller}() sets the direction; call dsbo.{'maximize' if caller == 'minimize' else 'minimize'} for the other one")

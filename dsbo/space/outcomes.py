@@ -58,8 +58,8 @@ def to_number(value: Any, name: str) -> float:
         OutcomeError: naming ``name`` for a bool, a string, a complex number, an array of
             several values or of a non-numeric dtype, or anything else.
     """
-    if isinstance(value, bool) or type(value).__name__ == "bool_":
-        raise OutcomeError(f"outcome {name!r} must be a number, got the boolean {value!r}")
+    if isinstance(value, bool) or getattr(getattr(value, "dtype", None), "kind", None) == "b":
+        raise OutcomeError(f"outcome {name!r} must be a number, got {value!r}")
     if isinstance(value, list | tuple):
         if len(value) != 1:
             raise OutcomeError(f"outcome {name!r} must be one number, got {len(value)} values")
@@ -108,18 +108,23 @@ def parse_outcomes(values: Any, names: Sequence[str]) -> list[float]:
     if m == 1 and not _is_sequence_of_several(values):
         return [to_number(values, names[0])]
     if hasattr(values, "dtype") and hasattr(values, "reshape"):  # several numbers in an array
+        kind = "b" if str(values.dtype) == "torch.bool" else getattr(values.dtype, "kind", "f")
+        if kind not in ("i", "u", "f") or (hasattr(values, "is_complex") and values.is_complex()):
+            raise OutcomeError(f"outcomes must be numbers, got an array of {values.dtype}")
         flat = values.detach().reshape(-1) if hasattr(values, "detach") else values.reshape(-1)
         items: list[Any] = [flat[i] for i in range(flat.shape[0])]
     elif isinstance(values, list | tuple):
         items = list(values)
     else:
         items = [values]
-    for name, value in zip(names, items, strict=False):
-        if isinstance(value, list | tuple):
-            raise OutcomeError(f"outcome {name!r} must be a number, got {value!r}")
+    numbers = [to_number(v, n) if not isinstance(v, list | tuple) else _not_a_number(n, v) for n, v in zip(names, items, strict=False)]
     if len(items) != m:
         raise OutcomeError(f"outcomes must be {m} number(s) ({', '.join(names)}), got {len(items)} value(s)")
-    return [to_number(v, n) for n, v in zip(names, items, strict=True)]
+    return numbers
+
+
+def _not_a_number(name: str, value: Any) -> float:
+    raise OutcomeError(f"outcome {name!r} must be a number, got {value!r}")
 
 
 def _is_sequence_of_several(values: Any) -> bool:

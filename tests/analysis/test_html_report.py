@@ -200,7 +200,9 @@ def test_mixed_space_axes(reports):
     assert ticks["lr"][0] == "0.0001" and ticks["lr"][-1] == "0.1"
     assert ticks["momentum"][0] == "inactive"
     assert ticks["optimizer"] == ["adam", "sgd", "rmsprop"]
-    assert ticks["-objective"][0] == "failed"
+    assert ticks["objective (lower is better)"][0] == "failed"  # the user's name and direction
+    objective = next(d for d in figure.data[0].dimensions if d.label.startswith("objective"))
+    assert objective.range[0] > objective.range[1]  # minimized: failed at the bottom, the best at the top
 
 
 # ------------------------------------------------------------------------------ the command line

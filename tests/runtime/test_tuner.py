@@ -2,6 +2,7 @@
 
 import math
 
+import numpy as np
 import pytest
 
 import dsbo
@@ -143,3 +144,133 @@ def test_the_default_surrogate_follows_the_size_of_the_space_and_the_copula_warp
     large = dsbo.Tuner({**limit, "one_more": dsbo.Float(0.0, 1.0)}, budget=5, dry_run=False, outcome_warping=None)
     assert large.campaign.surrogate.name == "map-saas" and large.campaign.outcome_warping is None
     assert dsbo.Tuner(SPACE, budget=5, dry_run=False, surrogate="map-saas").campaign.surrogate.name == "map-saas"
+
+
+# ------------------------------------------------------------------ issue 41
+def test_several_open_trials_are_distinct_and_take_the_pending_ones_into_account():
+    tuner = dsbo.Tuner(SPACE, budget=9, n_init=3, surrogate="gp", optimizer=FAST)
+    first = tuner.ask(n=3)
+    assert len({s.trial_id for s in first}) == 3
+    for s in first:
+        tuner.tell(s, loss(s.params))
+    a, b = tuner.ask(), tuner.ask()  # two BO proposals open at once
+    assert a.trial_id != b.trial_id and a.params != b.params
+    pending = tuner.campaign.store.get(b.trial_id)
+    assert pending.status == "pending" and tuner.campaign.store.count("pending") == 2
+
+
+def test_enqueued_configurations_are_tried_first_and_counted():
+    calls = []
+
+    def f(p):
+        calls.append(dict(p))
+        return loss(p)
+
+    tuner = dsbo.Tuner(SPACE, budget=5, n_init=4, surrogate="gp", optimizer=FAST)
+    tuner.enqueue({"lr": 1e-3, "width": 64, "optimizer": "sgd", "momentum": 0.9})
+    result = tuner.run(f)
+    assert calls[0] == {"lr": 1e-3, "width": 64, "optimizer": "sgd", "momentum": 0.9, "activation": "relu"}
+    assert len(calls) == 5 and result.history["generator"].iloc[0] == "enqueued"
+    with pytest.raises(dsbo.errors.BudgetExhaustedError):
+        tuner.enqueue({"lr": 1e-3, "width": 64, "optimizer": "adam"})
+
+
+def test_fixed_holds_parameters_in_one_ask_only():
+    tuner = dsbo.Tuner(SPACE, budget=8, n_init=3, surrogate="gp", optimizer=FAST)
+    held = tuner.ask(n=2, fixed={"optimizer": "sgd", "width": 32})
+    assert all(s.params["optimizer"] == "sgd" and s.params["width"] == 32 for s in held)
+    for s in held + tuner.ask(n=1):
+        tuner.tell(s, loss(s.params))
+    bo = tuner.ask(fixed={"lr": 0.01})
+    assert bo.params["lr"] == pytest.approx(0.01)
+    assert tuner.campaign.optimizer.fixed_features is None  # nothing left behind
+    with pytest.raises(ConfigError, match="fixed.nope: there is no such parameter"):
+        tuner.ask(fixed={"nope": 1})
+
+
+def test_a_run_stopped_by_failures_keeps_every_completed_evaluation():
+    calls = []
+
+    def breaks(p):
+        calls.append(p)
+        if len(calls) > 3:
+            raise RuntimeError("CUDA out of memory")
+        return loss(p)
+
+    with pytest.raises(dsbo.errors.TooManyFailuresError, match="store='trials.sqlite'") as caught:
+        dsbo.minimize(breaks, SPACE, budget=20, n_init=4, surrogate="gp", optimizer=FAST)
+    result = caught.value.result
+    assert result.num_completed == 3 and result.num_failed == 10
+    assert result.best_value == pytest.approx(min(loss(p) for p in calls[:3]))
+
+
+def test_a_run_whose_every_evaluation_failed_warns_with_the_first_error():
+    def broken(p):
+        raise ValueError("no such file: data.csv")
+
+    with pytest.warns(dsbo.errors.AllEvaluationsFailedWarning, match="all 5 evaluations failed.*no such file: data.csv"):
+        result = dsbo.minimize(broken, SPACE, budget=5, n_init=4, surrogate="gp", optimizer=FAST)
+    assert result.best_value is None and result.num_failed == 5
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"default": {"zz": 1.0}}, r"^default.zz: there is no such parameter"),
+        ({"budget": 1}, r"^budget=1 is too small: the initial design alone takes 2 evaluations"),
+        ({"budgt": 10}, r"minimize\(\) has no option 'budgt'; did you mean 'budget'\?"),
+        ({"direction": "maximize"}, r"call dsbo.maximize"),
+        ({"constraints": ["memory < 8"]}, r"constraints: 'memory < 8': write one comparison"),
+        ({"constraints": ["a + b <= 1"]}, r"bounds one outcome"),
+        ({"objectives": {"loss": "down"}}, r"objectives.loss.direction='down'"),
+        ({"objectives": ["lr"]}, r"'lr' names both a parameter and an outcome"),
+    ],
+)
+def test_bad_input_is_answered_in_the_users_words(kwargs, match):
+    calls = []
+    options = {"surrogate": "gp", "optimizer": FAST, **kwargs}
+    budget = options.pop("budget", 5)
+    with pytest.raises(ConfigError, match=match):
+        dsbo.minimize(calls.append, SPACE, budget=budget, **options)
+    assert calls == []
+
+
+def test_a_parameter_constraint_string_is_one_constraint():
+    space = {"x": dsbo.Float(0, 1), "y": dsbo.Float(0, 1)}
+    result = dsbo.minimize(lambda p: (p["x"] - 1) ** 2 + (p["y"] - 1) ** 2, space, budget=6, n_init=5,
+                           parameter_constraints="x + y <= 1", surrogate="gp", optimizer=FAST)  # fmt: skip
+    assert len(result.campaign.problem.space.constraints) == 1
+    assert (result.history["x"] + result.history["y"] <= 1 + 1e-9).all()
+
+
+def test_several_objectives_and_outcome_constraints_in_five_lines(tmp_path):
+    space = {"x": dsbo.Float(0, 1), "y": dsbo.Float(0, 1)}
+
+    def f(p):  # two conflicting losses, and a memory that must stay <= 8
+        return {"loss": p["x"] ** 2 + p["y"], "latency": np.float32((1 - p["x"]) ** 2 * 100), "memory": 10 * p["y"]}
+
+    result = dsbo.minimize(f, space, budget=10, n_init=6, objectives={"loss": "min", "latency": ("min", 80.0)},
+                           constraints=["memory <= 8"], optimizer=FAST)  # fmt: skip
+    problem = result.campaign.problem
+    assert result.campaign.policy.name == "qlognehvi"
+    assert math.isnan(problem.ref_point[0]) and problem.ref_point[1] == -80.0  # the threshold, stored maximized
+    assert result.best_value is None and result.hypervolume is not None and result.hypervolume >= 0
+    front = result.pareto_front
+    assert len(front) == len(result.best_trials) >= 1 and (front["memory"] <= 8).all()
+    done = result.history[result.history["status"] == "completed"]
+    feasible = done[done["memory"] <= 8]
+    for _, row in front.iterrows():  # nothing feasible beats a front point in both losses
+        assert not ((feasible["loss"] < row["loss"]) & (feasible["latency"] < row["latency"])).any()
+    assert set(result.best_trials[0].values) == {"loss", "latency", "memory"}
+
+
+def test_a_minimized_runs_outputs_show_the_users_names(tmp_path):
+    tuner = dsbo.Tuner(SPACE, budget=5, n_init=4, surrogate="gp", optimizer=FAST, objective="val_loss")
+    tuner.run(loss)
+    summary = tuner.write(tmp_path)
+    header = (tmp_path / "history.csv").read_text().splitlines()[0]
+    assert "val_loss" in header.split(",") and "-val_loss" not in header
+    assert summary["objectives"] == {"val_loss": "minimize"}
+    assert summary["best_value"] == pytest.approx(tuner.result().history["val_loss"].min())
+    page = (tmp_path / "report.html").read_text()
+    assert "val_loss (lower is better)" in page and "(maximized)" not in page
