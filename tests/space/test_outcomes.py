@@ -70,7 +70,7 @@ def test_any_real_scalar_is_a_number(value):
 
 @pytest.mark.parametrize(
     "value, match",
-    [(True, "got True"), (np.bool_(True), "got True"), ("0.5", "got '0.5'"), (None, "got None"),
+    [(True, "got True"), (np.bool_(True), "got np.True_"), ("0.5", "got '0.5'"), (None, "got None"),
      (np.array([0.5, 1.0]), "got an array of 2 values"), ([0.5, 1.0], "got 2 values"),
      (torch.tensor(True), "real number"), (np.array("a"), "dtype"), (1 + 2j, "must be a number")],
 )  # fmt: skip
