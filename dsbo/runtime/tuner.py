@@ -292,9 +292,11 @@ class Tuner:
         trials = []
         if fixed is None and not self.campaign.store.shared:
             trials = [t for t in self.campaign.store.trials("pending") if t.id not in self._handed_out][:k]
-        if len(trials) < k:
+        while len(trials) < k:  # the initial design's last points may come before proposals
             with self._torch_threads():
                 new = self.campaign.ask(q=k - len(trials), fixed=fixed)
+            if not new:
+                break
             trials += [t for t in new if t.status == "pending"]  # a trial whose cost failed is recorded already
         self._handed_out.update(t.id for t in trials)
         suggestions = [Suggestion(t.id, self.campaign.problem.params(t.x)) for t in trials]
