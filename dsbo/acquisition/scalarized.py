@@ -327,10 +327,12 @@ class RandomScalarization:
     Args:
         scalarization: ``chebyshev`` (default), ``linear`` or ``hypervolume``.
         strategy: ``ts`` (Thompson sampling, default) or ``ucb``.
-        prior: ``flat`` (default), ``{box: [[a, b], ...]}`` or ``{mixture: [...]}``.
+        prior: ``flat`` (default), ``{box: [[a, b], ...]}`` or ``{mixture: [...]}``, boxes in
+            the objectives' own units and directions (as the function returns them: a
+            minimized loss's ``[0.1, 0.3]`` is its values 0.1 to 0.3).
         augmentation: Chebyshev's ``alpha`` (0; BoTorch's ParEGO uses 0.05).
         beta: UCB's ``beta_t``: ``"thesis"`` (``0.125 log(2t + 1)``) or a number > 0.
-        reference: ``z`` in the problem's units (maximization sense); default the lower end
+        reference: ``z`` in the objectives' own units and directions; default the worst end
             of the normalization (normalized 0).
         n_candidates: Sobol candidates for TS on surrogates without sample paths.
         optimizer: Acquisition optimizer settings.
@@ -365,7 +367,21 @@ class RandomScalarization:
         self.optimizer = optimizer or OptimizerSettings()
 
     def prior(self, problem: Problem) -> WeightPrior:
-        return WeightPrior.parse(self.prior_spec, problem.num_objectives)
+        """The weight prior with its boxes in the stored, maximization sense (a minimized
+        objective's box ``[a, b]`` is ``[-b, -a]``)."""
+        prior = WeightPrior.parse(self.prior_spec, problem.num_objectives)
+        signs = torch.tensor(problem.outcomes.signs, dtype=torch.double)
+        if bool((signs > 0).all()) or prior.is_flat:
+            return prior
+        regions = [Region(torch.minimum(signs * r.lower, signs * r.upper), torch.maximum(signs * r.lower, signs * r.upper), r.weight)
+                   for r in prior.regions]  # fmt: skip
+        return WeightPrior(prior.num_objectives, regions)
+
+    def stored_reference(self, problem: Problem) -> Tensor | None:
+        """``reference`` in the stored, maximization sense."""
+        if self.reference is None:
+            return None
+        return torch.as_tensor(self.reference, dtype=torch.double) * torch.tensor(problem.outcomes.signs, dtype=torch.double)
 
     def for_dry_run(self) -> RandomScalarization:
         """A cheap copy for the campaign's dry iteration."""
@@ -392,7 +408,7 @@ class RandomScalarization:
         scale = ObjectiveScale.for_problem(problem, history.Y)
         scalarization = Scalarization(
             self.scalarization.name,
-            reference=0.0 if self.reference is None else scale(torch.as_tensor(self.reference, dtype=torch.double)),
+            reference=0.0 if self.reference is None else scale(self.stored_reference(problem)),
             augmentation=self.scalarization.augmentation,
         )
         generator = torch.Generator().manual_seed(history.seed)

@@ -193,3 +193,12 @@ def test_every_multi_objective_campaign_reports_its_bayes_regret(fast_optimizer)
         assert "weights" in campaign.store.trials()[-1].metadata
     single = Campaign(get_problem("branin"), surrogate="gp", budget=3, n_init=3).run()
     assert single.bayes_regret is None
+
+
+def test_mobo_rs_preferences_are_written_in_the_objectives_own_directions():
+    """A minimized loss's box [0, 0.5] (its values) is [-0.5, 0] in the stored, maximized sense."""
+    problem = get_problem("black-box", parameters={"x": [0.0, 1.0]}, objectives={"loss": "min", "acc": "max"})
+    policy = make_policy("mobo-rs", {"prior": {"box": [[0.0, 0.5], [0.8, 0.9]]}, "reference": [1.0, 0.5]})
+    [region] = policy.prior(problem).regions
+    assert region.lower.tolist() == [-0.5, 0.8] and region.upper.tolist() == [0.0, 0.9]
+    assert policy.stored_reference(problem).tolist() == [-1.0, 0.5]
