@@ -353,3 +353,17 @@ def test_hired_fit_and_predict_write_forecasts_for_every_node(tmp_path, offline_
     first = frame[frame["node"] == dm.hierarchy.node_names[0]].sort_values("step")
     assert first["forecast"].to_numpy() == pytest.approx(expected[0].numpy(), rel=1e-5)
     assert first["target"].to_numpy() == pytest.approx(dm.Y[-F:, 0], rel=1e-5)
+
+
+def test_a_data_module_that_refuses_its_settings_is_one_line(tmp_path, capsys, monkeypatch):
+    """jsonargparse wraps the data module's DataError in a union report with a Namespace dump;
+    the command prints the data module's own message, on one line (issue 46)."""
+    monkeypatch.delenv("DSBO_DATA", raising=False)
+    code = main(["fit", "--config", str(ROOT / "configs/train/hired-labour.yaml"), "--trainer.max_epochs", "1",
+                 "--run_dir", str(tmp_path)])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2
+    assert " ".join(err.split()).startswith(
+        "error: HierarchicalDataModule: name='labour' needs the environment variable DSBO_DATA (or set path)"
+    ), err
+    assert len(err.strip().splitlines()) <= 2 and "Traceback" not in err and "Namespace" not in err
