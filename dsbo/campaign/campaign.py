@@ -20,12 +20,10 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
-import math
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -38,6 +36,7 @@ from dsbo.acquisition import History, OptimizerSettings, Policy, make_policy
 from dsbo.acquisition.base import PostProcessor, make_postprocessor
 from dsbo.acquisition.sparsity import DEFAULT_TOLERANCE, num_changed
 from dsbo.campaign.execution import MAX_SEED, Execution, positive_int
+from dsbo.campaign.given_points import GivenPoints
 from dsbo.campaign.history import (
     CampaignResult,
     best_trial,
@@ -73,7 +72,7 @@ EXACT_CHOLESKY_SIZE = 100_000
 #: Seeds are 32-bit unsigned integers (NumPy's and Sobol's limit).
 
 
-class Campaign:
+class Campaign(GivenPoints):
     """Bayesian optimization of ``problem`` with a durable, resumable record.
 
     Args:
@@ -348,28 +347,6 @@ class Campaign:
         with self.store.proposal_lock(), self._fixed_for_ask(fixed):
             return self._ask(q, contexts)
 
-    @contextlib.contextmanager
-    def _fixed_for_ask(self, fixed: Mapping[str, Any] | None) -> Iterator[None]:
-        """The optimizer settings (the campaign's and its policy's) with ``fixed`` added, for
-        one proposal."""
-        if fixed is None:
-            yield
-            return
-        if not isinstance(fixed, Mapping) or not all(isinstance(k, str) for k in fixed):
-            raise ConfigError(f"fixed must be a mapping {{parameter name: value}}, got {fixed!r}")
-        columns = named_fixed_features(dict(fixed), self.problem, field="fixed")
-        settings = dataclasses.replace(self.optimizer, fixed_features={**(self.optimizer.fixed_features or {}), **columns})
-        saved = self.optimizer, getattr(self.policy, "optimizer", None)
-        self.optimizer = settings
-        if saved[1] is not None:
-            self.policy.optimizer = settings  # type: ignore[attr-defined]
-        try:
-            yield
-        finally:
-            self.optimizer = saved[0]
-            if saved[1] is not None:
-                self.policy.optimizer = saved[1]  # type: ignore[attr-defined]
-
     def _ask(self, q: int | None, contexts: ContextValues | None) -> list[Trial]:
         q = min(self.q if q is None else positive_int("q", q), self.remaining)
         if q == 0:
@@ -526,51 +503,6 @@ class Campaign:
         self.store.fail(trial_id, message, eval_time=eval_time, budget=self.budget, cost=self.ledger.settle(eval_time))
         return self.store.get(trial_id)
 
-    def attach(self, x: Tensor | Sequence[float] | Mapping[str, Any], values: Any, generator: str = "manual") -> Trial:
-        """Add an observation made outside the campaign (e.g. the default configuration) at the
-        model point ``x`` or the named user values ``{name: value}``, charged like a proposal
-        (:meth:`~dsbo.campaign.ledger.Ledger.charge`; 0 where its cost is unusable).
-
-        Raises:
-            ProblemError: if ``x`` has the wrong dimension or lies outside the bounds.
-            EvaluationError: if ``values`` is not a finite outcome vector.
-        """
-        if isinstance(x, Mapping):  # named user values
-            x = self.problem.point(x, what="parameters")
-        X = self.problem.validate(torch.as_tensor(x, dtype=torch.double).reshape(1, -1), what="x")
-        y = self.problem.parse_outcomes(values)
-        self.problem.outcomes.finite_or_error(y)
-        metadata = [{"attached": True}]
-        costs, errors = self.ledger.charge(self.problem, X, metadata, self.store)
-        [trial_id] = self.store.add_trials(X, generator, metadata=metadata, budget=self.budget,
-                                           cost=[0.0 if e else c for c, e in zip(costs, errors, strict=True)],
-                                           budget_cost=self.budget_cost)  # fmt: skip
-        self.store.complete(trial_id, y)
-        return self.store.get(trial_id)
-
-    def enqueue(self, x: Tensor | Sequence[float] | Mapping[str, Any]) -> Trial:
-        """A point to evaluate before any proposal (Optuna's ``enqueue_trial``): the model
-        point ``x`` or named user values, committed at once as a pending trial (generator
-        ``"enqueued"``), charged like a proposal and counted against the budget (the initial
-        design then takes that many fewer Sobol points); ``run()`` evaluates it first.
-
-        Raises:
-            ProblemError: if ``x`` has the wrong dimension or lies outside the bounds.
-            ConfigError: if named values are not a point of the space.
-            BudgetExhaustedError: if the budget has no room left.
-        """
-        if isinstance(x, Mapping):
-            x = self.problem.point(dict(x), what="enqueued parameters")
-        X = self.problem.validate(torch.as_tensor(x, dtype=torch.double).reshape(1, -1), what="x")
-        if self.remaining < 1:
-            raise BudgetExhaustedError(f"the budget of {self.budget} evaluations is spent: nothing more can be enqueued")
-        metadata = [{"enqueued": True}]
-        costs, errors = self.ledger.charge(self.problem, X, metadata, self.store)
-        [trial_id] = self.store.add_trials(X, "enqueued", metadata=metadata, budget=self.budget,
-                                           cost=[0.0 if e else c for c, e in zip(costs, errors, strict=True)],
-                                           budget_cost=self.budget_cost, worker=self.worker)  # fmt: skip
-        return self.store.get(trial_id)
-
     # ------------------------------------------------------------------ driving
     # Evaluating and driving are the runtime's (dsbo.runtime.driver); these methods hand the
     # campaign to it.
@@ -623,9 +555,8 @@ class Campaign:
         return history_frame(self.store.trials(), self.problem)
 
     def result(self) -> CampaignResult:
-        """What the campaign found, in the user's terms: the best objective as the problem's
-        :class:`~dsbo.space.Outcomes` declare it (lower is better when minimizing; the
-        hypervolume for several objectives) and the history (:func:`history_frame`)."""
+        """What the campaign found, in the user's terms (:class:`~dsbo.space.Outcomes`): the best
+        objective (lower is better when minimizing; several: the hypervolume) and the history."""
         value, trial = self.best()
         if not self.problem.is_multi_objective:
             value = self.problem.outcomes.user_objective(value)

@@ -107,6 +107,21 @@ def named_fixed_features(fixed: Any, problem: Problem, field: str = "acquisition
     return columns
 
 
+def with_fixed_features(optimizer: Any, fixed: Any, problem: Problem, field: str = "fixed") -> Any:
+    """``optimizer`` (an :class:`~dsbo.acquisition.OptimizerSettings`) with ``fixed``
+    (``{parameter name: value}``) added to its fixed features.
+
+    Raises:
+        ConfigError: naming the parameter or value at fault.
+    """
+    import dataclasses
+
+    if not isinstance(fixed, dict) or not all(isinstance(k, str) for k in fixed):
+        raise ConfigError(f"{field} must be a mapping {{parameter name: value}}, got {fixed!r}")
+    columns = named_fixed_features(dict(fixed), problem, field=field)
+    return dataclasses.replace(optimizer, fixed_features={**(optimizer.fixed_features or {}), **columns})
+
+
 def check_parameter_constraints(policy: Any, problem: Problem) -> None:
     """A problem with linear parameter constraints needs a policy that optimizes under them."""
     if problem.space.constraints and not getattr(policy, "takes_parameter_constraints", False):

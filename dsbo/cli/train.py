@@ -488,31 +488,21 @@ def build_cli(args: Sequence[str] | None = None, run: bool = True) -> DsboTrainC
     )
 
 
-#: How jsonargparse reports a class that raised while it was built from the config: the
-#: errors of each subtype it tried, one ``  - Class: message`` line each.
-_UNION_FAILURE = "Does not validate against any of the Union subtypes"
-
-
 def instantiation_error(exc: BaseException) -> str | None:
     """One line for an error raised while the config's classes are built: the dsbo error in
-    the chain (a data module refusing its settings), the class's own message from
-    jsonargparse's union report (``data: HierarchicalDataModule: name='labour' needs the
-    environment variable DSBO_DATA (or set path)``), or a missing file; ``None`` for anything
-    else (a bug: its traceback is worth seeing)."""
+    the chain, the class's own message from jsonargparse's union report (``HierarchicalDataModule:
+    name='labour' needs the environment variable DSBO_DATA (or set path)``) or a missing file;
+    ``None`` for anything else (a bug: its traceback is worth seeing)."""
     seen: BaseException | None = exc
     while seen is not None:
         if isinstance(seen, DsboError):
             return str(seen)
         seen = seen.__cause__ or seen.__context__
-    text = str(exc)
-    if _UNION_FAILURE in text:
-        reasons = [line.strip()[2:] for line in text.splitlines()
-                   if line.strip().startswith("- ") and not line.strip().startswith("- Expected a")]  # fmt: skip
-        if reasons:
-            return reasons[0].split("\n")[0]
-    if isinstance(exc, FileNotFoundError):
-        return f"{exc.filename or text}: no such file"
-    return None
+    lines = [line.strip() for line in str(exc).splitlines()]
+    if "Does not validate against any of the Union subtypes" in lines[0]:  # one "- Class: why" per subtype
+        reasons = [line[2:] for line in lines if line.startswith("- ") and not line.startswith("- Expected a")]
+        return reasons[0] if reasons else None
+    return f"{exc.filename or exc}: no such file" if isinstance(exc, FileNotFoundError) else None
 
 
 def short_argument_error(exc: ArgumentError) -> str:

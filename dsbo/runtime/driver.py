@@ -14,13 +14,13 @@ each outcome as it ends. ``Campaign.evaluate``, ``step`` and ``run`` call these 
 from __future__ import annotations
 
 import time
-import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from dsbo.campaign.history import trailing_failures
-from dsbo.errors import AllEvaluationsFailedWarning, EvaluationError, TooManyFailuresError
+from dsbo.errors import EvaluationError
 from dsbo.runtime.evaluation import UNFINISHED, evaluate_batch
+from dsbo.runtime.run_end import finish, too_many_failures
 from dsbo.storage import Trial
 
 if TYPE_CHECKING:
@@ -119,32 +119,3 @@ def run(campaign: Campaign) -> CampaignResult:
         if consecutive >= campaign.execution.max_consecutive_failures:
             raise too_many_failures(campaign, consecutive)
     return finish(campaign)
-
-
-def too_many_failures(campaign: Campaign, consecutive: int) -> TooManyFailuresError:
-    """The error a run stops with after ``consecutive`` failures in a row, holding the
-    campaign's result (every evaluation so far) and saying how to keep and resume it."""
-    last = campaign.store.trials("failed")[-1]
-    completed = campaign.store.count("completed")
-    where = getattr(campaign.store, "path", None)
-    if where in (None, ":memory:"):
-        keep = (f"{completed} completed evaluation(s) are in this error's .result; this store is in memory: "
-                "pass store='trials.sqlite' to keep every evaluation on disk and resume after fixing the function")  # fmt: skip
-    else:
-        keep = f"everything is saved in {where}: fix the evaluator and run again to resume"
-    message = f"{consecutive} evaluations in a row failed (last error: {last.error}); stopping. {keep[0].upper()}{keep[1:]}."
-    return TooManyFailuresError(message, result=campaign.result())
-
-
-def finish(campaign: Campaign) -> CampaignResult:
-    """The campaign's result; warns (:class:`~dsbo.errors.AllEvaluationsFailedWarning`,
-    naming the first error) when evaluations ran and none completed."""
-    if campaign.store.count("completed") == 0 and campaign.store.count("failed") > 0:
-        first = campaign.store.trials("failed")[0]
-        warnings.warn(
-            f"all {campaign.store.count('failed')} evaluations failed, so there is no best value; "
-            f"the first error: {first.error}",
-            AllEvaluationsFailedWarning,
-            stacklevel=3,
-        )
-    return campaign.result()

@@ -35,8 +35,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from dsbo.space.outcomes import outcome_vector, parse_outcomes
 from dsbo.errors import EvaluationError, EvaluationTimeout, WorkerDiedError
+from dsbo.space.outcomes import outcome_vector, parse_outcomes
 
 Evaluator = Callable[[Tensor], Any]
 #: ``report(trial_id, values, error, seconds)``, called once per trial as it ends.

@@ -38,8 +38,8 @@ from typing import TYPE_CHECKING, Any
 
 from dsbo.campaign.history import trailing_failures
 from dsbo.errors import ConfigError, EvaluationError, EvaluationTimeout, StoreError, WorkerDiedError
-from dsbo.runtime.driver import finish, too_many_failures
 from dsbo.runtime.evaluation import timed_call
+from dsbo.runtime.run_end import finish, too_many_failures
 from dsbo.storage import Store, Trial
 
 if TYPE_CHECKING:

@@ -128,7 +128,7 @@ def test_the_hpo_example_asks_and_tells_named_typed_values(tmp_path, capsys):
     path = tmp_path / "hpo.yaml"
     path.write_text(yaml.safe_dump(cfg, sort_keys=False))  # the parameters keep their order
     code, out = run(capsys, "tell", "--config", str(path), "--parameters",
-                    "{lr: 0.001, warmup_lr: 0.0001, width: 128, optimizer: adam, dropout: 0.1}", "--values", "-0.4")  # fmt: skip
+                    "{lr: 0.001, warmup_lr: 0.0001, width: 128, optimizer: adam, dropout: 0.1}", "--values", "0.4")  # fmt: skip
     assert code == 0 and out["parameters"]["width"] == 128
     seen = []
     while (out := run(capsys, "ask", "--config", str(path))[1])["trials"]:
@@ -138,10 +138,12 @@ def test_the_hpo_example_asks_and_tells_named_typed_values(tmp_path, capsys):
             assert ("momentum" in p) == (p["optimizer"] == "sgd")
             assert p["lr"] >= 2 * p["warmup_lr"] * (1 - 1e-9)  # the linear constraint
             assert round(p["dropout"] / 0.05, 9) == round(p["dropout"] / 0.05)
-            run(capsys, "tell", "--config", str(path), "--trial", str(trial["trial"]), "--values", "-0.5")
+            run(capsys, "tell", "--config", str(path), "--trial", str(trial["trial"]), "--values", str(0.5 + len(seen) / 10))
             seen.append(p)
     assert len(seen) == 3
+    _, status = run(capsys, "status", "--config", str(path))
+    assert status["best_value"] == 0.4  # the lowest val_loss told, as told
     code, err = run(capsys, "tell", "--config", str(path), "--parameters", "{lr: 0.001, warmup_lr: 0.0001, width: 12.5, optimizer: adam, dropout: 0.1}", "--values", "-1")
     assert code == 2 and "parameters.width" in err
     header = (tmp_path / "run" / "history.csv").read_text().splitlines()[0].split(",")
-    assert header[4:10] == ["lr", "warmup_lr", "width", "optimizer", "momentum", "dropout"]
+    assert header[4:11] == ["lr", "warmup_lr", "width", "optimizer", "momentum", "dropout", "val_loss"]
