@@ -6,7 +6,8 @@ proposal and every outcome to a :mod:`dsbo.storage` store, and keeps the budget 
 cost units. It is given its parts and never holds their code: policies and post-processors
 come from :mod:`dsbo.acquisition`, the context step from :mod:`dsbo.contexts`, surrogates from
 :mod:`dsbo.surrogates`. :mod:`~dsbo.campaign.validation` checks every part against the problem
-with a dry iteration before anything is evaluated.
+with a dry iteration before anything is evaluated; :mod:`~dsbo.campaign.given_points` holds
+the trials whose points the user gives (``attach``, ``enqueue``, ``ask(fixed=...)``).
 
 May import: errors, registry, space, storage, problems, surrogates, data, acquisition,
 contexts. Evaluating and driving a campaign to its budget is :mod:`dsbo.runtime`'s job;

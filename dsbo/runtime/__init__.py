@@ -5,7 +5,8 @@
 :mod:`~dsbo.runtime.executors` holds the executors dsbo ships (a pool of worker processes that
 replaces a dead worker, Dask); :mod:`~dsbo.runtime.parallel` is the driver that keeps
 ``parallel`` trials in flight on a campaign (and shares a PostgreSQL store with other
-workers); :mod:`~dsbo.runtime.sweep` runs W&B sweep files (grid, random, and bayes on a
+workers), and both end a run as :mod:`~dsbo.runtime.run_end` says (failures in a row keep
+their result; a run with no completed evaluation warns); :mod:`~dsbo.runtime.sweep` runs W&B sweep files (grid, random, and bayes on a
 campaign) with :mod:`~dsbo.runtime.sweep_config` reading them,
 :mod:`~dsbo.runtime.hyperband` stopping runs early (``early_terminate``) from the histories
 :mod:`~dsbo.runtime.run_history` reads, and :mod:`~dsbo.runtime.sweep_report` writing a
