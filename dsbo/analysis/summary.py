@@ -82,10 +82,10 @@ def value_vs_changes(frame: pd.DataFrame, problem: Problem) -> list[dict[str, fl
     front: list[dict[str, float]] = []
     best = -math.inf
     for k in sorted(feasible["num_changed"].dropna().unique()):
-        value = sign * feasible.loc[feasible["num_changed"] <= k, outcomes.objective_names[0]].mul(sign).max()
-        if sign * value > best:
-            best = sign * value
-            front.append({"changed": int(k), "best_value": float(value)})
+        score = feasible.loc[feasible["num_changed"] <= k, outcomes.objective_names[0]].mul(sign).max()
+        if score > best:  # compared in the maximization sense, reported in the user's
+            best = score
+            front.append({"changed": int(k), "best_value": float(sign * score)})
     return front
 
 

@@ -50,3 +50,11 @@ def test_timing_summary_splits_model_iterations():
     ]
     out = timing_summary(frame([]), timings)
     assert out == pytest.approx({"iterations": 2, "fit": 2.0, "acquisition": 2.0, "other": 0.5})
+
+
+def test_value_vs_changes_of_a_minimized_objective_is_in_its_own_direction():
+    problem = get_problem("black-box", parameters={"x": [0.0, 1.0], "y": [0.0, 1.0]}, objectives={"loss": "min"})
+    frame = pd.DataFrame({"status": ["completed"] * 4, "num_changed": [2, 1, 2, 0], "loss": [0.5, 0.9, 0.2, 1.5]})
+    assert value_vs_changes(frame, problem) == [
+        {"changed": 0, "best_value": 1.5}, {"changed": 1, "best_value": 0.9}, {"changed": 2, "best_value": 0.2}
+    ]
