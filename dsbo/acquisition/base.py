@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import torch
 from botorch.models.model import Model
 from botorch.posteriors.fully_bayesian import GaussianMixturePosterior
 from torch import Tensor
@@ -80,6 +81,12 @@ class History:
     t: int = 0
     eval_times: Tensor | None = None
     cost_left: float | None = None
+
+    def seen(self) -> Tensor:
+        """The evaluated and pending points (``n x d``): what a proposal should not repeat."""
+        if self.X_pending is None or not self.X_pending.numel():
+            return self.X
+        return torch.cat([self.X, self.X_pending.to(self.X)])
 
 
 @dataclass

@@ -46,7 +46,8 @@ from dsbo.acquisition.base import (
     Proposal,
     register_policy,
 )
-from dsbo.acquisition.sparsity import is_duplicate
+from dsbo.acquisition.mixed_optimizer import maximize_over_combinations
+from dsbo.acquisition.sparsity import DUPLICATE_TOLERANCE, is_duplicate
 from dsbo.errors import ConfigError
 from dsbo.problems.base import Problem
 
@@ -77,30 +78,30 @@ def replace_repeats(
     acqf: Any, X: Tensor, history: History, problem: Problem, optimizer: OptimizerSettings
 ) -> tuple[Tensor, list[bool]]:
     """``X`` with every row that repeats an evaluated, pending or earlier row (within
-    ``DUPLICATE_TOLERANCE`` of the unit cube, after snapping to the search space) replaced by
-    the new point of a scrambled Sobol set of ``raw_samples`` points (snapped, feasible, fixed
-    features applied) where ``acqf`` is largest; a row is kept when no new point is left.
-    Snapping a relaxed maximizer (integers, categoricals, inactive conditional parameters)
-    can land on a configuration already tried, which would spend an evaluation on it again.
+    ``optimizer.min_distance``, at least ``DUPLICATE_TOLERANCE``, in the unit cube's max-norm,
+    after snapping to the search space) replaced by the new point of a scrambled Sobol set of
+    ``raw_samples`` points (snapped, feasible, fixed features applied) where ``acqf`` is
+    largest; a row is kept when no new point is left. Snapping a relaxed maximizer (integers,
+    categoricals, inactive conditional parameters) can land on a configuration already tried,
+    which would spend an evaluation on it again.
 
     Returns:
         The rows and, per row, whether it was replaced.
     """
-    seen = [history.X.to(X)] if history.X.numel() else []
-    if history.X_pending is not None and history.X_pending.numel():
-        seen.append(history.X_pending.to(X))
+    seen = history.seen().to(X)
     bounds = problem.bounds.to(X)
+    tol = max(optimizer.min_distance, DUPLICATE_TOLERANCE)
     rows: list[Tensor] = []
     replaced: list[bool] = []
     for i, x in enumerate(X):
-        pool = torch.cat([*seen, *(r.unsqueeze(0) for r in rows)]) if seen or rows else X.new_zeros(0, X.shape[-1])
-        if not is_duplicate(x.unsqueeze(0), pool, bounds)[0]:
+        pool = torch.cat([seen, *(r.unsqueeze(0) for r in rows)])
+        if not is_duplicate(x.unsqueeze(0), pool, bounds, tol)[0]:
             rows.append(x)
             replaced.append(False)
             continue
         seed = (history.seed + 7919 * (i + 1)) % (2**31 - 1)
         candidates = problem.sobol_design(optimizer.raw_samples, seed, optimizer.apply_fixed_features).to(X)
-        candidates = candidates[~is_duplicate(candidates, pool, bounds)]
+        candidates = candidates[~is_duplicate(candidates, pool, bounds, tol)]
         if candidates.shape[0] == 0:
             rows.append(x)
             replaced.append(False)
@@ -110,6 +111,15 @@ def replace_repeats(
         rows.append(candidates[int(torch.argmax(scores))])
         replaced.append(True)
     return torch.stack(rows), replaced
+
+
+def incumbents(history: History, k: int = 3) -> Tensor:
+    """The ``k`` best evaluated points by the first objective (``k x d``), extra starts of the
+    acquisition optimization: an improvement is often found next to them."""
+    if history.X.shape[0] == 0:
+        return history.X
+    order = torch.argsort(history.Y[:, 0], descending=True)
+    return history.X[order[:k]]
 
 
 def category_combinations(problem: Problem, optimizer: OptimizerSettings) -> list[dict[int, float]] | None:
@@ -214,11 +224,29 @@ class OptimizedPolicy(ABC):
         constraints = self.linear_constraints(problem)
         if constraints:
             kwargs["inequality_constraints"] = constraints
+        combinations = None
         if opt.categorical == "enumerate" and opt.method == "lbfgsb":
             combinations = category_combinations(problem, opt)
+        if combinations and not constraints and opt.initial == "raw_samples":
+            X, values = maximize_over_combinations(
+                acqf,
+                problem.bounds,
+                q,
+                combinations,
+                num_restarts=opt.num_restarts,
+                raw_samples=opt.raw_samples,
+                maxiter=opt.maxiter,
+                seed=history.seed,
+                fixed_features=opt.fixed_features,
+                starts=incumbents(history),
+                avoid=history.seen(),
+                min_distance=opt.min_distance,
+                snap=problem.round_to_domain,
+            )
+        else:
             if combinations:
                 kwargs["fixed_features_list"] = combinations
-        X, values = opt.maximize(acqf, problem.bounds, q, history.seed, **kwargs)
+            X, values = opt.maximize(acqf, problem.bounds, q, history.seed, **kwargs)
         X = problem.round_to_domain(X.detach())
         values = values.detach().reshape(-1)
         metadata: list[dict[str, Any]] = []

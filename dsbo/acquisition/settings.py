@@ -55,6 +55,11 @@ class OptimizerSettings:
             (``experiments/bench_categorical.py``): enumeration reached a lower regret in 4 of
             6 paired runs, every run of the Branin problem, at 5-9x the proposal time.
         max_enumerate: Largest number of category combinations ``enumerate`` optimizes.
+        min_distance: A proposal closer than this to an evaluated or pending point (max-norm
+            over the unit cube's coordinates, after rounding to the search space) is passed
+            over for the next best local optimum of the acquisition, or for the best point of
+            a Sobol set outside those balls: ``0.01`` keeps a search from polishing a digit
+            that the objective does not resolve. ``0`` refuses only exact repeats.
     """
 
     METHODS = ("lbfgsb", "sgd", "adam")
@@ -73,6 +78,7 @@ class OptimizerSettings:
     initial: str = "raw_samples"
     categorical: str = "enumerate"
     max_enumerate: int = 16
+    min_distance: float = 0.0
 
     @classmethod
     def thesis(cls, **overrides: Any) -> OptimizerSettings:
@@ -169,6 +175,9 @@ class OptimizerSettings:
         max_enumerate = self.max_enumerate
         if not isinstance(max_enumerate, int) or isinstance(max_enumerate, bool) or max_enumerate < 1:
             raise ConfigError(f"{prefix}.max_enumerate must be a positive integer, got {max_enumerate!r}")
+        distance = self.min_distance
+        if isinstance(distance, bool) or not isinstance(distance, int | float) or not 0 <= distance < 0.5:
+            raise ConfigError(f"{prefix}.min_distance must be a number in [0, 0.5), got {distance!r}")
         if self.initial not in self.INITIAL:
             raise ConfigError(f"{prefix}.initial={self.initial!r}: choose one of {', '.join(self.INITIAL)}")
         lr = self.lr
