@@ -1,7 +1,7 @@
 """dsbo on mixed search spaces (log, integer, categorical and conditional parameters) against
 Optuna's TPE, Ax and quasi-random search, through one evaluation code for every arm.
 
-Problems (minimization, each evaluation well under a second):
+Problems (minimization, each evaluation well under a second on one core):
 
 1. ``svc-digits``: an RBF/poly/sigmoid/linear ``sklearn.svm.SVC`` on 900 rows of
    ``load_digits`` (pixels / 16), 3-fold stratified CV error on a fixed split. ``C``, ``gamma``,
@@ -18,6 +18,29 @@ Problems (minimization, each evaluation well under a second):
    integer, ``width`` a log-scale integer, ``dropout`` linear. Known optimum 0 (sgd, lr 10^-1.5,
    momentum 0.9, 4 layers, width 256, dropout 0.3). No linear constraint (TPE and random search
    would need rejection; left out so that every arm searches the same space).
+4. ``cond-synthetic``: a synthetic space shaped like a tuning problem whose best category needs
+   its own parameter set right: ``lr`` a log-scale float in ``[1e-5, 1]``, ``width`` a log-scale
+   integer in ``[8, 1024]``, ``family`` a four-way categorical and ``shape`` a float that exists
+   only for ``family=c``. The value is a bowl in log space,
+   ``((log10 lr + 2) / 1.5)^2 + ((log2 width - 7) / 2)^2``, plus an offset per family: ``a`` 0.5,
+   ``b`` and ``d`` 1.0, ``c`` ``1.5 (1 - exp(-(shape - 0.7)^2 / (2 * 0.08^2)))``, so that ``c`` is
+   best only with ``shape`` near 0.7 (a uniform ``shape`` costs 1.2 on average, worse than ``a``).
+   Known optimum 0 (``lr`` 0.01, ``width`` 128, ``family=c``, ``shape`` 0.7); library defaults
+   ``lr`` 1e-3, ``width`` 64, ``family=a`` (value 1.19).
+5. ``mlp-digits``: ``sklearn.neural_network.MLPClassifier`` (one hidden layer of ``width``
+   units, 30 epochs, ``random_state=0``) on the 900 digits rows of ``svc-digits``, error on a
+   fixed stratified holdout of 300 rows (trained on the other 600). ``learning_rate_init``,
+   ``alpha``, ``width`` (integer) and ``batch_size`` (integer) on a log scale, ``activation``
+   (relu/tanh/logistic) and ``solver`` (adam/sgd) categorical, ``momentum`` only for sgd.
+   Library defaults = sklearn's (``batch_size='auto'`` is 200 rows here). A fit that fails
+   (diverged weights) scores 1.0. Optimum unknown.
+6. ``sgd-cancer``: ``sklearn.linear_model.SGDClassifier`` on standardized
+   ``load_breast_cancer`` (569 rows, 30 features; the scaler fitted inside each fold),
+   5-fold stratified CV error on a fixed split. ``loss`` (hinge/log_loss/modified_huber),
+   ``penalty`` (l2/l1/elasticnet) with ``l1_ratio`` only for elasticnet, ``alpha`` on a log
+   scale, ``learning_rate`` (optimal/constant/invscaling/adaptive) with ``eta0`` (log) only when
+   it is not ``optimal``, ``average`` a boolean. Library defaults = sklearn's. A fold whose fit
+   fails (overflow) counts as all wrong. Optimum unknown.
 
 Arms (budget 40 evaluations each): a dsbo arm is a surrogate (``dsbo-gp``, ``dsbo-map-saas``)
 followed by options: ``+winsorize`` or ``+copula`` (``outcome_warping``:
@@ -39,6 +62,7 @@ Runs are appended to ``runs.jsonl`` as they finish (a restart skips finished run
     python experiments/mixed_spaces.py --arms dsbo-gp ax --seeds 5
     python experiments/mixed_spaces.py --report-only            # tables/plot from runs.jsonl
     python experiments/mixed_spaces.py --smoke                  # ~1 min: 1 seed, budget 6, 2 problems
+    python experiments/mixed_spaces.py --problems mlp-digits sgd-cancer --seeds 3
 
 ``--smoke`` without ``--out`` writes to a fresh temporary folder (printed), never into ``experiments/results/``.
 """
@@ -74,7 +98,7 @@ FIRST_ARMS = ("dsbo-gp", "random", "optuna-tpe", "ax", "dsbo-gp+bonsai", "dsbo-g
               "dsbo-gp+copula+bonsai")
 LATER_ARMS = ("dsbo-map-saas", "dsbo-map-saas+bonsai", "dsbo-map-saas+copula", "dsbo-map-saas+copula+bonsai")
 ARMS = FIRST_ARMS + LATER_ARMS
-#: What ``dsbo.minimize``'s defaults pick on these spaces (5-8 parameters: ``surrogate="auto"``
+#: What ``dsbo.minimize``'s defaults pick on these spaces (4-8 parameters: ``surrogate="auto"``
 #: is the exact GP, ``outcome_warping="copula"``).
 DEFAULT_ARM = "dsbo-gp+copula"
 BASELINES = ("optuna-tpe", "ax", "random")
@@ -171,6 +195,93 @@ def ackley_cond(p: dict[str, Any]) -> float:
     return max(value, 0.0) + OPT_OFFSET[p["optimizer"]]
 
 
+FAMILY_OFFSET = {"a": 0.5, "b": 1.0, "d": 1.0}  # family "c": set by ``shape``
+SHAPE_OPT, SHAPE_WIDTH, SHAPE_PENALTY = 0.7, 0.08, 1.5
+
+
+def cond_synthetic(p: dict[str, Any]) -> float:
+    bowl = ((math.log10(p["lr"]) + 2.0) / 1.5) ** 2 + ((math.log2(p["width"]) - 7.0) / 2.0) ** 2
+    if p["family"] == "c":
+        offset = SHAPE_PENALTY * (1.0 - math.exp(-((p["shape"] - SHAPE_OPT) ** 2) / (2 * SHAPE_WIDTH**2)))
+    else:
+        offset = FAMILY_OFFSET[p["family"]]
+    return bowl + offset
+
+
+_DIGITS_HOLDOUT: tuple[Any, Any, Any, Any] | None = None
+
+
+def _digits_holdout() -> tuple[Any, Any, Any, Any]:
+    """The 900 digits rows split once: 600 to train on, a stratified 300 to score."""
+    global _DIGITS_HOLDOUT
+    if _DIGITS_HOLDOUT is None:
+        from sklearn.model_selection import train_test_split
+
+        X, y = _digits()
+        _DIGITS_HOLDOUT = tuple(train_test_split(X, y, test_size=300, stratify=y, random_state=0))
+    return _DIGITS_HOLDOUT
+
+
+MLP_EPOCHS = 30
+
+
+def mlp_error(p: dict[str, Any]) -> float:
+    from sklearn.neural_network import MLPClassifier
+    from threadpoolctl import threadpool_limits
+
+    X_train, X_val, y_train, y_val = _digits_holdout()
+    kwargs: dict[str, Any] = {
+        "hidden_layer_sizes": (int(p["width"]),), "activation": p["activation"], "solver": p["solver"],
+        "alpha": p["alpha"], "learning_rate_init": p["learning_rate_init"], "batch_size": int(p["batch_size"]),
+        "max_iter": MLP_EPOCHS, "random_state": 0,
+    }  # fmt: skip
+    if "momentum" in p:
+        kwargs["momentum"] = p["momentum"]
+    with warnings.catch_warnings(), threadpool_limits(1):
+        warnings.simplefilter("ignore")
+        try:
+            model = MLPClassifier(**kwargs).fit(X_train, y_train)
+            error = 1.0 - model.score(X_val, y_val)
+        except (ValueError, FloatingPointError):  # diverged weights
+            return 1.0
+    return float(error) if math.isfinite(error) else 1.0
+
+
+_CANCER: tuple[Any, Any] | None = None
+
+
+def _cancer() -> tuple[Any, Any]:
+    global _CANCER
+    if _CANCER is None:
+        from sklearn.datasets import load_breast_cancer
+
+        _CANCER = load_breast_cancer(return_X_y=True)
+    return _CANCER
+
+
+def sgd_error(p: dict[str, Any]) -> float:
+    from sklearn.linear_model import SGDClassifier
+    from sklearn.model_selection import StratifiedKFold, cross_val_score
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+    from threadpoolctl import threadpool_limits
+
+    X, y = _cancer()
+    kwargs: dict[str, Any] = {
+        "loss": p["loss"], "penalty": p["penalty"], "alpha": p["alpha"], "learning_rate": p["learning_rate"],
+        "average": p["average"], "random_state": 0,
+    }  # fmt: skip
+    for name in ("l1_ratio", "eta0"):
+        if name in p:
+            kwargs[name] = p[name]
+    model = make_pipeline(StandardScaler(), SGDClassifier(**kwargs))
+    cv = StratifiedKFold(5, shuffle=True, random_state=0)
+    with warnings.catch_warnings(), threadpool_limits(1):
+        warnings.simplefilter("ignore")
+        scores = cross_val_score(model, X, y, cv=cv, error_score=0.0)  # a failed fold: all wrong
+    return float(1.0 - np.mean(scores))
+
+
 def make_problems() -> dict[str, MixedProblem]:
     import dsbo
 
@@ -222,7 +333,54 @@ def make_problems() -> dict[str, MixedProblem]:
         0.0,
         "Ackley over (log lr, log2 width, layers, dropout[, momentum]) + optimizer offset",
     )
-    return {p.name: p for p in (svc, branin_problem, ackley)}
+    synthetic = MixedProblem(
+        "cond-synthetic",
+        {
+            "lr": dsbo.Float(1e-5, 1.0, log=True),
+            "width": dsbo.Int(8, 1024, log=True),
+            "family": dsbo.Choice(["a", "b", "c", "d"]),
+            "shape": dsbo.Float(0.0, 1.0, when={"family": "c"}),
+        },
+        {"lr": 1e-3, "width": 64, "family": "a"},
+        cond_synthetic,
+        0.0,
+        "log-space bowl in (lr, width) + family offset; family c best only with its conditional shape near 0.7",
+    )
+    mlp = MixedProblem(
+        "mlp-digits",
+        {
+            "learning_rate_init": dsbo.Float(1e-4, 1.0, log=True),
+            "alpha": dsbo.Float(1e-6, 1e-1, log=True),
+            "width": dsbo.Int(8, 256, log=True),
+            "activation": dsbo.Choice(["relu", "tanh", "logistic"]),
+            "solver": dsbo.Choice(["adam", "sgd"]),
+            "momentum": dsbo.Float(0.0, 0.99, when={"solver": "sgd"}),
+            "batch_size": dsbo.Int(32, 256, log=True),
+        },
+        {"learning_rate_init": 1e-3, "alpha": 1e-4, "width": 100, "activation": "relu", "solver": "adam",
+         "batch_size": 200},
+        mlp_error,
+        None,
+        f"MLPClassifier (1 hidden layer, {MLP_EPOCHS} epochs) on 900 digits, error on a stratified 300-row "
+        "holdout; defaults = sklearn's (batch_size='auto' = 200)",
+    )
+    sgd = MixedProblem(
+        "sgd-cancer",
+        {
+            "loss": dsbo.Choice(["hinge", "log_loss", "modified_huber"]),
+            "penalty": dsbo.Choice(["l2", "l1", "elasticnet"]),
+            "l1_ratio": dsbo.Float(0.0, 1.0, when={"penalty": "elasticnet"}),
+            "alpha": dsbo.Float(1e-6, 1.0, log=True),
+            "learning_rate": dsbo.Choice(["optimal", "constant", "invscaling", "adaptive"]),
+            "eta0": dsbo.Float(1e-4, 1.0, log=True, when={"learning_rate": ["constant", "invscaling", "adaptive"]}),
+            "average": dsbo.Choice([False, True]),
+        },
+        {"loss": "hinge", "penalty": "l2", "alpha": 1e-4, "learning_rate": "optimal", "average": False},
+        sgd_error,
+        None,
+        "SGDClassifier on standardized breast cancer (569 rows), 5-fold CV error; defaults = sklearn's",
+    )
+    return {p.name: p for p in (svc, branin_problem, ackley, synthetic, mlp, sgd)}
 
 
 # ----------------------------------------------------------------------------- the shared evaluation
@@ -693,7 +851,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--seeds", type=int, default=None, help="seeds 0..n-1 (default 10; smoke 1)")
     parser.add_argument("--budget", type=int, default=None, help=f"evaluations per run (default {BUDGET})")
     parser.add_argument("--arms", nargs="*", default=None, choices=ARMS)
-    parser.add_argument("--problems", nargs="*", default=None)
+    parser.add_argument("--problems", nargs="*", default=None, help="problem names (default all; smoke: "
+                        f"{' '.join(SMOKE_PROBLEMS)})")
     parser.add_argument("--workers", type=int, default=2, help="runs at once (processes, one thread each)")
     parser.add_argument("--report-only", action="store_true", help="run nothing: report the runs in runs.jsonl")
     parser.add_argument("--notes", type=Path, default=None, help="markdown appended to README.md")
@@ -706,6 +865,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     budget = args.budget or (SMOKE_BUDGET if smoke else BUDGET)
     problems = make_problems()
     chosen = args.problems or (SMOKE_PROBLEMS if smoke else list(problems))
+    unknown = sorted(set(chosen) - set(problems))
+    if unknown:
+        parser.error(f"unknown problems {unknown}; choose from {list(problems)}")
     problems = {k: v for k, v in problems.items() if k in chosen}
     arms = available_arms(list(args.arms or ARMS), smoke)
     args.out.mkdir(parents=True, exist_ok=True)
