@@ -536,7 +536,7 @@ class Campaign(GivenPoints):
             Y = warp_outcomes(Y, self.problem.num_objectives, self.outcome_warping)
         previous = self.store.get_meta(warm_start.META_KEY)
         with gpytorch.settings.max_cholesky_size(EXACT_CHOLESKY_SIZE):
-            return fit_surrogate(self.surrogate, X, Y, self.problem.bounds, selection_seed=self.seed, previous_fits=previous)
+            return fit_surrogate(self.surrogate, X, Y, self.problem.bounds, selection_seed=self.seed, previous_fits=previous, categorical_groups=self.problem.space.one_hot_groups)  # fmt: skip
 
     # ------------------------------------------------------------------ results
     def best(self) -> tuple[float | None, Trial | None]:

@@ -229,6 +229,11 @@ class SearchSpace:
         return [n for n, p in self.parameters.items() if isinstance(p, Choice) and not p.ordered]
 
     @property
+    def one_hot_groups(self) -> list[list[int]]:
+        """The columns of each unordered choice's one-hot block (what a categorical kernel reads)."""
+        return [list(range(self.dim))[self.slices[n]] for n in self.categorical if self.parameters[n].width]
+
+    @property
     def conditional(self) -> list[str]:
         return [n for n, p in self.parameters.items() if p.conditions]
 

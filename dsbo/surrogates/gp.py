@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import torch
 from botorch.fit import fit_gpytorch_mll
@@ -45,6 +45,7 @@ from torch import Tensor
 from torch.distributions import HalfCauchy
 
 from dsbo.errors import ConfigError
+from dsbo.surrogates.mixed_kernel import mixed_covar_module
 from dsbo.surrogates.registry import register_surrogate
 from dsbo.surrogates.warm_start import (
     FitState,
@@ -56,6 +57,8 @@ from dsbo.surrogates.warm_start import (
 
 #: Kernels the ``gp`` surrogate accepts for its ``kernel`` option.
 GP_KERNELS = ("matern52", "rbf")
+#: How the exact GP models unordered categoricals (:func:`fit_gp`).
+GP_CATEGORICAL = ("mixed", "ard")
 
 #: Scale of the HalfCauchy prior the ensemble MAP-SAAS taus are drawn from (BONSAI, Alg. 2).
 SAAS_TAU_SCALE = 0.1
@@ -130,6 +133,8 @@ def fit_gp(
     restart_every: int = RESTART_EVERY,
     restart_after_points: int = RESTART_AFTER_POINTS,
     previous_fit: FitState | dict | None = None,
+    categorical: str = "mixed",
+    categorical_groups: Sequence[Sequence[int]] | None = None,
 ) -> SingleTaskGP:
     """An exact GP with an ARD kernel, fitted by maximizing the marginal likelihood.
 
@@ -152,6 +157,12 @@ def fit_gp(
         restart_after_points: A fit from BoTorch's initialization when more points than this
             were added.
         previous_fit: The ``fit_state`` of the previous fit (dsbo's campaign passes it).
+        categorical: How unordered categoricals (``categorical_groups``, their one-hot
+            columns, passed by the campaign) are modelled: ``"mixed"`` (the default: the
+            kernel of BoTorch's ``MixedSingleTaskGP``, a categorical kernel in a sum and a
+            product with the continuous one; :mod:`dsbo.surrogates.mixed_kernel`) or
+            ``"ard"`` (the one-hot columns as inputs of the ARD kernel, like any other).
+        categorical_groups: The one-hot columns of each unordered categorical.
 
     Example:
         >>> model = fit_surrogate({"name": "gp", "kernel": "rbf"}, X, Y, bounds=bounds)
@@ -164,9 +175,16 @@ def fit_gp(
         raise ConfigError(f"surrogate 'gp': option warm_start={warm_start!r} must be true or false")
     restart_every = _check_int("gp", "restart_every", restart_every, 1)
     restart_after_points = _check_int("gp", "restart_after_points", restart_after_points, 0)
-    covar_module = get_covar_module_with_dim_scaled_prior(
-        ard_num_dims=train_X.shape[-1], use_rbf_kernel=kernel == "rbf"
-    )
+    if categorical not in GP_CATEGORICAL:
+        raise ConfigError(
+            f"surrogate 'gp': option categorical={categorical!r} is unknown; choose one of {list(GP_CATEGORICAL)}"
+        )
+    if categorical == "mixed" and categorical_groups:
+        covar_module = mixed_covar_module(train_X.shape[-1], categorical_groups, use_rbf_kernel=kernel == "rbf")
+    else:
+        covar_module = get_covar_module_with_dim_scaled_prior(
+            ard_num_dims=train_X.shape[-1], use_rbf_kernel=kernel == "rbf"
+        )
     model = SingleTaskGP(
         train_X,
         train_Y,
@@ -270,6 +288,12 @@ def fit_map_saas(
         restart_drop: A full fit after a warm fit whose per-point log posterior fell by
             more than this, for any member, below the previous fit's.
         previous_fit: The ``fit_state`` of the previous fit (dsbo's campaign passes it).
+        categorical: How unordered categoricals (``categorical_groups``, their one-hot
+            columns, passed by the campaign) are modelled: ``"mixed"`` (the default: the
+            kernel of BoTorch's ``MixedSingleTaskGP``, a categorical kernel in a sum and a
+            product with the continuous one; :mod:`dsbo.surrogates.mixed_kernel`) or
+            ``"ard"`` (the one-hot columns as inputs of the ARD kernel, like any other).
+        categorical_groups: The one-hot columns of each unordered categorical.
     """
     num_taus = _check_int("map-saas", "num_taus", num_taus, 1)
     fit_restarts = _check_int("map-saas", "fit_restarts", fit_restarts, 0)

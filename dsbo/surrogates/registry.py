@@ -41,7 +41,8 @@ from dsbo.surrogates.catalogue import (
 )
 from dsbo.surrogates.selection import Selector, make_selector
 
-_RESERVED = ("train_X", "train_Y", "input_transform", "outcome_transform", "train_Yvar", "previous_fit")
+_RESERVED = ("train_X", "train_Y", "input_transform", "outcome_transform", "train_Yvar", "previous_fit",
+             "categorical_groups")
 
 
 @dataclass
@@ -103,6 +104,7 @@ def fit_surrogate(
     Yvar: Tensor | None = None,
     selection_seed: int = 0,
     previous_fits: Sequence[Any] | None = None,
+    categorical_groups: Sequence[Sequence[int]] | None = None,
 ) -> Model:
     """Fit the surrogate named by ``spec`` to ``(X, Y)`` and return a BoTorch ``Model``.
 
@@ -121,6 +123,8 @@ def fit_surrogate(
         bounds: ``2 x d`` box the inputs are normalized from (defaults to the data range).
         Yvar: Optional ``n x m`` observation noise variances.
         previous_fits: The ``fit_states`` of the previous fit of the same surrogate, or ``None``.
+        categorical_groups: The one-hot columns of each unordered categorical, given to a
+            factory that takes them (``gp``: :mod:`dsbo.surrogates.mixed_kernel`).
 
     Returns:
         A fitted model with ``num_outputs == m`` whose posterior is in raw coordinates.
@@ -150,14 +154,15 @@ def fit_surrogate(
         X, Y = X[rows], Y[rows]
         Yvar = None if Yvar is None else Yvar[rows]
 
-    warm = "previous_fit" in (accepted_options(factory) or ())
+    accepted = accepted_options(factory) or ()
+    warm = "previous_fit" in accepted
     models = []
     for j in range(Y.shape[-1]):
+        options = dict(spec.options)
         if warm:
-            previous = previous_fits[j] if previous_fits is not None and j < len(previous_fits) else None
-            options = {**spec.options, "previous_fit": previous}
-        else:
-            options = spec.options
+            options["previous_fit"] = previous_fits[j] if previous_fits is not None and j < len(previous_fits) else None
+        if categorical_groups and "categorical_groups" in accepted:
+            options["categorical_groups"] = [list(g) for g in categorical_groups]
         model = factory(
             X,
             Y[:, j : j + 1],

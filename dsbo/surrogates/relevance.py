@@ -24,12 +24,24 @@ from torch import Tensor
 
 def member_lengthscales(model: Model, d: int) -> Tensor | None:
     """``members x d``: the per-input lengthscales of every kernel of ``model`` and every
-    ensemble member (one row each; a shared lengthscale is broadcast); ``None`` if it has none."""
+    ensemble member (one row each; a shared lengthscale is broadcast; a kernel over some columns
+    has an infinite lengthscale on the others); ``None`` if it has none."""
     found: list[Tensor] = []
     for module in model.modules():
         lengthscale = getattr(module, "lengthscale", None) if hasattr(module, "ard_num_dims") else None
-        if isinstance(lengthscale, Tensor) and lengthscale.shape[-1] in (1, d):
-            found.append(lengthscale.detach().reshape(-1, lengthscale.shape[-1]).expand(-1, d))
+        if not isinstance(lengthscale, Tensor):
+            continue
+        if hasattr(module, "column_lengthscales"):  # one lengthscale per categorical's columns
+            lengthscale = module.column_lengthscales()
+        lengthscale = lengthscale.detach().reshape(-1, lengthscale.shape[-1])
+        active = getattr(module, "active_dims", None)
+        if active is not None and lengthscale.shape[-1] in (1, len(active)):
+            # a kernel over some columns: the others do not move it (an infinite lengthscale)
+            full = torch.full((lengthscale.shape[0], d), torch.inf, dtype=lengthscale.dtype)
+            full[:, active.tolist()] = lengthscale.expand(-1, len(active))
+            found.append(full)
+        elif lengthscale.shape[-1] in (1, d):
+            found.append(lengthscale.expand(-1, d))
     if not found:
         return None
     return torch.cat(found).to(torch.double)
