@@ -95,7 +95,7 @@ SMOKE_BUDGET = 6
 SMOKE_PROBLEMS = ("svc-digits", "ackley-cond")
 #: GP/random/TPE/Ax arms first, the MAP-SAAS ones (1.5-2x a GP arm's time) after.
 FIRST_ARMS = ("dsbo-gp", "random", "optuna-tpe", "ax", "dsbo-gp+bonsai", "dsbo-gp+winsorize", "dsbo-gp+copula",
-              "dsbo-gp+copula+bonsai")
+              "dsbo-gp+copula+bonsai", "dsbo-gp+copula+md", "dsbo-gp+copula+ard", "dsbo-gp+copula+ard+md")
 LATER_ARMS = ("dsbo-map-saas", "dsbo-map-saas+bonsai", "dsbo-map-saas+copula", "dsbo-map-saas+copula+bonsai")
 ARMS = FIRST_ARMS + LATER_ARMS
 #: What ``dsbo.minimize``'s defaults pick on these spaces (4-8 parameters: ``surrogate="auto"``
@@ -440,16 +440,21 @@ def run_dsbo(problem: MixedProblem, arm: str, seed: int, budget: int, smoke: boo
         options.update(surrogate="gp", acquisition="sobol")
     else:
         options["surrogate"] = "map-saas" if "map-saas" in arm else "gp"
+        if "+ard" in arm:  # one-hot columns in the ARD kernel instead of the mixed kernel
+            options["surrogate"] = {"name": "gp", "categorical": "ard"}
         if smoke and options["surrogate"] == "map-saas":  # seconds instead of a minute per run
             options["surrogate"] = {"name": "map-saas", "num_taus": 2, "fit_restarts": 0}
         if arm.endswith("+bonsai"):
             options.update(bonsai=True, default=dict(problem.default))
         warping = [w for w in arm.split("+")[1:] if w in WARPINGS]
         options["outcome_warping"] = warping[0] if warping else None  # explicit: the library default may change
-    if smoke:
-        from dsbo.acquisition import OptimizerSettings
+    from dsbo.acquisition import OptimizerSettings
 
-        options["optimizer"] = OptimizerSettings(num_restarts=2, raw_samples=32, maxiter=25, batch_limit=2, mc_samples=32)
+    settings: dict[str, Any] = {"min_distance": 0.01} if "+md" in arm else {}
+    if smoke:
+        settings.update(num_restarts=2, raw_samples=32, maxiter=25, batch_limit=2, mc_samples=32)
+    if settings:
+        options["optimizer"] = OptimizerSettings(**settings)
     result = dsbo.minimize(f, problem.space, budget=budget, **options)
     h = result.history
     init = h["generator"].isin(["default", "sobol-init"])
@@ -458,11 +463,30 @@ def run_dsbo(problem: MixedProblem, arm: str, seed: int, budget: int, smoke: boo
         "proposal_times": [float(t) for t in proposal],
         "generators": h["generator"].tolist(),
         "reported_best": result.best_value,
+        "near_repeats": near_repeats(result.campaign),
     }
     if arm.endswith("+bonsai") and "num_changed" in h and h["objective"].notna().any():
         best_row = h.loc[h["objective"].idxmin()]
         out["dsbo_num_changed_best"] = None if math.isnan(best_row["num_changed"]) else int(best_row["num_changed"])
     return out
+
+
+def near_repeats(campaign: Any, tol: float = 0.01) -> int:
+    """BO trials (after the initial design) within ``tol`` of an earlier trial in every
+    unit-cube coordinate of the search space's encoding (log scales, one-hot categoricals):
+    proposals that polish a digit instead of exploring."""
+    import torch
+
+    trials = campaign.store.trials()
+    if not trials:
+        return 0
+    bounds = campaign.problem.bounds
+    X = (torch.tensor([t.x for t in trials], dtype=torch.double) - bounds[0]) / (bounds[1] - bounds[0])
+    count = 0
+    for i, trial in enumerate(trials):
+        if i and trial.generator not in ("default", "sobol-init"):
+            count += bool((X[:i] - X[i]).abs().amax(dim=-1).min() < tol)
+    return count
 
 
 def run_tpe(problem: MixedProblem, seed: int, budget: int, f: Recorder) -> dict[str, Any]:
@@ -680,6 +704,11 @@ def summarize(runs: list[dict[str, Any]], problems: dict[str, MixedProblem], bud
                 row["repeats_mean"] = float(np.mean([len(r["params"]) - len({json.dumps(q, sort_keys=True) for q in r["params"]})
                                                      for r in recorded]))
                 row["repeats_runs"] = len(recorded)
+            near = [r["near_repeats"] for r in rs.values() if "near_repeats" in r]
+            if near:  # dsbo arms: BO proposals within 1% of an earlier trial
+                bo = [sum(g not in ("default", "sobol-init") for g in r["generators"]) for r in rs.values() if "near_repeats" in r]
+                row["near_share_max"] = max(n / max(b, 1) for n, b in zip(near, bo, strict=True))
+                row["near_mean"] = float(np.mean(near))
             if p.optimum is not None:
                 row["regret_mean"], row["regret_se"] = mean_se([v - p.optimum for v in finals])
             if arm in BONSAI_ARMS:
@@ -776,8 +805,8 @@ def write_markdown(summary: dict[str, Any], path: Path, notes: str = "") -> None
         "each BO trial; Optuna: ask + suggest; Ax: get_next_trials), on a shared 2-core machine "
         "(upper bounds).",
         "",
-        "| problem | arm | seeds | final best | regret | median s / proposal | repeated evaluations per run (runs recorded) | BONSAI: changed params of best (mean / max) | BONSAI: best / unpruned best (mean, pairs) |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| problem | arm | seeds | final best | regret | median s / proposal | repeated evaluations per run (runs recorded) | BO proposals within 1% of an earlier trial (mean per run / worst run's share) | BONSAI: changed params of best (mean / max) | BONSAI: best / unpruned best (mean, pairs) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in table:
         bonsai = r["arm"] in BONSAI_ARMS
@@ -786,6 +815,8 @@ def write_markdown(summary: dict[str, Any], path: Path, notes: str = "") -> None
             + (f"{fmt(r['regret_mean'])} +- {fmt(r['regret_se'], 2)}" if "regret_mean" in r else "unknown optimum")
             + f" | {fmt(r['median_proposal_s'], 3)} | "
             + (f"{r['repeats_mean']:.1f} ({r['repeats_runs']})" if "repeats_mean" in r else "-")
+            + " | "
+            + (f"{r['near_mean']:.1f} / {r['near_share_max']:.0%}" if "near_mean" in r else "-")
             + " | "
             + (f"{fmt(r['changed_best_mean'], 2)} / {r['changed_best_max']}" if bonsai else "")
             + " | "

@@ -1,6 +1,7 @@
 """The experiments' --smoke modes run and write their results."""
 
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -353,6 +354,18 @@ def test_bench_startup_smoke(tmp_path):
     assert json.loads((tmp_path / "results.json").read_text())["smoke"] is True
     assert (tmp_path / "results.md").read_text().startswith("# Command start-up")
 
+
+
+def test_bench_mixed_acquisition_smoke(tmp_path):
+    import bench_mixed_acquisition
+
+    result = bench_mixed_acquisition.main(["--smoke", "--out", str(tmp_path)])
+    assert {r["problem"] for r in result["table"]} == {"ackley-cond"}
+    for row in result["rows"]:
+        assert row["loop_s"] > 0 and row["batched_s"] > 0 and row["combinations"] > 1
+        assert math.isfinite(row["loop_value"]) and math.isfinite(row["batched_value"])
+    assert json.loads((tmp_path / "results.json").read_text())["smoke"] is True
+    assert (tmp_path / "results.md").read_text().startswith("# Acquisition optimization over category combinations")
 
 
 def test_bench_categorical_smoke(tmp_path):
