@@ -5,6 +5,8 @@ Written at the end of every ``python -m dsbo.optimize`` run (the report included
 ``blackbox ask`` and ``tell`` (no report: ``python -m dsbo.report`` writes it on demand), and
 by ``blackbox status`` when the outputs are stale. The summary is
 :func:`dsbo.analysis.summary.summary` of the campaign's result, plus what the caller adds.
+With them goes ``report_data.json``, the report's data (:mod:`dsbo.analysis.report_cache`),
+so that ``python -m dsbo.report`` need not rebuild the campaign.
 """
 
 from __future__ import annotations
@@ -26,10 +28,12 @@ def write_outputs(
     report: bool = False,
     config: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Write ``history.csv``, ``trace.png`` and ``summary.json`` (and with ``report``,
-    ``report.html``, showing ``config``); return the summary."""
+    """Write ``history.csv``, ``trace.png``, ``summary.json`` and ``report_data.json`` (and
+    with ``report``, ``report.html``, showing ``config``); return the summary."""
+    from dsbo.analysis import report_cache
     from dsbo.analysis.report_data import is_sparsity_aware
 
+    digest = report_cache.trials_digest(campaign.store)
     result = campaign.result()
     frame = result.history
     frame.to_csv(run_dir / "history.csv", index=False)
@@ -39,8 +43,12 @@ def write_outputs(
     info["budget_cost"] = campaign.budget_cost
     info.update(extra or {})
     (run_dir / "summary.json").write_text(json.dumps(info, indent=2))
-    if report:
-        from dsbo.analysis.html_report import write_report
+    from dsbo.analysis.html_report import write_page
+    from dsbo.analysis.report_data import add_model_panels, from_campaign
 
-        write_report(campaign, run_dir / REPORT_NAME, config)
+    data = from_campaign(campaign, config, model=False, result=result)
+    report_cache.save(run_dir, digest, data, campaign.seed, result.best_x, report_cache.model_inputs(campaign))
+    if report:
+        add_model_panels(data, campaign, result.best_x)
+        write_page(data, run_dir / REPORT_NAME)
     return info

@@ -3,27 +3,38 @@
 :func:`from_campaign` reads a campaign as data: its history (named parameters in user values),
 which panels apply (several objectives, contexts, a sparsity-aware method, a budget in cost
 units, MOBO-RS's preference region), the configuration and the environment; and it fits the
-campaign's own surrogate on the completed trials, as the campaign's next step would (same
-spec, seed and outcome warping), for the parameter importance and the slices
-(:mod:`dsbo.analysis.importance`). A surrogate that cannot be fitted leaves those panels out
-and says why, in the report.
+campaign's own surrogate on the completed trials (same spec, seed and outcome warping) for the
+parameter importance and the slices (:mod:`dsbo.analysis.importance`). A surrogate that keeps
+fit states (``map-saas``, ``gp``; :mod:`dsbo.surrogates.warm_start`) starts from the
+hyperparameters the campaign's last fit found, kept in its store, and is fitted once from
+there (:data:`FROM_LAST_FIT`: no multi-start refit, whatever the campaign's restart schedule
+says); without a usable state (another surrogate, a store without one, data that are not the
+last fit's plus new points) it is fitted as the campaign's next step would fit it
+(:func:`fit_campaign_model`). A surrogate that cannot be fitted leaves those panels out and
+says why, in the report.
+
+Importing this module imports neither torch nor BoTorch: a report without the model
+(``--no_model``) needs neither.
 """
 
 from __future__ import annotations
 
+import math
 import platform
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
-from dsbo.analysis.importance import Importance, Slice, parameter_importance, slices
 from dsbo.analysis.report_figures import MAX_SLICES
 from dsbo.analysis.summary import value_vs_changes
 from dsbo.space import SearchSpace
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from dsbo.analysis.importance import Importance, Slice
 
 #: Packages whose versions the report lists.
 PACKAGES = ("dsbo", "torch", "botorch", "gpytorch", "pytorch-lightning", "plotly", "numpy", "pandas")
@@ -57,6 +68,9 @@ class ReportData:
     model_note: str | None = None
     importance: list[Importance] = field(default_factory=list)
     slices: list[Slice] = field(default_factory=list)
+    #: How the fit for importance and slices started, per output (not shown): ``"warm"``
+    #: (from the campaign's last fit) or the reason of a full fit (``"no previous fit"``, ...).
+    model_fit: list[str | None] = field(default_factory=list)
     config: dict[str, Any] = field(default_factory=dict)
     environment: dict[str, Any] = field(default_factory=dict)
 
@@ -112,22 +126,55 @@ def _preference_boxes(policy: Any, problem: Any) -> list[list[list[float]]]:
     ]
 
 
-def fit_campaign_model(campaign: Any) -> Any:
+#: Surrogate options under which a factory that keeps fit states starts from the stored state
+#: of the campaign's last fit and fits once from there, whatever the restart schedule says.
+FROM_LAST_FIT = {"warm_start": True, "restart_every": 2**31 - 1, "restart_after_points": 2**31 - 1,
+                 "restart_drop": math.inf}  # fmt: skip
+
+
+def fit_campaign_model(campaign: Any, from_last_fit: bool = False) -> Any:
     """The campaign's surrogate fitted on its completed trials, as its next step would fit it
-    (``None`` with fewer than two completed trials)."""
+    (``None`` with fewer than two completed trials).
+
+    With ``from_last_fit``, a surrogate that keeps fit states takes the options of
+    :data:`FROM_LAST_FIT` that it accepts: it starts from the campaign's last fit and is fitted
+    once from there (a full fit still runs when the store holds no usable state)."""
     import torch
 
     if campaign.store.count("completed") < 2:
         return None
     torch.manual_seed(campaign.seed)
-    return campaign.fit_model()
+    spec = campaign.surrogate
+    options = _from_last_fit_options(spec.name) if from_last_fit else {}
+    if not options:
+        return campaign.fit_model()
+    campaign.surrogate = replace(spec, options={**spec.options, **options})
+    try:
+        return campaign.fit_model()
+    finally:
+        campaign.surrogate = spec
 
 
-def from_campaign(campaign: Any, config: dict[str, Any] | None = None, model: bool = True) -> ReportData:
+def _from_last_fit_options(name: str) -> dict[str, Any]:
+    """The options of :data:`FROM_LAST_FIT` that surrogate ``name`` takes (none unless it
+    keeps fit states)."""
+    from dsbo.registry import accepted_options
+    from dsbo.surrogates.registry import SURROGATES
+
+    accepted = accepted_options(SURROGATES.get(name)) or set()
+    if "previous_fit" not in accepted:
+        return {}
+    return {k: v for k, v in FROM_LAST_FIT.items() if k in accepted}
+
+
+def from_campaign(
+    campaign: Any, config: dict[str, Any] | None = None, model: bool = True, result: Any = None
+) -> ReportData:
     """The report's data for ``campaign``; ``config`` is the run's configuration as the user
-    wrote it (default: the campaign's settings); ``model=False`` skips the surrogate."""
+    wrote it (default: the campaign's settings); ``model=False`` skips the surrogate;
+    ``result``: ``campaign.result()`` when the caller has it already."""
     problem, policy = campaign.problem, campaign.policy
-    result = campaign.result()
+    result = result if result is not None else campaign.result()
     data = ReportData(
         title=problem.name,
         space=problem.space,
@@ -173,19 +220,28 @@ def campaign_settings(campaign: Any) -> dict[str, Any]:
 
 
 def add_model_panels(data: ReportData, campaign: Any, best_x: list[float] | None) -> None:
-    """Fit the campaign's surrogate and fill in the importance and the slices (or, when the
-    fit fails, the note saying why)."""
+    """Fit the campaign's surrogate (from its last fit, :func:`fit_campaign_model`) and fill
+    in the importance and the slices (or, when the fit fails, the note saying why)."""
+    fill_model_panels(data, lambda: fit_campaign_model(campaign, from_last_fit=True), best_x)
+
+
+def fill_model_panels(data: ReportData, fit: Callable[[], Any], best_x: list[float] | None) -> None:
+    """The importance and the slices of the model ``fit()`` returns (``None``: fewer than two
+    completed trials), or the note saying why there are none; ``best_x``: the best point."""
     import warnings
+
+    from dsbo.analysis.importance import parameter_importance, slices
 
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            model = fit_campaign_model(campaign)
+            model = fit()
             if model is None:
                 data.model_note = "fewer than two completed trials: no surrogate to read importance from"
                 return
-            m = campaign.problem.num_objectives
-            data.importance = parameter_importance(model, data.space, campaign.problem.outcomes.objective_names, list(range(m)))
+            data.model_fit = [getattr(s, "start", None) for s in getattr(model, "fit_states", [])]
+            m = len(data.objective_names)
+            data.importance = parameter_importance(model, data.space, data.objective_names, list(range(m)))
             if best_x is not None and not data.multi_objective:
                 data.slices = slices(model, data.space, best_x, data.importance[0].ranking[:MAX_SLICES])
                 if data.sign(0) < 0:  # the model is fitted in the maximization sense: show the user's

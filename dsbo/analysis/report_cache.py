@@ -1,0 +1,313 @@
+"""The report's data kept with the run: ``report_data.json``, so ``python -m dsbo.report``
+starts in about a second instead of rebuilding the campaign.
+
+Gathering a run's :class:`~dsbo.analysis.report_data.ReportData` means building its campaign:
+the problem, the policy and their libraries (torch, BoTorch, JAX through BoTorch's acquisition
+functions), seconds before anything is read. Yet everything the page shows but the model
+panels depends only on the run's configuration and its trials. So whoever has the campaign at
+hand (the end of ``python -m dsbo.optimize`` and every ``blackbox ask``/``tell``, through
+:func:`~dsbo.analysis.outputs.write_outputs`, or a report that had to build it) writes that
+data here, keyed by
+
+- :data:`FORMAT` and dsbo's version (what the data are computed by),
+- a digest of ``config.yaml`` (the problem, the policy, the budget), and
+- :func:`trials_digest` of the store (every trial as stored, but the workers' heartbeats),
+
+and :func:`load` hands it back only while all three match: a run that went on, a config edited
+by hand, or another dsbo gathers the data afresh. :func:`save` checks that what it wrote reads
+back equal (the history frame column by column, with its dtypes) and writes nothing otherwise.
+The file also keeps the configuration as the report command shows it, per ``config.yaml``
+digest and run directory as given (:func:`config_key`), and what the model panels need to fit
+the campaign's surrogate without the campaign (:class:`StoredCampaign`).
+
+Kept free of torch and pandas at import; pandas is imported to read or write a frame.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from dsbo.analysis.report_data import ReportData, environment
+from dsbo.space import SearchSpace
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from dsbo.storage import Store
+
+CACHE_NAME = "report_data.json"
+#: Bump when what :func:`~dsbo.analysis.report_data.from_campaign` gathers changes.
+FORMAT = 1
+#: ReportData fields kept as JSON values as they are (``space`` and ``frame`` are encoded;
+#: the model panels, the configuration and the environment are not kept).
+PLAIN_FIELDS = (
+    "title", "objective_names", "multi_objective", "signs", "optimal_value", "cost_budget", "sparsity",
+    "changes_from", "num_relevant", "context_names", "preference_boxes", "value_vs_changes", "surrogate",
+)  # fmt: skip
+#: Configurations kept per :func:`config_key` (the most recent ones).
+MAX_CONFIGS = 8
+
+
+def _version() -> str:
+    from dsbo import __version__
+
+    return __version__
+
+
+def file_digest(path: Path) -> str | None:
+    """SHA-256 of the file's bytes, ``None`` when there is no such file."""
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def config_key(config_file: Path, run_dir: str | Path) -> str | None:
+    """The key of the configuration the report command shows: ``config.yaml``'s bytes and
+    the run directory as given (the command sets ``run_dir`` to it)."""
+    digest = file_digest(config_file)
+    return None if digest is None else hashlib.sha256(f"{digest}\0{run_dir}".encode()).hexdigest()
+
+
+def trials_digest(store: Store) -> str:
+    """A SHA-256 digest of every trial of ``store`` as stored (but the heartbeats of the
+    workers evaluating them) and of the store's identity."""
+    h = hashlib.sha256(json.dumps(store.get_meta("identity"), sort_keys=True, default=str).encode())
+    for trial in store.trials():
+        row = dataclasses.asdict(trial)
+        row.pop("heartbeat_at", None)
+        h.update(json.dumps(row, sort_keys=True, default=str).encode())
+    return h.hexdigest()
+
+
+# ---------------------------------------------------------------------- frames
+def encode_frame(frame: pd.DataFrame) -> dict[str, Any]:
+    """``{"columns", "dtypes", "data"}``: the frame column by column as plain values."""
+    return {
+        "columns": list(frame.columns),
+        "dtypes": [str(t) for t in frame.dtypes],
+        "data": [frame[c].tolist() for c in frame.columns] if frame.columns.is_unique else [],
+    }
+
+
+def decode_frame(value: Mapping[str, Any]) -> pd.DataFrame:
+    import pandas as pd
+
+    columns, dtypes, data = value["columns"], value["dtypes"], value["data"]
+    frame = pd.DataFrame({i: pd.Series(col, dtype=dtype) for i, (col, dtype) in enumerate(zip(data, dtypes, strict=True))})
+    frame.columns = pd.Index(columns, dtype=object)
+    return frame
+
+
+def _plain(value: Any) -> Any:
+    item = getattr(value, "item", None)  # a NumPy scalar in an object column
+    if callable(item):
+        return item()
+    raise TypeError(f"{type(value).__name__} is not JSON")
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal as the page uses them: sequences item by item, NaN equal to NaN."""
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    return type(a) is type(b) and a == b
+
+
+# ---------------------------------------------------------------------- the model's inputs
+@dataclasses.dataclass
+class StoredCampaign:
+    """What :meth:`Campaign.fit_model <dsbo.campaign.Campaign.fit_model>` reads of a
+    campaign, rebuilt from the cache and the open store: the report fits the surrogate with
+    the campaign's own code, without building the campaign (its policy imports BoTorch's
+    acquisition functions and JAX)."""
+
+    store: Any
+    problem: Any
+    surrogate: Any
+    seed: int
+    outcome_warping: str | None
+
+    def fit_model(self) -> Any:
+        from dsbo.campaign.campaign import Campaign
+
+        return Campaign.fit_model(self)  # type: ignore[arg-type]
+
+
+@dataclasses.dataclass
+class _ModelProblem:
+    """The problem as :meth:`Campaign.fit_model` reads it."""
+
+    bounds: Any
+    num_objectives: int
+    space: SearchSpace
+
+
+def model_inputs(campaign: Any) -> dict[str, Any] | None:
+    """What :class:`StoredCampaign` needs of ``campaign`` as JSON (``None`` for a surrogate
+    fitted on selected rows: the report then builds the campaign)."""
+    spec = campaign.surrogate
+    if spec.selector is not None:
+        return None
+    return {
+        "surrogate": {"name": spec.name, "options": dict(spec.options)},
+        "seed": campaign.seed,
+        "outcome_warping": campaign.outcome_warping,
+        "bounds": campaign.problem.bounds.tolist(),
+        "num_objectives": campaign.problem.num_objectives,
+    }
+
+
+# ---------------------------------------------------------------------- the file
+@dataclasses.dataclass
+class Cached:
+    """The report's data read back from the cache."""
+
+    data: ReportData
+    best_x: list[float] | None
+    model: dict[str, Any] | None
+
+    def campaign(self, store: Store) -> StoredCampaign | None:
+        """The campaign as the model panels need it, on ``store`` (``None``: not kept)."""
+        if self.model is None:
+            return None
+        import torch
+
+        from dsbo.surrogates import SurrogateSpec
+
+        m = self.model
+        bounds = torch.tensor(m["bounds"], dtype=torch.double)
+        problem = _ModelProblem(bounds, int(m["num_objectives"]), self.data.space)
+        spec = SurrogateSpec(m["surrogate"]["name"], dict(m["surrogate"]["options"]))
+        return StoredCampaign(store, problem, spec, int(m["seed"]), m["outcome_warping"])
+
+
+def _read(run_dir: Path) -> dict[str, Any]:
+    try:
+        value = json.loads((run_dir / CACHE_NAME).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return value if isinstance(value, dict) and value.get("format") == FORMAT else {}
+
+
+def _key(run_dir: Path, trials: str) -> dict[str, Any]:
+    return {"format": FORMAT, "dsbo": _version(), "config": file_digest(run_dir / "config.yaml"), "trials": trials}
+
+
+def load(run_dir: Path, trials: str, config: str | None = None) -> tuple[Cached | None, dict[str, Any] | None]:
+    """The cached data of ``run_dir`` if they were gathered from these trials (their
+    :func:`trials_digest`) and the present ``config.yaml`` (else ``None``), and the
+    configuration kept under :func:`config_key` ``config`` (else ``None``). The data come
+    without configuration; their environment is this process's."""
+    cache = _read(run_dir)
+    configs = cache.get("configs") or {}
+    kept_config = configs.get(config) if config is not None else None
+    key = _key(run_dir, trials)
+    if not cache or any(cache.get(k) != v for k, v in key.items()) or key["config"] is None:
+        return None, kept_config
+    try:
+        d = cache["data"]
+        space = SearchSpace.from_config(d["space"]["parameters"], d["space"].get("parameter_constraints", ()))
+        data = ReportData(space=space, frame=decode_frame(d["frame"]), **{k: d[k] for k in PLAIN_FIELDS})
+        data.environment = environment(d["seed"])
+        return Cached(data, cache.get("best_x"), cache.get("model")), kept_config
+    except Exception:  # a file of another layout: gathered afresh
+        return None, kept_config
+
+
+def save(
+    run_dir: Path,
+    trials: str,
+    data: ReportData | None = None,
+    seed: int | None = None,
+    best_x: list[float] | None = None,
+    model: dict[str, Any] | None = None,
+    config: tuple[str, dict[str, Any]] | None = None,
+) -> bool:
+    """Keep ``data`` (gathered from the trials of digest ``trials``, without the model
+    panels) with ``best_x`` and ``model`` (:func:`model_inputs`), and/or a ``config``
+    (:func:`config_key`, the configuration the report command shows), in ``run_dir``.
+    Returns whether the data were kept (not when they do not read back equal)."""
+    cache = _read(run_dir)
+    key = _key(run_dir, trials)
+    if key["config"] is None:
+        return False
+    configs = dict(cache.get("configs") or {})
+    if config is not None:
+        configs.pop(config[0], None)
+        configs[config[0]] = config[1]
+        configs = dict(list(configs.items())[-MAX_CONFIGS:])
+    same = all(cache.get(k) == v for k, v in key.items())
+    entry: dict[str, Any] = {**key, "configs": configs}
+    kept = False
+    if data is not None:
+        encoded = _encode(data, seed, best_x, model)
+        kept = encoded is not None
+        if kept:
+            entry.update(encoded)
+    elif same and "data" in cache:
+        entry.update({k: cache[k] for k in ("data", "best_x", "model")})
+    if "data" not in entry and not configs:
+        return False
+    _write(run_dir / CACHE_NAME, entry)
+    return kept
+
+
+def _encode(data: ReportData, seed: int | None, best_x: list[float] | None, model: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The entry's data, or ``None`` when they do not read back equal."""
+    import pandas as pd
+
+    d = {k: getattr(data, k) for k in PLAIN_FIELDS}
+    d.update(space=data.space.to_config(), frame=encode_frame(data.frame), seed=seed)
+    value = {"data": d, "best_x": best_x, "model": model}
+    try:
+        text = json.dumps(value, default=_plain)
+        back = json.loads(text)
+        frame = decode_frame(back["data"]["frame"])
+        pd.testing.assert_frame_equal(frame, data.frame, check_exact=True)
+        space = back["data"]["space"]
+        same_space = SearchSpace.from_config(space["parameters"], space.get("parameter_constraints", ())) == data.space
+    except (TypeError, ValueError, AssertionError, KeyError, ImportError):
+        return None
+    plain = all(_same(back["data"][k], d[k]) for k in PLAIN_FIELDS)
+    others = _same(back["best_x"], best_x) and _same(back["model"], model)
+    return back if same_space and plain and others else None
+
+
+def _write(path: Path, value: dict[str, Any]) -> None:
+    """Write atomically (a reader never sees half a file); a run directory that cannot be
+    written to keeps no cache."""
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    except OSError:
+        return
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(value, f, default=_plain)
+        os.replace(tmp, path)
+    except OSError:
+        Path(tmp).unlink(missing_ok=True)
+
+
+__all__ = [
+    "CACHE_NAME",
+    "FORMAT",
+    "Cached",
+    "StoredCampaign",
+    "config_key",
+    "load",
+    "model_inputs",
+    "save",
+    "trials_digest",
+]
