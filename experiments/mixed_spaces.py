@@ -48,7 +48,10 @@ the surrogate fitted to the objective with its bad tail clipped at Tukey's fence
 rule, or to normal scores of its ranks; compared paired with the unwarped arm too), then
 ``+bonsai`` (``bonsai=True``, ``default`` = the problem's library defaults; compared with the
 same arm unpruned). Arms without a warping pass ``outcome_warping=None`` explicitly.
-``dsbo-gp+copula`` is what ``dsbo.minimize``'s defaults run on these spaces. Then
+``+ard`` fits the one-hot columns with the ARD Matern kernel instead of the mixed kernel
+(``surrogate={"name": "gp", "categorical": "ard"}``); ``+md`` sets ``min_distance=0.01`` (the
+library default since issue 45), every other dsbo arm ``min_distance=0``.
+``dsbo-gp+copula+md`` is what ``dsbo.minimize``'s defaults run on these spaces. Then
 ``optuna-tpe`` (``TPESampler(seed=seed)``, conditional parameters suggested
 only while active), ``ax`` (Ax 1.3.1 ``Client``, default generation strategy; a conditional
 parameter whose condition is one value of one parent is an Ax ``dependent_parameters`` child, one
@@ -100,7 +103,7 @@ LATER_ARMS = ("dsbo-map-saas", "dsbo-map-saas+bonsai", "dsbo-map-saas+copula", "
 ARMS = FIRST_ARMS + LATER_ARMS
 #: What ``dsbo.minimize``'s defaults pick on these spaces (4-8 parameters: ``surrogate="auto"``
 #: is the exact GP, ``outcome_warping="copula"``).
-DEFAULT_ARM = "dsbo-gp+copula"
+DEFAULT_ARM = "dsbo-gp+copula+md"
 BASELINES = ("optuna-tpe", "ax", "random")
 #: An arm name is a surrogate followed by ``+`` options: an outcome warping, then ``+bonsai``.
 WARPINGS = ("winsorize", "copula")
@@ -450,10 +453,11 @@ def run_dsbo(problem: MixedProblem, arm: str, seed: int, budget: int, smoke: boo
         options["outcome_warping"] = warping[0] if warping else None  # explicit: the library default may change
     from dsbo.acquisition import OptimizerSettings
 
-    settings: dict[str, Any] = {"min_distance": 0.01} if "+md" in arm else {}
+    # +md: min_distance 0.01 (the library default since issue 45); other arms state it explicitly
+    settings: dict[str, Any] = {"min_distance": 0.01 if "+md" in arm else 0.0}
     if smoke:
         settings.update(num_restarts=2, raw_samples=32, maxiter=25, batch_limit=2, mc_samples=32)
-    if settings:
+    if arm != "random":
         options["optimizer"] = OptimizerSettings(**settings)
     result = dsbo.minimize(f, problem.space, budget=budget, **options)
     h = result.history

@@ -51,9 +51,13 @@ def test_the_default_arm_is_what_dsbo_minimize_runs_on_these_spaces():
 
     import mixed_spaces
 
+    from dsbo.acquisition import OptimizerSettings
     from dsbo.runtime.tuner import Tuner, auto_surrogate
     from dsbo.space import SearchSpace
+    from dsbo.surrogates.gp import fit_gp
 
     warping = inspect.signature(Tuner).parameters["outcome_warping"].default
+    assert OptimizerSettings().min_distance == 0.01  # the arm's +md
+    assert inspect.signature(fit_gp).parameters["categorical"].default == "mixed"  # not +ard
     for problem in mixed_spaces.make_problems().values():
-        assert mixed_spaces.DEFAULT_ARM == f"dsbo-{auto_surrogate(SearchSpace(problem.space))}+{warping}"
+        assert mixed_spaces.DEFAULT_ARM == f"dsbo-{auto_surrogate(SearchSpace(problem.space))}+{warping}+md"
