@@ -25,12 +25,12 @@ Kept free of torch and pandas at import; pandas is imported to read or write a f
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
 import math
 import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -82,8 +82,7 @@ def trials_digest(store: Store) -> str:
     workers evaluating them) and of the store's identity."""
     h = hashlib.sha256(json.dumps(store.get_meta("identity"), sort_keys=True, default=str).encode())
     for trial in store.trials():
-        row = dataclasses.asdict(trial)
-        row.pop("heartbeat_at", None)
+        row = {f.name: getattr(trial, f.name) for f in dataclasses.fields(trial) if f.name != "heartbeat_at"}
         h.update(json.dumps(row, sort_keys=True, default=str).encode())
     return h.hexdigest()
 
@@ -288,16 +287,14 @@ def _encode(data: ReportData, seed: int | None, best_x: list[float] | None, mode
 def _write(path: Path, value: dict[str, Any]) -> None:
     """Write atomically (a reader never sees half a file); a run directory that cannot be
     written to keeps no cache."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    except OSError:
-        return
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
+        with open(tmp, "w", encoding="utf-8") as f:
             json.dump(value, f, default=_plain)
         os.replace(tmp, path)
     except OSError:
-        Path(tmp).unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
 
 
 __all__ = [
