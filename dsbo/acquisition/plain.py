@@ -75,11 +75,11 @@ def objective_transform(model: Model) -> ScalarizedPosteriorTransform | None:
 
 
 def replace_repeats(
-    acqf: Any, X: Tensor, history: History, problem: Problem, optimizer: OptimizerSettings
+    acqf: Any, X: Tensor, history: History, problem: Problem, optimizer: OptimizerSettings, tol: float
 ) -> tuple[Tensor, list[bool]]:
-    """``X`` with every row that repeats an evaluated, pending or earlier row (within
-    ``optimizer.min_distance``, at least ``DUPLICATE_TOLERANCE``, in the unit cube's max-norm,
-    after snapping to the search space) replaced by the new point of a scrambled Sobol set of
+    """``X`` with every row that repeats an evaluated, pending or earlier row (within ``tol``,
+    at least ``DUPLICATE_TOLERANCE``, in the unit cube's max-norm, after snapping to the
+    search space) replaced by the new point of a scrambled Sobol set of
     ``raw_samples`` points (snapped, feasible, fixed features applied) where ``acqf`` is
     largest; a row is kept when no new point is left. Snapping a relaxed maximizer (integers,
     categoricals, inactive conditional parameters) can land on a configuration already tried,
@@ -90,7 +90,7 @@ def replace_repeats(
     """
     seen = history.seen().to(X)
     bounds = problem.bounds.to(X)
-    tol = max(optimizer.min_distance, DUPLICATE_TOLERANCE)
+    tol = max(tol, DUPLICATE_TOLERANCE)
     rows: list[Tensor] = []
     replaced: list[bool] = []
     for i, x in enumerate(X):
@@ -258,7 +258,10 @@ class OptimizedPolicy(ABC):
             for meta, extra in zip(metadata, processed.metadata, strict=True):
                 meta.update(extra)
             X = problem.round_to_domain(processed.X)
-        X, replaced = replace_repeats(acqf, X, history, problem, opt)
+        # a pruned candidate (BONSAI) sits on the default in most coordinates: being near
+        # another one is what sparsity means, so only exact repeats are replaced then
+        tol = opt.min_distance if self.postprocessor is None else DUPLICATE_TOLERANCE
+        X, replaced = replace_repeats(acqf, X, history, problem, opt, tol)
         for meta, was in zip(metadata, replaced, strict=True):
             if was:
                 meta["repeat_replaced"] = True

@@ -61,7 +61,8 @@ class OptimizerSettings:
             a Sobol set outside those balls. The default ``0.01`` keeps a search from
             polishing a digit that the objective does not resolve (on ``experiments/
             mixed_spaces.py``'s mixed Branin, half the proposals of a run were such repeats
-            without it); ``0`` refuses only exact repeats.
+            without it); ``0`` refuses only exact repeats. A pruned proposal (BONSAI) is
+            replaced only when it repeats a point exactly: its dense maximizer keeps the rule.
     """
 
     METHODS = ("lbfgsb", "sgd", "adam")
