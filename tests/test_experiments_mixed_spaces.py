@@ -58,6 +58,6 @@ def test_the_default_arm_is_what_dsbo_minimize_runs_on_these_spaces():
 
     warping = inspect.signature(Tuner).parameters["outcome_warping"].default
     assert OptimizerSettings().min_distance == 0.01  # the arm's +md
-    assert inspect.signature(fit_gp).parameters["categorical"].default == "mixed"  # not +ard
+    assert inspect.signature(fit_gp).parameters["categorical"].default == "ard"  # not +mixed
     for problem in mixed_spaces.make_problems().values():
         assert mixed_spaces.DEFAULT_ARM == f"dsbo-{auto_surrogate(SearchSpace(problem.space))}+{warping}+md"

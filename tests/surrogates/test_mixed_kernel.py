@@ -70,20 +70,23 @@ def test_a_category_that_shifts_the_objective_is_learned_from_few_points():
 def test_the_gp_option_and_what_the_campaign_passes():
     X, Y = _shifted_data()
     bounds = torch.tensor([[0.0, 0.0, 0.0], [1.0, 1.0, 1.0]], dtype=torch.double)
-    model = fit_surrogate("gp", X, Y, bounds, categorical_groups=[[1, 2]])
+    model = fit_surrogate({"name": "gp", "categorical": "mixed"}, X, Y, bounds, categorical_groups=[[1, 2]])
     assert isinstance(model.covar_module, AdditiveKernel)
+    assert model.fit_state.start == "no previous fit"  # warm-started by default: none yet
     lengthscales = input_lengthscales(model, 3)
     assert torch.isfinite(lengthscales).all()  # every column is read by some kernel
-    assert isinstance(fit_surrogate("gp", X, Y, bounds).covar_module, MaternKernel)  # no categoricals given
+    assert isinstance(fit_surrogate("gp", X, Y, bounds, categorical_groups=[[1, 2]]).covar_module, MaternKernel)
+    assert isinstance(fit_surrogate({"name": "gp", "categorical": "mixed"}, X, Y, bounds).covar_module, MaternKernel)
     with pytest.raises(ConfigError, match="categorical='onehot'"):
         fit_surrogate({"name": "gp", "categorical": "onehot"}, X, Y, bounds)
 
 
-def test_a_tuner_on_a_space_with_a_choice_fits_the_mixed_kernel():
+def test_a_tuner_on_a_space_with_a_choice_fits_the_mixed_kernel_when_asked():
     import dsbo
 
     tuner = dsbo.Tuner(
-        {"x": dsbo.Float(0.0, 1.0), "c": dsbo.Choice(["a", "b", "c"])}, budget=8, n_init=5, dry_run=False
+        {"x": dsbo.Float(0.0, 1.0), "c": dsbo.Choice(["a", "b", "c"])}, budget=8, n_init=5, dry_run=False,
+        surrogate={"name": "gp", "categorical": "mixed"},
     )
     for _ in range(5):
         s = tuner.ask()
