@@ -23,9 +23,12 @@ builds in minutes). Four arms, interleaved per repeat, wall and CPU seconds of e
 - ``after, nothing kept``: this code without ``report_data.json`` (a run of an older dsbo, or
   one whose trials changed since): it builds the campaign, gathers and keeps the data, and
   fits once from the campaign's last fit;
-- ``after, as the run left it``: ``report_data.json`` as ``dsbo.optimize`` wrote it (the data;
-  the command parses the configuration once and keeps it);
-- ``after, kept``: a report after another one (data and configuration kept).
+- ``after, data kept, model fitted``: ``report_data.json`` without the model panels (what
+  ``blackbox ask``/``tell`` leave): the surrogate is fitted once from the campaign's last fit,
+  without the campaign;
+- ``after, as the run left it``: ``report_data.json`` as ``dsbo.optimize`` wrote it (data and
+  model panels; the command parses the configuration once and keeps it);
+- ``after, kept``: a report after another one (data, panels and configuration kept).
 
 ``config.yaml`` and ``report_data.json`` are put back as the run left them before each command
 (the old code rewrites ``config.yaml``). The runs are built in ``--work`` (kept between
@@ -73,7 +76,7 @@ RUNS = {"default-30": QUIET, "default-200": [*QUIET, "--budget", "200", "--n_ini
 SMOKE_RUNS = {"smoke-6": [*QUIET, "--problem.name", "branin", "--surrogate.name", "gp", "--postprocess", "null",
                           "--budget", "6", "--n_init", "4", "--acquisition.num_restarts", "2",
                           "--acquisition.raw_samples", "32", "--acquisition.maxiter", "25"]}  # fmt: skip
-ARMS = ("before", "after, nothing kept", "after, as the run left it", "after, kept")
+ARMS = ("before", "after, nothing kept", "after, data kept, model fitted", "after, as the run left it", "after, kept")
 SMOKE_ARMS = ("before", "after, kept")
 MODES = ("model", "--no_model")
 SMOKE_MODES = ("--no_model",)  # the model path is tested in tests/cli/test_report.py
@@ -184,11 +187,17 @@ def build_run(work: Path, name: str, argv: list[str]) -> tuple[Path, dict[str, b
     return run_dir, {f: (snapshot / f).read_bytes() for f in KEPT}
 
 
-def restore(run_dir: Path, kept: dict[str, bytes], cache: bool) -> None:
+def restore(run_dir: Path, kept: dict[str, bytes], arm: str) -> None:
+    """``config.yaml`` as the run left it, and ``report_data.json`` as ``arm`` starts from."""
     (run_dir / "config.yaml").write_bytes(kept["config.yaml"])
-    (run_dir / "report_data.json").unlink(missing_ok=True)
-    if cache:
-        (run_dir / "report_data.json").write_bytes(kept["report_data.json"])
+    cache = run_dir / "report_data.json"
+    cache.unlink(missing_ok=True)
+    if arm in ("after, as the run left it", "after, kept"):
+        cache.write_bytes(kept["report_data.json"])
+    elif arm == "after, data kept, model fitted":
+        value = json.loads(kept["report_data.json"])
+        value.pop("panels", None)
+        cache.write_text(json.dumps(value))
 
 
 def report_command(run_dir: Path, mode: str, out: Path, env: dict[str, str]) -> dict:
@@ -221,7 +230,7 @@ def command_part(
         for name, (run_dir, kept) in built.items():
             for mode in modes:
                 for arm in arms:
-                    restore(run_dir, kept, cache=arm != "after, nothing kept" and arm != "before")
+                    restore(run_dir, kept, arm)
                     out = work / f"report-{name}.html"
                     if arm == "after, kept":
                         report_command(run_dir, mode, out, envs[arm])  # keeps the configuration
@@ -231,7 +240,7 @@ def command_part(
                     print(json.dumps(row), flush=True)
         load.append(os.getloadavg()[0])
     for run_dir, kept in built.values():
-        restore(run_dir, kept, cache=True)
+        restore(run_dir, kept, "after, as the run left it")
     median = {}
     for name in runs:
         for mode in modes:

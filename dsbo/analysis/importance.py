@@ -29,16 +29,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import torch
-from botorch.posteriors.fully_bayesian import GaussianMixturePosterior
-from torch import Tensor
-
-from dsbo.acquisition.base import posterior_moments
 from dsbo.space import Choice, Fixed, Float, Int, SearchSpace
-from dsbo.surrogates.relevance import member_lengthscales
 
 if TYPE_CHECKING:
     from botorch.models.model import Model
+    from torch import Tensor
+
+# torch and BoTorch are imported by the functions that compute: the report reads kept
+# Importance and Slice values (dsbo.analysis.report_cache) without them.
 
 LENGTHSCALES = "inverse ARD lengthscales"
 SOBOL = "Sobol total-order indices of the posterior mean"
@@ -58,6 +56,8 @@ class Importance:
 
 
 def _descending(names: list[str], raw: Tensor) -> dict[str, float]:
+    import torch
+
     raw = raw.clamp_min(0.0)
     total = float(raw.sum())
     shares = raw / total if total > 0 else torch.full_like(raw, 1.0 / len(names))
@@ -68,6 +68,10 @@ def _descending(names: list[str], raw: Tensor) -> dict[str, float]:
 def lengthscale_scores(model: Model, space: SearchSpace, output: int = 0) -> Tensor | None:
     """Each searched parameter's score from the inverse lengthscales of ``output``'s kernel
     (``None`` when the model has no per-column lengthscales)."""
+    import torch
+
+    from dsbo.surrogates.relevance import member_lengthscales
+
     submodel = _output_model(model, output)
     lengthscales = member_lengthscales(submodel, space.dim)
     if lengthscales is None:
@@ -88,7 +92,10 @@ def _output_model(model: Model, output: int) -> Model:
 def sobol_scores(model: Model, space: SearchSpace, output: int = 0, n: int = 1024, seed: int = 0) -> Tensor:
     """Total-order Sobol indices of the posterior mean of ``output``, one per searched
     parameter (``n`` base samples, a power of two; ``n * (p + 2)`` model evaluations)."""
+    import torch
     from scipy.stats import sobol_indices, uniform
+
+    from dsbo.acquisition.base import posterior_moments
 
     names = space.searched
 
@@ -105,6 +112,8 @@ def sobol_scores(model: Model, space: SearchSpace, output: int = 0, n: int = 102
 def to_model_points(space: SearchSpace, U: Tensor) -> Tensor:
     """Map ``n x p`` points of the unit cube (one column per searched parameter) to model
     points: each range linearly, a categorical to the one-hot of value ``floor(u * k)``."""
+    import torch
+
     X = torch.tensor([space.default({})], dtype=torch.double).repeat(U.shape[0], 1)
     for j, name in enumerate(space.searched):
         p, cols = space.parameters[name], space.slices[name]
@@ -162,6 +171,8 @@ def marginal_moments(model: Model, X: Tensor) -> tuple[Tensor, Tensor]:
     (which makes each row a batch of its own, to be differentiable per point; a mixture moment
     matched the same way), equal up to rounding (relative differences of about 1e-8) and, on
     200 training points, about 8 times faster."""
+    from botorch.posteriors.fully_bayesian import GaussianMixturePosterior
+
     posterior = model.posterior(X)
     if isinstance(posterior, GaussianMixturePosterior):  # members in the batch dimension 0
         mean, var = posterior.mixture_mean, posterior.mixture_variance
@@ -177,6 +188,8 @@ def slices(
     """Posterior mean and standard deviation of ``output`` along each parameter of ``names``
     through the model point ``x`` (the others held at ``x``); a parameter inactive at ``x``
     (a conditional one) has no slice."""
+    import torch
+
     point = space.decode(x)
     out = []
     for name in names:

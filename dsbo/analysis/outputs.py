@@ -49,6 +49,7 @@ def write_outputs(
     data = from_campaign(campaign, config, model=False, result=result)
     report_cache.save(run_dir, digest, data, campaign.seed, result.best_x, report_cache.model_inputs(campaign))
     if report:
-        add_model_panels(data, campaign, result.best_x)
+        if add_model_panels(data, campaign, result.best_x):
+            report_cache.save(run_dir, digest, panels=(report_cache.model_key(campaign.store), data))
         write_page(data, run_dir / REPORT_NAME)
     return info

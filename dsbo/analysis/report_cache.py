@@ -17,8 +17,11 @@ and :func:`load` hands it back only while all three match: a run that went on, a
 by hand, or another dsbo gathers the data afresh. :func:`save` checks that what it wrote reads
 back equal (the history frame column by column, with its dtypes) and writes nothing otherwise.
 The file also keeps the configuration as the report command shows it, per ``config.yaml``
-digest and run directory as given (:func:`config_key`), and what the model panels need to fit
-the campaign's surrogate without the campaign (:class:`StoredCampaign`).
+digest and run directory as given (:func:`config_key`); what the model panels need to fit
+the campaign's surrogate without the campaign (:class:`StoredCampaign`); and the model panels
+themselves (importance, slices), under :func:`model_key`: the fit state the campaign keeps in
+its store and the versions of torch, BoTorch and GPyTorch. So the report of a finished run
+(whose panels the run's own report computed) needs neither torch nor BoTorch.
 
 Kept free of torch and pandas at import; pandas is imported to read or write a frame.
 """
@@ -54,6 +57,11 @@ PLAIN_FIELDS = (
 )  # fmt: skip
 #: Configurations kept per :func:`config_key` (the most recent ones).
 MAX_CONFIGS = 8
+#: The store's meta key of the campaign's fit states (:data:`dsbo.surrogates.warm_start.META_KEY`;
+#: not imported from there, which imports torch).
+FIT_META_KEY = "surrogate_fit"
+#: Packages whose versions the model panels are kept for.
+MODEL_PACKAGES = ("torch", "botorch", "gpytorch")
 
 
 def _version() -> str:
@@ -85,6 +93,21 @@ def trials_digest(store: Store) -> str:
         row = {f.name: getattr(trial, f.name) for f in dataclasses.fields(trial) if f.name != "heartbeat_at"}
         h.update(json.dumps(row, sort_keys=True, default=str).encode())
     return h.hexdigest()
+
+
+def model_key(store: Store) -> str:
+    """What the model panels depend on besides the trials and ``config.yaml``: the fit state
+    the campaign keeps in its store and the versions of torch, BoTorch and GPyTorch."""
+    from importlib import metadata
+
+    versions = {}
+    for name in MODEL_PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    text = json.dumps({"fit": store.get_meta(FIT_META_KEY), "versions": versions}, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 # ---------------------------------------------------------------------- frames
@@ -176,6 +199,23 @@ class Cached:
     data: ReportData
     best_x: list[float] | None
     model: dict[str, Any] | None
+    panels: dict[str, Any] | None = None
+
+    def fill_panels(self, key: str) -> bool:
+        """Fill in the model panels kept for the fit state and versions of ``key``
+        (:func:`model_key`); whether there were any."""
+        from dsbo.analysis.importance import Importance, Slice
+
+        if not self.panels or self.panels.get("key") != key:
+            return False
+        try:
+            importance = [Importance(**i) for i in self.panels["importance"]]
+            slices = [Slice(**s) for s in self.panels["slices"]]
+        except (TypeError, KeyError):
+            return False
+        self.data.importance, self.data.slices = importance, slices
+        self.data.model_note, self.data.model_fit = self.panels["model_note"], self.panels["model_fit"]
+        return True
 
     def campaign(self, store: Store) -> StoredCampaign | None:
         """The campaign as the model panels need it, on ``store`` (``None``: not kept)."""
@@ -220,7 +260,7 @@ def load(run_dir: Path, trials: str, config: str | None = None) -> tuple[Cached 
         space = SearchSpace.from_config(d["space"]["parameters"], d["space"].get("parameter_constraints", ()))
         data = ReportData(space=space, frame=decode_frame(d["frame"]), **{k: d[k] for k in PLAIN_FIELDS})
         data.environment = environment(d["seed"])
-        return Cached(data, cache.get("best_x"), cache.get("model")), kept_config
+        return Cached(data, cache.get("best_x"), cache.get("model"), cache.get("panels")), kept_config
     except Exception:  # a file of another layout: gathered afresh
         return None, kept_config
 
@@ -233,11 +273,14 @@ def save(
     best_x: list[float] | None = None,
     model: dict[str, Any] | None = None,
     config: tuple[str, dict[str, Any]] | None = None,
+    panels: tuple[str, ReportData] | None = None,
 ) -> bool:
     """Keep ``data`` (gathered from the trials of digest ``trials``, without the model
-    panels) with ``best_x`` and ``model`` (:func:`model_inputs`), and/or a ``config``
-    (:func:`config_key`, the configuration the report command shows), in ``run_dir``.
-    Returns whether the data were kept (not when they do not read back equal)."""
+    panels) with ``best_x`` and ``model`` (:func:`model_inputs`); and/or a ``config``
+    (:func:`config_key`, the configuration the report command shows); and/or ``panels``, the
+    model panels of a ReportData under their :func:`model_key` (kept with the data of the same
+    trials), in ``run_dir``. Returns whether what was given was kept (not what does not read
+    back equal)."""
     cache = _read(run_dir)
     key = _key(run_dir, trials)
     if key["config"] is None:
@@ -249,18 +292,36 @@ def save(
         configs = dict(list(configs.items())[-MAX_CONFIGS:])
     same = all(cache.get(k) == v for k, v in key.items())
     entry: dict[str, Any] = {**key, "configs": configs}
-    kept = False
+    kept = True
     if data is not None:
         encoded = _encode(data, seed, best_x, model)
         kept = encoded is not None
         if kept:
             entry.update(encoded)
+            if same and "panels" in cache:  # the same trials and config: their panels still hold
+                entry["panels"] = cache["panels"]
     elif same and "data" in cache:
-        entry.update({k: cache[k] for k in ("data", "best_x", "model")})
+        entry.update({k: cache[k] for k in ("data", "best_x", "model", "panels") if k in cache})
+    if panels is not None and "data" in entry:
+        encoded_panels = _encode_panels(*panels)
+        kept = kept and encoded_panels is not None
+        entry["panels"] = encoded_panels
     if "data" not in entry and not configs:
         return False
     _write(run_dir / CACHE_NAME, entry)
     return kept
+
+
+def _encode_panels(key: str, data: ReportData) -> dict[str, Any] | None:
+    """The model panels of ``data`` as JSON, or ``None`` when they do not read back equal."""
+    value = {"key": key, "importance": [dataclasses.asdict(i) for i in data.importance],
+             "slices": [dataclasses.asdict(s) for s in data.slices], "model_note": data.model_note,
+             "model_fit": list(data.model_fit)}  # fmt: skip
+    try:
+        back = json.loads(json.dumps(value, default=_plain))
+    except (TypeError, ValueError):
+        return None
+    return back if _same(back, value) else None
 
 
 def _encode(data: ReportData, seed: int | None, best_x: list[float] | None, model: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -305,6 +366,7 @@ __all__ = [
     "config_key",
     "load",
     "model_inputs",
+    "model_key",
     "save",
     "trials_digest",
 ]

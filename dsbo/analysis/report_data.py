@@ -219,15 +219,16 @@ def campaign_settings(campaign: Any) -> dict[str, Any]:
     }
 
 
-def add_model_panels(data: ReportData, campaign: Any, best_x: list[float] | None) -> None:
+def add_model_panels(data: ReportData, campaign: Any, best_x: list[float] | None) -> bool:
     """Fit the campaign's surrogate (from its last fit, :func:`fit_campaign_model`) and fill
-    in the importance and the slices (or, when the fit fails, the note saying why)."""
-    fill_model_panels(data, lambda: fit_campaign_model(campaign, from_last_fit=True), best_x)
+    in the importance and the slices (or, when the fit fails, the note saying why: ``False``)."""
+    return fill_model_panels(data, lambda: fit_campaign_model(campaign, from_last_fit=True), best_x)
 
 
-def fill_model_panels(data: ReportData, fit: Callable[[], Any], best_x: list[float] | None) -> None:
+def fill_model_panels(data: ReportData, fit: Callable[[], Any], best_x: list[float] | None) -> bool:
     """The importance and the slices of the model ``fit()`` returns (``None``: fewer than two
-    completed trials), or the note saying why there are none; ``best_x``: the best point."""
+    completed trials), or the note saying why there are none; ``best_x``: the best point.
+    ``False`` when the fit or reading the model failed (the note says how)."""
     import warnings
 
     from dsbo.analysis.importance import parameter_importance, slices
@@ -238,7 +239,7 @@ def fill_model_panels(data: ReportData, fit: Callable[[], Any], best_x: list[flo
             model = fit()
             if model is None:
                 data.model_note = "fewer than two completed trials: no surrogate to read importance from"
-                return
+                return True
             data.model_fit = [getattr(s, "start", None) for s in getattr(model, "fit_states", [])]
             m = len(data.objective_names)
             data.importance = parameter_importance(model, data.space, data.objective_names, list(range(m)))
@@ -250,3 +251,5 @@ def fill_model_panels(data: ReportData, fit: Callable[[], Any], best_x: list[flo
     except Exception as exc:  # a report never fails because the surrogate does
         data.importance, data.slices = [], []
         data.model_note = f"the {data.surrogate} surrogate could not be read: {type(exc).__name__}: {exc}"
+        return False
+    return True

@@ -9,10 +9,11 @@ A run directory of ``python -m dsbo.optimize`` or ``dsbo.blackbox`` holds ``conf
 the store. The report's data (everything but the model panels) are kept with the run in
 ``report_data.json`` (:mod:`dsbo.analysis.report_cache`) while its trials and config stay as
 they were; otherwise the report rebuilds the campaign from the config and the store (nothing
-is proposed or evaluated) and gathers them afresh. For the importance and slice panels it
-fits the run's surrogate, starting from the campaign's last fit kept in the store
+is proposed or evaluated) and gathers them afresh. The importance and slice panels are
+kept too, per fit state of the campaign; otherwise the report fits the run's surrogate,
+starting from the campaign's last fit kept in the store
 (:func:`dsbo.analysis.report_data.fit_campaign_model`). So a report imports torch and
-BoTorch only for the model, and builds the campaign only when the data must be gathered
+BoTorch only to fit the model, and builds the campaign only when the data must be gathered
 again or the surrogate cannot be fitted without it. A sweep directory (``sweep.json``) gets
 the report over its runs (:mod:`dsbo.runtime.sweep_report`). In Python,
 ``dsbo.report(result)`` takes the result of :func:`dsbo.minimize`, a
@@ -150,7 +151,7 @@ def report_from_cache(run_dir: Path, config_file: Path, out: Path, model: bool =
             report_cache.save(run_dir, digest, config=(key, config) if key else None)
         data = cached.data
         data.config = config
-        if model:
+        if model and not cached.fill_panels(model_key := report_cache.model_key(store)):
             campaign = cached.campaign(store)
             if campaign is None:
                 return None
@@ -161,7 +162,8 @@ def report_from_cache(run_dir: Path, config_file: Path, out: Path, model: bool =
                     fitted = fit_campaign_model(campaign, from_last_fit=True)
             except Exception:  # noqa: BLE001 - the campaign's path fits it again, or says why not
                 return None
-            fill_model_panels(data, lambda: fitted, cached.best_x)
+            if fill_model_panels(data, lambda: fitted, cached.best_x):
+                report_cache.save(run_dir, digest, panels=(model_key, data))
         return write_page(data, out)
     finally:
         store.close()
@@ -190,8 +192,8 @@ def report_from_campaign(run_dir: Path, out: Path, model: bool = True) -> Path:
         key = report_cache.config_key(run_dir / "config.yaml", run_dir)
         report_cache.save(run_dir, digest, data, campaign.seed, result.best_x, report_cache.model_inputs(campaign),
                           config=(key, config) if key else None)  # fmt: skip
-        if model:
-            add_model_panels(data, campaign, result.best_x)
+        if model and add_model_panels(data, campaign, result.best_x):
+            report_cache.save(run_dir, digest, panels=(report_cache.model_key(campaign.store), data))
         return write_page(data, out)
     finally:
         campaign.store.close()

@@ -63,17 +63,28 @@ def test_the_run_keeps_the_reports_data(runs):
     assert report.STORE_NAME == __import__("dsbo.cli.optimize", fromlist=["STORE_NAME"]).STORE_NAME
 
 
+def _drop_panels(run_dir: Path) -> None:
+    cache_file = run_dir / report_cache.CACHE_NAME
+    cache = json.loads(cache_file.read_text())
+    assert cache.pop("panels")["importance"]
+    cache_file.write_text(json.dumps(cache))
+
+
 @pytest.mark.parametrize("surrogate", SURROGATES)
 def test_kept_data_and_last_fit_give_the_campaigns_page(runs, surrogate, tmp_path):
-    """The page from the kept data equals the page the campaign's path writes (both fit from
-    the campaign's last fit), and that fit is a warm one."""
+    """The page from what the run kept (data and model panels), from the kept data with the
+    surrogate fitted from the campaign's last fit, and from the campaign (its path, fitted
+    the same way) are one page; that fit is a warm one."""
     run_dir = _copy(runs[surrogate], tmp_path / "run")
     config_file = run_dir / "config.yaml"
+    assert report.report_from_cache(run_dir, config_file, tmp_path / "kept.html") == tmp_path / "kept.html"
+    _drop_panels(run_dir)
+    assert report.report_from_cache(run_dir, config_file, tmp_path / "fitted.html") == tmp_path / "fitted.html"
+    assert json.loads((run_dir / report_cache.CACHE_NAME).read_text())["panels"]  # kept again
     assert report.report_from_campaign(run_dir, tmp_path / "campaign.html") == tmp_path / "campaign.html"
-    fast = report.report_from_cache(run_dir, config_file, tmp_path / "cached.html")
-    assert fast == tmp_path / "cached.html"
-    assert _page(tmp_path / "cached.html") == _page(tmp_path / "campaign.html")
-    assert 'id="panel-importance"' in _page(fast) and 'id="panel-slices"' in _page(fast)
+    kept = _page(tmp_path / "kept.html")
+    assert kept == _page(tmp_path / "fitted.html") == _page(tmp_path / "campaign.html")
+    assert 'id="panel-importance"' in kept and 'id="panel-slices"' in kept
     # without the model too
     assert report.report_from_cache(run_dir, config_file, tmp_path / "cached-nm.html", model=False)
     report.report_from_campaign(run_dir, tmp_path / "campaign-nm.html", model=False)
@@ -82,8 +93,10 @@ def test_kept_data_and_last_fit_give_the_campaigns_page(runs, surrogate, tmp_pat
     with open_store(run_dir / "trials.sqlite") as store:
         cached, config = report_cache.load(run_dir, report_cache.trials_digest(store), report_cache.config_key(config_file, run_dir))
         assert config is not None and config["run_dir"] == str(run_dir) and config["progress"] is False
+        assert cached.panels["model_fit"] == ["warm"]
         model = fit_campaign_model(cached.campaign(store), from_last_fit=True)
     assert [s.start for s in model.fit_states] == ["warm"]
+    assert report_cache.FIT_META_KEY == __import__("dsbo.surrogates.warm_start", fromlist=["META_KEY"]).META_KEY
 
 
 @pytest.mark.parametrize("surrogate", SURROGATES)
@@ -124,12 +137,14 @@ def test_stale_data_are_gathered_again(runs, tmp_path):
     assert "pending" in (tmp_path / "e.html").read_text()
 
 
-def test_no_model_report_imports_no_torch(runs, tmp_path):
+@pytest.mark.parametrize("mode", ["--no_model", "model"])
+def test_a_report_from_what_the_run_kept_imports_no_torch(runs, mode, tmp_path):
     run_dir = _copy(runs["map-saas"], tmp_path / "run")
-    assert report.main([str(run_dir), "--no_model", "--out", str(tmp_path / "first.html")]) == 0  # keeps the config
+    flags = [mode] if mode != "model" else []
+    assert report.main([str(run_dir), *flags, "--out", str(tmp_path / "first.html")]) == 0  # keeps the config
     code = (
         "import sys, json\nfrom dsbo.cli.report import main\n"
-        f"assert main([{str(run_dir)!r}, '--no_model', '--out', {str(tmp_path / 'second.html')!r}]) == 0\n"
+        f"assert main([{str(run_dir)!r}, *{flags!r}, '--out', {str(tmp_path / 'second.html')!r}]) == 0\n"
         "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))"
     )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
@@ -137,3 +152,20 @@ def test_no_model_report_imports_no_torch(runs, tmp_path):
     heavy = {"torch", "botorch", "gpytorch", "jax", "scipy", "matplotlib", "wandb", "jsonargparse", "rich"}
     assert not loaded & heavy, sorted(loaded & heavy)
     assert _page(tmp_path / "second.html") == _page(tmp_path / "first.html")
+    assert ('id="panel-importance"' in _page(tmp_path / "second.html")) == (mode == "model")
+
+
+def test_kept_panels_follow_the_fit_state(runs, tmp_path):
+    """Model panels are kept per fit state: a store whose state changed fits again."""
+    run_dir = _copy(runs["gp"], tmp_path / "run")
+    with open_store(run_dir / "trials.sqlite") as store:
+        before = report_cache.model_key(store)
+        state = store.get_meta(report_cache.FIT_META_KEY)
+        state[0]["fits_since_restart"] += 1
+        store.set_meta(report_cache.FIT_META_KEY, state)
+        cached, _ = report_cache.load(run_dir, report_cache.trials_digest(store))
+        assert report_cache.model_key(store) != before and not cached.fill_panels(report_cache.model_key(store))
+    assert report.main([str(run_dir), "--out", str(tmp_path / "r.html")]) == 0
+    with open_store(run_dir / "trials.sqlite") as store:
+        cached, _ = report_cache.load(run_dir, report_cache.trials_digest(store))
+        assert cached.fill_panels(report_cache.model_key(store))
