@@ -62,7 +62,7 @@ def test_the_quick_start_is_install_main_job_tests():
     assert words[:2] == ["pip", "install"] and "-e" in words, install
     assert words[words.index("-e") + 1].startswith(".["), "the project itself, with extras"
     assert main_job == "python -m dsbo.optimize"
-    assert tests == "python -m pytest -q"
+    assert tests == "python -m pytest -q -n auto"  # pytest-xdist: one worker per core
 
 
 def test_ci_installs_the_project_and_runs_the_tests_the_way_the_readme_says():
