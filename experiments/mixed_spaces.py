@@ -102,6 +102,9 @@ FIRST_ARMS = ("dsbo-gp", "random", "optuna-tpe", "ax", "dsbo-gp+bonsai", "dsbo-g
               "dsbo-gp+copula+bonsai", "dsbo-gp+copula+md", "dsbo-gp+copula+mixed+md")
 LATER_ARMS = ("dsbo-map-saas", "dsbo-map-saas+bonsai", "dsbo-map-saas+copula", "dsbo-map-saas+copula+bonsai")
 ARMS = FIRST_ARMS + LATER_ARMS
+#: --smoke runs one arm of each kind (the default, its variants' code paths, the baselines).
+SMOKE_ARMS = ("dsbo-gp+copula+md", "dsbo-gp+copula+mixed+md", "dsbo-gp+winsorize", "random", "optuna-tpe", "ax",
+              "dsbo-gp+copula+bonsai", "dsbo-map-saas+copula")
 #: What ``dsbo.minimize``'s defaults pick on these spaces (4-8 parameters: ``surrogate="auto"``
 #: is the exact GP, ``outcome_warping="copula"``).
 DEFAULT_ARM = "dsbo-gp+copula+md"
@@ -888,7 +891,7 @@ def plot(runs: list[dict[str, Any]], problems: dict[str, MixedProblem], path: Pa
 # ----------------------------------------------------------------------------- main
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--smoke", action="store_true", help="1 seed, budget 6, 2 problems, tiny optimizer settings")
+    parser.add_argument("--smoke", action="store_true", help="1 seed, budget 6, 2 problems, 8 arms, tiny optimizer settings")
     parser.add_argument("--seeds", type=int, default=None, help="seeds 0..n-1 (default 10; smoke 1)")
     parser.add_argument("--budget", type=int, default=None, help=f"evaluations per run (default {BUDGET})")
     parser.add_argument("--arms", nargs="*", default=None, choices=ARMS)
@@ -910,7 +913,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if unknown:
         parser.error(f"unknown problems {unknown}; choose from {list(problems)}")
     problems = {k: v for k, v in problems.items() if k in chosen}
-    arms = available_arms(list(args.arms or ARMS), smoke)
+    arms = available_arms(list(args.arms or (SMOKE_ARMS if smoke else ARMS)), smoke)
     args.out.mkdir(parents=True, exist_ok=True)
     # GP/random/TPE/Ax/GP+BONSAI for every seed first, MAP-SAAS after (seed-major inside each)
     phases = [[a for a in arms if a in FIRST_ARMS], [a for a in arms if a in LATER_ARMS]]
