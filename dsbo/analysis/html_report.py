@@ -78,12 +78,46 @@ def _table(frame: Any) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
 
 
-def render(data: ReportData) -> str:
-    """The report page of ``data`` as one HTML string."""
+#: The panels drawn from the surrogate (kept per fit state, :mod:`dsbo.analysis.report_cache`).
+MODEL_PANELS = ("importance", "slices")
+
+
+def drawn_parts(data: ReportData) -> dict[str, Any]:
+    """What the page draws from the run's history (pandas, plotly): the trials per status,
+    the best-trials table and each panel but the model's (``None`` where it does not apply)."""
+    frame = data.frame
+    best = data.best_trials()
+    return {
+        "counts": frame["status"].value_counts().to_dict() if not frame.empty else {},
+        "best": f"<section><h2>Best trials</h2>{_table(best)}</section>" if len(best) else "",
+        "panels": panel_html(data, [name for name, _ in PANELS if name not in MODEL_PANELS]),
+    }
+
+
+def panel_html(data: ReportData, names: list[str] | tuple[str, ...] = MODEL_PANELS) -> dict[str, str | None]:
+    """Each named panel as the page's HTML section, ``None`` where it does not apply."""
+    out: dict[str, str | None] = {}
+    for name, panel in PANELS:
+        if name not in names:
+            continue
+        fig = panel(data)
+        if fig is None:
+            out[name] = None
+            continue
+        body = fig.to_html(full_html=False, include_plotlyjs=False, div_id=f"panel-{name}",
+                           config={"displaylogo": False, "responsive": True})  # fmt: skip
+        out[name] = f"<section class='panel'>{body}</section>"
+    return out
+
+
+def render(data: ReportData, drawn: dict[str, Any] | None = None, model: dict[str, str | None] | None = None) -> str:
+    """The report page of ``data`` as one HTML string; ``drawn`` (:func:`drawn_parts`) and
+    ``model`` (:func:`panel_html` of the model panels) when the caller has them already."""
     from plotly.offline import get_plotlyjs
 
-    frame = data.frame
-    counts = frame["status"].value_counts().to_dict() if not frame.empty else {}
+    drawn = drawn if drawn is not None else drawn_parts(data)
+    panels = {**drawn["panels"], **(model if model is not None else panel_html(data))}
+    counts = drawn["counts"]
     parts = [
         "<!DOCTYPE html><html><head><meta charset='utf-8'>",
         f"<title>dsbo report: {html.escape(data.title)}</title>",
@@ -97,18 +131,11 @@ def render(data: ReportData) -> str:
         f"{time.strftime('%Y-%m-%d %H:%M')}; objective{'s' if data.multi_objective else ''} "
         f"{html.escape(', '.join(data.label(i) for i in range(len(data.objective_names))))}</p>",
     ]
-    best = data.best_trials()
-    if len(best):
-        parts.append(f"<section><h2>Best trials</h2>{_table(best)}</section>")
+    if drawn["best"]:
+        parts.append(drawn["best"])
     if data.model_note:
         parts.append(f"<p class='note'>{html.escape(data.model_note)}</p>")
-    for name, panel in PANELS:
-        fig = panel(data)
-        if fig is None:
-            continue
-        body = fig.to_html(full_html=False, include_plotlyjs=False, div_id=f"panel-{name}",
-                           config={"displaylogo": False, "responsive": True})  # fmt: skip
-        parts.append(f"<section class='panel'>{body}</section>")
+    parts += [panels[name] for name, _ in PANELS if panels.get(name)]
     config = yaml.safe_dump(json.loads(json.dumps(data.config, default=str)), sort_keys=False)
     env = yaml.safe_dump(data.environment, sort_keys=False)
     parts += [
@@ -136,9 +163,11 @@ def write_report(
     return write_page(from_campaign(campaign, config, model), path)
 
 
-def write_page(data: ReportData, path: str | Path) -> Path:
-    """Render ``data`` and write it to ``path``."""
+def write_page(
+    data: ReportData, path: str | Path, drawn: dict[str, Any] | None = None, model: dict[str, str | None] | None = None
+) -> Path:
+    """Render ``data`` (with the parts given, :func:`render`) and write it to ``path``."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render(data), encoding="utf-8")
+    path.write_text(render(data, drawn, model), encoding="utf-8")
     return path

@@ -43,13 +43,16 @@ def write_outputs(
     info["budget_cost"] = campaign.budget_cost
     info.update(extra or {})
     (run_dir / "summary.json").write_text(json.dumps(info, indent=2))
-    from dsbo.analysis.html_report import write_page
+    from dsbo.analysis.html_report import drawn_parts, panel_html, write_page
     from dsbo.analysis.report_data import add_model_panels, from_campaign
 
     data = from_campaign(campaign, config, model=False, result=result)
-    report_cache.save(run_dir, digest, data, campaign.seed, result.best_x, report_cache.model_inputs(campaign))
+    kept: dict[str, Any] = {}
     if report:
+        drawn = kept["drawn"] = drawn_parts(data)
         if add_model_panels(data, campaign, result.best_x):
-            report_cache.save(run_dir, digest, panels=(report_cache.model_key(campaign.store), data))
-        write_page(data, run_dir / REPORT_NAME)
+            kept["panels"] = (report_cache.model_key(campaign.store), data)
+        model_html = kept["model_html"] = panel_html(data)
+        write_page(data, run_dir / REPORT_NAME, drawn, model_html)
+    report_cache.save(run_dir, digest, data, campaign.seed, result.best_x, report_cache.model_inputs(campaign), **kept)
     return info

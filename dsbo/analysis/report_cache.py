@@ -1,5 +1,5 @@
 """The report's data kept with the run: ``report_data.json``, so ``python -m dsbo.report``
-starts in about a second instead of rebuilding the campaign.
+takes well under a second instead of rebuilding the campaign.
 
 Gathering a run's :class:`~dsbo.analysis.report_data.ReportData` means building its campaign:
 the problem, the policy and their libraries (torch, BoTorch, JAX through BoTorch's acquisition
@@ -20,8 +20,11 @@ The file also keeps the configuration as the report command shows it, per ``conf
 digest and run directory as given (:func:`config_key`); what the model panels need to fit
 the campaign's surrogate without the campaign (:class:`StoredCampaign`); and the model panels
 themselves (importance, slices), under :func:`model_key`: the fit state the campaign keeps in
-its store and the versions of torch, BoTorch and GPyTorch. So the report of a finished run
-(whose panels the run's own report computed) needs neither torch nor BoTorch.
+its store and the versions of torch, BoTorch and GPyTorch; and the parts of the page drawn from
+them (the best-trials table and each panel's HTML, :func:`~dsbo.analysis.html_report.drawn_parts`),
+under :func:`figures_key`: the code that draws them and plotly's version. So the report of a
+finished run (whose own report drew it) needs neither torch nor pandas nor plotly's figures:
+it writes the page around the kept parts with a new time, configuration and environment.
 
 Kept free of torch and pandas at import; pandas is imported to read or write a frame.
 """
@@ -92,6 +95,23 @@ def trials_digest(store: Store) -> str:
     for trial in store.trials():
         row = {f.name: getattr(trial, f.name) for f in dataclasses.fields(trial) if f.name != "heartbeat_at"}
         h.update(json.dumps(row, sort_keys=True, default=str).encode())
+    return h.hexdigest()
+
+
+def figures_key() -> str:
+    """What the drawn parts of the page depend on besides the data: the code that draws them
+    (``report_figures``, ``html_report``) and plotly's version."""
+    from importlib import metadata
+
+    from dsbo.analysis import html_report, report_figures
+
+    h = hashlib.sha256()
+    for module in (report_figures, html_report):
+        h.update(Path(module.__file__).read_bytes())
+    try:
+        h.update(metadata.version("plotly").encode())
+    except metadata.PackageNotFoundError:
+        pass
     return h.hexdigest()
 
 
@@ -194,12 +214,37 @@ def model_inputs(campaign: Any) -> dict[str, Any] | None:
 # ---------------------------------------------------------------------- the file
 @dataclasses.dataclass
 class Cached:
-    """The report's data read back from the cache."""
+    """The report's data read back from the cache (the history frame decoded on demand:
+    :meth:`decode_frame`), with the page's parts drawn from them where they were kept."""
 
     data: ReportData
     best_x: list[float] | None
     model: dict[str, Any] | None
     panels: dict[str, Any] | None = None
+    frame: dict[str, Any] | None = None
+    drawn_parts: dict[str, Any] | None = None
+
+    def decode_frame(self) -> None:
+        """Put the history frame in :attr:`data` (pandas)."""
+        if self.data.frame is None and self.frame is not None:
+            self.data.frame = decode_frame(self.frame)
+
+    @property
+    def drawn(self) -> dict[str, Any] | None:
+        """:func:`~dsbo.analysis.html_report.drawn_parts` of the data, if kept by this code."""
+        kept = self.drawn_parts
+        if not kept or kept.get("figures") != figures_key():
+            return None
+        return {k: kept[k] for k in ("counts", "best", "panels")}
+
+    @property
+    def model_html(self) -> dict[str, str | None] | None:
+        """:func:`~dsbo.analysis.html_report.panel_html` of the kept model panels, if kept by
+        this code (valid after :meth:`fill_panels`)."""
+        kept = (self.panels or {}).get("html")
+        if not kept or kept.get("figures") != figures_key():
+            return None
+        return dict(kept["html"])
 
     def fill_panels(self, key: str) -> bool:
         """Fill in the model panels kept for the fit state and versions of ``key``
@@ -258,9 +303,10 @@ def load(run_dir: Path, trials: str, config: str | None = None) -> tuple[Cached 
     try:
         d = cache["data"]
         space = SearchSpace.from_config(d["space"]["parameters"], d["space"].get("parameter_constraints", ()))
-        data = ReportData(space=space, frame=decode_frame(d["frame"]), **{k: d[k] for k in PLAIN_FIELDS})
+        data = ReportData(space=space, frame=None, **{k: d[k] for k in PLAIN_FIELDS})  # type: ignore[arg-type]
         data.environment = environment(d["seed"])
-        return Cached(data, cache.get("best_x"), cache.get("model"), cache.get("panels")), kept_config
+        cached = Cached(data, cache.get("best_x"), cache.get("model"), cache.get("panels"), d["frame"], cache.get("drawn"))
+        return cached, kept_config
     except Exception:  # a file of another layout: gathered afresh
         return None, kept_config
 
@@ -274,13 +320,16 @@ def save(
     model: dict[str, Any] | None = None,
     config: tuple[str, dict[str, Any]] | None = None,
     panels: tuple[str, ReportData] | None = None,
+    drawn: dict[str, Any] | None = None,
+    model_html: dict[str, str | None] | None = None,
 ) -> bool:
     """Keep ``data`` (gathered from the trials of digest ``trials``, without the model
     panels) with ``best_x`` and ``model`` (:func:`model_inputs`); and/or a ``config``
     (:func:`config_key`, the configuration the report command shows); and/or ``panels``, the
     model panels of a ReportData under their :func:`model_key` (kept with the data of the same
-    trials), in ``run_dir``. Returns whether what was given was kept (not what does not read
-    back equal)."""
+    trials); and/or the page's ``drawn`` parts and the ``model_html`` of the model panels
+    (:mod:`~dsbo.analysis.html_report`, under :func:`figures_key`), in ``run_dir``. Returns
+    whether what was given was kept (not what does not read back equal)."""
     cache = _read(run_dir)
     key = _key(run_dir, trials)
     if key["config"] is None:
@@ -298,14 +347,20 @@ def save(
         kept = encoded is not None
         if kept:
             entry.update(encoded)
-            if same and "panels" in cache:  # the same trials and config: their panels still hold
-                entry["panels"] = cache["panels"]
+            for k in ("panels", "drawn") if same else ():  # the same trials and config: still theirs
+                if k in cache:
+                    entry[k] = cache[k]
     elif same and "data" in cache:
-        entry.update({k: cache[k] for k in ("data", "best_x", "model", "panels") if k in cache})
+        entry.update({k: cache[k] for k in ("data", "best_x", "model", "panels", "drawn") if k in cache})
     if panels is not None and "data" in entry:
         encoded_panels = _encode_panels(*panels)
         kept = kept and encoded_panels is not None
         entry["panels"] = encoded_panels
+    figures = figures_key() if drawn is not None or model_html is not None else None
+    if drawn is not None and "data" in entry:
+        entry["drawn"] = {"figures": figures, **drawn}
+    if model_html is not None and entry.get("panels"):
+        entry["panels"] = {**entry["panels"], "html": {"figures": figures, "html": model_html}}
     if "data" not in entry and not configs:
         return False
     _write(run_dir / CACHE_NAME, entry)
@@ -364,6 +419,7 @@ __all__ = [
     "Cached",
     "StoredCampaign",
     "config_key",
+    "figures_key",
     "load",
     "model_inputs",
     "model_key",

@@ -10,7 +10,8 @@ the store. The report's data (everything but the model panels) are kept with the
 ``report_data.json`` (:mod:`dsbo.analysis.report_cache`) while its trials and config stay as
 they were; otherwise the report rebuilds the campaign from the config and the store (nothing
 is proposed or evaluated) and gathers them afresh. The importance and slice panels are
-kept too, per fit state of the campaign; otherwise the report fits the run's surrogate,
+kept too, per fit state of the campaign, and the page's parts drawn from all of them;
+otherwise the report fits the run's surrogate,
 starting from the campaign's last fit kept in the store
 (:func:`dsbo.analysis.report_data.fit_campaign_model`). So a report imports torch and
 BoTorch only to fit the model, and builds the campaign only when the data must be gathered
@@ -130,9 +131,11 @@ def _store_target(run_dir: Path, config_file: Path) -> str | Path | None:
 def report_from_cache(run_dir: Path, config_file: Path, out: Path, model: bool = True) -> Path | None:
     """Write the report from the data kept in ``run_dir`` (:mod:`dsbo.analysis.report_cache`)
     and return its path; ``None`` when they are missing or stale, or the surrogate cannot be
-    fitted without the campaign (the caller then builds it: :func:`report_from_campaign`)."""
+    fitted without the campaign (the caller then builds it: :func:`report_from_campaign`).
+    What this report computes (the configuration, the model panels, the drawn parts) is kept
+    for the next one."""
     from dsbo.analysis import report_cache
-    from dsbo.analysis.html_report import write_page
+    from dsbo.analysis.html_report import drawn_parts, panel_html, write_page
     from dsbo.analysis.report_data import fill_model_panels, fit_campaign_model
     from dsbo.storage import open_store
 
@@ -146,25 +149,42 @@ def report_from_cache(run_dir: Path, config_file: Path, out: Path, model: bool =
         cached, config = report_cache.load(run_dir, digest, key)
         if cached is None:
             return None
+        new: dict[str, Any] = {}
         if config is None:
             config = _parse(config_file, run_dir).to_dict()
-            report_cache.save(run_dir, digest, config=(key, config) if key else None)
+            new["config"] = (key, config) if key else None
         data = cached.data
         data.config = config
-        if model and not cached.fill_panels(model_key := report_cache.model_key(store)):
-            campaign = cached.campaign(store)
-            if campaign is None:
-                return None
-            _set_threads(config.get("threads"))
-            try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    fitted = fit_campaign_model(campaign, from_last_fit=True)
-            except Exception:  # noqa: BLE001 - the campaign's path fits it again, or says why not
-                return None
-            if fill_model_panels(data, lambda: fitted, cached.best_x):
-                report_cache.save(run_dir, digest, panels=(model_key, data))
-        return write_page(data, out)
+        model_html: dict[str, str | None] = {}
+        if model:
+            model_key = report_cache.model_key(store)
+            kept_panels = cached.fill_panels(model_key)
+            if kept_panels:
+                model_html = cached.model_html or {}
+            else:
+                campaign = cached.campaign(store)
+                if campaign is None:
+                    return None
+                _set_threads(config.get("threads"))
+                try:
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        fitted = fit_campaign_model(campaign, from_last_fit=True)
+                except Exception:  # noqa: BLE001 - the campaign's path fits it again, or says why not
+                    return None
+                if fill_model_panels(data, lambda: fitted, cached.best_x):
+                    new["panels"] = (model_key, data)
+            if not model_html:
+                model_html = panel_html(data)
+                if kept_panels or "panels" in new:  # drawn from the panels kept under model_key
+                    new["model_html"] = model_html
+        drawn = cached.drawn
+        if drawn is None:
+            cached.decode_frame()
+            drawn = new["drawn"] = drawn_parts(data)
+        if new:
+            report_cache.save(run_dir, digest, **new)
+        return write_page(data, out, drawn, model_html)
     finally:
         store.close()
 
@@ -181,7 +201,7 @@ def report_from_campaign(run_dir: Path, out: Path, model: bool = True) -> Path:
     """Build the run's campaign, gather the report's data, keep them in ``run_dir`` for the
     next report, and write the report to ``out``."""
     from dsbo.analysis import report_cache
-    from dsbo.analysis.html_report import write_page
+    from dsbo.analysis.html_report import drawn_parts, panel_html, write_page
     from dsbo.analysis.report_data import add_model_panels, from_campaign
 
     campaign, config = campaign_from_run_dir(run_dir)
@@ -190,11 +210,15 @@ def report_from_campaign(run_dir: Path, out: Path, model: bool = True) -> Path:
         result = campaign.result()
         data = from_campaign(campaign, config, model=False, result=result)
         key = report_cache.config_key(run_dir / "config.yaml", run_dir)
+        drawn, model_html = drawn_parts(data), {}
+        kept: dict[str, Any] = {"drawn": drawn, "config": (key, config) if key else None}
+        if model:
+            if add_model_panels(data, campaign, result.best_x):
+                kept["panels"] = (report_cache.model_key(campaign.store), data)
+            model_html = kept["model_html"] = panel_html(data)
         report_cache.save(run_dir, digest, data, campaign.seed, result.best_x, report_cache.model_inputs(campaign),
-                          config=(key, config) if key else None)  # fmt: skip
-        if model and add_model_panels(data, campaign, result.best_x):
-            report_cache.save(run_dir, digest, panels=(report_cache.model_key(campaign.store), data))
-        return write_page(data, out)
+                          **kept)  # fmt: skip
+        return write_page(data, out, drawn, model_html)
     finally:
         campaign.store.close()
 

@@ -42,6 +42,7 @@ def test_saved_data_load_back_for_the_same_trials_and_config(tmp_path):
     assert report_cache.save(tmp_path, "abc", data, seed=3, best_x=[0.1, 0.2], model=model)
     cached, config = report_cache.load(tmp_path, "abc")
     assert config is None and cached is not None
+    cached.decode_frame()
     pd.testing.assert_frame_equal(cached.data.frame, data.frame, check_exact=True)
     assert cached.data.space == data.space and cached.best_x == [0.1, 0.2] and cached.model == model
     for name in report_cache.PLAIN_FIELDS:
@@ -75,3 +76,19 @@ def test_data_that_do_not_read_back_equal_are_not_kept(tmp_path, column):
 def test_no_config_file_no_cache(tmp_path):
     assert not report_cache.save(tmp_path, "abc", _data())
     assert not (tmp_path / report_cache.CACHE_NAME).exists()
+
+
+def test_drawn_parts_are_kept_for_the_code_that_drew_them(tmp_path, monkeypatch):
+    (tmp_path / "config.yaml").write_text("budget: 3\n")
+    drawn = {"counts": {"completed": 2, "failed": 1}, "best": "<section>best</section>",
+             "panels": {"history": "<section>h</section>", "pareto": None}}  # fmt: skip
+    assert report_cache.save(tmp_path, "abc", _data(), drawn=drawn)
+    cached, _ = report_cache.load(tmp_path, "abc")
+    assert cached.drawn == drawn and cached.data.frame is None  # the frame is decoded on demand
+    cached.decode_frame()
+    pd.testing.assert_frame_equal(cached.data.frame, _data().frame, check_exact=True)
+    monkeypatch.setattr(report_cache, "figures_key", lambda: "other code")
+    assert report_cache.load(tmp_path, "abc")[0].drawn is None
+    monkeypatch.undo()
+    report_cache.save(tmp_path, "abd", _data())  # other trials: the parts go with the data
+    assert report_cache.load(tmp_path, "abd")[0].drawn is None
