@@ -23,12 +23,13 @@ builds in minutes). Four arms, interleaved per repeat, wall and CPU seconds of e
 - ``after, nothing kept``: this code without ``report_data.json`` (a run of an older dsbo, or
   one whose trials changed since): it builds the campaign, gathers and keeps the data, and
   fits once from the campaign's last fit;
-- ``after, data kept, model fitted``: ``report_data.json`` without the model panels (what
-  ``blackbox ask``/``tell`` leave): the surrogate is fitted once from the campaign's last fit,
-  without the campaign;
-- ``after, as the run left it``: ``report_data.json`` as ``dsbo.optimize`` wrote it (data and
-  model panels; the command parses the configuration once and keeps it);
-- ``after, kept``: a report after another one (data, panels and configuration kept).
+- ``after, data kept, model fitted``: ``report_data.json`` without the model panels and the
+  drawn parts (what ``blackbox ask``/``tell`` leave): the surrogate is fitted once from the
+  campaign's last fit, without the campaign, and the page drawn;
+- ``after, as the run left it``: ``report_data.json`` as ``dsbo.optimize`` wrote it (data,
+  model panels and the page's drawn parts; the command parses the configuration once and
+  keeps it);
+- ``after, kept``: a report after another one (all of it and the configuration kept).
 
 ``config.yaml`` and ``report_data.json`` are put back as the run left them before each command
 (the old code rewrites ``config.yaml``). The runs are built in ``--work`` (kept between
@@ -196,7 +197,8 @@ def restore(run_dir: Path, kept: dict[str, bytes], arm: str) -> None:
         cache.write_bytes(kept["report_data.json"])
     elif arm == "after, data kept, model fitted":
         value = json.loads(kept["report_data.json"])
-        value.pop("panels", None)
+        value.pop("panels", None)  # what blackbox ask/tell keep: no model panels, nothing drawn
+        value.pop("drawn", None)
         cache.write_text(json.dumps(value))
 
 
