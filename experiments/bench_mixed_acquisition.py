@@ -144,6 +144,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     add_out_argument(parser, OUT)
     args = parser.parse_args(argv)
     out = output_folder(args.out, args.smoke, OUT, "bench_mixed_acquisition")
+    out.mkdir(parents=True, exist_ok=True)
     torch.set_num_threads(1)
     warnings.filterwarnings("ignore")
     problems = mixed_spaces.make_problems()
