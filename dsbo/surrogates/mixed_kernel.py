@@ -64,8 +64,6 @@ class OneHotCategoricalKernel(Kernel):
         return self.lengthscale @ self.membership.to(self.lengthscale).transpose(-1, -2)
 
     def forward(self, x1: Tensor, x2: Tensor, diag: bool = False, last_dim_is_batch: bool = False, **params) -> Tensor:
-        if last_dim_is_batch:
-            raise NotImplementedError("last_dim_is_batch is not supported by OneHotCategoricalKernel")
         membership = self.membership.to(x1)
         if diag:
             matches = (x1 * x2) @ membership  # ... x n x G
@@ -73,7 +71,10 @@ class OneHotCategoricalKernel(Kernel):
             # matches_g(x, x') = sum over the group's columns of x_j x'_j
             matches = torch.einsum("...ij,...kj,jg->...ikg", x1, x2, membership)
         lengthscale = self.lengthscale if diag else self.lengthscale.unsqueeze(-2)  # ... x 1 (x 1) x G
-        return torch.exp(-((1.0 - matches) / lengthscale).mean(-1))
+        scaled = (1.0 - matches) / lengthscale
+        if last_dim_is_batch:  # one kernel per categorical: ... x G x n (x m), as BoTorch's per column
+            return torch.exp(-scaled.movedim(-1, -2 if diag else -3))
+        return torch.exp(-scaled.mean(-1))
 
 
 def mixed_covar_module(d: int, groups: Sequence[Sequence[int]], use_rbf_kernel: bool = False) -> Kernel:

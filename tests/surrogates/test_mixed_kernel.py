@@ -30,6 +30,8 @@ def test_equals_botorchs_categorical_kernel_on_one_hot_rows():
     assert math.isclose(float(K[0, 1]), math.exp(-(1 / 0.7 + 1 / 2.0) / 2), rel_tol=1e-12)
     assert math.isclose(float(K[0, 3]), math.exp(-(1 / 2.0) / 2), rel_tol=1e-12)
     assert torch.allclose(ours(_one_hot(codes), diag=True), torch.ones(5, dtype=torch.double))
+    per_group = ours.forward(_one_hot(codes), _one_hot(codes), last_dim_is_batch=True)  # 2 x 5 x 5
+    assert torch.allclose(per_group.log().mean(0).exp(), K, atol=1e-12)
 
 
 def test_positive_semidefinite_on_relaxed_one_hot_values_and_batched():
