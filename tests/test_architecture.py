@@ -37,12 +37,12 @@ LAYERS: list[tuple[str, ...]] = [
     ("dsbo.problems",),
     ("dsbo.data",),
     ("dsbo.surrogates",),
-    ("dsbo.acquisition",),
+    ("dsbo.acquisition", "dsbo.stopping"),
     ("dsbo.contexts",),
     ("dsbo.campaign",),
     ("dsbo.analysis",),
     ("dsbo.runtime",),
-    ("dsbo.cli",),
+    ("dsbo.cli", "dsbo.integrations"),
     ("dsbo", "dsbo.optimize", "dsbo.blackbox", "dsbo.sweep", "dsbo.train", "dsbo.report"),
 ]
 #: Imports from a lower layer to a higher one, and why each is allowed (at most three).
