@@ -77,5 +77,16 @@ class TooManyFailuresError(EvaluationError):
         self.result = result
 
 
+class ReportError(EvaluationError, ValueError):
+    """An intermediate value a trial reported is unusable: not a finite number, a step that is
+    not an integer >= 0 or that does not come after the trial's last one. From inside an
+    evaluation it is a failed trial, with this message."""
+
+
+class TrialStoppedError(DsboError):
+    """A value was reported for a trial that was already stopped (early stopping): a stopped
+    trial takes no more values. Raised inside an evaluation it ends the trial as stopped."""
+
+
 class AllEvaluationsFailedWarning(UserWarning):
     """A run ended with evaluations but none completed: there is no best value."""

@@ -16,6 +16,9 @@ Trial statuses:
   report them through ``tell``).
 * ``completed`` evaluated, outcomes stored; used for fitting.
 * ``failed``    the evaluation raised or returned NaN/inf; the error is stored; never fitted.
+* ``stopped``   ended early by a stopping rule (:mod:`dsbo.stopping`) after reporting
+  intermediate values; its ``y`` is its last reported value (single objective without outcome
+  constraints; ``None`` otherwise). Not fitted as a finished trial; counts against the budget.
 * ``abandoned`` left pending by a crash and given up; neither fitted nor counted in the trial
   budget, but its cost stays in the cost ledger (it was paid for: a black box may have run
   it). A late result for it is still recorded while the budget has room (it then counts), and
@@ -50,8 +53,17 @@ optimized; 1 per evaluation when nothing says otherwise), written with the propo
 cost ledger (:meth:`Store.cost_used`, the sum over every trial, abandoned ones included: what
 was proposed was paid for) is exact after any crash. A cost known only once the evaluation
 ends (measured seconds) is reserved with the proposal and settled by :meth:`Store.complete` /
-:meth:`Store.fail` (``cost=``) in the same write as the outcome. Schema 2 added the column, schema 3 the lease columns ``worker`` and
-``heartbeat_at``; an older store is upgraded in place (its trials cost 1 each).
+:meth:`Store.fail` (``cost=``) in the same write as the outcome.
+
+**Intermediate values** (learning curves, issue 42): :meth:`Store.report` appends a pending
+trial's ``(step, value)`` pair to the table ``intermediate_values`` (one row per trial and
+step, committed at once, so a killed worker loses no reported value); steps are integers that
+increase within a trial; values are finite and in the store's sense (maximized, as ``y``).
+:meth:`Store.curves` reads them back, :meth:`Store.stop` ends a trial as ``stopped``.
+
+Schema 2 added the ``cost`` column, schema 3 the lease columns ``worker`` and
+``heartbeat_at``, schema 4 the status ``stopped`` and the table ``intermediate_values``; an
+older store is upgraded in place when it is opened (its trials cost 1 each).
 """
 
 from __future__ import annotations
@@ -73,12 +85,12 @@ if TYPE_CHECKING:
     from torch import Tensor
 
 
-from dsbo.errors import BudgetExhaustedError, StoreError
+from dsbo.errors import BudgetExhaustedError, ReportError, StoreError, TrialStoppedError
 
-SCHEMA_VERSION = 3
-STATUSES = ("pending", "completed", "failed", "abandoned")
+SCHEMA_VERSION = 4
+STATUSES = ("pending", "completed", "failed", "stopped", "abandoned")
 #: Statuses that count against a campaign's trial budget.
-BUDGETED = ("pending", "completed", "failed")
+BUDGETED = ("pending", "completed", "failed", "stopped")
 #: Statuses whose cost stays in the cost ledger: all of them. An abandoned trial frees its
 #: slot in the trial budget (it may never have run) but keeps its cost: it was committed when
 #: it was proposed, and a black box may have evaluated it (issue 32, item 4).
@@ -346,6 +358,81 @@ class Store(abc.ABC):
         """Record a failed evaluation with its error message (commits immediately); ``cost``
         as for :meth:`complete`."""
         self._finish(trial_id, "failed", None, str(error), eval_time, budget, cost)
+
+    @_timed
+    def stop(
+        self,
+        trial_id: int,
+        y: Sequence[float] | None,
+        eval_time: float | None = None,
+        budget: int | None = None,
+        cost: float | None = None,
+        reason: str | None = None,
+    ) -> None:
+        """End a pending trial as ``stopped`` (early stopping; commits immediately): ``y`` its
+        last reported value (or ``None``), ``reason`` the rule's sentence (kept in ``error``,
+        which a stopped trial does not otherwise use); ``cost`` as for :meth:`complete`."""
+        self._finish(trial_id, "stopped", None if y is None else _finite_json(y), reason, eval_time, budget, cost)
+
+    @_timed
+    def report(self, trial_id: int, step: int, value: float) -> None:
+        """Append ``(step, value)`` to the curve of pending trial ``trial_id`` (commits at once).
+
+        Raises:
+            ReportError: if ``step`` is not an integer >= 0 after the trial's last reported
+                step, or ``value`` is not a finite number; nothing is recorded.
+            TrialStoppedError: if the trial was stopped.
+            StoreError: if the trial does not exist or has ended otherwise.
+        """
+        if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+            raise ReportError(f"trial {trial_id}: a step must be an integer >= 0, got {step!r}")
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            raise ReportError(f"trial {trial_id}: the value reported at step {step} must be a finite number, got {value!r}")
+        with self._transaction() as execute:
+            rows = execute("SELECT status FROM trials WHERE id = ?", (trial_id,))
+            if not rows:
+                raise StoreError(f"trial {trial_id} does not exist")
+            status = rows[0]["status"]
+            if status == "stopped":
+                raise TrialStoppedError(f"trial {trial_id} was stopped; a stopped trial takes no more values")
+            if status != "pending":
+                raise StoreError(f"trial {trial_id} is {status}; only a running (pending) trial reports values")
+            last = execute("SELECT MAX(step) AS s FROM intermediate_values WHERE trial_id = ?", (trial_id,))[0]["s"]
+            if last is not None and step <= last:
+                raise ReportError(
+                    f"trial {trial_id}: step {step} does not come after the last reported step {last}; "
+                    "steps must increase"
+                )
+            execute(
+                "INSERT INTO intermediate_values (trial_id, step, value, reported_at) VALUES (?, ?, ?, {now})",
+                (trial_id, step, float(value)),
+            )
+
+    @_timed
+    def curves(self, trial_ids: Sequence[int] | None = None) -> dict[int, list[tuple[int, float]]]:
+        """The reported ``(step, value)`` pairs by trial id, in step order (trials that reported
+        nothing are left out); only ``trial_ids`` when given."""
+        if trial_ids is None:
+            rows = self._read("SELECT trial_id, step, value FROM intermediate_values ORDER BY trial_id, step")
+        else:
+            ids = [int(i) for i in trial_ids]
+            if not ids:
+                return {}
+            marks = ",".join("?" * len(ids))
+            rows = self._read(
+                f"SELECT trial_id, step, value FROM intermediate_values WHERE trial_id IN ({marks}) "
+                "ORDER BY trial_id, step",
+                ids,
+            )
+        curves: dict[int, list[tuple[int, float]]] = {}
+        for row in rows:
+            curves.setdefault(int(row["trial_id"]), []).append((int(row["step"]), float(row["value"])))
+        return curves
+
+    @_timed
+    def statuses(self) -> dict[int, str]:
+        """Every trial's status by id (what a stopping rule reads beside the curves)."""
+        return {int(r["id"]): r["status"] for r in self._read("SELECT id, status FROM trials ORDER BY id")}
 
     @_timed
     def abandon_pending(self, ids: Sequence[int] | None = None) -> list[int]:

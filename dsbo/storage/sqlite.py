@@ -18,13 +18,14 @@ import os
 import socket
 import sqlite3
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from dsbo.errors import StoreError, StoreLockedError
-from dsbo.storage.base import SCHEMA_VERSION, Store
+from dsbo.storage.base import SCHEMA_VERSION, STATUSES, Store
 
 _SQLITE_SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -35,7 +36,7 @@ CREATE TABLE IF NOT EXISTS trials (
     id            INTEGER PRIMARY KEY,
     batch         INTEGER NOT NULL,
     generator     TEXT NOT NULL,
-    status        TEXT NOT NULL CHECK (status IN ('pending','completed','failed','abandoned')),
+    status        TEXT NOT NULL CHECK (status IN ({statuses})),
     x             TEXT NOT NULL,
     y             TEXT,
     error         TEXT,
@@ -50,7 +51,17 @@ CREATE TABLE IF NOT EXISTS trials (
     heartbeat_at  REAL
 );
 CREATE INDEX IF NOT EXISTS trials_status ON trials (status);
-"""
+CREATE TABLE IF NOT EXISTS intermediate_values (
+    trial_id      INTEGER NOT NULL,
+    step          INTEGER NOT NULL,
+    value         REAL NOT NULL,
+    reported_at   REAL NOT NULL,
+    PRIMARY KEY (trial_id, step)
+);
+""".replace("{statuses}", ",".join(f"'{s}'" for s in STATUSES))
+#: The columns of the trials table, in order (a schema-3 store's table is rebuilt with them).
+_COLUMNS = ("id, batch, generator, status, x, y, error, created_at, completed_at, fit_time, acq_time, "
+            "eval_time, metadata, cost, worker, heartbeat_at")
 
 
 class TrialStore(Store):
@@ -74,6 +85,7 @@ class TrialStore(Store):
         super().__init__()
         self.path = str(path)
         self._lock_file = None
+        self._guard = threading.RLock()
         if self.path != ":memory:":
             try:
                 Path(self.path).parent.mkdir(parents=True, exist_ok=True)
@@ -84,22 +96,17 @@ class TrialStore(Store):
             if lock:
                 self._lock_file = _acquire_lock(Path(self.path + ".lock"))
         try:
-            self._conn = sqlite3.connect(self.path, isolation_level=None, timeout=30.0)
+            # one connection shared by the threads of this process (a thread executor's trials
+            # report their curves from their own threads); _guard serializes its use
+            self._conn = sqlite3.connect(self.path, isolation_level=None, timeout=30.0, check_same_thread=False)
             self._conn.row_factory = sqlite3.Row
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=FULL")
             self._conn.executescript(_SQLITE_SCHEMA)
             version = self.get_meta("schema_version")
-            if version is not None and int(version) in (1, 2):  # upgrade in place
-                columns = {r["name"] for r in self._conn.execute("PRAGMA table_info(trials)")}
-                for name, ddl in (
-                    ("cost", "REAL NOT NULL DEFAULT 1.0"),
-                    ("worker", "TEXT"),
-                    ("heartbeat_at", "REAL"),
-                ):
-                    if name not in columns:
-                        self._conn.execute(f"ALTER TABLE trials ADD COLUMN {name} {ddl}")
-                self.set_meta("schema_version", version := SCHEMA_VERSION)
+            if version is not None and int(version) in (1, 2, 3):  # upgrade in place
+                self._upgrade()
+                version = SCHEMA_VERSION
         except sqlite3.DatabaseError as exc:
             self._release_lock()
             raise StoreError(f"{self.path} is not a usable dsbo store: {exc}") from None
@@ -111,18 +118,40 @@ class TrialStore(Store):
                 f"{self.path} has store schema {version}, this dsbo reads schema {SCHEMA_VERSION}"
             )
 
+    def _upgrade(self) -> None:
+        """Bring a schema 1-3 store to :data:`SCHEMA_VERSION` in one transaction: the columns
+        schemas 2 and 3 added, then the trials table rebuilt with the status ``stopped`` in its
+        check (SQLite cannot alter a check; the rows and their ids are copied as they are).
+        The ``intermediate_values`` table was created with the schema."""
+        columns = {r["name"] for r in self._conn.execute("PRAGMA table_info(trials)")}
+        with self._transaction() as execute:
+            for name, ddl in (("cost", "REAL NOT NULL DEFAULT 1.0"), ("worker", "TEXT"), ("heartbeat_at", "REAL")):
+                if name not in columns:
+                    execute(f"ALTER TABLE trials ADD COLUMN {name} {ddl}")
+            [table] = execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'trials'")
+            if "'stopped'" not in table["sql"]:
+                create = _SQLITE_SCHEMA.split("CREATE TABLE IF NOT EXISTS trials (", 1)[1].split(");", 1)[0]
+                execute(f"CREATE TABLE trials_upgraded ({create})")
+                execute(f"INSERT INTO trials_upgraded ({_COLUMNS}) SELECT {_COLUMNS} FROM trials")
+                execute("DROP TABLE trials")
+                execute("ALTER TABLE trials_upgraded RENAME TO trials")
+                execute("CREATE INDEX IF NOT EXISTS trials_status ON trials (status)")
+            execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
+
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        return self._conn.execute(self._sql(sql), tuple(params)).fetchall()
+        with self._guard:
+            return self._conn.execute(self._sql(sql), tuple(params)).fetchall()
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[Callable[..., list[Any]]]:
-        self._conn.execute("BEGIN IMMEDIATE")
-        try:
-            yield lambda sql, params=(): self._conn.execute(self._sql(sql), tuple(params)).fetchall()
-        except BaseException:
-            self._conn.execute("ROLLBACK")
-            raise
-        self._conn.execute("COMMIT")
+        with self._guard:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield lambda sql, params=(): self._conn.execute(self._sql(sql), tuple(params)).fetchall()
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
 
     def proposal_lock(self) -> contextlib.AbstractContextManager[None]:
         """Nothing to take: the writer lock makes this process the store's only proposer."""

@@ -190,4 +190,4 @@ def test_sqlite_store_is_the_default_and_keeps_its_import_path(tmp_path):
     memory = open_store(None)
     assert memory.path == ":memory:"
     memory.close()
-    assert json.loads(json.dumps(SCHEMA_VERSION)) == 3
+    assert json.loads(json.dumps(SCHEMA_VERSION)) == 4
