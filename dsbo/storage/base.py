@@ -70,7 +70,6 @@ from __future__ import annotations
 
 import abc
 import contextlib
-import functools
 import json
 import math
 import os
@@ -85,7 +84,9 @@ if TYPE_CHECKING:
     from torch import Tensor
 
 
-from dsbo.errors import BudgetExhaustedError, ReportError, StoreError, TrialStoppedError
+from dsbo.errors import BudgetExhaustedError, StoreError
+from dsbo.storage.curves import CurveMethods
+from dsbo.storage.timed import timed as _timed
 
 SCHEMA_VERSION = 4
 STATUSES = ("pending", "completed", "failed", "stopped", "abandoned")
@@ -153,27 +154,7 @@ def new_worker_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
 
 
-def _timed(method: Callable) -> Callable:
-    """Add the wall time of an outermost store call to ``store.busy_seconds`` (and count it
-    in ``store.operations``)."""
-
-    @functools.wraps(method)
-    def wrapper(self: Store, *args: Any, **kwargs: Any) -> Any:
-        if self._depth:
-            return method(self, *args, **kwargs)
-        self._depth += 1
-        start = time.perf_counter()
-        try:
-            return method(self, *args, **kwargs)
-        finally:
-            self.busy_seconds += time.perf_counter() - start
-            self.operations += 1
-            self._depth -= 1
-
-    return wrapper
-
-
-class Store(abc.ABC):
+class Store(CurveMethods, abc.ABC):
     """The trial store's interface, with the SQL both backends share.
 
     A backend sets ``_placeholder`` (the driver's parameter mark) and ``_now`` (an SQL
@@ -373,66 +354,6 @@ class Store(abc.ABC):
         last reported value (or ``None``), ``reason`` the rule's sentence (kept in ``error``,
         which a stopped trial does not otherwise use); ``cost`` as for :meth:`complete`."""
         self._finish(trial_id, "stopped", None if y is None else _finite_json(y), reason, eval_time, budget, cost)
-
-    @_timed
-    def report(self, trial_id: int, step: int, value: float) -> None:
-        """Append ``(step, value)`` to the curve of pending trial ``trial_id`` (commits at once).
-
-        Raises:
-            ReportError: if ``step`` is not an integer >= 0 after the trial's last reported
-                step, or ``value`` is not a finite number; nothing is recorded.
-            TrialStoppedError: if the trial was stopped.
-            StoreError: if the trial does not exist or has ended otherwise.
-        """
-        if isinstance(step, bool) or not isinstance(step, int) or step < 0:
-            raise ReportError(f"trial {trial_id}: a step must be an integer >= 0, got {step!r}")
-        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-            raise ReportError(f"trial {trial_id}: the value reported at step {step} must be a finite number, got {value!r}")
-        with self._transaction() as execute:
-            rows = execute("SELECT status FROM trials WHERE id = ?", (trial_id,))
-            if not rows:
-                raise StoreError(f"trial {trial_id} does not exist")
-            status = rows[0]["status"]
-            if status == "stopped":
-                raise TrialStoppedError(f"trial {trial_id} was stopped; a stopped trial takes no more values")
-            if status != "pending":
-                raise StoreError(f"trial {trial_id} is {status}; only a running (pending) trial reports values")
-            last = execute("SELECT MAX(step) AS s FROM intermediate_values WHERE trial_id = ?", (trial_id,))[0]["s"]
-            if last is not None and step <= last:
-                raise ReportError(
-                    f"trial {trial_id}: step {step} does not come after the last reported step {last}; "
-                    "steps must increase"
-                )
-            execute(
-                "INSERT INTO intermediate_values (trial_id, step, value, reported_at) VALUES (?, ?, ?, {now})",
-                (trial_id, step, float(value)),
-            )
-
-    @_timed
-    def curves(self, trial_ids: Sequence[int] | None = None) -> dict[int, list[tuple[int, float]]]:
-        """The reported ``(step, value)`` pairs by trial id, in step order (trials that reported
-        nothing are left out); only ``trial_ids`` when given."""
-        if trial_ids is None:
-            rows = self._read("SELECT trial_id, step, value FROM intermediate_values ORDER BY trial_id, step")
-        else:
-            ids = [int(i) for i in trial_ids]
-            if not ids:
-                return {}
-            marks = ",".join("?" * len(ids))
-            rows = self._read(
-                f"SELECT trial_id, step, value FROM intermediate_values WHERE trial_id IN ({marks}) "
-                "ORDER BY trial_id, step",
-                ids,
-            )
-        curves: dict[int, list[tuple[int, float]]] = {}
-        for row in rows:
-            curves.setdefault(int(row["trial_id"]), []).append((int(row["step"]), float(row["value"])))
-        return curves
-
-    @_timed
-    def statuses(self) -> dict[int, str]:
-        """Every trial's status by id (what a stopping rule reads beside the curves)."""
-        return {int(r["id"]): r["status"] for r in self._read("SELECT id, status FROM trials ORDER BY id")}
 
     @_timed
     def abandon_pending(self, ids: Sequence[int] | None = None) -> list[int]:
