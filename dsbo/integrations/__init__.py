@@ -1,0 +1,10 @@
+"""Adapters to other tools; each imports its peer library lazily; nothing in dsbo imports this
+package.
+
+The top layer, beside :mod:`dsbo.cli`: an adapter may import every package of dsbo, and lives
+in a module of its own that imports its peer library (an optional extra) at the top, so that
+importing this package pulls in none of them. :mod:`~dsbo.integrations.lightning` holds
+:class:`~dsbo.integrations.lightning.ReportCallback`, a PyTorch Lightning callback that
+reports a trial's validation metric to dsbo and stops ``Trainer.fit`` when the trial's
+stopping rule says so.
+"""
