@@ -35,17 +35,19 @@ from torch import Tensor
 from dsbo.acquisition import History, OptimizerSettings, Policy, make_policy
 from dsbo.acquisition.base import PostProcessor, make_postprocessor
 from dsbo.acquisition.sparsity import DEFAULT_TOLERANCE, num_changed
+from dsbo.campaign.early_stopping import (
+    EarlyStopping,
+    RunningTrial,
+    TrialEvaluator,
+    takes_trial,
+    training_data,
+)
 from dsbo.campaign.execution import MAX_SEED, Execution, positive_int
 from dsbo.campaign.given_points import GivenPoints
-from dsbo.campaign.history import (
-    CampaignResult,
-    best_trial,
-    changed_parameters,
-    history_frame,
-    sparsity_reference,
-)
-from dsbo.campaign.ledger import Ledger, completed_eval_times, cost_source, design_sequence
+from dsbo.campaign.history import CampaignResult, sparsity_reference
+from dsbo.campaign.ledger import STEPS, Ledger, completed_eval_times, cost_source, design_sequence
 from dsbo.campaign.outcome_warping import WARPINGS, warp_outcomes
+from dsbo.campaign.results import CampaignResults
 from dsbo.campaign.validation import (
     check_campaign,
     check_context_policy,
@@ -61,7 +63,6 @@ from dsbo.surrogates import SurrogateSpec, fit_surrogate, warm_start
 
 Callback = Callable[["Campaign", list[Trial]], None]
 if TYPE_CHECKING:
-    import pandas as pd
 
     from dsbo.campaign.contextual import ContextStep
     from dsbo.runtime.evaluation import Evaluator
@@ -72,7 +73,7 @@ EXACT_CHOLESKY_SIZE = 100_000
 #: Seeds are 32-bit unsigned integers (NumPy's and Sobol's limit).
 
 
-class Campaign(GivenPoints):
+class Campaign(GivenPoints, CampaignResults):
     """Bayesian optimization of ``problem`` with a durable, resumable record.
 
     Args:
@@ -134,6 +135,15 @@ class Campaign(GivenPoints):
             ranks; ``"winsorize"``: to the values with the bad tail clipped at the Tukey fence
             ``Q1 - 1.5 IQR`` (:mod:`dsbo.campaign.outcome_warping`; single objective, robust to
             outliers such as diverged training runs); ``None``: to the raw values.
+        early_stopping: A stopping rule for trials that report intermediate values
+            (:mod:`dsbo.stopping`: ``"median"``, ``"percentile"``, ``"asha"``, ``"hyperband"``,
+            or ``{"name": ..., **options}``), optionally with ``model: "bohb"`` (fit the surrogate
+            on the highest rung with enough trials); ``None``: curves are recorded, nothing is
+            stopped (:mod:`dsbo.campaign.early_stopping`). An evaluator ``f(x, trial)`` gets
+            the running trial to report to.
+        max_steps: The steps (epochs) of a full trial.
+        budget_steps: A budget in steps (needs ``max_steps``): each trial is charged the steps
+            it used, so a stopped trial costs less than a full one.
         lease: Seconds a pending trial stays its worker's without a heartbeat; on a shared
             store (PostgreSQL) a trial whose lease ran out (its worker died) is taken over by
             another worker and retried (``on_pending="retry"``, at most ``worker_retries``
@@ -172,6 +182,9 @@ class Campaign(GivenPoints):
         parallel: int = 1,
         lease: float = 60.0,
         outcome_warping: str | None = None,
+        early_stopping: Any = None,
+        max_steps: int | None = None,
+        budget_steps: int | None = None,
     ) -> None:
         self.problem = problem
         self.surrogate = SurrogateSpec.coerce(surrogate)
@@ -183,9 +196,14 @@ class Campaign(GivenPoints):
         settings = ContextSettings.coerce(contexts)
         if settings is None and problem.is_contextual:
             settings = ContextSettings()
+        #: Early stopping: the rule and the steps of a full trial (``None``: no curves asked for).
+        self.early_stopping = EarlyStopping.build(early_stopping, max_steps, budget_steps)
+        if budget_steps is not None and budget_cost is not None:
+            raise ConfigError("give budget_cost or budget_steps, not both")
+        source = STEPS if budget_steps is not None else cost_source(problem, self.policy, contextual=settings is not None)
         #: The budget (trials, cost units), what each trial is charged, and what is left.
-        self.ledger = Ledger(budget, budget_cost, problem.design_cost,
-                             cost_source(problem, self.policy, contextual=settings is not None))  # fmt: skip
+        self.ledger = Ledger(budget, budget_steps if budget_steps is not None else budget_cost,
+                             problem.design_cost, source, max_steps)  # fmt: skip
         self.q = positive_int("q", q)
         n_init_given = n_init
         if n_init is None:
@@ -366,7 +384,7 @@ class Campaign(GivenPoints):
         n_proposed = self.store.count(BUDGETED)
         fit_time = acq_time = 0.0
         fit_states: list = []
-        X_done, Y_done = self.store.completed_data()
+        X_done, Y_done = training_data(self.store, self.early_stopping, self.problem.dim)
         Y_done = warp_outcomes(Y_done, self.problem.num_objectives, self.outcome_warping)
         n_design = self.n_init + self.include_default
         if n_proposed < n_design:  # the design's next points that the cost budget can pay for
@@ -489,6 +507,9 @@ class Campaign(GivenPoints):
                 spent; nothing is recorded.
             StoreError: if the trial does not exist or was already told.
         """
+        current = self.store.get(trial_id)
+        if current.status == "stopped":  # stopped while it ran: its outcome was recorded then
+            return current
         if error is None:
             y = self.problem.parse_outcomes(values)
             try:
@@ -497,11 +518,31 @@ class Campaign(GivenPoints):
                 error = exc
             else:
                 self.store.complete(trial_id, y, eval_time=eval_time, budget=self.budget,
-                                    cost=self.ledger.settle(eval_time))  # fmt: skip
+                                    cost=self.ledger.settle(eval_time, self._steps_used(trial_id, None)))  # fmt: skip
                 return self.store.get(trial_id)
         message = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
-        self.store.fail(trial_id, message, eval_time=eval_time, budget=self.budget, cost=self.ledger.settle(eval_time))
+        self.store.fail(trial_id, message, eval_time=eval_time, budget=self.budget,
+                        cost=self.ledger.settle(eval_time, self._steps_used(trial_id, 0)))  # fmt: skip
         return self.store.get(trial_id)
+
+    def _steps_used(self, trial_id: int, without_reports: int | None) -> int | None:
+        """The last step ``trial_id`` reported (``without_reports`` if it reported none)."""
+        if self.ledger.source != STEPS:
+            return None
+        curve = self.store.curves([trial_id]).get(trial_id)
+        return curve[-1][0] if curve else without_reports
+
+    # ------------------------------------------------------------------ early stopping
+    def running(self, trial: Trial | int) -> RunningTrial:
+        """The handle an evaluation of ``trial`` (a pending trial or its id) reports to:
+        ``report(step, value)`` and ``should_stop()`` (:mod:`dsbo.campaign.early_stopping`)."""
+        return RunningTrial(self, trial if isinstance(trial, Trial) else self.store.get(trial))
+
+    def evaluator_for(self, trial: Trial) -> Callable[[Any], Any]:
+        """``x -> outcomes`` for ``trial``: the evaluator, given the running trial when it
+        takes one (``f(x, trial)``)."""
+        evaluator = self.execution.evaluator
+        return TrialEvaluator(evaluator, self.running(trial)) if takes_trial(evaluator) else evaluator
 
     # ------------------------------------------------------------------ driving
     # Evaluating and driving are the runtime's (dsbo.runtime.driver); these methods hand the
@@ -537,57 +578,6 @@ class Campaign(GivenPoints):
         previous = self.store.get_meta(warm_start.META_KEY)
         with gpytorch.settings.max_cholesky_size(EXACT_CHOLESKY_SIZE):
             return fit_surrogate(self.surrogate, X, Y, self.problem.bounds, selection_seed=self.seed, previous_fits=previous, categorical_groups=self.problem.space.one_hot_groups)  # fmt: skip
-
-    # ------------------------------------------------------------------ results
-    def best(self) -> tuple[float | None, Trial | None]:
-        """Best feasible objective (single objective, stored: maximization sense) or the
-        hypervolume (multi-objective)."""
-        return best_trial(self.store.trials("completed"), self.problem)
-
-    def best_value(self) -> float | None:
-        """The best feasible objective in the user's direction (lower is better when
-        minimizing), or the hypervolume (multi-objective); ``None`` before any."""
-        value, _ = self.best()
-        return value if self.problem.is_multi_objective else self.problem.outcomes.user_objective(value)
-
-    def history(self) -> pd.DataFrame:
-        """Every trial as a row: parameters, outcomes, status, error, timings, best so far."""
-        return history_frame(self.store.trials(), self.problem)
-
-    def result(self) -> CampaignResult:
-        """What the campaign found, in the user's terms (:class:`~dsbo.space.Outcomes`): the best
-        objective (lower is better when minimizing; several: the hypervolume) and the history."""
-        value, trial = self.best()
-        if not self.problem.is_multi_objective:
-            value = self.problem.outcomes.user_objective(value)
-        return CampaignResult(
-            best_value=value,
-            best_x=None if trial is None else trial.x,
-            num_completed=self.store.count("completed"),
-            num_failed=self.store.count("failed"),
-            num_changed_best=None if trial is None else trial.metadata.get("num_changed"),
-            history=self.history(),
-            changes_from=self.changes_from,
-            changes_best=None if trial is None else self.changes(trial.x),
-            best_params=None if trial is None else self.problem.params(trial.x),
-            cost_used=self.cost_used,
-            cost_source=self.ledger.source,
-            bayes_regret=self.bayes_regret(),
-        )
-
-    def bayes_regret(self) -> dict[str, Any] | None:
-        """The Bayes regret of the completed points (multi-objective problems; else ``None``)."""
-        if not self.problem.is_multi_objective:
-            return None
-        from dsbo.acquisition.scalarized import campaign_bayes_regret
-
-        _, Y = self.store.completed_data()
-        return campaign_bayes_regret(self.problem, self.policy, Y, seed=self.seed)
-
-    def changes(self, x: Sequence[float]) -> list[dict[str, Any]]:
-        """The parameters ``x`` changes from the reference point (see ``changes_from``)."""
-        return changed_parameters(x, self.reference_point, self.problem, self.sparsity_tol)
-
 
 def _driver() -> Any:
     """The runtime's driver module: the one import of this layer from a higher one (the

@@ -23,6 +23,11 @@ paid for; :meth:`~dsbo.storage.base.Store.cost_used`), is exact after any crash.
   evaluation can take the ledger past ``budget_cost`` by what it took beyond its estimate:
   the ledger records what was measured, never a capped number.
 
+* ``"steps"``: a budget in steps (``budget_steps``, early stopping:
+  :mod:`dsbo.campaign.early_stopping`). A trial reserves ``max_steps`` when it is proposed (or
+  what is left, if less) and is charged the last step it reported when it ends, so a stopped
+  trial costs the steps it used; a completed trial that reported nothing keeps its reservation.
+
 **Affordability** (issue 32, item 3): a run with a cost budget proposes only what it can pay
 for, and stops only when nothing affordable remains. The ledger knows the cheapest evaluation
 (:meth:`Ledger.cheapest`): the design cost; for a cost function the smallest valid
@@ -62,8 +67,9 @@ DESIGN_COST = "design cost"
 COST_FUNCTION = "cost function"
 CONTEXT_COSTS = "design and context costs"
 MEASURED_SECONDS = "measured seconds"
+STEPS = "steps"
 #: What a campaign's trials can be charged (module doc).
-COST_SOURCES = (DESIGN_COST, COST_FUNCTION, CONTEXT_COSTS, MEASURED_SECONDS)
+COST_SOURCES = (DESIGN_COST, COST_FUNCTION, CONTEXT_COSTS, MEASURED_SECONDS, STEPS)
 #: Points of the campaign's Sobol sequence past the initial design on which the cheapest
 #: ``lambda(x)`` is taken (and from which unaffordable candidates are replaced): in 3
 #: dimensions the smallest of 2048 scrambled Sobol costs is within about 0.2 % of a range's
@@ -135,7 +141,8 @@ class Ledger:
     """
 
     def __init__(
-        self, budget: int | None, budget_cost: float | None, design_cost: float, source: str = DESIGN_COST
+        self, budget: int | None, budget_cost: float | None, design_cost: float, source: str = DESIGN_COST,
+        max_steps: int | None = None,
     ) -> None:
         if budget_cost is not None and (
             isinstance(budget_cost, bool)
@@ -150,12 +157,16 @@ class Ledger:
         if budget is None:
             if budget_cost is None:
                 budget = 30
-            elif source == MEASURED_SECONDS:
+            elif source in (MEASURED_SECONDS, STEPS):
                 budget = MEASURED_TRIAL_CAP
             else:
                 budget = max(1, int(budget_cost / design_cost))
         self.trials = positive_int("budget", budget)
         self.design_cost = design_cost
+        #: The steps a full trial reserves of a budget in steps.
+        self.max_steps = max_steps
+        if source == STEPS and max_steps is None:
+            raise ConfigError("a budget in steps needs max_steps, the steps of a full trial")
         #: Set once the store refused a proposal's cost (it exceeded what was left).
         self.exhausted = False
         self._problem: Problem | None = None
@@ -188,6 +199,8 @@ class Ledger:
         if self.source == MEASURED_SECONDS:
             times = self.measured(store)
             return min(times) if times else 0.0
+        if self.source == STEPS:
+            return 1.0  # a trial that has one step left may still run it
         if self._screens():
             valid = [c for c in self.dense()[1] if math.isfinite(c)]
             return min(valid) if valid else self.design_cost
@@ -244,6 +257,13 @@ class Ledger:
         """What each candidate is charged when proposed, and the reason where its cost is
         unusable. Measured seconds reserve an estimate (module doc), noted in the metadata
         as ``cost_reserved``."""
+        if self.source == STEPS:
+            left, costs = self.left(store), []
+            for meta in metadata:
+                meta["cost_reserved"] = float(min(self.max_steps, max(left, 0.0)))
+                costs.append(meta["cost_reserved"])
+                left -= costs[-1]
+            return costs, [None] * len(costs)
         if self.source != MEASURED_SECONDS:
             return self.evaluation_costs(problem, X)
         floor = self.cheapest(store)
@@ -255,13 +275,20 @@ class Ledger:
             costs.append(meta["cost_reserved"])
         return costs, [None] * len(costs)
 
-    def settle(self, eval_time: float | None) -> float | None:
+    def settle(self, eval_time: float | None, steps: int | None = None) -> float | None:
         """The cost to record when a trial ends: its measured seconds for a measured-seconds
-        ledger (``None``, keeping the reservation, when it was not timed); ``None`` otherwise
-        (the cost was known when it was proposed)."""
+        ledger (``None``, keeping the reservation, when it was not timed); the last step it
+        reported for a budget in steps (``None``, keeping the reservation, when ``steps`` is
+        not given); ``None`` otherwise (the cost was known when it was proposed)."""
+        if self.source == STEPS:
+            return None if steps is None else float(steps)
         if self.source != MEASURED_SECONDS or eval_time is None or not 0 <= eval_time < math.inf:
             return None
         return float(eval_time)
+
+    def reserved_steps(self, trial: Any) -> float | None:
+        """The steps a pending trial reserved of a budget in steps (``None`` for other budgets)."""
+        return float(trial.cost) if self.source == STEPS else None
 
     # ------------------------------------------------------------------ affordable points
     def dense(self) -> tuple[Tensor, list[float]]:

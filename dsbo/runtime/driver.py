@@ -36,6 +36,7 @@ def evaluate(campaign: Campaign, trials: Sequence[Trial]) -> list[Trial]:
     :class:`~dsbo.errors.EvaluationError` says how to resume.
     """
     done: list[Trial] = []
+    by_id = {t.id: t for t in trials}
 
     def report(trial_id: int, value: Any, error: BaseException | None, seconds: float) -> None:
         if value is UNFINISHED:
@@ -55,6 +56,7 @@ def evaluate(campaign: Campaign, trials: Sequence[Trial]) -> list[Trial]:
         executor=campaign.execution.executor,
         timeout=campaign.execution.eval_timeout,
         worker_retries=campaign.execution.worker_retries,
+        bind=lambda trial_id: campaign.evaluator_for(by_id[trial_id]),
     )
     return sorted(done, key=lambda t: t.id)
 
@@ -112,7 +114,7 @@ def run(campaign: Campaign) -> CampaignResult:
 
         return run_parallel(campaign)
     resume_pending(campaign)
-    consecutive = trailing_failures(campaign.store.trials(("completed", "failed")))
+    consecutive = trailing_failures(campaign.store.trials(("completed", "failed", "stopped")))
     while campaign.remaining > 0:
         for trial in step(campaign):
             consecutive = consecutive + 1 if trial.status == "failed" else 0

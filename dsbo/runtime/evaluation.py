@@ -84,6 +84,7 @@ def evaluate_batch(
     executor: Executor | None = None,
     timeout: float | None = None,
     worker_retries: int = 1,
+    bind: Callable[[int], Evaluator] | None = None,
 ) -> None:
     """Evaluate ``(trial_id, x)`` pairs and ``report`` each outcome as it ends.
 
@@ -95,6 +96,8 @@ def evaluate_batch(
         executor: ``None`` evaluates one trial after the other in this process.
         timeout: Seconds an evaluation may run (``None``: no limit).
         worker_retries: Resubmissions of a trial whose worker process died.
+        bind: ``trial_id -> evaluator`` where each trial has its own (one that reports to
+            the running trial: :meth:`Campaign.evaluator_for <dsbo.campaign.Campaign.evaluator_for>`).
 
     Raises:
         EvaluationError: if the executor broke as a whole (after reporting every trial).
@@ -109,13 +112,13 @@ def evaluate_batch(
             start = time.perf_counter()
             try:
                 with time_limit(timeout):
-                    value, seconds = timed_call(evaluator, x)
+                    value, seconds = timed_call(evaluator if bind is None else bind(trial_id), x)
             except Exception as exc:  # noqa: BLE001 - any evaluator error is data, not a crash
                 report(trial_id, None, exc, time.perf_counter() - start)
             else:
                 report(trial_id, value, None, seconds)
         return
-    _evaluate_with_executor(evaluator, trials, report, executor, timeout, worker_retries)
+    _evaluate_with_executor(evaluator, trials, report, executor, timeout, worker_retries, bind)
 
 
 def _evaluate_with_executor(
@@ -125,6 +128,7 @@ def _evaluate_with_executor(
     executor: Executor,
     timeout: float | None,
     worker_retries: int,
+    bind: Callable[[int], Evaluator] | None = None,
 ) -> None:
     points = dict(trials)
     retries = dict.fromkeys(points, 0)
@@ -135,7 +139,8 @@ def _evaluate_with_executor(
     def submit(trial_id: int) -> None:
         nonlocal broken
         try:
-            futures[executor.submit(timed_call, evaluator, points[trial_id])] = trial_id
+            function = evaluator if bind is None else bind(trial_id)
+            futures[executor.submit(timed_call, function, points[trial_id])] = trial_id
         except (BrokenExecutor, RuntimeError) as exc:  # broken, or shut down
             broken = broken or exc
             report(trial_id, UNFINISHED, exc, 0.0)

@@ -170,7 +170,7 @@ def _record(campaign: Campaign, ask_timing: dict[str, float], trial: Trial) -> N
 
 def _run_in_process(campaign: Campaign) -> None:
     """One batch of ``q`` trials at a time in this process (a worker of a shared campaign)."""
-    consecutive = [trailing_failures(campaign.store.trials(("completed", "failed")))]
+    consecutive = [trailing_failures(campaign.store.trials(("completed", "failed", "stopped")))]
     while True:
         trials = acquire(campaign, q=campaign.q)
         if not trials:
@@ -193,13 +193,13 @@ def _run_with_executor(campaign: Campaign) -> None:
     started: dict[Future, float] = {}
     retries: dict[int, int] = {}
     ask_timings: dict[int, dict[str, float]] = {}
-    consecutive = [trailing_failures(campaign.store.trials(("completed", "failed")))]
+    consecutive = [trailing_failures(campaign.store.trials(("completed", "failed", "stopped")))]
     broken: BaseException | None = None
 
     def submit(trial: Trial) -> None:
         nonlocal broken
         try:
-            in_flight[executor.submit(timed_call, campaign.execution.evaluator, trial.x)] = trial
+            in_flight[executor.submit(timed_call, campaign.evaluator_for(trial), trial.x)] = trial
         except (BrokenExecutor, RuntimeError) as exc:  # broken, or shut down: stays pending
             broken = broken or exc
 
@@ -280,7 +280,7 @@ def _tell(campaign: Campaign, trial: Trial, **kwargs: Any) -> Trial | None:
     try:
         return campaign.tell(trial.id, **kwargs)
     except StoreError:
-        if campaign.store.get(trial.id).status in ("completed", "failed"):
+        if campaign.store.get(trial.id).status in ("completed", "failed", "stopped"):
             return None  # told by the worker that lost the lease: one outcome is kept
         raise
 

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from dsbo.campaign import Campaign
+    from dsbo.campaign.early_stopping import RunningTrial
 
 #: ``surrogate="auto"`` fits an exact GP to spaces of at most this many searched parameters and
 #: the MAP-SAAS ensemble to larger ones (:func:`auto_surrogate`).
@@ -70,10 +71,26 @@ def auto_surrogate(space: SearchSpace) -> str:
 @dataclass
 class Suggestion:
     """A proposed trial: its id in the store and its named values (give it back to
-    :meth:`Tuner.tell`)."""
+    :meth:`Tuner.tell`). While it is evaluated it can :meth:`report` intermediate values and
+    ask whether it :meth:`should_stop` (early stopping, :mod:`dsbo.campaign.early_stopping`)."""
 
     trial_id: int
     params: dict[str, Any]
+    running: RunningTrial | None = field(default=None, repr=False, compare=False)
+
+    def report(self, step: int, value: Any) -> None:
+        """Record the objective's ``value`` at ``step`` (the user's direction; committed at once)."""
+        self._running().report(step, value)
+
+    def should_stop(self) -> bool:
+        """Whether the search's stopping rule says this trial should stop now (then tell it
+        anything, or nothing: it is recorded as stopped)."""
+        return self._running().should_stop()
+
+    def _running(self) -> RunningTrial:
+        if self.running is None:
+            raise ConfigError("this suggestion was not handed out by Tuner.ask: it cannot report")
+        return self.running
 
 
 @dataclass
@@ -162,6 +179,15 @@ class Tuner:
             default). 1, as the command lines: on small BO problems more threads made each
             step several times slower on a loaded 2-core machine.
         dry_run: Check every part with one dry iteration before anything is evaluated.
+        early_stopping: Stop bad trials early: a rule of :mod:`dsbo.stopping` (``"median"``,
+            ``"percentile"``, ``"asha"``, ``"hyperband"``, or ``{"name": ..., **options}``;
+            ``model: "bohb"`` also fits the surrogate on the trials' values at the highest rung
+            with enough of them). The function then takes the trial, ``f(params, trial)``, and
+            calls ``trial.report(step, value)`` and ``trial.should_stop()``
+            (:mod:`dsbo.campaign.early_stopping`).
+        max_steps: The steps (epochs) of a full trial.
+        budget_steps: The budget in steps instead of trials: each trial costs the steps it
+            used (needs ``max_steps``).
 
     Raises:
         ConfigError: for any bad setting or parameter, before anything is evaluated.
@@ -194,6 +220,9 @@ class Tuner:
         dry_run: bool = True,
         threads: int | None = 1,
         outcome_warping: str | None = "copula",
+        early_stopping: Any = None,
+        max_steps: int | None = None,
+        budget_steps: int | None = None,
     ) -> None:
         from dsbo.campaign import Campaign
         from dsbo.problems import get_problem
@@ -240,7 +269,8 @@ class Tuner:
             from concurrent.futures import ThreadPoolExecutor
 
             executor = self._own_executor = ThreadPoolExecutor(workers)
-        self._function: Callable[[dict[str, Any]], Any] | None = None
+        self._function: Callable[..., Any] | None = None
+        self._takes_trial = False
         #: Trials this Tuner handed out by :meth:`ask` (pending ones it did not are handed out first).
         self._handed_out: set[int] = set()
         with self._torch_threads():  # the dry iteration fits and proposes too
@@ -249,7 +279,8 @@ class Tuner:
                 seed=seed, store=store, evaluator=self._evaluate, executor=executor, optimizer=optimizer,
                 callbacks=callbacks, postprocess=postprocess, eval_timeout=eval_timeout,
                 include_default=include_default, dry_run=dry_run, parallel=workers,
-                outcome_warping=outcome_warping,
+                outcome_warping=outcome_warping, early_stopping=early_stopping, max_steps=max_steps,
+                budget_steps=budget_steps,
             )  # fmt: skip
 
     @property
@@ -299,7 +330,7 @@ class Tuner:
                 break
             trials += [t for t in new if t.status == "pending"]  # a trial whose cost failed is recorded already
         self._handed_out.update(t.id for t in trials)
-        suggestions = [Suggestion(t.id, self.campaign.problem.params(t.x)) for t in trials]
+        suggestions = [Suggestion(t.id, self.campaign.problem.params(t.x), self.campaign.running(t)) for t in trials]
         if n is None:
             return suggestions[0] if suggestions else None
         return suggestions
@@ -342,15 +373,18 @@ class Tuner:
         else:
             self.campaign.tell(trial_id, value)
 
-    def _evaluate(self, x: Any) -> Any:
+    def _evaluate(self, x: Any, trial: RunningTrial) -> Any:
         if self._function is None:
             raise ConfigError("this Tuner has no function to evaluate: use ask/tell, or dsbo.minimize/maximize")
+        if self._takes_trial:
+            return self._function(self.campaign.problem.params(x), trial)
         return self._function(self.campaign.problem.params(x))
 
     # ------------------------------------------------------------------ driving
     def run(self, function: Callable[[dict[str, Any]], Any]) -> TunerResult:
-        """Evaluate ``function`` (``{name: value} -> number or mapping``) until the budget is
-        spent; returns :meth:`result`.
+        """Evaluate ``function`` (``{name: value} -> number or mapping``, or ``f(params,
+        trial)`` to report intermediate values) until the budget is spent; returns
+        :meth:`result`.
 
         Raises:
             TooManyFailuresError: after ``max_consecutive_failures`` failures in a row; its
@@ -358,7 +392,14 @@ class Tuner:
         """
         if not callable(function):
             raise ConfigError(f"the function to optimize must be callable, got {function!r}")
-        self._function = function
+        from dsbo.campaign.early_stopping import takes_trial
+
+        self._function, self._takes_trial = function, takes_trial(function)
+        if self.campaign.early_stopping is not None and self.campaign.early_stopping.rule is not None and not self._takes_trial:
+            raise ConfigError(
+                "early_stopping needs a function that takes the trial, f(params, trial), and calls "
+                "trial.report(step, value) and trial.should_stop()"
+            )
         try:
             with self._torch_threads():
                 self.campaign.run()

@@ -1,0 +1,292 @@
+"""Early stopping inside a campaign: trials that report intermediate values, and a rule that
+stops the bad ones (issue 42).
+
+A trial being evaluated is a :class:`RunningTrial`: it reports ``(step, value)`` pairs
+(:meth:`RunningTrial.report`, the value in the user's direction, e.g. a validation loss the
+search minimizes) and asks whether to go on (:meth:`RunningTrial.should_stop`, Optuna's
+``should_prune``). Every report is committed to the store at once
+(:meth:`~dsbo.storage.base.Store.report`), and every decision is taken by the campaign's
+stopping rule (:mod:`dsbo.stopping`) from the curves the store holds, never from memory:
+workers sharing a PostgreSQL store decide from each other's curves without any barrier, and a
+resumed campaign decides as the uninterrupted one would. A trial told to stop is recorded as
+``stopped`` at once, with its last value and the rule's reason; the evaluation then returns
+(its return value is ignored) or raises :class:`~dsbo.errors.TrialStoppedError` by reporting
+again, which also ends it as stopped.
+
+**Steps and the budget in steps.** A step counts the units trained so far (epochs: the first
+epoch is step 1). With ``budget_steps`` the campaign's budget is counted in steps
+(:mod:`dsbo.campaign.ledger`, cost source ``"steps"``): a new trial reserves ``max_steps`` (or
+what is left, if less) when it is proposed, and is charged the last step it reported when it
+ends (a completed trial that reported nothing keeps its reservation), so a stopped trial costs
+what it used. A trial whose reservation is smaller than ``max_steps`` is stopped when it
+reaches it (the budget ran out).
+
+**Retries.** A trial that a crash left pending is evaluated again (``on_pending="retry"``):
+its curve so far is kept, and reports of steps it already holds are replays, ignored, so no
+reported value is lost and no step is charged twice; :attr:`RunningTrial.last_step` tells an
+evaluation that keeps checkpoints where to resume. Within one evaluation steps must increase
+(:class:`~dsbo.errors.ReportError` otherwise, a failed trial), and values must be finite.
+
+Example:
+    >>> def train(params, trial):
+    ...     for epoch in range(1, 28):
+    ...         loss = fit_one_epoch(params)
+    ...         trial.report(epoch, loss)
+    ...         if trial.should_stop():
+    ...             break
+    ...     return loss
+    >>> dsbo.minimize(train, space, early_stopping="asha", max_steps=27, budget_steps=540)
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from dsbo.errors import ConfigError, TrialStoppedError
+from dsbo.space.outcomes import to_number
+from dsbo.stopping import Decision, StoppingRule, TrialCurve, make_rule
+
+if TYPE_CHECKING:
+    from torch import Tensor
+
+    from dsbo.campaign.campaign import Campaign
+    from dsbo.storage import Store, Trial
+
+#: What a campaign with early stopping fits its surrogate on (:meth:`EarlyStopping.training_data`).
+MODELS = ("final", "bohb")
+
+
+@dataclass
+class EarlyStopping:
+    """A campaign's early-stopping settings (the :class:`~dsbo.campaign.Campaign` arguments
+    ``early_stopping``, ``max_steps`` and ``budget_steps``).
+
+    Attributes:
+        rule: The stopping rule (:func:`dsbo.stopping.make_rule`); ``None`` records curves
+            without stopping anything.
+        max_steps: The length of a full trial in steps (what a trial reserves of a budget in
+            steps; Hyperband's ``max_resource`` when its options leave it out).
+        model: ``"final"``: the surrogate is fitted on the finished (completed) trials;
+            ``"bohb"``: on every trial's value at the highest rung that at least
+            ``min_points`` trials reached (BOHB, Falkner et al. 2018), so that proposals learn
+            from stopped trials too.
+        min_points: BOHB's ``N_min``, the trials a rung needs before the model is fitted on it
+            (``None``: the number of model inputs + 2, as BOHB's ``d + 1`` plus one).
+    """
+
+    rule: StoppingRule | None
+    max_steps: int | None = None
+    model: str = "final"
+    min_points: int | None = None
+
+    @classmethod
+    def build(cls, spec: Any, max_steps: Any = None, budget_steps: Any = None) -> EarlyStopping | None:
+        """The settings from a campaign's arguments; ``None`` when nothing asks for them.
+
+        ``spec`` is a rule (name, ``{"name": ..., **options}`` or a rule object), ``None``, or
+        a mapping with ``rule``, ``model`` and ``min_points`` keys besides the rule's own.
+
+        Raises:
+            ConfigError: naming the first setting at fault.
+        """
+        if max_steps is not None and (isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1):
+            raise ConfigError(f"max_steps must be an integer >= 1, got {max_steps!r}")
+        if budget_steps is not None and max_steps is None:
+            raise ConfigError("budget_steps needs max_steps, the steps of a full trial (e.g. max_steps=27 epochs)")
+        if spec is None and max_steps is None:
+            return None
+        model, min_points = "final", None
+        if isinstance(spec, Mapping):
+            spec = dict(spec)
+            model = spec.pop("model", "final")
+            min_points = spec.pop("min_points", None)
+            if "rule" in spec:
+                spec = spec.pop("rule") if not spec.keys() - {"rule"} else {"name": spec.pop("rule"), **spec}
+        if model not in MODELS:
+            raise ConfigError(f"early_stopping model={model!r}: choose one of {', '.join(MODELS)}")
+        if min_points is not None and (isinstance(min_points, bool) or not isinstance(min_points, int) or min_points < 2):
+            raise ConfigError(f"early_stopping min_points must be an integer >= 2, got {min_points!r}")
+        return cls(_rule(spec, max_steps), max_steps, model, min_points)
+
+    def decide(self, store: Store, trial_id: int) -> Decision:
+        """The rule's decision for running trial ``trial_id`` from the curves in ``store``."""
+        if self.rule is None:
+            return Decision(False, "no stopping rule")
+        curves, statuses = store.curves(), store.statuses()
+        trial = curve_of(trial_id, statuses.get(trial_id, "pending"), curves.get(trial_id, []))
+        if trial.last_step is None:
+            return Decision(False, "nothing reported yet")
+        others = [curve_of(i, s, curves.get(i, [])) for i, s in statuses.items() if i != trial_id]
+        return self.rule.decide(trial, others)
+
+
+def training_data(store: Store, settings: EarlyStopping | None, dim: int) -> tuple[Tensor, Tensor]:
+    """What the surrogate is fitted on: the completed trials' ``(X, Y)``, or with
+    ``model: "bohb"`` every trial's value at the highest level that ``min_points`` trials reached
+    (BOHB, Falkner et al. 2018, sec. 4.1: the model of the largest budget with enough
+    observations), where the levels are the rule's rungs and ``max_steps``. A trial's value at
+    a level is its first report at or after the level's step; a completed trial that reported
+    nothing counts at ``max_steps`` with its outcome. Before any level has ``min_points``
+    trials, the level with the most; without any curve, the completed trials. Problems with
+    several outcomes keep the completed trials (a curve holds the objective only)."""
+    X, Y = store.completed_data()
+    if settings is None or settings.model != "bohb" or settings.rule is None or (Y.numel() and Y.shape[1] != 1):
+        return X, Y
+    import torch
+
+    curves = store.curves()
+    if not curves:
+        return X, Y
+    trials = {t.id: t for t in store.trials(("pending", "completed", "stopped"))}
+    top = settings.max_steps
+    levels = sorted({*settings.rule.rungs(top), *([top] if top is not None else [])})
+    points: dict[int, list[tuple[list[float], float]]] = {level: [] for level in levels}
+    for trial_id, trial in trials.items():
+        curve = curves.get(trial_id)
+        if not curve:
+            if trial.status == "completed" and top is not None and trial.y is not None:
+                points[top].append((trial.x, trial.y[0]))
+            continue
+        for level in levels:
+            reached = [value for step, value in curve if step >= level]
+            if reached:
+                points[level].append((trial.x, reached[0]))
+    need = settings.min_points or dim + 2
+    enough = [level for level in levels if len(points[level]) >= need]
+    level = enough[-1] if enough else max(levels, key=lambda lv: (len(points[lv]), -lv))
+    if not points[level]:
+        return X, Y
+    return (torch.tensor([x for x, _ in points[level]], dtype=torch.double),
+            torch.tensor([[v] for _, v in points[level]], dtype=torch.double))  # fmt: skip
+
+
+def curve_of(trial_id: int, status: str, points: list[tuple[int, float]]) -> TrialCurve:
+    """A stored curve as a stopping rule reads it."""
+    return TrialCurve(trial_id, status, tuple(s for s, _ in points), tuple(v for _, v in points))
+
+
+def _rule(spec: Any, max_steps: int | None) -> StoppingRule | None:
+    """The rule ``spec`` names; Hyperband's ``max_resource`` defaults to ``max_steps``."""
+    if isinstance(spec, str):
+        spec = {"name": spec}
+    if isinstance(spec, Mapping) and spec.get("name") == "hyperband" and "max_resource" not in spec:
+        if max_steps is None:
+            raise ConfigError("the hyperband rule needs max_steps (its max_resource): the steps of a full trial")
+        spec = {**spec, "max_resource": max_steps}
+    return make_rule(spec)
+
+
+class RunningTrial:
+    """A trial while it is evaluated: what an evaluation reports to, and asks whether to stop
+    (module docstring). Made by :meth:`Campaign.running <dsbo.campaign.Campaign.running>`.
+
+    Attributes:
+        id: The trial's id in the store.
+        params: Its named parameter values.
+        stopped: Whether it was stopped (then ``reason`` says why).
+    """
+
+    def __init__(self, campaign: Campaign, trial: Trial) -> None:
+        self.id = trial.id
+        self.params = campaign.problem.params(trial.x)
+        self._campaign = campaign
+        self._started = time.perf_counter()
+        curve = campaign.store.curves([trial.id]).get(trial.id, [])
+        #: The last step stored before this evaluation began (a retry's replays up to it are ignored).
+        self.resumed_from: int | None = curve[-1][0] if curve else None
+        self._last: tuple[int, float] | None = curve[-1] if curve else None
+        self.stopped = trial.status == "stopped"
+        self.reason: str | None = trial.error if self.stopped else None
+
+    @property
+    def last_step(self) -> int | None:
+        """The last step reported (in this evaluation or before a retry), ``None`` before any."""
+        return None if self._last is None else self._last[0]
+
+    def report(self, step: int, value: Any) -> None:
+        """Record the objective's ``value`` (the user's direction) at ``step``; committed at once.
+
+        Raises:
+            TrialStoppedError: if the trial was stopped.
+            ReportError: for a step that does not come after the last one, or a value that is
+                not a finite number (inside an evaluation: a failed trial, with the message).
+            OutcomeError: for a value that is not a number.
+        """
+        if self.stopped:
+            raise TrialStoppedError(f"trial {self.id} was stopped ({self.reason}); it takes no more values")
+        objective = self._campaign.problem.outcomes.objectives[0]
+        number = to_number(value, objective.name)
+        if self.resumed_from is not None and isinstance(step, int) and 0 <= step <= self.resumed_from:
+            return  # a replay after a retry: the stored value stays
+        stored = objective.sign * number + 0.0 if math.isfinite(number) else number
+        self._campaign.store.report(self.id, step, stored)
+        self._last = (step, stored)
+
+    def should_stop(self) -> bool:
+        """Whether the trial should stop now: the rule's decision from the stored curves, or a
+        budget in steps that this trial's reservation ends. A ``True`` is recorded at once
+        (status ``stopped``) and stays ``True``."""
+        if self.stopped:
+            return True
+        campaign = self._campaign
+        settings = campaign.early_stopping
+        if settings is None or self._last is None:
+            return False
+        reserved = campaign.ledger.reserved_steps(campaign.store.get(self.id))
+        if reserved is not None and settings.max_steps is not None and self._last[0] >= reserved and reserved < settings.max_steps:
+            decision = Decision(True, f"the step budget is spent: this trial had {reserved:g} of its {settings.max_steps} steps")
+        else:
+            decision = settings.decide(campaign.store, self.id)
+        if decision.stop:
+            self._stop(decision.reason)
+        return decision.stop
+
+    def _stop(self, reason: str) -> None:
+        campaign = self._campaign
+        single = not campaign.problem.is_multi_objective and not campaign.problem.outcomes.constraints
+        y = [self._last[1]] if single and self._last is not None else None
+        campaign.store.stop(
+            self.id, y, eval_time=time.perf_counter() - self._started, budget=campaign.budget,
+            cost=campaign.ledger.settle(None, steps=self.last_step or 0), reason=reason,
+        )  # fmt: skip
+        self.stopped, self.reason = True, reason
+
+
+def takes_trial(function: Callable[..., Any]) -> bool:
+    """Whether ``function`` is called with the running trial as its second argument
+    (``f(params, trial)`` / ``f(x, trial)``): it says so (``takes_trial = True``), or it has a
+    second positional parameter without a default."""
+    flag = getattr(function, "takes_trial", None)
+    if isinstance(flag, bool):
+        return flag
+    try:
+        parameters = list(inspect.signature(function).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) >= 2 and positional[1].default is inspect.Parameter.empty
+
+
+class TrialEvaluator:
+    """``x -> outcomes`` for one trial: the campaign's evaluator called as ``evaluator(x,
+    running_trial)``. A stopped trial's evaluation that raises :class:`TrialStoppedError`
+    returns ``None`` instead (its outcome was recorded when it was stopped)."""
+
+    def __init__(self, evaluator: Callable[[Any, RunningTrial], Any], trial: RunningTrial) -> None:
+        self.evaluator, self.trial = evaluator, trial
+
+    def __call__(self, x: Any) -> Any:
+        try:
+            return self.evaluator(x, self.trial)
+        except TrialStoppedError:
+            if self.trial.stopped:
+                return None
+            raise
+
+
+__all__ = ["MODELS", "EarlyStopping", "RunningTrial", "TrialEvaluator", "curve_of", "takes_trial", "training_data"]
