@@ -35,7 +35,11 @@ reports it and asks ``should_stop()``; its decision is broadcast to every rank
 after the same validation. Rank 0 reports *its own* value of the metric: log it with
 ``sync_dist=True`` to report the value over all ranks (or with ``rank_zero_only=True``: the
 other ranks never read it). If rank 0 fails (a missing metric, an error from the trial), the
-others are told and stop, so that they do not wait for it; rank 0 raises the error.
+others are told and stop, so that they do not wait for it; rank 0 raises the error. With
+``strategy="ddp_spawn"`` every rank works on a pickled copy of the callback and the trial:
+the trial must be picklable and record where the main process can read it (its store), and
+the callback in the main process keeps ``stopped=False`` (Lightning sends back only the
+weights and ``callback_metrics``); ``strategy="ddp"`` runs rank 0 in the main process.
 
 **After the stop.** :attr:`ReportCallback.stopped` is ``True`` and
 :attr:`ReportCallback.stopped_epoch` the epoch whose validation said stop; both are saved in
