@@ -21,8 +21,9 @@ What the callback relies on is only the trial's protocol (:class:`TrialLike`):
 infinity included: the trial records the failure, and its stopping rule decides.
 
 **When it reports.** At ``on_validation_end`` of ``Trainer.fit`` only: never during the
-sanity check, a ``fast_dev_run``, or ``trainer.validate()``. The step is
-``trainer.current_epoch`` (``step="epoch"``) or ``trainer.global_step``
+sanity check, a ``fast_dev_run``, or ``trainer.validate()``. The step is the number of
+epochs trained so far, ``trainer.current_epoch + 1`` (``step="epoch"``: the first epoch is
+step 1, so that a budget in steps charges a trial the epochs it used), or ``trainer.global_step``
 (``step="global_step"``, for validation several times an epoch, ``val_check_interval < 1``).
 ``monitor`` must be logged during validation (``validation_step`` or
 ``on_validation_epoch_end``); a metric that is missing then raises
@@ -81,7 +82,7 @@ class ReportCallback(pl.Callback):
             ``should_stop()``); under DDP only global rank 0 calls it.
         monitor: the metric reported, a key of ``trainer.callback_metrics`` logged during
             validation (``self.log("val_loss", ...)`` in ``validation_step``).
-        step: ``"epoch"`` (``trainer.current_epoch``) or ``"global_step"``
+        step: ``"epoch"`` (epochs trained, ``trainer.current_epoch + 1``) or ``"global_step"``
             (``trainer.global_step``, the optimizer steps so far).
 
     Attributes:
@@ -166,13 +167,14 @@ class ReportCallback(pl.Callback):
     def _report(self, trainer: pl.Trainer) -> bool:
         """Report the metric to the trial and return its decision (rank 0 only)."""
         if self.step == "epoch":
-            step = trainer.current_epoch
-            if step == self._reported_epoch:
+            epoch = trainer.current_epoch
+            if epoch == self._reported_epoch:
                 raise ConfigError(
-                    f"ReportCallback(step='epoch'): validation ran twice in epoch {step} "
+                    f"ReportCallback(step='epoch'): validation ran twice in epoch {epoch} "
                     f"(val_check_interval={trainer.val_check_interval}); use step='global_step'"
                 )
-            self._reported_epoch = step
+            self._reported_epoch = epoch
+            step = epoch + 1  # epochs trained so far: a step counts what the trial used
         else:
             step = trainer.global_step
         self.trial.report(int(step), self._value(trainer.callback_metrics))

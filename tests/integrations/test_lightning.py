@@ -128,7 +128,7 @@ def fit(callback, module=None, ckpt_path=None, **trainer_kwargs):
 def test_every_validation_epoch_is_reported_with_its_epoch_and_logged_value():
     trial = FakeTrial()
     trainer, module = fit(ReportCallback(trial, monitor="val_loss"), max_epochs=4)
-    assert [s for s, _ in trial.reports] == [0, 1, 2, 3]
+    assert [s for s, _ in trial.reports] == [1, 2, 3, 4]  # epochs trained so far
     assert [v for _, v in trial.reports] == pytest.approx([module.logged[e] for e in range(4)])
     assert trial.asked == 4
     assert module.epochs_run == [0, 1, 2, 3] and trainer.current_epoch == 4
@@ -138,15 +138,15 @@ def test_no_report_during_the_sanity_check():
     trial = FakeTrial()
     _, module = fit(ReportCallback(trial), num_sanity_val_steps=1, max_epochs=2)
     assert module.validations == 3  # the sanity check ran
-    assert [s for s, _ in trial.reports] == [0, 1]
+    assert [s for s, _ in trial.reports] == [1, 2]
 
 
 def test_fit_stops_right_after_the_epoch_the_trial_says_stop():
-    trial = FakeTrial(stop_at=2)
+    trial = FakeTrial(stop_at=3)
     callback = ReportCallback(trial)
     trainer, module = fit(callback, max_epochs=10)
     assert module.epochs_run == [0, 1, 2]
-    assert [s for s, _ in trial.reports] == [0, 1, 2]
+    assert [s for s, _ in trial.reports] == [1, 2, 3]
     assert trainer.current_epoch == 3  # three epochs completed
     assert callback.stopped and callback.stopped_epoch == 2
 
@@ -178,7 +178,7 @@ def test_step_epoch_with_validation_twice_an_epoch_is_refused():
     trial = FakeTrial()
     with pytest.raises(ConfigError, match="twice in epoch 0"):
         fit(ReportCallback(trial), val_check_interval=1)
-    assert trial.reports and [s for s, _ in trial.reports] == [0]
+    assert trial.reports and [s for s, _ in trial.reports] == [1]
 
 
 def test_a_missing_monitor_raises_a_config_error_naming_it_and_the_logged_metrics():
@@ -191,7 +191,7 @@ def test_a_missing_monitor_raises_a_config_error_naming_it_and_the_logged_metric
 def test_a_nan_value_is_reported_not_swallowed():
     trial = FakeTrial()
     fit(ReportCallback(trial), module=Tiny(nan_at=1), max_epochs=3)
-    assert [s for s, _ in trial.reports] == [0, 1, 2]
+    assert [s for s, _ in trial.reports] == [1, 2, 3]
     assert math.isnan(trial.reports[1][1]) and math.isfinite(trial.reports[2][1])
 
 
@@ -210,7 +210,7 @@ def test_trainer_validate_reports_nothing():
 
 
 def test_min_epochs_keeps_training_without_more_reports():
-    trial = FakeTrial(stop_at=0)
+    trial = FakeTrial(stop_at=1)
     callback = ReportCallback(trial)
     _, module = fit(callback, min_epochs=3, max_epochs=10)
     assert module.epochs_run == [0, 1, 2]
@@ -218,7 +218,7 @@ def test_min_epochs_keeps_training_without_more_reports():
 
 
 def test_state_dict_round_trip_and_a_resumed_fit_of_a_stopped_trial_ends_at_once(tmp_path):
-    callback = ReportCallback(FakeTrial(stop_at=1))
+    callback = ReportCallback(FakeTrial(stop_at=2))
     trainer, _ = fit(callback, max_epochs=10)
     assert callback.state_dict() == {"stopped": True, "stopped_epoch": 1}
     path = tmp_path / "stopped.ckpt"
@@ -273,12 +273,12 @@ def read_lines(path):
 def test_ddp_rank_zero_decides_and_both_ranks_stop_at_the_same_epoch(tmp_path):
     start = time.time()
     calls, epochs = tmp_path / "trial.jsonl", tmp_path / "epochs.jsonl"
-    ddp_fit(FakeTrial(stop_at=1, path=str(calls)),
+    ddp_fit(FakeTrial(stop_at=2, path=str(calls)),
             Tiny(record=str(epochs), sync_dist=True))
     calls, epochs = read_lines(calls), read_lines(epochs)
     assert {c["rank"] for c in calls} == {0}  # only rank 0 talked to the trial
     assert [(c["call"], c.get("step")) for c in calls] == [
-        ("report", 0), ("should_stop", None), ("report", 1), ("should_stop", None)]
+        ("report", 1), ("should_stop", None), ("report", 2), ("should_stop", None)]
     assert all(math.isfinite(c["value"]) for c in calls if c["call"] == "report")
     by_rank = {r: [e["epoch"] for e in epochs if e["rank"] == r and "epoch" in e] for r in (0, 1)}
     assert by_rank == {0: [0, 1], 1: [0, 1]}
@@ -296,3 +296,32 @@ def test_ddp_an_error_on_rank_zero_ends_the_fit_without_a_hang(tmp_path):
     assert by_rank == {0: [0], 1: [0]}
     # rank 1 was told and ended its fit, rather than wait for rank 0 at the next collective
     assert [e["rank"] for e in epochs if "end" in e] == [1]
+
+
+# ---------------------------------------------------------------------- with dsbo's own trial
+class TunedTiny(Tiny):
+    def __init__(self, lr: float):
+        super().__init__()
+        self.lr = lr
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=self.lr)
+
+
+def test_a_dsbo_search_stops_lightning_fits_through_the_callback():
+    import dsbo
+
+    def train(params, trial):
+        trainer, _ = fit(ReportCallback(trial, monitor="val_loss"), module=TunedTiny(params["lr"]), max_epochs=6)
+        return trainer.callback_metrics["val_loss"].item()
+
+    result = dsbo.minimize(train, {"lr": dsbo.Float(1e-4, 0.3, log=True)}, budget=8, n_init=4, surrogate="gp",
+                           dry_run=False, early_stopping="asha", max_steps=6, budget_steps=40)
+    store = result.campaign.store
+    curves = store.curves()
+    assert store.count("stopped") >= 1 and store.count("failed") == 0
+    for trial in store.trials():
+        steps = [s for s, _ in curves[trial.id]]
+        assert steps == list(range(1, len(steps) + 1))  # epochs trained so far
+        assert (steps[-1] < 6) == (trial.status == "stopped") and trial.cost == steps[-1]
+    assert store.cost_used() <= 40
