@@ -39,6 +39,7 @@ from dsbo.campaign.early_stopping import (
     EarlyStopping,
     RunningTrial,
     TrialEvaluator,
+    fit_fidelity_model,
     takes_trial,
     training_data,
 )
@@ -572,6 +573,8 @@ class Campaign(GivenPoints, CampaignResults):
         """The campaign's surrogate fitted on ``(X, Y)``, as a BO step fits it; by default on
         the completed trials, outcomes warped as the campaign warps them (the run report's);
         warm-started from the fit states the last proposal kept (:mod:`dsbo.surrogates.warm_start`)."""
+        if self.early_stopping is not None and self.early_stopping.model == "fidelity":
+            return fit_fidelity_model(self.store, self.early_stopping, self.problem.bounds)
         if X is None or Y is None:
             X, Y = self.store.completed_data()
             Y = warp_outcomes(Y, self.problem.num_objectives, self.outcome_warping)

@@ -58,7 +58,7 @@ if TYPE_CHECKING:
     from dsbo.storage import Store, Trial
 
 #: What a campaign with early stopping fits its surrogate on (:meth:`EarlyStopping.training_data`).
-MODELS = ("final", "bohb")
+MODELS = ("final", "bohb", "fidelity")
 
 
 @dataclass
@@ -74,7 +74,9 @@ class EarlyStopping:
         model: ``"final"``: the surrogate is fitted on the finished (completed) trials;
             ``"bohb"``: on every trial's value at the highest rung that at least
             ``min_points`` trials reached (BOHB, Falkner et al. 2018), so that proposals learn
-            from stopped trials too.
+            from stopped trials too; ``"fidelity"``: on every reported point, the step as an
+            input of BoTorch's multi-fidelity GP read at full training
+            (:mod:`dsbo.surrogates.fidelity`; the campaign's surrogate setting is not used).
         min_points: BOHB's ``N_min``, the trials a rung needs before the model is fitted on it
             (``None``: the number of model inputs + 2, as BOHB's ``d + 1`` plus one).
     """
@@ -135,6 +137,14 @@ def training_data(store: Store, settings: EarlyStopping | None, dim: int) -> tup
     trials, the level with the most; without any curve, the completed trials. Problems with
     several outcomes keep the completed trials (a curve holds the objective only)."""
     X, Y = store.completed_data()
+    if settings is not None and settings.model == "fidelity" and not (Y.numel() and Y.shape[1] != 1):
+        import torch
+
+        latest = [(t.x, v) for t, _, v in _last_points(store, settings, ("completed", "stopped"))]
+        if latest:
+            return (torch.tensor([x for x, _ in latest], dtype=torch.double),
+                    torch.tensor([[v] for _, v in latest], dtype=torch.double))  # fmt: skip
+        return X, Y
     if settings is None or settings.model != "bohb" or settings.rule is None or (Y.numel() and Y.shape[1] != 1):
         return X, Y
     import torch
@@ -163,6 +173,43 @@ def training_data(store: Store, settings: EarlyStopping | None, dim: int) -> tup
         return X, Y
     return (torch.tensor([x for x, _ in points[level]], dtype=torch.double),
             torch.tensor([[v] for _, v in points[level]], dtype=torch.double))  # fmt: skip
+
+
+def _last_points(store: Store, settings: EarlyStopping, statuses: tuple[str, ...]) -> list[tuple[Trial, int, float]]:
+    """Each trial's last point ``(trial, step, value)``: its last report, or for a completed
+    trial that reported nothing its outcome at ``max_steps``."""
+    curves, out = store.curves(), []
+    for trial in store.trials(statuses):
+        curve = curves.get(trial.id)
+        if curve:
+            out.append((trial, curve[-1][0], curve[-1][1]))
+        elif trial.status == "completed" and trial.y is not None and settings.max_steps is not None:
+            out.append((trial, settings.max_steps, trial.y[0]))
+    return out
+
+
+def fit_fidelity_model(store: Store, settings: EarlyStopping, bounds: Tensor) -> Any:
+    """``model: "fidelity"``'s surrogate: the multi-fidelity GP on every reported point of
+    every curve (running trials' too) and on the completed trials that reported nothing (at
+    ``max_steps``), read at full training (:func:`dsbo.surrogates.fidelity.fit_fidelity_gp`)."""
+    import torch
+
+    from dsbo.surrogates.fidelity import fit_fidelity_gp
+
+    if settings.max_steps is None:
+        raise ConfigError("early_stopping model 'fidelity' needs max_steps, the steps of a full trial")
+    curves = store.curves()
+    rows: list[tuple[list[float], int, float]] = []
+    for trial in store.trials(("pending", "completed", "stopped")):
+        curve = curves.get(trial.id)
+        if curve:
+            rows += [(trial.x, step, value) for step, value in curve if step <= settings.max_steps]
+        elif trial.status == "completed" and trial.y is not None:
+            rows.append((trial.x, settings.max_steps, trial.y[0]))
+    X = torch.tensor([x for x, _, _ in rows], dtype=torch.double)
+    steps = torch.tensor([step for _, step, _ in rows], dtype=torch.double)
+    Y = torch.tensor([[value] for _, _, value in rows], dtype=torch.double)
+    return fit_fidelity_gp(X, steps, Y, bounds, settings.max_steps)
 
 
 def curve_of(trial_id: int, status: str, points: list[tuple[int, float]]) -> TrialCurve:
@@ -289,4 +336,7 @@ class TrialEvaluator:
             raise
 
 
-__all__ = ["MODELS", "EarlyStopping", "RunningTrial", "TrialEvaluator", "curve_of", "takes_trial", "training_data"]
+__all__ = [
+    "MODELS", "EarlyStopping", "RunningTrial", "TrialEvaluator", "curve_of", "fit_fidelity_model", "takes_trial",
+    "training_data",
+]

@@ -236,3 +236,17 @@ def test_threads_report_their_own_curves():
     store = result.campaign.store
     curves = store.curves()
     assert len(curves) == 8 and all(t.status in ("completed", "stopped") for t in store.trials())
+
+
+def test_the_fidelity_model_proposes_from_every_curve_point():
+    result = dsbo.minimize(make_train(), SPACE, budget=9, early_stopping={"name": "asha", "model": "fidelity"},
+                           max_steps=9, **FAST)
+    campaign = result.campaign
+    model = campaign.fit_model()
+    from dsbo.surrogates.fidelity import TargetFidelityModel
+
+    n_points = sum(len(c) for c in campaign.store.curves().values())
+    assert isinstance(model, TargetFidelityModel) and model.model.train_inputs[0].shape == (n_points, 3)
+    X, Y = training_data(campaign.store, campaign.early_stopping, dim=2)
+    assert X.shape == (9, 2) and Y.shape == (9, 1)  # each trial's last point: the history of the proposals
+    assert [t.generator for t in campaign.store.trials()][4:] == ["qlognei"] * 5
