@@ -3,7 +3,8 @@
 :func:`summary` is what the CLIs print and write; :func:`value_vs_changes` is the best value
 reachable with at most ``k`` changed parameters (the front SEBO and BONSAI trade along);
 :func:`timing_summary` splits a BO iteration's seconds into fit / acquisition / other;
-:func:`context_summary` lists a contextual run's context roles.
+:func:`context_summary` lists a contextual run's context roles; :func:`steps_summary` counts
+the steps of a run whose trials reported learning curves (early stopping, issue 42).
 """
 
 from __future__ import annotations
@@ -89,11 +90,44 @@ def value_vs_changes(frame: pd.DataFrame, problem: Problem) -> list[dict[str, fl
     return front
 
 
-def summary(result: Any, problem: Problem, frame: pd.DataFrame, timings: list[dict[str, float]]) -> dict[str, Any]:
-    """The numbers the CLI prints and writes to ``summary.json``, in the user's direction
-    (``best_value``: lower is better for a minimized objective; ``objectives`` says which)."""
-    times = timing_summary(frame, timings)
+#: Trial statuses that never end: their steps so far are not what they will use.
+_RUNNING = ("pending",)
+
+
+def steps_summary(frame: pd.DataFrame, problem: Problem, max_steps: int | None = None) -> dict[str, Any] | None:
+    """The steps of a run whose trials reported intermediate values (``frame`` has the column
+    ``steps``, :func:`~dsbo.campaign.history.add_steps`), ``None`` otherwise.
+
+    Over the trials that reported and have ended (every status but ``pending``):
+    ``num_stopped`` the trials stopped early, ``steps_used`` the sum of their last steps,
+    ``steps_full`` what the same trials would have used trained to ``max_steps`` each
+    (``n_trials * max_steps``; ``None`` without ``max_steps``), and ``steps_saved`` the
+    difference (``None`` likewise)."""
+    from dsbo.campaign.history import own_column
+
+    name = own_column(problem, "steps")
+    if frame.empty or name not in frame.columns:
+        return None
+    ended = frame[~frame["status"].isin(_RUNNING) & frame[name].notna()]
+    used = int(ended[name].sum())  # steps are integers (NaN only where a trial reported nothing)
+    full = None if max_steps is None else len(ended) * int(max_steps)
     return {
+        "num_stopped": int((frame["status"] == "stopped").sum()),
+        "steps_used": used,
+        "steps_full": full,
+        "steps_saved": None if full is None else full - used,
+    }
+
+
+def summary(
+    result: Any, problem: Problem, frame: pd.DataFrame, timings: list[dict[str, float]], max_steps: int | None = None
+) -> dict[str, Any]:
+    """The numbers the CLI prints and writes to ``summary.json``, in the user's direction
+    (``best_value``: lower is better for a minimized objective; ``objectives`` says which;
+    a trial stopped early never counts as a finished result). When trials reported learning
+    curves, :func:`steps_summary`'s entries follow (``max_steps``: a full trial's steps)."""
+    times = timing_summary(frame, timings)
+    info = {
         "problem": problem.name,
         "objectives": problem.outcomes.to_config()["objectives"],
         "best_value": result.best_value,
@@ -115,3 +149,5 @@ def summary(result: Any, problem: Problem, frame: pd.DataFrame, timings: list[di
         "bayes_regret": getattr(result, "bayes_regret", None),
         "contexts": context_summary(frame, problem),
     }
+    info.update(steps_summary(frame, problem, max_steps) or {})
+    return info

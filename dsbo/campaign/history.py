@@ -2,8 +2,13 @@
 
 :func:`best_so_far` is the running best feasible objective (single objective) or the dominated
 hypervolume of the feasible points (multi-objective); :func:`history_frame` lays the trials out
-as a table (one row per trial: parameters, outcomes, status, timings, cost, best so far), the
-content of a run's ``history.csv``.
+as a table (one row per trial: parameters, outcomes, status, timings, cost, the last step a
+trial reported, best so far), the content of a run's ``history.csv``.
+
+A trial stopped early (status ``stopped``, :mod:`dsbo.campaign.early_stopping`) is a row like
+any other: its objective column holds its last reported value (the user's direction) and
+``error`` the rule's reason; but a partially trained value is not comparable with a finished
+one, so it never counts towards ``best_so_far`` (nor does a failed or pending trial).
 """
 
 from __future__ import annotations
@@ -107,20 +112,47 @@ def check_column_names(problem: Problem) -> None:
                 )
 
 
-def history_frame(trials: Sequence[Trial], problem: Problem) -> pd.DataFrame:
+def own_column(problem: Problem, name: str) -> str:
+    """The history's name of a column of the trial's own (``batch``, ``cost``, ``error``,
+    ``steps``, the times): ``trial_<name>`` where a parameter or outcome takes ``name``."""
+    return f"trial_{name}" if name in problem.space.names or name in problem.outcomes.metrics else name
+
+
+def add_steps(frame: pd.DataFrame, curves: Mapping[int, Sequence[tuple[int, float]]], problem: Problem) -> pd.DataFrame:
+    """``frame`` (:func:`history_frame`) with the column ``steps`` (:func:`own_column`) after
+    ``cost``: the last step each trial reported (``NaN`` for a trial that reported nothing),
+    when any trial in it reported (``curves``: :meth:`Store.curves <dsbo.storage.base.Store.curves>`);
+    otherwise, or when the column is there already, ``frame`` as it is."""
+    name = own_column(problem, "steps")
+    if frame.empty or name in frame.columns:
+        return frame
+    last = {int(i): float(points[-1][0]) for i, points in curves.items() if points}
+    if not any(int(t) in last for t in frame["trial"]):
+        return frame
+    frame = frame.copy()
+    at = list(frame.columns).index(own_column(problem, "cost")) + 1
+    frame.insert(at, name, [last.get(int(t), math.nan) for t in frame["trial"]])
+    return frame
+
+
+def history_frame(
+    trials: Sequence[Trial], problem: Problem, curves: Mapping[int, Sequence[tuple[int, float]]] | None = None
+) -> pd.DataFrame:
     """The trials as a DataFrame: one row per trial, a column per named parameter holding its
     user value (empty where a conditional parameter was inactive), then the outcomes as the
     user named and reported them (:meth:`~dsbo.space.Outcomes.to_user`: a minimized loss as
-    the loss, ``memory`` for ``"memory <= 8"``), and ``best_so_far``: the best feasible
-    objective in the user's sense (lower is better when minimizing), or the hypervolume of
-    the feasible points (multi-objective, :func:`best_so_far`). A column
-    of the trial's own (``batch``, ``cost``, ``error``, the times) whose name a parameter or
-    outcome takes is named ``trial_<name>`` instead (a sweep over ``batch``)."""
+    the loss, ``memory`` for ``"memory <= 8"``; a stopped trial's last reported value), and
+    ``best_so_far``: the best feasible objective of the completed trials in the user's sense
+    (lower is better when minimizing), or the hypervolume of their feasible points
+    (multi-objective, :func:`best_so_far`). With ``curves`` (the store's, :meth:`Store.curves
+    <dsbo.storage.base.Store.curves>`) in which any of the trials reported, a column ``steps``
+    follows ``cost`` (:func:`add_steps`). A column of the trial's own (``batch``, ``cost``,
+    ``error``, ``steps``, the times) whose name a parameter or outcome takes is named
+    ``trial_<name>`` instead (a sweep over ``batch``)."""
     outcomes = problem.outcomes
-    taken = set(problem.space.names) | set(outcomes.metrics)
 
     def own(name: str) -> str:
-        return f"trial_{name}" if name in taken else name
+        return own_column(problem, name)
 
     rows = []
     for t in trials:
@@ -144,11 +176,13 @@ def history_frame(trials: Sequence[Trial], problem: Problem) -> pd.DataFrame:
     import pandas as pd  # here: a campaign that never asks for its history needs no pandas
 
     frame = pd.DataFrame(rows, columns=columns)
+    if curves:
+        frame = add_steps(frame, curves, problem)
     frame["cumulative_cost"] = frame[own("cost")].cumsum()  # abandoned trials were paid for too
     if frame.empty:
         frame["best_so_far"] = pd.Series(dtype=float)
         return frame
-    done = frame["status"] == "completed"
+    done = frame["status"] == "completed"  # not a stopped trial's partially trained value
     frame["best_so_far"] = math.nan
     if done.any():
         Y = torch.tensor([t.y for t in trials if t.status == "completed"], dtype=torch.double)
