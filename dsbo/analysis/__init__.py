@@ -5,7 +5,9 @@
 :mod:`~dsbo.analysis.report_data` (kept with the run by :mod:`~dsbo.analysis.report_cache`)
 and drawn by :mod:`~dsbo.analysis.html_report`; :mod:`~dsbo.analysis.outputs` writes a run
 directory's outputs;
-:mod:`~dsbo.analysis.tracking` logs trials and summaries to W&B (offline by default);
+:mod:`~dsbo.analysis.curves` reads the trials' learning curves in the user's direction (the
+report's curve panels, ``curves.csv``);
+:mod:`~dsbo.analysis.tracking` logs trials, curves and summaries to W&B (offline by default);
 :mod:`~dsbo.analysis.forecast_baselines` computes and scores the classical forecasting
 baselines HiReD is compared with (seasonal naive, ETS reconciled bottom-up and by MinT).
 Plotting and tracking libraries (matplotlib, wandb, statsforecast) are imported here and only

@@ -57,6 +57,8 @@ pre { background: #f7f7f7; padding: 10px; overflow-x: auto; font-size: 12px; }
 #: The panels in page order: (title, figure function).
 PANELS = (
     ("history", report_figures.history),
+    ("curves", report_figures.learning_curves),
+    ("steps", report_figures.steps_vs_best),
     ("pareto", report_figures.pareto_front),
     ("parallel", report_figures.parallel_coordinates),
     ("importance", report_figures.importance),
@@ -80,18 +82,34 @@ def _table(frame: Any) -> str:
 
 #: The panels drawn from the surrogate (kept per fit state, :mod:`dsbo.analysis.report_cache`).
 MODEL_PANELS = ("importance", "slices")
+#: The stopped trials the page lists (``history.csv`` lists them all).
+MAX_STOPPED_ROWS = 50
 
 
 def drawn_parts(data: ReportData) -> dict[str, Any]:
     """What the page draws from the run's history (pandas, plotly): the trials per status,
-    the best-trials table and each panel but the model's (``None`` where it does not apply)."""
+    the best-trials table, the table of trials stopped early (``""`` when none was) and each
+    panel but the model's (``None`` where it does not apply)."""
     frame = data.frame
     best = data.best_trials()
     return {
         "counts": frame["status"].value_counts().to_dict() if not frame.empty else {},
         "best": f"<section><h2>Best trials</h2>{_table(best)}</section>" if len(best) else "",
+        "stopped": _stopped_section(data),
         "panels": panel_html(data, [name for name, _ in PANELS if name not in MODEL_PANELS]),
     }
+
+
+def _stopped_section(data: ReportData) -> str:
+    """The trials stopped early: parameters, last value, last step and the rule's reason."""
+    table = data.stopped_trials(MAX_STOPPED_ROWS)
+    if table.empty:
+        return ""
+    total = int((data.frame["status"] == "stopped").sum())
+    more = f"<p class='meta'>and {total - len(table)} more (history.csv lists them all)</p>" if total > len(table) else ""
+    note = ("<p class='meta'>Their values are the last reported, after fewer steps than a full trial: "
+            "they do not count as results (best trials, best so far).</p>")  # fmt: skip
+    return f"<section id='stopped-trials'><h2>Stopped trials</h2>{note}{_table(table)}{more}</section>"
 
 
 def panel_html(data: ReportData, names: list[str] | tuple[str, ...] = MODEL_PANELS) -> dict[str, str | None]:
@@ -133,6 +151,8 @@ def render(data: ReportData, drawn: dict[str, Any] | None = None, model: dict[st
     ]
     if drawn["best"]:
         parts.append(drawn["best"])
+    if drawn.get("stopped"):
+        parts.append(drawn["stopped"])
     if data.model_note:
         parts.append(f"<p class='note'>{html.escape(data.model_note)}</p>")
     parts += [panels[name] for name, _ in PANELS if panels.get(name)]

@@ -1,5 +1,7 @@
 """A run directory's outputs: ``history.csv``, ``trace.png``, ``summary.json`` and
-``report.html``.
+``report.html``, and ``curves.csv`` when the trials reported learning curves
+(:mod:`dsbo.analysis.curves`; ``history.csv`` then has a ``steps`` column and ``summary.json``
+the steps used and saved, :func:`dsbo.analysis.summary.steps_summary`).
 
 Written at the end of every ``python -m dsbo.optimize`` run (the report included), after every
 ``blackbox ask`` and ``tell`` (no report: ``python -m dsbo.report`` writes it on demand), and
@@ -28,18 +30,23 @@ def write_outputs(
     report: bool = False,
     config: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Write ``history.csv``, ``trace.png``, ``summary.json`` and ``report_data.json`` (and
-    with ``report``, ``report.html``, showing ``config``); return the summary."""
+    """Write ``history.csv``, ``trace.png``, ``summary.json``, ``report_data.json`` and, when
+    trials reported, ``curves.csv`` (and with ``report``, ``report.html``, showing ``config``);
+    return the summary."""
     from dsbo.analysis import report_cache
+    from dsbo.analysis.curves import CURVES_NAME, write_csv
     from dsbo.analysis.report_data import is_sparsity_aware
+    from dsbo.campaign.history import add_steps
 
     digest = report_cache.trials_digest(campaign.store)
     result = campaign.result()
-    frame = result.history
+    curves = campaign.store.curves()
+    frame = result.history = add_steps(result.history, curves, campaign.problem)
     frame.to_csv(run_dir / "history.csv", index=False)
     plot_trace(frame, campaign.problem, run_dir / "trace.png", sparsity=is_sparsity_aware(campaign.policy),
                cost_axis=campaign.budget_cost is not None)  # fmt: skip
-    info = summary(result, campaign.problem, frame, campaign.timings)
+    max_steps = getattr(getattr(campaign, "early_stopping", None), "max_steps", None)
+    info = summary(result, campaign.problem, frame, campaign.timings, max_steps=max_steps)
     info["budget_cost"] = campaign.budget_cost
     info.update(extra or {})
     (run_dir / "summary.json").write_text(json.dumps(info, indent=2))
@@ -47,6 +54,7 @@ def write_outputs(
     from dsbo.analysis.report_data import add_model_panels, from_campaign
 
     data = from_campaign(campaign, config, model=False, result=result)
+    write_csv(data.curves, run_dir / CURVES_NAME)
     kept: dict[str, Any] = {}
     if report:
         drawn = kept["drawn"] = drawn_parts(data)

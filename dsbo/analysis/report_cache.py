@@ -11,7 +11,8 @@ data here, keyed by
 
 - :data:`FORMAT` and dsbo's version (what the data are computed by),
 - a digest of ``config.yaml`` (the problem, the policy, the budget), and
-- :func:`trials_digest` of the store (every trial as stored, but the workers' heartbeats),
+- :func:`trials_digest` of the store (every trial as stored, but the workers' heartbeats, and
+  every intermediate value the trials reported: a running trial's new report changes it),
 
 and :func:`load` hands it back only while all three match: a run that went on, a config edited
 by hand, or another dsbo gathers the data afresh. :func:`save` checks that what it wrote reads
@@ -51,12 +52,13 @@ if TYPE_CHECKING:
 
 CACHE_NAME = "report_data.json"
 #: Bump when what :func:`~dsbo.analysis.report_data.from_campaign` gathers changes.
-FORMAT = 1
+FORMAT = 2
 #: ReportData fields kept as JSON values as they are (``space`` and ``frame`` are encoded;
 #: the model panels, the configuration and the environment are not kept).
 PLAIN_FIELDS = (
     "title", "objective_names", "multi_objective", "signs", "optimal_value", "cost_budget", "sparsity",
     "changes_from", "num_relevant", "context_names", "preference_boxes", "value_vs_changes", "surrogate",
+    "curves", "max_steps",
 )  # fmt: skip
 #: Configurations kept per :func:`config_key` (the most recent ones).
 MAX_CONFIGS = 8
@@ -90,11 +92,17 @@ def config_key(config_file: Path, run_dir: str | Path) -> str | None:
 
 def trials_digest(store: Store) -> str:
     """A SHA-256 digest of every trial of ``store`` as stored (but the heartbeats of the
-    workers evaluating them) and of the store's identity."""
+    workers evaluating them), of the intermediate values they reported (a running trial's
+    report changes no trial row, yet the learning curves show it) and of the store's
+    identity. A store whose trials reported nothing has the digest of its trials alone."""
     h = hashlib.sha256(json.dumps(store.get_meta("identity"), sort_keys=True, default=str).encode())
     for trial in store.trials():
         row = {f.name: getattr(trial, f.name) for f in dataclasses.fields(trial) if f.name != "heartbeat_at"}
         h.update(json.dumps(row, sort_keys=True, default=str).encode())
+    curves = store.curves()
+    if curves:
+        h.update(b"\0curves")
+        h.update(json.dumps(sorted(curves.items())).encode())
     return h.hexdigest()
 
 
@@ -235,7 +243,7 @@ class Cached:
         kept = self.drawn_parts
         if not kept or kept.get("figures") != figures_key():
             return None
-        return {k: kept[k] for k in ("counts", "best", "panels")}
+        return {k: kept[k] for k in ("counts", "best", "stopped", "panels") if k in kept}
 
     @property
     def model_html(self) -> dict[str, str | None] | None:

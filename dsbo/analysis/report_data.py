@@ -2,7 +2,8 @@
 
 :func:`from_campaign` reads a campaign as data: its history (named parameters in user values),
 which panels apply (several objectives, contexts, a sparsity-aware method, a budget in cost
-units, MOBO-RS's preference region), the configuration and the environment; and it fits the
+units, MOBO-RS's preference region, the learning curves the trials reported), the configuration
+and the environment; and it fits the
 campaign's own surrogate on the completed trials (same spec, seed and outcome warping) for the
 parameter importance and the slices (:mod:`dsbo.analysis.importance`). A surrogate that keeps
 fit states (``map-saas``, ``gp``; :mod:`dsbo.surrogates.warm_start`) starts from the
@@ -62,6 +63,11 @@ class ReportData:
     context_names: list[str] = field(default_factory=list)
     #: MOBO-RS's weight prior as boxes of the objective space ``[[low, high] per objective]``.
     preference_boxes: list[list[list[float]]] = field(default_factory=list)
+    #: The trials' learning curves in the user's direction (:func:`dsbo.analysis.curves.user_curves`:
+    #: ``{"trial", "status", "steps", "values", "reason"}`` each); empty when none reported.
+    curves: list[dict[str, Any]] = field(default_factory=list)
+    #: A full trial's steps (the campaign's ``max_steps``), when early stopping set it.
+    max_steps: int | None = None
     value_vs_changes: list[dict[str, float]] = field(default_factory=list)
     #: The surrogate the importance and slices come from (its name), and why not if they don't.
     surrogate: str = ""
@@ -97,6 +103,20 @@ class ReportData:
         if self.sparsity:
             columns.append("num_changed")
         return done.sort_values(self.objective_names[0], ascending=self.sign(0) < 0).head(k)[columns]
+
+    def stopped_trials(self, k: int = 50) -> pd.DataFrame:
+        """The first ``k`` trials stopped early, in trial order: their parameters, last
+        reported value (under the objective's name), status, ``last step`` and the rule's
+        ``reason``."""
+        stopped = self.frame[self.frame["status"] == "stopped"]
+        if stopped.empty:
+            return stopped
+        columns = ["trial", "status", "generator", *self.space.searched, *self.objective_names]
+        table = stopped.head(k)[columns].copy()
+        curves = {c["trial"]: c for c in self.curves}
+        table["last step"] = [curves[t]["steps"][-1] if t in curves and curves[t]["steps"] else None for t in table["trial"]]
+        table["reason"] = [curves[t].get("reason") if t in curves else None for t in table["trial"]]
+        return table
 
 
 def environment(seed: int | None = None) -> dict[str, Any]:
@@ -173,12 +193,17 @@ def from_campaign(
     """The report's data for ``campaign``; ``config`` is the run's configuration as the user
     wrote it (default: the campaign's settings); ``model=False`` skips the surrogate;
     ``result``: ``campaign.result()`` when the caller has it already."""
+    from dsbo.analysis.curves import user_curves
+    from dsbo.campaign.history import add_steps
+
     problem, policy = campaign.problem, campaign.policy
     result = result if result is not None else campaign.result()
+    curves = user_curves(campaign.store, problem)
+    frame = add_steps(result.history, {c["trial"]: list(zip(c["steps"], c["values"], strict=True)) for c in curves}, problem)
     data = ReportData(
         title=problem.name,
         space=problem.space,
-        frame=result.history,
+        frame=frame,
         objective_names=list(problem.outcomes.objective_names),
         multi_objective=problem.is_multi_objective,
         signs=list(problem.outcomes.signs),
@@ -189,6 +214,8 @@ def from_campaign(
         num_relevant=len(problem.relevant_dims) or None,
         context_names=list(problem.context_names) if problem.is_contextual else [],
         preference_boxes=_preference_boxes(policy, problem),
+        curves=curves,
+        max_steps=getattr(getattr(campaign, "early_stopping", None), "max_steps", None),
         value_vs_changes=value_vs_changes(result.history, problem),
         surrogate=campaign.surrogate.name,
         config=config or campaign_settings(campaign),
