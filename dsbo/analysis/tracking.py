@@ -8,11 +8,18 @@ What a run holds, and why:
 
 - one history step per trial as it finishes, charted against its id ``trial``: its outcomes by
   name, ``best_so_far``, ``failed`` (0/1), ``num_changed`` and every numeric parameter as
-  ``param/<name>``, so the run page charts the search as it goes;
+  ``param/<name>``, so the run page charts the search as it goes; in a run whose trials report
+  learning curves (early stopping) also ``stopped`` (0/1) and ``steps``, the trial's last
+  reported step (a stopped trial's outcome is its last reported value);
 - at the end, the table ``trials``: one row per trial with its status, every parameter by name
   (user values; ``None`` where a conditional parameter was inactive), every outcome, the
   number of changed parameters, cost, generator and error. W&B's table and plot panels read it
   (offline too, and after ``wandb sync``), e.g. to scatter an outcome against a parameter;
+- the learning curves, when trials reported any: the table ``curves`` (``trial, status, step,
+  value``: the objective in the user's direction, as the run directory's ``curves.csv``,
+  :mod:`dsbo.analysis.curves`) and the line chart ``learning_curves`` drawn from it (one line
+  per trial). :meth:`WandbTracker.finish` reads ``curves.csv`` from the run directory (the
+  outputs write it before), else the curves given to :meth:`WandbTracker.log_trials`;
 - the run summary: every entry of ``summary.json`` under the same name (see
   :meth:`WandbTracker.finish`), so runs compare by the numbers the CLI prints;
 - ``trace.png`` as the image ``trace``, and the run's self-contained ``report.html`` both as
@@ -24,6 +31,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -89,6 +97,9 @@ class WandbTracker:
         #: The table's columns (set by the first :meth:`log_trials`) and one row per trial id.
         self.columns: list[str] = []
         self.rows: dict[int, list[Any]] = {}
+        #: The learning curves given to :meth:`log_trials`: ``curves.csv`` rows per trial id.
+        self.curves: dict[int, list[list[Any]]] = {}
+        self.run_dir = Path(run_dir)
         if mode == "disabled":
             return
         import wandb
@@ -109,17 +120,32 @@ class WandbTracker:
         self.run.define_metric("trial")
         self.run.define_metric("*", step_metric="trial")
 
-    def log_trials(self, trials: list[Trial], best_value: float | None, problem: Problem) -> None:
+    def log_trials(
+        self,
+        trials: list[Trial],
+        best_value: float | None,
+        problem: Problem,
+        curves: Mapping[int, Sequence[tuple[int, float]]] | None = None,
+    ) -> None:
         """Log a history step per trial and keep its table row (a trial logged again, by id,
-        replaces its row)."""
+        replaces its row). ``curves``: the store's (:meth:`Store.curves
+        <dsbo.storage.base.Store.curves>`, the stored sense) for these trials, when they
+        report learning curves: each one's is kept for the ``curves`` table."""
         if self.run is None:
             return
+        curves = curves or {}
         names = ["trial", "status", *problem.space.names, *problem.outcomes.metrics, *_TRIAL_FIELDS]
         self.columns = list(dict.fromkeys(names))
         for t in trials:
             params = problem.params(t.x)
             outcomes = problem.outcomes.to_user(t.y) if t.y is not None else {}  # as the user reported them
             step: dict[str, Any] = {"trial": t.id, "failed": int(t.status == "failed"), **outcomes}
+            curve = curves.get(t.id)
+            if curve or t.status == "stopped":  # a run without curves logs what it always did
+                step["stopped"] = int(t.status == "stopped")
+            if curve:
+                step["steps"] = curve[-1][0]
+                self.curves[t.id] = [[t.id, t.status, s, problem.outcomes.user_objective(v)] for s, v in curve]
             step.update({f"param/{k}": v for k, v in params.items() if _is_number(v)})
             if best_value is not None:
                 step["best_so_far"] = best_value
@@ -132,18 +158,35 @@ class WandbTracker:
             row.update(num_changed=num_changed, cost=t.cost, generator=t.generator, error=t.error)
             self.rows[t.id] = [row.get(c) for c in self.columns]
 
-    def finish(self, summary: dict[str, Any], trace_png: Path | None, report_html: Path | None = None) -> None:
-        """Log the ``trials`` table, ``trace_png`` and ``report_html`` (each when there is one),
-        set the run summary to ``summary`` (``summary.json``'s entries by name, flattened as
-        :func:`flatten_summary` says) and finish the run."""
+    def finish(
+        self,
+        summary: dict[str, Any],
+        trace_png: Path | None,
+        report_html: Path | None = None,
+        curves_csv: Path | None = None,
+    ) -> None:
+        """Log the ``trials`` table, the ``curves`` table and its ``learning_curves`` chart,
+        ``trace_png`` and ``report_html`` (each when there is one), set the run summary to
+        ``summary`` (``summary.json``'s entries by name, flattened as :func:`flatten_summary`
+        says) and finish the run. The curves are read from ``curves_csv`` (default: the run
+        directory's ``curves.csv``), else taken from what :meth:`log_trials` was given."""
         if self.run is None:
             return
         import wandb
+
+        from dsbo.analysis.curves import COLUMNS, CURVES_NAME, read_csv
 
         media: dict[str, Any] = {}
         if self.rows:
             data = one_type_per_column([self.rows[i] for i in sorted(self.rows)])
             media["trials"] = wandb.Table(columns=self.columns, data=data)
+        curve_rows = read_csv(curves_csv if curves_csv is not None else self.run_dir / CURVES_NAME)
+        if not curve_rows:
+            curve_rows = [row for i in sorted(self.curves) for row in self.curves[i]]
+        if curve_rows:
+            table = wandb.Table(columns=list(COLUMNS), data=curve_rows)
+            media["curves"] = table
+            media["learning_curves"] = wandb.plot.line(table, "step", "value", stroke="trial", title="Learning curves")
         if trace_png is not None and trace_png.exists():
             media["trace"] = wandb.Image(str(trace_png))
         if report_html is not None and report_html.exists():
