@@ -1,0 +1,122 @@
+"""experiments/early_stopping.py (issue 42's benchmark): the --smoke run writes consistent results,
+a second call resumes, and every problem's training is deterministic, so that a run stopped at
+epoch k is the first k epochs of the full run (what the curve cache relies on)."""
+
+import json
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "experiments"))
+
+
+class StopAt:
+    """A trial that records what it is told and says stop after ``epochs`` reports."""
+
+    def __init__(self, epochs):
+        self.epochs, self.values = epochs, []
+
+    def report(self, step, value):
+        assert step == len(self.values) + 1
+        self.values.append(value)
+
+    def should_stop(self):
+        return len(self.values) >= self.epochs
+
+
+@pytest.mark.slow
+def test_early_stopping_smoke(tmp_path):
+    import early_stopping as es
+
+    summary = es.main(["--smoke", "--out", str(tmp_path)])
+    budget = es.SMOKE_FULL_TRAININGS * es.MAX_EPOCHS
+    runs = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
+    expected = {(p, a) for p in es.SMOKE_PROBLEMS for a in es.SMOKE_ARMS if a not in summary["left_out"]}
+    assert {(r["problem"], r["arm"]) for r in runs} == expected
+    for run in runs:
+        assert run["seed"] == 0 and run["smoke"] is True and run["budget"] == budget
+        assert run["epochs_spent"] <= budget  # every arm stays within the epoch budget
+        assert run["epochs_spent"] == sum(epochs for epochs, _ in run["trials"])
+        assert all(1 <= epochs <= es.MAX_EPOCHS and math.isfinite(v) for epochs, v in run["trials"])
+        assert run["num_full"] == sum(epochs == es.MAX_EPOCHS for epochs, _ in run["trials"])
+        assert run["final_best"] is not None and math.isfinite(run["final_best"])
+        assert run["final_best"] == min(v for epochs, v in run["trials"] if epochs == es.MAX_EPOCHS)
+        epochs = [e for e, _ in run["trace"]]
+        bests = [b for _, b in run["trace"]]
+        assert epochs == sorted(epochs) and bests == sorted(bests, reverse=True) and epochs[-1] <= budget
+        assert all(t >= 0 for t in run["proposal_times"])
+        if run["arm"] in es.DSBO_ARMS:  # dsbo's ledger charged what the trials trained
+            assert run["ledger_epochs"] == run["epochs_spent"]
+            assert run["reported_best"] == pytest.approx(run["final_best"])
+    if "bo-full" in {r["arm"] for r in runs}:
+        assert all(r["num_full"] == es.SMOKE_FULL_TRAININGS for r in runs if r["arm"] == "bo-full")
+    rows = {(r["problem"], r["arm"]): r for r in summary["table"]}
+    assert set(rows) == expected
+    for row in rows.values():
+        assert row["seeds"] == 1 and math.isfinite(row["final_mean"])
+        assert row["reach_median"] >= 1 and row["reached"] <= 1
+    assert {g["problem"] for g in summary["goals"]} <= set(es.SMOKE_PROBLEMS)
+    assert all("inconclusive" in g["verdict"] for g in summary["goals"])
+    md = (tmp_path / "results.md").read_text()
+    assert md.startswith("# Early stopping") and "seeds run: 0;" in md and "(smoke)" in md
+    assert "**goal 1 (epochs)**" in md and "**goal 2 (vs TPE + Hyperband)**" in md
+    assert json.loads((tmp_path / "results.json").read_text())["summary"]["smoke"] is True
+    assert (tmp_path / "best_vs_epochs.png").stat().st_size > 0
+    assert any((tmp_path / "curves").iterdir())
+    # a second call resumes: nothing runs again, the report is the same
+    again = es.main(["--smoke", "--out", str(tmp_path)])
+    assert len((tmp_path / "runs.jsonl").read_text().splitlines()) == len(runs)
+    assert again["table"] == summary["table"]
+
+
+def test_seeds_parse_as_ranges_and_lists():
+    import early_stopping as es
+
+    assert es.parse_seeds(["0-9"]) == list(range(10))
+    assert es.parse_seeds(["0", "3", "5-6"]) == [0, 3, 5, 6]
+    assert es.parse_seeds(["1,2", "2"]) == [1, 2]
+
+
+@pytest.mark.parametrize("name", ["zoo-diabetes", "mlp-cancer", "cnn-digits"])
+def test_each_problem_trains_deterministically_and_a_stopped_run_is_a_prefix(name):
+    import early_stopping_problems as ep
+    import torch
+
+    from dsbo.space import SearchSpace
+
+    torch.set_num_threads(1)
+    problem = ep.make_problems()[name]
+    space = SearchSpace(problem.space)
+    params = ep.active_values(problem.space, space.decode([(low + high) / 2 for low, high in space.bounds]))
+    three, again, two = StopAt(3), StopAt(3), StopAt(2)
+    for trial in (three, again, two):
+        problem.train(params, 0, trial, True)
+    assert len(three.values) == 3 and three.values == again.values and two.values == three.values[:2]
+    assert all(math.isfinite(v) for v in three.values)
+
+
+def test_a_cached_curve_is_replayed_and_trained_on_only_past_its_end(tmp_path):
+    """The recorder replays a cached prefix (the trial asked after every epoch) and trains from
+    scratch past it, reporting each epoch once; the cache then holds the longer curve."""
+    import early_stopping_problems as ep
+
+    problem = ep.make_problems()["mlp-cancer"]
+    params = {"lr": 0.01, "optimizer": "adam", "weight_decay": 1e-4, "width": 16, "layers": 1, "activation": "relu",
+              "dropout": 0.0, "batch_size": 64}  # fmt: skip
+    cache = ep.CurveCache(tmp_path)
+    first = ep.Recorder(problem, 0, cache, small=True)
+    first.evaluate(params, StopAt(2))
+    assert first.trained_epochs == 2 and first.epochs == 2
+    second = ep.Recorder(problem, 0, ep.CurveCache(tmp_path), small=True)  # read back from the file
+    trial = StopAt(4)
+    second.evaluate(params, trial)
+    assert len(trial.values) == 4 and second.epochs == 4 and second.trained_epochs == 4
+    assert trial.values[:2] == cache.get("mlp-cancer", 0, next(iter(cache._table("mlp-cancer", 0))))
+    third = ep.Recorder(problem, 0, ep.CurveCache(tmp_path), small=True)
+    replay = StopAt(3)
+    third.evaluate(params, replay)
+    assert replay.values == trial.values[:3] and third.trained_epochs == 0
+    assert third.trials[-1]["epochs"] == 3 and not third.trials[-1]["full"]
