@@ -139,8 +139,11 @@ def run_dsbo(problem: Any, arm: str, seed: int, budget: int, full_trainings: int
 
     result = dsbo.minimize(train, problem.space, budget=budget, **options)
     h = result.history
-    init = h["generator"].isin(["default", "sobol-init"])
-    proposal = h.loc[~init, "fit_time"].fillna(0) + h.loc[~init, "acq_time"].fillna(0)
+    # the proposals after the initial design; a BO arm's Sobol fallbacks (fewer than two fully
+    # trained trials to fit) are counted in ``generators``, not timed
+    skip = ["default", "sobol-init"] + ([] if arm.startswith("random+") else ["sobol-fallback"])
+    timed = ~h["generator"].isin(skip)
+    proposal = h.loc[timed, "fit_time"].fillna(0) + h.loc[timed, "acq_time"].fillna(0)
     return {
         "proposal_times": [float(t) for t in proposal],
         "generators": {str(k): int(v) for k, v in h["generator"].value_counts().items()},
@@ -175,7 +178,9 @@ def run_optuna(problem: Any, arm: str, seed: int, budget: int, rec: Recorder) ->
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     pruner = (optuna.pruners.HyperbandPruner(min_resource=1, max_resource=MAX_EPOCHS, reduction_factor=3)
               if arm.endswith("+hyperband") else optuna.pruners.MedianPruner())  # fmt: skip
-    study = optuna.create_study(direction="minimize", sampler=optuna.samplers.TPESampler(seed=seed), pruner=pruner)
+    # the study's name is fixed: HyperbandPruner picks a trial's bracket from a hash of it
+    study = optuna.create_study(study_name=f"{problem.name}-{arm}-seed{seed}", direction="minimize",
+                                sampler=optuna.samplers.TPESampler(seed=seed), pruner=pruner)  # fmt: skip
     times = []
     while rec.epochs < budget:
         t0 = time.perf_counter()
