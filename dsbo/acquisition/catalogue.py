@@ -30,6 +30,7 @@ POLICY_CATALOGUE: dict[str, tuple[str, ...]] = {
     "dsbo.acquisition.sebo": ("sebo",),
     "dsbo.acquisition.regularized": ("ir", "er"),
     "dsbo.acquisition.pool": ("pool",),
+    "dsbo.acquisition.multi_fidelity": ("mf-kg",),
 }
 #: The modules that register the post-processors dsbo ships.
 POSTPROCESSOR_CATALOGUE: dict[str, tuple[str, ...]] = {"dsbo.acquisition.bonsai": ("bonsai",)}

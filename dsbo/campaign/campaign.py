@@ -40,6 +40,7 @@ from dsbo.campaign.early_stopping import (
     RunningTrial,
     TrialEvaluator,
     fit_fidelity_model,
+    plan_steps,
     takes_trial,
     training_data,
 )
@@ -199,6 +200,7 @@ class Campaign(GivenPoints, CampaignResults):
             settings = ContextSettings()
         #: Early stopping: the rule and the steps of a full trial (``None``: no curves asked for).
         self.early_stopping = EarlyStopping.build(early_stopping, max_steps, budget_steps)
+        EarlyStopping.check_policy(self.policy, self.early_stopping)
         if budget_steps is not None and budget_cost is not None:
             raise ConfigError("give budget_cost or budget_steps, not both")
         source = STEPS if budget_steps is not None else cost_source(problem, self.policy, contextual=settings is not None)
@@ -424,7 +426,7 @@ class Campaign(GivenPoints, CampaignResults):
             with gpytorch.settings.max_cholesky_size(EXACT_CHOLESKY_SIZE):
                 proposal = self.policy.propose(model, history, self.problem, q)
             acq_time = time.perf_counter() - t0
-            X, metadata = proposal.X, proposal.metadata
+            X, metadata = proposal.X, plan_steps(proposal.metadata, self.early_stopping)
             extra: dict[str, Any] = {"fit_cpu_time": fit_cpu, "acq_cpu_time": time.process_time() - c0}
             if warm_start.states_to_json(fit_states):
                 extra["fit_start"] = [None if f is None else f.start for f in fit_states]

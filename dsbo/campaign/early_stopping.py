@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any
 from dsbo.errors import ConfigError, TrialStoppedError
 from dsbo.space.outcomes import to_number
 from dsbo.stopping import Decision, StoppingRule, TrialCurve, make_rule
+from dsbo.stopping.base import user_direction
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -115,8 +116,15 @@ class EarlyStopping:
             raise ConfigError(f"early_stopping min_points must be an integer >= 2, got {min_points!r}")
         return cls(_rule(spec, max_steps), max_steps, model, min_points)
 
-    def decide(self, store: Store, trial_id: int) -> Decision:
-        """The rule's decision for running trial ``trial_id`` from the curves in ``store``."""
+    @staticmethod
+    def check_policy(policy: Any, settings: EarlyStopping | None) -> None:
+        """``mf-kg`` proposes from the fidelity surrogate only (a ConfigError otherwise)."""
+        if getattr(policy, "name", None) == "mf-kg" and (settings is None or settings.model != "fidelity"):
+            raise ConfigError("acquisition 'mf-kg' needs early_stopping with model: fidelity (and max_steps)")
+
+    def decide(self, store: Store, trial_id: int, sign: float = 1.0) -> Decision:
+        """The rule's decision for running trial ``trial_id`` from the curves in ``store``
+        (its reason written with values in the user's direction: ``sign`` times stored)."""
         if self.rule is None:
             return Decision(False, "no stopping rule")
         curves, statuses = store.curves(), store.statuses()
@@ -124,7 +132,8 @@ class EarlyStopping:
         if trial.last_step is None:
             return Decision(False, "nothing reported yet")
         others = [curve_of(i, s, curves.get(i, [])) for i, s in statuses.items() if i != trial_id]
-        return self.rule.decide(trial, others)
+        with user_direction(sign):
+            return self.rule.decide(trial, others)
 
 
 def training_data(store: Store, settings: EarlyStopping | None, dim: int) -> tuple[Tensor, Tensor]:
@@ -173,6 +182,15 @@ def training_data(store: Store, settings: EarlyStopping | None, dim: int) -> tup
         return X, Y
     return (torch.tensor([x for x, _ in points[level]], dtype=torch.double),
             torch.tensor([[v] for _, v in points[level]], dtype=torch.double))  # fmt: skip
+
+
+def plan_steps(metadata: list[dict[str, Any]], settings: EarlyStopping | None) -> list[dict[str, Any]]:
+    """Each multi-fidelity proposal's planned steps, ``ceil(fidelity * max_steps)``
+    (metadata ``planned_steps``; :mod:`dsbo.acquisition.multi_fidelity`)."""
+    if settings is None or settings.max_steps is None:
+        return metadata
+    return [dict(m, planned_steps=max(1, math.ceil(m["fidelity"] * settings.max_steps - 1e-9)))
+            if "fidelity" in m else m for m in metadata]  # fmt: skip
 
 
 def _last_points(store: Store, settings: EarlyStopping, statuses: tuple[str, ...]) -> list[tuple[Trial, int, float]]:
@@ -284,11 +302,15 @@ class RunningTrial:
         settings = campaign.early_stopping
         if settings is None or self._last is None:
             return False
-        reserved = campaign.ledger.reserved_steps(campaign.store.get(self.id))
-        if reserved is not None and settings.max_steps is not None and self._last[0] >= reserved and reserved < settings.max_steps:
-            decision = Decision(True, f"the step budget is spent: this trial had {reserved:g} of its {settings.max_steps} steps")
+        trial = campaign.store.get(self.id)
+        reserved, planned = campaign.ledger.reserved_steps(trial), trial.metadata.get("planned_steps")
+        full = settings.max_steps
+        if planned is not None and full is not None and self._last[0] >= planned and planned < full:
+            decision = Decision(True, f"multi-fidelity: the proposal planned {planned} of {full} steps")
+        elif reserved is not None and full is not None and self._last[0] >= reserved and reserved < full:
+            decision = Decision(True, f"the step budget is spent: this trial had {reserved:g} of its {full} steps")
         else:
-            decision = settings.decide(campaign.store, self.id)
+            decision = settings.decide(campaign.store, self.id, campaign.problem.outcomes.objectives[0].sign)
         if decision.stop:
             self._stop(decision.reason)
         return decision.stop
@@ -337,6 +359,6 @@ class TrialEvaluator:
 
 
 __all__ = [
-    "MODELS", "EarlyStopping", "RunningTrial", "TrialEvaluator", "curve_of", "fit_fidelity_model", "takes_trial",
+    "MODELS", "EarlyStopping", "RunningTrial", "TrialEvaluator", "curve_of", "fit_fidelity_model", "plan_steps", "takes_trial",
     "training_data",
 ]

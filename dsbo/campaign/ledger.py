@@ -259,8 +259,9 @@ class Ledger:
         as ``cost_reserved``."""
         if self.source == STEPS:
             left, costs = self.left(store), []
-            for meta in metadata:
-                meta["cost_reserved"] = float(min(self.max_steps, max(left, 0.0)))
+            for meta in metadata:  # a multi-fidelity proposal plans fewer steps
+                planned = meta.get("planned_steps", self.max_steps)
+                meta["cost_reserved"] = float(min(planned, self.max_steps, max(left, 0.0)))
                 costs.append(meta["cost_reserved"])
                 left -= costs[-1]
             return costs, [None] * len(costs)

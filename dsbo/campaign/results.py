@@ -30,7 +30,7 @@ class CampaignResults:
 
     def history(self) -> pd.DataFrame:
         """Every trial as a row: parameters, outcomes, status, error, timings, best so far."""
-        return history_frame(self.store.trials(), self.problem)
+        return history_frame(self.store.trials(), self.problem, self.store.curves())
 
     def result(self) -> CampaignResult:
         """What the campaign found, in the user's terms (:class:`~dsbo.space.Outcomes`): the best

@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import abc
 import bisect
+import contextlib
+import contextvars
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from numbers import Integral, Real
 from typing import Any, ClassVar
@@ -168,9 +170,26 @@ def others_of(trial: TrialCurve, others: Sequence[TrialCurve]) -> list[TrialCurv
     return [o for o in others if o.trial_id != trial.trial_id]
 
 
+#: The sign that turns a stored value (maximized) into the user's (``-1`` for a minimized
+#: objective) in reason sentences; set for one decision by :func:`user_direction`.
+DISPLAY_SIGN: contextvars.ContextVar[float] = contextvars.ContextVar("DISPLAY_SIGN", default=1.0)
+
+
+@contextlib.contextmanager
+def user_direction(sign: float) -> Iterator[None]:
+    """Write the values of the reasons decided in this block as the user sees them
+    (``sign * value``: a minimized loss as a loss, not its negation)."""
+    token = DISPLAY_SIGN.set(float(sign))
+    try:
+        yield
+    finally:
+        DISPLAY_SIGN.reset(token)
+
+
 def fmt(value: float) -> str:
-    """A value for a reason sentence (4 significant digits)."""
-    return f"{value:.4g}"
+    """A value for a reason sentence (4 significant digits, in the user's direction inside
+    :func:`user_direction`)."""
+    return f"{DISPLAY_SIGN.get() * value + 0.0:.4g}"
 
 
 # ---------------------------------------------------------------------- option checks

@@ -150,7 +150,7 @@ class PercentileRule(StoppingRule):
         best = trial.best()
         assert best is not None
         stop = best < cutoff
-        verdict = "is below" if stop else "is not below"
+        verdict = "is worse than" if stop else "is not worse than"
         return Decision(
             stop,
             f"{label}: at step {step} the best value so far {fmt(best)} {verdict} {self._cutoff_name()} "
@@ -171,7 +171,7 @@ class MedianRule(PercentileRule):
     Example:
         >>> done = [TrialCurve(i, "completed", (0,), (float(i),)) for i in range(5)]
         >>> MedianRule().decide(TrialCurve(9, "pending", (0,), (1.5,)), done).reason
-        'median: at step 0 the best value so far 1.5 is below the median 2 of 5 completed trial(s) at that step'
+        'median: at step 0 the best value so far 1.5 is worse than the median 2 of 5 completed trial(s) at that step'
     """
 
     name = "median"

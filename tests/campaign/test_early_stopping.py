@@ -250,3 +250,25 @@ def test_the_fidelity_model_proposes_from_every_curve_point():
     X, Y = training_data(campaign.store, campaign.early_stopping, dim=2)
     assert X.shape == (9, 2) and Y.shape == (9, 1)  # each trial's last point: the history of the proposals
     assert [t.generator for t in campaign.store.trials()][4:] == ["qlognei"] * 5
+
+
+def test_mf_kg_plans_each_trials_steps_and_stops_it_there():
+    from dsbo.acquisition import OptimizerSettings
+
+    cheap = OptimizerSettings(num_restarts=2, raw_samples=16, maxiter=20, batch_limit=2, mc_samples=32)
+    tuner = dsbo.Tuner(SPACE, 6, early_stopping={"name": "asha", "model": "fidelity"}, acquisition="mf-kg",
+                       max_steps=9, budget_steps=45, optimizer=cheap, surrogate="gp", n_init=3, outcome_warping=None)
+    result = tuner.run(make_train())
+    store = result.campaign.store
+    proposed = [t for t in store.trials() if t.generator == "mf-kg"]
+    assert proposed, "the BO phase ran"
+    for trial in proposed:
+        fidelity, planned = trial.metadata["fidelity"], trial.metadata["planned_steps"]
+        assert 0.1 <= fidelity <= 1 and planned == max(1, math.ceil(fidelity * 9 - 1e-9))
+        last = store.curves()[trial.id][-1][0]
+        assert last <= planned and trial.cost == last
+        if trial.status == "stopped" and last == planned < 9:
+            assert trial.error == f"multi-fidelity: the proposal planned {planned} of 9 steps"
+    assert store.cost_used() <= 45
+    with pytest.raises(ConfigError, match="needs early_stopping with model: fidelity"):
+        dsbo.Tuner(SPACE, early_stopping="asha", acquisition="mf-kg", max_steps=9, **FAST)

@@ -35,7 +35,7 @@ def test_median_hand_computed():
     assert not rule.decide(running((3,), (3.1,)), FIVE).stop
     # the trial's best so far counts, not its value at the step
     assert not rule.decide(running((1, 3), (3.5, 1.0)), FIVE).stop
-    assert "below the median 3 of 5 completed trial(s)" in rule.decide(running((3,), (2.9,)), FIVE).reason
+    assert "worse than the median 3 of 5 completed trial(s)" in rule.decide(running((3,), (2.9,)), FIVE).reason
 
 
 def test_percentile_keeps_the_top_percent():
@@ -229,3 +229,14 @@ def test_matches_optuna(median: bool):
     print(f"{type(rule).__name__}: {n_cases} cases, {n_decisions} decisions, {n_stops} stops, all equal to Optuna's")
     # the cases exercise both outcomes
     assert n_decisions > 1000 and n_stops > 100 and n_decisions - n_stops > 500, (n_decisions, n_stops)
+
+
+def test_reasons_show_values_in_the_users_direction():
+    """A minimized loss is stored negated; inside user_direction(-1) the reason shows the loss."""
+    from dsbo.stopping.base import user_direction
+
+    done = [TrialCurve(i, "completed", (3,), (-float(i),)) for i in range(1, 6)]  # losses 1..5
+    trial = TrialCurve(9, "pending", (3,), (-4.5,))
+    with user_direction(-1.0):
+        reason = MedianRule(n_startup_trials=1).decide(trial, done).reason
+    assert "best value so far 4.5 is worse than the median 3 of 5" in reason
