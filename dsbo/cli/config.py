@@ -117,6 +117,12 @@ class OptimizeConfig:
     ``executor.workers`` evaluations at once (:class:`ExecutorConfig`). ``outcome_warping``
     fits the surrogate to warped objective values (``copula``: normal scores of the ranks;
     ``winsorize``: the bad tail clipped; :mod:`dsbo.campaign.outcome_warping`).
+    ``early_stopping`` stops trials whose reported intermediate values lag (a rule name of
+    :mod:`dsbo.stopping`, e.g. ``asha``, or a mapping ``{name: asha, min_resource: 1,
+    reduction_factor: 3, model: bohb}``; ``null``: none); ``max_steps`` is the steps (epochs)
+    of a full trial and ``budget_steps`` a budget in steps, each trial charged the steps it
+    used (:mod:`dsbo.campaign.early_stopping`). Trials report with ``python -m dsbo.blackbox
+    report``.
     """
 
     problem: ProblemConfig = field(default_factory=ProblemConfig)
@@ -136,6 +142,9 @@ class OptimizeConfig:
     threads: int | None = 1
     on_pending: Literal["retry", "abandon"] = "retry"
     outcome_warping: Literal["copula", "winsorize"] | None = None
+    early_stopping: str | dict[str, Any] | None = None
+    max_steps: int | None = None
+    budget_steps: int | None = None
     max_consecutive_failures: int = 10
     eval_timeout: float | None = None
     store: str | None = None
@@ -159,8 +168,11 @@ def validate_config(cfg: OptimizeConfig) -> None:
             raise ConfigError(f"{name} is null; give it a mapping (or leave it out for the default)")
     if cfg.budget_cost is not None and not 0 < cfg.budget_cost < math.inf:
         raise ConfigError(f"budget_cost must be a number > 0, got {cfg.budget_cost}")
-    if cfg.budget is None and cfg.budget_cost is None:
-        raise ConfigError("budget is null; give budget (evaluations) or budget_cost (cost units)")
+    if cfg.budget is None and cfg.budget_cost is None and cfg.budget_steps is None:
+        raise ConfigError(
+            "budget is null; give budget (evaluations), budget_cost (cost units) or budget_steps (steps)"
+        )
+    check_early_stopping(cfg)
     # with budget null the trial budget follows from budget_cost and what a trial is charged
     # (design cost, cost function or measured seconds): the campaign checks q and n_init on it
     budget = math.inf if cfg.budget is None else cfg.budget
@@ -243,6 +255,34 @@ def validate_config(cfg: OptimizeConfig) -> None:
                 f"postprocess.{name} needs an optimized acquisition, not sobol; set "
                 "postprocess: null (or --postprocess null) for a Sobol run"
             )
+
+
+def check_early_stopping(cfg: OptimizeConfig) -> None:
+    """Check ``early_stopping``, ``max_steps`` and ``budget_steps`` as the campaign will
+    (:meth:`dsbo.campaign.early_stopping.EarlyStopping.build`, no torch), the messages naming
+    the config's field (``early_stopping.reduction_factor``, not the rule's ``stopping.``)."""
+    from dsbo.campaign.early_stopping import EarlyStopping
+
+    for name in ("max_steps", "budget_steps"):
+        value = getattr(cfg, name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise ConfigError(f"{name} must be an integer >= 1, got {value!r}")
+    if cfg.budget_steps is not None and cfg.budget_cost is not None:
+        raise ConfigError("budget_steps and budget_cost are two budgets: give one of them")
+    spec = cfg.early_stopping
+    if isinstance(spec, str) and not spec.strip():
+        raise ConfigError("early_stopping is empty; give a rule name (median, percentile, asha, hyperband) or null")
+    try:
+        EarlyStopping.build(spec, cfg.max_steps, cfg.budget_steps)
+    except ConfigError as exc:
+        message = str(exc)
+        if message.startswith("stopping."):
+            message = "early_stopping." + message[len("stopping."):]
+        elif message.startswith("stopping "):
+            message = "early_stopping " + message[len("stopping "):]
+        elif not message.startswith(("early_stopping", "max_steps", "budget_steps")):
+            message = f"early_stopping: {message}"
+        raise ConfigError(message) from None
 
 
 def _field_types(cls: type, prefix: str = "") -> dict[str, Any]:

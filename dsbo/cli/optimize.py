@@ -197,6 +197,16 @@ def build_campaign(
             f"problem.name={cfg.problem.name!r} is evaluated outside Python, so dsbo.optimize cannot "
             "run it: drive it with python -m dsbo.blackbox ask|tell|status --config <this config>"
         )
+    if cfg.early_stopping is not None and not ask_tell:
+        from dsbo.campaign.early_stopping import EarlyStopping, takes_trial
+
+        settings = EarlyStopping.build(cfg.early_stopping, cfg.max_steps, cfg.budget_steps)
+        if settings is not None and settings.rule is not None and not takes_trial(problem):
+            raise ConfigError(
+                f"early_stopping: problem.name={cfg.problem.name!r} reports no intermediate values, so "
+                "no trial could be stopped; set early_stopping: null, or report each step of a "
+                "black box with python -m dsbo.blackbox report"
+            )
     run_dir = Path(cfg.run_dir or f"runs/{problem.name}-seed{cfg.seed}")
     if worker:
         run_dir = run_dir / f"worker-{socket.gethostname()}-{os.getpid()}"
@@ -238,6 +248,9 @@ def build_campaign(
         parallel=parallel,
         lease=cfg.lease,
         outcome_warping=cfg.outcome_warping,
+        early_stopping=cfg.early_stopping,
+        max_steps=cfg.max_steps,
+        budget_steps=cfg.budget_steps,
     )
     if not write:
         return campaign, run_dir, resuming
@@ -331,7 +344,8 @@ def _run_optimize(
             return c.cost_used if c.budget_cost is not None else c.num_used
 
         total = campaign.budget_cost if campaign.budget_cost is not None else campaign.budget
-        label = problem.name + (" (cost units)" if campaign.budget_cost is not None else "")
+        unit = " (steps)" if cfg.budget_steps is not None else " (cost units)"
+        label = problem.name + (unit if campaign.budget_cost is not None else "")
         task = progress.add_task(label, total=total, completed=spent(campaign), best=best_text(), last="")
 
         def on_batch(c: Campaign, trials: list) -> None:

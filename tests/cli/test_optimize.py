@@ -88,6 +88,11 @@ def test_every_shipped_config_parses_and_builds_its_problem(path):
         ("problem:\n  name: branin\n  options: {target: [1, 2, 3]}\n", "target"),
         ("surrogate:\n  name: gp\n  options: {kernel: cubic}\n", "kernel"),
         ("outcome_warping: rank\n", "outcome_warping"),
+        ("max_steps: 0\n", "max_steps must be an integer >= 1"),
+        ("max_steps: 0x1b\n", "max_steps must be a decimal integer"),
+        ("budget_steps: 270\n", "budget_steps needs max_steps"),
+        ("early_stopping: ashaa\n", "early_stopping.name='ashaa' is not a stopping rule"),
+        ("early_stopping: {name: median, warmup: 3}\n", "early_stopping.warmup is not an option"),
     ],
 )
 def test_a_malformed_config_gets_an_error_naming_the_field(tmp_path, capsys, yaml_text, expected):
@@ -267,3 +272,30 @@ def test_worker_and_store_errors_are_named_before_anything_runs(postgres_server,
 def test_scale_out_settings_are_validated(args, match):
     with pytest.raises(Exception, match=match):
         parse_config(args)
+
+
+def test_the_early_stopping_keys_parse_and_reach_the_campaign():
+    from dsbo.cli.optimize import build_campaign
+    from dsbo.stopping import ASHARule, MedianRule
+
+    cfg, _ = parse_config(["--config", str(CONFIGS / "black-box-early-stopping.yaml")])
+    assert cfg.early_stopping == {"name": "asha", "min_resource": 1, "reduction_factor": 3, "model": "bohb"}
+    assert (cfg.max_steps, cfg.budget_steps, cfg.budget) == (27, 270, None)
+    campaign, _, _ = build_campaign(cfg, dry_run=False, write=False, ask_tell=True)
+    settings = campaign.early_stopping
+    assert settings.rule == ASHARule(min_resource=1, reduction_factor=3) and settings.model == "bohb"
+    assert settings.max_steps == 27 and campaign.ledger.source == "steps" and campaign.budget_cost == 270
+    # the command line overrides them, as any key
+    cfg, _ = parse_config(["--config", str(CONFIGS / "black-box-early-stopping.yaml"), "--early_stopping",
+                           "{name: median, n_warmup_steps: 2}", "--max_steps", "9", "--budget_steps", "null", "--budget", "20"])  # fmt: skip
+    campaign, _, _ = build_campaign(cfg, dry_run=False, write=False, ask_tell=True)
+    assert campaign.early_stopping.rule == MedianRule(n_warmup_steps=2) and campaign.early_stopping.max_steps == 9
+    assert campaign.ledger.source != "steps"
+    assert parse_config([])[0].early_stopping is None  # off unless asked for
+
+
+def test_early_stopping_of_a_problem_that_reports_nothing_is_refused(tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    code = main([*FAST, "--budget", "4", "--early_stopping", "asha", "--run_dir", str(run_dir), "--wandb.mode", "disabled"])
+    assert code == 2 and "early_stopping: problem.name='branin' reports no intermediate values" in capsys.readouterr().err
+    assert not run_dir.exists()
