@@ -10,6 +10,39 @@ process and nothing is kept in memory between them::
     python -m dsbo.blackbox tell   --config lab.yaml --parameters '{temperature: 37, ph: 7}' --values '{yield: 0.6}'
 
     python -m dsbo.blackbox status --config lab.yaml            # counts, best, remaining
+    python -m dsbo.blackbox report --config hpo.yaml --trial 3 --step 1 --value 0.93
+
+**Early stopping** (config keys ``early_stopping``, ``max_steps``, ``budget_steps``): a trial
+that trains for several steps (epochs) reports each step's value, in the objective's own
+direction (a loss as measured), and is told whether to go on. ``report`` records the value
+(:meth:`Campaign.running(trial).report <dsbo.campaign.early_stopping.RunningTrial.report>`),
+asks the stopping rule and prints ``{"trial": 3, "step": 1, "decision": "continue" | "stop",
+"reason": "..."}`` (exit code 0 for both). A trial told ``stop`` is recorded at once as
+``stopped`` with its last value; stop training it (a later ``tell`` of it records nothing and
+prints its status, ``stopped``). With ``max_steps`` in the config, ``ask`` gives each trial its
+``max_steps``: the steps to train it at most (less than the config's when a budget in steps
+has less left). A shell loop::
+
+    while true; do
+        trials=$(python -m dsbo.blackbox ask --config hpo.yaml)
+        [ "$(echo "$trials" | jq '.trials | length')" = 0 ] && break
+        for id in $(echo "$trials" | jq '.trials[].trial'); do
+            for step in $(seq 1 27); do
+                loss=$(./train_one_epoch.sh "$id" "$step")      # your training, one epoch
+                decision=$(python -m dsbo.blackbox report --config hpo.yaml \
+                    --trial "$id" --step "$step" --value="$loss" | jq -r .decision)
+                [ "$decision" = stop ] && break
+            done
+            [ "$decision" = continue ] && python -m dsbo.blackbox tell --config hpo.yaml --trial "$id" --values="$loss"
+        done
+    done
+
+``report`` is refused (one line ``error: ...``, exit code 2, nothing recorded) for an unknown
+trial, a trial that has ended (a stopped one: ``TrialStoppedError``), a step that does not come
+after the trial's last reported step, and a value that is not a finite number (``.nan``,
+``nan``, ``abc``). It builds no model and leaves ``history.csv`` and ``trace.png`` alone, so it
+costs a process start and a few store reads (``status`` rebuilds the outputs when a stopped
+trial made them stale).
 
 A black box with context variables (problem option ``contexts``) is asked with the contexts
 as the environment has them now: ``ask --contexts '{humidity: 0.41}'``. Each new trial then
@@ -43,6 +76,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -52,22 +86,29 @@ from dsbo.analysis.outputs import write_outputs
 from dsbo.cli.common import add_run_dir_argument, run_dir_override
 from dsbo.cli.optimize import STORE_NAME, build_campaign, parse_config
 from dsbo.cli.strict_yaml import load_value
-from dsbo.errors import DsboError, OutcomeError
-from dsbo.storage import Store, Trial, open_store
+from dsbo.errors import ConfigError, DsboError, OutcomeError, StoreError
+from dsbo.storage import Store, Trial, is_store_url, open_store
 
 #: The ``summary.json`` key that records the store's state the outputs describe.
 STATE_KEY = "store_state"
+#: Trial statuses counted by ``status`` and in the store's state.
+COUNTED = ("completed", "failed", "pending", "stopped", "abandoned")
+#: ``report --value`` spellings of the non-finite numbers (refused, with the store's message).
+NON_FINITE = {"nan": math.nan, "inf": math.inf, "+inf": math.inf, "-inf": -math.inf}
 
 
-def _trial_json(trial: Trial, problem: Any) -> dict[str, Any]:
+def _trial_json(trial: Trial, campaign: Any, max_steps: int | None = None) -> dict[str, Any]:
     out = {
         "trial": trial.id,
         "status": trial.status,
-        "parameters": problem.params(trial.x),
+        "parameters": campaign.problem.params(trial.x),
     }
     if "contexts" in trial.metadata:
         out["contexts"] = trial.metadata["contexts"]
         out["cost"] = trial.cost
+    if max_steps is not None:  # the steps to train it at most (a budget in steps may leave fewer)
+        reserved = campaign.ledger.reserved_steps(trial)
+        out["max_steps"] = max_steps if reserved is None else int(min(max_steps, reserved))
     return out
 
 
@@ -78,11 +119,62 @@ def _parse_values(text: str) -> Any:
         raise OutcomeError(str(exc)) from None
 
 
-def store_state(store: Store, budget: int | None, budget_cost: float | None) -> dict[str, Any]:
+def _parse_int(text: str, what: str) -> int:
+    value = load_value(text, what)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"{what} must be a decimal integer, got {text!r}")
+    return value
+
+
+def _parse_number(text: str) -> Any:
+    """``report --value``: a number as strict YAML reads it (``nan`` and ``inf`` too, so that
+    they are refused as non-finite rather than as text)."""
+    value = load_value(text, "--value")
+    if isinstance(value, str) and value.strip().lower() in NON_FINITE:
+        return NON_FINITE[value.strip().lower()]
+    return value
+
+
+def _no_store_yet(cfg: Any) -> bool:
+    """Whether the config's SQLite store is known not to exist yet."""
+    if cfg.store is not None:
+        return not is_store_url(cfg.store) and not Path(cfg.store).is_file()
+    return cfg.run_dir is not None and not (Path(cfg.run_dir) / STORE_NAME).is_file()
+
+
+def report(campaign: Any, trial_id: int, step: int, value: Any) -> dict[str, Any]:
+    """Record ``value`` at ``step`` for pending trial ``trial_id`` and ask the stopping rule;
+    the JSON ``report`` prints.
+
+    Raises:
+        StoreError: for an unknown trial or one that has ended.
+        TrialStoppedError: for a stopped trial.
+        ReportError: for a step that does not come after the last, or a value that is not a
+            finite number; OutcomeError for a value that is not a number. Nothing is recorded.
+    """
+    running = campaign.running(trial_id)
+    # each report is its own process, not a retried evaluation: a step the store holds already
+    # is a mistake to refuse, not a replay to skip (RunningTrial.resumed_from)
+    running.resumed_from = None
+    running.report(step, value)
+    if running.should_stop():
+        return {"trial": trial_id, "step": step, "decision": "stop", "reason": running.reason}
+    settings = campaign.early_stopping
+    if settings is None:
+        reason = "no early stopping in the config"
+    else:  # the rule's reason (rules are pure: the decision should_stop just took)
+        reason = settings.decide(campaign.store, trial_id).reason
+    return {"trial": trial_id, "step": step, "decision": "continue", "reason": reason}
+
+
+def store_state(
+    store: Store, budget: int | None, budget_cost: float | None, budget_steps: int | None = None
+) -> dict[str, Any]:
     """What the run directory's outputs depend on: the trial counts by status, the cost spent
     and the budget they were computed for."""
-    counts = {status: store.count(status) for status in ("completed", "failed", "pending", "abandoned")}
-    return {**counts, "cost_used": round(store.cost_used(), 9), "budget": budget, "budget_cost": budget_cost}
+    counts = {status: store.count(status) for status in COUNTED}
+    return {**counts, "cost_used": round(store.cost_used(), 9), "budget": budget, "budget_cost": budget_cost,
+            "budget_steps": budget_steps}  # fmt: skip
 
 
 def quick_status(cfg: Any) -> dict[str, Any] | None:
@@ -102,12 +194,12 @@ def quick_status(cfg: Any) -> dict[str, Any] | None:
     except (OSError, json.JSONDecodeError):
         return None
     with open_store(target, lock=False) as store:
-        state = store_state(store, cfg.budget, cfg.budget_cost)
+        state = store_state(store, cfg.budget, cfg.budget_cost, cfg.budget_steps)
     saved = summary.get(STATE_KEY) if isinstance(summary, dict) else None
     if saved is None or saved.get("state") != state:
         return None
     out = {k: summary.get(k) for k in ("best_value", "best_params", "best_x")}
-    out.update(completed=state["completed"], failed=state["failed"], pending=state["pending"])
+    out.update(completed=state["completed"], failed=state["failed"], stopped=state["stopped"], pending=state["pending"])
     out["remaining_budget"] = saved["remaining_budget"]
     return out
 
@@ -115,7 +207,7 @@ def quick_status(cfg: Any) -> dict[str, Any] | None:
 def write_run_outputs(campaign: Any, run_dir: Path, cfg: Any) -> dict[str, Any]:
     """``history.csv``, ``trace.png`` and ``summary.json``, the summary marked with the
     store's state it describes (see :func:`quick_status`)."""
-    state = store_state(campaign.store, cfg.budget, cfg.budget_cost)
+    state = store_state(campaign.store, cfg.budget, cfg.budget_cost, cfg.budget_steps)
     return write_outputs(campaign, run_dir, {STATE_KEY: {"state": state, "remaining_budget": campaign.remaining}})
 
 
@@ -133,18 +225,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     group.add_argument("--values", help="a number, a list, or a mapping {outcome: value}")
     group.add_argument("--failed", "--error", dest="error", help="the evaluation failed: why")
     status = sub.add_parser("status", help="counts and best value (history.csv, trace.png are kept current)")
-    for command in (ask, tell, status):
+    reporting = sub.add_parser("report", help="record an intermediate value of a running trial; prints continue or stop")
+    reporting.add_argument("--trial", required=True, help="the id of the trial (as ask printed it)")
+    reporting.add_argument("--step", required=True, help="the step (epoch) just finished: 1, 2, ... increasing")
+    reporting.add_argument("--value", required=True, help="the objective's value at that step, as measured (a negative one: --value=-0.5)")
+    for command in (ask, tell, status, reporting):
         command.add_argument("--config", required=True, help="the campaign's YAML config (as for dsbo.optimize)")
         add_run_dir_argument(command, "run directory (default: the config's run_dir)")
     args = parser.parse_args(argv)
 
     try:
+        if args.command == "report":  # checked before anything is opened
+            trial_id, step = _parse_int(args.trial, "--trial"), _parse_int(args.step, "--step")
+            value = _parse_number(args.value)
         cfg, _ = parse_config(["--config", args.config, "--progress", "false", *run_dir_override(args)])
         if args.command == "status":
             quick = quick_status(cfg)
             if quick is not None:
                 print(json.dumps(quick, indent=2))
                 return 0
+        if args.command == "report" and _no_store_yet(cfg):  # nothing to report to: create nothing
+            raise StoreError(f"trial {trial_id} does not exist: the run directory holds no trials yet (ask first)")
         campaign, run_dir, _ = build_campaign(
             cfg, dry_run=None if args.command == "ask" else False, ask_tell=True
         )
@@ -153,9 +254,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             contexts = None if args.contexts is None else load_value(args.contexts, "--contexts")
             new = campaign.ask(args.q, contexts=contexts)
             out: dict[str, Any] = {
-                "trials": [_trial_json(t, campaign.problem) for t in pending + new],
+                "trials": [_trial_json(t, campaign, cfg.max_steps) for t in pending + new],
                 "remaining_budget": campaign.remaining,
             }
+        elif args.command == "report":  # no outputs rewritten: a report is one store write
+            try:
+                out = report(campaign, trial_id, step, value)
+            finally:
+                campaign.store.close()
+            print(json.dumps(out, indent=2))
+            return 0
         elif args.command == "tell" and args.parameters is not None:  # an outside observation
             if args.values is None:
                 raise OutcomeError("tell --parameters records an observation: give its --values")
@@ -170,6 +278,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             info = write_run_outputs(campaign, run_dir, cfg)
         if args.command == "status":
             out = {k: info[k] for k in ("best_value", "best_params", "best_x", "completed", "failed")}
+            out["stopped"] = campaign.store.count("stopped")
             out["pending"] = campaign.store.count("pending")
             out["remaining_budget"] = campaign.remaining
         campaign.store.close()

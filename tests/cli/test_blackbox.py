@@ -1,10 +1,12 @@
-"""`python -m dsbo.blackbox ask|tell|status`: a campaign driven from the shell."""
+"""`python -m dsbo.blackbox ask|tell|report|status`: a campaign driven from the shell, with early
+stopping through `report`."""
 
 import json
 
 import yaml
 
 from dsbo.cli.blackbox import main
+from dsbo.storage import open_store
 
 
 def config(tmp_path):
@@ -147,3 +149,146 @@ def test_the_hpo_example_asks_and_tells_named_typed_values(tmp_path, capsys):
     assert code == 2 and "parameters.width" in err
     header = (tmp_path / "run" / "history.csv").read_text().splitlines()[0].split(",")
     assert header[4:11] == ["lr", "warmup_lr", "width", "optimizer", "momentum", "dropout", "val_loss"]
+
+
+# ---------------------------------------------------------------- early stopping (issue 42)
+def stopping_config(tmp_path, **overrides):
+    """Three Sobol trials (no model is fitted) of up to 9 steps, 24 in all, ASHA with rungs at steps 1, 3, 9."""
+    cfg = {
+        "problem": {"name": "black-box", "options": {"parameters": {"a": [0.0, 1.0], "b": [-1.0, 1.0]},
+                                                     "objectives": {"loss": "min"}}},
+        "surrogate": {"name": "gp"},
+        "acquisition": {"num_restarts": 2, "raw_samples": 32, "maxiter": 25},
+        "postprocess": None,
+        "early_stopping": {"name": "asha", "min_resource": 1, "reduction_factor": 3},
+        "max_steps": 9,
+        "budget_steps": 24,
+        "budget": 3,
+        "n_init": 3,
+        "q": 3,
+        "run_dir": str(tmp_path / "run"),
+        "wandb": {"mode": "disabled"},
+        **overrides,
+    }  # fmt: skip
+    path = tmp_path / "es.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return str(path)
+
+
+def stored(tmp_path):
+    """The store's trials (status, y, cost) and curves, read without taking its lock."""
+    with open_store(tmp_path / "run" / "trials.sqlite", lock=False) as store:
+        return [(t.id, t.status, t.y, t.cost) for t in store.trials()], store.curves()
+
+
+def test_a_shell_loop_with_early_stopping_stops_a_lagging_trial(tmp_path, capsys):
+    path = stopping_config(tmp_path)
+    code, asked = run(capsys, "ask", "--config", path)
+    assert code == 0 and [t["max_steps"] for t in asked["trials"]] == [9, 9, 6]  # 24 steps in all
+    decisions = {}
+    for trial in asked["trials"]:  # the loop of the module docstring: report each step, stop when told
+        tid = trial["trial"]
+        for step in range(1, trial["max_steps"] + 1):
+            loss = tid + 1 / step  # trial 1 learns best; the others lag it at every step
+            code, out = run(capsys, "report", "--config", path, "--trial", str(tid), "--step", str(step), "--value", str(loss))
+            assert code == 0 and out["trial"] == tid and out["step"] == step and out["reason"]
+            decisions[tid] = out["decision"]
+            if out["decision"] == "stop":
+                break
+        code, told = run(capsys, "tell", "--config", path, "--trial", str(tid), "--values", str(loss))
+        assert code == 0 and told["status"] == ("stopped" if decisions[tid] == "stop" else "completed")
+    assert decisions == {1: "continue", 2: "stop", 3: "stop"}  # ASHA keeps the top third at step 1
+    trials, curves = stored(tmp_path)
+    assert trials[1][1:] == ("stopped", [-3.0], 1.0)  # its last value (maximized), charged 1 step
+    assert curves[1] == [(s, -(1 + 1 / s)) for s in range(1, 10)] and curves[2] == [(1, -3.0)]
+    code, status = run(capsys, "status", "--config", path)
+    assert status["completed"] == 1 and status["stopped"] == 2 and status["pending"] == 0
+    code, again = run(capsys, "status", "--config", path)  # the quick path counts them too
+    assert again == status
+
+
+def test_bad_reports_are_one_line_errors_and_record_nothing(tmp_path, capsys):
+    path = stopping_config(tmp_path, early_stopping="median", budget_steps=None)
+    code, err = run(capsys, "report", "--config", path, "--trial", "1", "--step", "1", "--value", "0.5")
+    assert code == 2 and "trial 1 does not exist" in err and not (tmp_path / "run").exists()  # before any ask
+    run(capsys, "ask", "--config", path)
+    for step, value in ((1, "0.5"), (2, "0.4")):
+        assert run(capsys, "report", "--config", path, "--trial", "1", "--step", str(step), "--value", value)[0] == 0
+    run(capsys, "report", "--config", path, "--trial", "2", "--step", "1", "--value", "0.3")
+    run(capsys, "tell", "--config", path, "--trial", "2", "--values", "0.3")
+    before = stored(tmp_path)
+    for (trial, step, value), expected in (
+        (("1", "3", ".nan"), "must be a finite number"),
+        (("1", "3", "nan"), "must be a finite number"),
+        (("1", "3", "-.inf"), "must be a finite number"),
+        (("1", "3", "abc"), "must be a number"),
+        (("1", "3", "[0.1, 0.2]"), "must be one number"),
+        (("1", "2", "0.1"), "does not come after the last reported step 2"),
+        (("1", "1", "0.1"), "does not come after the last reported step 2"),
+        (("1", "-1", "0.1"), "integer >= 0"),
+        (("1", "3.5", "0.1"), "--step must be a decimal integer"),
+        (("99", "1", "0.1"), "trial 99 does not exist"),
+        (("2", "2", "0.1"), "trial 2 is completed"),
+    ):
+        code, err = run(capsys, "report", "--config", path, f"--trial={trial}", f"--step={step}", f"--value={value}")
+        assert code == 2 and err.startswith("error: ") and expected in err and err.count("\n") == 1, err
+    assert stored(tmp_path) == before
+
+
+def test_a_stopped_trial_takes_no_more_reports(tmp_path, capsys):
+    path = stopping_config(tmp_path)
+    run(capsys, "ask", "--config", path)
+    run(capsys, "report", "--config", path, "--trial", "1", "--step", "1", "--value", "0.1")
+    code, out = run(capsys, "report", "--config", path, "--trial", "2", "--step", "1", "--value", "5")
+    assert code == 0 and out["decision"] == "stop" and "asha" in out["reason"]
+    before = stored(tmp_path)
+    code, err = run(capsys, "report", "--config", path, "--trial", "2", "--step", "2", "--value", "0.1")
+    assert code == 2 and err.startswith("error: ") and "was stopped" in err and err.count("\n") == 1
+    assert stored(tmp_path) == before
+    _, told = run(capsys, "tell", "--config", path, "--trial", "2", "--values", "0.01")  # ignored
+    assert told["status"] == "stopped" and stored(tmp_path)[0][1][2] == [-5.0]
+
+
+def test_report_fits_no_model_and_writes_no_outputs(tmp_path, capsys, monkeypatch):
+    import dsbo.cli.blackbox as blackbox
+
+    path = stopping_config(tmp_path)
+    run(capsys, "ask", "--config", path)
+    csv = tmp_path / "run" / "history.csv"
+    mtime = csv.stat().st_mtime_ns
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("report must not fit a model or write the run's outputs")
+
+    monkeypatch.setattr(blackbox, "write_run_outputs", forbidden)
+    monkeypatch.setattr("dsbo.campaign.campaign.fit_surrogate", forbidden)
+    code, out = run(capsys, "report", "--config", path, "--trial", "1", "--step", "1", "--value", "0.5")
+    assert code == 0 and out["decision"] == "continue" and csv.stat().st_mtime_ns == mtime
+
+
+def test_without_early_stopping_a_report_is_recorded_and_continues(tmp_path, capsys):
+    path = config(tmp_path)
+    run(capsys, "ask", "--config", path)
+    code, out = run(capsys, "report", "--config", path, "--trial", "1", "--step", "1", "--value", "0.2")
+    assert code == 0 and out == {"trial": 1, "step": 1, "decision": "continue", "reason": "no early stopping in the config"}
+    _, asked = run(capsys, "ask", "--config", path)
+    assert "max_steps" not in asked["trials"][0]
+
+
+def test_config_errors_of_the_early_stopping_keys_name_the_field(tmp_path, capsys):
+    for overrides, expected in (
+        ({"max_steps": 0}, "max_steps must be an integer >= 1"),
+        ({"max_steps": None}, "budget_steps needs max_steps"),
+        ({"early_stopping": "ashaa"}, "early_stopping.name='ashaa' is not a stopping rule; did you mean 'asha'?"),
+        ({"early_stopping": {"name": "asha", "reduction_factr": 3}}, "early_stopping.reduction_factr is not an option"),
+        ({"early_stopping": {"name": "asha", "reduction_factor": 1}}, "early_stopping.reduction_factor must be"),
+        ({"early_stopping": {"name": "asha", "model": "gp"}}, "early_stopping model='gp'"),
+        ({"early_stopping": "hyperband", "max_steps": None, "budget_steps": None}, "early_stopping: the hyperband rule needs max_steps"),
+        ({"budget_cost": 10.0}, "budget_steps and budget_cost"),
+        ({"early_stoping": "asha"}, "early_stoping"),
+    ):
+        path = stopping_config(tmp_path, **overrides)
+        for command in (["ask"], ["report", "--trial", "1", "--step", "1", "--value", "1"]):
+            code, err = run(capsys, *command, "--config", path)
+            assert code == 2 and err.startswith("error: ") and expected in err and err.count("\n") == 1, err
+        assert not (tmp_path / "run").exists()  # refused before anything was written
