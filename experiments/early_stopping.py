@@ -35,7 +35,8 @@ proposal times. Runs are appended to ``runs.jsonl`` as they end (a restart skips
 an ``--arms`` or ``--seeds`` subset adds to the runs there); ``results.json``, ``results.md``
 and ``best_vs_epochs.png`` are written from every run recorded.
 
-    python experiments/early_stopping.py                        # 3 problems, 11 arms, seeds 0-9
+    python experiments/early_stopping.py                        # 3 problems, 11 arms, seeds 0-9 (estimated
+                                                                # 3-5 h with --workers 2 on an idle 2-core machine)
     python experiments/early_stopping.py --arms bo+asha bohb --seeds 0-4
     python experiments/early_stopping.py --report-only
     python experiments/early_stopping.py --smoke                # < 1 min: 2 problems on small data, 3 arms, 1 seed
@@ -213,6 +214,10 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
     warnings.simplefilter("ignore")
     problem = make_problems()[job["problem"]]
     problem.preload(job["smoke"])
+    import dsbo  # noqa: F401  (imported before the timer starts, as the training's modules)
+
+    if job["arm"] in OPTUNA_ARMS:
+        import optuna  # noqa: F401
     rec = Recorder(problem, job["seed"], CurveCache(Path(job["cache"])), small=job["smoke"])
     start = time.perf_counter()
     if job["arm"] in OPTUNA_ARMS:
@@ -299,6 +304,17 @@ def reach(run: dict[str, Any], target: float | None) -> float:
     if target is None:
         return math.inf
     return next((float(e) for e, best in run["trace"] if best <= target + 1e-12), math.inf)
+
+
+def seed_ranges(seeds: list[int]) -> str:
+    """``[0, 1, 2, 5]`` -> ``"0-2, 5"``."""
+    spans: list[list[int]] = []
+    for seed in sorted(set(seeds)):
+        if spans and spans[-1][1] == seed - 1:
+            spans[-1][1] = seed
+        else:
+            spans.append([seed, seed])
+    return ", ".join(str(lo) if lo == hi else f"{lo}-{hi}" for lo, hi in spans)
 
 
 def fmt(x: Any, digits: int = 4) -> str:
@@ -398,7 +414,7 @@ def assess(problem: str, rows: dict[str, dict[str, Any]], vs_tpe: list[dict[str,
 def write_markdown(summary: dict[str, Any], path: Path) -> None:
     seeds = summary["seeds_run"]
     budget = summary["budget"]
-    lines = [f"# Early stopping on real learning curves (seeds run: {', '.join(map(str, seeds)) or 'none'}; budget {budget} "
+    lines = [f"# Early stopping on real learning curves (seeds run: {seed_ranges(seeds) or 'none'}; budget {budget} "
              f"epochs = {budget // MAX_EPOCHS} full trainings of {MAX_EPOCHS})" + (" (smoke)" if summary["smoke"] else ""), "",
              "Final best: the best validation value of a fully trained trial (27 epochs), mean +- standard error over "
              "the seeds run (column `seeds`; runs without any fully trained trial are left out of the mean and counted). "

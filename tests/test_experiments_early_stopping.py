@@ -78,6 +78,7 @@ def test_seeds_parse_as_ranges_and_lists():
     assert es.parse_seeds(["0-9"]) == list(range(10))
     assert es.parse_seeds(["0", "3", "5-6"]) == [0, 3, 5, 6]
     assert es.parse_seeds(["1,2", "2"]) == [1, 2]
+    assert es.seed_ranges([0, 1, 2, 5, 7, 8]) == "0-2, 5, 7-8" and es.seed_ranges(list(range(10))) == "0-9"
 
 
 @pytest.mark.parametrize("name", ["zoo-diabetes", "mlp-cancer", "cnn-digits"])
