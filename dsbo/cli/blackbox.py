@@ -21,7 +21,7 @@ asks the stopping rule and prints ``{"trial": 3, "step": 1, "decision": "continu
 ``stopped`` with its last value; stop training it (a later ``tell`` of it records nothing and
 prints its status, ``stopped``). With ``max_steps`` in the config, ``ask`` gives each trial its
 ``max_steps``: the steps to train it at most (less than the config's when a budget in steps
-has less left). A shell loop::
+has less left, or a multi-fidelity proposal planned fewer). A shell loop::
 
     while true; do
         trials=$(python -m dsbo.blackbox ask --config hpo.yaml)
@@ -106,9 +106,10 @@ def _trial_json(trial: Trial, campaign: Any, max_steps: int | None = None) -> di
     if "contexts" in trial.metadata:
         out["contexts"] = trial.metadata["contexts"]
         out["cost"] = trial.cost
-    if max_steps is not None:  # the steps to train it at most (a budget in steps may leave fewer)
-        reserved = campaign.ledger.reserved_steps(trial)
-        out["max_steps"] = max_steps if reserved is None else int(min(max_steps, reserved))
+    if max_steps is not None:  # the steps to train it at most: fewer when the budget in steps
+        # has less left or a multi-fidelity proposal planned fewer (the trial is stopped there)
+        limits = [max_steps, campaign.ledger.reserved_steps(trial), trial.metadata.get("planned_steps")]
+        out["max_steps"] = int(min(limit for limit in limits if limit is not None))
     return out
 
 
@@ -162,8 +163,9 @@ def report(campaign: Any, trial_id: int, step: int, value: Any) -> dict[str, Any
     settings = campaign.early_stopping
     if settings is None:
         reason = "no early stopping in the config"
-    else:  # the rule's reason (rules are pure: the decision should_stop just took)
-        reason = settings.decide(campaign.store, trial_id).reason
+    else:  # the rule's reason (rules are pure: the decision should_stop just took), as it words a stop
+        sign = campaign.problem.outcomes.objectives[0].sign
+        reason = settings.decide(campaign.store, trial_id, sign).reason
     return {"trial": trial_id, "step": step, "decision": "continue", "reason": reason}
 
 

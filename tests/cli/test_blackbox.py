@@ -238,9 +238,10 @@ def test_bad_reports_are_one_line_errors_and_record_nothing(tmp_path, capsys):
 def test_a_stopped_trial_takes_no_more_reports(tmp_path, capsys):
     path = stopping_config(tmp_path)
     run(capsys, "ask", "--config", path)
-    run(capsys, "report", "--config", path, "--trial", "1", "--step", "1", "--value", "0.1")
+    _, out = run(capsys, "report", "--config", path, "--trial", "1", "--step", "1", "--value", "0.1")
+    assert out["decision"] == "continue" and " 0.1 is in the top" in out["reason"]  # as reported, not -0.1
     code, out = run(capsys, "report", "--config", path, "--trial", "2", "--step", "1", "--value", "5")
-    assert code == 0 and out["decision"] == "stop" and "asha" in out["reason"]
+    assert code == 0 and out["decision"] == "stop" and " 5 is outside the top" in out["reason"]
     before = stored(tmp_path)
     code, err = run(capsys, "report", "--config", path, "--trial", "2", "--step", "2", "--value", "0.1")
     assert code == 2 and err.startswith("error: ") and "was stopped" in err and err.count("\n") == 1
