@@ -211,7 +211,9 @@ class Campaign(GivenPoints, CampaignResults):
         n_init_given = n_init
         if n_init is None:
             # counted in parameters, not model columns: a categorical's one-hot columns are one
-            n_init = max(2, min(self.budget // 3, max(5, 2 * len(problem.space.searched))))
+            # counted in full trials when the budget is in steps
+            trials = self.budget if budget_steps is None or not max_steps else max(1, budget_steps // max_steps)
+            n_init = max(2, min(trials // 3, max(5, 2 * len(problem.space.searched))))
         self.n_init = positive_int("n_init", n_init)
         if not isinstance(include_default, bool):
             raise ConfigError(f"include_default must be true or false, got {include_default!r}")

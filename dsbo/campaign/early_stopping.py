@@ -40,6 +40,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import math
 import time
@@ -47,7 +48,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from dsbo.errors import ConfigError, TrialStoppedError
+from dsbo.errors import ConfigError, ReportError, TrialStoppedError
 from dsbo.space.outcomes import to_number
 from dsbo.stopping import Decision, StoppingRule, TrialCurve, make_rule
 from dsbo.stopping.base import user_direction
@@ -72,7 +73,9 @@ class EarlyStopping:
             without stopping anything.
         max_steps: The length of a full trial in steps (what a trial reserves of a budget in
             steps; Hyperband's ``max_resource`` when its options leave it out).
-        model: ``"final"``: the surrogate is fitted on the finished (completed) trials;
+        model: ``"final"``: the surrogate is fitted on the finished (completed) trials (on
+            the rungs, as ``"bohb"``, until two trials are fully trained, rather than propose
+            at random);
             ``"bohb"``: on every trial's value at the highest rung that at least
             ``min_points`` trials reached (BOHB, Falkner et al. 2018), so that proposals learn
             from stopped trials too; ``"fidelity"``: on every reported point, the step as an
@@ -146,6 +149,8 @@ def training_data(store: Store, settings: EarlyStopping | None, dim: int) -> tup
     trials, the level with the most; without any curve, the completed trials. Problems with
     several outcomes keep the completed trials (a curve holds the objective only)."""
     X, Y = store.completed_data()
+    if settings is not None and settings.model == "final" and X.shape[0] < 2 and settings.rule is not None:
+        settings = dataclasses.replace(settings, model="bohb")  # until 2 trials are fully trained
     if settings is not None and settings.model == "fidelity" and not (Y.numel() and Y.shape[1] != 1):
         import torch
 
@@ -243,7 +248,10 @@ def _rule(spec: Any, max_steps: int | None) -> StoppingRule | None:
         if max_steps is None:
             raise ConfigError("the hyperband rule needs max_steps (its max_resource): the steps of a full trial")
         spec = {**spec, "max_resource": max_steps}
-    return make_rule(spec)
+    try:
+        return make_rule(spec)
+    except ConfigError as exc:  # the rule's options are the campaign's early_stopping.<option>
+        raise ConfigError(str(exc).replace("stopping.", "early_stopping.")) from None
 
 
 class RunningTrial:
@@ -267,6 +275,9 @@ class RunningTrial:
         self._last: tuple[int, float] | None = curve[-1] if curve else None
         self.stopped = trial.status == "stopped"
         self.reason: str | None = trial.error if self.stopped else None
+        #: The last decision :meth:`should_stop` took (``None`` before any).
+        self.decision: Decision | None = None
+        self._max_steps = None if campaign.early_stopping is None else campaign.early_stopping.max_steps
 
     @property
     def last_step(self) -> int | None:
@@ -288,6 +299,8 @@ class RunningTrial:
         number = to_number(value, objective.name)
         if self.resumed_from is not None and isinstance(step, int) and 0 <= step <= self.resumed_from:
             return  # a replay after a retry: the stored value stays
+        if self._max_steps is not None and isinstance(step, int) and step > self._max_steps:
+            raise ReportError(f"trial {self.id}: step {step} is past max_steps={self._max_steps}, a full trial")
         stored = objective.sign * number + 0.0 if math.isfinite(number) else number
         self._campaign.store.report(self.id, step, stored)
         self._last = (step, stored)
@@ -302,6 +315,9 @@ class RunningTrial:
         settings = campaign.early_stopping
         if settings is None or self._last is None:
             return False
+        if settings.max_steps is not None and self._last[0] >= settings.max_steps:
+            self.decision = Decision(False, f"fully trained: step {self._last[0]} is max_steps")
+            return False
         trial = campaign.store.get(self.id)
         reserved, planned = campaign.ledger.reserved_steps(trial), trial.metadata.get("planned_steps")
         full = settings.max_steps
@@ -311,6 +327,7 @@ class RunningTrial:
             decision = Decision(True, f"the step budget is spent: this trial had {reserved:g} of its {full} steps")
         else:
             decision = settings.decide(campaign.store, self.id, campaign.problem.outcomes.objectives[0].sign)
+        self.decision = decision
         if decision.stop:
             self._stop(decision.reason)
         return decision.stop

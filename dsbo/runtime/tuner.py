@@ -52,6 +52,8 @@ if TYPE_CHECKING:
 #: ``surrogate="auto"`` fits an exact GP to spaces of at most this many searched parameters and
 #: the MAP-SAAS ensemble to larger ones (:func:`auto_surrogate`).
 AUTO_GP_MAX_PARAMETERS = 10
+#: Evaluations of a search that gives no budget (nor a budget in steps).
+DEFAULT_BUDGET = 40
 
 
 def auto_surrogate(space: SearchSpace) -> str:
@@ -136,7 +138,8 @@ class Tuner:
     Args:
         space: ``{name: parameter}`` (:class:`~dsbo.space.Float`, ``Int``, ``Choice``,
             ``Fixed``, or their config mappings) or a :class:`~dsbo.space.SearchSpace`.
-        budget: Number of evaluations.
+        budget: Number of evaluations (default 40; with ``budget_steps`` or a cost budget,
+            as many as those allow).
         direction: ``"minimize"`` or ``"maximize"`` (also ``"min"``/``"max"``): of the
             objective, or of each objective ``objectives`` names without a direction.
         objective: Name of the single objective.
@@ -196,7 +199,7 @@ class Tuner:
     def __init__(
         self,
         space: Mapping[str, Parameter | Mapping[str, Any]] | SearchSpace,
-        budget: int = 40,
+        budget: int | None = None,
         *,
         direction: str = "minimize",
         objective: str = "objective",
@@ -226,6 +229,9 @@ class Tuner:
     ) -> None:
         from dsbo.campaign import Campaign
         from dsbo.problems import get_problem
+
+        if budget is None and budget_steps is None:
+            budget = DEFAULT_BUDGET
 
         if not isinstance(objective, str) or not objective:
             raise ConfigError(f"objective must be a non-empty name, got {objective!r}")
@@ -452,7 +458,7 @@ class Tuner:
 def minimize(
     function: Callable[[dict[str, Any]], Any],
     space: Mapping[str, Parameter | Mapping[str, Any]] | SearchSpace,
-    budget: int = 40,
+    budget: int | None = None,
     **options: Any,
 ) -> TunerResult:
     """Minimize ``function`` over ``space`` in ``budget`` evaluations.
@@ -461,7 +467,8 @@ def minimize(
         function: ``{name: value} -> number`` (or a mapping with the objective and outcome
             constraints); an exception or NaN is a failed trial.
         space: ``{name: dsbo.Float(...) | dsbo.Int(...) | dsbo.Choice(...) | dsbo.Fixed(...)}``.
-        budget: Number of evaluations.
+        budget: Number of evaluations (default 40; with ``budget_steps``, as many as the
+            steps allow).
         options: Any of :class:`Tuner`'s (``surrogate``, ``acquisition``, ``default``,
             ``bonsai``, ``store``, ``workers``, ``eval_timeout``, ``seed``, ...).
 
@@ -475,7 +482,7 @@ def minimize(
 def maximize(
     function: Callable[[dict[str, Any]], Any],
     space: Mapping[str, Parameter | Mapping[str, Any]] | SearchSpace,
-    budget: int = 40,
+    budget: int | None = None,
     **options: Any,
 ) -> TunerResult:
     """Maximize ``function`` over ``space`` (as :func:`minimize`, higher is better)."""

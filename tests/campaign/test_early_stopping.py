@@ -61,7 +61,10 @@ def test_asha_stops_trials_and_stores_their_curves_in_the_stored_sense():
 
 
 def test_a_budget_in_steps_charges_what_each_trial_used():
-    result = dsbo.minimize(make_train(), SPACE, early_stopping="asha", max_steps=9, budget_steps=60, **FAST)
+    fast = {k: v for k, v in FAST.items() if k != "n_init"}
+    result = dsbo.minimize(make_train(), SPACE, early_stopping="asha", max_steps=9, budget_steps=60, **fast)
+    assert result.campaign.n_init == 2  # a third of the 6 full trials the steps pay for
+    assert result.campaign.budget == 1000  # no trial cap but the steps
     store = result.campaign.store
     curves = store.curves()
     trials = store.trials()
@@ -205,7 +208,12 @@ def test_bohb_fits_on_the_highest_rung_with_enough_trials(tmp_path):
     X, Y = training_data(store, settings, dim=2)
     assert Y.squeeze(-1).tolist() == [49.0, 59.0]  # max_steps 9: two trials reached it
     final = EarlyStopping.build("asha", max_steps=9)
-    assert training_data(store, final, dim=2)[0].numel() == 0  # the completed trials only
+    X, Y = training_data(store, final, dim=2)  # fewer than 2 completed trials: the rungs, as bohb
+    assert Y.squeeze(-1).tolist() == [10 * i + 3.0 for i in range(6)]
+    for tid in ids[:2]:
+        store.complete(tid, [1.0])
+    X, Y = training_data(store, final, dim=2)
+    assert Y.squeeze(-1).tolist() == [1.0, 1.0]  # then the completed trials only
 
 
 @pytest.mark.parametrize(
@@ -229,6 +237,19 @@ def test_a_rule_needs_a_function_that_takes_the_trial():
         dsbo.minimize(lambda params: 1.0, SPACE, budget=4, early_stopping="median", max_steps=3, **FAST)
     assert takes_trial(lambda params, trial: 0) and not takes_trial(lambda params, trial=None: 0)
     assert not takes_trial(len)
+
+
+def test_a_fully_trained_trial_is_never_stopped():
+    """ASHA has a rung at max_steps; a trial asked there is complete, not stopped."""
+
+    def asks_at_the_end(params, trial):
+        for epoch in range(1, 10):
+            trial.report(epoch, loss_at(params, epoch))
+        return loss_at(params, 9) if not trial.should_stop() else math.nan
+
+    result = dsbo.minimize(asks_at_the_end, SPACE, budget=6, early_stopping={"name": "asha", "min_resource": 9},
+                           max_steps=9, **FAST)
+    assert result.campaign.store.count("completed") == 6
 
 
 def test_threads_report_their_own_curves():
@@ -272,3 +293,18 @@ def test_mf_kg_plans_each_trials_steps_and_stops_it_there():
     assert store.cost_used() <= 45
     with pytest.raises(ConfigError, match="needs early_stopping with model: fidelity"):
         dsbo.Tuner(SPACE, early_stopping="asha", acquisition="mf-kg", max_steps=9, **FAST)
+
+
+def test_a_step_past_max_steps_is_refused_and_the_last_decision_is_kept():
+    tuner = dsbo.Tuner(SPACE, 4, early_stopping="median", max_steps=3, **FAST)
+    s = tuner.ask()
+    s.report(1, 0.5)
+    assert not s.should_stop() and "no trial has completed yet" in s.running.decision.reason
+    s.report(3, 0.4)
+    assert not s.should_stop() and s.running.decision.reason.startswith("fully trained")
+    from dsbo.errors import ReportError
+
+    with pytest.raises(ReportError, match="past max_steps=3"):
+        s.report(4, 0.3)
+    with pytest.raises(ConfigError, match="early_stopping.reduction_factor"):
+        dsbo.Tuner(SPACE, 4, early_stopping={"name": "asha", "reduction_factor": 1}, max_steps=3, **FAST)
