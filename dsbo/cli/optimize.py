@@ -321,7 +321,8 @@ def _run_optimize(
     )
 
     if resuming:  # the W&B table lists every trial, those of earlier sessions too
-        tracker.log_trials(store.trials(["completed", "failed"]), campaign.best_value(), problem)
+        tracker.log_trials(store.trials(["completed", "failed", "stopped"]), campaign.best_value(), problem,
+                           curves=store.curves() or None)
 
     progress = Progress(
         TextColumn("[bold]{task.description}"),
@@ -350,9 +351,10 @@ def _run_optimize(
 
         def on_batch(c: Campaign, trials: list) -> None:
             value = c.best_value()
-            tracker.log_trials(trials, value, problem)
+            tracker.log_trials(trials, value, problem, curves=c.store.curves([t.id for t in trials]) or None)
             last = trials[-1] if trials else None
-            status = "" if last is None or last.status == "completed" else f"[red]failed: {last.error}"
+            status = ("" if last is None or last.status == "completed"
+                      else f"[yellow]stopped: {last.error}" if last.status == "stopped" else f"[red]failed: {last.error}")  # fmt: skip
             best = "-" if value is None else f"{value:.5g}"
             progress.update(task, completed=spent(c), best=best, last=status)
 
