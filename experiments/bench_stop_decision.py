@@ -20,8 +20,10 @@ connection) are the reference.
 Afterwards, on the final store of each configuration and in one process with nothing else
 running, the parts of a decision are timed on their own (``--repeats`` times each, median):
 ``store.get`` (the trial's reservation), ``store.curves()`` (every curve of every trial, what
-a decision reads), ``store.statuses()``, ``store.curves([id])`` (one trial's curve), the rule's
-pure ``decide`` on curves already in memory, and the whole ``EarlyStopping.decide``.
+a decision reads), ``store.statuses()``, ``store.curves([id])`` (one trial's curve), building
+the rule's :class:`~dsbo.stopping.TrialCurve` of every trial from them (``curve_of``, which
+validates every point), the rule's pure ``decide`` on curves already in memory, and the whole
+``EarlyStopping.decide``.
 
 Writes ``experiments/results/bench_stop_decision/{results.json, results.md}``.
 
@@ -278,6 +280,9 @@ def breakdown(target: str, rule: str, args: argparse.Namespace) -> dict:
                 "store.curves()": median_ms(store.curves),
                 "store.statuses()": median_ms(store.statuses),
                 "store.curves([id])": median_ms(lambda: store.curves([tid])),
+                "curve_of (every trial)": median_ms(
+                    lambda: [curve_of(i, s, curves.get(i, [])) for i, s in statuses.items()]
+                ),
                 "rule.decide (in memory)": median_ms(lambda: settings.rule.decide(trial, others)),
                 "EarlyStopping.decide": median_ms(lambda: settings.decide(store, tid)),
             },

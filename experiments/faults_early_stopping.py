@@ -2,9 +2,12 @@
 reported value and charges no step twice (issue 42).
 
 A driver loop starts a campaign worker process (``early_stopping="asha", max_steps=27,
-budget_steps=...``, GP + qLogNEI) on a store, kills it with SIGKILL at a random moment (seeded:
-a uniform delay after the worker says it is running, once it has warmed up: imports and a
-first GP fit, so that a kill can land in any part of ``campaign.run()``), starts it again on the same store (a
+budget_steps=...``, GP + qLogNEI) on a store, kills it with SIGKILL at a random moment (seeded,
+counted from when the worker says it runs, once it has warmed up: imports and a first GP fit;
+half the kills after a uniform delay, landing anywhere in ``campaign.run()`` -- mostly in
+proposals, which take longer than these short trials -- and half 1 to 6 reports into a trial's
+training plus 0-60 ms, landing in an epoch, a ``report``, a ``should_stop``, a stop being
+recorded or the side log's write), starts it again on the same store (a
 resume: ``on_pending="retry"``, the default) and repeats until ``--kills`` kills are done; then
 it lets the campaign finish. The worker's evaluator ``f(x, trial)`` trains for 27 "epochs":
 each sleeps 20-50 ms (deterministic per trial and epoch), then reports a deterministic loss,
@@ -32,7 +35,7 @@ Checked afterwards (on SQLite also after every kill, on the store as the kill le
 * (d) the ledger is at most ``budget_steps`` (``overspent``) and, at the end, nothing is pending.
 
 Writes ``experiments/results/faults_early_stopping/{results.json, results.md}`` (one entry per
-store kind, ``sqlite`` and ``postgres``; a run replaces its own kind's entry).
+store and rule, e.g. ``sqlite asha``, ``postgres asha``; a run replaces its own entry).
 
     python experiments/faults_early_stopping.py                    # SQLite, 20 kills
     python experiments/faults_early_stopping.py --pg postgresql://postgres@127.0.0.1:54329/postgres
@@ -58,6 +61,7 @@ import tempfile
 import time
 import traceback
 import uuid
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -233,6 +237,7 @@ def check(store, problem, settings: dict[str, Any], work: Path, final: bool) -> 
         "trials_with_gaps": gaps,
         "trials": len(trials),
         "by_status": by_status,
+        "last_steps": {str(k): n for k, n in sorted(Counter(c[-1][0] for c in curves.values()).items())},
         "evaluations_started": len(starts),
         "trials_evaluated_more_than_once": sum(n > 1 for n in evaluations.values()),
         "resumed_evaluations": sum(e["resumed_from"] is not None for e in starts),
@@ -263,6 +268,29 @@ def snapshot(store_target: str, settings: dict[str, Any], work: Path, final: boo
 
 
 # ---------------------------------------------------------------------- the driver
+def reports_in(log: Path) -> int:
+    try:
+        return log.read_bytes().count(b'"event": "report"')
+    except FileNotFoundError:
+        return 0
+
+
+def kill_moment(proc, log: Path, rng: random.Random, args: argparse.Namespace) -> str:
+    """Wait for the moment to kill ``proc`` (seeded), and say which kind it was: ``"timed"``, a
+    uniform delay in ``[min_delay, max_delay]``; or (a ``--report-kills`` share of the kills)
+    ``"in training"``, 1 to 6 reports after now, then a uniform 0-60 ms: in an epoch's sleep,
+    a ``report``, a ``should_stop``, a stop being recorded or the side log's write."""
+    if rng.random() >= args.report_kills:
+        proc.join(rng.uniform(args.min_delay, args.max_delay))
+        return "timed"
+    target, delay = reports_in(log) + rng.randint(1, 6), rng.uniform(0.0, 0.06)
+    deadline = time.monotonic() + args.max_wait
+    while proc.exitcode is None and reports_in(log) < target and time.monotonic() < deadline:
+        time.sleep(0.002)
+    proc.join(delay)
+    return "in training"
+
+
 class Workers:
     """Starts worker processes (numbered runs, one log and one stderr file each)."""
 
@@ -272,14 +300,13 @@ class Workers:
         self.runs = 0
         self.crashes: list[dict[str, Any]] = []
 
-    def start(self) -> tuple[Any, Path, Path]:
+    def start(self) -> tuple[Any, Path, Path, Path]:
         self.runs += 1
         n = self.runs
-        ready, err = self.work / f"ready-{n}", self.work / f"err-{n}.txt"
-        proc = self.ctx.Process(target=worker, args=(self.settings, self.store, str(self.work / f"log-{n:03d}.jsonl"),
-                                                     str(ready), str(err)), daemon=False)  # fmt: skip
+        ready, err, log = self.work / f"ready-{n}", self.work / f"err-{n}.txt", self.work / f"log-{n:03d}.jsonl"
+        proc = self.ctx.Process(target=worker, args=(self.settings, self.store, str(log), str(ready), str(err)))
         proc.start()
-        return proc, ready, err
+        return proc, ready, err, log
 
     def wait_ready(self, proc, ready: Path, timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -290,32 +317,33 @@ class Workers:
         """Record a worker that ended by itself with an error (a crash, e.g. on resume)."""
         if proc.exitcode not in (0, -9):
             text = err.read_text() if err.exists() else ""
-            self.crashes.append({"run": self.runs, "exitcode": proc.exitcode, "stderr_tail": text[-3000:]})
+            self.crashes.append({"run": err.stem, "exitcode": proc.exitcode, "stderr_tail": text[-3000:]})
 
 
 def run_sqlite(args: argparse.Namespace, settings: dict[str, Any], work: Path) -> dict[str, Any]:
     store = str(work / "store.sqlite")
     rng = random.Random(args.seed)
     workers = Workers(args, settings, store, work)
-    kills, after_kill, finished_early = 0, [], False
+    kills, kinds, after_kill, finished_early = 0, [], [], False
     while True:
-        proc, ready, err = workers.start()
+        proc, ready, err, log = workers.start()
         workers.wait_ready(proc, ready, args.start_timeout)
         if kills < args.kills and proc.exitcode is None:
-            proc.join(rng.uniform(args.min_delay, args.max_delay))
+            kind = kill_moment(proc, log, rng, args)
             if proc.exitcode is None:
                 proc.kill()
                 proc.join()
                 kills += 1
+                kinds.append(kind)
                 after_kill.append(snapshot(store, settings, work, final=False))
-                print(f"kill {kills}: {summary_line(after_kill[-1])}", flush=True)
+                print(f"kill {kills} ({kind}): {summary_line(after_kill[-1])}", flush=True)
                 continue
         else:
             proc.join(args.final_timeout)
             if proc.exitcode is None:
                 proc.kill()
                 proc.join()
-                workers.crashes.append({"run": workers.runs, "exitcode": None, "stderr_tail": "final run timed out"})
+                workers.crashes.append({"run": err.stem, "exitcode": None, "stderr_tail": "final run timed out"})
                 break
         workers.ended(proc, err)
         if proc.exitcode != 0:
@@ -324,8 +352,9 @@ def run_sqlite(args: argparse.Namespace, settings: dict[str, Any], work: Path) -
             continue  # a crashed worker is restarted (and the crash reported)
         finished_early = kills < args.kills
         break
-    return {"kills": kills, "worker_runs": workers.runs, "crashes": workers.crashes, "finished_before_kills": finished_early,
-            "after_each_kill": after_kill, "final": snapshot(store, settings, work, final=True)}  # fmt: skip
+    return {"kills": kills, "kill_kinds": kinds, "worker_runs": workers.runs, "crashes": workers.crashes,
+            "finished_before_kills": finished_early, "after_each_kill": after_kill,
+            "final": snapshot(store, settings, work, final=True)}  # fmt: skip
 
 
 def run_postgres(args: argparse.Namespace, settings: dict[str, Any], work: Path) -> dict[str, Any]:
@@ -340,43 +369,46 @@ def run_postgres(args: argparse.Namespace, settings: dict[str, Any], work: Path)
         rng = random.Random(args.seed)
         workers = Workers(args, settings, url, work)
         slots = [workers.start() for _ in range(args.workers)]
-        kills, finished_early = 0, False
+        kills, kinds, finished_early = 0, [], False
         while kills < args.kills:
-            for proc, ready, _ in slots:
+            for proc, ready, _, _ in slots:
                 workers.wait_ready(proc, ready, args.start_timeout)
-            deadline = time.monotonic() + rng.uniform(args.min_delay, args.max_delay)
-            while time.monotonic() < deadline and any(p.exitcode is None for p, _, _ in slots):
-                time.sleep(0.005)
-            for i, (proc, _, err) in enumerate(slots):  # restart crashed ones
+            for i, (proc, _, err, _) in enumerate(slots):  # restart crashed ones
                 if proc.exitcode not in (None, 0):
                     workers.ended(proc, err)
                     if len(workers.crashes) < args.max_crashes:
                         slots[i] = workers.start()
-            alive = [i for i, (p, _, _) in enumerate(slots) if p.exitcode is None]
+                        workers.wait_ready(slots[i][0], slots[i][1], args.start_timeout)
+            alive = [i for i, (p, _, _, _) in enumerate(slots) if p.exitcode is None]
             if not alive:
                 finished_early = True
                 break
             i = rng.choice(alive)
-            slots[i][0].kill()
-            slots[i][0].join()
+            proc, _, err, log = slots[i]
+            kind = kill_moment(proc, log, rng, args)
+            if proc.exitcode is not None:
+                continue  # it ended by itself (its campaign is done, or a crash)
+            proc.kill()
+            proc.join()
             kills += 1
-            print(f"kill {kills}: worker slot {i}", flush=True)
+            kinds.append(kind)
+            print(f"kill {kills} ({kind}): worker slot {i}", flush=True)
             slots[i] = workers.start()
         deadline = time.monotonic() + args.final_timeout
         for i in range(len(slots)):
             while True:
-                proc, _, err = slots[i]
+                proc, _, err, _ = slots[i]
                 proc.join(max(0.0, deadline - time.monotonic()))
                 if proc.exitcode is None:
                     proc.kill()
                     proc.join()
-                    workers.crashes.append({"run": "final", "exitcode": None, "stderr_tail": "final run timed out"})
+                    workers.crashes.append({"run": err.stem, "exitcode": None, "stderr_tail": "final run timed out"})
                     break
                 workers.ended(proc, err)
                 if proc.exitcode == 0 or len(workers.crashes) >= args.max_crashes:
                     break
                 slots[i] = workers.start()
-        return {"kills": kills, "worker_runs": workers.runs, "crashes": workers.crashes,
+        return {"kills": kills, "kill_kinds": kinds, "worker_runs": workers.runs, "crashes": workers.crashes,
                 "finished_before_kills": finished_early, "after_each_kill": [],
                 "final": snapshot(url, settings, work, final=True)}  # fmt: skip
     finally:
@@ -394,22 +426,23 @@ def write_markdown(result: dict[str, Any], path: Path) -> None:
     lines = [
         "# faults_early_stopping",
         "",
-        "An early-stopping campaign (ASHA, 27 steps a trial, a budget in steps, GP + qLogNEI) killed with SIGKILL "
+        "An early-stopping campaign (a stopping rule, 27 steps a trial, a budget in steps, GP + qLogNEI) killed with SIGKILL "
         "at seeded random moments and resumed on the same store until the kills were done, then run to its end. "
         "Every `trial.report` that returned was logged (write + fsync) by the evaluator; afterwards each logged "
         "report is looked up in the store, each curve's steps are checked, and each trial's charge is compared "
         "with its last stored step (`experiments/faults_early_stopping.py`, module docstring).",
         "",
-        "| store | workers | kills | worker runs | crashes | reports acknowledged (new + replayed) | lost | wrong values "
+        "| store, rule | workers | kills (timed + in training) | worker runs | crashes | reports acknowledged (new + replayed) | lost | wrong values "
         "| duplicate steps | gaps | cost mismatches | ledger (steps) | double-counted | budget | overspent | pending at end "
         "| trials (by status) | evaluations resumed | wall s |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for kind, run in sorted(result["runs"].items()):
+    for key, run in sorted(result["runs"].items()):
         f = run["final"]
         statuses = ", ".join(f"{k} {v}" for k, v in sorted(f["by_status"].items()))
         lines.append(
-            f"| {kind} | {run['workers']} | {run['kills']} | {run['worker_runs']} | {len(run['crashes'])} | "
+            f"| {key} | {run['workers']} | {run['kills']} ({run['kill_kinds'].count('timed')} + "
+            f"{run['kill_kinds'].count('in training')}) | {run['worker_runs']} | {len(run['crashes'])} | "
             f"{f['reports_acknowledged']} ({f['reports_new']} + {f['reports_replayed']}) | {f['lost']} | "
             f"{f['wrong_values']} | {f['duplicate_steps']} | {f['trials_with_gaps']} | {f['cost_mismatches']} | "
             f"{f['cost_used']:g} | {f['double_counted']:g} | {f['budget_steps']} | {f['overspent']:g} | "
@@ -417,10 +450,10 @@ def write_markdown(result: dict[str, Any], path: Path) -> None:
             f"{run['wall_seconds']:.0f} |"
         )
     lines.append("")
-    for kind, run in sorted(result["runs"].items()):
+    for key, run in sorted(result["runs"].items()):
         checks = run["after_each_kill"]
         bad = [i + 1 for i, c in enumerate(checks) if not c["ok"]]
-        lines.append(f"- **{kind}**: {'all checks passed' if run['ok'] else 'CHECKS FAILED'}; "
+        lines.append(f"- **{key}**: {'all checks passed' if run['ok'] else 'CHECKS FAILED'}; "
                      f"settings {json.dumps(run['settings'])}; machine: {run['machine']}; dsbo commit {run['commit']}.")  # fmt: skip
         if checks:
             lines.append(f"  - Checked after each of the {len(checks)} kills too (store as the kill left it): "
@@ -450,11 +483,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--kills", type=int, default=20)
     parser.add_argument("--budget-steps", type=int, default=900)
     parser.add_argument("--max-steps", type=int, default=27)
-    parser.add_argument("--rule", default="asha")
+    parser.add_argument("--rule", default="asha", help="the stopping rule's name (its default options)")
     parser.add_argument("--n-init", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0, help="the campaign's seed and the kills' random moments")
     parser.add_argument("--min-delay", type=float, default=0.1, help="seconds after a worker starts running, at least")
     parser.add_argument("--max-delay", type=float, default=4.0, help="... and at most, before it is killed")
+    parser.add_argument("--report-kills", type=float, default=0.5,
+                        help="share of the kills timed a few reports into a trial's training (the rest: a uniform delay)")
+    parser.add_argument("--max-wait", type=float, default=60.0, help="seconds a kill waits for reports at most")
     parser.add_argument("--sleep", type=float, nargs=2, default=[0.02, 0.05], help="seconds an epoch takes (range)")
     parser.add_argument("--pg", default=None, help="admin URL of a PostgreSQL server: run on a fresh database with --workers workers")
     parser.add_argument("--workers", type=int, default=2, help="worker processes on PostgreSQL")
@@ -466,8 +502,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--final-timeout", type=float, default=1800.0)
     parser.add_argument("--max-crashes", type=int, default=3, help="worker crashes (not kills) before the run gives up")
     add_out_argument(parser, RESULTS)
+    parser.add_argument("--render", action="store_true", help="rewrite results.md from the folder's results.json, run nothing")
     args = parser.parse_args(argv)
     out = output_folder(args.out, args.smoke, RESULTS)
+    if args.render:
+        result = json.loads((out / "results.json").read_text())
+        write_markdown(result, out / "results.md")
+        return result
     if args.smoke:
         args.kills, args.budget_steps, args.max_delay, args.lease = 3, 45, 1.5, 2.0
     args.start_method = args.start_method or ("fork" if args.smoke else "spawn")
@@ -488,18 +529,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     run.update({
         "store": kind, "workers": args.workers if args.pg else 1, "wall_seconds": time.perf_counter() - start,
         "settings": settings, "start_method": args.start_method, "kills_asked": args.kills,
-        "min_delay": args.min_delay, "max_delay": args.max_delay, "commit": commit(),
+        "min_delay": args.min_delay, "max_delay": args.max_delay, "report_kills": args.report_kills, "commit": commit(),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {sys.version.split()[0]}",
     })  # fmt: skip
     run["ok"] = run["final"]["ok"] and all(c["ok"] for c in run["after_each_kill"]) and not run["crashes"]
     path = out / "results.json"
     result = json.loads(path.read_text()) if path.exists() else {}
-    result.setdefault("runs", {})[kind] = run
+    key = f"{kind} {args.rule}"
+    result.setdefault("runs", {})[key] = run
     result["smoke"] = args.smoke
     path.write_text(json.dumps(result, indent=2))
     write_markdown(result, out / "results.md")
     f = run["final"]
-    print(f"{kind}: {run['kills']} kills, {summary_line(f)}, ok={run['ok']}, {run['wall_seconds']:.0f} s", flush=True)
+    print(f"{key}: {run['kills']} kills, {summary_line(f)}, ok={run['ok']}, {run['wall_seconds']:.0f} s", flush=True)
     return result
 
 

@@ -17,7 +17,7 @@ def test_faults_early_stopping_smoke(tmp_path):
     import faults_early_stopping
 
     result = faults_early_stopping.main(["--smoke", "--out", str(tmp_path)])
-    run = result["runs"]["sqlite"]
+    run = result["runs"]["sqlite asha"]
     assert run["kills"] == 3 and not run["crashes"] and not run["finished_before_kills"], run
     final = run["final"]
     assert final["reports_acknowledged"] > 0 and final["lost"] == 0 and final["wrong_values"] == 0
