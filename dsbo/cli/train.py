@@ -10,21 +10,19 @@ the model, so a config never repeats the input dimension. Typical use::
     python -m dsbo.train fit --model SimpleSMB --model.width 64 --data.problem hartmann6
     python -m dsbo.train test --config configs/train/simple-smb-branin.yaml \\
         --ckpt_path runs/train/SimpleSMB-.../checkpoints/epoch=....ckpt
-    python -m dsbo.train fit --config configs/train/simple-smb-branin.yaml --print_config
     python -m dsbo.train fit --config configs/train/hired-labour.yaml --test true   # fit, then test the best checkpoint
 
 Every run writes to its run directory (``--run_dir``; default ``$DSBO_RUN_DIR`` or
 ``runs/train/<name>-<timestamp>``): ``config.yaml``, ``checkpoints/`` (the best epoch by the
 model's ``checkpoint_monitor`` if it declares one (HiReD: ``val_wape``), else ``val_mse``, or
-``train_loss`` without a validation split, and ``last.ckpt``; load one as a
-BoTorch model with :func:`dsbo.surrogates.checkpoint.load_surrogate`),
+``train_loss`` without a validation split, and ``last.ckpt``; load one as a BoTorch model with
+:func:`dsbo.surrogates.checkpoint.load_surrogate`),
 ``summary.json`` (the final metrics of every subcommand run there, the checkpoint path),
 ``checkpoints/final.ckpt`` (saved when ``fit`` returns, after the module's ``on_fit_end``),
-``predictions.csv`` (``predict``: raw inputs, target and predicted mean/std in raw units; for
-node forecasters such as HiReD one row per node and forecast step,
-:func:`~dsbo.cli.train_outputs.write_node_forecasts`) and
-the offline W&B run (``WANDB_MODE`` overrides ``offline``; ``--trainer.logger false`` turns it
-off, ``--trainer.logger`` another logger replaces it).
+``predictions.csv`` (``predict``: raw inputs, target and predicted mean/std in raw units; for node
+forecasters such as HiReD one row per node and forecast step, :func:`~dsbo.cli.train_outputs.write_node_forecasts`) and
+the offline W&B run (``WANDB_MODE`` overrides ``offline``; ``--trainer.logger false`` turns it off,
+``--trainer.logger`` another logger replaces it).
 
 ``fit --test true`` tests the best checkpoint (by the monitored metric; the final weights when
 there is no checkpoint callback) on the same datamodule right after the fit: its ``test_*``
@@ -34,9 +32,10 @@ When a fit logs ``val_wape_seasonal_naive`` (HiReD: the validation mean WAPE of 
 naive forecasts, the same metric as ``val_wape``) and its best ``val_wape`` is worse, the run
 prints a warning and ``summary.json`` lists it under ``warnings`` (:func:`fit_warnings`).
 
-Zoo modules that lack ``validation_step``, ``test_step`` or ``predict_step`` get the generic
-ones of :class:`SurrogateMetrics` (MSE and R^2 of the ensemble mean in standardized units,
-logged as ``{val,test}_mse`` and ``{val,test}_r2``).
+Zoo modules that lack ``validation_step``, ``test_step`` or ``predict_step`` get the generic ones of
+:class:`SurrogateMetrics` (MSE and R^2 of the ensemble mean, standardized, ``{val,test}_{mse,r2}``).
+With ``$DSBO_TRIAL_CHANNEL`` set (a campaign's train-run trial, early stopping) a ``ReportCallback``
+reports ``$DSBO_TRIAL_MONITOR`` after each validation epoch and stops the fit when told.
 """
 
 from __future__ import annotations
@@ -74,6 +73,7 @@ from dsbo.cli.train_outputs import write_node_forecasts as write_node_forecasts 
 from dsbo.cli.train_outputs import write_predictions
 from dsbo.data import ObservationDataModule
 from dsbo.errors import ConfigError, DsboError
+from dsbo.problems.trial_channel import CHANNEL_ENV, MONITOR_ENV, ChannelTrial
 
 #: Package whose modules are imported so that ``--model SimpleSMB`` resolves by class name.
 ZOO_PACKAGE = "dsbo_zoo"
@@ -296,6 +296,10 @@ class DsboTrainCLI(LightningCLI):
         wants_checkpoints = trainer_cfg.get("enable_checkpointing") is not False
         if wants_checkpoints and not any(isinstance(c, ModelCheckpoint) for c in callbacks):
             callbacks.append(default_checkpoint(self.run_dir / "checkpoints", self.datamodule, self.model))
+        if os.environ.get(CHANNEL_ENV):  # a campaign's trial: report each validation epoch, stop when told
+            from dsbo.integrations.lightning import ReportCallback
+
+            callbacks.append(ReportCallback(ChannelTrial(os.environ[CHANNEL_ENV]), monitor=os.environ.get(MONITOR_ENV, "val_loss")))
         trainer_cfg["callbacks"] = callbacks
         return super().instantiate_trainer(**kwargs)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 from botorch.test_functions.base import BaseTestProblem, ConstrainedBaseTestProblem
@@ -367,12 +368,23 @@ class Problem:
         """Noiseless outcomes (same layout as :meth:`evaluate`)."""
         return self.evaluate(X, noise=False)
 
-    def __call__(self, x: Tensor | Sequence[float]) -> Tensor:
+    @property
+    def takes_trial(self) -> bool:
+        """Whether an evaluation reports intermediate values to a running trial (its test
+        problem has ``run_with_trial(x, trial)``: the train-run problem)."""
+        return callable(getattr(self.test_problem, "run_with_trial", None))
+
+    def __call__(self, x: Tensor | Sequence[float], trial: Any = None) -> Tensor:
         """Evaluate a single point ``x`` (a ``d``-vector); returns a vector of outcomes.
 
-        This is the evaluator protocol of :class:`dsbo.campaign.Campaign`.
+        This is the evaluator protocol of :class:`dsbo.campaign.Campaign`; a problem that
+        :attr:`takes_trial` is given the running trial (early stopping).
         """
-        return self.evaluate(torch.as_tensor(x, dtype=torch.double).reshape(1, -1))[0]
+        X = torch.as_tensor(x, dtype=torch.double).reshape(1, -1)
+        if trial is not None and self.takes_trial:
+            row = self.round_to_domain(self.validate(X))[0]
+            return torch.tensor(self.test_problem.run_with_trial(row.tolist(), trial), dtype=torch.double)
+        return self.evaluate(X)[0]
 
     def evaluation_cost(self, X: Tensor) -> Tensor:
         """``lambda(x)`` for each row of ``X`` (``n``, float64): ``cost_function`` or

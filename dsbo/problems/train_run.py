@@ -59,6 +59,7 @@ from dsbo.errors import ConfigError, EvaluationError
 from dsbo.problems.base import Problem
 from dsbo.problems.registry import register_problem
 from dsbo.problems.run_summary import log_tail, read_metric
+from dsbo.problems.trial_channel import CHANNEL_ENV, MONITOR_ENV, relay
 from dsbo.space import Fixed, SearchSpace
 from dsbo.space.wandb_syntax import parse_parameter, search_space
 
@@ -114,18 +115,35 @@ class TrainingRun(BaseTestProblem):
         flags = [f"--{name}={value}" for name, value in values.items()]
         return [sys.executable, "-m", "dsbo.train", "fit", "--config", self.config, *self.args, *flags]
 
-    def run(self, params: Mapping[str, Any]) -> list[float]:
-        """Train once with ``params``; the requested metrics from the run's ``summary.json``."""
+    def run(self, params: Mapping[str, Any], trial: Any = None) -> list[float]:
+        """Train once with ``params``; the requested metrics from the run's ``summary.json``.
+        With a running ``trial`` (early stopping), the run reports its first metric after each
+        validation epoch through a channel and stops when the trial says so
+        (:mod:`dsbo.problems.trial_channel`)."""
         key = hashlib.sha1(json.dumps(params, sort_keys=True, default=str).encode()).hexdigest()[:8]
         run_dir = Path(self.runs_dir) / f"run-{time.strftime('%Y%m%d-%H%M%S')}-{key}-{os.getpid()}"
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / "params.json").write_text(json.dumps(params, indent=1, default=str))
         env = {**os.environ, "DSBO_RUN_DIR": str(run_dir), "WANDB_DIR": str(run_dir), "WANDB_SILENT": "true"}
         env.setdefault("WANDB_MODE", "offline")
+        if trial is not None:
+            (run_dir / "trial").mkdir()
+            env.update({CHANNEL_ENV: str(run_dir / "trial"), MONITOR_ENV: self.metrics[0]})
         try:
             with (run_dir / "output.log").open("w") as log:
-                proc = subprocess.run(self.command(params), stdout=log, stderr=subprocess.STDOUT, env=env,
-                                      timeout=self.timeout, check=False)  # fmt: skip
+                if trial is None:
+                    proc = subprocess.run(self.command(params), stdout=log, stderr=subprocess.STDOUT, env=env,
+                                          timeout=self.timeout, check=False)  # fmt: skip
+                else:
+                    proc = subprocess.Popen(self.command(params), stdout=log, stderr=subprocess.STDOUT, env=env)
+                    try:
+                        refused = relay(run_dir / "trial", trial, proc, sign=self.sign, timeout=self.timeout)
+                    finally:
+                        if proc.poll() is None:
+                            proc.kill()
+                        proc.wait()
+                    if refused is not None:
+                        raise refused
         except subprocess.TimeoutExpired:
             raise EvaluationError(f"training run {run_dir} gave no result within {self.timeout} s") from None
         if proc.returncode != 0:
@@ -135,6 +153,10 @@ class TrainingRun(BaseTestProblem):
         if missing:
             raise EvaluationError(f"training run {run_dir} wrote no finite {missing} to summary.json")
         return [self.sign * values[m] for m in self.metrics]
+
+    def run_with_trial(self, x: Sequence[float], trial: Any) -> list[float]:
+        """One run at model point ``x`` reporting to ``trial`` (:meth:`run`)."""
+        return self.run(self.space.decode(list(x)), trial)
 
     def _evaluate_true(self, X: Tensor) -> Tensor:
         rows = [self.run(self.space.decode(x)) for x in X.reshape(-1, self.dim).tolist()]

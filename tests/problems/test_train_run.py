@@ -123,3 +123,55 @@ def test_a_categorical_is_one_hot_and_the_history_shows_the_values_the_run_recei
     assert row["trainer.max_epochs"] == 3
     with pytest.raises(ConfigError, match="mix types"):
         make(tmp_path, parameters={**PARAMETERS, "model.activation": {"values": ["relu", 1]}})
+
+
+class StopAt:
+    """A running trial's protocol (report, should_stop) that says stop at ``step``."""
+
+    def __init__(self, step, refuse=False):
+        self.step, self.refuse, self.reports = step, refuse, []
+
+    def report(self, step, value):
+        if self.refuse:
+            raise ValueError("refused")
+        self.reports.append((step, value))
+
+    def should_stop(self):
+        return self.reports[-1][0] >= self.step
+
+
+def test_a_run_reports_each_epoch_through_the_channel_and_stops_when_told(tmp_path, in_repo):
+    problem = make(tmp_path, parameters={**PARAMETERS, "trainer.max_epochs": {"value": 5}})
+    trial = StopAt(2)
+    y = problem(problem.default_point, trial)
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    assert [s for s, _ in trial.reports] == [1, 2]  # epochs trained so far; stopped after the second
+    decisions = [json.loads(line) for line in (run_dir / "trial" / "decisions.jsonl").read_text().splitlines()]
+    assert decisions == [{"step": 1, "stop": False}, {"step": 2, "stop": True}]
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert all(v < 0 for _, v in trial.reports)  # -val_mse: the objective's direction
+    assert y.tolist() == pytest.approx([-summary["val_mse"]])
+
+
+def test_a_refused_report_stops_the_run_and_fails_the_evaluation(tmp_path, in_repo):
+    problem = make(tmp_path)
+    with pytest.raises(ValueError, match="refused"):
+        problem(problem.default_point, StopAt(99, refuse=True))
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    assert (run_dir / "trial" / "decisions.jsonl").read_text().count("\n") == 1  # told to stop at once
+
+
+def test_a_campaign_stops_training_runs_early(tmp_path, in_repo):
+    from dsbo.campaign import Campaign
+
+    problem = make(tmp_path, parameters={**PARAMETERS, "trainer.max_epochs": {"value": 4}})
+    campaign = Campaign(problem, surrogate="gp", budget=3, n_init=3, dry_run=False, max_steps=4, budget_steps=12,
+                        early_stopping={"name": "percentile", "percentile": 1.0, "n_startup_trials": 1})  # fmt: skip
+    campaign.run()
+    store = campaign.store
+    curves = store.curves()
+    assert sorted(curves) == [t.id for t in store.trials()]
+    for trial in store.trials():
+        steps = [s for s, _ in curves[trial.id]]
+        assert steps == list(range(1, len(steps) + 1)) and trial.cost == steps[-1]
+        assert trial.status in ("completed", "stopped") and (trial.status == "stopped") == (steps[-1] < 4)
