@@ -83,12 +83,21 @@ class EarlyStopping:
             (:mod:`dsbo.surrogates.fidelity`; the campaign's surrogate setting is not used).
         min_points: BOHB's ``N_min``, the trials a rung needs before the model is fitted on it
             (``None``: the number of model inputs + 2, as BOHB's ``d + 1`` plus one).
+        levels: BOHB's levels when no rule gives them (a W&B sweep's hyperband brackets,
+            whose runs a monitor outside the campaign stops).
     """
 
     rule: StoppingRule | None
     max_steps: int | None = None
     model: str = "final"
     min_points: int | None = None
+    levels: tuple[int, ...] | None = None
+
+    def rungs(self) -> list[int]:
+        """The steps of BOHB's levels below full training: ``levels`` if given (e.g. a W&B
+        sweep's hyperband brackets), else the rule's rungs (below ``max_steps``)."""
+        rungs = self.levels if self.levels is not None else [] if self.rule is None else self.rule.rungs(self.max_steps)
+        return sorted({r for r in rungs if self.max_steps is None or r < self.max_steps})
 
     @classmethod
     def build(cls, spec: Any, max_steps: Any = None, budget_steps: Any = None) -> EarlyStopping | None:
@@ -100,6 +109,8 @@ class EarlyStopping:
         Raises:
             ConfigError: naming the first setting at fault.
         """
+        if isinstance(spec, EarlyStopping):
+            return spec
         if max_steps is not None and (isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1):
             raise ConfigError(f"max_steps must be an integer >= 1, got {max_steps!r}")
         if budget_steps is not None and max_steps is None:
@@ -143,11 +154,12 @@ def training_data(store: Store, settings: EarlyStopping | None, dim: int) -> tup
     """What the surrogate is fitted on: the completed trials' ``(X, Y)``, or with
     ``model: "bohb"`` every trial's value at the highest level that ``min_points`` trials reached
     (BOHB, Falkner et al. 2018, sec. 4.1: the model of the largest budget with enough
-    observations), where the levels are the rule's rungs and ``max_steps``. A trial's value at
-    a level is its first report at or after the level's step; a completed trial that reported
-    nothing counts at ``max_steps`` with its outcome. Before any level has ``min_points``
-    trials, the level with the most; without any curve, the completed trials. Problems with
-    several outcomes keep the completed trials (a curve holds the objective only)."""
+    observations). The levels are the rule's rungs below ``max_steps`` (or the given
+    ``levels``), then full training: a trial's value at a rung is its first report at or after
+    the rung's step (running and stopped trials included); at full training, the completed
+    trials' outcomes. Before any level has ``min_points`` trials, the level with the most
+    (the lower one on a tie); without any curve, the completed trials. Problems with several
+    outcomes keep the completed trials (a curve holds the objective only)."""
     X, Y = store.completed_data()
     if settings is not None and settings.model == "final" and X.shape[0] < 2 and settings.rule is not None:
         settings = dataclasses.replace(settings, model="bohb")  # until 2 trials are fully trained
@@ -159,34 +171,29 @@ def training_data(store: Store, settings: EarlyStopping | None, dim: int) -> tup
             return (torch.tensor([x for x, _ in latest], dtype=torch.double),
                     torch.tensor([[v] for _, v in latest], dtype=torch.double))  # fmt: skip
         return X, Y
-    if settings is None or settings.model != "bohb" or settings.rule is None or (Y.numel() and Y.shape[1] != 1):
+    rungs = settings.rungs() if settings is not None and settings.model == "bohb" else []
+    if not rungs or (Y.numel() and Y.shape[1] != 1):
         return X, Y
     import torch
 
     curves = store.curves()
     if not curves:
         return X, Y
-    trials = {t.id: t for t in store.trials(("pending", "completed", "stopped"))}
-    top = settings.max_steps
-    levels = sorted({*settings.rule.rungs(top), *([top] if top is not None else [])})
-    points: dict[int, list[tuple[list[float], float]]] = {level: [] for level in levels}
-    for trial_id, trial in trials.items():
-        curve = curves.get(trial_id)
-        if not curve:
-            if trial.status == "completed" and top is not None and trial.y is not None:
-                points[top].append((trial.x, trial.y[0]))
-            continue
-        for level in levels:
-            reached = [value for step, value in curve if step >= level]
+    levels: list[list[tuple[list[float], float]]] = [[] for _ in rungs]
+    for trial in store.trials(("pending", "completed", "stopped")):
+        curve = curves.get(trial.id, [])
+        for k, rung in enumerate(rungs):
+            reached = [value for step, value in curve if step >= rung]
             if reached:
-                points[level].append((trial.x, reached[0]))
+                levels[k].append((trial.x, reached[0]))
+    levels.append([(x, y[0]) for x, y in zip(X.tolist(), Y.tolist(), strict=True)])  # full training
     need = settings.min_points or dim + 2
-    enough = [level for level in levels if len(points[level]) >= need]
-    level = enough[-1] if enough else max(levels, key=lambda lv: (len(points[lv]), -lv))
-    if not points[level]:
+    enough = [k for k, points in enumerate(levels) if len(points) >= need]
+    chosen = levels[enough[-1] if enough else max(range(len(levels)), key=lambda k: (len(levels[k]), -k))]
+    if not chosen:
         return X, Y
-    return (torch.tensor([x for x, _ in points[level]], dtype=torch.double),
-            torch.tensor([[v] for _, v in points[level]], dtype=torch.double))  # fmt: skip
+    return (torch.tensor([x for x, _ in chosen], dtype=torch.double),
+            torch.tensor([[v] for _, v in chosen], dtype=torch.double))  # fmt: skip
 
 
 def plan_steps(metadata: list[dict[str, Any]], settings: EarlyStopping | None) -> list[dict[str, Any]]:

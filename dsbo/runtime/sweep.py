@@ -15,8 +15,9 @@ With ``early_terminate: {type: hyperband, ...}`` each run is watched while it ru
 (:class:`~dsbo.runtime.hyperband.HyperbandMonitor`: its metric history is read every ``poll``
 seconds, :class:`~dsbo.runtime.run_history.MetricHistory`) and stopped by W&B's hyperband rule;
 a stopped run is recorded as ``stopped`` with its last logged value as its metric, which is its
-result in grid/random sweeps and its trial's outcome in bayes sweeps. A run whose history could
-not be read says so in its ``error`` (and in ``hyperband``).
+result in grid/random sweeps; in bayes sweeps it is a ``stopped`` trial of the campaign, whose
+surrogate learns from every run's curve as BOHB does (:func:`run_bayes`). A run whose history
+could not be read says so in its ``error`` (and in ``hyperband``).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ import yaml
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from dsbo.campaign.early_stopping import EarlyStopping
 from dsbo.errors import ConfigError
 from dsbo.problems.run_summary import log_tail, read_metric
 from dsbo.runtime.hyperband import HyperbandMonitor, Stop
@@ -335,7 +337,24 @@ def bayes_campaign(
         store=sweep_dir / "trials.sqlite",
         max_consecutive_failures=budget + 1,  # a sweep records failed runs and goes on
         dry_run=dry_run,
+        # with early_terminate the model learns from stopped runs: BOHB's levels are the brackets
+        early_stopping=None if sweep.early_terminate is None
+        else EarlyStopping(None, model="bohb", levels=tuple(sweep.early_terminate.brackets)),
     )
+
+
+#: The statuses of a bayes sweep's runs that have ended.
+ENDED = ("completed", "failed", "stopped")
+
+
+def record_curve(store: Any, trial_id: int, run_dir: Path, metric: str, sign: float) -> None:
+    """The run's logged values of ``metric`` as the trial's curve (step n: the n-th finite
+    value, in the store's sense); steps a previous attempt stored are kept."""
+    stored = store.curves([trial_id]).get(trial_id, [])
+    last = stored[-1][0] if stored else 0
+    for step, value in enumerate(MetricHistory(run_dir, metric).read(), start=1):
+        if step > last:
+            store.report(trial_id, step, sign * value)
 
 
 # ---------------------------------------------------------------------- bayes: the runs
@@ -356,7 +375,11 @@ def run_bayes(
     The campaign's store ``<sweep_dir>/trials.sqlite`` records every proposal before its run
     starts and every outcome before the next proposal; on resume, runs left in flight are run
     again (their directories cleared) and finished runs never are. A run that hyperband
-    stopped (``early_terminate``) is a completed trial whose outcome is its last logged value.
+    stopped (``early_terminate``) is a ``stopped`` trial of the campaign (its last logged value
+    kept, never fitted as a finished run); every run's logged values are its curve in the store
+    (the n-th finite value at step n, W&B's iterations), and the campaign's surrogate is fitted
+    as BOHB's on the highest hyperband bracket that enough runs reached
+    (:mod:`dsbo.campaign.early_stopping`), so proposals learn from the stopped runs too.
     Returns what ``sweep.json`` holds.
     """
     from dsbo.analysis.trace import plot_trace
@@ -384,7 +407,7 @@ def run_bayes(
 
     def records() -> list[RunRecord]:
         out = []
-        for t in store.trials(("completed", "failed", "pending")):
+        for t in store.trials(("completed", "failed", "stopped", "pending")):
             run = t.metadata.get("run", {})
             out.append(RunRecord(
                 run=f"run-{t.id:03d}", params=space.decode(t.x),
@@ -408,10 +431,10 @@ def run_bayes(
     left = store.trials("pending")  # in flight when the sweep was killed: run them again
     monitor = hyperband_monitor(sweep, poll)
     if monitor is not None:  # the thresholds count every run of the sweep, earlier sessions' too
-        for t in store.trials(("completed", "failed")):
+        for t in store.trials(("completed", "failed", "stopped")):
             monitor.observe(f"run-{t.id:03d}", MetricHistory(sweep_dir / f"run-{t.id:03d}", metric_name).read())
     if resuming:
-        console.print(f"resuming {sweep_dir}: {store.count(('completed', 'failed'))} run(s) done, {len(left)} to run again", markup=False)
+        console.print(f"resuming {sweep_dir}: {store.count(ENDED)} run(s) done, {len(left)} to run again", markup=False)
     bar = Progress(
         TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
         TextColumn("{task.fields[last]}", markup=False), TextColumn("best {task.fields[best]}", markup=False),
@@ -419,7 +442,7 @@ def run_bayes(
     )  # fmt: skip
     in_flight: dict[Future, Any] = {}
     with bar, ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dsbo-sweep-run") as pool:
-        task = bar.add_task(sweep.name or "sweep", total=budget, completed=store.count(("completed", "failed")), last="", best="-")
+        task = bar.add_task(sweep.name or "sweep", total=budget, completed=store.count(ENDED), last="", best="-")
 
         def launch(trial: Any) -> None:
             record = RunRecord(run=f"run-{trial.id:03d}", params=space.decode(trial.x))
@@ -445,14 +468,18 @@ def run_bayes(
                     store.update_metadata(trial.id, run={"status": record.status, "returncode": record.returncode,
                                                          "seconds": record.seconds, "command": record.command,
                                                          "hyperband": record.hyperband, "error": record.error})  # fmt: skip
-                    if record.status in ("finished", "stopped"):  # a stopped run's outcome: its last value
+                    record_curve(store, trial.id, sweep_dir / record.run, metric_name, sign)
+                    if record.status == "stopped":  # its last value, kept as a stopped trial's
+                        store.stop(trial.id, [sign * record.metric], eval_time=record.seconds, budget=campaign.budget,
+                                   reason=record.error)  # fmt: skip
+                    elif record.status == "finished":
                         campaign.tell(trial.id, values=[sign * record.metric], eval_time=record.seconds)
                     else:
                         campaign.tell(trial.id, error=record.error or record.status, eval_time=record.seconds)
                     line = save()
                     last = f"{record.run} {record.status}" + ("" if record.metric is None else f" {metric_name}={record.metric:.4g}")
                     best = info["best"]
-                    bar.update(task, completed=store.count(("completed", "failed")), last=last,
+                    bar.update(task, completed=store.count(ENDED), last=last,
                                best="-" if best is None else f"{best['metric']:.4g} ({best['run']})")  # fmt: skip
                     if not progress:
                         console.print(last, markup=False)

@@ -202,11 +202,23 @@ def test_bohb_fits_on_the_highest_rung_with_enough_trials(tmp_path):
         for step in steps:
             store.report(tid, step, float(10 * i + step))
     settings = EarlyStopping.build({"name": "asha", "model": "bohb", "min_points": 4}, max_steps=9)
+    assert settings.rungs() == [1, 3]  # below max_steps
     X, Y = training_data(store, settings, dim=2)
     assert X.shape == (6, 2) and Y.squeeze(-1).tolist() == [10 * i + 3.0 for i in range(6)]  # rung 3: all six
+    store.complete(ids[4], [-1.0])
+    store.complete(ids[5], [-2.0])
     settings.min_points = 2
     X, Y = training_data(store, settings, dim=2)
-    assert Y.squeeze(-1).tolist() == [49.0, 59.0]  # max_steps 9: two trials reached it
+    assert Y.squeeze(-1).tolist() == [-1.0, -2.0]  # full training: the two completed trials' outcomes
+    sweep = EarlyStopping(None, model="bohb", levels=(2, 5), min_points=3)  # a sweep's brackets, no rule
+    assert training_data(store, sweep, dim=2)[1].squeeze(-1).tolist() == [2.0, 12.0, 22.0, 32.0, 42.0, 52.0]
+    sweep.min_points = 2
+    assert training_data(store, sweep, dim=2)[1].squeeze(-1).tolist() == [-1.0, -2.0]
+    store = open_store(None)
+    ids = store.add_trials(torch.rand(6, 2, dtype=torch.double), "sobol")
+    for i, tid in enumerate(ids):
+        for step in [1, 2, 3] if i < 4 else [1, 2, 3, 5, 9]:
+            store.report(tid, step, float(10 * i + step))
     final = EarlyStopping.build("asha", max_steps=9)
     X, Y = training_data(store, final, dim=2)  # fewer than 2 completed trials: the rungs, as bohb
     assert Y.squeeze(-1).tolist() == [10 * i + 3.0 for i in range(6)]

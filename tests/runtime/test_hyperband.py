@@ -1,6 +1,6 @@
 """``early_terminate: {type: hyperband}``: W&B's bracket schedule and stop rule against
 hand-computed examples, the block's validation, reading a run's metric history while it grows,
-and sweeps whose worse runs get stopped (grid, and bayes where a stopped run is a trial)."""
+and sweeps whose worse runs get stopped (grid, and bayes where a stopped run is a stopped trial)."""
 
 import json
 import math
@@ -280,7 +280,7 @@ for step in range(1, 5):
 """
 
 
-def test_in_a_bayes_sweep_a_stopped_run_is_a_trial_with_its_last_value(tmp_path, monkeypatch):
+def test_in_a_bayes_sweep_a_stopped_run_is_a_stopped_trial_with_its_curve(tmp_path, monkeypatch):
     monkeypatch.setenv("WANDB_MODE", "disabled")
     s = parse_sweep({
         "program": "inline", "method": "bayes", "metric": {"name": "acc", "goal": "maximize"},
@@ -297,10 +297,29 @@ def test_in_a_bayes_sweep_a_stopped_run_is_a_trial_with_its_last_value(tmp_path,
 
     with TrialStore(tmp_path / "sw" / "trials.sqlite", lock=False) as store:
         trials = {f"run-{t.id:03d}": t for t in store.trials()}
+        curves = store.curves()
     for r in runs:
         values = [json.loads(line)["acc"] for line in (tmp_path / "sw" / r["run"] / "history.jsonl").read_text().splitlines()]
-        assert trials[r["run"]].status == "completed" and trials[r["run"]].y[0] == pytest.approx(values[-1])
-        assert r["metric"] == pytest.approx(values[-1])
+        trial = trials[r["run"]]
+        assert trial.status == ("stopped" if r["status"] == "stopped" else "completed")
+        assert trial.y[0] == pytest.approx(values[-1]) and r["metric"] == pytest.approx(values[-1])
+        assert curves[trial.id] == [(i, pytest.approx(v)) for i, v in enumerate(values, start=1)]  # maximized: as logged
         if r["status"] == "stopped":
             assert len(values) < 4 and r["hyperband"]["value"] < r["hyperband"]["threshold"]  # maximized: lower is worse
             assert r["error"].startswith("stopped by hyperband")
+
+
+def test_a_bayes_sweep_with_early_terminate_fits_its_model_as_bohb_on_the_brackets(tmp_path):
+    from dsbo.runtime.sweep import bayes_campaign
+
+    s = parse_sweep({
+        "program": "inline", "method": "bayes", "metric": {"name": "acc", "goal": "maximize"},
+        "early_terminate": {"type": "hyperband", "min_iter": 2, "eta": 2},
+        "parameters": {"x": {"min": 0.0, "max": 1.0}},
+        "command": ["${interpreter}", "-c", BAYES_HISTORY_SCRIPT, "${args}"],
+        "dsbo": {"surrogate": "gp", "n_init": 3},
+    })  # fmt: skip
+    campaign = bayes_campaign(s, tmp_path, 5)
+    settings = campaign.early_stopping
+    assert settings.rule is None and settings.model == "bohb" and settings.rungs()[:3] == [2, 4, 8]
+    campaign.store.close()
