@@ -463,9 +463,14 @@ def write_markdown(result: dict[str, Any], path: Path) -> None:
         for crash in run["crashes"]:
             lines.append(f"  - Worker run {crash['run']} ended with exit code {crash['exitcode']}: "
                          f"`{crash['stderr_tail'].strip().splitlines()[-1] if crash['stderr_tail'].strip() else ''}`")  # fmt: skip
+        f = run["final"]
+        lines.append(f"  - Trials by last stored step: {', '.join(f'{k}: {n}' for k, n in f['last_steps'].items())}; "
+                     f"{f['trials_evaluated_more_than_once']} trials were evaluated more than once (a kill or a lost "
+                     f"lease), {f['resumed_evaluations']} of those evaluations resumed a stored curve.")  # fmt: skip
         lines.append(f"  - {run['final']['stored_not_acknowledged']} stored reports were not in the side log (a kill "
                      "between the store's commit and the log's write: expected, at most one per kill); "
                      f"{run['final']['torn_log_lines']} torn log lines.")  # fmt: skip
+    lines += [f"- {note}" for note in result.get("notes", [])]
     path.write_text("\n".join(lines) + "\n")
 
 
