@@ -45,7 +45,7 @@ import inspect
 import math
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from dsbo.errors import ConfigError, ReportError, TrialStoppedError
@@ -92,6 +92,8 @@ class EarlyStopping:
     model: str = "final"
     min_points: int | None = None
     levels: tuple[int, ...] | None = None
+    #: The curves of ended trials by id (they cannot change: a decision reads only the others').
+    _ended: dict[int, TrialCurve] = field(default_factory=dict, repr=False, compare=False)
 
     def rungs(self) -> list[int]:
         """The steps of BOHB's levels below full training: ``levels`` if given (e.g. a W&B
@@ -141,11 +143,20 @@ class EarlyStopping:
         (its reason written with values in the user's direction: ``sign`` times stored)."""
         if self.rule is None:
             return Decision(False, "no stopping rule")
-        curves, statuses = store.curves(), store.statuses()
-        trial = curve_of(trial_id, statuses.get(trial_id, "pending"), curves.get(trial_id, []))
+        statuses = store.statuses()
+        # an ended trial's curve is read once (its status is checked: an abandoned trial told late
+        # becomes completed); running trials' curves are read at every decision
+        fresh = [i for i, s in statuses.items() if i not in self._ended or self._ended[i].status != s]
+        curves = store.curves(fresh)
+        built = {}
+        for i in fresh:
+            built[i] = curve_of(i, statuses[i], curves.get(i, []))
+            if statuses[i] != "pending":
+                self._ended[i] = built[i]
+        trial = built.get(trial_id) or curve_of(trial_id, "pending", [])
         if trial.last_step is None:
             return Decision(False, "nothing reported yet")
-        others = [curve_of(i, s, curves.get(i, [])) for i, s in statuses.items() if i != trial_id]
+        others = [built.get(i) or self._ended[i] for i in statuses if i != trial_id]
         with user_direction(sign):
             return self.rule.decide(trial, others)
 
