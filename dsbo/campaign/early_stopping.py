@@ -254,8 +254,9 @@ def fit_fidelity_model(store: Store, settings: EarlyStopping, bounds: Tensor) ->
 
 
 def curve_of(trial_id: int, status: str, points: list[tuple[int, float]]) -> TrialCurve:
-    """A stored curve as a stopping rule reads it."""
-    return TrialCurve(trial_id, status, tuple(s for s, _ in points), tuple(v for _, v in points))
+    """A stored curve as a stopping rule reads it (the store checked its points when they
+    were reported: ints, finite floats, increasing steps)."""
+    return TrialCurve.checked(trial_id, status, tuple(s for s, _ in points), tuple(v for _, v in points))
 
 
 def _rule(spec: Any, max_steps: int | None) -> StoppingRule | None:

@@ -77,6 +77,16 @@ class TrialCurve:
         object.__setattr__(self, "steps", tuple(int(s) for s in steps))
         object.__setattr__(self, "values", tuple(float(v) for v in values))
 
+    @classmethod
+    def checked(cls, trial_id: int, status: str, steps: tuple[int, ...], values: tuple[float, ...]) -> TrialCurve:
+        """A curve from points that were checked when they were stored (ints, finite floats,
+        increasing steps): built without checking each point again (a decision reads every
+        trial's curve; checking 8,100 points took about 30 ms)."""
+        curve = object.__new__(cls)
+        for name, value in (("trial_id", trial_id), ("status", status), ("steps", steps), ("values", values)):
+            object.__setattr__(curve, name, value)
+        return curve
+
     @property
     def last_step(self) -> int | None:
         """The step of the latest report (``None`` before the first)."""

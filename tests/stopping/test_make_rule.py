@@ -198,3 +198,11 @@ def test_importing_loads_neither_torch_nor_the_store():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_a_checked_curve_equals_the_validated_one():
+    from dsbo.stopping import TrialCurve
+
+    a = TrialCurve(3, "pending", (1, 3), (0.5, 0.25))
+    b = TrialCurve.checked(3, "pending", (1, 3), (0.5, 0.25))
+    assert a == b and b.last_step == 3 and b.best() == 0.5 and b.value_at(3) == 0.25
