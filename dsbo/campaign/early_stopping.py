@@ -78,7 +78,7 @@ class EarlyStopping:
             at random);
             ``"bohb"``: on every trial's value at the highest rung that at least
             ``min_points`` trials reached (BOHB, Falkner et al. 2018), so that proposals learn
-            from stopped trials too; ``"fidelity"``: on every reported point, the step as an
+            from stopped trials too; ``"fidelity"``: on the curves (at the rungs), the step as an
             input of BoTorch's multi-fidelity GP read at full training
             (:mod:`dsbo.surrogates.fidelity`; the campaign's surrogate setting is not used).
         min_points: BOHB's ``N_min``, the trials a rung needs before the model is fitted on it
