@@ -188,9 +188,29 @@ def build_run(work: Path, name: str, argv: list[str]) -> tuple[Path, dict[str, b
     return run_dir, {f: (snapshot / f).read_bytes() for f in KEPT}
 
 
+#: Config keys added after the baseline (early stopping, issue 42): the before arm's code
+#: refuses them, so they are left out of its ``config.yaml`` while they hold their default (null).
+NEWER_KEYS = ("early_stopping", "max_steps", "budget_steps")
+
+
 def restore(run_dir: Path, kept: dict[str, bytes], arm: str) -> None:
     """``config.yaml`` as the run left it, and ``report_data.json`` as ``arm`` starts from."""
     (run_dir / "config.yaml").write_bytes(kept["config.yaml"])
+    if arm == "before":
+        import yaml
+
+        config = yaml.safe_load(kept["config.yaml"])
+        for key in NEWER_KEYS:
+            if config.get(key, "absent") is None:
+                del config[key]
+        (run_dir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+        # the baseline reads store schema 3; these runs have no curves and no stopped trials, so
+        # their schema-4 store is a schema-3 one with an empty table beside it (today's code
+        # upgrades it back in place when the after arms open it)
+        import sqlite3
+
+        with sqlite3.connect(run_dir / "trials.sqlite") as conn:
+            conn.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
     cache = run_dir / "report_data.json"
     cache.unlink(missing_ok=True)
     if arm in ("after, as the run left it", "after, kept"):

@@ -188,6 +188,8 @@ class StoredCampaign:
     surrogate: Any
     seed: int
     outcome_warping: str | None
+    #: The report fits the campaign's surrogate on the completed trials (not the fidelity GP).
+    early_stopping: Any = None
 
     def fit_model(self) -> Any:
         from dsbo.campaign.campaign import Campaign

@@ -545,9 +545,9 @@ class Campaign(GivenPoints, CampaignResults):
 
     def evaluator_for(self, trial: Trial) -> Callable[[Any], Any]:
         """``x -> outcomes`` for ``trial``: the evaluator, given the running trial when it
-        takes one (``f(x, trial)``)."""
-        evaluator = self.execution.evaluator
-        return TrialEvaluator(evaluator, self.running(trial)) if takes_trial(evaluator) else evaluator
+        takes one (``f(x, trial)``; a problem that can report, the train-run one, only with early stopping)."""
+        evaluator, wanted = self.execution.evaluator, self.early_stopping is not None or not isinstance(self.execution.evaluator, Problem)
+        return TrialEvaluator(evaluator, self.running(trial)) if wanted and takes_trial(evaluator) else evaluator
 
     # ------------------------------------------------------------------ driving
     # Evaluating and driving are the runtime's (dsbo.runtime.driver); these methods hand the
