@@ -280,15 +280,18 @@ for step in range(1, 5):
 """
 
 
+BAYES_SWEEP = {
+    "program": "inline", "method": "bayes", "metric": {"name": "acc", "goal": "maximize"},
+    "early_terminate": {"type": "hyperband", "min_iter": 2, "eta": 2},
+    "parameters": {"x": {"min": 0.0, "max": 1.0}},
+    "command": ["${interpreter}", "-c", BAYES_HISTORY_SCRIPT, "${args}"],
+    "dsbo": {"surrogate": "gp", "n_init": 3},
+}  # fmt: skip
+
+
 def test_in_a_bayes_sweep_a_stopped_run_is_a_stopped_trial_with_its_curve(tmp_path, monkeypatch):
     monkeypatch.setenv("WANDB_MODE", "disabled")
-    s = parse_sweep({
-        "program": "inline", "method": "bayes", "metric": {"name": "acc", "goal": "maximize"},
-        "early_terminate": {"type": "hyperband", "min_iter": 2, "eta": 2},
-        "parameters": {"x": {"min": 0.0, "max": 1.0}},
-        "command": ["${interpreter}", "-c", BAYES_HISTORY_SCRIPT, "${args}"],
-        "dsbo": {"surrogate": "gp", "n_init": 3},
-    })  # fmt: skip
+    s = parse_sweep(BAYES_SWEEP)
     info = run_sweep(s, tmp_path / "sw", count=3, progress=False, poll=0.05)
     runs = info["runs"]
     stopped = [r for r in runs if r["status"] == "stopped"]
@@ -312,13 +315,7 @@ def test_in_a_bayes_sweep_a_stopped_run_is_a_stopped_trial_with_its_curve(tmp_pa
 def test_a_bayes_sweep_with_early_terminate_fits_its_model_as_bohb_on_the_brackets(tmp_path):
     from dsbo.runtime.sweep import bayes_campaign
 
-    s = parse_sweep({
-        "program": "inline", "method": "bayes", "metric": {"name": "acc", "goal": "maximize"},
-        "early_terminate": {"type": "hyperband", "min_iter": 2, "eta": 2},
-        "parameters": {"x": {"min": 0.0, "max": 1.0}},
-        "command": ["${interpreter}", "-c", BAYES_HISTORY_SCRIPT, "${args}"],
-        "dsbo": {"surrogate": "gp", "n_init": 3},
-    })  # fmt: skip
+    s = parse_sweep(BAYES_SWEEP)
     campaign = bayes_campaign(s, tmp_path, 5)
     settings = campaign.early_stopping
     assert settings.rule is None and settings.model == "bohb" and settings.rungs()[:3] == [2, 4, 8]
