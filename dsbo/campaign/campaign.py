@@ -60,7 +60,7 @@ from dsbo.contexts import ContextSettings
 from dsbo.contexts.settings import ContextValues
 from dsbo.errors import BudgetExhaustedError, ConfigError, EvaluationError
 from dsbo.problems.base import Problem
-from dsbo.storage import BUDGETED, Store, Trial, new_worker_id, open_store
+from dsbo.storage import Store, Trial, new_worker_id, open_store
 from dsbo.surrogates import SurrogateSpec, fit_surrogate, warm_start
 
 Callback = Callable[["Campaign", list[Trial]], None]
@@ -386,12 +386,12 @@ class Campaign(GivenPoints, CampaignResults):
         # every ask reseeds torch, so a noisy problem evaluated in this process draws the same
         # noise for the same seed, whatever ran in the process before (initial design included)
         torch.manual_seed(seed)
-        n_proposed = self.store.count(BUDGETED)
+        n_proposed = self.store.budget_used()
         fit_time = acq_time = 0.0
         fit_states: list = []
         X_done, Y_done = training_data(self.store, self.early_stopping, self.problem.dim)
         Y_done = warp_outcomes(Y_done, self.problem.num_objectives, self.outcome_warping)
-        n_design = self.n_init + self.include_default
+        n_design = self._design_size()  # imported trials take the place of design points
         if n_proposed < n_design:  # the design's next points that the cost budget can pay for
             first = self.include_default and self.ledger.cursor(self.store) == 0
             indices = self.ledger.design_points(self.store, 1 if first else min(q, n_design - n_proposed))

@@ -24,7 +24,7 @@ from dsbo.contexts import ContextSettings, ContextState, Environment
 from dsbo.contexts.settings import ContextValues
 from dsbo.errors import ConfigError
 from dsbo.problems.base import Problem
-from dsbo.storage import BUDGETED, Trial
+from dsbo.storage import Trial
 
 if TYPE_CHECKING:
     from dsbo.campaign.campaign import Campaign
@@ -91,7 +91,7 @@ class ContextStep:
         problem = self.problem
         z = self.environment.values(campaign.store.count(), given)
         X_done, Y_done = campaign.store.completed_data()
-        n_proposed = campaign.store.count(BUDGETED)
+        n_proposed = campaign.store.budget_used()
         fit_time = acq_time = 0.0
         n_design = campaign.n_init + campaign.include_default
         if n_proposed < n_design or X_done.shape[0] < 2:

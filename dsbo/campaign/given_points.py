@@ -1,23 +1,64 @@
 """Trials whose points the user gives rather than the policy: observations made outside the
-campaign (:meth:`GivenPoints.attach`), points to evaluate before any proposal
-(:meth:`GivenPoints.enqueue`, Optuna's ``enqueue_trial``), and parameters held fixed in one
-ask (``Campaign.ask(fixed=...)``). A part of :class:`~dsbo.campaign.Campaign`, kept in a module
-of its own; each given point is validated against the problem and charged like a proposal."""
+campaign (:meth:`GivenPoints.attach`, charged like a proposal), trials brought in from another
+study (:meth:`GivenPoints.import_trials`, prior data charged nothing), points to evaluate
+before any proposal (:meth:`GivenPoints.enqueue`, Optuna's ``enqueue_trial``), and parameters
+held fixed in one ask (``Campaign.ask(fixed=...)``). A part of
+:class:`~dsbo.campaign.Campaign`, kept in a module of its own; each given point is validated
+against the problem first."""
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping, Sequence
+import logging
+import math
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import Tensor
 
 from dsbo.campaign.validation import with_fixed_features
-from dsbo.errors import BudgetExhaustedError
+from dsbo.errors import BudgetExhaustedError, ConfigError, DsboError
+from dsbo.space.outcomes import to_number
+from dsbo.storage import IMPORTED
 
 if TYPE_CHECKING:
     from dsbo.storage import Trial
+
+logger = logging.getLogger(__name__)
+
+#: What an imported trial may be: finished (``completed``, ``failed``, ``stopped``: pruned
+#: early, with its last value) or still running elsewhere (``pending``: tell it later).
+IMPORT_STATUSES = ("completed", "failed", "stopped", "pending")
+
+
+@dataclass(frozen=True)
+class ImportedTrial:
+    """A trial run outside this campaign (another tool's study, a CSV row), in the user's terms.
+
+    ``params`` names every searched parameter (``{name: value}``); ``values`` are the
+    outcomes as the objective function returns them (needed when ``completed``; a ``stopped``
+    trial's last value, if known); ``error`` the failure of a ``failed`` trial; ``curve`` the
+    intermediate values ``[(step, value), ...]`` in the objective's direction; ``source`` where
+    it came from (kept in the trial's metadata, e.g. ``"optuna:my-study#12"``).
+    """
+
+    params: Mapping[str, Any]
+    values: Any = None
+    status: str = "completed"
+    error: str | None = None
+    curve: Sequence[tuple[int, float]] = ()
+    source: str | None = None
+
+
+@dataclass
+class ImportResult:
+    """What :meth:`GivenPoints.import_trials` took: the stored trials (in the order of the
+    accepted rows) and the refused rows as ``(row index, reason)``."""
+
+    trials: list[Trial] = field(default_factory=list)
+    refused: list[tuple[int, str]] = field(default_factory=list)
 
 
 class GivenPoints:
@@ -38,6 +79,87 @@ class GivenPoints:
         trial_id = self._add_given(X, generator, {"attached": True})
         self.store.complete(trial_id, y)
         return self.store.get(trial_id)
+
+    def import_trials(self, rows: Iterable[ImportedTrial | Mapping[str, Any]], strict: bool = False) -> ImportResult:
+        """Bring in trials run elsewhere as prior data: fitted like the campaign's own, never
+        charged to the budget (generator ``"imported"``, cost 0), and each completed one takes
+        the place of an initial-design point (with at least ``n_init`` of them the first
+        proposal comes from the model). A ``pending`` row is a trial running elsewhere: the
+        proposals avoid it, and :meth:`tell` records its outcome later.
+
+        Each row (an :class:`ImportedTrial` or a mapping of its fields) is checked against the
+        space and the outcomes before anything is written; a row that does not fit is refused
+        with the reason (``strict=True``: a :class:`~dsbo.errors.ConfigError` naming the first
+        one, and nothing is imported).
+        """
+        accepted: list[tuple[Tensor, ImportedTrial, list[float] | None, list[tuple[int, float]]]] = []
+        refused: list[tuple[int, str]] = []
+        for index, row in enumerate(rows):
+            try:
+                accepted.append(self._imported_row(row))
+            except DsboError as exc:
+                if strict:
+                    raise ConfigError(f"imported row {index}: {exc}") from None
+                refused.append((index, str(exc)))
+        if refused:
+            logger.warning("%d imported row(s) refused; the first: row %d: %s", len(refused), *refused[0])
+        result = ImportResult(refused=refused)
+        if not accepted:
+            return result
+        metadata = [{"imported": True, **({"source": r.source} if r.source else {})} for _, r, _, _ in accepted]
+        ids = self.store.add_trials(torch.cat([x for x, _, _, _ in accepted]), IMPORTED, metadata=metadata, cost=0.0)
+        for trial_id, (_, row, y, curve) in zip(ids, accepted, strict=True):
+            for step, value in curve:
+                self.store.report(trial_id, step, value)
+            if row.status == "completed":
+                self.store.complete(trial_id, y)
+            elif row.status == "failed":
+                self.store.fail(trial_id, row.error or "failed in the imported study")
+            elif row.status == "stopped":
+                last = y if y is not None else ([curve[-1][1]] if curve and len(self.problem.outcome_names) == 1 else None)
+                self.store.stop(trial_id, last, reason=row.error or "stopped in the imported study")
+        result.trials = [self.store.get(i) for i in ids]
+        return result
+
+    def _imported_row(self, row: ImportedTrial | Mapping[str, Any]) -> tuple[Tensor, ImportedTrial, list[float] | None, list[tuple[int, float]]]:
+        """One row checked: its model point, stored outcomes and stored curve."""
+        if isinstance(row, Mapping):
+            unknown = set(row) - set(ImportedTrial.__dataclass_fields__)
+            if unknown:
+                raise ConfigError(f"unknown field(s) {sorted(unknown)}; an imported trial has {list(ImportedTrial.__dataclass_fields__)}")
+            row = ImportedTrial(**row)
+        if row.status not in IMPORT_STATUSES:
+            raise ConfigError(f"status {row.status!r} cannot be imported; use one of {', '.join(IMPORT_STATUSES)}")
+        if not isinstance(row.params, Mapping):
+            raise ConfigError(f"params must be a mapping {{name: value}}, got {row.params!r}")
+        x = self._point(row.params, "imported parameters")
+        y = None
+        if row.values is not None and row.status in ("completed", "stopped"):
+            parsed = self.problem.parse_outcomes(row.values)
+            self.problem.outcomes.finite_or_error(parsed)
+            y = parsed
+        elif row.status == "completed":
+            raise ConfigError("a completed trial needs its values")
+        objective = self.problem.outcomes.objectives[0]
+        curve, last = [], -1
+        for step, value in row.curve:
+            if isinstance(step, bool) or not isinstance(step, int) or step <= last:
+                raise ConfigError(f"curve steps must be increasing integers, got {step!r} after {last}")
+            number = to_number(value, f"{objective.name} at step {step}")
+            if not math.isfinite(number):
+                raise ConfigError(f"curve value at step {step} is {number}: intermediate values must be finite")
+            curve.append((step, objective.sign * number + 0.0))
+            last = step
+        return x, row, y, curve
+
+    def _design_size(self) -> int:
+        """Initial-design points still to propose in all: ``n_init`` (+ the default point), less
+        one for each completed imported trial."""
+        n_design = self.n_init + self.include_default
+        if n_design == 0:
+            return 0
+        imported = sum(t.generator == IMPORTED for t in self.store.trials("completed"))
+        return max(0, n_design - imported)
 
     def enqueue(self, x: Tensor | Sequence[float] | Mapping[str, Any]) -> Trial:
         """A point to evaluate before any proposal (Optuna's ``enqueue_trial``), given as for

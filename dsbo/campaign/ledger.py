@@ -55,7 +55,7 @@ from typing import TYPE_CHECKING, Any
 
 from dsbo.campaign.execution import positive_int
 from dsbo.errors import ConfigError, CostError
-from dsbo.storage import BUDGETED, Store
+from dsbo.storage import BUDGETED, IMPORTED, Store
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -183,8 +183,9 @@ class Ledger:
 
     # ------------------------------------------------------------------ counts
     def used(self, store: Store) -> int:
-        """Trials that count against the budget: pending, completed and failed."""
-        return store.count(BUDGETED)
+        """Trials that count against the budget: pending, completed, failed and stopped ones,
+        imported trials left out."""
+        return store.budget_used()
 
     def left(self, store: Store) -> float:
         """Cost units left (``inf`` without a cost budget)."""
@@ -314,7 +315,7 @@ class Ledger:
         again), and at least the number of initial-design and attached trials that carry no
         position (a store written before positions were recorded, where the design's next
         point was the number of trials proposed)."""
-        trials = store.trials(BUDGETED)
+        trials = [t for t in store.trials(BUDGETED) if t.generator != IMPORTED]
         indexed = [t.metadata["design_index"] + 1 for t in trials if "design_index" in t.metadata]
         unindexed = sum(
             "design_index" not in t.metadata and (t.generator in DESIGN_GENERATORS or bool(t.metadata.get("attached")))

@@ -87,7 +87,7 @@ from dsbo.cli.common import add_run_dir_argument, run_dir_override
 from dsbo.cli.optimize import STORE_NAME, build_campaign, parse_config
 from dsbo.cli.strict_yaml import load_value
 from dsbo.errors import ConfigError, DsboError, OutcomeError, StoreError
-from dsbo.storage import Store, Trial, is_store_url, open_store
+from dsbo.storage import IMPORTED, Store, Trial, is_store_url, open_store
 
 #: The ``summary.json`` key that records the store's state the outputs describe.
 STATE_KEY = "store_state"
@@ -252,7 +252,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             cfg, dry_run=None if args.command == "ask" else False, ask_tell=True
         )
         if args.command == "ask":
-            pending = campaign.store.trials("pending")
+            pending = [t for t in campaign.store.trials("pending") if t.generator != IMPORTED]
             contexts = None if args.contexts is None else load_value(args.contexts, "--contexts")
             new = campaign.ask(args.q, contexts=contexts)
             out: dict[str, Any] = {

@@ -21,7 +21,7 @@ from dsbo.campaign.history import trailing_failures
 from dsbo.errors import EvaluationError
 from dsbo.runtime.evaluation import UNFINISHED, evaluate_batch
 from dsbo.runtime.run_end import finish, too_many_failures
-from dsbo.storage import Trial
+from dsbo.storage import IMPORTED, Trial
 
 if TYPE_CHECKING:
     from dsbo.campaign import Campaign, CampaignResult
@@ -72,7 +72,7 @@ def resume_pending(campaign: Campaign) -> list[Trial]:
             campaign.store.abandon_pending(ids=[t.id for t in pending])
             return []
         return evaluate(campaign, pending) if pending else []
-    pending = campaign.store.trials("pending")
+    pending = [t for t in campaign.store.trials("pending") if t.generator != IMPORTED]  # imported: run elsewhere
     if not pending:
         return []
     if campaign.execution.on_pending == "abandon":

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 from dsbo.errors import ConfigError, TooManyFailuresError
 from dsbo.space import Outcomes, Parameter, SearchSpace
+from dsbo.storage import IMPORTED
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -328,7 +329,8 @@ class Tuner:
             raise ConfigError(f"n must be an integer >= 1, got {n!r}")
         trials = []
         if fixed is None and not self.campaign.store.shared:
-            trials = [t for t in self.campaign.store.trials("pending") if t.id not in self._handed_out][:k]
+            trials = [t for t in self.campaign.store.trials("pending")
+                      if t.id not in self._handed_out and t.generator != IMPORTED][:k]  # fmt: skip
         while len(trials) < k:  # the initial design's last points may come before proposals
             with self._torch_threads():
                 new = self.campaign.ask(q=k - len(trials), fixed=fixed)
@@ -340,6 +342,12 @@ class Tuner:
         if n is None:
             return suggestions[0] if suggestions else None
         return suggestions
+
+    def import_trials(self, rows: Any, strict: bool = False) -> Any:
+        """Bring in trials run elsewhere as prior data, not charged to the budget
+        (:meth:`~dsbo.campaign.Campaign.import_trials`: rows of ``params``, ``values``,
+        ``status``, ...; refused rows come back with the reason)."""
+        return self.campaign.import_trials(rows, strict=strict)
 
     def enqueue(self, params: Mapping[str, Any]) -> Suggestion:
         """A configuration to try before any proposal (Optuna's ``enqueue_trial``): committed

@@ -16,6 +16,7 @@ from pathlib import Path
 from dsbo.storage.base import (
     BUDGETED,
     COSTED,
+    IMPORTED,
     SCHEMA_VERSION,
     STATUSES,
     Store,
@@ -52,6 +53,7 @@ def open_store(target: Store | str | Path | None, lock: bool = True) -> Store:
 
 __all__ = [
     "BUDGETED",
+    "IMPORTED",
     "COSTED",
     "POSTGRES_SCHEMES",
     "SCHEMA_VERSION",

@@ -92,6 +92,9 @@ SCHEMA_VERSION = 4
 STATUSES = ("pending", "completed", "failed", "stopped", "abandoned")
 #: Statuses that count against a campaign's trial budget.
 BUDGETED = ("pending", "completed", "failed", "stopped")
+#: The generator of trials brought in from elsewhere (another tool's study, a CSV): prior data
+#: that the surrogate is fitted on but that never counts against a budget and costs nothing.
+IMPORTED = "imported"
 #: Statuses whose cost stays in the cost ledger: all of them. An abandoned trial frees its
 #: slot in the trial budget (it may never have run) but keeps its cost: it was committed when
 #: it was proposed, and a black box may have evaluated it (issue 32, item 4).
@@ -274,7 +277,7 @@ class Store(CurveMethods, abc.ABC):
         now = time.time()
         with self._transaction() as execute:
             if budget is not None:
-                used = self._count(execute, BUDGETED)
+                used = self._budget_used(execute)
                 if used + len(rows) > budget:
                     raise BudgetExhaustedError(
                         f"{len(rows)} new trial(s) would exceed the budget of {budget} "
@@ -358,10 +361,10 @@ class Store(CurveMethods, abc.ABC):
     @_timed
     def abandon_pending(self, ids: Sequence[int] | None = None) -> list[int]:
         """Mark every pending trial (or the pending ones among ``ids``) ``abandoned``;
-        returns their ids."""
+        returns their ids. Imported pending trials run elsewhere: they are left as they are."""
         with self._transaction() as execute:
             pending = [int(r["id"]) for r in execute(
-                "SELECT id FROM trials WHERE status = 'pending' ORDER BY id"
+                "SELECT id FROM trials WHERE status = 'pending' AND generator <> 'imported' ORDER BY id"
             )]  # fmt: skip
             if ids is not None:
                 pending = [i for i in pending if i in set(ids)]
@@ -406,7 +409,7 @@ class Store(CurveMethods, abc.ABC):
                     f"trial {trial_id} is already {current}; a trial is told only once"
                 )
             if current == "abandoned":
-                used = self._count(execute, BUDGETED)
+                used = self._budget_used(execute)
                 if budget is None or used >= budget:
                     raise BudgetExhaustedError(
                         f"trial {trial_id} was abandoned and the budget"
@@ -436,9 +439,10 @@ class Store(CurveMethods, abc.ABC):
 
     @_timed
     def expired(self, lease: float) -> list[Trial]:
-        """Pending trials whose lease (last heartbeat + ``lease`` seconds) has run out."""
+        """Pending trials whose lease (last heartbeat + ``lease`` seconds) has run out (imported
+        ones, which run elsewhere, never expire)."""
         rows = self._read(
-            "SELECT * FROM trials WHERE status = 'pending' AND "
+            "SELECT * FROM trials WHERE status = 'pending' AND generator <> 'imported' AND "
             "COALESCE(heartbeat_at, 0) < {now} - ? ORDER BY id",
             (float(lease),),
         )
@@ -451,7 +455,7 @@ class Store(CurveMethods, abc.ABC):
         claimed = []
         with self._transaction() as execute:
             rows = execute(
-                "SELECT id, metadata, worker FROM trials WHERE status = 'pending' AND "
+                "SELECT id, metadata, worker FROM trials WHERE status = 'pending' AND generator <> 'imported' AND "
                 "COALESCE(heartbeat_at, 0) < {now} - ? ORDER BY id LIMIT ?",
                 (float(lease), int(limit)),
             )
@@ -500,6 +504,20 @@ class Store(CurveMethods, abc.ABC):
         return int(rows[0]["n"])
 
     @_timed
+    def budget_used(self) -> int:
+        """Trials that count against a trial budget: :data:`BUDGETED` statuses, imported trials
+        (generator :data:`IMPORTED`) left out."""
+        return self._budget_used(self._read)
+
+    @staticmethod
+    def _budget_used(execute: Callable[..., list[Any]]) -> int:
+        marks = ",".join("?" * len(BUDGETED))
+        rows = execute(
+            f"SELECT COUNT(*) AS n FROM trials WHERE status IN ({marks}) AND generator <> ?", [*BUDGETED, IMPORTED]
+        )
+        return int(rows[0]["n"])
+
+    @_timed
     def cost_used(self) -> float:
         """The cost ledger: summed cost of every trial (:data:`COSTED`: pending, completed,
         failed and abandoned; an abandoned trial was paid for)."""
@@ -537,6 +555,7 @@ def _statuses(status: str | Sequence[str]) -> list[str]:
 
 __all__ = [
     "BUDGETED",
+    "IMPORTED",
     "COSTED",
     "SCHEMA_VERSION",
     "STATUSES",
