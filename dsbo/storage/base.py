@@ -276,7 +276,7 @@ class Store(CurveMethods, abc.ABC):
             raise StoreError(f"{len(rows)} points need as many finite costs >= 0, got {cost!r}")
         now = time.time()
         with self._transaction() as execute:
-            if budget is not None:
+            if budget is not None and generator != IMPORTED:
                 used = self._budget_used(execute)
                 if used + len(rows) > budget:
                     raise BudgetExhaustedError(

@@ -10,7 +10,7 @@ import torch
 from pg_helpers import postgres_server, postgres_url  # noqa: F401 - fixtures
 
 from dsbo.errors import BudgetExhaustedError, StoreConnectionError, StoreError, StoreLockedError
-from dsbo.storage import SCHEMA_VERSION, Store, TrialStore, open_store
+from dsbo.storage import IMPORTED, SCHEMA_VERSION, Store, TrialStore, open_store
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -191,3 +191,19 @@ def test_sqlite_store_is_the_default_and_keeps_its_import_path(tmp_path):
     assert memory.path == ":memory:"
     memory.close()
     assert json.loads(json.dumps(SCHEMA_VERSION)) == 4
+
+
+def test_imported_trials_never_count_against_the_budget_nor_expire(store):
+    """Issue 44: trials of generator ``imported`` (prior data) are outside the trial budget, on
+    both backends; an imported pending trial is never claimed nor abandoned."""
+    prior = store.add_trials(torch.rand(3, 2, dtype=torch.double), IMPORTED, cost=0.0, budget=2)
+    assert store.budget_used() == 0 and store.count() == 3
+    own = store.add_trials(torch.rand(2, 2, dtype=torch.double), "sobol", budget=2)
+    assert store.budget_used() == 2
+    with pytest.raises(BudgetExhaustedError):
+        store.add_trials(torch.rand(1, 2, dtype=torch.double), "sobol", budget=2)
+    assert [t.id for t in store.expired(lease=-1.0)] == own
+    assert [t.id for t in store.claim_expired("other", lease=-1.0, limit=9)] == own
+    assert store.abandon_pending() == own
+    store.complete(prior[0], [1.0], budget=2)
+    assert store.count("completed") == 1 and store.budget_used() == 0
