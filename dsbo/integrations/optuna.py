@@ -222,7 +222,8 @@ class DsboSampler(BaseSampler):
         warn_independent_sampling: Warn when a parameter is sampled independently after startup.
         tuner_options: Any other option of :class:`~dsbo.runtime.tuner.Tuner` that a search of
             dsbo takes (``outcome_warping``, ``optimizer`` e.g. ``{"min_distance": 0.01}``,
-            ``n_init``, ``parameter_constraints``, ``threads``).
+            ``n_init``, ``parameter_constraints``, ``threads``); ``optimizer`` may be a mapping of
+            :class:`~dsbo.acquisition.OptimizerSettings` fields.
 
     Raises:
         ConfigError: for an option the study sets, an unknown option, or a bad value, at once.
@@ -260,6 +261,13 @@ class DsboSampler(BaseSampler):
             raise ConfigError(f"DsboSampler: default must be a mapping {{name: value}}, got {default!r}")
         if not isinstance(bonsai, bool | Mapping):
             raise ConfigError(f"DsboSampler: bonsai must be true, false or a mapping of BONSAI options, got {bonsai!r}")
+        if isinstance(tuner_options.get("optimizer"), Mapping):  # {"min_distance": 0.01, ...}
+            from dsbo.acquisition import OptimizerSettings
+
+            try:
+                tuner_options["optimizer"] = OptimizerSettings(**tuner_options["optimizer"])
+            except TypeError as exc:
+                raise ConfigError(f"DsboSampler: optimizer: {exc}") from None
         self._seed = seed if seed is not None else random.SystemRandom().randint(0, MAX_SEED)
         self._options: dict[str, Any] = {"surrogate": surrogate, "acquisition": acquisition, **tuner_options}
         self._default = dict(default) if default is not None else None

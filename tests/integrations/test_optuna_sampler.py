@@ -1,0 +1,272 @@
+"""DsboSampler (dsbo.integrations.optuna) in real Optuna studies, in memory and on SQLite:
+startup, distributions both ways, directions, failed and pruned trials, several objectives,
+constraints, workers sharing a storage, enqueued parameters, BONSAI, bad settings."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+optuna = pytest.importorskip("optuna")
+
+from optuna.trial import TrialState  # noqa: E402
+
+from dsbo.errors import ConfigError  # noqa: E402
+from dsbo.integrations.optuna import PARAMS_KEY, DsboSampler, _Space  # noqa: E402
+
+optuna.logging.set_verbosity(optuna.logging.WARNING)
+#: Small fits and acquisition searches: every test proposes a handful of points.
+FAST = {"surrogate": "gp", "optimizer": {"num_restarts": 2, "raw_samples": 64, "maxiter": 50}}
+
+
+def make_sampler(**options):
+    return DsboSampler(**{"seed": 0, "n_startup_trials": 3, **FAST, **options})
+
+
+def quadratic(trial):
+    x = trial.suggest_float("x", -1.0, 1.0)
+    y = trial.suggest_float("y", -1.0, 1.0)
+    return (x - 0.3) ** 2 + (y + 0.2) ** 2
+
+
+def test_startup_trials_are_the_independent_samplers_then_dsbo_proposes():
+    sampler = make_sampler()
+    study = optuna.create_study(sampler=sampler)
+    study.optimize(quadratic, n_trials=5)
+    assert len(sampler.timings) == 2  # trials 3 and 4, once 3 trials were complete
+    shared = [any(k.startswith(PARAMS_KEY) for k in t.system_attrs) for t in study.trials]
+    assert shared == [False, False, False, True, True]
+    points = {(t.params["x"], t.params["y"]) for t in study.trials}
+    assert len(points) == 5
+    tuner = sampler.tuner(study)
+    assert tuner is not None and tuner.result().num_completed == 5
+    assert all(0 <= t["dsbo"] <= t["total"] for t in sampler.timings)
+
+
+def test_distributions_round_trip_with_their_types():
+    choices = ("adam", None, 2.5, False)
+
+    def objective(trial):
+        lr = trial.suggest_float("lr", 1e-4, 1e-1, log=True)
+        frac = trial.suggest_float("frac", 0.0, 1.0, step=0.25)
+        width = trial.suggest_int("width", 1, 128, log=True)
+        depth = trial.suggest_int("depth", 0, 20, step=5)
+        opt = trial.suggest_categorical("opt", choices)
+        units = trial.suggest_int("layer 1/units", 8, 16)  # not a dsbo name: mapped
+        trial.suggest_float("const", 2.0, 2.0)  # a single value: left out of the search
+        return lr + frac + width / 128 + depth / 20 + units / 16 + (0.0 if opt == 2.5 else 1.0)
+
+    sampler = make_sampler()
+    study = optuna.create_study(sampler=sampler)
+    study.optimize(objective, n_trials=5)
+    assert len(sampler.timings) == 2
+    for trial in study.trials:
+        for name, value in trial.params.items():
+            dist = trial.distributions[name]
+            assert dist._contains(dist.to_internal_repr(value)), (name, value)
+        assert type(trial.params["width"]) is int and type(trial.params["depth"]) is int
+        assert trial.params["depth"] % 5 == 0 and (trial.params["frac"] / 0.25).is_integer()
+        assert any(trial.params["opt"] is c or (trial.params["opt"] == c and type(c) is type(trial.params["opt"])) for c in choices)
+    # the Tuner holds every trial at its point: decoded back, the study's parameters
+    tuner = sampler.tuner(study)
+    space = _Space({k: v for k, v in study.trials[0].distributions.items() if not v.single()})
+    assert "const" not in space.names and space.names["layer 1/units"] != "layer 1/units"
+    stored = [space.to_optuna(tuner.campaign.problem.params(t.x)) for t in tuner.campaign.store.trials("completed")]
+    expected = [{k: v for k, v in t.params.items() if k != "const"} for t in study.trials]
+    def rounded(params):  # a log scale's value comes back to 12 significant digits
+        return repr(sorted((k, float(f"{v:.10g}") if isinstance(v, float) else v) for k, v in params.items()))
+
+    assert sorted(map(rounded, stored)) == sorted(map(rounded, expected))
+
+
+@pytest.mark.parametrize("direction", ["minimize", "maximize"])
+def test_directions_dsbo_sees_the_studys_best(direction):
+    sign = 1.0 if direction == "minimize" else -1.0
+    sampler = make_sampler()
+    study = optuna.create_study(direction=direction, sampler=sampler)
+    study.optimize(lambda t: sign * quadratic(t), n_trials=4)
+    tuner = sampler.tuner(study)
+    assert tuner.direction == direction
+    result = tuner.result()
+    assert result.best_value == pytest.approx(study.best_value)
+    assert result.best_params == pytest.approx(study.best_params)
+
+
+def test_failed_and_pruned_trials_are_failed_and_stopped_in_dsbo():
+    def objective(trial):
+        x = trial.suggest_float("x", -1.0, 1.0)
+        y = trial.suggest_float("y", -1.0, 1.0)
+        if trial.number in (1, 6):
+            raise ValueError("diverged")
+        for step in range(3):  # the median of the complete trials' values is 0: 100 is pruned
+            trial.report(100.0 + step if trial.number in (2, 5) else 0.0, step)
+            if trial.should_prune():
+                raise optuna.TrialPruned()
+        return x**2 + y**2
+
+    sampler = make_sampler()
+    pruner = optuna.pruners.MedianPruner(n_startup_trials=1, n_warmup_steps=0)
+    study = optuna.create_study(sampler=sampler, pruner=pruner)
+    study.optimize(objective, n_trials=8, catch=(ValueError,))
+    states = [t.state for t in study.trials]
+    assert states == [TrialState.COMPLETE, TrialState.FAIL, TrialState.PRUNED, TrialState.COMPLETE,
+                      TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL, TrialState.COMPLETE]  # fmt: skip
+    assert len(sampler.timings) == 3  # trials 5 (pruned), 6 (failed) and 7 were dsbo's
+    tuner = sampler.tuner(study)
+    store = tuner.campaign.store
+    assert (store.count("completed"), store.count("failed"), store.count("stopped")) == (4, 2, 2)
+    curves = store.curves()
+    for trial in store.trials("stopped"):
+        number = 2 if trial.generator == "imported" else 5
+        values = study.trials[number].intermediate_values
+        assert [s for s, _ in curves[trial.id]] == sorted(values)
+        assert trial.y == [-values[max(values)]]  # dsbo maximizes: the last value, negated
+    assert all(t.error.startswith("failed in Optuna") for t in store.trials("failed"))
+    assert tuner.campaign.remaining > 10**6  # imported trials are never charged
+
+
+def test_several_objectives_and_their_front():
+    def objective(trial):
+        x = trial.suggest_float("x", 0.0, 1.0)
+        y = trial.suggest_float("y", 0.0, 1.0)
+        return x**2 + y, x
+
+    sampler = make_sampler()
+    study = optuna.create_study(directions=["minimize", "maximize"], sampler=sampler)
+    study.optimize(objective, n_trials=4)
+    assert len(sampler.timings) == 1
+    tuner = sampler.tuner(study)
+    assert [(o.name, o.direction) for o in tuner.outcomes.objectives] == [("objective_0", "minimize"),
+                                                                          ("objective_1", "maximize")]  # fmt: skip
+    front = {tuple(sorted(b.params.items())) for b in tuner.result().best_trials}
+    assert front == {tuple(sorted(t.params.items())) for t in study.best_trials}
+
+
+def test_constraints_func_values_are_outcome_constraints():
+    def objective(trial):
+        x = trial.suggest_float("x", 0.0, 1.0)
+        y = trial.suggest_float("y", 0.0, 1.0)
+        return (x - 0.8) ** 2 + y
+
+    sampler = make_sampler(constraints_func=lambda t: [t.params["x"] - 0.5])
+    study = optuna.create_study(sampler=sampler)
+    study.optimize(objective, n_trials=4)
+    assert len(sampler.timings) == 1
+    assert all(t.system_attrs["constraints"] == (t.params["x"] - 0.5,) for t in study.trials)
+    tuner = sampler.tuner(study)
+    assert [c.metric for c in tuner.outcomes.constraints] == ["constraint_0"]
+    feasible = [t.value for t in study.trials if t.params["x"] <= 0.5]
+    result = tuner.result()
+    if feasible:
+        assert result.best_value == pytest.approx(min(feasible))
+    else:
+        assert result.best_value is None
+
+
+def test_a_running_trial_of_another_worker_is_pending_then_told(tmp_path):
+    storage = optuna.storages.RDBStorage(f"sqlite:///{tmp_path / 'study.db'}")
+    first = optuna.create_study(study_name="s", storage=storage, sampler=make_sampler())
+    first.optimize(quadratic, n_trials=3)  # the startup
+    worker_a, worker_b = make_sampler(), make_sampler(seed=1)
+    study_a = optuna.load_study(study_name="s", storage=storage, sampler=worker_a)
+    study_b = optuna.load_study(study_name="s", storage=storage, sampler=worker_b)
+    running = study_a.ask()
+    x_a = running.suggest_float("x", -1.0, 1.0)  # y is not suggested yet: B reads A's proposal
+    trial_b = study_b.ask()
+    trial_b.suggest_float("x", -1.0, 1.0)
+    assert worker_b.timings[-1]["pending"] == 1
+    tuner_b = worker_b.tuner(study_b)
+    [imported] = [t for t in tuner_b.campaign.store.trials("pending") if t.generator == "imported"]
+    assert tuner_b.campaign.problem.params(imported.x)["x"] == pytest.approx(x_a)
+    y_a = running.suggest_float("y", -1.0, 1.0)
+    study_a.tell(running, 0.5)
+    trial_b.suggest_float("y", -1.0, 1.0)
+    study_b.tell(trial_b, 0.7)
+    tuner_b = worker_b.tuner(study_b)
+    told = tuner_b.campaign.store.get(imported.id)
+    assert told.status == "completed" and told.y == [-0.5]
+    assert tuner_b.campaign.problem.params(told.x) == pytest.approx({"x": x_a, "y": y_a})
+
+
+def test_two_threads_share_a_sqlite_study(tmp_path):
+    url = f"sqlite:///{tmp_path / 'study.db'}"
+    optuna.create_study(study_name="s", storage=optuna.storages.RDBStorage(url))
+    samplers = [make_sampler(seed=i, n_startup_trials=2) for i in range(2)]
+    errors = []
+
+    def objective(trial):
+        value = quadratic(trial)
+        time.sleep(0.3)
+        return value
+
+    def work(sampler):
+        try:
+            storage = optuna.storages.RDBStorage(url, engine_kwargs={"connect_args": {"timeout": 30}})
+            optuna.load_study(study_name="s", storage=storage, sampler=sampler).optimize(objective, n_trials=3)
+        except Exception as exc:  # surfaced below, with the thread's error
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(s,)) for s in samplers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not errors
+    study = optuna.load_study(study_name="s", storage=url)
+    assert [t.state for t in study.trials] == [TrialState.COMPLETE] * 6
+    points = [(t.params["x"], t.params["y"]) for t in study.trials]
+    assert len(set(points)) == 6
+    assert sum(len(s.timings) for s in samplers) >= 3
+
+
+def test_an_enqueued_parameter_is_held_and_the_rest_proposed():
+    sampler = make_sampler()
+    study = optuna.create_study(sampler=sampler)
+    study.optimize(quadratic, n_trials=3)
+    study.enqueue_trial({"x": 0.25})
+    study.optimize(quadratic, n_trials=1)
+    assert study.trials[-1].params["x"] == 0.25 and len(sampler.timings) == 1
+    tuner = sampler.tuner(study)
+    last = tuner.campaign.store.trials("completed")[-1]
+    assert tuner.campaign.problem.params(last.x) == pytest.approx(study.trials[-1].params)
+
+
+def test_bonsai_proposals_change_few_parameters_from_the_default():
+    names = [f"x{i}" for i in range(8)]
+    default = {n: 0.5 for n in names}
+
+    def objective(trial):
+        params = {n: trial.suggest_float(n, 0.0, 1.0) for n in names}
+        return (params["x0"] - 0.9) ** 2
+
+    sampler = make_sampler(default=default, bonsai=True, n_startup_trials=5)
+    study = optuna.create_study(sampler=sampler)
+    study.optimize(objective, n_trials=8)
+    changed = [sum(t.params[n] != 0.5 for n in names) for t in study.trials]
+    assert changed[:5] == [8] * 5  # the startup's quasi-random points change everything
+    # (dsbo without BONSAI changes all 8 too: a continuous maximizer never lands on 0.5)
+    assert len(sampler.timings) == 3 and max(changed[5:]) <= 4, changed
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"budget": 10}, "set by the study's n_trials"),
+        ({"direction": "maximize"}, "set by the study's direction"),
+        ({"store": "x.db"}, "set by the study's storage"),
+        ({"early_stopping": "median"}, "an Optuna pruner"),
+        ({"surogate": "gp"}, "did you mean 'surrogate'"),
+        ({"n_startup_trials": -1}, "n_startup_trials must be an integer >= 0"),
+        ({"seed": "0"}, "seed must be None or an integer"),
+        ({"independent_sampler": "random"}, "independent_sampler must be an Optuna sampler"),
+        ({"default": [0.5]}, "default must be a mapping"),
+        ({"bonsai": "yes"}, "bonsai must be true, false or a mapping"),
+        ({"acquisition": "nope"}, "is not registered"),
+        ({"outcome_warping": "log"}, "outcome_warping='log'"),
+    ],
+)
+def test_bad_settings_are_config_errors_at_once(options, message):
+    with pytest.raises(ConfigError, match=message):
+        DsboSampler(**options)
