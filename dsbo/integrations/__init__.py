@@ -6,5 +6,7 @@ in a module of its own that imports its peer library (an optional extra) at the 
 importing this package pulls in none of them. :mod:`~dsbo.integrations.lightning` holds
 :class:`~dsbo.integrations.lightning.ReportCallback`, a PyTorch Lightning callback that
 reports a trial's validation metric to dsbo and stops ``Trainer.fit`` when the trial's
-stopping rule says so.
+stopping rule says so. :mod:`~dsbo.integrations.optuna` holds
+:class:`~dsbo.integrations.optuna.DsboSampler`, an Optuna sampler whose proposals come from
+dsbo's search (the ``optuna`` extra).
 """
