@@ -40,8 +40,8 @@ has less left, or a multi-fidelity proposal planned fewer). A shell loop::
 ``report`` is refused (one line ``error: ...``, exit code 2, nothing recorded) for an unknown
 trial, a trial that has ended (a stopped one: ``TrialStoppedError``), a step that does not come
 after the trial's last reported step, and a value that is not a finite number (``.nan``,
-``nan``, ``abc``). It builds no model and leaves ``history.csv`` and ``trace.png`` alone, so it
-costs a process start and a few store reads (``status`` rebuilds the outputs when a stopped
+``nan``, ``abc``). It builds no model, nor even the campaign (no torch: :mod:`dsbo.cli.blackbox_report`),
+and leaves ``history.csv`` and ``trace.png`` alone, so it costs a process start and a few store reads (``status`` rebuilds the outputs when a stopped
 trial made them stale).
 
 A black box with context variables (problem option ``contexts``) is asked with the contexts
@@ -83,6 +83,7 @@ from pathlib import Path
 from typing import Any
 
 from dsbo.analysis.outputs import write_outputs
+from dsbo.cli.blackbox_report import quick_view
 from dsbo.cli.common import add_run_dir_argument, run_dir_override
 from dsbo.cli.optimize import STORE_NAME, build_campaign, parse_config
 from dsbo.cli.strict_yaml import load_value
@@ -248,6 +249,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return 0
         if args.command == "report" and _no_store_yet(cfg):  # nothing to report to: create nothing
             raise StoreError(f"trial {trial_id} does not exist: the run directory holds no trials yet (ask first)")
+        if args.command == "report" and (view := quick_view(cfg)) is not None:
+            try:  # no campaign built: no torch (dsbo.cli.blackbox_report)
+                out = report(view, trial_id, step, value)
+            finally:
+                view.store.close()
+            print(json.dumps(out, indent=2))
+            return 0
         campaign, run_dir, _ = build_campaign(
             cfg, dry_run=None if args.command == "ask" else False, ask_tell=True
         )

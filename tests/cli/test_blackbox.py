@@ -293,3 +293,56 @@ def test_config_errors_of_the_early_stopping_keys_name_the_field(tmp_path, capsy
             code, err = run(capsys, *command, "--config", path)
             assert code == 2 and err.startswith("error: ") and expected in err and err.count("\n") == 1, err
         assert not (tmp_path / "run").exists()  # refused before anything was written
+
+
+def test_report_builds_no_campaign_and_decides_as_the_campaign(tmp_path, capsys, monkeypatch):
+    """``report`` takes the quick path (dsbo.cli.blackbox_report: no torch, no campaign); its
+    decisions, reasons and store rows are the campaign path's on the same reports."""
+    import subprocess
+    import sys
+
+    import dsbo.cli.blackbox as blackbox
+
+    outputs = []
+    for quick in (True, False):
+        folder = tmp_path / ("quick" if quick else "campaign")
+        folder.mkdir()
+        path = stopping_config(folder)
+        run(capsys, "ask", "--config", path)
+        if quick:  # in a fresh interpreter: nothing of torch is imported
+            code = ("import sys; from dsbo.cli.blackbox import main; "
+                    f"main(['report', '--config', {path!r}, '--trial', '1', '--step', '1', '--value', '0.5']); "
+                    "print('torch' in sys.modules)")  # fmt: skip
+            out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+            assert out.strip().endswith("False") and '"decision": "continue"' in out
+        else:
+            monkeypatch.setattr(blackbox, "quick_view", lambda cfg: None)
+            run(capsys, "report", "--config", path, "--trial", "1", "--step", "1", "--value", "0.5")
+        answers = [run(capsys, "report", "--config", path, "--trial", str(t), "--step", str(s), "--value", str(t + 1 / s))
+                   for t, s in ((1, 2), (1, 3), (2, 1), (3, 1), (2, 2))]  # fmt: skip
+        outputs.append((answers, stored(folder)))
+    assert outputs[0] == outputs[1]
+    decisions = [out["decision"] if code == 0 else out.strip() for code, out in outputs[0][0]]
+    assert decisions == ["continue", "continue", "stop", "stop", "error: trial 2 was stopped (asha: at rung 0 (step 1) "
+                         "3 is outside the top 1 of 2 trials (cutoff 0.5)); it takes no more values"]
+
+
+def test_report_on_a_config_the_quick_path_cannot_read_goes_through_the_campaign(tmp_path, capsys, monkeypatch):
+    from dsbo.cli import blackbox_report
+
+    path = config(tmp_path)
+    run(capsys, "ask", "--config", path)
+    cfg = yaml.safe_load(open(path))
+    cfg["problem"]["options"]["parameters"]["b"] = [-2.0, 1.0]  # not the store's space
+    other = tmp_path / "other.yaml"
+    other.write_text(yaml.safe_dump(cfg))
+    code, err = run(capsys, "report", "--config", str(other), "--trial", "1", "--step", "1", "--value", "0.2")
+    assert code == 2 and "belongs to another problem or search space" in err
+    from dsbo.cli.optimize import parse_config
+
+    parsed, _ = parse_config(["--config", str(other), "--progress", "false"])
+    assert blackbox_report.quick_view(parsed) is None
+    parsed, _ = parse_config(["--config", path, "--progress", "false"])
+    view = blackbox_report.quick_view(parsed)
+    assert view is not None and view.budget == 5
+    view.store.close()
