@@ -9,4 +9,6 @@ reports a trial's validation metric to dsbo and stops ``Trainer.fit`` when the t
 stopping rule says so. :mod:`~dsbo.integrations.optuna` holds
 :class:`~dsbo.integrations.optuna.DsboSampler`, an Optuna sampler whose proposals come from
 dsbo's search (the ``optuna`` extra).
+:mod:`~dsbo.integrations.ray` holds :class:`~dsbo.integrations.ray.DsboSearch`, a Ray Tune
+searcher whose every configuration is a dsbo proposal (the ``ray`` extra).
 """
