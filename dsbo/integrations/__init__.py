@@ -8,7 +8,9 @@ importing this package pulls in none of them. :mod:`~dsbo.integrations.lightning
 reports a trial's validation metric to dsbo and stops ``Trainer.fit`` when the trial's
 stopping rule says so. :mod:`~dsbo.integrations.optuna` holds
 :class:`~dsbo.integrations.optuna.DsboSampler`, an Optuna sampler whose proposals come from
-dsbo's search (the ``optuna`` extra).
+dsbo's search (the ``optuna`` extra). :mod:`~dsbo.integrations.studies` (CSV, JSON) and
+:mod:`~dsbo.integrations.studies_optuna` (Optuna, Ax; imported inside its functions) bring
+studies in as rows for ``import_trials`` and write a dsbo run out as CSV, JSON or an Optuna study.
 :mod:`~dsbo.integrations.ray` holds :class:`~dsbo.integrations.ray.DsboSearch`, a Ray Tune
 searcher whose every configuration is a dsbo proposal (the ``ray`` extra).
 """
