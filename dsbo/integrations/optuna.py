@@ -282,7 +282,7 @@ class DsboSampler(BaseSampler):
         self._constraints_func = constraints_func
         self._warn_independent_sampling = warn_independent_sampling
         self._studies: dict[tuple[Any, int], _StudyState] = {}
-        self._startup: dict[int, bool] = {}  # trial number -> sampled by the independent sampler
+        self._startup: dict[int, bool] = {}  # trial id -> sampled by the independent sampler
         self._lock = threading.RLock()
         #: One entry per dsbo proposal: ``total`` (seconds in ``sample_relative``), ``dsbo``
         #: (the Tuner's own ask), ``sync`` (reading the study and importing it), ``rebuilt``
@@ -298,36 +298,32 @@ class DsboSampler(BaseSampler):
     # ------------------------------------------------------------------ Optuna's contract
     def reseed_rng(self) -> None:
         """A new random seed for the independent sampler and for the dsbo searches started
-        from now on (Optuna calls this for each thread of ``n_jobs > 1``)."""
+        from now on (Optuna calls this in each thread of ``n_jobs > 1``; a Tuner already
+        built keeps its seed and its warm-started fits)."""
         self._independent_sampler.reseed_rng()
         self._seed = random.SystemRandom().randint(0, MAX_SEED)
 
     def infer_relative_search_space(self, study: Study, trial: FrozenTrial) -> dict[str, BaseDistribution]:
         n_complete = len(study._get_trials(deepcopy=False, states=(TrialState.COMPLETE,), use_cache=True))
         startup = n_complete < self._n_startup_trials
-        self._startup[trial.number] = startup
+        self._startup[trial._trial_id] = startup
         if startup:
             return self._independent_sampler.infer_relative_search_space(study, trial)
         with self._lock:
             state = self._state(study)
-            space = state.intersection.calculate(study)
+            space = state.intersection.calculate(study, use_cache=True)
         return {name: dist for name, dist in space.items() if _searchable(dist)}
 
     def sample_relative(self, study: Study, trial: FrozenTrial, search_space: dict[str, BaseDistribution]) -> dict[str, Any]:
-        if self._startup.get(trial.number, False):
+        if self._startup.get(trial._trial_id, False):
             return self._independent_sampler.sample_relative(study, trial, search_space)
         if not search_space:
             return {}
         with self._lock:
-            params = self._propose(study, trial, search_space)
-        if params:
-            text = json.dumps({name: search_space[name].to_internal_repr(v) for name, v in params.items()})
-            for i in range(0, len(text), ATTR_MAX_LENGTH):
-                study._storage.set_trial_system_attr(trial._trial_id, f"{PARAMS_KEY}:{i // ATTR_MAX_LENGTH}", text[i : i + ATTR_MAX_LENGTH])
-        return params
+            return self._propose(study, trial, search_space)
 
     def sample_independent(self, study: Study, trial: FrozenTrial, param_name: str, param_distribution: BaseDistribution) -> Any:
-        startup = self._startup.get(trial.number)
+        startup = self._startup.get(trial._trial_id)
         if startup is None:
             n_complete = len(study._get_trials(deepcopy=False, states=(TrialState.COMPLETE,), use_cache=True))
             startup = n_complete < self._n_startup_trials
@@ -343,7 +339,7 @@ class DsboSampler(BaseSampler):
         if self._constraints_func is not None:
             _process_constraints_after_trial(self._constraints_func, study, trial, state)
         self._independent_sampler.after_trial(study, trial, state, values)
-        self._startup.pop(trial.number, None)
+        self._startup.pop(trial._trial_id, None)
 
     def tuner(self, study: Study) -> Tuner | None:
         """The :class:`~dsbo.runtime.tuner.Tuner` behind this sampler's proposals for ``study``
@@ -372,7 +368,9 @@ class DsboSampler(BaseSampler):
     def _propose(self, study: Study, trial: FrozenTrial, search_space: dict[str, BaseDistribution]) -> dict[str, Any]:
         start = time.perf_counter()
         state = self._state(study)
-        trials = study._get_trials(deepcopy=False, use_cache=False)
+        # the trials as read once for this trial (Optuna's per-trial cache, also what the
+        # startup count and the intersection search space were computed from)
+        trials = study._get_trials(deepcopy=False, use_cache=True)
         keys = _constraint_keys(trials, state.constraint_keys)
         signature = (tuple(sorted(search_space.items())), tuple(study.directions), keys)
         rebuilt = 0.0
@@ -397,8 +395,12 @@ class DsboSampler(BaseSampler):
             return {}
         state.known[trial.number] = _Known(suggestion.trial_id, suggestion.params, final=False)
         params = state.space.to_optuna(suggestion.params)
-        self.timings.append({"total": time.perf_counter() - start, "dsbo": asked - synced,
-                             "sync": synced - start, "rebuilt": rebuilt, "pending": float(pending)})  # fmt: skip
+        # shared with the other workers, which see the whole point before the trial suggests it
+        text = json.dumps({name: search_space[name].to_internal_repr(v) for name, v in params.items()})
+        for i in range(0, len(text), ATTR_MAX_LENGTH):
+            study._storage.set_trial_system_attr(trial._trial_id, f"{PARAMS_KEY}:{i // ATTR_MAX_LENGTH}", text[i : i + ATTR_MAX_LENGTH])
+        self.timings.append({"total": time.perf_counter() - start, "dsbo": asked - synced, "sync": synced - start,
+                             "rebuilt": rebuilt, "pending": float(pending)})  # fmt: skip
         return params
 
     def _build(self, state: _StudyState, study: Study, search_space: dict[str, BaseDistribution], keys: tuple[str, ...]) -> None:
