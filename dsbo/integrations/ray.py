@@ -242,7 +242,12 @@ class DsboSearch(Searcher):
         metric: The result key to optimize (or TuneConfig's ``metric``).
         mode: ``"min"`` or ``"max"`` (or TuneConfig's ``mode``).
         points_to_evaluate: Configurations (as Ray hands them to the trainable) to run first.
-        seed, surrogate, acquisition, default, bonsai, n_init: As for :class:`dsbo.Tuner`.
+        seed: The search's seed (:class:`dsbo.Tuner`, as are the next five).
+        surrogate: ``"auto"``: an exact GP up to 10 parameters, MAP-SAAS above.
+        acquisition: ``"auto"``: qLogNEI.
+        default: The default configuration ``{name: value}`` (dsbo names).
+        bonsai: ``True`` or BONSAI's options: sparse proposals toward ``default``.
+        n_init: Quasi-random initial points.
         budget: The dsbo trials at most (``FINISHED`` after them); ``None``: Ray's
             ``num_samples`` decides.
         store: A SQLite file for the record (default: a temporary one, removed with the

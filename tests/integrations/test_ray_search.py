@@ -5,7 +5,9 @@ protocol directly (as Ray's controller does) and need no cluster."""
 
 from __future__ import annotations
 
+import gc
 import math
+import os
 import pickle
 import sys
 from pathlib import Path
@@ -49,9 +51,15 @@ def ray_cluster():
     import ray.cloudpickle
 
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers need not import dsbo
+    saved = os.environ.get("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS")
+    os.environ["TUNE_DISABLE_AUTO_CALLBACK_LOGGERS"] = "1"  # no CSV/JSON/TensorBoard files per trial
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
     yield
     ray.shutdown()
+    if saved is None:
+        os.environ.pop("TUNE_DISABLE_AUTO_CALLBACK_LOGGERS")
+    else:
+        os.environ["TUNE_DISABLE_AUTO_CALLBACK_LOGGERS"] = saved
 
 
 def fit(tmp_path, search_alg, num_samples, param_space=None, metric=None, mode=None, **config):
@@ -134,7 +142,7 @@ def test_trials_asha_stops_are_completed_at_their_last_value(ray_cluster, tmp_pa
 
 def test_save_and_restore_continue_the_search(ray_cluster, tmp_path):
     searcher = DsboSearch(SPACE, metric="loss", mode="min", **FAST)
-    fit(tmp_path / "first", ConcurrencyLimiter(searcher, max_concurrent=2), 4)
+    fit(tmp_path / "first", ConcurrencyLimiter(searcher, max_concurrent=2), 3)
     assert list((tmp_path / "first" / "run").glob("searcher-state-*.pkl"))  # Ray saved it as it ran
     searcher.save(str(tmp_path / "searcher.pkl"))
     earlier = record(searcher)
@@ -145,7 +153,7 @@ def test_save_and_restore_continue_the_search(ray_cluster, tmp_path):
     results = fit(tmp_path / "second", ConcurrencyLimiter(restored, max_concurrent=2), 3)
     assert len(results) == 3 and not results.errors
     trials = record(restored)
-    assert len(trials) == 7 and set(earlier) < set(trials)
+    assert len(trials) == 6 and set(earlier) < set(trials)
     later = [t for k, t in trials.items() if k not in earlier]
     assert all(t.generator == "qlognei" for t in later)  # the design was done before the save
     best = min(searcher.tuner.result().best_value, *(r.metrics["loss"] for r in results))
@@ -243,3 +251,21 @@ def test_evaluated_points_are_prior_data_and_the_state_pickles():
     assert [copy.suggest(f"t{k}") is not Searcher.FINISHED for k in (2, 3, 4, 5, 6)] == [True] * 3 + [False] * 2
     with pytest.raises(ConfigError, match="no value for 'kind'"):
         searcher.add_evaluated_point({"x": 0.0, "n": 1}, 1.0)
+
+
+def test_a_store_file_of_the_users_is_kept_and_reopened_by_restore(tmp_path):
+    searcher = DsboSearch(SPACE, metric="loss", mode="min", store=tmp_path / "dsbo.db", **FAST)
+    config = searcher.suggest("t1")
+    searcher.on_trial_complete("t1", {"loss": loss_of(config)})
+    searcher.suggest("t2")  # running when saved
+    searcher.save(str(tmp_path / "searcher.pkl"))
+    del searcher
+    gc.collect()  # the store is closed with the searcher (one writer at a time); the file stays
+    assert (tmp_path / "dsbo.db").is_file()
+    restored = DsboSearch()
+    restored.restore(str(tmp_path / "searcher.pkl"))
+    store = restored.tuner.campaign.store
+    assert store.path == str(tmp_path / "dsbo.db") and [t.status for t in store.trials()] == ["completed", "pending"]
+    restored.on_trial_complete("t2", {"loss": 0.25})  # Ray's restored trial ends in the restored searcher
+    assert store.get(2).y == [-0.25] and set(restored.suggest("t3")) == {"x", "n", "kind"}
+    assert store.get(3).metadata["ray_trial_id"] == "t3" and store.get(3).status == "pending"
