@@ -207,7 +207,7 @@ def test_an_optuna_study_continued_in_a_tuner(tmp_path):
 
 
 def test_import_optuna_maps_several_objectives_and_constraints_by_name(tmp_path):
-    space = {"x": dsbo.Float(0.0, 1.0), "c": dsbo.Choice(["a", "b"])}
+    space = {"x": dsbo.Float(0.0, 1.0), "c": dsbo.Choice(["a", "b"]), "k": dsbo.Fixed(3)}
     options = dict(objectives={"loss": "min", "acc": "max"}, constraints=["memory <= 8"], **FAST)
     source = dsbo.Tuner(space, budget=2, **options)
     source.import_trials([{"params": {"x": 0.1, "c": "a"}, "values": {"loss": 1.0, "acc": 0.2, "memory": 4.0}},
@@ -220,6 +220,14 @@ def test_import_optuna_maps_several_objectives_and_constraints_by_name(tmp_path)
     result = import_optuna(target, "mo", storage=url)
     assert result.refused == [] and records(target) == records(source)
     assert records(target)[1][3] == "boom"
+    # read without a space: a single-valued distribution is a Fixed parameter; without names
+    # the objectives are numbered, and several objectives need the constrained outcome's attrs
+    back = from_optuna(study, constraints=["memory <= 8"])
+    assert back.space == SearchSpace(space) and back.outcomes.objective_names == ("objective_0", "objective_1")
+    assert back.rows[0].values == {"objective_0": 1.0, "objective_1": 0.2, "memory": 4.0}
+    assert from_optuna(study, constraints=["latency <= 3"]).refused == [(0, "no user_attrs for the outcome(s) ['latency']")]
+    with pytest.raises(ConfigError, match="2 objective"):
+        from_optuna(study, objectives=["loss"])
 
 
 @pytest.mark.slow
