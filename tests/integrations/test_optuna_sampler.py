@@ -270,3 +270,18 @@ def test_bonsai_proposals_change_few_parameters_from_the_default():
 def test_bad_settings_are_config_errors_at_once(options, message):
     with pytest.raises(ConfigError, match=message):
         DsboSampler(**options)
+
+
+def test_a_conditional_parameter_is_sampled_independently_with_a_warning(caplog):
+    def objective(trial):
+        value = quadratic(trial)
+        if trial.number >= 3:  # a parameter the intersection search space does not hold
+            value += trial.suggest_float("extra", 0.0, 1.0)
+        return value
+
+    sampler = make_sampler()
+    study = optuna.create_study(sampler=sampler)
+    with caplog.at_level("WARNING", logger="dsbo.integrations.optuna"):
+        study.optimize(objective, n_trials=4, n_jobs=1)
+    assert len(sampler.timings) == 1 and 0.0 <= study.trials[3].params["extra"] <= 1.0
+    assert "The parameter `extra` in Trial#3 is sampled independently using `QMCSampler`" in caplog.text
