@@ -328,7 +328,12 @@ class DsboSearch(Searcher):
         param_space holds domains: Ray refuses the run)."""
         _check_mode(mode)
         if self._space is not None and any(_searched(v) for _, v in _leaves(config)):
-            return False
+            try:  # the same param_space again (Ray's Tuner.restore(..., param_space=...)) is fine
+                same = convert_search_space(config) == (self._space, self._paths)
+            except ConfigError:
+                same = False
+            if not same:
+                return False
         if self.tuner is not None and ((metric and metric != self._metric) or (mode and mode != self._mode)):
             return False  # the searcher is set up (restored) for another objective
         self._metric, self._mode = self._metric or metric, self._mode or mode
@@ -431,11 +436,8 @@ class DsboSearch(Searcher):
         step, value = result.get(self._time_attr), result[self._metric]
         if isinstance(step, bool) or not isinstance(step, int | float) or int(step) != step:
             return
-        try:
-            number = float(value)
-        except (TypeError, ValueError):
-            return
-        if not math.isfinite(number):
+        number, finite = _finite(value)
+        if not finite:
             return
         running = self._running.get(trial)
         if running is None:
@@ -497,7 +499,7 @@ class DsboSearch(Searcher):
             ConfigError: if the configuration is not a point of the space.
         """
         tuner = self._ready()
-        finite = value is not None and isinstance(value, int | float) and math.isfinite(value)
+        number, finite = _finite(value)
         status, why = "completed", None
         if error:
             status, why = "failed", "failed in Ray"
@@ -505,8 +507,8 @@ class DsboSearch(Searcher):
             status = "stopped"
         elif not finite:
             status, why = "failed", f"no finite value of {self._metric}: {value!r}"
-        curve = [(step, v) for step, v in enumerate(intermediate_values or (), start=1) if math.isfinite(v)]
-        row = ImportedTrial(self._params(parameters, "add_evaluated_point"), value if finite and not error else None,
+        curve = [(step, v) for step, (v, ok) in enumerate(map(_finite, intermediate_values or ()), start=1) if ok]
+        row = ImportedTrial(self._params(parameters, "add_evaluated_point"), number if finite and not error else None,
                             status, why, curve, "ray")  # fmt: skip
         tuner.import_trials([row], strict=True)
 
@@ -553,6 +555,15 @@ class DsboSearch(Searcher):
     def __setstate__(self, state: dict[str, Any]) -> None:
         self._finalizer = None
         self._set_state(state)
+
+
+def _finite(value: Any) -> tuple[float, bool]:
+    """``value`` as a float (NaN if it is not a number) and whether it is finite."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return math.nan, False
+    return number, math.isfinite(number)
 
 
 def _check_mode(mode: Any) -> None:

@@ -12,6 +12,7 @@ import pickle
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ray = pytest.importorskip("ray", reason="Ray Tune is the optional extra `ray` (pip install -e '.[ray]')")
@@ -200,8 +201,9 @@ def test_the_configuration_is_nested_as_the_param_space_and_constants_stay_rays(
     searcher.on_trial_complete("t1", {"loss": 0.5, "model/lr": config["model"]["lr"]})
     assert searcher.tuner.campaign.store.get(1).y == [-0.5]
     assert searcher.suggest("t1") == config  # asked again: the same trial
-    # a searcher given a space refuses Ray's domains (Ray then refuses the run)
+    # a searcher given a space refuses other domains (Ray then refuses the run), but not its own
     assert not DsboSearch(SPACE).set_search_properties("loss", "min", {"x": tune.uniform(0, 1)})
+    assert DsboSearch(PARAM_SPACE).set_search_properties("loss", "min", {**PARAM_SPACE, "steps": 2})
 
 
 @pytest.mark.parametrize(("spec", "named"), [
@@ -233,8 +235,8 @@ def test_evaluated_points_are_prior_data_and_the_state_pickles():
     searcher = DsboSearch(SPACE, metric="loss", mode="min", budget=4, **FAST)
     points = [{"x": -0.5, "n": 1, "kind": "a"}, {"x": 0.5, "n": 5, "kind": "b"}, {"x": 0.1, "n": 3, "kind": "c"}]
     for point in points:
-        searcher.add_evaluated_point(point, loss_of(point))
-    searcher.add_evaluated_point({"x": 0.9, "n": 0, "kind": "a"}, None, error=True)
+        searcher.add_evaluated_point(point, np.float32(loss_of(point)))  # any number Ray's results hold
+    searcher.add_evaluated_point({"x": 0.9, "n": 0, "kind": "a"}, np.float32(1.5), error=True)
     searcher.add_evaluated_point({"x": 0.8, "n": 2, "kind": "b"}, 2.0, pruned=True, intermediate_values=[3.0, 2.0])
     store = searcher.tuner.campaign.store
     assert [t.status for t in store.trials()] == ["completed"] * 3 + ["failed", "stopped"]
