@@ -268,15 +268,28 @@ def _ax_outcomes(experiment: Any) -> Outcomes:
     if config is None:
         raise ConfigError(f"the Ax experiment {experiment.name!r} has no optimization config: no objective to read")
     objective = config.objective
-    parts = getattr(objective, "objectives", None) or [objective]
-    declared = {o.metric_names[0]: "minimize" if o.minimize else "maximize" for o in parts}
+    if getattr(objective, "is_scalarized_objective", False):
+        raise ConfigError(f"the Ax experiment {experiment.name!r} optimizes a weighted sum of metrics: give its objectives to a Tuner and import_ax into it")
+    declared = {name: "minimize" if weight < 0 else "maximize" for name, weight in _weights(objective)}
     constraints = []
     for c in getattr(config, "outcome_constraints", ()) or ():
         if getattr(c, "relative", False):
             continue  # relative to a status quo: no bound on the metric itself
-        op = "<=" if c.op.name == "LEQ" else ">="
-        constraints.append(f"{c.metric.name} {op} {c.bound}")
+        [(name, weight)] = _weights(c)
+        op, bound = "<=" if c.op.name == "LEQ" else ">=", float(c.bound)
+        bound = int(bound) if bound.is_integer() else bound  # "memory <= 8", as the user wrote it
+        factor = int(weight) if weight.is_integer() else weight
+        constraints.append(f"{name} {op} {bound}" if weight == 1 else f"{factor} * {name} {op} {bound}")
     return Outcomes.declare(declared, constraints)
+
+
+def _weights(objective: Any) -> list[tuple[str, float]]:
+    """``(metric, weight)`` of an Ax objective or constraint (Ax 1.x's ``metric_weights``; a
+    single metric's ``minimize`` in older Ax)."""
+    weights = getattr(objective, "metric_weights", None)
+    if weights:
+        return [(str(n), float(w)) for n, w in weights]
+    return [(objective.metric.name, -1.0 if getattr(objective, "minimize", False) else 1.0)]
 
 
 def from_ax(path_or_experiment: Any, space: SearchSpace | Mapping[str, Any] | None = None) -> ImportedStudy:

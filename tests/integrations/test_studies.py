@@ -273,6 +273,18 @@ def test_ax_experiment_saved_by_ax_json_store_is_imported(tmp_path):
                         budget=2, **FAST)  # fmt: skip
     refused = import_ax(narrow, path).refused
     assert [i for i, _ in refused] == [early] and "'rmsprop' is not one of ['adam', 'sgd']" in refused[0][1]
+    # several objectives and an outcome constraint; a completed trial without the constrained metric is refused
+    two = Client()
+    two.configure_experiment(name="ax-mo", parameters=[RangeParameterConfig(name="x", parameter_type="float", bounds=(0.0, 1.0))])
+    two.configure_optimization(objective="-loss, acc", outcome_constraints=["memory <= 8"])
+    two.complete_trial(two.attach_trial({"x": 0.3}), {"loss": 1.0, "acc": 0.5, "memory": 3.0})
+    two.complete_trial(two.attach_trial({"x": 0.6}), {"loss": 0.5, "acc": 0.7})
+    save_experiment(two._experiment, str(tmp_path / "mo.json"))
+    mo = from_ax(tmp_path / "mo.json")
+    assert mo.outcomes == dsbo.Tuner({"x": dsbo.Float(0.0, 1.0)}, objectives={"loss": "min", "acc": "max"},
+                                     constraints=["memory <= 8"], **FAST).outcomes  # fmt: skip
+    assert mo.rows[0].values == {"loss": 1.0, "acc": 0.5, "memory": 3.0}
+    assert mo.refused == [(1, "arm 1_0: no data for the metric(s) ['memory']")]
 
 
 CSV_SPACE = {"lr": dsbo.Float(1e-4, 1e-1, log=True), "layers": dsbo.Int(1, 4), "opt": dsbo.Choice(["adam", "sgd"]),
