@@ -102,7 +102,7 @@ class GivenPoints:
                     raise ConfigError(f"imported row {index}: {exc}") from None
                 refused.append((index, str(exc)))
         if refused:
-            logger.warning("%d imported row(s) refused; the first: row %d: %s", len(refused), *refused[0])
+            logger.warning("%d imported row(s) refused; the first, at position %d of the rows given: %s", len(refused), *refused[0])
         result = ImportResult(refused=refused)
         if not accepted:
             return result
