@@ -71,6 +71,26 @@ def auto_surrogate(space: SearchSpace) -> str:
     return "gp" if len(space.searched) <= AUTO_GP_MAX_PARAMETERS else "map-saas"
 
 
+def optimizer_settings(optimizer: Any) -> Any:
+    """``optimizer`` as :class:`~dsbo.acquisition.OptimizerSettings` (``None`` stays ``None``; a
+    mapping gives its fields).
+
+    Raises:
+        ConfigError: for anything else, or a field the settings do not have.
+    """
+    from dsbo.acquisition import OptimizerSettings
+
+    if optimizer is None or isinstance(optimizer, OptimizerSettings):
+        return optimizer
+    if not isinstance(optimizer, Mapping):
+        raise ConfigError(f"optimizer must be OptimizerSettings or a mapping of its fields, got {optimizer!r}")
+    fields = OptimizerSettings.__dataclass_fields__
+    unknown = sorted(set(optimizer) - set(fields))
+    if unknown:
+        raise ConfigError(f"optimizer.{unknown[0]} is not a setting; the settings are {', '.join(fields)}")
+    return OptimizerSettings(**optimizer)
+
+
 @dataclass
 class Suggestion:
     """A proposed trial: its id in the store and its named values (give it back to
@@ -170,7 +190,8 @@ class Tuner:
         store: A SQLite path or store: every evaluation committed, a second call resumes.
         executor: Any ``concurrent.futures.Executor`` for the evaluations.
         eval_timeout: Seconds an evaluation may run before it is a failed trial.
-        optimizer: Acquisition optimizer settings (:class:`~dsbo.acquisition.OptimizerSettings`).
+        optimizer: Acquisition optimizer settings (:class:`~dsbo.acquisition.OptimizerSettings`,
+            or a mapping of its fields, e.g. ``{"num_restarts": 4}``).
         callbacks: Called as ``callback(campaign, trials)`` after every finished batch.
         include_default: Evaluate ``default`` first.
         outcome_warping: ``"copula"`` (the default) fits the surrogate to normal scores of
@@ -269,6 +290,7 @@ class Tuner:
         if threads is not None and (not isinstance(threads, int) or isinstance(threads, bool) or threads < 1):
             raise ConfigError(f"threads must be an integer >= 1 or None, got {threads!r}")
         self.threads = threads
+        optimizer = optimizer_settings(optimizer)
         if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
             raise ConfigError(f"workers must be an integer >= 1, got {workers!r}")
         self._own_executor = None

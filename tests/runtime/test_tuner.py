@@ -274,3 +274,12 @@ def test_a_minimized_runs_outputs_show_the_users_names(tmp_path):
     assert summary["best_value"] == pytest.approx(tuner.result().history["val_loss"].min())
     page = (tmp_path / "report.html").read_text()
     assert "val_loss (lower is better)" in page and "(maximized)" not in page
+
+
+def test_optimizer_settings_may_be_a_mapping_and_a_bad_one_names_the_field():
+    tuner = dsbo.Tuner({"x": dsbo.Float(0, 1)}, optimizer={"num_restarts": 3, "raw_samples": 16}, dry_run=False)
+    assert tuner.campaign.optimizer.num_restarts == 3 and tuner.campaign.optimizer.raw_samples == 16
+    with pytest.raises(ConfigError, match="optimizer.num_restart is not a setting"):
+        dsbo.Tuner({"x": dsbo.Float(0, 1)}, optimizer={"num_restart": 3}, dry_run=False)
+    with pytest.raises(ConfigError, match="optimizer must be OptimizerSettings or a mapping"):
+        dsbo.Tuner({"x": dsbo.Float(0, 1)}, optimizer=3, dry_run=False)
