@@ -17,6 +17,23 @@ Example:
 ``GPSampler`` does); ``sample_relative`` proposes all of it at once, and a parameter outside it
 (a conditional or dynamic one) is sampled by ``independent_sampler`` with Optuna's warning.
 
+**A dsbo space** (``space=``: ``{name: dsbo.Float/Int/Choice/Fixed}`` with ``when=`` conditions,
+or a :class:`~dsbo.space.SearchSpace`) is the relative search space instead, conditional
+parameters included (a Float as ``FloatDistribution(low, high, log, step)``, an Int as
+``IntDistribution``, a Choice as ``CategoricalDistribution(values)``; a Fixed is left out):
+dsbo proposes the whole point from that space, conditions kept, and ``sample_relative`` returns
+the parameters active there, so the objective's define-by-run ``suggest_*`` calls find each
+active one (under the same name, a choice as itself) and never an inactive one. The study's
+trials are imported with their active parameters; a trial that does not fit the space is
+refused by ``import_trials`` (which logs it) and left out. A parameter the objective suggests
+outside the space is sampled independently, with the warning. The objective must suggest a
+parameter of the space from the same distribution (bounds, log, step, choices): Optuna would
+sample another one independently, or raise its own ``ValueError``; the sampler raises a
+:class:`~dsbo.errors.ConfigError` naming the parameter at the first trial that does (from the
+``suggest_*`` call when the parameter is sampled independently, as in the startup trials,
+else when the trial is told, after it ran). Trials that other samplers ran in the study are
+only data: imported where their values fit the space.
+
 **Startup.** Until ``n_startup_trials`` trials are complete, each new trial is entirely the
 ``independent_sampler``'s (its relative and independent sampling both): by default
 ``QMCSampler(scramble=True, seed=seed)``, a scrambled Sobol sequence as dsbo's own initial
@@ -57,12 +74,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from optuna.distributions import (
-    BaseDistribution,
-    CategoricalDistribution,
-    FloatDistribution,
-    IntDistribution,
-)
+from optuna.distributions import BaseDistribution
 from optuna.exceptions import ExperimentalWarning
 from optuna.samplers import BaseSampler, QMCSampler
 from optuna.samplers._base import _process_constraints_after_trial
@@ -73,9 +85,9 @@ from optuna.trial import FrozenTrial, TrialState
 from dsbo.campaign.execution import MAX_SEED
 from dsbo.campaign.given_points import ImportedTrial
 from dsbo.errors import ConfigError
+from dsbo.integrations.optuna_space import DsboSpace, OptunaSpace, searchable
 from dsbo.runtime.tuner import Tuner
-from dsbo.space import Choice, Float, Int, Parameter
-from dsbo.space.parameters import PARAMETER_NAME
+from dsbo.space import Float, SearchSpace
 
 logger = logging.getLogger(__name__)
 
@@ -100,83 +112,17 @@ _TUNER_OPTIONS = [p for p in inspect.signature(Tuner.__init__).parameters if p n
 _INDEPENDENT_WARNING = (
     "The parameter `{param}` in Trial#{number} is sampled independently using `{independent}` instead "
     "of `DsboSampler`, potentially degrading the optimization performance. This fallback happened "
-    "because the parameter is not in the study's intersection search space (a conditional or "
-    "dynamic parameter). You can suppress this warning by setting `warn_independent_sampling` to "
+    "because the parameter is {reason}. You can suppress this warning by setting `warn_independent_sampling` to "
     "`False` in the constructor of `DsboSampler` if this independent sampling is intended behavior."
 )
+_OUTSIDE_INTERSECTION = "not in the study's intersection search space (a conditional or dynamic parameter)"
+_OUTSIDE_SPACE = "not in DsboSampler's space=, or inactive there at the proposed point"
 _FINISHED = (TrialState.COMPLETE, TrialState.FAIL, TrialState.PRUNED)
 
 
 class _Rebuild(Exception):
     """The study's record and the Tuner's disagree (a trial ended at other parameters than
     those it was recorded at): build the Tuner again from the study."""
-
-
-class _Space:
-    """An Optuna search space as dsbo parameters: names (an Optuna name that is not a valid
-    dsbo name gets one) and values both ways (a categorical is searched by the index of its
-    choice, so any choice object comes back as itself)."""
-
-    def __init__(self, distributions: Mapping[str, BaseDistribution]) -> None:
-        self.distributions = dict(sorted(distributions.items()))
-        self.names: dict[str, str] = {}
-        self.parameters: dict[str, Parameter] = {}
-        for i, (name, dist) in enumerate(self.distributions.items()):
-            dsbo_name = name if PARAMETER_NAME.match(name) else f"p{i}_" + re.sub(r"[^A-Za-z0-9_.-]", "_", name)
-            while dsbo_name in self.parameters:
-                dsbo_name = f"_{dsbo_name}"
-            self.names[name] = dsbo_name
-            self.parameters[dsbo_name] = _parameter(name, dist)
-        self.optuna_names = {v: k for k, v in self.names.items()}
-
-    def to_dsbo(self, params: Mapping[str, Any], partial: bool = False) -> dict[str, Any] | None:
-        """``{dsbo name: value}`` of Optuna's ``params`` (``None`` if one of the space's is
-        missing, unless ``partial``: then the ones given)."""
-        out = {}
-        for name, dist in self.distributions.items():
-            if name not in params:
-                if partial:
-                    continue
-                return None
-            value = params[name]
-            if partial and not _contains(dist, value):  # an enqueued value off the distribution
-                continue
-            out[self.names[name]] = int(dist.to_internal_repr(value)) if isinstance(dist, CategoricalDistribution) else value
-        return out
-
-    def to_optuna(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        out = {}
-        for dsbo_name, value in params.items():
-            name = self.optuna_names[dsbo_name]
-            dist = self.distributions[name]
-            if isinstance(dist, CategoricalDistribution):
-                out[name] = dist.choices[int(value)]
-            elif isinstance(dist, IntDistribution):
-                out[name] = int(value)
-            else:
-                out[name] = float(value)
-        return out
-
-
-def _parameter(name: str, dist: BaseDistribution) -> Parameter:
-    if isinstance(dist, FloatDistribution):
-        return Float(dist.low, dist.high, log=dist.log, step=dist.step)
-    if isinstance(dist, IntDistribution):
-        return Int(dist.low, dist.high, log=dist.log, step=dist.step)
-    if isinstance(dist, CategoricalDistribution):
-        return Choice(list(range(len(dist.choices))))
-    raise ConfigError(f"parameter {name!r}: DsboSampler cannot search a {type(dist).__name__}")
-
-
-def _contains(dist: BaseDistribution, value: Any) -> bool:
-    try:
-        return bool(dist._contains(dist.to_internal_repr(value)))
-    except (ValueError, TypeError):
-        return False
-
-
-def _searchable(dist: BaseDistribution) -> bool:
-    return isinstance(dist, FloatDistribution | IntDistribution | CategoricalDistribution) and not dist.single()
 
 
 @dataclass
@@ -196,7 +142,7 @@ class _StudyState:
 
     intersection: IntersectionSearchSpace = field(default_factory=IntersectionSearchSpace)
     signature: Any = None
-    space: _Space | None = None
+    space: OptunaSpace | DsboSpace | None = None
     tuner: Tuner | None = None
     known: dict[int, _Known] = field(default_factory=dict)
     constraint_keys: tuple[str, ...] = ()
@@ -220,13 +166,19 @@ class DsboSampler(BaseSampler):
         constraints_func: As Optuna's samplers: ``FrozenTrial -> sequence of floats``, feasible
             when all are ``<= 0``; called after each complete or pruned trial.
         warn_independent_sampling: Warn when a parameter is sampled independently after startup.
+        space: A dsbo search space (``{name: dsbo parameter}`` with ``when=`` conditions, or a
+            :class:`~dsbo.space.SearchSpace`) to search instead of Optuna's intersection search
+            space, its names and choices the objective's (module docstring); ``None``: the
+            intersection search space.
         tuner_options: Any other option of :class:`~dsbo.runtime.tuner.Tuner` that a search of
             dsbo takes (``outcome_warping``, ``optimizer`` e.g. ``{"min_distance": 0.01}``,
             ``n_init``, ``parameter_constraints``, ``threads``); ``optimizer`` may be a mapping of
             :class:`~dsbo.acquisition.OptimizerSettings` fields.
 
     Raises:
-        ConfigError: for an option the study sets, an unknown option, or a bad value, at once.
+        ConfigError: for an option the study sets, an unknown option, or a bad value (a bad
+            ``space``, or a ``default`` outside it), at once; for a parameter the objective
+            suggests from another distribution than ``space``'s, at that trial.
     """
 
     def __init__(
@@ -241,6 +193,7 @@ class DsboSampler(BaseSampler):
         independent_sampler: BaseSampler | None = None,
         constraints_func: Callable[[FrozenTrial], Sequence[float]] | None = None,
         warn_independent_sampling: bool = True,
+        space: Mapping[str, Any] | SearchSpace | None = None,
         **tuner_options: Any,
     ) -> None:
         for name in tuner_options:
@@ -272,6 +225,7 @@ class DsboSampler(BaseSampler):
         self._options: dict[str, Any] = {"surrogate": surrogate, "acquisition": acquisition, **tuner_options}
         self._default = dict(default) if default is not None else None
         self._bonsai = bonsai
+        self._given = DsboSpace(space) if space is not None else None
         self._check_options()
         self._n_startup_trials = n_startup_trials
         if independent_sampler is None:
@@ -291,7 +245,12 @@ class DsboSampler(BaseSampler):
 
     def _check_options(self) -> None:
         """The options a Tuner of this sampler gets, checked on a one-parameter space now (a
-        bad surrogate, acquisition or warping is a ConfigError before any trial runs)."""
+        bad surrogate, acquisition or warping is a ConfigError before any trial runs); with
+        ``space=``, on that space with the default and BONSAI too."""
+        if self._given is not None:
+            Tuner(self._given.parameters, BUDGET, seed=self._seed, dry_run=False, default=self._default,
+                  bonsai=self._bonsai, **{"n_init": 1, **self._options})  # fmt: skip
+            return
         options = {k: v for k, v in self._options.items() if k != "parameter_constraints"}
         Tuner({"x": Float(0.0, 1.0)}, BUDGET, seed=self._seed, dry_run=False, **{"n_init": 1, **options})
 
@@ -309,10 +268,12 @@ class DsboSampler(BaseSampler):
         self._startup[trial._trial_id] = startup
         if startup:
             return self._independent_sampler.infer_relative_search_space(study, trial)
+        if self._given is not None:
+            return dict(self._given.distributions)
         with self._lock:
             state = self._state(study)
             space = state.intersection.calculate(study, use_cache=True)
-        return {name: dist for name, dist in space.items() if _searchable(dist)}
+        return {name: dist for name, dist in space.items() if searchable(dist)}
 
     def sample_relative(self, study: Study, trial: FrozenTrial, search_space: dict[str, BaseDistribution]) -> dict[str, Any]:
         if self._startup.get(trial._trial_id, False):
@@ -323,12 +284,15 @@ class DsboSampler(BaseSampler):
             return self._propose(study, trial, search_space)
 
     def sample_independent(self, study: Study, trial: FrozenTrial, param_name: str, param_distribution: BaseDistribution) -> Any:
+        if self._given is not None:
+            self._given.check(param_name, param_distribution, trial.number)
         startup = self._startup.get(trial._trial_id)
         if startup is None:
             n_complete = len(study._get_trials(deepcopy=False, states=(TrialState.COMPLETE,), use_cache=True))
             startup = n_complete < self._n_startup_trials
         if not startup and self._warn_independent_sampling and study._get_trials(deepcopy=False, states=(TrialState.COMPLETE,), use_cache=True):
-            logger.warning(_INDEPENDENT_WARNING.format(param=param_name, number=trial.number,
+            reason = _OUTSIDE_INTERSECTION if self._given is None else _OUTSIDE_SPACE
+            logger.warning(_INDEPENDENT_WARNING.format(param=param_name, number=trial.number, reason=reason,
                                                        independent=type(self._independent_sampler).__name__))  # fmt: skip
         return self._independent_sampler.sample_independent(study, trial, param_name, param_distribution)
 
@@ -340,6 +304,9 @@ class DsboSampler(BaseSampler):
             _process_constraints_after_trial(self._constraints_func, study, trial, state)
         self._independent_sampler.after_trial(study, trial, state, values)
         self._startup.pop(trial._trial_id, None)
+        if self._given is not None:  # a relative value the objective took from another distribution
+            for name, dist in trial.distributions.items():
+                self._given.check(name, dist, trial.number)
 
     def tuner(self, study: Study) -> Tuner | None:
         """The :class:`~dsbo.runtime.tuner.Tuner` behind this sampler's proposals for ``study``
@@ -385,7 +352,7 @@ class DsboSampler(BaseSampler):
             rebuilt = 1.0
         assert state.tuner is not None and state.space is not None
         fixed = state.space.to_dsbo(trial.system_attrs.get("fixed_params", {}), partial=True)
-        if fixed and len(fixed) == len(state.space.parameters):
+        if fixed and state.space.complete(fixed):
             return {}  # every searched parameter is given: nothing to propose
         pending = state.tuner.campaign.store.count("pending")
         synced = time.perf_counter()
@@ -393,8 +360,8 @@ class DsboSampler(BaseSampler):
         asked = time.perf_counter()
         if suggestion is None:
             return {}
-        state.known[trial.number] = _Known(suggestion.trial_id, suggestion.params, final=False)
-        params = state.space.to_optuna(suggestion.params)
+        state.known[trial.number] = _Known(suggestion.trial_id, state.space.proposed(suggestion.params), final=False)
+        params = state.space.to_optuna(suggestion.params)  # with space=: the active parameters only
         # shared with the other workers, which see the whole point before the trial suggests it
         text = json.dumps({name: search_space[name].to_internal_repr(v) for name, v in params.items()})
         for i in range(0, len(text), ATTR_MAX_LENGTH):
@@ -408,12 +375,14 @@ class DsboSampler(BaseSampler):
         the previous Tuner's surrogate fit states carry over as warm starts."""
         from dsbo.surrogates import warm_start
 
-        space = _Space(search_space)
+        space = self._given if self._given is not None else OptunaSpace(search_space)
         directions = ["max" if d == StudyDirection.MAXIMIZE else "min" for d in study.directions]
         outcomes: dict[str, Any] = ({"direction": directions[0]} if len(directions) == 1
                                     else {"objectives": {f"objective_{i}": d for i, d in enumerate(directions)}})  # fmt: skip
         default = None
-        if self._default is not None:
+        if self._given is not None:
+            default = self._default
+        elif self._default is not None:
             default = space.to_dsbo({k: v for k, v in self._default.items() if k in space.names}, partial=True)
         options = {"n_init": max(1, self._n_startup_trials), **self._options}
         tuner = Tuner(
@@ -446,7 +415,7 @@ class DsboSampler(BaseSampler):
                 self._finish(state, t, known)
                 continue
             if t.state in _FINISHED:
-                params = space.to_dsbo(t.params)
+                params = space.to_dsbo(t.params)  # with space=: its active parameters, checked by import_trials
                 if params is None:  # a conditional parameter never suggested: not of this space
                     state.known[t.number] = _Known(None, None, final=True)
                     continue
@@ -454,7 +423,7 @@ class DsboSampler(BaseSampler):
                 numbers.append((t.number, params, True))
             elif running:  # RUNNING or WAITING: pending where its whole point is known
                 params = space.to_dsbo(_running_params(t, space))
-                if params is not None:
+                if params is not None and space.complete(params):
                     rows.append(ImportedTrial(params, status="pending", source=f"optuna:{study.study_name}#{t.number}"))
                     numbers.append((t.number, params, False))
         if not rows:
@@ -540,7 +509,7 @@ def _constraint_name(key: str) -> str:
     return name
 
 
-def _running_params(t: FrozenTrial, space: _Space) -> dict[str, Any]:
+def _running_params(t: FrozenTrial, space: OptunaSpace | DsboSpace) -> dict[str, Any]:
     """The point of a running or waiting trial: its proposal shared by the sampler that made
     it (:data:`PARAMS_KEY`), its enqueued ``fixed_params``, and the parameters suggested so far."""
     chunks, i = [], 0

@@ -1,9 +1,11 @@
 """DsboSampler (dsbo.integrations.optuna) in real Optuna studies, in memory and on SQLite:
 startup, distributions both ways, directions, failed and pruned trials, several objectives,
-constraints, workers sharing a storage, enqueued parameters, BONSAI, bad settings."""
+constraints, workers sharing a storage, enqueued parameters, BONSAI, bad settings, a dsbo
+space with conditions (``space=``)."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 
@@ -13,8 +15,10 @@ optuna = pytest.importorskip("optuna")
 
 from optuna.trial import TrialState  # noqa: E402
 
+import dsbo  # noqa: E402
 from dsbo.errors import ConfigError  # noqa: E402
-from dsbo.integrations.optuna import PARAMS_KEY, DsboSampler, _Space  # noqa: E402
+from dsbo.integrations.optuna import PARAMS_KEY, DsboSampler  # noqa: E402
+from dsbo.integrations.optuna_space import OptunaSpace  # noqa: E402
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 #: Small fits and acquisition searches: every test proposes a handful of points.
@@ -71,7 +75,7 @@ def test_distributions_round_trip_with_their_types():
         assert any(trial.params["opt"] is c or (trial.params["opt"] == c and type(c) is type(trial.params["opt"])) for c in choices)
     # the Tuner holds every trial at its point: decoded back, the study's parameters
     tuner = sampler.tuner(study)
-    space = _Space({k: v for k, v in study.trials[0].distributions.items() if not v.single()})
+    space = OptunaSpace({k: v for k, v in study.trials[0].distributions.items() if not v.single()})
     assert "const" not in space.names and space.names["layer 1/units"] != "layer 1/units"
     stored = [space.to_optuna(tuner.campaign.problem.params(t.x)) for t in tuner.campaign.store.trials("completed")]
     expected = [{k: v for k, v in t.params.items() if k != "const"} for t in study.trials]
@@ -265,6 +269,9 @@ def test_bonsai_proposals_change_few_parameters_from_the_default():
         ({"bonsai": "yes"}, "bonsai must be true, false or a mapping"),
         ({"acquisition": "nope"}, "is not registered"),
         ({"outcome_warping": "log"}, "outcome_warping='log'"),
+        ({"space": [0.0, 1.0]}, "space must be a mapping"),
+        ({"space": {"x": dsbo.Float(1e-3, 1.0, log=True, step=0.1)}}, "space= parameter 'x' has no Optuna distribution"),
+        ({"space": {"x": dsbo.Float(0.0, 1.0)}, "default": {"y": 0.5}}, "default.y: there is no such parameter"),
     ],
 )
 def test_bad_settings_are_config_errors_at_once(options, message):
@@ -285,3 +292,103 @@ def test_a_conditional_parameter_is_sampled_independently_with_a_warning(caplog)
         study.optimize(objective, n_trials=4, n_jobs=1)
     assert len(sampler.timings) == 1 and 0.0 <= study.trials[3].params["extra"] <= 1.0
     assert "The parameter `extra` in Trial#3 is sampled independently using `QMCSampler`" in caplog.text
+
+
+#: A conditional space: ``momentum`` exists only with ``optimizer="sgd"``; ``act`` mixes types.
+CONDITIONAL = {
+    "optimizer": dsbo.Choice(["adam", "sgd"]),
+    "lr": dsbo.Float(1e-4, 1e-1, log=True),
+    "momentum": dsbo.Float(0.0, 0.99, when={"optimizer": "sgd"}),
+    "layers": dsbo.Int(1, 4),
+    "act": dsbo.Choice(["relu", None, 2.5, False]),
+    "width": dsbo.Fixed(64),
+}
+
+
+def conditional_objective(trial):
+    """Define-by-run: ``momentum`` suggested only for sgd; ``extra`` is not in the space."""
+    optimizer = trial.suggest_categorical("optimizer", ["adam", "sgd"])
+    lr = trial.suggest_float("lr", 1e-4, 1e-1, log=True)
+    value = (lr - 3e-3) ** 2 + 0.1 * trial.suggest_int("layers", 1, 4)
+    value += 0.0 if trial.suggest_categorical("act", ["relu", None, 2.5, False]) is None else 0.2
+    if optimizer == "sgd":
+        value += (trial.suggest_float("momentum", 0.0, 0.99) - 0.9) ** 2
+    if trial.number == 5:
+        value += trial.suggest_float("extra", 0.0, 1.0)
+    return value
+
+
+def shared_proposal(trial):
+    chunks = [v for k, v in sorted(trial.system_attrs.items()) if k.startswith(PARAMS_KEY)]
+    return json.loads("".join(chunks)) if chunks else None
+
+
+def test_a_dsbo_space_with_conditions_is_proposed_whole_by_dsbo(caplog):
+    sampler = make_sampler(space=CONDITIONAL)
+    study = optuna.create_study(sampler=sampler)
+    with caplog.at_level("WARNING"):
+        study.optimize(conditional_objective, n_trials=5)
+        study.enqueue_trial({"optimizer": "sgd"})  # dsbo proposes the rest, momentum included
+        study.enqueue_trial({"optimizer": "adam"})  # momentum inactive: never proposed
+        study.optimize(conditional_objective, n_trials=2)
+    assert len(sampler.timings) == 4  # trials 3 to 6, after the 3 startup trials
+    assert [t.params["optimizer"] for t in study.trials[5:]] == ["sgd", "adam"]
+    tuner = sampler.tuner(study)
+    store, problem = tuner.campaign.store, tuner.campaign.problem
+    proposed = [t for t in store.trials() if t.generator != "imported"]
+    assert len(proposed) == 4 and {t.generator for t in proposed} == {"qlognei"}  # none of them sobol
+    for trial, stored in zip(study.trials[3:], proposed, strict=True):
+        point = problem.params(stored.x)
+        searched = {k: v for k, v in trial.params.items() if k != "extra"}
+        # every parameter the trial suggested (and only those) came from dsbo's proposal
+        assert set(shared_proposal(trial)) == set(searched) == set(point) - {"width"}
+        assert ("momentum" in point) == (point["optimizer"] == "sgd") and point["width"] == 64
+        assert {k: point[k] for k in searched} == pytest.approx(searched)
+    for trial in study.trials:
+        params = trial.params
+        assert type(params["lr"]) is float and type(params["layers"]) is int
+        assert params["optimizer"] in ("adam", "sgd") and "width" not in params
+        assert any(params["act"] is c or (params["act"] == c and type(params["act"]) is type(c)) for c in CONDITIONAL["act"].values)
+        assert ("momentum" in params) == (params["optimizer"] == "sgd")
+    assert "`extra` in Trial#5 is sampled independently" in caplog.text and "not in DsboSampler's space=" in caplog.text
+    assert "`momentum`" not in caplog.text and "refused" not in caplog.text
+    assert store.count("completed") == 7
+
+
+def test_a_study_trial_that_does_not_fit_the_space_is_left_out(caplog):
+    sampler = make_sampler(space=CONDITIONAL)
+    study = optuna.create_study(sampler=sampler)
+    study.optimize(conditional_objective, n_trials=3)
+    distributions = {k: v for k, v in study.trials[0].distributions.items() if k != "momentum"}
+    unfit = {"optimizer": "sgd", "lr": 0.01, "layers": 2, "act": "relu"}  # sgd without its momentum
+    study.add_trial(optuna.trial.create_trial(params=unfit, distributions={k: distributions[k] for k in unfit}, value=0.0))
+    with caplog.at_level("WARNING", logger="dsbo.campaign.given_points"):
+        study.optimize(conditional_objective, n_trials=1)
+    assert len(sampler.timings) == 1 and "1 imported row(s) refused" in caplog.text and "momentum" in caplog.text
+    assert sampler.tuner(study).campaign.store.count("completed") == 4  # the 3 startup trials and dsbo's
+
+
+@pytest.mark.parametrize(
+    ("suggest", "startup", "raised_in"),
+    [  # other choices: the first (startup) trial's independent sample raises, before it runs
+        (lambda t: t.suggest_categorical("optimizer", ["adam", "sgd", "rmsprop"]) == "adam", 3, "suggest"),
+        # wider bounds: dsbo's value fits them, so Optuna takes it; the trial raises when told
+        (lambda t: t.suggest_float("lr", 1e-4, 1.0, log=True) > 0.5, 0, "tell"),
+    ],
+)
+def test_an_objective_distribution_other_than_the_spaces_is_a_config_error(suggest, startup, raised_in):
+    space = {"optimizer": dsbo.Choice(["adam", "sgd"]), "lr": dsbo.Float(1e-4, 1e-1, log=True)}
+
+    def objective(trial):
+        other = suggest(trial)
+        if "optimizer" not in trial.params:  # the other parameter, from the space's distribution
+            trial.suggest_categorical("optimizer", ["adam", "sgd"])
+        if "lr" not in trial.params:
+            trial.suggest_float("lr", 1e-4, 1e-1, log=True)
+        return float(other)
+
+    study = optuna.create_study(sampler=make_sampler(space=space, n_startup_trials=startup))
+    with pytest.raises(ConfigError, match=r"trial 0 suggests '(optimizer|lr)' from .* but space= has"):
+        study.optimize(objective, n_trials=3)
+    [trial] = study.trials
+    assert trial.state == (TrialState.FAIL if raised_in == "suggest" else TrialState.COMPLETE)
