@@ -23,6 +23,7 @@ baseline that every route pays.
 
     python experiments/adapters.py                                   # 10 seeds, 3 problems, budget 40
     python experiments/adapters.py --seeds 5 --problems branin-cat --arms tuner optuna
+    python experiments/adapters.py --seeds 5 --first-seed 5                 # seeds 5-9 (e.g. a second runner)
     python experiments/adapters.py --report-only
     python experiments/adapters.py --smoke                           # 1 seed, budget 8, 1 problem
 
@@ -34,6 +35,7 @@ there. ``--smoke`` without ``--out`` writes to a fresh temporary folder.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import math
 import os
@@ -303,6 +305,7 @@ def load_runs(log: Path) -> list[dict[str, Any]]:
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--first-seed", type=int, default=0, help="run seeds first-seed .. first-seed + seeds - 1")
     parser.add_argument("--problems", nargs="+", default=list(PROBLEMS))
     parser.add_argument("--arms", nargs="+", default=list(ARMS), choices=ARMS)
     parser.add_argument("--budget", type=int, default=None)
@@ -318,7 +321,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     log = out / "runs.jsonl"
     if not args.report_only:
         budget = args.budget or (SMOKE_BUDGET if args.smoke else BUDGET)
-        seeds = range(1 if args.smoke else args.seeds)
+        seeds = range(args.first_seed, args.first_seed + (1 if args.smoke else args.seeds))
         problems = args.problems[:1] if args.smoke else args.problems
         done = {(r["problem"], r["arm"], r["seed"], r["budget"], r["smoke"]) for r in load_runs(log)}
         # seed-major and the arms interleaved, so a partial run compares the arms on the same seeds
@@ -326,8 +329,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         started = time.perf_counter()
         for i, (problem, arm, seed) in enumerate(jobs, 1):
             run = run_job(problem, arm, seed, budget, args.smoke)
-            with log.open("a") as sink:
+            with log.open("a") as sink:  # two runners (e.g. split by --first-seed) may share the file
+                fcntl.flock(sink, fcntl.LOCK_EX)
                 sink.write(json.dumps(run) + "\n")
+                fcntl.flock(sink, fcntl.LOCK_UN)
             print(f"[{i}/{len(jobs)}] {problem} {arm} seed {seed}: best {run['final_best']:.4g}, "
                   f"{run['seconds']:.0f}s (elapsed {time.perf_counter() - started:.0f}s)", flush=True)  # fmt: skip
         if "ray" in sys.modules:  # started by the first Ray run, kept for the next ones
