@@ -50,7 +50,7 @@ import numpy as np
 from smoke_out import add_out_argument, output_folder
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from mixed_spaces import Recorder, is_active, make_problems  # noqa: E402 - the experiment's problems
+from mixed_spaces import Recorder, make_problems, suggest_active  # noqa: E402 - the experiment's problems
 
 RESULTS = Path(__file__).resolve().parent / "results" / "adapters"
 ARMS = ("tuner", "optuna", "ray")
@@ -99,7 +99,6 @@ def run_optuna(problem: Any, seed: int, budget: int, n_init: int, smoke: bool, f
     import optuna
 
     from dsbo.integrations.optuna import DsboSampler
-    from dsbo.space import Choice, Float, Int
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     sampler = DsboSampler(space=problem.space, seed=seed, n_startup_trials=n_init, warn_independent_sampling=False,
@@ -112,16 +111,7 @@ def run_optuna(problem: Any, seed: int, budget: int, n_init: int, smoke: bool, f
             tuner.campaign._last_ask = None
         t0 = time.perf_counter()
         trial = study.ask()
-        params: dict[str, Any] = {}
-        for name, p in problem.space.items():
-            if not is_active(p, params):
-                continue
-            if isinstance(p, Float):
-                params[name] = trial.suggest_float(name, p.low, p.high, log=p.log)
-            elif isinstance(p, Int):
-                params[name] = trial.suggest_int(name, p.low, p.high, log=p.log)
-            elif isinstance(p, Choice):
-                params[name] = trial.suggest_categorical(name, list(p.values))
+        params = suggest_active(trial, problem.space)
         calls.append(time.perf_counter() - t0)
         tuner = sampler.tuner(study)
         inner.append(None if tuner is None else inner_seconds(tuner))

@@ -42,30 +42,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from mixed_spaces import Recorder, is_active, make_problems, mean_se, wilcoxon
+from mixed_spaces import Recorder, make_problems, mean_se, suggest_active, wilcoxon
 from smoke_out import add_out_argument, output_folder
 
 RESULTS = Path(__file__).resolve().parent / "results" / "continue_optuna_study"
 PROBLEM = "cond-synthetic"
 START, MORE, SEEDS = 100, 20, 10
 SMOKE_START, SMOKE_MORE = 12, 3
-
-
-def suggest(trial: Any, space: dict[str, Any]) -> dict[str, Any]:
-    """The active parameters of ``space`` suggested by an Optuna trial (parents first)."""
-    from dsbo.space import Choice, Float, Int
-
-    params: dict[str, Any] = {}
-    for name, p in space.items():
-        if not is_active(p, params):
-            continue
-        if isinstance(p, Float):
-            params[name] = trial.suggest_float(name, p.low, p.high, log=p.log)
-        elif isinstance(p, Int):
-            params[name] = trial.suggest_int(name, p.low, p.high, log=p.log)
-        elif isinstance(p, Choice):
-            params[name] = trial.suggest_categorical(name, list(p.values))
-    return params
 
 
 def best_so_far(start: float, values: list[float]) -> list[float]:
@@ -88,7 +71,7 @@ def run_seed(problem_name: str, seed: int, start: int, more: int, smoke: bool) -
     problem = make_problems()[problem_name]
     f = Recorder(problem)
     study = optuna.create_study(direction="minimize", sampler=optuna.samplers.TPESampler(seed=seed))
-    study.optimize(lambda trial: f(suggest(trial, problem.space)), n_trials=start)
+    study.optimize(lambda trial: f(suggest_active(trial, problem.space)), n_trials=start)
     start_best = min(f.values)
 
     t0 = time.perf_counter()  # dsbo: read the study, import it, continue for `more` trials
@@ -109,7 +92,7 @@ def run_seed(problem_name: str, seed: int, start: int, more: int, smoke: bool) -
 
     t0 = time.perf_counter()  # TPE: the same study, `more` trials on
     n_before = len(f.values)
-    study.optimize(lambda trial: f(suggest(trial, problem.space)), n_trials=more)
+    study.optimize(lambda trial: f(suggest_active(trial, problem.space)), n_trials=more)
     tpe_seconds = time.perf_counter() - t0
     tpe_values = f.values[n_before:]
     return {

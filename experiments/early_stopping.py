@@ -61,6 +61,7 @@ from typing import Any
 
 import numpy as np
 from early_stopping_problems import MAX_EPOCHS, CurveCache, Recorder, make_problems
+from mixed_spaces import suggest_active
 from smoke_out import add_out_argument, output_folder
 
 RESULTS = Path(__file__).resolve().parent / "results" / "early_stopping"
@@ -174,8 +175,6 @@ def run_optuna(problem: Any, arm: str, seed: int, budget: int, rec: Recorder) ->
     import optuna
     from optuna.trial import TrialState
 
-    from dsbo.space import Choice, Float, Int
-
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     pruner = (optuna.pruners.HyperbandPruner(min_resource=1, max_resource=MAX_EPOCHS, reduction_factor=3)
               if arm.endswith("+hyperband") else optuna.pruners.MedianPruner())  # fmt: skip
@@ -186,16 +185,7 @@ def run_optuna(problem: Any, arm: str, seed: int, budget: int, rec: Recorder) ->
     while rec.epochs < budget:
         t0 = time.perf_counter()
         trial = study.ask()
-        params: dict[str, Any] = {}
-        for name, p in problem.space.items():
-            if not all(parent in params and params[parent] in allowed for parent, allowed in p.conditions.items()):
-                continue
-            if isinstance(p, Float):
-                params[name] = trial.suggest_float(name, p.low, p.high, log=p.log)
-            elif isinstance(p, Int):
-                params[name] = trial.suggest_int(name, p.low, p.high, log=p.log)
-            elif isinstance(p, Choice):
-                params[name] = trial.suggest_categorical(name, list(p.values))
+        params = suggest_active(trial, problem.space)
         times.append(time.perf_counter() - t0)
         value = rec.evaluate(params, OptunaTrial(trial, min(MAX_EPOCHS, budget - rec.epochs)))
         if rec.trials[-1]["full"]:

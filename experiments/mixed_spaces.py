@@ -501,10 +501,26 @@ def near_repeats(campaign: Any, tol: float = 0.01) -> int:
     return count
 
 
+def suggest_active(trial: Any, space: dict[str, Any]) -> dict[str, Any]:
+    """The active parameters of the dsbo ``space`` suggested by an Optuna trial, define-by-run
+    (declaration order: parents first; a conditional parameter only while it is active)."""
+    from dsbo.space import Choice, Float, Int
+
+    params: dict[str, Any] = {}
+    for name, p in space.items():
+        if not is_active(p, params):
+            continue
+        if isinstance(p, Float):
+            params[name] = trial.suggest_float(name, p.low, p.high, log=p.log)
+        elif isinstance(p, Int):
+            params[name] = trial.suggest_int(name, p.low, p.high, log=p.log)
+        elif isinstance(p, Choice):
+            params[name] = trial.suggest_categorical(name, list(p.values))
+    return params
+
+
 def run_tpe(problem: MixedProblem, seed: int, budget: int, f: Recorder) -> dict[str, Any]:
     import optuna
-
-    from dsbo.space import Choice, Float, Int
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = optuna.create_study(direction="minimize", sampler=optuna.samplers.TPESampler(seed=seed))
@@ -512,16 +528,7 @@ def run_tpe(problem: MixedProblem, seed: int, budget: int, f: Recorder) -> dict[
     for _ in range(budget):
         t0 = time.perf_counter()
         trial = study.ask()
-        params: dict[str, Any] = {}
-        for name, p in problem.space.items():
-            if not is_active(p, params):
-                continue
-            if isinstance(p, Float):
-                params[name] = trial.suggest_float(name, p.low, p.high, log=p.log)
-            elif isinstance(p, Int):
-                params[name] = trial.suggest_int(name, p.low, p.high, log=p.log)
-            elif isinstance(p, Choice):
-                params[name] = trial.suggest_categorical(name, list(p.values))
+        params = suggest_active(trial, problem.space)
         times.append(time.perf_counter() - t0)
         study.tell(trial, f(params))
     return {"proposal_times": times}
