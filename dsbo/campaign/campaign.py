@@ -582,6 +582,8 @@ class Campaign(GivenPoints, CampaignResults):
         if X is None or Y is None:
             X, Y = self.store.completed_data()
             Y = warp_outcomes(Y, self.problem.num_objectives, self.outcome_warping)
+        if (related := self._related_model(X, Y)) is not None:  # a multi-task GP with related tasks
+            return related
         previous = self.store.get_meta(warm_start.META_KEY)
         with gpytorch.settings.max_cholesky_size(EXACT_CHOLESKY_SIZE):
             return fit_surrogate(self.surrogate, X, Y, self.problem.bounds, selection_seed=self.seed, previous_fits=previous, categorical_groups=self.problem.space.one_hot_groups)  # fmt: skip

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import Tensor
 
+from dsbo.campaign.outcome_warping import warp_outcomes
 from dsbo.campaign.validation import with_fixed_features
 from dsbo.errors import BudgetExhaustedError, ConfigError, DsboError
 from dsbo.space.outcomes import to_number
@@ -27,6 +28,9 @@ if TYPE_CHECKING:
     from dsbo.storage import Trial
 
 logger = logging.getLogger(__name__)
+
+#: The store metadata key of the related tasks' trials (:meth:`GivenPoints.add_related_task`).
+RELATED_KEY = "related_tasks"
 
 #: What an imported trial may be: finished (``completed``, ``failed``, ``stopped``: pruned
 #: early, with its last value) or still running elsewhere (``pending``: tell it later).
@@ -151,6 +155,62 @@ class GivenPoints:
             curve.append((step, objective.sign * number + 0.0))
             last = step
         return x, row, y, curve
+
+    def add_related_task(self, name: str, rows: Iterable[ImportedTrial | Mapping[str, Any]], strict: bool = False) -> ImportResult:
+        """Warm-start from a related task: the completed trials of an earlier campaign on other
+        data, or of another version of the system, over the same space and outcomes (rows as
+        for :meth:`import_trials`). While any are stored the surrogate is a multi-task GP over
+        this campaign's trials (task 0) and each related task's, read as this task
+        (:mod:`dsbo.surrogates.multi_task`: the tasks' correlation is learned, so a task that
+        does not predict this one is discounted by the data). Related trials are not trials of
+        this campaign: never charged, never its best, not in its history; they are kept in the
+        store's metadata (a resumed campaign has them) under ``name``, added to what the name
+        holds. Only completed rows are used; any other is refused with the reason.
+
+        Raises:
+            ConfigError: for an empty name, a contextual campaign or the fidelity model of early
+                stopping (which fit models of their own), or with ``strict`` a refused row.
+        """
+        if not isinstance(name, str) or not name.strip():
+            raise ConfigError(f"a related task needs a name, got {name!r}")
+        if getattr(self, "context_step", None) is not None or (self.early_stopping is not None and self.early_stopping.model == "fidelity"):
+            raise ConfigError("related tasks warm-start the campaign's own surrogate; a contextual campaign or the "
+                              "fidelity model of early stopping fits a model of its own")  # fmt: skip
+        result = ImportResult()
+        X, Y = [], []
+        for index, row in enumerate(rows):
+            try:
+                x, checked, y, _ = self._imported_row(row)
+                if checked.status != "completed":
+                    raise ConfigError(f"status {checked.status!r}: only completed trials of a related task are used")
+            except DsboError as exc:
+                if strict:
+                    raise ConfigError(f"related task {name!r}, row {index}: {exc}") from None
+                result.refused.append((index, str(exc)))
+                continue
+            X.append(x.reshape(-1).tolist())
+            Y.append(y)
+        related = dict(self.store.get_meta(RELATED_KEY) or {})
+        held = related.get(name, {"x": [], "y": []})
+        related[name] = {"x": held["x"] + X, "y": held["y"] + Y}
+        if X:
+            self.store.set_meta(RELATED_KEY, related)
+        return result
+
+    def _related_model(self, X: Tensor, Y: Tensor) -> Any:
+        """The multi-task GP over this campaign's ``(X, Y)`` and the related tasks' trials
+        (their outcomes warped as this campaign's, each task on its own); ``None`` without
+        related tasks or with fewer than two trials of this campaign."""
+        related = self.store.get_meta(RELATED_KEY) or {}
+        if not related or X.shape[0] < 2:
+            return None
+        from dsbo.surrogates.multi_task import fit_multi_task_gp
+
+        Xs, Ys = [X], [Y]
+        for name in sorted(related):
+            Xs.append(torch.tensor(related[name]["x"], dtype=torch.double))
+            Ys.append(warp_outcomes(torch.tensor(related[name]["y"], dtype=torch.double), self.problem.num_objectives, self.outcome_warping))
+        return fit_multi_task_gp(Xs, Ys, self.problem.bounds)
 
     def _design_size(self) -> int:
         """Initial-design points still to propose in all: ``n_init`` (+ the default point), less

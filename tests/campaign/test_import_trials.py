@@ -123,3 +123,30 @@ def test_imports_survive_a_reopened_store(tmp_path):
     search.campaign.store.close()
     again = tuner(store=path)
     assert again.campaign.num_used == 0 and again.campaign.store.count("completed") == 4
+
+
+def test_a_related_task_warm_starts_the_surrogate_and_is_never_this_campaigns_trial(tmp_path):
+    """add_related_task: the related trials are kept in the store's metadata (not trials, never
+    charged, never the best), and the campaign's model becomes the multi-task GP read as this task."""
+    from dsbo.surrogates.multi_task import TargetTaskModel
+
+    path = tmp_path / "run.db"
+    search = tuner(store=path, n_init=2)
+    rows = prior_rows(6) + [{"params": {"x": 0.0, "kind": "a", "n": 2}, "status": "failed", "error": "x"}]
+    result = search.campaign.add_related_task("last-month", [{**r, "values": r["values"] + 10.0} if "values" in r else r for r in rows])
+    assert result.trials == [] and [i for i, _ in result.refused] == [6]
+    assert "only completed trials" in result.refused[0][1]
+    assert search.campaign.store.count() == 0 and search.campaign.num_used == 0
+    for _ in range(3):
+        s = search.ask()
+        search.tell(s.trial_id, (s.params["x"] - 0.3) ** 2)
+    assert isinstance(search.campaign.fit_model(), TargetTaskModel)
+    best = search.result().best_value
+    assert best < 10.0 and len(search.result().history) == 3  # the related values (>= 10) are not this task's
+    search.campaign.store.close()
+    again = tuner(store=path, n_init=2)
+    assert isinstance(again.campaign.fit_model(), TargetTaskModel)  # kept across a resume
+    with pytest.raises(ConfigError, match="needs a name"):
+        again.campaign.add_related_task("", rows)
+    with pytest.raises(ConfigError, match="related task 'b', row 6"):
+        again.campaign.add_related_task("b", rows, strict=True)
