@@ -221,6 +221,27 @@ class GivenPoints:
         imported = sum(t.generator == IMPORTED for t in self.store.trials("completed"))
         return max(0, n_design - imported)
 
+    def add_design_point(self, index: int) -> Trial:
+        """The ``index``-th point of the campaign's initial design (:meth:`design_sequence`,
+        fixed features applied, rounded to the domain) as a pending trial of generator
+        ``"sobol-init"``, charged like a proposal: for a driver that numbers the trials itself,
+        so that trial ``k`` takes design point ``k`` and workers sharing its numbering never
+        repeat a point (Optuna's sampler, :mod:`dsbo.integrations.optuna`).
+
+        Raises:
+            ConfigError: for an index that is not an integer >= 0.
+            BudgetExhaustedError: if the budget has no room left.
+        """
+        if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+            raise ConfigError(f"a design point's index must be an integer >= 0, got {index!r}")
+        X = self.problem.round_to_domain(self.optimizer.apply_fixed_features(self.design_sequence(index + 1)[index:]))
+        X = self.problem.validate(X, what="x")
+        costs, errors = self.ledger.charge(self.problem, X, [{}], self.store)
+        [trial_id] = self.store.add_trials(X, "sobol-init", metadata=[{"design_index": index}], budget=self.budget,
+                                           worker=self.worker, cost=[0.0 if errors[0] else costs[0]],
+                                           budget_cost=self.budget_cost)  # fmt: skip
+        return self.store.get(trial_id)
+
     def enqueue(self, x: Tensor | Sequence[float] | Mapping[str, Any]) -> Trial:
         """A point to evaluate before any proposal (Optuna's ``enqueue_trial``), given as for
         :meth:`attach`: committed as a pending trial (generator ``"enqueued"``), charged and

@@ -28,16 +28,21 @@ trials are imported with their active parameters; a trial that does not fit the 
 refused by ``import_trials`` (which logs it) and left out. A parameter the objective suggests
 outside the space is sampled independently, with the warning. The objective must suggest a
 parameter of the space from the same distribution (bounds, log, step, choices): Optuna would
-sample another one independently, or raise its own ``ValueError``; the sampler raises a
+sample another one independently, or raise its own ``ValueError`` (other choices of a
+categorical that dsbo proposed); the sampler raises a
 :class:`~dsbo.errors.ConfigError` naming the parameter at the first trial that does (from the
 ``suggest_*`` call when the parameter is sampled independently, as in the startup trials,
 else when the trial is told, after it ran). Trials that other samplers ran in the study are
 only data: imported where their values fit the space.
 
-**Startup.** Until ``n_startup_trials`` trials are complete, each new trial is entirely the
-``independent_sampler``'s (its relative and independent sampling both): by default
-``QMCSampler(scramble=True, seed=seed)``, a scrambled Sobol sequence as dsbo's own initial
-design, shared through the study by every worker that uses the same seed (Optuna's own
+**Startup.** With ``space=`` (and no ``independent_sampler`` given), trial ``k <
+n_startup_trials`` is point ``k`` of dsbo's own initial design (scrambled Sobol over the dsbo
+space, conditions respected; :meth:`~dsbo.runtime.tuner.Tuner.ask_design_point`), numbered by
+the trial so that workers sharing the study never repeat one: on one worker the study is then
+``dsbo.minimize``'s search trial for trial. Otherwise, until ``n_startup_trials`` trials are
+complete, each new trial is entirely the ``independent_sampler``'s (its relative and
+independent sampling both): by default ``QMCSampler(scramble=True, seed=seed)``, a scrambled
+Sobol sequence shared through the study by every worker that uses the same seed (Optuna's own
 samplers start with random points). dsbo's initial design (``n_init``, by default
 ``n_startup_trials``) is then already filled by those trials.
 
@@ -228,6 +233,9 @@ class DsboSampler(BaseSampler):
         self._given = DsboSpace(space) if space is not None else None
         self._check_options()
         self._n_startup_trials = n_startup_trials
+        #: With ``space=`` and no independent sampler given, trial ``k < n_startup_trials`` is
+        #: dsbo's initial-design point ``k`` (the search of dsbo.minimize, trial for trial).
+        self._design_startup = space is not None and independent_sampler is None
         if independent_sampler is None:
             with warnings.catch_warnings():  # QMCSampler is "experimental": our default, not the user's choice
                 warnings.simplefilter("ignore", ExperimentalWarning)
@@ -264,7 +272,7 @@ class DsboSampler(BaseSampler):
 
     def infer_relative_search_space(self, study: Study, trial: FrozenTrial) -> dict[str, BaseDistribution]:
         n_complete = len(study._get_trials(deepcopy=False, states=(TrialState.COMPLETE,), use_cache=True))
-        startup = n_complete < self._n_startup_trials
+        startup = n_complete < self._n_startup_trials and not self._design_startup
         self._startup[trial._trial_id] = startup
         if startup:
             return self._independent_sampler.infer_relative_search_space(study, trial)
@@ -356,7 +364,10 @@ class DsboSampler(BaseSampler):
             return {}  # every searched parameter is given: nothing to propose
         pending = state.tuner.campaign.store.count("pending")
         synced = time.perf_counter()
-        suggestion = state.tuner.ask(fixed=fixed or None)
+        if self._design_startup and trial.number < self._n_startup_trials and not fixed:
+            suggestion = state.tuner.ask_design_point(trial.number)  # by trial number: no worker repeats one
+        else:
+            suggestion = state.tuner.ask(fixed=fixed or None)
         asked = time.perf_counter()
         if suggestion is None:
             return {}

@@ -365,6 +365,14 @@ class Tuner:
             return suggestions[0] if suggestions else None
         return suggestions
 
+    def ask_design_point(self, index: int) -> Suggestion:
+        """The ``index``-th point of the initial design as a trial handed out now
+        (:meth:`~dsbo.campaign.Campaign.add_design_point`): for a driver that numbers its trials
+        itself, trial ``k`` taking design point ``k`` (Optuna's ``DsboSampler``)."""
+        trial = self.campaign.add_design_point(index)
+        self._handed_out.add(trial.id)
+        return Suggestion(trial.id, self.campaign.problem.params(trial.x), self.campaign.running(trial))
+
     def import_trials(self, rows: Any, strict: bool = False) -> Any:
         """Bring in trials run elsewhere as prior data, not charged to the budget
         (:meth:`~dsbo.campaign.Campaign.import_trials`: rows of ``params``, ``values``,

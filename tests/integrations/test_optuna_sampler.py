@@ -6,6 +6,7 @@ space with conditions (``space=``)."""
 from __future__ import annotations
 
 import json
+import math
 import threading
 import time
 
@@ -331,13 +332,14 @@ def test_a_dsbo_space_with_conditions_is_proposed_whole_by_dsbo(caplog):
         study.enqueue_trial({"optimizer": "sgd"})  # dsbo proposes the rest, momentum included
         study.enqueue_trial({"optimizer": "adam"})  # momentum inactive: never proposed
         study.optimize(conditional_objective, n_trials=2)
-    assert len(sampler.timings) == 4  # trials 3 to 6, after the 3 startup trials
+    assert len(sampler.timings) == 7  # the 3 startup trials (dsbo's initial design), then trials 3 to 6
     assert [t.params["optimizer"] for t in study.trials[5:]] == ["sgd", "adam"]
     tuner = sampler.tuner(study)
     store, problem = tuner.campaign.store, tuner.campaign.problem
     proposed = [t for t in store.trials() if t.generator != "imported"]
-    assert len(proposed) == 4 and {t.generator for t in proposed} == {"qlognei"}  # none of them sobol
-    for trial, stored in zip(study.trials[3:], proposed, strict=True):
+    assert [t.generator for t in proposed] == ["sobol-init"] * 3 + ["qlognei"] * 4
+    assert [t.metadata["design_index"] for t in proposed[:3]] == [0, 1, 2]  # by trial number
+    for trial, stored in zip(study.trials[3:], proposed[3:], strict=True):
         point = problem.params(stored.x)
         searched = {k: v for k, v in trial.params.items() if k != "extra"}
         # every parameter the trial suggested (and only those) came from dsbo's proposal
@@ -364,13 +366,14 @@ def test_a_study_trial_that_does_not_fit_the_space_is_left_out(caplog):
     study.add_trial(optuna.trial.create_trial(params=unfit, distributions={k: distributions[k] for k in unfit}, value=0.0))
     with caplog.at_level("WARNING", logger="dsbo.campaign.given_points"):
         study.optimize(conditional_objective, n_trials=1)
-    assert len(sampler.timings) == 1 and "1 imported row(s) refused" in caplog.text and "momentum" in caplog.text
+    assert len(sampler.timings) == 4 and "1 imported row(s) refused" in caplog.text and "momentum" in caplog.text
     assert sampler.tuner(study).campaign.store.count("completed") == 4  # the 3 startup trials and dsbo's
 
 
 @pytest.mark.parametrize(
     ("suggest", "startup", "raised_in"),
-    [  # other choices: the first (startup) trial's independent sample raises, before it runs
+    [  # other choices: the first (startup) trial's independent sample raises, before it runs (with
+        # an independent sampler given; dsbo's own startup design meets Optuna's ValueError first)
         (lambda t: t.suggest_categorical("optimizer", ["adam", "sgd", "rmsprop"]) == "adam", 3, "suggest"),
         # wider bounds: dsbo's value fits them, so Optuna takes it; the trial raises when told
         (lambda t: t.suggest_float("lr", 1e-4, 1.0, log=True) > 0.5, 0, "tell"),
@@ -387,8 +390,41 @@ def test_an_objective_distribution_other_than_the_spaces_is_a_config_error(sugge
             trial.suggest_float("lr", 1e-4, 1e-1, log=True)
         return float(other)
 
-    study = optuna.create_study(sampler=make_sampler(space=space, n_startup_trials=startup))
+    independent = {"independent_sampler": optuna.samplers.RandomSampler(seed=0)} if startup else {}
+    study = optuna.create_study(sampler=make_sampler(space=space, n_startup_trials=startup, **independent))
     with pytest.raises(ConfigError, match=r"trial 0 suggests '(optimizer|lr)' from .* but space= has"):
         study.optimize(objective, n_trials=3)
     [trial] = study.trials
     assert trial.state == (TrialState.FAIL if raised_in == "suggest" else TrialState.COMPLETE)
+
+
+def test_with_a_dsbo_space_the_study_is_dsbo_minimize_trial_for_trial():
+    """With space= the startup trials are dsbo's initial design by trial number, and every
+    later trial dsbo's proposal on the same data: the study's values equal a Tuner's run."""
+    import dsbo
+
+    space = {"opt": dsbo.Choice(["adam", "sgd"]), "lr": dsbo.Float(1e-4, 1e-1, log=True),
+             "momentum": dsbo.Float(0.0, 0.99, when={"opt": "sgd"})}  # fmt: skip
+
+    def loss(p):
+        return (math.log10(p["lr"]) + 2) ** 2 + (0.3 if p["opt"] == "adam" else abs(p["momentum"] - 0.9))
+
+    def objective(trial):
+        p = {"opt": trial.suggest_categorical("opt", ["adam", "sgd"]), "lr": trial.suggest_float("lr", 1e-4, 1e-1, log=True)}
+        if p["opt"] == "sgd":
+            p["momentum"] = trial.suggest_float("momentum", 0.0, 0.99)
+        return loss(p)
+
+    options = {"surrogate": "gp", "seed": 3, "optimizer": {"num_restarts": 2, "raw_samples": 32}}
+    sampler = DsboSampler(space=space, n_startup_trials=3, **options)
+    study = optuna.create_study(sampler=sampler)
+    study.optimize(objective, n_trials=6)
+    tuner = dsbo.Tuner(space, budget=6, n_init=3, dry_run=False, **options)
+    values = []
+    for _ in range(6):
+        s = tuner.ask()
+        values.append(loss(s.params))
+        tuner.tell(s.trial_id, values[-1])
+    assert [t.value for t in study.trials] == values
+    generators = sampler.tuner(study).result().history["generator"].tolist()
+    assert generators[:3] == ["sobol-init"] * 3 and "sobol-init" not in generators[3:]

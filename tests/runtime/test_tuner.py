@@ -283,3 +283,17 @@ def test_optimizer_settings_may_be_a_mapping_and_a_bad_one_names_the_field():
         dsbo.Tuner({"x": dsbo.Float(0, 1)}, optimizer={"num_restart": 3}, dry_run=False)
     with pytest.raises(ConfigError, match="optimizer must be OptimizerSettings or a mapping"):
         dsbo.Tuner({"x": dsbo.Float(0, 1)}, optimizer=3, dry_run=False)
+
+
+def test_ask_design_point_gives_design_point_k_for_any_k_and_is_handed_out():
+    space = {"x": dsbo.Float(0, 1), "c": dsbo.Choice(["a", "b"])}
+    asked = dsbo.Tuner(space, budget=6, n_init=4, seed=3, dry_run=False)
+    in_order = [asked.ask().params for _ in range(4)]
+    numbered = dsbo.Tuner(space, budget=6, n_init=4, seed=3, dry_run=False)
+    out_of_order = {k: numbered.ask_design_point(k) for k in (2, 0, 3, 1)}
+    assert [out_of_order[k].params for k in range(4)] == in_order
+    trials = numbered.campaign.store.trials()
+    assert {t.generator for t in trials} == {"sobol-init"} and sorted(t.metadata["design_index"] for t in trials) == [0, 1, 2, 3]
+    assert numbered.campaign.num_used == 4 and numbered.ask().trial_id not in {s.trial_id for s in out_of_order.values()}
+    with pytest.raises(ConfigError, match="integer >= 0"):
+        numbered.ask_design_point(-1)
