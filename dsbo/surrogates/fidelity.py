@@ -22,17 +22,15 @@ neighbours') value at full training. :class:`TargetFidelityModel` exposes that p
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 from botorch.models.model import Model
-from botorch.posteriors import Posterior
 from torch import Tensor
 
 from dsbo.errors import DataError
+from dsbo.surrogates.fixed_column import FixedColumnModel
 
 
-class TargetFidelityModel(Model):
+class TargetFidelityModel(FixedColumnModel):
     """A model over configurations ``x`` (the problem's box): the multi-fidelity GP ``model``
     over ``(unit-cube x, s)`` read at ``s = 1``.
 
@@ -42,36 +40,11 @@ class TargetFidelityModel(Model):
     """
 
     def __init__(self, model: Model, bounds: Tensor) -> None:
-        super().__init__()
-        self.model = model
-        self.register_buffer("bounds", bounds.to(torch.double))
-
-    @property
-    def num_outputs(self) -> int:
-        return self.model.num_outputs
-
-    @property
-    def batch_shape(self) -> torch.Size:
-        return self.model.batch_shape
+        super().__init__(model, bounds, 1.0)
 
     def at_full_training(self, X: Tensor) -> Tensor:
         """``X`` (``batch x q x d``) mapped to the unit cube, with ``s = 1`` appended."""
-        lower, upper = self.bounds[0], self.bounds[1]
-        Z = (X - lower) / (upper - lower)
-        return torch.cat([Z, torch.ones_like(Z[..., :1])], dim=-1)
-
-    def posterior(
-        self,
-        X: Tensor,
-        output_indices: list[int] | None = None,
-        observation_noise: bool | Tensor = False,
-        posterior_transform: Any = None,
-        **kwargs: Any,
-    ) -> Posterior:
-        return self.model.posterior(
-            self.at_full_training(X), output_indices=output_indices, observation_noise=observation_noise,
-            posterior_transform=posterior_transform, **kwargs,
-        )  # fmt: skip
+        return self.with_column(X)
 
 
 def fit_fidelity_gp(X: Tensor, steps: Tensor, Y: Tensor, bounds: Tensor, max_steps: int) -> TargetFidelityModel:

@@ -28,20 +28,19 @@ unchanged.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import torch
 from botorch.models.model import Model, ModelList
-from botorch.posteriors import Posterior
 from torch import Tensor
 
 from dsbo.errors import DataError
+from dsbo.surrogates.fixed_column import FixedColumnModel
 
 #: The task of the campaign being optimized; related tasks are 1, 2, ...
 TARGET_TASK = 0
 
 
-class TargetTaskModel(Model):
+class TargetTaskModel(FixedColumnModel):
     """A model over configurations ``x`` (the problem's box): the multi-task GP ``model`` over
     ``(unit-cube x, task)`` read at task :data:`TARGET_TASK`.
 
@@ -51,34 +50,7 @@ class TargetTaskModel(Model):
     """
 
     def __init__(self, model: Model, bounds: Tensor) -> None:
-        super().__init__()
-        self.model = model
-        self.register_buffer("bounds", bounds.to(torch.double))
-
-    @property
-    def num_outputs(self) -> int:
-        return 1
-
-    @property
-    def batch_shape(self) -> torch.Size:
-        return torch.Size([])
-
-    def as_target_task(self, X: Tensor) -> Tensor:
-        """``X`` (``batch x q x d``) mapped to the unit cube, with the target task appended."""
-        lower, upper = self.bounds[0], self.bounds[1]
-        Z = (X - lower) / (upper - lower)
-        return torch.cat([Z, torch.full_like(Z[..., :1], float(TARGET_TASK))], dim=-1)
-
-    def posterior(
-        self,
-        X: Tensor,
-        output_indices: list[int] | None = None,
-        observation_noise: bool | Tensor = False,
-        posterior_transform: Any = None,
-        **kwargs: Any,
-    ) -> Posterior:
-        return self.model.posterior(self.as_target_task(X), observation_noise=observation_noise,
-                                    posterior_transform=posterior_transform, **kwargs)  # fmt: skip
+        super().__init__(model, bounds, float(TARGET_TASK))
 
 
 def fit_multi_task_gp(Xs: Sequence[Tensor], Ys: Sequence[Tensor], bounds: Tensor) -> Model:
