@@ -196,6 +196,12 @@ class StoredCampaign:
 
         return Campaign.fit_model(self)  # type: ignore[arg-type]
 
+    def _related_model(self, X: Any, Y: Any) -> Any:
+        """The multi-task GP with the store's related tasks, as the campaign's fit makes it."""
+        from dsbo.campaign.given_points import GivenPoints
+
+        return GivenPoints._related_model(self, X, Y)  # type: ignore[arg-type]
+
 
 @dataclasses.dataclass
 class _ModelProblem:
