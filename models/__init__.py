@@ -9,6 +9,7 @@ from .mlp import EnsembleMLP
 from .neural_ensemble import NeuralEnsemble
 from .neural_lints import NeuralLinTS
 from .neural_ucb import NeuralUCB
+from .power_law_ensemble import PowerLawEnsemble
 from .seq2seq_rnn import Seq2SeqRNN
 from .smb import PosteriorSMB, SimpleSMB
 from .sparse_embedding import SparseEmbedding
@@ -20,6 +21,7 @@ __all__ = [
     "NeuralLinTS",
     "NeuralUCB",
     "PosteriorSMB",
+    "PowerLawEnsemble",
     "Seq2SeqRNN",
     "SimpleSMB",
     "SparseEmbedding",
