@@ -4,7 +4,9 @@ The zoo never imports :mod:`dsbo`, so it stays usable without BoTorch. Model fam
 added one file each (the docs' architecture page has the layout and its rules).
 """
 
+from .deep_kernel_curve_gp import DeepKernelCurveGP
 from .hired import HiReD
+from .learning_curves import CurveLayout
 from .mlp import EnsembleMLP
 from .neural_ensemble import NeuralEnsemble
 from .neural_lints import NeuralLinTS
@@ -15,6 +17,8 @@ from .smb import PosteriorSMB, SimpleSMB
 from .sparse_embedding import SparseEmbedding
 
 __all__ = [
+    "CurveLayout",
+    "DeepKernelCurveGP",
     "EnsembleMLP",
     "HiReD",
     "NeuralEnsemble",

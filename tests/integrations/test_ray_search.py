@@ -90,7 +90,8 @@ def test_a_param_space_searched_in_min_mode_points_to_evaluate_first(ray_cluster
         assert -1.0 <= config["x"] <= 1.0 and 0 <= config["n"] <= 7 and config["steps"] == 2
         assert isinstance(config["x"], float) and isinstance(config["n"], int) and config["kind"] in KINDS
     trials = record(searcher)
-    assert len(trials) == 8 and all(t.status == "completed" for t in trials.values())
+    assert len(trials) == 8
+    assert all(t.status == "completed" for t in trials.values()), [(t.id, t.status, t.error) for t in trials.values()]
     enqueued = min(trials.values(), key=lambda t: t.id)
     assert enqueued.generator == "enqueued" and searcher.tuner.campaign.problem.params(enqueued.x) == {
         k: first[k] for k in ("x", "n", "kind")}  # fmt: skip
