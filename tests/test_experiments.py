@@ -411,3 +411,16 @@ def test_bench_report_smoke(tmp_path):
         assert 4.8e6 < row["bytes"] < 5.0e6 and row["page_s"] > 0 and len(row["top_parameters"]) == 3
     assert (tmp_path / "results.md").read_text().startswith("# HTML report: size and build time")
     assert not list(tmp_path.glob("*.html"))
+
+
+def test_freeze_thaw_smoke(tmp_path):
+    import freeze_thaw
+
+    result = freeze_thaw.main(["--smoke", "--out", str(tmp_path)])
+    runs = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
+    assert {r["arm"] for r in runs} == {"ft-dkgp", "ft-power-law"} and all(r["epochs_spent"] == 40 for r in runs)
+    for r in runs:  # every epoch is charged once: the trials' epochs add up to the budget
+        assert sum(r["epochs_per_trial"]) == 40 and r["starts"] + r["continues"] >= r["num_trials"]
+    assert {row["arm"] for row in result["rows"]} >= {"ft-dkgp", "ft-power-law"}
+    for name in ("results.json", "results.md", "best_vs_epochs.png"):
+        assert (tmp_path / name).stat().st_size > 0

@@ -1,0 +1,293 @@
+"""Freeze-thaw BO with the zoo's learning-curve models (issue 43) on early stopping's real
+learning curves, against early stopping's arms.
+
+Arms (``ARMS``): at every decision :class:`dsbo.stopping.freeze_thaw.FreezeThaw` fits a curve
+model on every epoch observed so far (warm-started) and either thaws a paused trial for
+``--steps-per-thaw`` more epochs or starts one of 256 new Sobol configurations, whichever
+has the largest multi-fidelity EI (DyHPO):
+
+- ``ft-dkgp``: DyHPO's deep-kernel GP (:class:`dsbo_zoo.DeepKernelCurveGP`, 128 inducing inputs);
+- ``ft-power-law``: the power-law ensemble (:class:`dsbo_zoo.PowerLawEnsemble`).
+
+Both start from the initial design early stopping's dsbo arms use (``n_init`` Sobol
+configurations), each trained for ``--steps-per-thaw`` epochs. The model learns
+``-log(validation loss)`` (every loss here is positive; the log tames diverged runs, which are
+capped at 10).
+
+Problems, budget and the final-best metric are ``experiments/early_stopping.py``'s: 540 epochs
+(20 full trainings of 27), the best validation value of a trial trained to epoch 27. A paused
+trial resumes where it stopped: the budget is charged only the epochs it adds (a Lightning
+checkpoint would make that true in wall time too). Values come from the same curve cache of
+real trainings; a configuration not in it is trained for all 27 epochs once (cached), and the
+arm sees only the epochs it asked for.
+
+The comparison reads early stopping's runs of the same problem and seed from its
+``runs.jsonl`` (``--baselines``): the arms it holds for those seeds are the rule-based ones,
+BOHB and Optuna's TPE with its pruners. Results: ``runs.jsonl`` (appended per run),
+``results.json``, ``results.md``, ``best_vs_epochs.png``.
+
+    python experiments/freeze_thaw.py --problems mlp-cancer --seeds 0-2
+    python experiments/freeze_thaw.py --smoke          # < 1 min: 40 epochs, small data, seed 0, a temp folder
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from early_stopping import RESULTS as EARLY_STOPPING
+from early_stopping import n_init_for, parse_seeds
+from early_stopping_problems import MAX_EPOCHS, CurveCache, active_values, clean, make_problems
+from smoke_out import add_out_argument, output_folder
+
+RESULTS = Path(__file__).resolve().parent / "results" / "freeze_thaw"
+BUDGET = 540
+CANDIDATES = 256
+ARMS: dict[str, tuple[str, dict[str, Any]]] = {
+    "ft-dkgp": ("deep-kernel-gp", {"inducing": 128}),
+    "ft-power-law": ("power-law-ensemble", {}),
+}
+#: early stopping's arms shown beside ours (those its runs.jsonl holds for the seed).
+BASELINES = ("bo+hyperband", "bo+asha", "random+asha", "bohb", "optuna-tpe+hyperband", "optuna-tpe+median", "bo-full")
+
+
+class Curves:
+    """A configuration's full 27-epoch curve: from the cache, else trained once (real training)."""
+
+    def __init__(self, problem: Any, seed: int, cache: CurveCache, small: bool):
+        self.problem, self.seed, self.cache, self.small = problem, seed, cache, small
+        self.train_seconds, self.trained = 0.0, 0
+
+    def full(self, params: dict[str, Any]) -> list[float]:
+        values = active_values(self.problem.space, params)
+        key = json.dumps(values, sort_keys=True)
+        curve = self.cache.get(self.problem.name, self.seed, key)
+        if len(curve) >= MAX_EPOCHS:
+            return curve[:MAX_EPOCHS]
+        trial = _Collect()
+        start = time.perf_counter()
+        self.problem.train(values, self.seed, trial, self.small)
+        self.train_seconds += time.perf_counter() - start
+        self.trained += 1
+        self.cache.put(self.problem.name, self.seed, key, trial.values)
+        return trial.values
+
+
+class _Collect:
+    """The trial a training reports to when its whole curve is wanted: never stops it."""
+
+    def __init__(self) -> None:
+        self.values: list[float] = []
+
+    def report(self, step: int, value: float) -> None:
+        self.values.append(clean(float(value)))
+
+    def should_stop(self) -> bool:
+        return False
+
+
+def run(problem: Any, arm: str, seed: int, budget: int, steps_per_thaw: int, smoke: bool, cache: CurveCache) -> dict[str, Any]:
+    """One (problem, arm, seed) freeze-thaw run."""
+    import torch
+    from torch.quasirandom import SobolEngine
+
+    from dsbo.space import SearchSpace
+    from dsbo.stopping.freeze_thaw import FreezeThaw
+    from dsbo.surrogates.curve_model import CurveSurrogate
+
+    torch.manual_seed(seed)
+    space = SearchSpace(problem.space)
+    name, options = ARMS[arm]
+    epochs, warm = (30, 5) if smoke else (300, 20)
+    policy = FreezeThaw(CurveSurrogate(name, space.dim, MAX_EPOCHS, options, epochs=epochs, warm_epochs=warm),
+                        steps_per_thaw=steps_per_thaw)  # fmt: skip
+    sobol = SobolEngine(space.dim, scramble=True, seed=seed)
+    source = Curves(problem, seed, cache, smoke)
+    configs: list[list[float]] = []
+    params: list[dict[str, Any]] = []
+    seen: list[list[float]] = []  # each trial's validation losses so far
+    full: list[list[float]] = []
+    decisions: list[dict[str, Any]] = []
+    spent, trace, best = 0, [], math.inf
+    n_init = n_init_for(problem, BUDGET // MAX_EPOCHS) if not smoke else 2
+    start = time.perf_counter()
+    while spent < budget:
+        if len(configs) < n_init:
+            index, until, info = None, steps_per_thaw, {"action": "init"}
+            config = space.snap(sobol.draw(1)[0].tolist())
+        else:
+            candidates = torch.tensor([space.snap(u) for u in sobol.draw(CANDIDATES).tolist()], dtype=torch.float64)
+            curves = [[-math.log(v) for v in s] for s in seen]
+            paused = [i for i, s in enumerate(seen) if len(s) < MAX_EPOCHS]
+            choice = policy.choose(torch.tensor(configs, dtype=torch.float64), curves, paused, candidates)
+            index, until, config = choice.index, choice.until_step, choice.config.tolist()
+            info = {"action": choice.action, "fit": choice.fit_seconds, "choice": choice.choice_seconds,
+                    "observed": sum(map(len, seen))}  # fmt: skip
+        if index is None:
+            configs.append(config)
+            params.append(space.decode(config))
+            full.append(source.full(params[-1]))
+            seen.append([])
+            index = len(seen) - 1
+        until = min(until, len(seen[index]) + budget - spent)
+        seen[index] = full[index][:until]
+        spent = sum(map(len, seen))
+        if len(seen[index]) == MAX_EPOCHS and seen[index][-1] < best:
+            best = seen[index][-1]
+            trace.append([spent, best])
+        decisions.append({**info, "trial": index, "until": until, "spent": spent})
+    fits = [d["fit"] + d["choice"] for d in decisions if "fit" in d]
+    finished = [i for i, s in enumerate(seen) if len(s) == MAX_EPOCHS]
+    best_index = min(finished, key=lambda i: seen[i][-1]) if finished else None
+    return {
+        "problem": problem.name, "arm": arm, "seed": seed, "budget": budget, "smoke": smoke,
+        "steps_per_thaw": steps_per_thaw, "final_best": best if finished else None, "trace": trace,
+        "best_params": None if best_index is None else params[best_index],
+        "num_trials": len(seen), "num_full": len(finished), "epochs_spent": spent,
+        "epochs_per_trial": [len(s) for s in seen],
+        "continues": sum(d["action"] == "continue" for d in decisions),
+        "starts": sum(d["action"] in ("start", "init") for d in decisions),
+        "decision_seconds": fits, "decision_points": [d["observed"] for d in decisions if "observed" in d],
+        "seconds": time.perf_counter() - start, "train_seconds": source.train_seconds, "trained": source.trained,
+    }  # fmt: skip
+
+
+def read_runs(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _mean_se(values: list[float]) -> str:
+    if not values:
+        return "-"
+    se = np.std(values, ddof=1) / math.sqrt(len(values)) if len(values) > 1 else 0.0
+    return f"{np.mean(values):.4g} +- {se:.2g}"
+
+
+def report(runs: list[dict[str, Any]], baselines: list[dict[str, Any]], out: Path) -> dict[str, Any]:
+    """results.json, results.md and best_vs_epochs.png from every run recorded."""
+    rows, goals = [], []
+    for problem in sorted({r["problem"] for r in runs}):
+        ours = [r for r in runs if r["problem"] == problem]
+        seeds = sorted({r["seed"] for r in ours})
+        theirs = [b for b in baselines if b["problem"] == problem and b["seed"] in seeds and not b.get("smoke")]
+        for arm in [*ARMS, *BASELINES]:
+            arm_runs = [r for r in (ours if arm in ARMS else theirs) if r["arm"] == arm]
+            if not arm_runs:
+                continue
+            finals = [r["final_best"] for r in arm_runs if r["final_best"] is not None]
+            decision = [t for r in arm_runs for t in r.get("decision_seconds", [])]
+            rows.append({"problem": problem, "arm": arm, "seeds": sorted(r["seed"] for r in arm_runs),
+                         "final_best": _mean_se(finals), "mean": float(np.mean(finals)) if finals else None,
+                         "without_full": len(arm_runs) - len(finals),
+                         "trials": float(np.mean([r["num_trials"] for r in arm_runs])),
+                         "full": float(np.mean([r["num_full"] for r in arm_runs])),
+                         "median_decision_s": float(np.median(decision)) if decision else None})  # fmt: skip
+        for arm in ARMS:
+            for other in ("optuna-tpe+hyperband", *[b for b in BASELINES if b.startswith(("bo+", "random+", "bohb"))]):
+                pairs = [(r["final_best"], b["final_best"]) for r in ours if r["arm"] == arm
+                         for b in theirs if b["arm"] == other and b["seed"] == r["seed"]
+                         and r["final_best"] is not None and b["final_best"] is not None]  # fmt: skip
+                if pairs:
+                    diff = [a - b for a, b in pairs]
+                    goals.append({"problem": problem, "arm": arm, "against": other, "pairs": len(pairs),
+                                  "mean_difference": float(np.mean(diff)), "wins": sum(d < 0 for d in diff),
+                                  "losses": sum(d > 0 for d in diff)})  # fmt: skip
+    seeds_run = sorted({r["seed"] for r in runs})
+    lines = [f"# Freeze-thaw BO with curve models (seeds run: {', '.join(map(str, seeds_run))}; budget "
+             f"{runs[0]['budget'] if runs else BUDGET} epochs)", "",
+             "Final best: the best validation value of a trial trained to epoch 27, mean +- standard error over "
+             "the seeds run (column `seeds`). Early stopping's arms are read from its runs.jsonl for the same "
+             "problem and seeds. Decision: seconds per freeze-thaw decision (warm-started model fit + choice "
+             "among the paused trials and 256 candidates), on a shared 2-core CPU.", "",
+             "| problem | arm | seeds | final best | runs without a full training | trials / run | full trainings / run | median decision s |",
+             "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for r in rows:
+        decision = "-" if r["median_decision_s"] is None else f"{r['median_decision_s']:.2f}"
+        lines.append(f"| {r['problem']} | {r['arm']} | {','.join(map(str, r['seeds']))} | {r['final_best']} | "
+                     f"{r['without_full']} | {r['trials']:.1f} | {r['full']:.1f} | {decision} |")  # fmt: skip
+    lines += ["", "Paired by seed (final best; negative: the freeze-thaw arm is better):", "",
+              "| problem | arm | against | pairs | mean difference | wins / losses |", "|---|---|---|---|---|---|"]
+    for g in goals:
+        lines.append(f"| {g['problem']} | {g['arm']} | {g['against']} | {g['pairs']} | {g['mean_difference']:.4g} | "
+                     f"{g['wins']} / {g['losses']} |")  # fmt: skip
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.md").write_text("\n".join(lines) + "\n")
+    summary = {"rows": rows, "pairs": goals, "seeds": seeds_run}
+    (out / "results.json").write_text(json.dumps(summary, indent=1))
+    _plot(runs, out)
+    return summary
+
+
+def _plot(runs: list[dict[str, Any]], out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    problems = sorted({r["problem"] for r in runs})
+    fig, axes = plt.subplots(1, max(1, len(problems)), figsize=(5 * max(1, len(problems)), 3.5), squeeze=False)
+    for ax, problem in zip(axes[0], problems, strict=False):
+        for arm in ARMS:
+            for r in (r for r in runs if r["problem"] == problem and r["arm"] == arm):
+                if r["trace"]:
+                    xs, ys = zip(*r["trace"], strict=True)
+                    ax.step(list(xs) + [r["budget"]], list(ys) + [ys[-1]], where="post", alpha=0.7,
+                            color="C0" if arm == "ft-dkgp" else "C1", label=arm if r["seed"] == min(x["seed"] for x in runs) else None)  # fmt: skip
+        ax.set_title(problem)
+        ax.set_xlabel("epochs spent")
+        ax.set_ylabel("best fully trained validation loss")
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(out / "best_vs_epochs.png", dpi=110)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--problems", nargs="+", default=["mlp-cancer"])
+    parser.add_argument("--arms", nargs="+", default=list(ARMS), choices=list(ARMS))
+    parser.add_argument("--seeds", nargs="+", default=["0-2"])
+    parser.add_argument("--steps-per-thaw", type=int, default=3)
+    parser.add_argument("--budget", type=int, default=BUDGET)
+    parser.add_argument("--baselines", type=Path, default=EARLY_STOPPING / "runs.jsonl")
+    parser.add_argument("--smoke", action="store_true")
+    add_out_argument(parser, RESULTS)
+    args = parser.parse_args(argv)
+    out = output_folder(args.out, args.smoke, RESULTS)
+    out.mkdir(parents=True, exist_ok=True)
+    budget = 40 if args.smoke else args.budget
+    seeds = ["0"] if args.smoke else args.seeds
+    steps_per_thaw = 9 if args.smoke else args.steps_per_thaw
+    cache = CurveCache(out / "curves" if args.smoke else EARLY_STOPPING / "curves")
+    problems = make_problems()
+    log = out / "runs.jsonl"
+    done = {(r["problem"], r["arm"], r["seed"]) for r in read_runs(log)}
+    import torch
+
+    torch.set_num_threads(1)
+    warnings.simplefilter("ignore")
+    for name in args.problems:
+        problems[name].preload(args.smoke)
+        for seed in parse_seeds(seeds):
+            for arm in args.arms:
+                if (name, arm, seed) in done:
+                    continue
+                result = run(problems[name], arm, seed, budget, steps_per_thaw, args.smoke, cache)
+                with log.open("a") as handle:
+                    handle.write(json.dumps(result) + "\n")
+                print(f"{name} {arm} seed {seed}: final best {result['final_best']}, {result['num_full']} full of "
+                      f"{result['num_trials']} trials, {result['seconds']:.0f} s", flush=True)  # fmt: skip
+    return report(read_runs(log), read_runs(args.baselines), out)
+
+
+if __name__ == "__main__":
+    sys.exit(0 if main() else 1)
