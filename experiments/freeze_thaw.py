@@ -3,11 +3,15 @@ learning curves, against early stopping's arms.
 
 Arms (``ARMS``): at every decision :class:`dsbo.stopping.freeze_thaw.FreezeThaw` fits a curve
 model on every epoch observed so far (warm-started) and either thaws a paused trial for
-``--steps-per-thaw`` more epochs or starts one of 256 new Sobol configurations, whichever
-has the largest multi-fidelity EI (DyHPO):
+``--steps-per-thaw`` more epochs (default 9: the rungs 9, 18, 27) or starts one of 256 new
+configurations, whichever has the largest multi-fidelity EI (DyHPO). The new configurations
+are half a Sobol sample and half (``--local 0.5``) Gaussian steps around the 8 trials with the
+lowest latest loss (SMAC's local search); both defaults were chosen on seed 0:
 
 - ``ft-dkgp``: DyHPO's deep-kernel GP (:class:`dsbo_zoo.DeepKernelCurveGP`, 128 inducing inputs);
-- ``ft-power-law``: the power-law ensemble (:class:`dsbo_zoo.PowerLawEnsemble`).
+- ``ft-power-law``: the power-law ensemble (:class:`dsbo_zoo.PowerLawEnsemble`);
+- ``ft-dkgp-final``, ``ft-power-law-final``: the same models scoring every candidate by the EI
+  of its predicted value at epoch 27 (``criterion="final"``, freeze-thaw BO's choice).
 
 Both start from the initial design early stopping's dsbo arms use (``n_init`` Sobol
 configurations), each trained for ``--steps-per-thaw`` epochs. The model learns
@@ -50,9 +54,12 @@ from smoke_out import add_out_argument, output_folder
 RESULTS = Path(__file__).resolve().parent / "results" / "freeze_thaw"
 BUDGET = 540
 CANDIDATES = 256
-ARMS: dict[str, tuple[str, dict[str, Any]]] = {
-    "ft-dkgp": ("deep-kernel-gp", {"inducing": 128}),
-    "ft-power-law": ("power-law-ensemble", {}),
+#: arm -> (curve model, its options, criterion)
+ARMS: dict[str, tuple[str, dict[str, Any], str]] = {
+    "ft-dkgp": ("deep-kernel-gp", {"inducing": 128}, "mf-ei"),
+    "ft-power-law": ("power-law-ensemble", {}, "mf-ei"),
+    "ft-dkgp-final": ("deep-kernel-gp", {"inducing": 128}, "final"),
+    "ft-power-law-final": ("power-law-ensemble", {}, "final"),
 }
 #: early stopping's arms shown beside ours (those its runs.jsonl holds for the seed).
 BASELINES = ("bo+hyperband", "bo+asha", "random+asha", "bohb", "optuna-tpe+hyperband", "optuna-tpe+median", "bo-full")
@@ -93,7 +100,24 @@ class _Collect:
         return False
 
 
-def run(problem: Any, arm: str, seed: int, budget: int, steps_per_thaw: int, smoke: bool, cache: CurveCache) -> dict[str, Any]:
+def _candidates(sobol: Any, configs: list[list[float]], seen: list[list[float]], local: float) -> list[list[float]]:
+    """:data:`CANDIDATES` new configurations (unit cube): a share ``local`` are Gaussian steps
+    (sd 0.1, clipped) from the 8 configurations with the lowest latest loss (SMAC's local
+    search around incumbents), the rest a Sobol sample."""
+    import torch
+
+    near = int(round(local * CANDIDATES))
+    points = sobol.draw(CANDIDATES - near).tolist()
+    if near and configs:
+        order = sorted(range(len(seen)), key=lambda i: seen[i][-1])[:8]
+        centers = torch.tensor([configs[i] for i in order], dtype=torch.float64)
+        picks = centers[torch.randint(len(order), (near,))]
+        points += (picks + 0.1 * torch.randn_like(picks)).clamp(0.0, 1.0).tolist()
+    return points
+
+
+def run(problem: Any, arm: str, seed: int, budget: int, steps_per_thaw: int, smoke: bool, cache: CurveCache,
+        local: float = 0.0) -> dict[str, Any]:  # fmt: skip
     """One (problem, arm, seed) freeze-thaw run."""
     import torch
     from torch.quasirandom import SobolEngine
@@ -104,10 +128,10 @@ def run(problem: Any, arm: str, seed: int, budget: int, steps_per_thaw: int, smo
 
     torch.manual_seed(seed)
     space = SearchSpace(problem.space)
-    name, options = ARMS[arm]
+    name, options, criterion = ARMS[arm]
     epochs, warm = (30, 5) if smoke else (300, 20)
     policy = FreezeThaw(CurveSurrogate(name, space.dim, MAX_EPOCHS, options, epochs=epochs, warm_epochs=warm),
-                        steps_per_thaw=steps_per_thaw)  # fmt: skip
+                        steps_per_thaw=steps_per_thaw, criterion=criterion)  # fmt: skip
     sobol = SobolEngine(space.dim, scramble=True, seed=seed)
     source = Curves(problem, seed, cache, smoke)
     configs: list[list[float]] = []
@@ -118,12 +142,28 @@ def run(problem: Any, arm: str, seed: int, budget: int, steps_per_thaw: int, smo
     spent, trace, best = 0, [], math.inf
     n_init = n_init_for(problem, BUDGET // MAX_EPOCHS) if not smoke else 2
     start = time.perf_counter()
+    # the model space's box (log-scaled floats, integers, one-hot columns): the curve model
+    # reads unit-cube coordinates, the space decodes model points
+    low = torch.tensor([space.parameters[n].bounds()[k][0] for n in space.names
+                        for k in range(space.slices[n].stop - space.slices[n].start)], dtype=torch.float64)  # fmt: skip
+    high = torch.tensor([space.parameters[n].bounds()[k][1] for n in space.names
+                         for k in range(space.slices[n].stop - space.slices[n].start)], dtype=torch.float64)  # fmt: skip
+    width = (high - low).clamp_min(1e-12)
+
+    def unit(points: list[list[float]]) -> list[list[float]]:
+        """Unit-cube points snapped to the space (a valid configuration each), still in the unit cube."""
+        snapped = [space.snap((low + torch.tensor(u, dtype=torch.float64) * width).tolist()) for u in points]
+        return ((torch.tensor(snapped, dtype=torch.float64) - low) / width).tolist()
+
+    def decode(z: list[float]) -> dict[str, Any]:
+        return space.decode((low + torch.tensor(z, dtype=torch.float64) * width).tolist())
+
     while spent < budget:
         if len(configs) < n_init:
             index, until, info = None, steps_per_thaw, {"action": "init"}
-            config = space.snap(sobol.draw(1)[0].tolist())
+            config = unit(sobol.draw(1).tolist())[0]
         else:
-            candidates = torch.tensor([space.snap(u) for u in sobol.draw(CANDIDATES).tolist()], dtype=torch.float64)
+            candidates = torch.tensor(unit(_candidates(sobol, configs, seen, local)), dtype=torch.float64)
             curves = [[-math.log(v) for v in s] for s in seen]
             paused = [i for i, s in enumerate(seen) if len(s) < MAX_EPOCHS]
             choice = policy.choose(torch.tensor(configs, dtype=torch.float64), curves, paused, candidates)
@@ -132,7 +172,7 @@ def run(problem: Any, arm: str, seed: int, budget: int, steps_per_thaw: int, smo
                     "observed": sum(map(len, seen))}  # fmt: skip
         if index is None:
             configs.append(config)
-            params.append(space.decode(config))
+            params.append(decode(config))
             full.append(source.full(params[-1]))
             seen.append([])
             index = len(seen) - 1
@@ -148,7 +188,7 @@ def run(problem: Any, arm: str, seed: int, budget: int, steps_per_thaw: int, smo
     best_index = min(finished, key=lambda i: seen[i][-1]) if finished else None
     return {
         "problem": problem.name, "arm": arm, "seed": seed, "budget": budget, "smoke": smoke,
-        "steps_per_thaw": steps_per_thaw, "final_best": best if finished else None, "trace": trace,
+        "steps_per_thaw": steps_per_thaw, "local": local, "final_best": best if finished else None, "trace": trace,
         "best_params": None if best_index is None else params[best_index],
         "num_trials": len(seen), "num_full": len(finished), "epochs_spent": spent,
         "epochs_per_trial": [len(s) for s in seen],
@@ -241,7 +281,7 @@ def _plot(runs: list[dict[str, Any]], out: Path) -> None:
                 if r["trace"]:
                     xs, ys = zip(*r["trace"], strict=True)
                     ax.step(list(xs) + [r["budget"]], list(ys) + [ys[-1]], where="post", alpha=0.7,
-                            color="C0" if arm == "ft-dkgp" else "C1", label=arm if r["seed"] == min(x["seed"] for x in runs) else None)  # fmt: skip
+                            color=f"C{list(ARMS).index(arm)}", label=arm if r["seed"] == min(x["seed"] for x in runs) else None)  # fmt: skip
         ax.set_title(problem)
         ax.set_xlabel("epochs spent")
         ax.set_ylabel("best fully trained validation loss")
@@ -254,10 +294,11 @@ def _plot(runs: list[dict[str, Any]], out: Path) -> None:
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--problems", nargs="+", default=["mlp-cancer"])
-    parser.add_argument("--arms", nargs="+", default=list(ARMS), choices=list(ARMS))
+    parser.add_argument("--arms", nargs="+", default=["ft-dkgp", "ft-power-law"], choices=list(ARMS))
     parser.add_argument("--seeds", nargs="+", default=["0-2"])
-    parser.add_argument("--steps-per-thaw", type=int, default=3)
+    parser.add_argument("--steps-per-thaw", type=int, default=9)
     parser.add_argument("--budget", type=int, default=BUDGET)
+    parser.add_argument("--local", type=float, default=0.5, help="share of candidates drawn near the best trials")
     parser.add_argument("--baselines", type=Path, default=EARLY_STOPPING / "runs.jsonl")
     parser.add_argument("--smoke", action="store_true")
     add_out_argument(parser, RESULTS)
@@ -281,7 +322,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             for arm in args.arms:
                 if (name, arm, seed) in done:
                     continue
-                result = run(problems[name], arm, seed, budget, steps_per_thaw, args.smoke, cache)
+                result = run(problems[name], arm, seed, budget, steps_per_thaw, args.smoke, cache, args.local)
                 with log.open("a") as handle:
                     handle.write(json.dumps(result) + "\n")
                 print(f"{name} {arm} seed {seed}: final best {result['final_best']}, {result['num_full']} full of "
