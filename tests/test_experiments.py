@@ -424,3 +424,21 @@ def test_freeze_thaw_smoke(tmp_path):
     assert {row["arm"] for row in result["rows"]} >= {"ft-dkgp", "ft-power-law"}
     for name in ("results.json", "results.md", "best_vs_epochs.png"):
         assert (tmp_path / name).stat().st_size > 0
+
+
+def test_curve_models_smoke(tmp_path):
+    import curve_models
+
+    result = curve_models.main(["--smoke", "--threads", "1", "--out", str(tmp_path)])
+    [rep] = result["calibration"]["repeats"]
+    for name in ("deep-kernel-gp", "power-law-ensemble", "exact fidelity GP"):
+        m = rep["models"][name]
+        assert 0 <= m["coverage90"] <= 1 and m["median_abs_error"] >= 0 and len(m["mean"]) == rep["test_configs"]
+    timed = [r for r in result["decision"]["rows"] if "skipped" not in r]
+    assert {r["n"] for r in timed} == {100, 200}
+    assert {r["model"] for r in timed} >= {"deep-kernel-gp (warm 5)", "deep-kernel-gp (warm 2)", "power-law-ensemble (warm 5)"}
+    assert all(r["warm_decision_s"] > 0 and r["choice_s"] > 0 for r in timed)
+    assert json.loads((tmp_path / "results.json").read_text())["smoke"] is True
+    assert (tmp_path / "results.md").read_text().startswith("# Curve models: calibration and decision cost (1 calibration repeats")
+    for name in ("decision_cost.png", "calibration.png"):
+        assert (tmp_path / name).stat().st_size > 0
