@@ -120,7 +120,12 @@ class FreezeThaw:
         return self.surrogate.max_steps
 
     def choose(
-        self, configs: Tensor, curves: Sequence[Sequence[float]], paused: Sequence[int], candidates: Tensor
+        self,
+        configs: Tensor,
+        curves: Sequence[Sequence[float]],
+        paused: Sequence[int],
+        candidates: Tensor,
+        budget_left: int | None = None,
     ) -> FreezeThawChoice:
         """Fit the model on ``curves`` and choose between thawing one of ``paused`` and
         starting one of ``candidates``.
@@ -131,6 +136,10 @@ class FreezeThaw:
                 (BoTorch's direction).
             paused: Indices of the curves that may be continued (shorter than ``max_steps``).
             candidates: ``c x d`` new configurations (unit cube); may be empty.
+            budget_left: Steps the budget has left (``None``: no end in sight). Near the end
+                the choice makes sure a trial is trained to the last step: once one more
+                thaw elsewhere would leave too few steps to finish the paused trial with the
+                best predicted final value, that trial is continued to the last step.
 
         Raises:
             DataError: with nothing to choose from, or a paused curve that is complete.
@@ -151,6 +160,10 @@ class FreezeThaw:
         steps = torch.full_like(next_steps, float(T)) if self.criterion == "final" else next_steps
         log_ei = self._log_ei(model, rows, steps, best_at_steps(curves, steps))
         best = int(torch.argmax(log_ei))
+        finish = self._endgame(model, configs, curves, paused, budget_left)
+        if finish is not None:
+            best = list(paused).index(finish)
+            next_steps[best] = float(T)
         final = model.posterior(torch.cat([rows[best], torch.tensor([float(T)], dtype=torch.float64)]).reshape(1, 1, -1))
         continued = best < len(paused)
         return FreezeThawChoice(
@@ -165,6 +178,21 @@ class FreezeThaw:
             fit_seconds=self.surrogate.fit_seconds,
             choice_seconds=time.perf_counter() - start,
         )
+
+    def _endgame(
+        self, model: CurveModel, configs: Tensor, curves: Sequence[Sequence[float]], paused: Sequence[int],
+        budget_left: int | None,
+    ) -> int | None:  # fmt: skip
+        """The paused trial to finish now (module docstring of :meth:`choose`), or ``None``."""
+        T, k = self.max_steps, self.steps_per_thaw
+        finishable = [i for i in paused if budget_left is not None and T - len(curves[i]) <= budget_left]
+        if not finishable:
+            return None
+        X = torch.cat([configs[finishable], torch.full((len(finishable), 1), float(T), dtype=torch.float64)], -1)
+        with torch.no_grad():
+            predicted = model.posterior(X.unsqueeze(-2)).mean.reshape(-1)
+        chosen = finishable[int(torch.argmax(predicted))]
+        return chosen if budget_left < T - len(curves[chosen]) + k else None
 
     @staticmethod
     def _log_ei(model: CurveModel, configs: Tensor, steps: Tensor, best: Tensor) -> Tensor:

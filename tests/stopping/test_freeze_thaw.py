@@ -103,3 +103,19 @@ def test_curve_models_warm_start_and_choose_through_botorch(name):
     assert post.mvn.covariance_matrix.shape == (2, 2)
     with pytest.raises(ConfigError, match="curve model"):
         CurveSurrogate("gp", 2, T)
+
+
+def test_near_the_budget_end_the_best_predicted_paused_trial_is_finished():
+    configs, curves = _curves()
+    policy = FreezeThaw(GPOverSteps(), steps_per_thaw=1)
+    model = GPOverSteps().fit(configs, curves)
+    X = torch.cat([configs, torch.full((3, 1), float(T))], -1)
+    predicted = model.posterior(X.unsqueeze(-2)).mean.reshape(-1)
+    best = int(predicted.argmax())
+    need = T - len(curves[best])
+    # with room for one more thaw elsewhere, the usual choice; with less, the finish
+    assert policy._endgame(model, configs, curves, [0, 1, 2], need + 1) is None
+    choice = policy.choose(configs, curves, paused=[0, 1, 2], candidates=torch.rand(4, 2), budget_left=need)
+    assert (choice.action, choice.index, choice.until_step) == ("continue", best, T)
+    # a trial the budget cannot finish is never the one finished
+    assert policy._endgame(model, configs, curves, [0, 1, 2], 0) is None
