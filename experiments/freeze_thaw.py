@@ -166,7 +166,8 @@ def run(problem: Any, arm: str, seed: int, budget: int, steps_per_thaw: int, smo
             candidates = torch.tensor(unit(_candidates(sobol, configs, seen, local)), dtype=torch.float64)
             curves = [[-math.log(v) for v in s] for s in seen]
             paused = [i for i, s in enumerate(seen) if len(s) < MAX_EPOCHS]
-            choice = policy.choose(torch.tensor(configs, dtype=torch.float64), curves, paused, candidates)
+            choice = policy.choose(torch.tensor(configs, dtype=torch.float64), curves, paused, candidates,
+                                   budget_left=budget - spent)  # fmt: skip
             index, until, config = choice.index, choice.until_step, choice.config.tolist()
             info = {"action": choice.action, "fit": choice.fit_seconds, "choice": choice.choice_seconds,
                     "observed": sum(map(len, seen))}  # fmt: skip
