@@ -73,6 +73,8 @@ class Curves:
         self.train_seconds, self.trained = 0.0, 0
 
     def full(self, params: dict[str, Any]) -> list[float]:
+        import torch
+
         values = active_values(self.problem.space, params)
         key = json.dumps(values, sort_keys=True)
         curve = self.cache.get(self.problem.name, self.seed, key)
@@ -80,7 +82,8 @@ class Curves:
             return curve[:MAX_EPOCHS]
         trial = _Collect()
         start = time.perf_counter()
-        self.problem.train(values, self.seed, trial, self.small)
+        with torch.random.fork_rng():  # a training seeds torch: the run's own draws must not depend on the cache
+            self.problem.train(values, self.seed, trial, self.small)
         self.train_seconds += time.perf_counter() - start
         self.trained += 1
         self.cache.put(self.problem.name, self.seed, key, trial.values)
