@@ -169,7 +169,7 @@ def test_errors_name_the_field(tmp_path, capsys):
     [
         (["--model", "SimpleSMB", "--model.widht", "5"], "model.widht: SimpleSMB has no option 'widht' (did you mean 'width'?)"),
         (["--model", "SimpleSMB", "--model.width", "abc"], "model.width: Expected a <class 'int'>. Got value: abc"),
-        (["--model", "NotAModel"], "model: not a zoo model; choose one of HiReD, NeuralEnsemble, NeuralLinTS"),
+        (["--model", "NotAModel"], "model: not a zoo model; choose one of DeepKernelCurveGP, HiReD, NeuralEnsemble, NeuralLinTS"),
         (["--model", "SimpleSMB", "--bogus", "1"], "unrecognized arguments: --bogus 1"),
     ],
 )
