@@ -628,7 +628,7 @@ def plot(result: dict[str, Any], out: Path) -> None:
     import matplotlib.pyplot as plt
 
     rows = result["decision"]["rows"]
-    fig, ax = plt.subplots(figsize=(7, 4.8))
+    fig, ax = plt.subplots(figsize=(10, 4.8))
     colors = plt.get_cmap("tab10")
     for j, label in enumerate(dict.fromkeys(r["model"] for r in rows)):
         mine = [r for r in rows if r["model"] == label and "warm_decision_s" in r]
@@ -645,10 +645,11 @@ def plot(result: dict[str, Any], out: Path) -> None:
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xticks(sizes, [str(s) for s in sizes])
+    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.set_xlabel("observed (configuration, epoch, value) points")
     ax.set_ylabel("wall seconds (median)")
     ax.set_title(f"Decision cost, {result['machine']['cpus']}-core CPU, torch threads {result['machine']['torch_threads']}")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     fig.savefig(out / "decision_cost.png", dpi=110)
     plt.close(fig)
@@ -710,9 +711,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--parts", nargs="+", default=["calibration", "decision", "threads"],
                         choices=["calibration", "decision", "threads"])
     parser.add_argument("--note", action="append", default=[], help="a line for results.md's notes")
+    parser.add_argument("--report-only", action="store_true",
+                        help="run nothing: rebuild results.md and the plots from --out's results.json (adding --note lines)")
     add_out_argument(parser, RESULTS)
     args = parser.parse_args(argv)
     out = output_folder(args.out, args.smoke, RESULTS)
+    if args.report_only:
+        result = json.loads((out / "results.json").read_text())
+        result["notes"] += [n for n in args.note if n not in result["notes"]]
+        (out / "results.json").write_text(json.dumps(result, indent=1))
+        write_markdown(result, out / "results.md")
+        plot(result, out)
+        return result
     if args.smoke:
         args.repeats, args.sizes, args.timing_repeats, args.epochs = 1, [100, 200], 1, 30
         args.warm_epochs, args.exact_points = [5, 2], 120
