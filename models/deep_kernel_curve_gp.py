@@ -148,7 +148,7 @@ class DeepKernelCurveGP(pl.LightningModule):
     @property
     def noise_var(self) -> float:
         """:math:`\\sigma_n^2` in the units of the targets."""
-        return float(self._noise())
+        return float(self._noise().detach())
 
     def _noise(self) -> Tensor:
         return nn.functional.softplus(self.raw_noise).double() + 1e-6
