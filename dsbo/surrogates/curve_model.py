@@ -203,7 +203,10 @@ class CurveModel(Model):
                 chunk = flat[start : start + per_chunk]
                 rows = self.rows(chunk.reshape(-1, chunk.shape[-1])).to(device=param.device, dtype=param.dtype)
                 mean, cov = self.module.predict_mean_cov(rows)
-                blocks = torch.stack([cov[i * q : (i + 1) * q, i * q : (i + 1) * q] for i in range(chunk.shape[0])])
+                if q == 1:  # one point per t-batch (an analytic acquisition): the diagonal
+                    blocks = cov.diagonal().reshape(-1, 1, 1)
+                else:
+                    blocks = torch.stack([cov[i * q : (i + 1) * q, i * q : (i + 1) * q] for i in range(chunk.shape[0])])
                 means.append(mean.reshape(-1, q).double().cpu())
                 covs.append(blocks.double().cpu())
         mean = torch.cat(means).reshape(*batch, q)
