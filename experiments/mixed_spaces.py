@@ -51,8 +51,10 @@ same arm unpruned). Arms without a warping pass ``outcome_warping=None`` explici
 ``+mixed`` fits the one-hot columns with the kernel of BoTorch's ``MixedSingleTaskGP``
 (``surrogate={"name": "gp", "categorical": "mixed"}``) instead of the ARD Matern kernel;
 ``+md`` sets ``min_distance=0.01`` (the library default since issue 45), every other dsbo arm
-``min_distance=0``.
-``dsbo-gp+copula+md`` is what ``dsbo.minimize``'s defaults run on these spaces. Then
+``min_distance=0``; ``+explore`` sets ``stall_patience=3`` (a Thompson draw when the search
+stalls, :mod:`dsbo.acquisition.exploration`; the library default since issue 45's second
+slice), every other dsbo arm ``stall_patience=0``.
+``dsbo-gp+copula+md+explore`` is what ``dsbo.minimize``'s defaults run on these spaces. Then
 ``optuna-tpe`` (``TPESampler(seed=seed)``, conditional parameters suggested
 only while active), ``ax`` (Ax 1.3.1 ``Client``, default generation strategy; a conditional
 parameter whose condition is one value of one parent is an Ax ``dependent_parameters`` child, one
@@ -99,15 +101,15 @@ SMOKE_BUDGET = 6
 SMOKE_PROBLEMS = ("svc-digits", "ackley-cond")
 #: GP/random/TPE/Ax arms first, the MAP-SAAS ones (1.5-2x a GP arm's time) after.
 FIRST_ARMS = ("dsbo-gp", "random", "optuna-tpe", "ax", "dsbo-gp+bonsai", "dsbo-gp+winsorize", "dsbo-gp+copula",
-              "dsbo-gp+copula+bonsai", "dsbo-gp+copula+md", "dsbo-gp+copula+mixed+md")
+              "dsbo-gp+copula+bonsai", "dsbo-gp+copula+md", "dsbo-gp+copula+md+explore", "dsbo-gp+copula+mixed+md")
 LATER_ARMS = ("dsbo-map-saas", "dsbo-map-saas+bonsai", "dsbo-map-saas+copula", "dsbo-map-saas+copula+bonsai")
 ARMS = FIRST_ARMS + LATER_ARMS
 #: --smoke runs one arm of each kind (the default, its variants' code paths, the baselines).
-SMOKE_ARMS = ("dsbo-gp+copula+md", "dsbo-gp+copula+mixed+md", "dsbo-gp+winsorize", "random", "optuna-tpe", "ax",
+SMOKE_ARMS = ("dsbo-gp+copula+md+explore", "dsbo-gp+copula+mixed+md", "dsbo-gp+winsorize", "random", "optuna-tpe", "ax",
               "dsbo-gp+copula+bonsai", "dsbo-map-saas+copula")
 #: What ``dsbo.minimize``'s defaults pick on these spaces (4-8 parameters: ``surrogate="auto"``
 #: is the exact GP, ``outcome_warping="copula"``).
-DEFAULT_ARM = "dsbo-gp+copula+md"
+DEFAULT_ARM = "dsbo-gp+copula+md+explore"
 BASELINES = ("optuna-tpe", "ax", "random")
 #: Arms that are reported, never run by this version: the default as it was before issue 45
 #: (one-hot columns in the ARD kernel, BoTorch's per-combination loop, no min_distance), whose
@@ -462,7 +464,9 @@ def run_dsbo(problem: MixedProblem, arm: str, seed: int, budget: int, smoke: boo
     from dsbo.acquisition import OptimizerSettings
 
     # +md: min_distance 0.01 (the library default since issue 45); other arms state it explicitly
-    settings: dict[str, Any] = {"min_distance": 0.01 if "+md" in arm else 0.0}
+    # +explore: stall_patience 3 (the library default since issue 45's second slice), others 0
+    settings: dict[str, Any] = {"min_distance": 0.01 if "+md" in arm else 0.0,
+                                "stall_patience": 3 if "+explore" in arm else 0}
     if smoke:
         settings.update(num_restarts=2, raw_samples=32, maxiter=25, batch_limit=2, mc_samples=32)
     if arm != "random":

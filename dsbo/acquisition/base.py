@@ -68,6 +68,9 @@ class History:
             completed observations, so ``t >= 1`` whenever a model is fitted.
         eval_times: ``n`` measured evaluation seconds of the completed points (NaN where
             unknown), for cost models learned from recorded times; ``None`` if not recorded.
+        n_design: How many of the first observations are the initial design (imported
+            trials included): stall rules (:mod:`dsbo.acquisition.exploration`) count only
+            the observations after them.
         cost_left: What the campaign's cost budget has left (``None``: no cost budget).
             Cost-aware policies propose only points whose (predicted) cost it covers, and
             optimized policies re-optimize an unaffordable candidate under that constraint
@@ -81,6 +84,7 @@ class History:
     t: int = 0
     eval_times: Tensor | None = None
     cost_left: float | None = None
+    n_design: int = 0
 
     def seen(self) -> Tensor:
         """The evaluated and pending points (``n x d``): what a proposal should not repeat."""

@@ -46,6 +46,7 @@ from dsbo.acquisition.base import (
     Proposal,
     register_policy,
 )
+from dsbo.acquisition.exploration import exploration_due, explore
 from dsbo.acquisition.mixed_optimizer import maximize_over_combinations
 from dsbo.acquisition.sparsity import DUPLICATE_TOLERANCE, is_duplicate
 from dsbo.errors import ConfigError
@@ -199,6 +200,12 @@ class OptimizedPolicy(ABC):
                 "use qlognei"
             )
 
+    def explores(self, history: History, problem: Problem) -> bool:
+        """Whether a stalled search may explore (:mod:`dsbo.acquisition.exploration`): one
+        objective, no post-processor, no linear parameter constraints, no cost budget."""
+        return (problem.num_objectives == 1 and self.postprocessor is None and history.cost_left is None
+                and not problem.space.inequality_constraints())
+
     def linear_constraints(self, problem: Problem) -> list[tuple[Tensor, Tensor, float]]:
         """Linear constraints the dense candidate must satisfy: those given to the
         post-processor (BONSAI's ``inequality_constraints``), so that pruning starts from a
@@ -218,8 +225,10 @@ class OptimizedPolicy(ABC):
 
     def propose(self, model: Model, history: History, problem: Problem, q: int) -> Proposal:
         self.check(problem, q)
-        acqf = self.build(model, history, problem, q)
         opt = self.optimizer
+        if self.explores(history, problem) and exploration_due(history, opt.stall_patience):
+            return explore(model, history, problem, q, opt)
+        acqf = self.build(model, history, problem, q)
         kwargs: dict[str, Any] = {"sequential": opt.sequential and q > 1}
         constraints = self.linear_constraints(problem)
         if constraints:

@@ -67,6 +67,10 @@ class OptimizerSettings:
             mixed_spaces.py``'s mixed Branin, half the proposals of a run were such repeats
             without it); ``0`` refuses only exact repeats. A pruned proposal (BONSAI) is
             replaced only when it repeats a point exactly: its dense maximizer keeps the rule.
+        stall_patience: After this many proposals in a row (past the initial design) that do
+            not improve the best value, and every as many proposals again, a single-objective
+            search proposes the maximizer of a posterior draw (Thompson sampling) instead of
+            the acquisition's (:mod:`dsbo.acquisition.exploration`); ``0`` never does.
     """
 
     METHODS = ("lbfgsb", "sgd", "adam")
@@ -86,6 +90,7 @@ class OptimizerSettings:
     categorical: str = "enumerate"
     max_enumerate: int = 16
     min_distance: float = 0.01
+    stall_patience: int = 3
 
     @classmethod
     def thesis(cls, **overrides: Any) -> OptimizerSettings:
@@ -188,6 +193,9 @@ class OptimizerSettings:
         distance = self.min_distance
         if isinstance(distance, bool) or not isinstance(distance, int | float) or not 0 <= distance < 0.5:
             raise ConfigError(f"{prefix}.min_distance must be a number in [0, 0.5), got {distance!r}")
+        patience = self.stall_patience
+        if isinstance(patience, bool) or not isinstance(patience, int) or patience < 0:
+            raise ConfigError(f"{prefix}.stall_patience must be an integer >= 0, got {patience!r}")
         if self.initial not in self.INITIAL:
             raise ConfigError(f"{prefix}.initial={self.initial!r}: choose one of {', '.join(self.INITIAL)}")
         lr = self.lr

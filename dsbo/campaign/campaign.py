@@ -34,6 +34,7 @@ from torch import Tensor
 
 from dsbo.acquisition import History, OptimizerSettings, Policy, make_policy
 from dsbo.acquisition.base import PostProcessor, make_postprocessor
+from dsbo.acquisition.exploration import explored
 from dsbo.acquisition.sparsity import DEFAULT_TOLERANCE, num_changed
 from dsbo.campaign.early_stopping import (
     EarlyStopping,
@@ -420,7 +421,7 @@ class Campaign(GivenPoints, CampaignResults):
                 if pending
                 else None,
                 seed=seed,
-                t=X_done.shape[0],
+                t=X_done.shape[0], n_design=min(n_design, X_done.shape[0]),
                 eval_times=completed_eval_times(self.store),
                 cost_left=None if self.budget_cost is None else self.ledger.left(self.store),
             )
@@ -437,7 +438,7 @@ class Campaign(GivenPoints, CampaignResults):
                 ids = [t.id for t in self.store.trials("completed")]
                 extra["fitted_trials"] = [ids[i] for i in rows]
             metadata = [dict(m, **extra) for m in metadata]
-            generator = getattr(self.policy, "name", type(self.policy).__name__)
+            generator = getattr(self.policy, "name", type(self.policy).__name__) + explored(metadata)
         self.problem.validate(X, what="proposed candidates")
         changed = num_changed(
             X, self.reference_point, self.problem.bounds, self.sparsity_tol, self.problem.space.groups
