@@ -53,7 +53,9 @@ same arm unpruned). Arms without a warping pass ``outcome_warping=None`` explici
 ``+md`` sets ``min_distance=0.01`` (the library default since issue 45), every other dsbo arm
 ``min_distance=0``; ``+explore`` sets ``stall_patience=3`` (a Thompson draw when the search
 stalls, :mod:`dsbo.acquisition.exploration`; the library default since issue 45's second
-slice), every other dsbo arm ``stall_patience=0``.
+slice), every other dsbo arm ``stall_patience=0``; ``+warm`` starts each GP fit from the
+previous fit's hyperparameters (``surrogate={"name": "gp", "warm_start": True}``, a fit from
+BoTorch's initialization every 5 fits).
 ``dsbo-gp+copula+md+explore`` is what ``dsbo.minimize``'s defaults run on these spaces. Then
 ``optuna-tpe`` (``TPESampler(seed=seed)``, conditional parameters suggested
 only while active), ``ax`` (Ax 1.3.1 ``Client``, default generation strategy; a conditional
@@ -101,7 +103,8 @@ SMOKE_BUDGET = 6
 SMOKE_PROBLEMS = ("svc-digits", "ackley-cond")
 #: GP/random/TPE/Ax arms first, the MAP-SAAS ones (1.5-2x a GP arm's time) after.
 FIRST_ARMS = ("dsbo-gp", "random", "optuna-tpe", "ax", "dsbo-gp+bonsai", "dsbo-gp+winsorize", "dsbo-gp+copula",
-              "dsbo-gp+copula+bonsai", "dsbo-gp+copula+md", "dsbo-gp+copula+md+explore", "dsbo-gp+copula+mixed+md")
+              "dsbo-gp+copula+bonsai", "dsbo-gp+copula+md", "dsbo-gp+copula+md+explore",
+              "dsbo-gp+copula+md+explore+warm", "dsbo-gp+copula+mixed+md")
 LATER_ARMS = ("dsbo-map-saas", "dsbo-map-saas+bonsai", "dsbo-map-saas+copula", "dsbo-map-saas+copula+bonsai")
 ARMS = FIRST_ARMS + LATER_ARMS
 #: --smoke runs one arm of each kind (the default, its variants' code paths, the baselines).
@@ -455,6 +458,8 @@ def run_dsbo(problem: MixedProblem, arm: str, seed: int, budget: int, smoke: boo
         options["surrogate"] = "map-saas" if "map-saas" in arm else "gp"
         if "+mixed" in arm:  # MixedSingleTaskGP's kernel instead of one-hot columns in the ARD kernel
             options["surrogate"] = {"name": "gp", "categorical": "mixed"}
+        if "+warm" in arm:  # each fit starts from the previous one's hyperparameters
+            options["surrogate"] = {"name": "gp", "warm_start": True}
         if smoke and options["surrogate"] == "map-saas":  # seconds instead of a minute per run
             options["surrogate"] = {"name": "map-saas", "num_taus": 2, "fit_restarts": 0}
         if arm.endswith("+bonsai"):

@@ -165,7 +165,7 @@ def check_campaign(
         warnings.simplefilter("ignore")
         history = synthetic_history(problem, optimizer, DRY_RUN_POINTS, seed)
         with _blame(f"surrogate {surrogate.name!r} with options {surrogate.options} failed to fit"):
-            model = fit_surrogate(surrogate, history.X, history.Y, bounds=problem.bounds)
+            model = fit_surrogate(surrogate.for_dry_run(), history.X, history.Y, bounds=problem.bounds)
         cheap = policy.for_dry_run() if hasattr(policy, "for_dry_run") else policy
         with _blame(f"acquisition {name!r} (check acquisition and postprocess options) failed on"):
             proposal = cheap.propose(model, history, problem, q)

@@ -19,6 +19,8 @@ combined into a ``ModelListGP`` (all GPyTorch models) or a ``ModelList``.
 
 from __future__ import annotations
 
+import inspect
+
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -74,6 +76,17 @@ class SurrogateSpec:
             options.update(spec)
             return cls(str(name), options, selector)
         raise ConfigError(f"surrogate must be a name or a mapping, got {type(spec).__name__}")
+
+    def for_dry_run(self) -> SurrogateSpec:
+        """A cheap copy for a campaign's dry iteration: a factory with fit restarts
+        (``map-saas``) fits once, unless the options set ``fit_restarts`` themselves (then
+        they are checked as given)."""
+        factory = SURROGATES.get(self.name) if self.name in SURROGATES.names() else None
+        if factory is None or "fit_restarts" in self.options:
+            return self
+        if "fit_restarts" not in inspect.signature(factory).parameters:
+            return self
+        return SurrogateSpec(self.name, {**self.options, "fit_restarts": 0}, self.selector)
 
 
 def _validate(X: Tensor, Y: Tensor, Yvar: Tensor | None, bounds: Tensor) -> None:
