@@ -20,7 +20,6 @@ combined into a ``ModelListGP`` (all GPyTorch models) or a ``ModelList``.
 from __future__ import annotations
 
 import inspect
-
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
