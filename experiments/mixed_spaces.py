@@ -53,7 +53,7 @@ same arm unpruned). Arms without a warping pass ``outcome_warping=None`` explici
 ``+md`` sets ``min_distance=0.01`` (the library default since issue 45), every other dsbo arm
 ``min_distance=0``; ``+explore`` sets ``stall_patience=3`` (a Thompson draw when the search
 stalls, :mod:`dsbo.acquisition.exploration`; the library default since issue 45's second
-slice), every other dsbo arm ``stall_patience=0``; ``+warm`` starts each GP fit from the
+slice; ``+explore5``: ``stall_patience=5``), every other dsbo arm ``stall_patience=0``; ``+warm`` starts each GP fit from the
 previous fit's hyperparameters (``surrogate={"name": "gp", "warm_start": True}``, a fit from
 BoTorch's initialization every 5 fits).
 ``dsbo-gp+copula+md+explore`` is what ``dsbo.minimize``'s defaults run on these spaces. Then
@@ -104,7 +104,7 @@ SMOKE_PROBLEMS = ("svc-digits", "ackley-cond")
 #: GP/random/TPE/Ax arms first, the MAP-SAAS ones (1.5-2x a GP arm's time) after.
 FIRST_ARMS = ("dsbo-gp", "random", "optuna-tpe", "ax", "dsbo-gp+bonsai", "dsbo-gp+winsorize", "dsbo-gp+copula",
               "dsbo-gp+copula+bonsai", "dsbo-gp+copula+md", "dsbo-gp+copula+md+explore",
-              "dsbo-gp+copula+md+explore+warm", "dsbo-gp+copula+mixed+md")
+              "dsbo-gp+copula+md+explore5", "dsbo-gp+copula+md+explore+warm", "dsbo-gp+copula+mixed+md")
 LATER_ARMS = ("dsbo-map-saas", "dsbo-map-saas+bonsai", "dsbo-map-saas+copula", "dsbo-map-saas+copula+bonsai")
 ARMS = FIRST_ARMS + LATER_ARMS
 #: --smoke runs one arm of each kind (the default, its variants' code paths, the baselines).
@@ -471,7 +471,7 @@ def run_dsbo(problem: MixedProblem, arm: str, seed: int, budget: int, smoke: boo
     # +md: min_distance 0.01 (the library default since issue 45); other arms state it explicitly
     # +explore: stall_patience 3 (the library default since issue 45's second slice), others 0
     settings: dict[str, Any] = {"min_distance": 0.01 if "+md" in arm else 0.0,
-                                "stall_patience": 3 if "+explore" in arm else 0}
+                                "stall_patience": stall_patience(arm)}
     if smoke:
         settings.update(num_restarts=2, raw_samples=32, maxiter=25, batch_limit=2, mc_samples=32)
     if arm != "random":
@@ -490,6 +490,12 @@ def run_dsbo(problem: MixedProblem, arm: str, seed: int, budget: int, smoke: boo
         best_row = h.loc[h["objective"].idxmin()]
         out["dsbo_num_changed_best"] = None if math.isnan(best_row["num_changed"]) else int(best_row["num_changed"])
     return out
+
+
+def stall_patience(arm: str) -> int:
+    """``+explore`` is patience 3, ``+exploreN`` patience N, no such option 0."""
+    options = [o for o in arm.split("+")[1:] if o.startswith("explore")]
+    return (int(options[0].removeprefix("explore") or 3)) if options else 0
 
 
 def near_repeats(campaign: Any, tol: float = 0.01) -> int:
