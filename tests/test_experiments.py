@@ -442,3 +442,15 @@ def test_curve_models_smoke(tmp_path):
     assert (tmp_path / "results.md").read_text().startswith("# Curve models: calibration and decision cost (1 calibration repeats")
     for name in ("decision_cost.png", "calibration.png"):
         assert (tmp_path / name).stat().st_size > 0
+
+
+def test_bench_acquisition_batches_smoke(tmp_path):
+    import bench_acquisition_batches
+
+    result = bench_acquisition_batches.main(["--smoke", "--out", str(tmp_path)])
+    assert {(r["surrogate"], r["arm"]) for r in result["rows"]} == {
+        (s, a) for s in ("map-saas", "gp") for a, _, _ in bench_acquisition_batches.ARMS
+    }
+    assert all(r["median_s"] > 0 and math.isfinite(r["value"]) for r in result["rows"])
+    assert json.loads((tmp_path / "results.json").read_text())["smoke"] is True
+    assert (tmp_path / "results.md").read_text().startswith("# Acquisition optimization: raw-point")
