@@ -59,6 +59,8 @@ def test_the_default_arm_is_what_dsbo_minimize_runs_on_these_spaces():
 
     warping = inspect.signature(Tuner).parameters["outcome_warping"].default
     assert OptimizerSettings().min_distance == 0.01  # the arm's +md
+    assert OptimizerSettings().stall_patience == mixed_spaces.stall_patience(mixed_spaces.DEFAULT_ARM) == 3  # +explore
+    assert inspect.signature(fit_gp).parameters["warm_start"].default is None  # not +warm: off for the ARD GP
     assert inspect.signature(fit_gp).parameters["categorical"].default == "ard"  # not +mixed
     for problem in mixed_spaces.make_problems().values():
-        assert mixed_spaces.DEFAULT_ARM == f"dsbo-{auto_surrogate(SearchSpace(problem.space))}+{warping}+md"
+        assert mixed_spaces.DEFAULT_ARM == f"dsbo-{auto_surrogate(SearchSpace(problem.space))}+{warping}+md+explore"
