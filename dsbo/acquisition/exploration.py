@@ -3,11 +3,11 @@ r"""Exploration when the search stalls: a Thompson draw instead of the acquisiti
 On the hyperparameter-tuning problems of ``experiments/mixed_spaces.py`` an expected-improvement
 search can lock onto one combination of categories and polish its continuous inputs on a
 plateau of equal values: on ``svc-digits`` (seed 0) 27 of 27 BO proposals used the polynomial
-kernel, 15 of them scoring exactly the incumbent's 0.0300 validation error, while the RBF
+kernel, 13 of them scoring exactly 0.0300, the run's best validation error, while the RBF
 kernel at a moderate ``gamma`` (never tried after the initial design's three unlucky RBF
-points) reaches 0.017. Expected improvement cannot leave such a plateau: its incumbent is
-matched again and again, the model's noise shrinks, and points elsewhere look worse by the
-posterior mean of the few observations made there.
+points) reaches 0.018. Expected improvement cannot leave such a plateau: its incumbent is
+matched again and again, and points elsewhere look worse by the posterior mean of the few
+observations made there.
 
 The rule. Let :math:`s` be the number of observations after the initial design since the best
 value last improved strictly (counted from the end of the design when its best is still the
@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from botorch.models.model import Model
 
     from dsbo.acquisition.base import History, Proposal
+    from dsbo.acquisition.settings import OptimizerSettings
     from dsbo.problems.base import Problem
 
 #: Candidates of the Thompson draw (an exact joint draw factorizes an N x N covariance).
@@ -71,7 +72,7 @@ def exploration_due(history: History, patience: int) -> bool:
     return s >= patience and s % patience == 0
 
 
-def explore(model: Model, history: History, problem: Problem, q: int, optimizer) -> Proposal:
+def explore(model: Model, history: History, problem: Problem, q: int, optimizer: OptimizerSettings) -> Proposal:
     """``q`` maximizers of independent posterior draws over ``EXPLORE_CANDIDATES`` Sobol
     points (fixed features set, rounded to the search space), marked ``explore`` in their
     metadata."""
