@@ -27,7 +27,8 @@ def test_run_reaches_budget_and_improves(fast_optimizer):
     frame = result.history
     assert len(frame) == 10 and (frame["status"] == "completed").all()
     assert list(frame["generator"][:4]) == ["sobol-init"] * 4
-    assert set(frame["generator"][4:]) == {"qlognei"}
+    # the model proposed every trial after the design (a Thompson draw when the search stalled)
+    assert set(frame["generator"][4:]) <= {"qlognei", "qlognei+explore"} and "qlognei" in set(frame["generator"])
     assert result.best_value == pytest.approx(frame["objective"].max())
     assert frame["best_so_far"].is_monotonic_increasing
     # BO steps record their fit and acquisition time, the Sobol steps do not
