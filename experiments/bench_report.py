@@ -191,6 +191,9 @@ def build_run(work: Path, name: str, argv: list[str]) -> tuple[Path, dict[str, b
 #: Config keys added after the baseline (early stopping, issue 42): the before arm's code
 #: refuses them, so they are left out of its ``config.yaml`` while they hold their default (null).
 NEWER_KEYS = ("early_stopping", "max_steps", "budget_steps")
+#: Keys of the ``acquisition`` section added after the baseline, with their defaults (issue 45:
+#: exploration when the search stalls); left out the same way while they hold them.
+NEWER_ACQUISITION_KEYS = {"stall_patience": 3}
 
 
 def restore(run_dir: Path, kept: dict[str, bytes], arm: str) -> None:
@@ -203,6 +206,10 @@ def restore(run_dir: Path, kept: dict[str, bytes], arm: str) -> None:
         for key in NEWER_KEYS:
             if config.get(key, "absent") is None:
                 del config[key]
+        acquisition = config.get("acquisition") or {}
+        for key, default in NEWER_ACQUISITION_KEYS.items():
+            if acquisition.get(key, "absent") == default:
+                del acquisition[key]
         (run_dir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
         # the baseline reads store schema 3; these runs have no curves and no stopped trials, so
         # their schema-4 store is a schema-3 one with an empty table beside it (today's code
