@@ -238,3 +238,61 @@ def test_disabled_mode_never_imports_wandb(tmp_path):
     )
     subprocess.run([sys.executable, "-c", code], check=True)
     assert not (tmp_path / "wandb").exists()
+
+
+def history_trials(run: Path) -> list[int]:
+    """The ``trial`` of every history step, in the order they were logged."""
+    ids = []
+    for record in records(run):
+        if record.WhichOneof("record_type") == "history":
+            items = {"/".join(i.nested_key) or i.key: json.loads(i.value_json) for i in record.history.item}
+            if "trial" in items:
+                ids.append(items["trial"])
+    return ids
+
+
+def test_steps_logged_while_the_run_starts_are_kept_in_order(campaign, tmp_path, monkeypatch):
+    """An offline run starts in a thread; the campaign does not wait for it."""
+    import threading
+
+    import wandb
+
+    offline_env(monkeypatch, tmp_path)
+    release = threading.Event()
+    real_init = wandb.init
+
+    def slow_init(**kwargs):
+        release.wait(30)
+        return real_init(**kwargs)
+
+    monkeypatch.setattr(wandb, "init", slow_init)
+    trials = campaign.store.trials()
+    tracker = WandbTracker(tmp_path, {"seed": 1})
+    tracker.log_trials(trials[:2], 0.2, campaign.problem)  # returns at once: the run is not up
+    tracker.log_trials(trials[2:4], 0.4, campaign.problem)
+    assert len(tracker._queued) == 4 and tracker._starting.is_alive()
+    release.set()
+    assert tracker.run is not None  # waits for the start
+    tracker.log_trials(trials[4:], 0.5, campaign.problem)  # logs the kept steps first
+    assert not tracker._queued
+    tracker.finish(SUMMARY, None)
+    logged = history_trials(offline_run(tmp_path))
+    assert logged[: len(trials)] == [t.id for t in trials]  # then the media step, at the last trial
+    assert set(logged[len(trials) :]) <= {trials[-1].id}
+
+
+def test_a_run_that_cannot_start_says_so_where_it_is_used(tmp_path, monkeypatch):
+    import wandb
+
+    offline_env(monkeypatch, tmp_path)
+
+    def broken_init(**kwargs):
+        raise OSError("no space left on device")
+
+    monkeypatch.setattr(wandb, "init", broken_init)
+    tracker = WandbTracker(tmp_path, {})
+    with pytest.raises(dsbo.errors.DsboError, match="W&B could not start the run .*no space left.*wandb.mode"):
+        tracker.finish({"best_value": None}, None)
+    # an online run starts before the command goes on: its error comes from the constructor
+    with pytest.raises(dsbo.errors.DsboError, match="no space left"):
+        WandbTracker(tmp_path, {}, mode="online")
