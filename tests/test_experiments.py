@@ -454,3 +454,17 @@ def test_bench_acquisition_batches_smoke(tmp_path):
     assert all(r["median_s"] > 0 and math.isfinite(r["value"]) for r in result["rows"])
     assert json.loads((tmp_path / "results.json").read_text())["smoke"] is True
     assert (tmp_path / "results.md").read_text().startswith("# Acquisition optimization: raw-point")
+
+
+def test_bench_optimize_command_smoke(tmp_path):
+    import bench_optimize_command
+
+    result = bench_optimize_command.main(["--smoke", "--out", str(tmp_path)])
+    after, before = result["runs"]["after"], result["runs"]["before"]
+    assert len(after) == len(before) == 1
+    for run in after + before:
+        assert 0 < run["fit"] + run["acquisition"] < run["wall"] and run["rest"] > 0
+    # --smoke compares the working tree with HEAD: the same search, the same answer
+    assert after[0]["best_value"] == pytest.approx(before[0]["best_value"], rel=1e-9)
+    assert json.loads((tmp_path / "results.json").read_text())["config"]["smoke"] is True
+    assert (tmp_path / "results.md").read_text().startswith("# `python -m dsbo.optimize` end to end")

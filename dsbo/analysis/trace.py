@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from dsbo.problems.base import Problem
 
 
-def _pyplot() -> Any:
+def pyplot_agg() -> Any:
     """``matplotlib.pyplot`` on the non-interactive Agg backend, imported on first use (the
     module imports no matplotlib, so a command that only summarizes never loads it)."""
     import matplotlib
@@ -48,7 +48,7 @@ def plot_trace(
     path = Path(path)
     if problem.is_contextual:
         return plot_contextual_trace(frame, problem, path)
-    plt = _pyplot()
+    plt = pyplot_agg()
     done = frame[frame["status"] == "completed"] if not frame.empty else frame
     single = not problem.is_multi_objective
     panels = 3 if single and sparsity else 1 if single else 2
@@ -104,7 +104,7 @@ def plot_contextual_trace(frame: pd.DataFrame, problem: Problem, path: Path) -> 
     """Objective per trial; regret (or best value) vs cumulative cost; context roles per trial."""
     import torch
 
-    plt = _pyplot()
+    plt = pyplot_agg()
     from matplotlib.colors import ListedColormap
 
     done = frame[frame["status"] == "completed"] if not frame.empty else frame
@@ -151,7 +151,7 @@ def _role_rows(frame: pd.DataFrame, problem: Problem) -> list[str]:
 
 def plot_sparsity_front(ax: Axes, frame: pd.DataFrame, problem: Problem) -> None:
     """Objective vs number of changed parameters, with the value-vs-changes Pareto front."""
-    plt = _pyplot()
+    plt = pyplot_agg()
     name = problem.outcomes.objective_names[0]
     done = frame[frame["status"] == "completed"] if not frame.empty else frame
     points = ax.scatter(done["num_changed"], done[name], s=14, c=done["trial"], cmap="viridis")

@@ -51,7 +51,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from dsbo.analysis.outputs import write_outputs
+from dsbo.analysis.outputs import prefetch_output_modules, write_outputs
 from dsbo.cli.common import print_error
 from dsbo.cli.config import (
     DEFAULT_POSTPROCESS,
@@ -300,6 +300,7 @@ def _run_optimize(
         cfg, executor=executor, parallel=parallel, worker=worker
     )
     problem, store = campaign.problem, campaign.store
+    prefetch_output_modules()  # the outputs' imports overlap the campaign
     if worker:
         console.print(
             f"worker {campaign.worker} joins {store.path}: {store.count('completed')} completed, "
