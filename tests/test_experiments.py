@@ -468,3 +468,20 @@ def test_bench_optimize_command_smoke(tmp_path):
     assert after[0]["best_value"] == pytest.approx(before[0]["best_value"], rel=1e-9)
     assert json.loads((tmp_path / "results.json").read_text())["config"]["smoke"] is True
     assert (tmp_path / "results.md").read_text().startswith("# `python -m dsbo.optimize` end to end")
+
+
+def test_default_command_smoke(tmp_path):
+    import default_command
+
+    result = default_command.main(["--smoke", "--out", str(tmp_path), "--arm", "default=",
+                                   "--arm", "every2={restart_every: 2}"])  # fmt: skip
+    assert [row["arm"] for row in result["arms"]] == ["default", "every2"]
+    for row in result["arms"]:
+        [run] = row["per_seed"].values()
+        assert math.isfinite(run["best_value"]) and run["relevant_only"] == set(run["changed"]) <= {"x4", "x5"}
+        assert run["fit_s"] > 0 and run["acquisition_s"] > 0
+    assert (tmp_path / "results.md").read_text().startswith("# The default command's answers over seeds")
+    # a rerun resumes: nothing runs again, the same table
+    again = default_command.main(["--smoke", "--out", str(tmp_path), "--arm", "default=",
+                                  "--arm", "every2={restart_every: 2}"])  # fmt: skip
+    assert again["arms"][0]["per_seed"] == result["arms"][0]["per_seed"]

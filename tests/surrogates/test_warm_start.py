@@ -92,6 +92,17 @@ def test_a_new_point_is_fitted_warm_and_the_schedule_forces_full_fits():
     assert model.fit_state.start == "warm start off"
 
 
+def test_map_saas_alternates_full_and_warm_fits_by_default():
+    """A warm fit keeps its start's mode; with a full fit every other fit a wrong mode lasts
+    one fit (``experiments/default_command.py``)."""
+    model, _ = _fit({"name": "map-saas"}, 10)
+    starts = [model.fit_state.start]
+    for n in range(11, 15):
+        model, _ = _fit({"name": "map-saas"}, n, model.fit_states, restart_drop=10.0)
+        starts.append(model.fit_state.start)
+    assert starts == ["no previous fit", "warm", "every 2 fits", "warm", "every 2 fits"]
+
+
 def test_a_drop_in_the_log_posterior_runs_the_full_fit_with_fresh_taus():
     previous, _ = _fit({"name": "map-saas"}, 11)
     state = previous.fit_state.to_json()
