@@ -26,14 +26,13 @@ import csv
 import json
 import os
 import platform
-import resource
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
+from bench_startup import timed
 from smoke_out import add_out_argument, output_folder
 
 RESULTS = Path(__file__).parent / "results" / "bench_optimize_command"
@@ -63,14 +62,7 @@ def run_once(tree: Path, run_dir: Path, budget: int | None) -> dict[str, float]:
     command = [sys.executable, "-m", "dsbo.optimize", "--run_dir", str(run_dir), "--progress", "false"]
     if budget is not None:
         command += ["--budget", str(budget)]
-    env = {**os.environ, "WANDB_SILENT": "true"}
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    done = subprocess.run(command, cwd=tree, env=env, capture_output=True, text=True)
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if done.returncode != 0:
-        raise RuntimeError(f"{' '.join(command)} in {tree} failed:\n{done.stderr[-3000:]}")
+    wall, cpu = timed(command, {**os.environ, "WANDB_SILENT": "true"}, cwd=tree)
     with (run_dir / "history.csv").open() as f:
         rows = list(csv.DictReader(f))
     fit = sum(float(r["fit_time"] or 0) for r in rows)
@@ -78,7 +70,7 @@ def run_once(tree: Path, run_dir: Path, budget: int | None) -> dict[str, float]:
     info = json.loads((run_dir / "summary.json").read_text())
     return {
         "wall": wall,
-        "cpu": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
+        "cpu": cpu,
         "fit": fit,
         "acquisition": acq,
         "rest": wall - fit - acq,

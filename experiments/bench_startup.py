@@ -67,11 +67,11 @@ def commands(config: Path) -> dict[str, list[str]]:
     }
 
 
-def timed(command: list[str], env: dict[str, str]) -> tuple[float, float]:
-    """Wall and CPU (user + system of the child) seconds of one run; fails loudly."""
+def timed(command: list[str], env: dict[str, str], cwd: Path = ROOT) -> tuple[float, float]:
+    """Wall and CPU (user + system of the child) seconds of one run in ``cwd``; fails loudly."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
+    done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
