@@ -1,8 +1,10 @@
 """``python -m dsbo.optimize``: run a BO campaign from a YAML config.
 
 With no arguments it runs the built-in default (Branin embedded in 20 dimensions, MAP-SAAS +
-qLogNEI with BONSAI pruning, 30 evaluations): 35 s end to end on 2 idle CPU cores, report
-included (median of 5 runs; 62 s before the acquisition's raw points were scored 512 at a time).
+qLogNEI with BONSAI pruning, 30 evaluations): 53 s end to end on 2 idle CPU cores, report
+included (median of 5 runs, ``experiments/bench_optimize_command.py``); 38.5 s with
+``--surrogate.options '{restart_every: 5}'``, whose best point changed an ignored input on 6 of
+8 seeds (``experiments/default_command.py``).
 Typical use::
 
     python -m dsbo.optimize --config configs/bo/default.yaml --budget 50 --surrogate.name gp
