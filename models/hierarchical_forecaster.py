@@ -33,6 +33,12 @@ best ``val_wape`` is above it fits worse than the seasonal naive forecast); the 
 ``{"nodes", "level", "forecast"}`` (original units, ``B x F``), ``target`` (original units) when
 the batch has ``y_fut``, and the batch's ``t_fut`` (``dsbo.train predict`` writes them as a CSV,
 one row per node and step).
+
+**Selection with a floor** (issue 46): :func:`select_on_validation` validates candidates (e.g. the
+best checkpoints of HiReD with and without its seasonal-naive residual) together with
+:class:`SeasonalNaiveForecaster`, the untrained residual model's exact forecast, and returns the
+one with the lowest ``val_wape`` (a tie goes to seasonal naive): a forecaster selected this way
+never validates worse than seasonal naive.
 """
 
 from __future__ import annotations
@@ -290,6 +296,68 @@ class HierarchicalForecaster(pl.LightningModule, ABC):
         return [EarlyStopping(monitor=monitor, mode=mode, patience=patience)]
 
 
+class SeasonalNaiveForecaster(HierarchicalForecaster):
+    r"""The seasonal naive forecast as a forecaster: ``forward`` returns the batch's ``y_snaive``
+    (:math:`y_{s - m + (h \bmod m)}`), nothing to train. It is what a HiReD with the residual is
+    before training, and the floor :func:`select_on_validation` always offers.
+
+    Example:
+        >>> trainer.validate(SeasonalNaiveForecaster(), datamodule=dm)  # val_wape == val_wape_seasonal_naive
+    """
+
+    uses_seasonal_naive = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.save_hyperparameters()
+        self.hparams.early_stopping_patience = None
+
+    def forward(self, batch: Mapping[str, Tensor]) -> Tensor:
+        if "y_snaive" not in batch:
+            raise KeyError("SeasonalNaiveForecaster: the batch lacks y_snaive (hierarchical batch contract)")
+        return batch["y_snaive"].to(self.dtype)
+
+    def configure_optimizers(self) -> Any:
+        raise RuntimeError("SeasonalNaiveForecaster has nothing to train: validate, test or predict it")
+
+
+#: The name :func:`select_on_validation` gives the seasonal naive candidate.
+SEASONAL_NAIVE = "seasonal_naive"
+
+
+def select_on_validation(
+    candidates: Mapping[str, HierarchicalForecaster], datamodule: Any, floor: bool = True
+) -> tuple[str, HierarchicalForecaster, dict[str, float]]:
+    """The candidate with the lowest validation mean WAPE (``val_wape``) on ``datamodule``'s
+    validation windows; with ``floor`` the seasonal naive forecast (:class:`SeasonalNaiveForecaster`,
+    named :data:`SEASONAL_NAIVE`) is a candidate too, listed first, so a tie goes to it and a
+    trained model is kept only when it validates strictly better. Pass each candidate in the
+    state to be judged (e.g. its best checkpoint loaded).
+
+    Returns:
+        ``(name, model, {name: val_wape})`` of the chosen candidate.
+
+    Example:
+        >>> name, model, scores = select_on_validation({"residual": hired, "none": thesis}, dm)
+    """
+    if floor and SEASONAL_NAIVE in candidates:
+        raise ValueError(f"select_on_validation: the name {SEASONAL_NAIVE!r} is the floor's; name the candidate otherwise")
+    pool: dict[str, HierarchicalForecaster] = {SEASONAL_NAIVE: SeasonalNaiveForecaster()} if floor else {}
+    pool.update(candidates)
+    if not pool:
+        raise ValueError("select_on_validation: no candidates")
+    scores: dict[str, float] = {}
+    for name, model in pool.items():
+        trainer = pl.Trainer(accelerator="cpu", logger=False, enable_progress_bar=False, enable_model_summary=False,
+                             enable_checkpointing=False)  # fmt: skip
+        logged = trainer.validate(model, datamodule=datamodule, verbose=False)[0]
+        if "val_wape" not in logged:
+            raise ValueError(f"select_on_validation: candidate {name!r} logged no val_wape")
+        scores[name] = float(logged["val_wape"])
+    best = min(pool, key=lambda n: (scores[n], list(pool).index(n)))
+    return best, pool[best], scores
+
+
 def _check_common(cls: str, history: int, horizon: int, in_dim: int, num_representatives: int,
                   lr: float, lr_decay: float, decay_every: int, early_stopping_patience: int | None) -> None:
     _check_int(cls, "history", history, 1)
@@ -303,4 +371,4 @@ def _check_common(cls: str, history: int, horizon: int, in_dim: int, num_represe
         _check_int(cls, "early_stopping_patience", early_stopping_patience, 0)
 
 
-__all__ = ["BATCH_KEYS", "TIME_KEYS", "HierarchicalForecaster"]
+__all__ = ["BATCH_KEYS", "SEASONAL_NAIVE", "TIME_KEYS", "HierarchicalForecaster", "SeasonalNaiveForecaster", "select_on_validation"]

@@ -178,11 +178,14 @@ from torch import Tensor, nn
 
 from .hierarchical_forecaster import (  # noqa: F401  (BATCH_KEYS, TIME_KEYS, _check_common: re-exported)
     BATCH_KEYS,
+    SEASONAL_NAIVE,
     TIME_KEYS,
     HierarchicalForecaster,
+    SeasonalNaiveForecaster,
     _check_common,
     _check_float,
     _check_int,
+    select_on_validation,
 )
 
 COMPONENTS = ("both", "ar", "basis")
@@ -519,6 +522,7 @@ class HiReD(HierarchicalForecaster):
 
 
 __all__ = [
-    "BASELINES", "COMPONENTS", "DEFAULT_LAMBDA_E", "PRESETS", "TABLE_6_5_LAMBDA_E", "HiReD", "HierarchicalForecaster", "embedding_regularizer",
-    "hierarchical_ridge", "mean_property_embeddings", "relative_embedding_regularizer",
+    "BASELINES", "COMPONENTS", "DEFAULT_LAMBDA_E", "PRESETS", "SEASONAL_NAIVE", "TABLE_6_5_LAMBDA_E", "HiReD", "HierarchicalForecaster",
+    "SeasonalNaiveForecaster", "embedding_regularizer", "hierarchical_ridge", "mean_property_embeddings",
+    "relative_embedding_regularizer", "select_on_validation",
 ]

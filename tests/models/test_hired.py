@@ -9,6 +9,7 @@ import logging
 import math
 import warnings
 
+import numpy as np
 import pytest
 import torch
 from hierarchy_helpers import WindowData, coherent_window, quiet_trainer, tree_hierarchy
@@ -596,3 +597,47 @@ def test_on_the_data_sides_synthetic_hierarchy(groups):
     S = torch.as_tensor(h.S)
     mean_of_leaves = (S / S.sum(1, keepdim=True)) @ out[torch.as_tensor(h.leaf_index)]
     torch.testing.assert_close(out, mean_of_leaves, rtol=1e-4, atol=1e-4 * float(out.abs().max()))
+
+
+# ---------------------------------------------------------------------- selection with a floor (issue 46)
+def test_selection_falls_back_to_seasonal_naive_when_training_made_it_worse():
+    """A HiReD pushed away from seasonal naive (lr 5, one epoch) validates worse than seasonal
+    naive: select_on_validation (candidates: the residual and the thesis' model) returns the
+    seasonal naive forecaster, whose forecasts are exactly the batches' y_snaive and equal
+    forecast_baselines.seasonal_naive on the test window; a candidate that validates better wins."""
+    from dsbo.analysis.forecast_baselines import seasonal_naive
+    from dsbo.data import HierarchicalDataModule
+    from dsbo_zoo.hired import SEASONAL_NAIVE, SeasonalNaiveForecaster, select_on_validation
+
+    dm = HierarchicalDataModule(synthetic={"branching": [2, 3], "num_steps": 72, "seed": 0}, history=12, horizon=4,
+                                val_windows=1, test_windows=1, num_representatives=3, seed=0)
+    bad = {}
+    for baseline in ("seasonal_naive", "none"):
+        torch.manual_seed(0)
+        bad[baseline[:8]] = HiReD(in_dim=dm.in_dim, history=12, horizon=4, num_representatives=3, lr=5.0,
+                              early_stopping_patience=None, baseline=baseline).float()
+        quiet_trainer(max_epochs=1, limit_train_batches=5).fit(bad[baseline[:8]], datamodule=dm)
+    name, chosen, scores = select_on_validation(bad, dm)
+    assert set(scores) == {SEASONAL_NAIVE, "seasonal", "none"}
+    assert scores["seasonal"] > scores[SEASONAL_NAIVE] and scores["none"] > scores[SEASONAL_NAIVE]
+    assert name == SEASONAL_NAIVE and isinstance(chosen, SeasonalNaiveForecaster)
+    batch = dm.make_batch(dm.forecast_starts("test")[0], torch.arange(dm.num_nodes))
+    with torch.no_grad():
+        assert torch.equal(chosen(batch), batch["y_snaive"])  # exactly seasonal naive
+    out = quiet_trainer().predict(chosen, datamodule=dm)
+    forecast = torch.cat([o["forecast"] for o in out]).double().numpy()
+    expected = seasonal_naive(dm.Y, dm.forecast_starts("test"), dm.horizon, dm.season)[0]
+    np.testing.assert_allclose(forecast, expected, rtol=1e-6)
+    # the untrained residual model ties with seasonal naive (the tie goes to the floor); a model
+    # that validates better is kept, and without the floor the best trained candidate is returned
+    untrained = HiReD(in_dim=dm.in_dim, history=12, horizon=4, num_representatives=3).float()
+    name, _, scores = select_on_validation({"untrained": untrained}, dm)
+    assert name == SEASONAL_NAIVE and scores["untrained"] == pytest.approx(scores[SEASONAL_NAIVE], rel=1e-6)
+    torch.manual_seed(0)
+    good = HiReD(in_dim=dm.in_dim, history=12, horizon=4, num_representatives=3, lr=0.01, early_stopping_patience=None).float()
+    quiet_trainer(max_epochs=8).fit(good, datamodule=dm)
+    name, chosen, scores = select_on_validation({"good": good, **bad}, dm)
+    assert scores["good"] < scores[SEASONAL_NAIVE] and name == "good" and chosen is good
+    assert select_on_validation(bad, dm, floor=False)[0] == min(bad, key=lambda k: scores[k])
+    with pytest.raises(ValueError, match="the floor's"):
+        select_on_validation({SEASONAL_NAIVE: good}, dm)
