@@ -17,6 +17,11 @@ later test window the earlier test steps are history, never the window's own tar
   projection :math:`S (S^\top W^{-1} S)^{-1} S^\top W^{-1}` with :math:`W` the shrunk covariance
   of the in-sample one-step residuals). The base (unreconciled) ETS forecasts come along.
 
+- :func:`mint_reconcile`: MinT of any base forecasts (HiReD's from :func:`model_forecasts`, a
+  combination's) with the covariance of their in-sample residuals (:func:`insample_residuals`
+  over the windows of :func:`insample_starts`), so a neural forecaster gets the same
+  reconciliation as ETS.
+
 The season :math:`m` follows the data's frequency (:data:`SEASONS`, defined with the data's window
 settings in :mod:`dsbo.data.hierarchical_settings`: 12 monthly, 4 quarterly, 7 daily, 52 weekly,
 24 hourly); it is the season of the ``y_snaive`` forecast in every batch of the data module. statsforecast and hierarchicalforecast are the optional extra
@@ -111,7 +116,8 @@ def ets_reconciled(
     horizon: int,
     season: int,
     n_jobs: int = 1,
-) -> dict[str, np.ndarray]:
+    insample: bool = False,
+) -> dict[str, Any]:
     """AutoETS base forecasts of every node, reconciled bottom-up and by MinT (shrinkage).
 
     Args:
@@ -121,6 +127,9 @@ def ets_reconciled(
         horizon: :math:`F`.
         season: Seasonal period :math:`m` of ``AutoETS`` (1: non-seasonal).
         n_jobs: statsforecast's worker processes.
+        insample: Also return ``"ets_insample"``: per window, the ``N x s`` one-step in-sample
+            fitted values of that window's fit (what MinT's covariance is estimated from; for
+            :func:`combine_and_reconcile`).
 
     Returns:
         ``{"ets": base, "ets_bottom_up": ..., "ets_mint_shrink": ...}``, each ``W x N x F``.
@@ -140,7 +149,8 @@ def ets_reconciled(
     S_df.insert(0, "unique_id", ids[order])
     tags = {name: ids[hierarchy.level == k] for k, name in enumerate(hierarchy.level_names)}
     names = {"AutoETS": "ets", "AutoETS/BottomUp": "ets_bottom_up", "AutoETS/MinTrace_method-mint_shrink": "ets_mint_shrink"}
-    out = {key: np.empty((len(starts), n, horizon)) for key in names.values()}
+    out: dict[str, Any] = {key: np.empty((len(starts), n, horizon)) for key in names.values()}
+    fitted_values: list[np.ndarray] = []
     for w, s in enumerate(int(s) for s in starts):
         train = pd.DataFrame({
             "unique_id": np.repeat(ids, s),
@@ -150,6 +160,9 @@ def ets_reconciled(
         sf = StatsForecast(models=[AutoETS(season_length=season)], freq=1, n_jobs=n_jobs)
         base = sf.forecast(df=train, h=horizon, fitted=True)
         fitted = sf.forecast_fitted_values()
+        if insample:
+            table = fitted.set_index(["unique_id", "ds"])["AutoETS"].unstack("ds").reindex(ids)
+            fitted_values.append(table[sorted(table.columns)].to_numpy(dtype=np.float64))
         reconciled = HierarchicalReconciliation([BottomUp(), MinTrace(method="mint_shrink")]).reconcile(
             Y_hat_df=base, Y_df=fitted, S_df=S_df, tags=tags
         )
@@ -162,6 +175,66 @@ def ets_reconciled(
             if table.shape != (n, horizon) or not np.isfinite(table.to_numpy()).all():
                 raise DataError(f"ets_reconciled: {column} forecasts of the window starting at step {s} are incomplete or not finite")
             out[key][w] = table.to_numpy(dtype=np.float64)
+    if insample:
+        out["ets_insample"] = fitted_values
+    return out
+
+
+def model_forecasts(model: Any, dm: Any, starts: Sequence[int]) -> np.ndarray:
+    """``W x N x F`` original-unit forecasts of a node forecaster (a zoo
+    ``HierarchicalForecaster``: ``model(batch)`` in scaled units) for the windows starting at
+    ``starts``, every node, in ``dm.batch_nodes`` chunks of ``dm.make_batch``."""
+    chunks = torch.arange(dm.num_nodes).split(dm.batch_nodes)
+    out = np.empty((len(starts), dm.num_nodes, dm.horizon))
+    was_training = model.training
+    model.eval()
+    with torch.no_grad():
+        for w, s in enumerate(int(s) for s in starts):
+            for nodes in chunks:
+                batch = dm.make_batch(s, nodes)
+                out[w, nodes.numpy()] = (model(batch).double() * batch["scale"].double()[:, None]).numpy()
+    model.train(was_training)
+    return out
+
+
+def insample_starts(dm: Any) -> list[int]:
+    """Starts of the consecutive training windows that end at the training range's end
+    (``dm.ranges()["train"]``), stepping back by ``F``: each training step after the first
+    window's start is forecast once (the in-sample forecasts MinT's covariance needs)."""
+    first = dm.forecast_starts("train")[0]
+    end = dm.ranges()["train"][1]
+    return list(range(end - dm.horizon, first - 1, -dm.horizon))[::-1]
+
+
+def insample_residuals(forecasts: np.ndarray, values: np.ndarray, starts: Sequence[int]) -> np.ndarray:
+    """``N x (W F)`` errors (target minus forecast) of ``W x N x F`` forecasts of the windows at ``starts``."""
+    horizon = forecasts.shape[2]
+    targets = np.stack([np.asarray(values)[int(s): int(s) + horizon].T for s in starts])
+    return (targets - forecasts).transpose(1, 0, 2).reshape(forecasts.shape[1], -1)
+
+
+def mint_reconcile(hierarchy: Hierarchy, base: np.ndarray, residuals: np.ndarray, method: str = "mint_shrink") -> np.ndarray:
+    r"""Reconcile ``W x N x F`` base forecasts with hierarchicalforecast's ``MinTrace``:
+    :math:`\tilde y = S (S^\top W^{-1} S)^{-1} S^\top W^{-1} \hat y`, :math:`W` estimated from
+    ``residuals`` (``N x M`` in-sample errors of the same forecaster; ``mint_shrink``: the
+    Schäfer-Strimmer shrunk covariance, Wickramasuriya et al. 2019) or ``method="ols"`` /
+    ``"wls_struct"`` (no residuals used). Any forecaster's base forecasts: HiReD's, a combination's."""
+    base = np.asarray(base, dtype=np.float64)
+    residuals = np.asarray(residuals, dtype=np.float64)
+    n = hierarchy.num_nodes
+    if base.ndim != 3 or base.shape[1] != n or residuals.ndim != 2 or residuals.shape[0] != n:
+        raise DataError(f"mint_reconcile: base must be W x {n} x F and residuals {n} x M, got {base.shape} and {residuals.shape}")
+    if not (np.isfinite(base).all() and np.isfinite(residuals).all()):
+        raise DataError("mint_reconcile: base forecasts or residuals are not finite")
+    _, _, _, _, (_, MinTrace) = _require_forecast_extra()
+    leaves = set(hierarchy.leaf_index.tolist())
+    order = np.array([i for i in range(n) if i not in leaves] + hierarchy.leaf_index.tolist())
+    S = np.asarray(hierarchy.S, dtype=np.float64)[order]
+    out = np.empty_like(base)
+    for w in range(base.shape[0]):
+        found = MinTrace(method=method).fit_predict(S=S, y_hat=base[w][order], y_insample=residuals[order],
+                                                    y_hat_insample=np.zeros_like(residuals))  # fmt: skip
+        out[w][order] = found["mean"]
     return out
 
 

@@ -10,6 +10,10 @@ from dsbo.analysis.forecast_baselines import (
     BASELINES,
     baseline_forecasts,
     ets_reconciled,
+    insample_residuals,
+    insample_starts,
+    mint_reconcile,
+    model_forecasts,
     score_forecasts,
     season_of,
     seasonal_naive,
@@ -110,3 +114,44 @@ def test_baseline_forecasts_all_methods_and_errors():
         baseline_forecasts(dm, methods=["arima"])
     with pytest.raises(ConfigError, match="split"):
         baseline_forecasts(dm, split="train")
+
+
+@needs_extra
+@pytest.mark.parametrize(("branching", "groups"), [((2, 2), 0), ((2,), 2)])
+def test_mint_reconcile_reproduces_ets_mint_from_its_residuals(branching, groups):
+    """mint_reconcile of the ETS base forecasts with the ETS fit's in-sample residuals is the
+    ets_mint_shrink of hierarchicalforecast's data-frame path (node order, the grouped case);
+    its output is coherent, and OLS needs no residuals."""
+    series = synthetic_hierarchy(branching=branching, groups=groups, num_steps=60, seed=5)
+    dm = HierarchicalDataModule.from_series(series, history=12, horizon=4, val_windows=1, test_windows=2)
+    starts, h = dm.forecast_starts("test"), dm.hierarchy
+    out = ets_reconciled(h, dm.Y, starts, dm.horizon, season_of(dm.series.frequency), insample=True)
+    assert [f.shape for f in out["ets_insample"]] == [(h.num_nodes, s) for s in starts]
+    for w, s in enumerate(starts):
+        residuals = dm.Y[:s].T - out["ets_insample"][w]
+        mine = mint_reconcile(h, out["ets"][w: w + 1], residuals)
+        np.testing.assert_allclose(mine[0], out["ets_mint_shrink"][w], rtol=1e-6, atol=1e-8 * np.abs(dm.Y).max())
+    ols = mint_reconcile(h, out["ets"], np.zeros((h.num_nodes, 1)), method="ols")
+    assert score_forecasts(ols, dm.Y, starts, h)["coherence/mean"] < 1e-9
+    with pytest.raises(DataError, match="mint_reconcile"):
+        mint_reconcile(h, out["ets"], np.zeros((3, 5)))
+
+
+def test_model_forecasts_and_insample_windows():
+    """model_forecasts of the seasonal naive forecaster are forecast_baselines.seasonal_naive (in
+    node chunks); the in-sample windows tile the training range up to its end, and their
+    residuals are target minus forecast."""
+    from dsbo_zoo.hired import SeasonalNaiveForecaster
+
+    dm = HierarchicalDataModule(synthetic={"branching": [2, 3], "num_steps": 72, "seed": 0}, history=12, horizon=4,
+                                val_windows=1, test_windows=2, num_representatives=3, batch_nodes=4)
+    starts = dm.forecast_starts("test")
+    got = model_forecasts(SeasonalNaiveForecaster(), dm, starts)
+    np.testing.assert_allclose(got, seasonal_naive(dm.Y, starts, dm.horizon, dm.season), rtol=1e-6)
+    ins = insample_starts(dm)
+    assert ins[-1] + dm.horizon == dm.ranges()["train"][1] and np.all(np.diff(ins) == dm.horizon)
+    assert ins[0] >= dm.forecast_starts("train")[0] and ins[0] - dm.horizon < dm.forecast_starts("train")[0]
+    fc = seasonal_naive(dm.Y, ins, dm.horizon, dm.season)
+    res = insample_residuals(fc, dm.Y, ins)
+    assert res.shape == (dm.num_nodes, len(ins) * dm.horizon)
+    np.testing.assert_allclose(res[:, : dm.horizon], dm.Y[ins[0]: ins[0] + dm.horizon].T - fc[0])
