@@ -358,6 +358,25 @@ def select_on_validation(
     return best, pool[best], scores
 
 
+def seasonal_naive_warning(best_val_wape: float | None, snaive_val_wape: float | None, uses_seasonal_naive: bool) -> str | None:
+    """The warning for a fit whose best ``val_wape`` is worse than the seasonal naive forecasts'
+    (``val_wape_seasonal_naive``), with advice that depends on whether the model already forecasts a
+    residual on seasonal naive; ``None`` when it is not worse (or a value is missing). ``dsbo.train``
+    and ``experiments/hired.py`` print it."""
+    if snaive_val_wape is None or best_val_wape is None or not best_val_wape > snaive_val_wape:
+        return None
+    if uses_seasonal_naive:
+        residual = "a smaller lr or fewer epochs (the residual model starts at seasonal naive: training moved away from it)"
+    else:
+        residual = "the seasonal naive residual base (HiReD baseline='seasonal_naive'), more epochs or a smaller lr"
+    return (
+        f"the model fits worse than seasonal naive on the validation windows: best val_wape {best_val_wape:.4g} > "
+        f"val_wape_seasonal_naive {snaive_val_wape:.4g}. Try: {residual}; the settings derived for this data "
+        "(HierarchicalDataModule's preset and season; a history of at least one season); or check the data's "
+        "frequency and scale; or select on validation with the seasonal naive floor (select_on_validation)"
+    )
+
+
 def _check_common(cls: str, history: int, horizon: int, in_dim: int, num_representatives: int,
                   lr: float, lr_decay: float, decay_every: int, early_stopping_patience: int | None) -> None:
     _check_int(cls, "history", history, 1)
@@ -371,4 +390,4 @@ def _check_common(cls: str, history: int, horizon: int, in_dim: int, num_represe
         _check_int(cls, "early_stopping_patience", early_stopping_patience, 0)
 
 
-__all__ = ["BATCH_KEYS", "SEASONAL_NAIVE", "TIME_KEYS", "HierarchicalForecaster", "SeasonalNaiveForecaster", "select_on_validation"]
+__all__ = ["BATCH_KEYS", "SEASONAL_NAIVE", "TIME_KEYS", "HierarchicalForecaster", "SeasonalNaiveForecaster", "seasonal_naive_warning", "select_on_validation"]

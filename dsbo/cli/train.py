@@ -3,7 +3,9 @@
 A LightningCLI over the surrogate zoo (every LightningModule in ``models/``, picked by class
 name) and :class:`~dsbo.data.ObservationDataModule` (or any LightningDataModule named by
 ``data.class_path``, e.g. :class:`~dsbo.data.SyntheticClassesDataModule`). The datamodule's ``in_dim`` is passed to
-the model, so a config never repeats the input dimension. Typical use::
+the model, and so are the settings of its ``model_settings()`` (HierarchicalDataModule: history,
+horizon, num_nodes, num_representatives; :func:`~dsbo.cli.train_outputs.derive_model_settings`):
+a config pointed at new data repeats none of them. Typical use::
 
     python -m dsbo.train fit --config configs/train/simple-smb-branin.yaml
     python -m dsbo.train fit --config configs/train/simple-smb-branin.yaml --model.gamma 4
@@ -69,8 +71,8 @@ from torch import Tensor, nn
 from torchmetrics import MeanSquaredError, R2Score
 
 from dsbo.cli.common import print_error
+from dsbo.cli.train_outputs import derive_model_settings, write_predictions
 from dsbo.cli.train_outputs import write_node_forecasts as write_node_forecasts  # re-exported
-from dsbo.cli.train_outputs import write_predictions
 from dsbo.data import ObservationDataModule
 from dsbo.errors import ConfigError, DsboError
 from dsbo.problems.trial_channel import CHANNEL_ENV, MONITOR_ENV, ChannelTrial
@@ -267,6 +269,7 @@ class DsboTrainCLI(LightningCLI):
             raise ConfigError(f"--test true belongs to fit (it tests the fit's best checkpoint); {self.subcommand} got it")
         if "weights_only" in cfg and cfg["weights_only"] is None:
             cfg["weights_only"] = True  # --ckpt_path restores with torch.load(weights_only=True)
+        self.derived_settings = derive_model_settings(cfg)  # history, horizon, ... of a HierarchicalDataModule
         self.run_name = cfg.get("name") or _class_name(cfg.get("model"))
         run_dir = cfg.get("run_dir") or os.environ.get(RUN_DIR_ENV)
         if not run_dir:
@@ -403,21 +406,13 @@ class DsboTrainCLI(LightningCLI):
 
 def fit_warnings(summary: dict[str, Any], model: Any = None) -> list[str]:
     """Warnings about a fit's ``summary``: a best ``val_wape`` (``best_val_wape``, else the last
-    ``val_wape``) worse than the seasonal naive forecasts' (:data:`SNAIVE_METRIC`). The advice
-    depends on whether ``model`` already forecasts a residual on seasonal naive."""
-    snaive = summary.get(SNAIVE_METRIC)
-    best = summary.get("best_val_wape", summary.get("val_wape"))
-    if snaive is None or best is None or not best > snaive:
-        return []
-    if getattr(model, "uses_seasonal_naive", False):
-        residual = "a smaller lr or fewer epochs (the residual model starts at seasonal naive: training moved away from it)"
-    else:
-        residual = "the seasonal naive residual base (HiReD baseline='seasonal_naive'), more epochs or a smaller lr"
-    return [
-        f"the model fits worse than seasonal naive on the validation windows: best val_wape {best:.4g} > "
-        f"{SNAIVE_METRIC} {snaive:.4g}. Try: {residual}; the settings derived for this data (HierarchicalDataModule's "
-        "preset and season; a history of at least one season); or check the data's frequency and scale"
-    ]
+    ``val_wape``) worse than the seasonal naive forecasts' (:data:`SNAIVE_METRIC`); the message is
+    the zoo's ``seasonal_naive_warning`` (``experiments/hired.py`` prints the same)."""
+    from dsbo_zoo.hierarchical_forecaster import seasonal_naive_warning
+
+    found = seasonal_naive_warning(summary.get("best_val_wape", summary.get("val_wape")), summary.get(SNAIVE_METRIC),
+                                   bool(getattr(model, "uses_seasonal_naive", False)))  # fmt: skip
+    return [found] if found else []
 
 
 def zoo_classes() -> dict[str, str]:

@@ -1,8 +1,12 @@
-"""What ``python -m dsbo.train predict`` writes: ``predictions.csv`` in raw units (observations)
-or one row per node and forecast step (node forecasters such as HiReD)."""
+"""What ``python -m dsbo.train`` derives and writes around its subcommands: the model settings
+that follow from the data module (:func:`derive_model_settings`), and what ``predict`` writes,
+``predictions.csv`` in raw units (observations) or one row per node and forecast step (node
+forecasters such as HiReD)."""
 
 from __future__ import annotations
 
+import importlib
+import inspect
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -12,6 +16,44 @@ import torch
 from torch import Tensor
 
 from dsbo.data import ObservationDataModule
+from dsbo.errors import ConfigError
+
+
+def derive_model_settings(cfg: Any) -> dict[str, int]:
+    """Set the model's arguments that follow from the data module (its ``model_settings()``:
+    HierarchicalDataModule's history, horizon, num_nodes, num_representatives) in the parsed
+    config ``cfg`` (``data`` and ``model`` as ``class_path``/``init_args``), for every one the
+    model class accepts: a model value left at the class default (or equal to the data's) takes
+    the data's; one set to something else is a :class:`~dsbo.errors.ConfigError` naming both.
+    The data module is built here to learn its settings (its own errors surface, one line).
+    Returns what was set (empty when the data module has no ``model_settings``)."""
+    data, model = cfg.get("data"), cfg.get("model")
+    data_path = getattr(data, "class_path", None) if data is not None else None
+    model_path = getattr(model, "class_path", None) if model is not None else None
+    if not data_path or not model_path:
+        return {}
+    module, _, name = str(data_path).rpartition(".")
+    data_cls = getattr(importlib.import_module(module), name)
+    if not callable(getattr(data_cls, "model_settings", None)):
+        return {}
+    init = data.get("init_args")
+    dm = data_cls(**(init.as_dict() if hasattr(init, "as_dict") else dict(init or {})))
+    module, _, name = str(model_path).rpartition(".")
+    params = inspect.signature(getattr(importlib.import_module(module), name)).parameters
+    args = model.get("init_args")
+    derived = {}
+    for key, value in dm.model_settings().items():
+        if key not in params:
+            continue
+        given = args.get(key) if args is not None else None
+        if given is not None and given != value and given != params[key].default:
+            raise ConfigError(
+                f"model.init_args.{key}={given} but the data module has {key} {value}: the model's {key} follows "
+                f"the data; drop it from the model's settings (or set the data's, e.g. data.init_args.{key})"
+            )
+        args[key] = value
+        derived[key] = value
+    return derived
 
 
 def write_node_forecasts(outputs: Sequence[dict[str, Tensor]], datamodule: Any, path: Path) -> Path:
@@ -70,4 +112,4 @@ def write_predictions(outputs: Any, datamodule: Any, path: Path) -> Path | None:
     return path
 
 
-__all__ = ["write_node_forecasts", "write_predictions"]
+__all__ = ["derive_model_settings", "write_node_forecasts", "write_predictions"]

@@ -386,6 +386,14 @@ class HierarchicalDataModule(pl.LightningDataModule):
         """Number of calendar covariates ``D`` (``dsbo.train`` links it to ``model.init_args.in_dim``)."""
         return self.X.shape[1]
 
+    def model_settings(self) -> dict[str, int]:
+        """What a node forecaster must share with these windows: ``history``, ``horizon``,
+        ``num_nodes`` and ``num_representatives`` (``dsbo.train`` passes them to the model's
+        arguments of the same names, with ``in_dim``, so a config pointed at new data need not
+        repeat them)."""
+        return {"history": self.history, "horizon": self.horizon, "num_nodes": self.num_nodes,
+                "num_representatives": len(self.representatives)}  # fmt: skip
+
     @property
     def num_levels(self) -> int:
         return self.hierarchy.num_levels

@@ -367,3 +367,32 @@ def test_a_data_module_that_refuses_its_settings_is_one_line(tmp_path, capsys, m
         "error: HierarchicalDataModule: name='labour' needs the environment variable DSBO_DATA (or set path)"
     ), err
     assert len(err.strip().splitlines()) <= 2 and "Traceback" not in err and "Namespace" not in err
+
+
+@pytest.mark.parametrize("model", ["dsbo_zoo.hired.HiReD", "dsbo_zoo.seq2seq_rnn.Seq2SeqRNN"])
+def test_model_settings_follow_the_data_module(model, tmp_path, capsys):
+    """Pointed at new data, no model setting typed: history, horizon (derived from the weekly
+    data: 52, 13), num_representatives and num_nodes come from the data module, the saved config
+    records them, and the model runs on its batches. A model value set to something else than
+    the data's (and than the class default) is a one-line error naming both."""
+    from dsbo.data import HierarchicalDataModule
+
+    args = ["--model", model, "--data", "dsbo.data.HierarchicalDataModule", "--data.init_args.synthetic", "synthetic-weekly",
+            "--data.init_args.num_representatives", "5", "--run_dir", str(tmp_path), "--trainer.logger", "false"]  # fmt: skip
+    cli = build_cli(args, run=False)
+    dm = HierarchicalDataModule(synthetic="synthetic-weekly", num_representatives=5)
+    expected = {"history": 52, "horizon": 13, "num_representatives": 5, "in_dim": dm.in_dim}
+    assert dm.model_settings() == {"history": 52, "horizon": 13, "num_nodes": dm.num_nodes, "num_representatives": 5}
+    assert {k: cli.model.hparams[k] for k in expected} == expected
+    if model.endswith("HiReD"):
+        assert cli.model.hparams["num_nodes"] == dm.num_nodes
+    assert cli.config["model"]["init_args"]["horizon"] == 13  # what config.yaml records
+    batch = next(iter(cli.datamodule.train_dataloader()))
+    if hasattr(cli.model, "set_hierarchy"):
+        cli.model.set_hierarchy(cli.datamodule.hierarchy)
+    assert cli.model(batch).shape == batch["y_fut"].shape
+    # a typed model value equal to the data's is fine; a different one (not the default) is an error
+    assert build_cli([*args, "--model.init_args.horizon", "13"], run=False).model.hparams["horizon"] == 13
+    code = main(["fit", *args, "--model.init_args.horizon", "8"])
+    err = " ".join(capsys.readouterr().err.split())
+    assert code == 2 and "model.init_args.horizon=8 but the data module has horizon 13" in err and "Traceback" not in err
