@@ -66,8 +66,12 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
+from dsbo.data import posting_lists
 from dsbo.errors import ConfigError, DataError
 
+#: ``SparseIndex(kernel=...)``: the compiled posting-list scan, scipy's sparse product, or the
+#: compiled one where numba is installed.
+KERNELS = ("auto", "compiled", "scipy")
 #: The parts of :meth:`SparseIndex.search`'s ``timings`` (with ``"total"``, their sum).
 TIMING_PARTS = ("scoring", "topk", "rerank", "overhead")
 
@@ -127,6 +131,12 @@ class SparseIndex:
     Args:
         codes: ``n x d`` database codes (scipy sparse, ndarray or tensor; zeros are not stored).
         dense: Optional ``n x e`` dense vectors of the same rows for exact re-ranking.
+        kernel: How queries are scored and selected: ``"compiled"`` (the numba posting-list
+            scan of :mod:`dsbo.data.posting_lists`), ``"scipy"`` (the sparse product and the
+            vectorized selection of the module docstring) or ``"auto"`` (compiled when numba is
+            installed). Both give the same ids and scores.
+        threads: Threads of the compiled scan (queries split between them); the scipy path
+            uses one.
     """
 
     #: Queries scored per sparse product (at most; see :meth:`block_rows`).
@@ -135,7 +145,13 @@ class SparseIndex:
     #: the gathered re-rank block (``rows x shortlist x e``).
     buffer = 1 << 22
 
-    def __init__(self, codes: Any, dense: Any | None = None) -> None:
+    def __init__(self, codes: Any, dense: Any | None = None, kernel: str = "auto", threads: int = 1) -> None:
+        if kernel not in KERNELS:
+            raise ConfigError(f"kernel={kernel!r}: choose one of {', '.join(KERNELS)}")
+        if kernel == "compiled" and not posting_lists.available():
+            raise ConfigError('kernel="compiled" needs numba: pip install -e ".[retrieval]"')
+        if isinstance(threads, bool) or not isinstance(threads, int | np.integer) or threads < 1:
+            raise ConfigError(f"threads must be a positive integer, got {threads!r}")
         matrix = _as_matrix(codes, "index codes")
         matrix = sp.csr_matrix(matrix) if not sp.issparse(matrix) else matrix
         matrix.eliminate_zeros()
@@ -143,6 +159,9 @@ class SparseIndex:
         #: ``d x n`` CSR: row j lists the database rows active in dimension j (the inverted index).
         self.postings = matrix.T.tocsr()
         self.postings.sort_indices()
+        #: ``"compiled"`` or ``"scipy"``: the path :meth:`search` takes.
+        self.kernel = "compiled" if kernel == "compiled" or (kernel == "auto" and posting_lists.available()) else "scipy"
+        self._scanner = posting_lists.PostingScanner(self.postings, int(threads)) if self.kernel == "compiled" else None
         self.dense = None
         if dense is not None:
             self.dense = np.ascontiguousarray(_as_matrix(dense, "index dense vectors"))
@@ -168,6 +187,10 @@ class SparseIndex:
         if len(w) != self.dim:
             raise DataError(f"the query has {len(w)} dimensions, the index has {self.dim}")
         P = self.postings
+        if self._scanner is not None:
+            dims = np.arange(self.dim) if dims is None else np.asarray(dims, dtype=np.int64)
+            scores, touched = posting_lists.dense_query_scores(P, dims, w[dims])
+            return (scores, np.flatnonzero(touched)) if hits else scores
         if dims is None:
             sub, weights = P, w
         else:
@@ -232,14 +255,28 @@ class SparseIndex:
             raise DataError(f"dense queries have {dq.shape[0]} rows, the sparse queries {m}")
         out_scores = np.empty((m, k), dtype=np.float32)
         out_ids = np.empty((m, k), dtype=np.int64)
+        search = self._search_compiled if self._scanner is not None else self._search_scipy
+        search(Q, k, shortlist, threshold, dq if rerank else None, out_scores, out_ids, parts)
+        if parts is not None:
+            total = time.perf_counter() - started
+            parts["overhead"] = max(0.0, total - parts["scoring"] - parts["topk"] - parts["rerank"])
+            parts["total"] = total
+            for key, seconds in parts.items():
+                timings[key] = timings.get(key, 0.0) + seconds
+        return out_scores, out_ids
+
+    def _search_scipy(self, Q: sp.csr_matrix, k: int, shortlist: int, threshold: float | None,
+                      dq: np.ndarray | None, out_scores: np.ndarray, out_ids: np.ndarray,
+                      parts: dict[str, float] | None) -> None:
+        """:meth:`search` through scipy's sparse product, block by block (module docstring)."""
         block = self.block_rows()
-        for start in range(0, m, block):  # bounded memory: the score buffer is block x n
-            stop = min(m, start + block)
+        for start in range(0, Q.shape[0], block):  # bounded memory: the score buffer is block x n
+            stop = min(Q.shape[0], start + block)
             rows = Q[start:stop]
             if parts is not None:
                 tick = time.perf_counter()
             S = rows @ self.postings
-            if rerank and threshold is not None and threshold >= 0:
+            if dq is not None and threshold is not None and threshold >= 0:
                 # only stored scores can pass: select from the sparse product, no n-wide buffer
                 if parts is not None:
                     parts["scoring"] += time.perf_counter() - tick
@@ -257,15 +294,38 @@ class SparseIndex:
             if parts is not None:
                 parts["scoring"] += time.perf_counter() - tick
             block_scores, block_ids = out_scores[rows_out], out_ids[rows_out]
-            self._select(B, k, shortlist, threshold, dq[rows_out] if rerank else None, block_scores, block_ids, parts)
+            self._select(B, k, shortlist, threshold, None if dq is None else dq[rows_out], block_scores, block_ids, parts)
             out_scores[rows_out], out_ids[rows_out] = block_scores, block_ids
-        if parts is not None:
-            total = time.perf_counter() - started
-            parts["overhead"] = max(0.0, total - parts["scoring"] - parts["topk"] - parts["rerank"])
-            parts["total"] = total
-            for key, seconds in parts.items():
-                timings[key] = timings.get(key, 0.0) + seconds
-        return out_scores, out_ids
+
+    def _search_compiled(self, Q: sp.csr_matrix, k: int, shortlist: int, threshold: float | None,
+                         dq: np.ndarray | None, out_scores: np.ndarray, out_ids: np.ndarray,
+                         parts: dict[str, float] | None) -> None:
+        """:meth:`search` through the compiled scan: per block of ``chunk`` queries, the scan
+        returns each query's shortlist (or, without re-ranking, its top ``k``: a threshold
+        then changes nothing); ``scoring`` times the scan, which selects while the scores are
+        in cache, ``topk`` the best of the re-ranked shortlists."""
+        width = shortlist if dq is not None else k
+        cut = threshold if dq is not None else None
+        for start in range(0, Q.shape[0], int(self.chunk)):
+            stop = min(Q.shape[0], start + int(self.chunk))
+            if parts is not None:
+                tick = time.perf_counter()
+            scores, ids, kept = self._scanner.top(Q[start:stop], k, width, cut)
+            if parts is not None:
+                tock = time.perf_counter()
+                parts["scoring"] += tock - tick
+            if dq is None:
+                out_scores[start:stop], out_ids[start:stop] = scores, ids
+                continue
+            cand = ids[:, : int(kept.max())]
+            dense = self._rerank(cand, dq[start:stop])
+            if parts is not None:
+                tick = time.perf_counter()
+                parts["rerank"] += tick - tock
+            dense[np.arange(cand.shape[1])[None, :] >= kept[:, None]] = -np.inf
+            out_scores[start:stop], out_ids[start:stop] = _best_reranked(cand, dense, k)
+            if parts is not None:
+                parts["topk"] += time.perf_counter() - tick
 
     def block_rows(self) -> int:
         """Queries per block: at most ``chunk``, and ``buffer // n`` (at least one)."""

@@ -1,0 +1,189 @@
+r"""A compiled posting-list kernel for :class:`~dsbo.data.retrieval.SparseIndex` (Paria thesis,
+section 5.4, Algorithm 5.1: the thesis' figures come from a C++ posting-list scan).
+
+The index stores the database codes :math:`D` (``n x d``) as posting lists: dimension :math:`j`
+lists the rows active in it with their values. A sparse query :math:`q` is scored by walking
+only the posting lists of its non-zero dimensions,
+
+.. math::  s_r = \sum_{j:\, q_j \ne 0} q_j D_{rj}, \qquad
+           \text{cost} = \sum_{j:\, q_j \ne 0} n_j \text{ multiply-adds}
+
+(eq. 5.1-5.2: in expectation :math:`n \sum_j p_j^2` per query), accumulated into a dense
+``n``-entry float32 buffer that stays in the core's cache, and the buffer is selected from
+while it is still there:
+
+1. **count** the rows scoring ``> threshold`` (the candidates; ``None``: every row);
+2. **select** the ``s = clip(count, k, width)`` best rows (``s = width`` without a threshold)
+   with a bounded heap: rows are visited in increasing id, so a row enters only when it scores
+   strictly above the worst kept one, which gives ties to the lowest id;
+3. **sort** the kept rows by score (descending), ties by id (heap extraction), and reset the
+   buffer.
+
+With a threshold the ``s`` rows are exactly "the rows above the threshold, at most ``width``,
+completed to ``k`` with the next best scores" of :meth:`SparseIndex.search`. The products and
+sums run in float32 in the same order as scipy's sparse product (the query's entries in stored
+order, each posting list in row order), so the scores, and therefore the ids, are bitwise those
+of the scipy path. One query at a time per thread: with ``threads > 1`` the queries of a block
+are split into contiguous ranges, each scanned by a Python thread into its own buffer (the
+kernels release the GIL; no numba threading layer is involved, so concurrent callers are safe).
+
+:func:`dense_query_scores` is the same walk for one dense query in float64 (the pool policy's
+Thompson and UCB queries), with the rows it touched.
+
+The kernels are `numba <https://numba.pydata.org>`_ functions, compiled on first use and cached
+on disk (``pip install -e ".[retrieval]"``); :func:`available` says whether numba is installed.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+
+try:
+    import numba
+except ImportError:  # pragma: no cover - the retrieval extra installs it
+    numba = None
+
+
+def available() -> bool:
+    """Whether the compiled kernels can be used (numba is installed)."""
+    return numba is not None
+
+
+def _jit(function: Any) -> Any:
+    return numba.njit(nogil=True, cache=True)(function) if numba is not None else function
+
+
+@_jit
+def _worse(score_a: float, id_a: int, score_b: float, id_b: int) -> bool:  # pragma: no cover - compiled
+    """Ranking order: a lower score is worse; of equal scores the higher row id is worse."""
+    return score_a < score_b or (score_a == score_b and id_a > id_b)
+
+
+@_jit
+def _sift_down(heap_scores: Any, heap_ids: Any, size: int, at: int) -> None:  # pragma: no cover - compiled
+    """Restore the heap below ``at`` (the worst kept row at the root)."""
+    score, row = heap_scores[at], heap_ids[at]
+    while True:
+        child = 2 * at + 1
+        if child >= size:
+            break
+        if child + 1 < size and _worse(heap_scores[child + 1], heap_ids[child + 1], heap_scores[child], heap_ids[child]):
+            child += 1
+        if not _worse(heap_scores[child], heap_ids[child], score, row):
+            break
+        heap_scores[at], heap_ids[at] = heap_scores[child], heap_ids[child]
+        at = child
+    heap_scores[at], heap_ids[at] = score, row
+
+
+@_jit
+def _scan_queries(indptr: Any, indices: Any, data: Any, q_indptr: Any, q_indices: Any, q_data: Any,
+                  first: int, last: int, threshold: float, use_threshold: bool, k: int, width: int,
+                  out_scores: Any, out_ids: Any, out_kept: Any, buffer: Any) -> None:  # pragma: no cover - compiled
+    """Queries ``first .. last - 1``: scores through the posting lists into ``buffer`` (all
+    zeros on entry and on exit), then the best ``kept`` rows into row ``i - first`` of the
+    outputs (sorted; ``kept = clip(count above threshold, k, width)``, or ``width``)."""
+    n = buffer.shape[0]
+    for i in range(first, last):
+        for e in range(q_indptr[i], q_indptr[i + 1]):
+            j, w = q_indices[e], q_data[e]
+            for p in range(indptr[j], indptr[j + 1]):
+                buffer[indices[p]] += w * data[p]
+        kept = width
+        if use_threshold:
+            count = 0
+            for r in range(n):
+                if buffer[r] > threshold:
+                    count += 1
+            kept = min(max(count, k), width)
+        heap_scores, heap_ids = out_scores[i - first], out_ids[i - first]
+        size = 0
+        for r in range(n):
+            score = buffer[r]
+            if size < kept:  # fill: sift the new row up
+                at = size
+                size += 1
+                while at > 0:
+                    parent = (at - 1) // 2
+                    if not _worse(score, r, heap_scores[parent], heap_ids[parent]):
+                        break
+                    heap_scores[at], heap_ids[at] = heap_scores[parent], heap_ids[parent]
+                    at = parent
+                heap_scores[at], heap_ids[at] = score, r
+            elif score > heap_scores[0]:  # ids rise: an equal score is never better
+                heap_scores[0], heap_ids[0] = score, r
+                _sift_down(heap_scores, heap_ids, size, 0)
+            buffer[r] = 0.0
+        for end in range(size - 1, 0, -1):  # heap sort: the worst goes to the end, best first
+            score, row = heap_scores[0], heap_ids[0]
+            heap_scores[0], heap_ids[0] = heap_scores[end], heap_ids[end]
+            heap_scores[end], heap_ids[end] = score, row
+            _sift_down(heap_scores, heap_ids, end, 0)
+        out_kept[i - first] = size
+
+
+@_jit
+def _accumulate_dense(indptr: Any, indices: Any, data: Any, dims: Any, weights: Any,
+                      scores: Any, touched: Any) -> None:  # pragma: no cover - compiled
+    for e in range(dims.shape[0]):
+        j, w = dims[e], weights[e]
+        for p in range(indptr[j], indptr[j + 1]):
+            r = indices[p]
+            scores[r] += w * data[p]
+            touched[r] = True
+
+
+class PostingScanner:
+    """Reusable buffers of the compiled scan over one index's posting lists (``d x n`` CSR)."""
+
+    def __init__(self, postings: Any, threads: int = 1) -> None:
+        self.indptr = np.ascontiguousarray(postings.indptr)
+        self.indices = np.ascontiguousarray(postings.indices)
+        self.data = np.ascontiguousarray(postings.data, dtype=np.float32)
+        self.n = postings.shape[1]
+        self.threads = max(1, int(threads))
+        self._buffers = [np.zeros(self.n, dtype=np.float32) for _ in range(self.threads)]
+        self._pool = ThreadPoolExecutor(self.threads) if self.threads > 1 else None
+
+    def top(self, queries: Any, k: int, width: int, threshold: float | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(scores, ids, kept)`` of a block of CSR float32 queries: row ``i`` holds the
+        ``kept[i]`` best rows (best first, ties by id); the places after them are unused
+        (id 0, score 0)."""
+        m = queries.shape[0]
+        scores = np.zeros((m, width), dtype=np.float32)
+        ids = np.zeros((m, width), dtype=np.int64)
+        kept = np.zeros(m, dtype=np.int64)
+        q_indptr = np.ascontiguousarray(queries.indptr)
+        q_indices = np.ascontiguousarray(queries.indices)
+        q_data = np.ascontiguousarray(queries.data, dtype=np.float32)
+        use_threshold = threshold is not None
+        cut = np.float32(threshold if use_threshold else 0.0)
+
+        def scan(part: int, first: int, last: int) -> None:
+            _scan_queries(self.indptr, self.indices, self.data, q_indptr, q_indices, q_data, first, last,
+                          cut, use_threshold, k, width, scores[first:last], ids[first:last], kept[first:last],
+                          self._buffers[part])
+
+        if self._pool is None or m < 2:
+            scan(0, 0, m)
+        else:
+            bounds = np.linspace(0, m, min(self.threads, m) + 1).astype(int)
+            list(self._pool.map(scan, range(len(bounds) - 1), bounds[:-1], bounds[1:]))
+        return scores, ids, kept
+
+
+def dense_query_scores(postings: Any, dims: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(scores, touched)``: float64 :math:`\\sum_{e} w_e D_{r, j_e}` over the posting lists of
+    ``dims`` (with ``weights``) for every row ``r``, and a mask of the rows they list."""
+    n = postings.shape[1]
+    scores = np.zeros(n, dtype=np.float64)
+    touched = np.zeros(n, dtype=np.bool_)
+    _accumulate_dense(postings.indptr, postings.indices, postings.data, np.ascontiguousarray(dims, dtype=np.int64),
+                      np.ascontiguousarray(weights, dtype=np.float64), scores, touched)
+    return scores, touched
+
+
+__all__ = ["PostingScanner", "available", "dense_query_scores"]
