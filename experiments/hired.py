@@ -15,7 +15,32 @@ the checkpoint with the best ``val_wape`` is scored on the test windows:
 - ``rnn``: the shared seq2seq LSTM of table 6.1 (:class:`dsbo_zoo.seq2seq_rnn.Seq2SeqRNN`);
 - ``seasonal-naive``, ``ets`` (statsforecast AutoETS per node, unreconciled), ``ets-bu`` and
   ``ets-mint`` (reconciled bottom-up and by MinT-shrink with hierarchicalforecast): fitted on
-  everything before each test window, deterministic (one "seed").
+  everything before each test window, deterministic (one "seed"). One job fits AutoETS once per
+  data set and records all three (``--methods ets-bu`` runs that job); its forecasts (test and
+  validation windows, with the in-sample fitted values) are cached under ``--cache`` for the
+  combination below.
+
+Issue 46, HiReD against the statistical state of the art and its own floor:
+
+- ``hired-mint``: HiReD's base forecasts (the best checkpoint) reconciled by MinT-shrink, the
+  covariance from its in-sample residuals on the training windows
+  (:func:`dsbo.analysis.forecast_baselines.mint_reconcile`); the same job records
+  ``hired+ets`` (the mean of HiReD's and ETS's base forecasts, a forecast combination) and
+  ``hired+ets-mint`` (that combination reconciled by MinT-shrink, the residuals of the
+  combination: the mean of both in-sample residuals) and ``hired+ets-mint-w`` (HiReD's weight in
+  the combination, of :data:`MIX_WEIGHTS` with 0: ETS alone and 1: HiReD alone, chosen on the
+  validation windows, then reconciled: a learned mix); validation scores too.
+- ``hired-select`` (computed from the runs, nothing fitted): per seed, the forecaster with the
+  lowest validation mean WAPE among ``hired`` (residual), ``hired-no-snaive`` (if run) and
+  seasonal naive (the untrained residual model), a tie going to seasonal naive
+  (:func:`dsbo_zoo.hired.select_on_validation` does the same for models in memory);
+  ``hired+ets-mint-floor`` and ``hired+ets-mint-w-floor``: that combination or seasonal naive,
+  by validation.
+
+A neural fit whose best validation WAPE is worse than seasonal naive's prints the warning of
+``python -m dsbo.train`` (:func:`dsbo_zoo.hierarchical_forecaster.seasonal_naive_warning`) and
+records it; the report lists them. Every report covers all the runs recorded in ``runs.jsonl``
+(other methods, seeds and data sets too), so a ``--methods`` subset run adds to the results.
 
 Metrics on the original scale: WAPE and SMAPE per level and their mean over levels; the
 coherence WAPE of table 6.3 (a node's forecast against the sum of its leaves' forecasts).
@@ -67,18 +92,43 @@ from campaign_runs import mean_and_se, run_resumable  # noqa: E402
 from pytorch_lightning.callbacks import ModelCheckpoint  # noqa: E402
 from smoke_out import add_out_argument, output_folder  # noqa: E402
 
-from dsbo.analysis.forecast_baselines import baseline_forecasts, score_forecasts  # noqa: E402
+from dsbo.analysis.forecast_baselines import (  # noqa: E402
+    baseline_forecasts,
+    ets_reconciled,
+    insample_residuals,
+    insample_starts,
+    mint_reconcile,
+    model_forecasts,
+    score_forecasts,
+)
 from dsbo.data import HierarchicalDataModule  # noqa: E402
 from dsbo.data.hierarchical import DATASET_DEFAULTS  # noqa: E402
 from dsbo.data.synthetic_hierarchies import SYNTHETIC_SETS  # noqa: E402
 from dsbo.errors import ConfigError  # noqa: E402
+from dsbo_zoo.hierarchical_forecaster import seasonal_naive_warning  # noqa: E402
 from dsbo_zoo.hired import PRESETS, HiReD  # noqa: E402
 from dsbo_zoo.seq2seq_rnn import Seq2SeqRNN  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "experiments" / "results" / "hired"
 DATASETS = ("labour", "tourismsmall", "tourismlarge")
-NEURAL = ("hired", "hired-lambda0", "hired-no-snaive", "hired-ar", "hired-basis", "rnn")
+NEURAL = ("hired", "hired-lambda0", "hired-no-snaive", "hired-ar", "hired-basis", "rnn", "hired-mint")
+#: Records of the ``hired-mint`` job besides its own (issue 46).
+RECONCILED = ("hired+ets", "hired+ets-mint", "hired+ets-mint-w")
+#: HiReD's weights in the combination with ETS that ``hired+ets-mint-w`` chooses from on validation.
+MIX_WEIGHTS = (0.5, 0.25, 0.75, 0.0, 1.0)
+#: Chosen per seed on validation from recorded runs: method -> its candidates (seasonal naive last).
+SELECTED = {"hired-select": ("hired", "hired-no-snaive", "seasonal-naive"),
+            "hired+ets-mint-floor": ("hired+ets-mint", "seasonal-naive"),
+            "hired+ets-mint-w-floor": ("hired+ets-mint-w", "seasonal-naive")}  # fmt: skip
+#: Rows of the report, in order.
+ROWS = ("hired", "hired-lambda0", "hired-no-snaive", "hired-ar", "hired-basis", "rnn", *SELECTED, "hired-mint",
+        *RECONCILED, "seasonal-naive", "ets", "ets-bu", "ets-mint")  # fmt: skip
+#: The job that records a method (the others are their own job).
+JOB_OF = {"ets-bu": "ets", "ets-mint": "ets", **dict.fromkeys(RECONCILED, "hired-mint")}
+#: Issue 46's comparisons: these methods minus ETS + MinT and seasonal naive, per seed.
+ISSUE46 = ("hired", "hired-select", "hired-mint", "hired+ets-mint", "hired+ets-mint-floor", "hired+ets-mint-w",
+           "hired+ets-mint-w-floor")
 #: Paired differences reported per data set: HiReD minus each of these.
 PAIRED = ("hired-lambda0", "seasonal-naive", "rnn", "hired-no-snaive")
 #: Data given by ``--data`` (not tuned on): the configs' schedule, the data's table 6.5 column.
@@ -174,7 +224,8 @@ def build_model(job: dict[str, Any], dm: HierarchicalDataModule) -> pl.Lightning
 
 
 def fit_and_test(job: dict[str, Any], root: str | None, max_epochs: int) -> dict[str, Any]:
-    """Train one model, test the checkpoint with the best ``val_wape``; metrics and timings."""
+    """Train one model, test the checkpoint with the best ``val_wape``; metrics and timings
+    (``hired-mint``: then reconcile and combine, :func:`reconciled_runs`)."""
     torch.set_num_threads(job.get("threads") or 1)
     warnings.simplefilter("ignore")
     pl.seed_everything(job["seed"], verbose=False)
@@ -189,10 +240,14 @@ def fit_and_test(job: dict[str, Any], root: str | None, max_epochs: int) -> dict
         fit_seconds = time.perf_counter() - started
         val = {k: float(v) for k, v in trainer.callback_metrics.items() if k.startswith("val_")}
         best_val = float(checkpoint.best_model_score) if checkpoint.best_model_score is not None else math.nan
-        test = trainer.test(model, datamodule=dm, ckpt_path="best", verbose=False)[0]
+        test = trainer.test(model, datamodule=dm, ckpt_path="best", verbose=False)[0]  # the model keeps the best weights
         forecasts = None
         if job["seed"] == 0 and job["part"] == "main" and job["method"] in ("hired", "rnn"):
             forecasts = predictions(trainer, model, dm)
+    warning = seasonal_naive_warning(best_val, val.get("val_wape_seasonal_naive"), bool(model.uses_seasonal_naive))
+    if warning:
+        print(f"warning: {job['dataset']} {job['method']} seed {job['seed']}: {warning}", flush=True)
+    extra = reconciled_runs(job, model, dm) if job["method"] == "hired-mint" else {}
     return {
         **public(job),
         "settings": settings_of(dm),
@@ -205,7 +260,78 @@ def fit_and_test(job: dict[str, Any], root: str | None, max_epochs: int) -> dict
         "seconds": time.perf_counter() - started,
         "windows_per_second": trainer.global_step / fit_seconds,
         "forecasts": forecasts,
+        **({"warning": warning} if warning else {}),
+        **extra,
     }
+
+
+def ets_forecasts(job: dict[str, Any], dm: HierarchicalDataModule, split: str, cache: str | None) -> dict[str, Any]:
+    """AutoETS of every node for the windows of ``split``, reconciled (:func:`ets_reconciled` with
+    its in-sample fitted values), from ``cache`` when there (deterministic: keyed by the data
+    set and its settings), else fitted once and written there."""
+    folder = Path(cache or Path(tempfile.gettempdir()) / "dsbo-hired-ets")
+    key = json.dumps([job["dataset"], job.get("data"), job["smoke"], split, settings_of(dm)], sort_keys=True, default=str)
+    path = folder / f"{job['dataset']}-{split}-{abs(hash_text(key)):x}.npz"
+    if path.is_file():
+        with np.load(path) as z:
+            return {"ets": z["ets"], "ets_bottom_up": z["ets_bottom_up"], "ets_mint_shrink": z["ets_mint_shrink"],
+                    "ets_insample": [z[f"insample{w}"] for w in range(len(z["ets"]))]}  # fmt: skip
+    out = ets_reconciled(dm.hierarchy, dm.Y, dm.forecast_starts(split), dm.horizon, dm.season, insample=True)
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.npz")
+    np.savez(tmp, **{k: out[k] for k in ("ets", "ets_bottom_up", "ets_mint_shrink")},
+             **{f"insample{w}": f for w, f in enumerate(out["ets_insample"])})  # fmt: skip
+    tmp.replace(path)
+    return out
+
+
+def hash_text(text: str) -> int:
+    import hashlib
+
+    return int(hashlib.sha256(text.encode()).hexdigest()[:15], 16)
+
+
+def reconciled_runs(job: dict[str, Any], model: Any, dm: HierarchicalDataModule) -> dict[str, Any]:
+    """HiReD's base forecasts (the model in its best state) reconciled by MinT, and combined with
+    ETS's then reconciled: ``hired-mint``'s test and validation scores and ``extra_runs`` for
+    :data:`RECONCILED`, each with its own. The combination's residuals are the same mix of both
+    forecasters' in-sample residuals (HiReD's on the training windows, ETS's one-step fitted
+    values at the same steps); ``hired+ets-mint-w`` takes the HiReD weight of :data:`MIX_WEIGHTS`
+    whose reconciled combination validates best (ties: the earlier weight)."""
+    h = dm.hierarchy
+    ins = insample_starts(dm)
+    residuals = insample_residuals(model_forecasts(model, dm, ins), dm.Y, ins)
+    steps = np.arange(ins[0], ins[-1] + dm.horizon)
+    scores: dict[str, dict[str, dict[str, float]]] = {m: {} for m in ("hired", "hired-mint", *RECONCILED)}
+    mixed: dict[str, dict[float, dict[str, float]]] = {"val": {}, "test": {}}
+    for split in ("test", "val"):
+        starts = dm.forecast_starts(split)
+        base = model_forecasts(model, dm, starts)
+        ets = ets_forecasts(job, dm, split, job.get("cache"))
+
+        def mix(weight: float, base=base, ets=ets, starts=starts) -> np.ndarray:
+            combined = weight * base + (1 - weight) * ets["ets"]
+            return np.concatenate([
+                mint_reconcile(h, combined[w: w + 1], weight * residuals + (1 - weight) * (dm.Y[steps].T - ets["ets_insample"][w][:, steps]))
+                for w in range(len(starts))
+            ])  # fmt: skip
+
+        found = {"hired": base, "hired-mint": mint_reconcile(h, base, residuals), "hired+ets": (base + ets["ets"]) / 2}
+        for weight in MIX_WEIGHTS:
+            mixed[split][weight] = normalize_scores(score_forecasts(mix(weight), dm.Y, starts, h))
+        found = {m: normalize_scores(score_forecasts(f, dm.Y, starts, h)) for m, f in found.items()}
+        found["hired+ets-mint"] = mixed[split][0.5]
+        for method, value in found.items():
+            scores[method][split] = value
+    weight = min(MIX_WEIGHTS, key=lambda w: (mixed["val"][w]["wape"], MIX_WEIGHTS.index(w)))
+    scores["hired+ets-mint-w"] = {"test": mixed["test"][weight], "val": mixed["val"][weight]}
+    extra = [{**public(job), "method": m, "settings": settings_of(dm), "test": scores[m]["test"],
+              "val_wape": scores[m]["val"]["wape"]} for m in RECONCILED]  # fmt: skip
+    extra[-1].update(weight=weight, val_wape_by_weight={str(w): mixed["val"][w]["wape"] for w in MIX_WEIGHTS},
+                     test_wape_by_weight={str(w): mixed["test"][w]["wape"] for w in MIX_WEIGHTS})  # fmt: skip
+    return {"base_test_wape": scores["hired"]["test"]["wape"], "base_val_wape": scores["hired"]["val"]["wape"],
+            "reconciled_test": scores["hired-mint"]["test"], "val_wape_reconciled": scores["hired-mint"]["val"]["wape"],
+            "extra_runs": extra}  # fmt: skip
 
 
 def predictions(trainer: pl.Trainer, model: pl.LightningModule, dm: HierarchicalDataModule) -> dict[str, Any]:
@@ -235,6 +361,7 @@ def run_baseline(job: dict[str, Any], root: str | None) -> dict[str, Any]:
 
 def public(job: dict[str, Any]) -> dict[str, Any]:
     """The job as recorded in runs.jsonl: a ``--data`` folder by its name only (no local path)."""
+    job = {k: v for k, v in job.items() if k != "cache"}
     data = job.get("data")
     if data and "path" in data:
         return {**job, "data": {"folder": Path(data["path"]).name}}
@@ -259,6 +386,8 @@ def normalize_scores(scores: dict[str, float]) -> dict[str, float]:
 
 def run_job(job: dict[str, Any]) -> dict[str, Any]:
     root = job.get("root")
+    if job["method"] == "ets":
+        return run_ets(job, root)
     if job["method"] in BASELINES:
         return run_baseline(job, root)
     if job["smoke"]:
@@ -267,13 +396,31 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
         epochs = CUSTOM_EPOCHS
     else:
         _, _, epochs = train_settings(job["dataset"])
-    return fit_and_test(job, root, epochs)
+    run = fit_and_test(job, root, epochs)
+    if job["method"] == "hired-mint":  # its own scores are the reconciled ones; the plain fit's stay beside
+        run["plain_test"], run["test"] = run["test"], run.pop("reconciled_test")
+        run["val_wape"] = run.pop("val_wape_reconciled")
+    return run
+
+
+def run_ets(job: dict[str, Any], root: str | None) -> dict[str, Any]:
+    """AutoETS fitted once (per test window) and its three forecasts scored: the ``ets`` run,
+    with ``ets-bu`` and ``ets-mint`` as ``extra_runs``."""
+    dm = datamodule(job, root)
+    started = time.perf_counter()
+    out = ets_forecasts(job, dm, "test", job.get("cache"))
+    starts = dm.forecast_starts("test")
+    runs = {m: {**public(job), "method": m, "settings": settings_of(dm),
+                "test": normalize_scores(score_forecasts(out[BASELINES[m]], dm.Y, starts, dm.hierarchy))}
+            for m in ("ets", "ets-bu", "ets-mint")}  # fmt: skip
+    seconds = time.perf_counter() - started
+    return {**runs["ets"], "seconds": seconds, "extra_runs": [{**runs[m], "seconds": 0.0} for m in ("ets-bu", "ets-mint")]}
 
 
 def jobs_for(parts: list[str], datasets: list[str], seeds: int, smoke: bool, root: str | None,
-             custom: dict[str, dict[str, str]] | None = None) -> list[dict[str, Any]]:  # fmt: skip
+             custom: dict[str, dict[str, str]] | None = None, cache: str | None = None) -> list[dict[str, Any]]:  # fmt: skip
     """Every job; a data set in ``custom`` (``--data``) carries its data module arguments."""
-    base = {"alpha": 1.0, "threads": 1, "smoke": smoke, "root": root}
+    base = {"alpha": 1.0, "threads": 1, "smoke": smoke, "root": root, **({"cache": cache} if cache else {})}
     custom = custom or {}
 
     def job(d: str, **fields: Any) -> dict[str, Any]:
@@ -281,7 +428,7 @@ def jobs_for(parts: list[str], datasets: list[str], seeds: int, smoke: bool, roo
 
     jobs: list[dict[str, Any]] = []
     if "main" in parts:
-        jobs += [job(d, part="main", method=m, seed=0) for d in datasets for m in BASELINES]
+        jobs += [job(d, part="main", method=m, seed=0) for d in datasets for m in ("seasonal-naive", "ets")]
         jobs += [job(d, part="main", method=m, seed=s) for s in range(seeds) for d in datasets for m in NEURAL]
     if "alpha" in parts:
         jobs += [job(d, part="alpha", method="hired", seed=s, alpha=a)
@@ -292,6 +439,49 @@ def jobs_for(parts: list[str], datasets: list[str], seeds: int, smoke: bool, roo
 
 
 # ---------------------------------------------------------------------- the report
+def recorded_runs(out: Path, smoke: bool) -> list[dict[str, Any]]:
+    """Every run in ``out/runs.jsonl`` of this kind (smoke or not), a job's ``extra_runs`` as runs
+    of their own; a later record of the same key replaces an earlier one."""
+    log = out / "runs.jsonl"
+    done: dict[tuple, dict[str, Any]] = {}
+    for line in log.read_text().splitlines() if log.exists() else []:
+        if line.strip():
+            run = json.loads(line)
+            for r in (run, *run.pop("extra_runs", [])):
+                done[tuple(r.get(k) for k in KEY)] = r
+    return [r for r in done.values() if bool(r.get("smoke")) == smoke]
+
+
+def validation_wape(run: dict[str, Any]) -> float:
+    """A run's validation mean WAPE as selected on: a fit's best, a combination's."""
+    return float(run["best_val_wape"] if "best_val_wape" in run else run.get("val_wape", math.nan))
+
+
+def selected_runs(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """:data:`SELECTED`'s runs: per data set and seed, the candidate with the lowest validation
+    mean WAPE (seasonal naive's: ``val_wape_seasonal_naive`` of that data set's fits; a tie goes
+    to it), with that candidate's test scores; a method whose first candidate or seasonal naive
+    is missing is left out."""
+    main_runs = [r for r in runs if r["part"] == "main"]
+    out = []
+    for d in dict.fromkeys(r["dataset"] for r in main_runs):
+        mine = [r for r in main_runs if r["dataset"] == d]
+        snaive_val = next((r["last_val"]["val_wape_seasonal_naive"] for r in mine
+                           if "val_wape_seasonal_naive" in r.get("last_val", {})), None)  # fmt: skip
+        snaive = next((r for r in mine if r["method"] == "seasonal-naive"), None)
+        if snaive_val is None or snaive is None:
+            continue
+        for method, candidates in SELECTED.items():
+            for first in [r for r in mine if r["method"] == candidates[0]]:
+                pool = {m: r for m in candidates[1:-1] for r in mine if r["method"] == m and r["seed"] == first["seed"]}
+                pool = {"seasonal-naive": snaive, candidates[0]: first, **pool}
+                scores = {m: float(snaive_val) if m == "seasonal-naive" else validation_wape(r) for m, r in pool.items()}
+                best = min(pool, key=lambda m: (scores[m], list(pool).index(m)))
+                out.append({**{k: first[k] for k in KEY}, "method": method, "selected": best, "val_scores": scores,
+                            "test": pool[best]["test"], "settings": first.get("settings")})  # fmt: skip
+    return out
+
+
 def table_rows(runs: list[dict[str, Any]], dataset: str, methods: tuple[str, ...], part: str = "main") -> list[dict[str, Any]]:
     rows = []
     for method in methods:
@@ -303,13 +493,15 @@ def table_rows(runs: list[dict[str, Any]], dataset: str, methods: tuple[str, ...
     return rows
 
 
-def paired_differences(runs: list[dict[str, Any]], dataset: str, metrics: tuple[str, ...] = ("wape", "smape")) -> list[dict[str, Any]]:
-    """HiReD minus each method of :data:`PAIRED` on ``dataset``'s main runs, paired by seed (a
-    deterministic baseline's one run pairs with every seed): mean +- standard error over seeds."""
+def paired_differences(runs: list[dict[str, Any]], dataset: str, metrics: tuple[str, ...] = ("wape", "smape"),
+                       left: str = "hired", others: tuple[str, ...] = PAIRED) -> list[dict[str, Any]]:  # fmt: skip
+    """``left`` (HiReD) minus each method of ``others`` (:data:`PAIRED`) on ``dataset``'s main runs,
+    paired by seed (a deterministic baseline's one run pairs with every seed): mean +- standard
+    error over seeds."""
     mine = [r for r in runs if r["part"] == "main" and r["dataset"] == dataset]
-    hired = {r["seed"]: r["test"] for r in mine if r["method"] == "hired"}
+    hired = {r["seed"]: r["test"] for r in mine if r["method"] == left}
     rows = []
-    for other in PAIRED:
+    for other in others:
         theirs = {r["seed"]: r["test"] for r in mine if r["method"] == other}
         if other in BASELINES and theirs:
             theirs = dict.fromkeys(hired, next(iter(theirs.values())))
@@ -317,19 +509,26 @@ def paired_differences(runs: list[dict[str, Any]], dataset: str, metrics: tuple[
         if not seeds:
             continue
         diffs = {m: mean_and_se([hired[s].get(m, math.nan) - theirs[s].get(m, math.nan) for s in seeds]) for m in metrics}
-        rows.append({"minus": other, "seeds": len(seeds), **diffs})
+        rows.append({"minus": other, "seeds": len(seeds), **diffs} | ({"method": left} if left != "hired" else {}))
     return rows
 
 
 def summarize(runs: list[dict[str, Any]], datasets: list[str], smoke: bool) -> dict[str, Any]:
     result: dict[str, Any] = {"smoke": smoke, "datasets": {}, "alpha": {}, "cost": []}
+    runs = [*runs, *selected_runs(runs)]
     for d in datasets:
-        rows = table_rows(runs, d, (*NEURAL, *BASELINES))
+        rows = table_rows(runs, d, ROWS)
         if not rows:
             continue
         levels = sorted({int(k.rsplit("level", 1)[1]) for r in rows for k in r if k.startswith("wape_level")})
         settings = next((r["settings"] for r in runs if r["dataset"] == d and r.get("settings")), None)
-        result["datasets"][d] = {"levels": levels, "rows": rows, "paired": paired_differences(runs, d), "settings": settings}
+        result["datasets"][d] = {"levels": levels, "rows": rows, "paired": paired_differences(runs, d), "settings": settings,
+                                 "issue46": [row for m in ISSUE46 for row in paired_differences(runs, d, left=m, others=("ets-mint", "seasonal-naive"))],
+                                 "selected": {m: sorted(counts_of(r["selected"] for r in runs if r["method"] == m and r["dataset"] == d).items())
+                                              for m in SELECTED},
+                                 "warnings": [f"{r['method']} seed {r['seed']}: best val_wape {r['best_val_wape']:.4g} > seasonal naive's "
+                                              f"{r['last_val']['val_wape_seasonal_naive']:.4g}" for r in runs
+                                              if r["dataset"] == d and r["part"] == "main" and r.get("warning")]}  # fmt: skip
         alpha_rows = []
         for a in ALPHAS:
             mine = [r for r in runs if r["dataset"] == d and r["method"] == "hired" and r["part"] in ("main", "alpha")
@@ -343,7 +542,37 @@ def summarize(runs: list[dict[str, Any]], datasets: list[str], smoke: bool) -> d
         if r["part"] == "cost":
             result["cost"].append({k: r[k] for k in ("dataset", "threads", "fit_seconds", "windows_per_second", "epochs", "steps")})
     result["pass_marks"] = pass_marks(result)
+    result["issue46"] = issue46_goals(result)
     return result
+
+
+def counts_of(items: Any) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for item in items:
+        counts[item] = counts.get(item, 0) + 1
+    return counts
+
+
+def issue46_goals(result: dict[str, Any]) -> list[str]:
+    """Issue 46's goals per method of :data:`ISSUE46`: below ETS + MinT on at least half of the
+    data sets, at or below seasonal naive on all (mean test WAPE over the seeds)."""
+    lines = []
+    for method in ISSUE46:
+        below_ets, not_above_snaive, n = [], [], 0
+        for d, t in result["datasets"].items():
+            by = {r["method"]: r["wape"][0] for r in t["rows"]}
+            if not {method, "ets-mint", "seasonal-naive"} <= set(by):
+                continue
+            n += 1
+            if by[method] < by["ets-mint"]:
+                below_ets.append(d)
+            if by[method] <= by["seasonal-naive"]:
+                not_above_snaive.append(d)
+        if n:
+            lines.append(f"{method}: below ETS + MinT on {len(below_ets)} of {n} ({', '.join(below_ets) or 'none'}; goal: at least "
+                         f"half), at or below seasonal naive on {len(not_above_snaive)} of {n} "
+                         f"({', '.join(not_above_snaive) or 'none'}; goal: all)")  # fmt: skip
+    return lines
 
 
 def pass_marks(result: dict[str, Any]) -> list[str]:
@@ -410,6 +639,17 @@ def write_markdown(result: dict[str, Any], path: Path) -> None:
                     "| HiReD minus | seeds | mean WAPE | mean SMAPE |", "|---|---|---|---|"]  # fmt: skip
             out += [f"| {r['minus']} | {r['seeds']} | {fmt(r['wape'], 4)} | {fmt(r['smape'], 4)} |" for r in t["paired"]]
             out.append("")
+        if t.get("issue46"):
+            out += [f"Issue 46 on {d}: each method minus ETS + MinT and minus seasonal naive (same seed; negative: the method better):",
+                    "", "| method | minus | seeds | mean WAPE | mean SMAPE |", "|---|---|---|---|---|"]  # fmt: skip
+            out += [f"| {r.get('method', 'hired')} | {r['minus']} | {r['seeds']} | {fmt(r['wape'], 4)} | {fmt(r['smape'], 4)} |"
+                    for r in t["issue46"]]  # fmt: skip
+            out.append("")
+        chosen = {m: c for m, c in t.get("selected", {}).items() if c}
+        if chosen:
+            out += ["Chosen on validation (seeds): " + "; ".join(f"{m}: " + ", ".join(f"{k} {v}" for k, v in c) for m, c in chosen.items()), ""]
+        if t.get("warnings"):
+            out += [f"Fits worse than seasonal naive on validation ({len(t['warnings'])}): " + "; ".join(t["warnings"]), ""]
         if d in result["alpha"]:
             out += [f"Level weighting on {d} (HiReD, eq. 6.6):", "", "| alpha | seeds | top-level WAPE | mean WAPE | mean SMAPE |",
                     "|---|---|---|---|---|"]  # fmt: skip
@@ -423,6 +663,8 @@ def write_markdown(result: dict[str, Any], path: Path) -> None:
                 for c in result["cost"]]  # fmt: skip
         out.append("")
     out += ["## Pass marks (issue 18)", "", *[f"- {line}" for line in result["pass_marks"]], ""]
+    if result.get("issue46"):
+        out += ["## Goals (issue 46)", "", *[f"- {line}" for line in result["issue46"]], ""]
     path.write_text("\n".join(out))
 
 
@@ -462,7 +704,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--seeds", type=int, default=None)
     parser.add_argument("--datasets", nargs="*", default=None, choices=list(DATASETS))
     parser.add_argument("--parts", nargs="*", default=["main", "alpha", "cost"], choices=["main", "alpha", "cost"])
-    parser.add_argument("--methods", nargs="*", default=None, choices=[*NEURAL, *BASELINES])
+    parser.add_argument("--methods", nargs="*", default=None, choices=list(ROWS))
+    parser.add_argument("--cache", default=None, help="folder of the cached ETS forecasts (default: <tmp>/dsbo-hired-ets)")
     parser.add_argument("--data-root", default=None, help="folder with the data sets (default $DSBO_DATA; docs/data.md)")
     parser.add_argument("--data", nargs="+", action="extend", default=None, metavar="NAME=PATH",
                         help=f"other hierarchies (HierE2E layout: data.csv, agg_mat.csv, tags.csv) or synthetic sets "
@@ -480,14 +723,20 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if not args.smoke and any(d in DATASETS for d in datasets):
         data_root(args.data_root)  # a ConfigError saying what to do, before any job starts
     args.out.mkdir(parents=True, exist_ok=True)
-    jobs = jobs_for(args.parts, datasets, seeds, args.smoke, args.data_root, custom)
+    jobs = jobs_for(args.parts, datasets, seeds, args.smoke, args.data_root, custom, args.cache)
     if args.methods:
-        jobs = [j for j in jobs if j["method"] in args.methods]
+        wanted = {JOB_OF.get(m, m) for m in args.methods}
+        for m in set(args.methods) & set(SELECTED):
+            wanted |= {JOB_OF.get(c, c) for c in SELECTED[m]}
+        jobs = [j for j in jobs if j["method"] in wanted]
     parallel = [j for j in jobs if j["part"] != "cost"]
-    runs = run_resumable(run_job, parallel, args.out, args.workers, key_fields=KEY)
+    run_resumable(run_job, parallel, args.out, args.workers, key_fields=KEY)
     # the cost part times one fit at a time, alone
-    runs += run_resumable(run_job, [j for j in jobs if j["part"] == "cost"], args.out, 1, key_fields=KEY)
-    result = summarize(runs, datasets, args.smoke)
+    run_resumable(run_job, [j for j in jobs if j["part"] == "cost"], args.out, 1, key_fields=KEY)
+    # the report covers every run recorded (other methods, seeds and data sets too), not only this call's
+    runs = recorded_runs(args.out, args.smoke)
+    recorded = list(dict.fromkeys(r["dataset"] for r in runs))
+    result = summarize(runs, [*[d for d in DATASETS if d in recorded], *[d for d in recorded if d not in DATASETS]], args.smoke)
     (args.out / "results.json").write_text(json.dumps(result, indent=1))
     write_markdown(result, args.out / "results.md")
     for d in datasets:
