@@ -10,8 +10,10 @@ and the pool's feature matrix :math:`Z` (``N x D``, rows :math:`\phi(c_i)`) is s
   solve with the precision's Cholesky factor kept from the fit) and proposes
   :math:`\arg\max_i \langle z_i, \tilde w\rangle`: one MIPS query. Through the
   inverted index (:class:`~dsbo.data.retrieval.SparseIndex`, posting lists of :math:`Z^\top`) it
-  costs :math:`\mathrm{nnz}(Z) + N` operations (the posting lists' products accumulated by
-  ``numpy.bincount``) instead of :math:`N D` for a dense scan; the query
+  costs the posting lists' entries of the query's dimensions (a compiled scan that ranks only
+  the rows it touched, ``kernel: compiled``, the default where numba is installed; or
+  :math:`\mathrm{nnz}(Z) + N` operations through ``numpy.bincount``, ``kernel: scipy``)
+  instead of :math:`N D` for a dense scan; the query
   may be truncated to its ``query_nnz`` largest coordinates :math:`|\tilde w_j|` (fewer posting
   lists visited), the ``shortlist`` best rows of the truncated scores are then **re-ranked
   exactly** with the full :math:`\tilde w`. Without truncation (``query_nnz: null``) the
@@ -53,7 +55,7 @@ import torch
 from botorch.models.model import Model
 
 from dsbo.acquisition.base import History, OptimizerSettings, Proposal, register_policy
-from dsbo.data.retrieval import SparseIndex
+from dsbo.data.retrieval import KERNELS, SparseIndex
 from dsbo.errors import ConfigError
 from dsbo.problems.base import Problem
 
@@ -72,9 +74,9 @@ def _positive_int_or_none(name: str, value: Any) -> int | None:
 class PoolSearch:
     """The pool's sparse codes, inverted index and (for ``search: dense``) dense matrix."""
 
-    def __init__(self, codes: sp.csr_matrix, dense: bool) -> None:
+    def __init__(self, codes: sp.csr_matrix, dense: bool, kernel: str = "auto") -> None:
         self.codes = codes.astype(np.float32).tocsr()
-        self.index = SparseIndex(self.codes)
+        self.index = SparseIndex(self.codes, kernel=kernel)
         self.dense = self.codes.toarray() if dense else None
 
     @property
@@ -87,18 +89,8 @@ class PoolSearch:
         if query_nnz is not None and query_nnz < len(w):
             keep = np.argpartition(-np.abs(w), query_nnz - 1)[:query_nnz]
         shortlist = min(max(shortlist, k), self.size)
-        # posting lists of the kept dimensions; hit: the rows sharing one (the others score exactly 0)
-        scores, hit = self.index.dense_query_scores(w, keep, hits=True)
-        ids = None
-        if shortlist < self.size:
-            if len(hit) > shortlist:
-                best = hit[np.argpartition(-scores[hit], shortlist - 1)[:shortlist]]
-                if scores[best].min() > 0:  # else a zero-score row may belong to the shortlist
-                    ids = best
-            if ids is None:
-                ids = np.argpartition(-scores, shortlist - 1)[:shortlist]
-        else:
-            ids = np.arange(self.size)
+        # the shortlist through the posting lists of the kept dimensions (ties by row id)
+        ids = self.index.dense_query_top(w, keep, shortlist)[1] if shortlist < self.size else np.arange(self.size)
         exact = self.codes[ids] @ w.astype(np.float32)  # exact re-rank with the full query
         order = np.lexsort((ids, -exact))[:k]
         return exact[order], ids[order]
@@ -122,6 +114,8 @@ class PoolPolicy:
         query_nnz: Coordinates of the query kept for the index search (``null``: all; exact).
         beta: UCB width.
         ucb_directions: Leading eigen-directions of the weight covariance probed by UCB.
+        kernel: The index's scan (:class:`~dsbo.data.retrieval.SparseIndex`): ``auto``,
+            ``compiled`` or ``scipy``.
         optimizer: Unused (pools are searched, not optimized).
     """
 
@@ -130,11 +124,13 @@ class PoolPolicy:
 
     def __init__(self, rule: str = "thompson", search: str = "index", shortlist: int = 1000,
                  query_nnz: int | None = None, beta: float = 2.0, ucb_directions: int = 4,
-                 optimizer: OptimizerSettings | None = None) -> None:
+                 kernel: str = "auto", optimizer: OptimizerSettings | None = None) -> None:
         if rule not in RULES:
             raise ConfigError(f"acquisition.options.rule={rule!r}: choose one of {', '.join(RULES)}")
         if search not in SEARCHES:
             raise ConfigError(f"acquisition.options.search={search!r}: choose one of {', '.join(SEARCHES)}")
+        if kernel not in KERNELS:
+            raise ConfigError(f"acquisition.options.kernel={kernel!r}: choose one of {', '.join(KERNELS)}")
         if _positive_int_or_none("shortlist", shortlist) is None:
             raise ConfigError("acquisition.options.shortlist must be a positive integer, got null")
         _positive_int_or_none("query_nnz", query_nnz)
@@ -142,7 +138,7 @@ class PoolPolicy:
         if isinstance(beta, bool) or not isinstance(beta, int | float) or not (math.isfinite(beta) and beta >= 0):
             raise ConfigError(f"acquisition.options.beta must be a finite number >= 0, got {beta!r}")
         self.rule, self.search, self.shortlist, self.query_nnz = rule, search, shortlist, query_nnz
-        self.beta, self.ucb_directions = float(beta), int(ucb_directions or 0)
+        self.beta, self.ucb_directions, self.kernel = float(beta), int(ucb_directions or 0), kernel
         self._cache: dict[tuple[int, str], PoolSearch] = {}
 
     def check(self, problem: Problem, q: int) -> None:
@@ -159,7 +155,8 @@ class PoolPolicy:
         feature_map = model.feature_map
         key = (id(problem.pool), feature_map.key)
         if key not in self._cache:
-            self._cache[key] = PoolSearch(feature_map.codes(problem.pool.features), dense=self.search == "dense")
+            self._cache[key] = PoolSearch(feature_map.codes(problem.pool.features), dense=self.search == "dense",
+                                          kernel=self.kernel)
         return self._cache[key]
 
     def propose(self, model: Model, history: History, problem: Problem, q: int) -> Proposal:

@@ -126,6 +126,57 @@ def _scan_queries(indptr: Any, indices: Any, data: Any, q_indptr: Any, q_indices
 
 
 @_jit
+def _dense_top(indptr: Any, indices: Any, data: Any, dims: Any, weights: Any, width: int, buffer: Any,
+               flags: Any, touched: Any, out_scores: Any, out_ids: Any) -> int:  # pragma: no cover - compiled
+    """The ``width`` best rows of one dense query through the posting lists of ``dims`` (float64
+    ``buffer`` and ``flags`` all zeros on entry and on exit). Rows are visited in the order the
+    posting lists first touch them; when at least ``width`` touched rows score ``> 0`` they are
+    the answer (every untouched row scores 0), otherwise every row is ranked. Returns the
+    number of touched rows; the outputs are sorted (score descending, ties by id)."""
+    count = 0
+    for e in range(dims.shape[0]):
+        j, w = dims[e], weights[e]
+        for p in range(indptr[j], indptr[j + 1]):
+            r = indices[p]
+            if flags[r] == 0:
+                flags[r] = 1
+                touched[count] = r
+                count += 1
+            buffer[r] += w * data[p]
+    positive = 0
+    for t in range(count):
+        if buffer[touched[t]] > 0.0:
+            positive += 1
+    size = 0
+    rows = touched[:count] if positive >= width else np.arange(buffer.shape[0])
+    for t in range(rows.shape[0]):
+        r = rows[t]
+        score = buffer[r]
+        if size < width:
+            at = size
+            size += 1
+            while at > 0:
+                parent = (at - 1) // 2
+                if not _worse(score, r, out_scores[parent], out_ids[parent]):
+                    break
+                out_scores[at], out_ids[at] = out_scores[parent], out_ids[parent]
+                at = parent
+            out_scores[at], out_ids[at] = score, r
+        elif _worse(out_scores[0], out_ids[0], score, r):
+            out_scores[0], out_ids[0] = score, r
+            _sift_down(out_scores, out_ids, size, 0)
+    for end in range(size - 1, 0, -1):
+        score, row = out_scores[0], out_ids[0]
+        out_scores[0], out_ids[0] = out_scores[end], out_ids[end]
+        out_scores[end], out_ids[end] = score, row
+        _sift_down(out_scores, out_ids, end, 0)
+    for t in range(count):
+        buffer[touched[t]] = 0.0
+        flags[touched[t]] = 0
+    return count
+
+
+@_jit
 def _accumulate_dense(indptr: Any, indices: Any, data: Any, dims: Any, weights: Any,
                       scores: Any, touched: Any) -> None:  # pragma: no cover - compiled
     for e in range(dims.shape[0]):
@@ -175,6 +226,29 @@ class PostingScanner:
         return scores, ids, kept
 
 
+class DenseQueryScanner:
+    """Reusable buffers for :func:`_dense_top` over one index's posting lists (one caller at a
+    time)."""
+
+    def __init__(self, postings: Any) -> None:
+        self.postings = postings
+        n = postings.shape[1]
+        self._buffer = np.zeros(n, dtype=np.float64)
+        self._flags = np.zeros(n, dtype=np.uint8)
+        self._touched = np.empty(n, dtype=np.int64)
+
+    def top(self, dims: np.ndarray, weights: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray, int]:
+        """``(scores, ids, touched)``: the ``width`` best rows of :math:`\\sum_e w_e D_{r, j_e}`
+        (float64, best first, ties by id) and how many rows the posting lists touched."""
+        P = self.postings
+        scores = np.empty(width, dtype=np.float64)
+        ids = np.empty(width, dtype=np.int64)
+        touched = _dense_top(P.indptr, P.indices, P.data, np.ascontiguousarray(dims, dtype=np.int64),
+                             np.ascontiguousarray(weights, dtype=np.float64), width, self._buffer, self._flags,
+                             self._touched, scores, ids)
+        return scores, ids, int(touched)
+
+
 def dense_query_scores(postings: Any, dims: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(scores, touched)``: float64 :math:`\\sum_{e} w_e D_{r, j_e}` over the posting lists of
     ``dims`` (with ``weights``) for every row ``r``, and a mask of the rows they list."""
@@ -186,4 +260,4 @@ def dense_query_scores(postings: Any, dims: np.ndarray, weights: np.ndarray) -> 
     return scores, touched
 
 
-__all__ = ["PostingScanner", "available", "dense_query_scores"]
+__all__ = ["DenseQueryScanner", "PostingScanner", "available", "dense_query_scores"]

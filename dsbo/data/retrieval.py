@@ -161,7 +161,10 @@ class SparseIndex:
         self.postings.sort_indices()
         #: ``"compiled"`` or ``"scipy"``: the path :meth:`search` takes.
         self.kernel = "compiled" if kernel == "compiled" or (kernel == "auto" and posting_lists.available()) else "scipy"
-        self._scanner = posting_lists.PostingScanner(self.postings, int(threads)) if self.kernel == "compiled" else None
+        self._scanner = self._dense_scanner = None
+        if self.kernel == "compiled":
+            self._scanner = posting_lists.PostingScanner(self.postings, int(threads))
+            self._dense_scanner = posting_lists.DenseQueryScanner(self.postings)
         self.dense = None
         if dense is not None:
             self.dense = np.ascontiguousarray(_as_matrix(dense, "index dense vectors"))
@@ -203,6 +206,27 @@ class SparseIndex:
         touched = np.zeros(self.n, dtype=bool)
         touched[sub.indices] = True
         return scores, np.flatnonzero(touched)
+
+    def dense_query_top(self, w: np.ndarray, dims: np.ndarray | None, width: int) -> tuple[np.ndarray, np.ndarray]:
+        """The ``width`` rows with the best scores :math:`D_{:, J} w_J` of one dense query
+        through the posting lists of ``dims`` (``J``; default every dimension): ``(scores,
+        ids)``, float64, best first, ties by row id, over all ``n`` rows (untouched rows score
+        0). When at least ``width`` touched rows score above 0 only they are ranked, so the cost
+        follows the posting lists, not ``n`` (the compiled kernel resets only what it touched).
+        """
+        w = np.asarray(w, dtype=np.float64).reshape(-1)
+        if len(w) != self.dim:
+            raise DataError(f"the query has {len(w)} dimensions, the index has {self.dim}")
+        width = _check_k(width, self.n, "width")
+        dims = np.arange(self.dim) if dims is None else np.asarray(dims, dtype=np.int64)
+        if self._dense_scanner is not None:
+            scores, ids, _ = self._dense_scanner.top(dims, w[dims], width)
+            return scores, ids
+        scores, hit = self.dense_query_scores(w, dims, hits=True)
+        positive = hit[scores[hit] > 0]
+        rows = positive if len(positive) >= width else None
+        top_scores, at = _sorted_top((scores if rows is None else scores[rows])[None, :], width)
+        return top_scores[0], at[0] if rows is None else rows[at[0]]
 
     def scores(self, queries: Any) -> sp.csr_matrix:
         """``m x n`` sparse scores :math:`Q D^T` through the posting lists."""

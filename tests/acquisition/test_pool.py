@@ -76,12 +76,26 @@ def test_campaign_on_a_pool_evaluates_only_rows(tmp_path):
     assert (rows >= 0).all() and len(set(rows.tolist())) == len(rows) == 14
 
 
+@pytest.mark.parametrize("query_nnz", [None, 6])
+def test_compiled_and_scipy_scans_propose_the_same_rows(setup, query_nnz):
+    pytest.importorskip("numba")
+    problem, X, Y, model = setup
+    for seed in range(4):
+        history = History(X, Y, seed=seed)
+        rows = {kernel: [m["pool_row"] for m in make_policy(
+            "pool", {"query_nnz": query_nnz, "shortlist": 40, "kernel": kernel}).propose(model, history, problem, 3).metadata]
+            for kernel in ("compiled", "scipy")}
+        assert rows["compiled"] == rows["scipy"], seed
+
+
 def test_errors_are_named(setup):
     problem, X, Y, model = setup
     with pytest.raises(ConfigError, match="rule"):
         make_policy("pool", {"rule": "ei"})
     with pytest.raises(ConfigError, match="shortlist"):
         make_policy("pool", {"shortlist": 0})
+    with pytest.raises(ConfigError, match="acquisition.options.kernel='numpy'"):
+        make_policy("pool", {"kernel": "numpy"})
     branin = get_problem("branin")
     with pytest.raises(ConfigError, match="needs a pool problem"):
         make_policy("pool").check(branin, 1)

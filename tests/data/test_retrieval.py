@@ -131,6 +131,27 @@ def test_dense_query_scores_through_the_posting_lists():
         index.dense_query_scores(np.ones(3))
 
 
+@pytest.mark.parametrize("width", [1, 7, 60, 300])
+def test_dense_query_top_is_the_brute_force_shortlist(width):
+    """The ``width`` best rows of one dense query over every row (untouched rows score 0),
+    ties by id: with many positive touched rows (only they are ranked) and with few (every row
+    is ranked, zeros before negative scores); dyadic values tie exactly."""
+    D = signed_sparse_codes(300, 40, 2, 31)
+    index = SparseIndex(D)
+    rng = np.random.default_rng(32)
+    for dims in (None, np.array([4, 9, 2]), np.array([11])):
+        w = rng.choice([-1.0, 0.5, 1.0], size=40)
+        scores, ids = index.dense_query_top(w, dims, width)
+        kept = np.zeros(40)
+        kept[np.arange(40) if dims is None else dims] = w[np.arange(40) if dims is None else dims]
+        full = np.asarray(D.toarray(), dtype=np.float64) @ kept
+        order = np.lexsort((np.arange(300), -full))[:width]
+        np.testing.assert_array_equal(ids, order)
+        np.testing.assert_array_equal(scores, full[order])
+    with pytest.raises(ConfigError, match="width=301 is larger"):
+        index.dense_query_top(w, None, 301)
+
+
 def signed_sparse_codes(n, d, nnz, seed, values=(-2.0, -1.0, -0.5, 0.5, 1.0, 2.0)):
     """``nnz`` non-zeros per row drawn from a dyadic set: every inner product is exact in
     float32, so the dense reference ties exactly where the index does."""
