@@ -705,6 +705,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--datasets", nargs="*", default=None, choices=list(DATASETS))
     parser.add_argument("--parts", nargs="*", default=["main", "alpha", "cost"], choices=["main", "alpha", "cost"])
     parser.add_argument("--methods", nargs="*", default=None, choices=list(ROWS))
+    parser.add_argument("--report-only", action="store_true", help="run nothing: write the report of the runs recorded in --out")
     parser.add_argument("--cache", default=None, help="folder of the cached ETS forecasts (default: <tmp>/dsbo-hired-ets)")
     parser.add_argument("--data-root", default=None, help="folder with the data sets (default $DSBO_DATA; docs/data.md)")
     parser.add_argument("--data", nargs="+", action="extend", default=None, metavar="NAME=PATH",
@@ -729,17 +730,17 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         for m in set(args.methods) & set(SELECTED):
             wanted |= {JOB_OF.get(c, c) for c in SELECTED[m]}
         jobs = [j for j in jobs if j["method"] in wanted]
-    parallel = [j for j in jobs if j["part"] != "cost"]
-    run_resumable(run_job, parallel, args.out, args.workers, key_fields=KEY)
-    # the cost part times one fit at a time, alone
-    run_resumable(run_job, [j for j in jobs if j["part"] == "cost"], args.out, 1, key_fields=KEY)
+    if not args.report_only:
+        run_resumable(run_job, [j for j in jobs if j["part"] != "cost"], args.out, args.workers, key_fields=KEY)
+        # the cost part times one fit at a time, alone
+        run_resumable(run_job, [j for j in jobs if j["part"] == "cost"], args.out, 1, key_fields=KEY)
     # the report covers every run recorded (other methods, seeds and data sets too), not only this call's
     runs = recorded_runs(args.out, args.smoke)
     recorded = list(dict.fromkeys(r["dataset"] for r in runs))
     result = summarize(runs, [*[d for d in DATASETS if d in recorded], *[d for d in recorded if d not in DATASETS]], args.smoke)
     (args.out / "results.json").write_text(json.dumps(result, indent=1))
     write_markdown(result, args.out / "results.md")
-    for d in datasets:
+    for d in [] if args.report_only else datasets:
         plot_forecasts(runs, d, args.data_root, args.smoke, args.out, custom.get(d))
     return result
 
