@@ -192,7 +192,7 @@ class SparseIndex:
         P = self.postings
         if self._scanner is not None:
             dims = np.arange(self.dim) if dims is None else np.asarray(dims, dtype=np.int64)
-            scores, touched = posting_lists.dense_query_scores(P, dims, w[dims])
+            scores, touched = self._dense_scanner.scores(dims, w[dims])
             return (scores, np.flatnonzero(touched)) if hits else scores
         if dims is None:
             sub, weights = P, w
