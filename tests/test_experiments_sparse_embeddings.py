@@ -55,7 +55,12 @@ def test_bench_retrieval_smoke(tmp_path):
         assert (b["seconds_per_query"]["rerank"] > 0) == ("sparse+rerank@" in name)
         assert all(0 <= share <= 1 for share in b["share"].values())
     assert "### Where the sparse query time goes" in (tmp_path / "results.md").read_text()
+    # the compiled scan and the scipy path, side by side: the same answers
+    compiled = [name for name in sparse if " | compiled | " in name]
+    assert compiled and all(sparse[name]["same_ids_as_scipy"] for name in compiled)
+    assert "### Fastest configuration within a recall budget" in (tmp_path / "results.md").read_text()
     pool = result["pool"]
+    assert all(pool["same_picks_as_scipy"].values()) and set(pool["speedup_over_scipy"]) == set(pool["same_picks_as_scipy"])
     assert pool["ts_exact_same_pick"] is True  # the index without truncation is exact
     assert set(result["campaigns"]["simple_regret"]) == {"TS index (32 weights, shortlist 1000)", "TS dense scan"}
     assert (tmp_path / "results.md").read_text().startswith("# Retrieval and pool-BO benchmark")
