@@ -220,8 +220,9 @@ class SparseIndex:
         width = _check_k(width, self.n, "width")
         dims = np.arange(self.dim) if dims is None else np.asarray(dims, dtype=np.int64)
         if self._dense_scanner is not None:
-            scores, ids, _ = self._dense_scanner.top(dims, w[dims], width)
-            return scores, ids
+            best = self._dense_scanner.top(dims, w[dims], width)
+            if best is not None:
+                return best
         scores, hit = self.dense_query_scores(w, dims, hits=True)
         positive = hit[scores[hit] > 0]
         rows = positive if len(positive) >= width else None
