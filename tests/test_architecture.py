@@ -193,7 +193,7 @@ def test_modules_are_short_or_say_why_not():
 
 
 # ---------------------------------------------------------------------- heavy imports
-HEAVY = ("pytorch_lightning", "lightning", "wandb", "matplotlib", "sklearn", "statsforecast", "faiss", "dask")
+HEAVY = ("pytorch_lightning", "lightning", "wandb", "matplotlib", "sklearn", "statsforecast", "faiss", "dask", "numba")
 
 
 def loaded_after(statement: str) -> set[str]:
