@@ -528,7 +528,8 @@ def summarize(runs: list[dict[str, Any]], datasets: list[str], smoke: bool) -> d
                                               for m in SELECTED},
                                  "warnings": [f"{r['method']} seed {r['seed']}: best val_wape {r['best_val_wape']:.4g} > seasonal naive's "
                                               f"{r['last_val']['val_wape_seasonal_naive']:.4g}" for r in runs
-                                              if r["dataset"] == d and r["part"] == "main" and r.get("warning")]}  # fmt: skip
+                                              if r["dataset"] == d and r["part"] == "main" and seasonal_naive_warning(
+                                                  r.get("best_val_wape"), r.get("last_val", {}).get("val_wape_seasonal_naive"), False)]}  # fmt: skip
         alpha_rows = []
         for a in ALPHAS:
             mine = [r for r in runs if r["dataset"] == d and r["method"] == "hired" and r["part"] in ("main", "alpha")
