@@ -348,7 +348,7 @@ def select_on_validation(
         raise ValueError("select_on_validation: no candidates")
     scores: dict[str, float] = {}
     for name, model in pool.items():
-        trainer = pl.Trainer(accelerator="cpu", logger=False, enable_progress_bar=False, enable_model_summary=False,
+        trainer = pl.Trainer(accelerator="auto", logger=False, enable_progress_bar=False, enable_model_summary=False,
                              enable_checkpointing=False)  # fmt: skip
         logged = trainer.validate(model, datamodule=datamodule, verbose=False)[0]
         if "val_wape" not in logged:
