@@ -143,32 +143,43 @@ def _scan_queries(indptr: Any, indices: Any, data: Any, q_indptr: Any, q_indices
 
 @_jit
 def _dense_top(tile_starts: Any, indices: Any, data: Any, dims: Any, weights: Any, width: int, buffer: Any,
-               out_scores: Any, out_ids: Any) -> int:  # pragma: no cover - compiled
+               touched: Any, out_scores: Any, out_ids: Any) -> int:  # pragma: no cover - compiled
     """The ``width`` best rows scoring ``> 0`` of one dense query through the posting lists of
     ``dims``, sorted (score descending, ties by id); returns how many rows score ``> 0``. When
     that is at least ``width`` these are the ``width`` best of all rows (every row outside the
-    posting lists scores 0). Row tiles of ``len(buffer)`` rows: the posting entries of a tile
-    (``tile_starts[j, t] .. tile_starts[j, t + 1]``) are added into the float64 tile buffer,
-    which stays in cache, then the tile is read in id order, offered and reset."""
+    posting lists scores 0).
+
+    Row tiles of ``len(buffer)`` rows: the posting entries of a tile (``tile_starts[j, t] ..
+    tile_starts[j, t + 1]``) are added into the float64 tile buffer, which stays in cache; a row
+    is listed in ``touched`` when an entry finds its sum at 0. Then each listed row is read,
+    reset and offered (a row listed twice, its sum having come back to exactly 0, reads the reset
+    0 the second time); when the list would outgrow the tile, the whole tile is read in id order
+    instead. The cost follows the posting entries, not the pool's size."""
     tile = buffer.shape[0]
     n_tiles = tile_starts.shape[1] - 1
     size = 0
     positive = 0
     for t in range(n_tiles):
         low = t * tile
+        count = 0
         for e in range(dims.shape[0]):
             j, w = dims[e], weights[e]
             for p in range(tile_starts[j, t], tile_starts[j, t + 1]):
-                buffer[indices[p] - low] += w * data[p]
-        for r in range(tile):
+                r = indices[p] - low
+                if buffer[r] == 0.0 and count <= tile:
+                    if count < tile:
+                        touched[count] = r
+                    count += 1
+                buffer[r] += w * data[p]
+        listed = count <= tile
+        for i in range(count if listed else tile):
+            r = touched[i] if listed else i
             score = buffer[r]
+            buffer[r] = 0.0
             if score > 0.0:
                 positive += 1
-                if size < width or score > out_scores[0]:  # ids rise: an equal score is never better
+                if size < width or _worse(out_scores[0], out_ids[0], score, low + r):
                     size = _offer(out_scores, out_ids, size, width, score, low + r)
-                buffer[r] = 0.0
-            elif score != 0.0:
-                buffer[r] = 0.0
     _heap_sort(out_scores, out_ids, size)
     return positive
 
@@ -251,6 +262,7 @@ class DenseQueryScanner:
         self.tile_starts[:, 1:] = np.cumsum(counts, axis=1)
         self.tile_starts += self.indptr[:-1, None]
         self._tile_buffer = np.zeros(rows, dtype=np.float64)
+        self._touched = np.empty(rows, dtype=np.int64)
 
     def scores(self, dims: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(scores, touched)``: float64 :math:`\\sum_e w_e D_{r, j_e}` over the posting lists
@@ -268,7 +280,8 @@ class DenseQueryScanner:
         scores = np.empty(width, dtype=np.float64)
         ids = np.empty(width, dtype=np.int64)
         positive = _dense_top(self.tile_starts, self.indices, self.data, np.ascontiguousarray(dims, dtype=np.int64),
-                              np.ascontiguousarray(weights, dtype=np.float64), width, self._tile_buffer, scores, ids)
+                              np.ascontiguousarray(weights, dtype=np.float64), width, self._tile_buffer, self._touched,
+                              scores, ids)
         return (scores, ids) if positive >= width else None
 
 
