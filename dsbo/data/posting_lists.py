@@ -150,32 +150,36 @@ def _dense_top(tile_starts: Any, indices: Any, data: Any, dims: Any, weights: An
     posting lists scores 0).
 
     Row tiles of ``len(buffer)`` rows: the posting entries of a tile (``tile_starts[j, t] ..
-    tile_starts[j, t + 1]``) are added into the float64 tile buffer, which stays in cache; a row
-    is listed in ``touched`` when an entry finds its sum at 0. Then each listed row is read,
-    reset and offered (a row listed twice, its sum having come back to exactly 0, reads the reset
-    0 the second time); when the list would outgrow the tile, the whole tile is read in id order
-    instead. The cost follows the posting entries, not the pool's size."""
+    tile_starts[j, t + 1]``) are added into the float64 tile buffer, which stays in cache. A
+    tile with fewer entries than rows (a truncated query) lists each row
+    when an entry finds its sum at 0, then reads, resets and offers the listed rows (a row
+    listed twice, its sum having come back to exactly 0, reads the reset 0 the second time):
+    the cost follows the posting entries, not the pool's size. Other tiles are read whole, in
+    id order."""
     tile = buffer.shape[0]
     n_tiles = tile_starts.shape[1] - 1
     size = 0
     positive = 0
     for t in range(n_tiles):
         low = t * tile
+        entries = 0
+        for e in range(dims.shape[0]):
+            entries += tile_starts[dims[e], t + 1] - tile_starts[dims[e], t]
+        listed = entries < tile
         count = 0
         for e in range(dims.shape[0]):
             j, w = dims[e], weights[e]
             for p in range(tile_starts[j, t], tile_starts[j, t + 1]):
                 r = indices[p] - low
-                if buffer[r] == 0.0 and count <= tile:
-                    if count < tile:
-                        touched[count] = r
+                if listed and buffer[r] == 0.0:
+                    touched[count] = r
                     count += 1
                 buffer[r] += w * data[p]
-        listed = count <= tile
         for i in range(count if listed else tile):
             r = touched[i] if listed else i
             score = buffer[r]
-            buffer[r] = 0.0
+            if score != 0.0:
+                buffer[r] = 0.0
             if score > 0.0:
                 positive += 1
                 if size < width or _worse(out_scores[0], out_ids[0], score, low + r):

@@ -93,16 +93,18 @@ def test_kernel_and_threads_are_checked(monkeypatch):
 
 @pytest.mark.parametrize("tile", [4, 16, 64])
 def test_dense_query_top_in_small_tiles_with_cancelling_sums(monkeypatch, tile):
-    """Row tiles smaller than the pool, and sums that come back to exactly 0 (a row listed
-    twice), and tiles whose touched list overflows: the same rows and scores as the scipy path."""
+    """Row tiles smaller than the pool, read whole or through the list of touched rows, with
+    sums that come back to exactly 0 (a row listed twice): the same rows and scores as the
+    scipy path."""
     monkeypatch.setattr(posting_lists.DenseQueryScanner, "tile", tile)
     rng = np.random.default_rng(7)
-    dense = rng.choice([0.0, 0.0, 1.0, -1.0, 0.5], size=(200, 12)).astype(np.float32)
+    dense = rng.choice([0.0] * 5 + [1.0, -1.0, 0.5], size=(200, 12)).astype(np.float32)
     D = sp.csr_matrix(dense)
     compiled, scipy_path = SparseIndex(D, kernel="compiled"), SparseIndex(D, kernel="scipy")
-    for seed in range(6):
+    for seed in range(9):
         w = np.random.default_rng(seed).choice([1.0, -1.0, 0.5, 2.0], size=12)  # dyadic: cancellations are exact
-        dims = None if seed % 2 else np.array([3, 0, 7, 5])
+        # every dimension (tiles read whole), four (some tiles listed), two (tiles listed)
+        dims = [None, np.array([3, 0, 7, 5]), np.array([3, 0])][seed % 3]
         for width in (1, 5, 40):
             got, ref = compiled.dense_query_top(w, dims, width), scipy_path.dense_query_top(w, dims, width)
             np.testing.assert_array_equal(got[1], ref[1])
