@@ -367,13 +367,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         xq, xdb, match = retrieval_set(args.queries, args.distractors)
         models = smoke_model(SyntheticClassesDataModule(total_classes=10, train_classes=8, eval_classes=1)) if args.smoke else load_models(args.models)
         parts["retrieval"] = retrieval_bench(models, xq, xdb, match, args)
+        # what the retrieval table's header states, kept with the part (a later --parts run keeps it)
+        parts["retrieval"]["settings"] = {key: getattr(args, key) for key in ("repeats", "threshold", "shortlist", "rerank")}
     if "pool" in args.parts:
         parts["pool"] = pool_bench(args)
     if "campaigns" in args.parts:
         parts["campaigns"] = campaign_bench(args)
+    for part in args.parts:
+        parts[part]["measured_at"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
     result = {"smoke": args.smoke, **parts, "settings": settings, "threads": {"torch": torch.get_num_threads(), "faiss": 1, "blas": 1},
-              "carried_over": {part: previous.get("run_at", "an earlier run") for part in PARTS if part not in args.parts},
+              "carried_over": {part: parts[part].get("measured_at", previous.get("run_at", "an earlier run"))
+                               for part in PARTS if part not in args.parts},
               "run_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     (args.out / "results.json").write_text(json.dumps(result, indent=2))
     (args.out / "results.md").write_text(report(result))
@@ -477,12 +482,13 @@ def goal_lines(methods: dict[str, Any]) -> list[str]:
 def report(result: dict[str, Any]) -> str:
     r, p, c = result["retrieval"], result["pool"], result["campaigns"]
     s = result["settings"]
+    rs = {**s, **r.get("settings", {})}  # the retrieval part's own settings where it kept them
     lines = [
         "# Retrieval and pool-BO benchmark (Paria thesis ch. 5)",
         "",
         "Written by `python experiments/bench_retrieval.py" + (" --smoke" if result["smoke"] else "") + "`; "
         "one thread (torch, faiss and numpy/scipy BLAS), methods timed in turns, median of "
-        f"{s['repeats']} repeats; raw numbers in `results.json`, figure `time_vs_recall.png` "
+        f"{rs['repeats']} repeats (retrieval) and {s.get('pool_repeats', 7)} (pool); raw numbers in `results.json`, figure `time_vs_recall.png` "
         "(with the split of the sparse query time, when measured).",
         "",
         *[f"The {part} part is carried over from {when} (this run: `--parts {' '.join(s.get('parts', PARTS))}`)."
@@ -491,8 +497,8 @@ def report(result: dict[str, Any]) -> str:
         f"## Retrieval: {r['n_queries']} queries against {r['n_database']} rows "
         f"({r['n_queries']} matches + {r['n_database'] - r['n_queries']} distractors), top-1",
         "",
-        f"Sparse: threshold {s['threshold']}, shortlist {s['shortlist']} (`sparse+rerank@S`: the S best sparse scores), "
-        f"re-ranked with {RERANK_TEXT[s.get('rerank', 'own')]}. Dense baselines on the dense model "
+        f"Sparse: threshold {rs['threshold']}, shortlist {rs['shortlist']} (`sparse+rerank@S`: the S best sparse scores), "
+        f"re-ranked with {RERANK_TEXT[rs.get('rerank', 'own')]}. Dense baselines on the dense model "
         f"`{r['dense_model']}`; IVF nlist {r['ivf_nlist']}.",
         "",
         "| method | recall@1 | loss vs dense (points) | ms/query | speed-up vs faiss Flat | vs torch | nnz/row | FLOPs/row |",
