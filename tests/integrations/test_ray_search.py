@@ -31,6 +31,10 @@ KINDS = {"a": 0.0, "b": 0.5, "c": 1.0}
 FAST = {"surrogate": "gp", "n_init": 3, "optimizer": OptimizerSettings(num_restarts=2, raw_samples=32)}
 SPACE = {"x": dsbo.Float(-1.0, 1.0), "n": dsbo.Int(0, 7), "kind": dsbo.Choice(list(KINDS))}
 PARAM_SPACE = {"x": tune.uniform(-1.0, 1.0), "n": tune.randint(0, 8), "kind": tune.choice(list(KINDS))}
+#: Spaces without the values the trainable fails on (n = 6 reports NaN, n = 7 crashes), for tests
+#: that expect every trial to complete: a proposal may land on any n.
+SAFE_SPACE = {**SPACE, "n": dsbo.Int(0, 5)}
+SAFE_PARAM_SPACE = {**PARAM_SPACE, "n": tune.randint(0, 6)}
 
 
 def loss_of(config):
@@ -83,15 +87,16 @@ def test_a_param_space_searched_in_min_mode_points_to_evaluate_first(ray_cluster
     first = {"x": 0.3, "n": 3, "kind": "a", "steps": 2}
     searcher = DsboSearch(points_to_evaluate=[first], **FAST)
     results = fit(tmp_path, ConcurrencyLimiter(searcher, max_concurrent=2), 8,
-                  param_space={**PARAM_SPACE, "steps": 2}, metric="loss", mode="min")  # fmt: skip
+                  param_space={**SAFE_PARAM_SPACE, "steps": 2}, metric="loss", mode="min")  # fmt: skip
     assert len(results) == 8 and not results.errors
     for result in results:  # inside the space, of the right types, the constant merged in
         config = result.config
-        assert -1.0 <= config["x"] <= 1.0 and 0 <= config["n"] <= 7 and config["steps"] == 2
+        assert -1.0 <= config["x"] <= 1.0 and 0 <= config["n"] <= 5 and config["steps"] == 2
         assert isinstance(config["x"], float) and isinstance(config["n"], int) and config["kind"] in KINDS
     trials = record(searcher)
     assert len(trials) == 8
-    assert all(t.status == "completed" for t in trials.values()), [(t.id, t.status, t.error) for t in trials.values()]
+    assert all(t.status == "completed" for t in trials.values()), [(t.id, t.status, t.error) for t in trials.values()
+                                                                   if t.status != "completed"]
     enqueued = min(trials.values(), key=lambda t: t.id)
     assert enqueued.generator == "enqueued" and searcher.tuner.campaign.problem.params(enqueued.x) == {
         k: first[k] for k in ("x", "n", "kind")}  # fmt: skip
@@ -143,7 +148,7 @@ def test_trials_asha_stops_are_completed_at_their_last_value(ray_cluster, tmp_pa
 
 
 def test_save_and_restore_continue_the_search(ray_cluster, tmp_path):
-    searcher = DsboSearch(SPACE, metric="loss", mode="min", **FAST)
+    searcher = DsboSearch(SAFE_SPACE, metric="loss", mode="min", **FAST)
     fit(tmp_path / "first", ConcurrencyLimiter(searcher, max_concurrent=2), 3)
     assert list((tmp_path / "first" / "run").glob("searcher-state-*.pkl"))  # Ray saved it as it ran
     searcher.save(str(tmp_path / "searcher.pkl"))
