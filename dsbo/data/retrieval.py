@@ -161,10 +161,11 @@ class SparseIndex:
         self.postings.sort_indices()
         #: ``"compiled"`` or ``"scipy"``: the path :meth:`search` takes.
         self.kernel = "compiled" if kernel == "compiled" or (kernel == "auto" and posting_lists.available()) else "scipy"
-        self._scanner = self._dense_scanner = None
-        if self.kernel == "compiled":
-            self._scanner = posting_lists.PostingScanner(self.postings, int(threads))
-            self._dense_scanner = posting_lists.DenseQueryScanner(self.postings)
+        self.threads = int(threads)
+        # the compiled scanners, built on first use: a retrieval index needs only the first, a
+        # pool's only the second (each holds its own unsigned copy of the posting lists)
+        self._scanner: posting_lists.PostingScanner | None = None
+        self._dense_scanner: posting_lists.DenseQueryScanner | None = None
         self.dense = None
         if dense is not None:
             self.dense = np.ascontiguousarray(_as_matrix(dense, "index dense vectors"))
@@ -190,9 +191,9 @@ class SparseIndex:
         if len(w) != self.dim:
             raise DataError(f"the query has {len(w)} dimensions, the index has {self.dim}")
         P = self.postings
-        if self._scanner is not None:
+        if self.kernel == "compiled":
             dims = np.arange(self.dim) if dims is None else np.asarray(dims, dtype=np.int64)
-            scores, touched = self._dense_scanner.scores(dims, w[dims])
+            scores, touched = self._dense_query_scanner().scores(dims, w[dims])
             return (scores, np.flatnonzero(touched)) if hits else scores
         if dims is None:
             sub, weights = P, w
@@ -219,8 +220,8 @@ class SparseIndex:
             raise DataError(f"the query has {len(w)} dimensions, the index has {self.dim}")
         width = _check_k(width, self.n, "width")
         dims = np.arange(self.dim) if dims is None else np.asarray(dims, dtype=np.int64)
-        if self._dense_scanner is not None:
-            best = self._dense_scanner.top(dims, w[dims], width)
+        if self.kernel == "compiled":
+            best = self._dense_query_scanner().top(dims, w[dims], width)
             if best is not None:
                 return best
         scores, hit = self.dense_query_scores(w, dims, hits=True)
@@ -280,7 +281,7 @@ class SparseIndex:
             raise DataError(f"dense queries have {dq.shape[0]} rows, the sparse queries {m}")
         out_scores = np.empty((m, k), dtype=np.float32)
         out_ids = np.empty((m, k), dtype=np.int64)
-        search = self._search_compiled if self._scanner is not None else self._search_scipy
+        search = self._search_compiled if self.kernel == "compiled" else self._search_scipy
         search(Q, k, shortlist, threshold, dq if rerank else None, out_scores, out_ids, parts)
         if parts is not None:
             total = time.perf_counter() - started
@@ -322,6 +323,16 @@ class SparseIndex:
             self._select(B, k, shortlist, threshold, None if dq is None else dq[rows_out], block_scores, block_ids, parts)
             out_scores[rows_out], out_ids[rows_out] = block_scores, block_ids
 
+    def _query_scanner(self) -> posting_lists.PostingScanner:
+        if self._scanner is None:
+            self._scanner = posting_lists.PostingScanner(self.postings, self.threads)
+        return self._scanner
+
+    def _dense_query_scanner(self) -> posting_lists.DenseQueryScanner:
+        if self._dense_scanner is None:
+            self._dense_scanner = posting_lists.DenseQueryScanner(self.postings)
+        return self._dense_scanner
+
     def _search_compiled(self, Q: sp.csr_matrix, k: int, shortlist: int, threshold: float | None,
                          dq: np.ndarray | None, out_scores: np.ndarray, out_ids: np.ndarray,
                          parts: dict[str, float] | None) -> None:
@@ -335,7 +346,7 @@ class SparseIndex:
             stop = min(Q.shape[0], start + int(self.chunk))
             if parts is not None:
                 tick = time.perf_counter()
-            scores, ids, kept = self._scanner.top(Q[start:stop], k, width, cut)
+            scores, ids, kept = self._query_scanner().top(Q[start:stop], k, width, cut)
             if parts is not None:
                 tock = time.perf_counter()
                 parts["scoring"] += tock - tick
