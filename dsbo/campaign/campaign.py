@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
@@ -73,6 +74,15 @@ if TYPE_CHECKING:
 #: GPyTorch switches from Cholesky to conjugate gradients above 800 points by default; a
 #: campaign keeps its exact GPs exact (and their timings honest) up to this size.
 EXACT_CHOLESKY_SIZE = 100_000
+
+#: Held by every campaign of the process while it fits and proposes (:meth:`Campaign.ask`,
+#: :meth:`Campaign.fit_model`; re-entrant). GPyTorch's and BoTorch's settings are class
+#: attributes that a ``with`` block sets and restores, torch's RNG and thread count are
+#: process-wide too: two threads proposing at once (two Optuna samplers or two Tuners in one
+#: process) interleave those blocks and can leave a setting switched for everyone, e.g.
+#: ``lazily_evaluate_kernels`` off, and reseed each other's proposals. One proposal at a time
+#: keeps each campaign's proposals what they would be alone.
+MODEL_LOCK = threading.RLock()
 #: Seeds are 32-bit unsigned integers (NumPy's and Sobol's limit).
 
 
@@ -368,7 +378,7 @@ class Campaign(GivenPoints, CampaignResults):
         value that is not a finite number > 0) is returned already failed, with the reason:
         evaluate only the trials whose ``status`` is ``"pending"``.
         """
-        with self.store.proposal_lock(), self._fixed_for_ask(fixed):
+        with MODEL_LOCK, self.store.proposal_lock(), self._fixed_for_ask(fixed):
             return self._ask(q, contexts)
 
     def _ask(self, q: int | None, contexts: ContextValues | None) -> list[Trial]:
@@ -578,6 +588,10 @@ class Campaign(GivenPoints, CampaignResults):
         """The campaign's surrogate fitted on ``(X, Y)``, as a BO step fits it; by default on
         the completed trials, outcomes warped as the campaign warps them (the run report's);
         warm-started from the fit states the last proposal kept (:mod:`dsbo.surrogates.warm_start`)."""
+        with MODEL_LOCK:
+            return self._fit_model(X, Y)
+
+    def _fit_model(self, X: Tensor | None, Y: Tensor | None) -> Any:
         if self.early_stopping is not None and self.early_stopping.model == "fidelity":
             return fit_fidelity_model(self.store, self.early_stopping, self.problem.bounds)
         if X is None or Y is None:
@@ -597,4 +611,4 @@ def _driver() -> Any:
     return driver
 
 
-__all__ = ["EXACT_CHOLESKY_SIZE", "MAX_SEED", "Campaign"]
+__all__ = ["EXACT_CHOLESKY_SIZE", "MAX_SEED", "MODEL_LOCK", "Campaign"]

@@ -35,7 +35,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -318,19 +318,26 @@ class Tuner:
         return self.outcomes.objectives[0].direction
 
     @contextmanager
-    def _torch_threads(self) -> Iterator[None]:
-        """Torch's intra-op threads set to ``threads`` for the block, restored after."""
-        if self.threads is None:
-            yield
-            return
-        import torch
+    def _torch_threads(self, proposing: bool = True) -> Iterator[None]:
+        """Torch's intra-op threads set to ``threads`` for the block, restored after; while
+        ``proposing``, under the campaigns' :data:`~dsbo.campaign.campaign.MODEL_LOCK` (the
+        thread count is process-wide: two Tuners asking in two threads would restore each
+        other's). A whole :meth:`run` sets it without the lock, so that the evaluations of
+        runs in other threads are not held up."""
+        from dsbo.campaign.campaign import MODEL_LOCK
 
-        before = torch.get_num_threads()
-        torch.set_num_threads(self.threads)
-        try:
-            yield
-        finally:
-            torch.set_num_threads(before)
+        with MODEL_LOCK if proposing else nullcontext():
+            if self.threads is None:
+                yield
+                return
+            import torch
+
+            before = torch.get_num_threads()
+            torch.set_num_threads(self.threads)
+            try:
+                yield
+            finally:
+                torch.set_num_threads(before)
 
     # ------------------------------------------------------------------ ask / tell
     def ask(self, n: int | None = None, *, fixed: Mapping[str, Any] | None = None) -> Any:
@@ -445,7 +452,7 @@ class Tuner:
                 "trial.report(step, value) and trial.should_stop()"
             )
         try:
-            with self._torch_threads():
+            with self._torch_threads(proposing=False):
                 self.campaign.run()
         except TooManyFailuresError as exc:
             exc.result = self.result()

@@ -91,10 +91,16 @@ checked in ``tests/surrogates/test_sparse_gp.py``:
   ``ExactMarginalLogLikelihood`` build the dense ``n x n`` covariance and take its Cholesky
   factor (``O(n^3)``); the factories fit under :func:`woodbury_log_prob` instead.
 
+- The model is a :class:`SparseSingleTaskGP`, whose prior covariance at prediction time is
+  always GPyTorch's lazily evaluated kernel tensor, whatever ``lazily_evaluate_kernels`` says.
+  GPyTorch picks the prediction strategy from that lazy tensor and slices the joint prior of
+  training and test points through it; with the flag off (a process-wide switch that two
+  threads using GPyTorch at once can leave off) a plain ``SingleTaskGP`` would evaluate the
+  joint ``(n + t) x (n + t)`` kernel densely and predict with the exact GP's strategy on it:
+  neither predictive, and ``O(n^3)``.
+
 Limitations: the SGPR prediction strategy has no fantasy updates, so acquisition functions
-that fantasize (knowledge gradient, ``condition_on_observations``) are not supported; the
-predictions rely on GPyTorch's lazy kernel evaluation (``lazily_evaluate_kernels``, on by
-default).
+that fantasize (knowledge gradient, ``condition_on_observations``) are not supported.
 
 References:
     M. Titsias. Variational learning of inducing variables in sparse Gaussian processes.
@@ -125,6 +131,7 @@ from botorch.models.utils.gpytorch_modules import get_covar_module_with_dim_scal
 from gpytorch import settings
 from gpytorch.distributions import MultivariateNormal
 from gpytorch.kernels import InducingPointKernel, Kernel
+from gpytorch.lazy import LazyEvaluatedKernelTensor
 from gpytorch.likelihoods import Likelihood
 from gpytorch.mlls import ExactMarginalLogLikelihood
 from gpytorch.models.exact_prediction_strategies import SGPRPredictionStrategy
@@ -180,6 +187,23 @@ class SparsePredictionStrategy(SGPRPredictionStrategy):
             root = root.expand(*test_train_covar.shape[:-2], *root.shape[-2:])
             test_train_covar = MatmulLinearOperator(root, root.mT)
         return super().exact_prediction(test_mean, test_test_covar, test_train_covar)
+
+
+class SparseSingleTaskGP(SingleTaskGP):
+    """A BoTorch ``SingleTaskGP`` around a :class:`VFEKernel` or :class:`FITCKernel`.
+
+    At prediction time its prior covariance is a ``LazyEvaluatedKernelTensor`` built here,
+    not by ``Kernel.__call__`` under GPyTorch's global ``lazily_evaluate_kernels`` flag: the
+    SGPR prediction strategy is chosen from it, and the joint prior of training and test
+    points is sliced into ``k(X_*, X_*)`` and ``Q_*n`` without forming the ``n x n`` block.
+    In training mode it is ``SingleTaskGP.forward`` unchanged.
+    """
+
+    def forward(self, x: Tensor) -> MultivariateNormal:
+        if self.training:
+            return super().forward(x)
+        mean = self.mean_module(x)
+        return MultivariateNormal(mean, LazyEvaluatedKernelTensor(x, x, kernel=self.covar_module))
 
 
 class _SparseKernel(InducingPointKernel):
@@ -345,8 +369,8 @@ def build_sparse_gp(
     kernel: str = "rbf",
     seed: int = 0,
     inducing_points: Tensor | None = None,
-) -> SingleTaskGP:
-    """An unfitted ``SingleTaskGP`` whose kernel is :class:`VFEKernel` (``method="vfe"``) or
+) -> SparseSingleTaskGP:
+    """An unfitted :class:`SparseSingleTaskGP` whose kernel is :class:`VFEKernel` (``method="vfe"``) or
     :class:`FITCKernel` (``method="fitc"``) around an ARD RBF or Matern-5/2 kernel.
 
     ``inducing_points`` (``m x d``, in the normalized input coordinates) overrides the
@@ -370,7 +394,7 @@ def build_sparse_gp(
             num_inducing, d, seed, dtype=train_X.dtype, device=train_X.device
         )
     base = get_covar_module_with_dim_scaled_prior(ard_num_dims=d, use_rbf_kernel=kernel == "rbf")
-    model = SingleTaskGP(
+    model = SparseSingleTaskGP(
         train_X,
         train_Y,
         train_Yvar=train_Yvar,
@@ -401,7 +425,7 @@ def woodbury_log_prob() -> settings.fast_computations:
     )
 
 
-def _fit(model: SingleTaskGP, method: str, maxiter: int | None) -> SingleTaskGP:
+def _fit(model: SparseSingleTaskGP, method: str, maxiter: int | None) -> SparseSingleTaskGP:
     """Maximize the objective with ``fit_gpytorch_mll`` under :func:`woodbury_log_prob`
     (L-BFGS-B; at most ``maxiter`` iterations per attempt when given, else BoTorch's
     default)."""
@@ -427,7 +451,7 @@ def fit_sparse_gp(
     kernel: str = "rbf",
     seed: int = 0,
     maxiter: int | None = None,
-) -> SingleTaskGP:
+) -> SparseSingleTaskGP:
     """The ``method`` (``vfe`` or ``fitc``) sparse GP of the module docstring, fitted by
     ``fit_gpytorch_mll``; registered as the surrogates ``vfe`` and ``fitc``.
 

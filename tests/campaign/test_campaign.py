@@ -319,3 +319,42 @@ def test_callbacks_that_are_not_callables_are_refused():
     with pytest.raises(ConfigError, match="callbacks"):
         Execution(evaluator=print, callbacks=[1])
     assert Execution(evaluator=print, callbacks=(print,)).callbacks == [print]
+
+
+def test_campaigns_in_two_threads_propose_one_at_a_time(fast_optimizer, monkeypatch):
+    """GPyTorch's and BoTorch's settings, torch's RNG and thread count are process-wide:
+    a campaign's fit and proposal hold ``MODEL_LOCK``, so a second thread's proposal waits
+    (here its fit would start inside the first one's), and the same seeds give the
+    proposals the campaigns make alone."""
+    import threading
+    import time
+
+    import gpytorch
+
+    from dsbo.campaign import campaign as campaign_module
+
+    alone = [small_campaign(fast_optimizer, seed=s, budget=6).run().history[["x0", "x1"]].to_numpy() for s in (3, 4)]
+    spans: list[tuple[float, float]] = []
+    fit = campaign_module.Campaign._fit_model
+
+    def slow_fit(self, X, Y):
+        start = time.perf_counter()
+        time.sleep(0.2)
+        try:
+            return fit(self, X, Y)
+        finally:
+            spans.append((start, time.perf_counter()))
+
+    monkeypatch.setattr(campaign_module.Campaign, "_fit_model", slow_fit)
+    campaigns = [small_campaign(fast_optimizer, seed=s, budget=6) for s in (3, 4)]
+    threads = [threading.Thread(target=c.run) for c in campaigns]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    spans.sort()
+    assert len(spans) == 4
+    assert all(end <= next_start for (_, end), (next_start, _) in zip(spans, spans[1:], strict=False))
+    for c, X in zip(campaigns, alone, strict=True):
+        assert (c.result().history[["x0", "x1"]].to_numpy() == X).all()
+    assert gpytorch.settings.lazily_evaluate_kernels._state is None

@@ -10,6 +10,7 @@ import math
 import threading
 import time
 
+import gpytorch
 import pytest
 
 optuna = pytest.importorskip("optuna")
@@ -224,6 +225,10 @@ def test_two_threads_share_a_sqlite_study(tmp_path):
     points = [(t.params["x"], t.params["y"]) for t in study.trials]
     assert len(set(points)) == 6
     assert sum(len(s.timings) for s in samplers) >= 3
+    # the two samplers' proposals took turns (Campaign's MODEL_LOCK): GPyTorch's process-wide
+    # settings are back at their defaults (interleaved, a thread could leave lazy kernels off)
+    assert gpytorch.settings.lazily_evaluate_kernels._state is None
+    assert gpytorch.settings.fast_pred_var._state is None
 
 
 def test_an_enqueued_parameter_is_held_and_the_rest_proposed():

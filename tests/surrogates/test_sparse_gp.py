@@ -19,6 +19,7 @@ from botorch.models.transforms.input import Normalize
 from botorch.models.transforms.outcome import Standardize
 from botorch.optim import optimize_acqf
 from botorch.optim.closures import get_loss_closure
+from gpytorch import settings
 from gpytorch.kernels import RBFKernel
 from gpytorch.mlls import ExactMarginalLogLikelihood
 from linear_operator.operators import LowRankRootAddedDiagLinearOperator
@@ -107,6 +108,14 @@ def data():
     return X, Z
 
 
+@pytest.fixture(params=["lazy", "eager"])
+def kernel_evaluation(request):
+    """GPyTorch's process-wide ``lazily_evaluate_kernels`` on (its default) and off: two
+    threads using GPyTorch at once can leave it off, and the predictions must not change."""
+    with settings.lazily_evaluate_kernels(request.param == "lazy"):
+        yield request.param
+
+
 # (a) ----------------------------------------------------------------------------------------
 def test_vfe_objective_is_titsias_bound(data):
     """log N(y | mu, Q + s2 I) - tr(K - Q) / (2 s2) + log priors, divided by n (GPyTorch's
@@ -169,6 +178,7 @@ class _LargestTensor(TorchFunctionMode):
 
 
 @pytest.mark.parametrize("method", ["vfe", "fitc"])
+@pytest.mark.usefixtures("kernel_evaluation")
 def test_objective_and_predictions_never_form_an_n_by_n_matrix(method):
     """The fitted objective (and its gradient) and the posterior cost O(n m^2): no tensor
     reaches n x n (BoTorch's default log_prob would form it and take its Cholesky)."""
@@ -229,6 +239,7 @@ def test_inducing_points_at_training_inputs_give_the_exact_gp(method):
 
 # (d) ----------------------------------------------------------------------------------------
 @pytest.mark.parametrize("method", ["vfe", "fitc"])
+@pytest.mark.usefixtures("kernel_evaluation")
 def test_predictive_matches_dense_formulas(method, data):
     """mean = mu + K_*m S K_mn L^-1 (y - mu), cov = K_** - Q_** + K_*m S K_m* with
     S = (K_mm + K_mn L^-1 K_nm)^-1 and L = diag(K_nn - Q_nn) + s2 I (FITC, Snelson) or
@@ -270,6 +281,7 @@ def test_predictive_matches_dense_formulas(method, data):
             assert torch.allclose(post.distribution.covariance_matrix[b], cov, rtol=0, atol=1e-8)
 
 
+@pytest.mark.usefixtures("kernel_evaluation")
 def test_the_two_predictives_differ(data):
     """Sanity check that (d) can tell VFE's predictive from FITC's on the same parameters."""
     X, Z = data
