@@ -45,8 +45,13 @@ moments (:meth:`PowerLawEnsemble.predict_mean_cov`):
         + \operatorname{diag}\Big(\frac1M \sum_m \sigma_m^2\Big),
 
 whose diagonal is :math:`\frac1M \sum_m (\sigma_m^2 + \mu_m^2) - \bar\mu^2`, the predictive
-variance of an *observation* (the aleatoric noise is already in it; the module has no
-``noise_var``). The prefix columns of a row (the curve observed so far) are not read.
+variance of an *observation*. The two parts are kept apart:
+:meth:`PowerLawEnsemble.predict_mean_cov` gives the members' disagreement (the first term,
+the uncertainty about the noise-free value, which an expected improvement on the value
+itself needs) and :meth:`PowerLawEnsemble.noise_variance` the mean aleatoric variance
+:math:`\frac1M \sum_m \sigma_m^2(x)` of each row (heteroscedastic: it depends on the
+configuration), which an observation adds. The prefix columns of a row (the curve observed so
+far) are not read.
 
 Example:
     >>> model = PowerLawEnsemble(num_params=2, max_steps=10, num_members=3, width=16)
@@ -56,6 +61,8 @@ Example:
     [(3, 4), (3, 4)]
     >>> [tuple(v.shape) for v in model.predict_mean_cov(rows)]
     [(4,), (4, 4)]
+    >>> tuple(model.noise_variance(rows).shape)      # what an observation adds, per row
+    (4,)
 """
 
 from __future__ import annotations
@@ -187,14 +194,19 @@ class PowerLawEnsemble(pl.LightningModule):
         return mean, log_var.exp()
 
     def predict_mean_cov(self, rows: Tensor) -> tuple[Tensor, Tensor]:
-        """The mixture's mean (``... x n``) and covariance (``... x n x n``) at ``rows``
-        (``... x n x width``): the module docstring's moments, positive semidefinite; the
-        diagonal is the predictive variance of an observation (noise included)."""
-        means, variances = self(rows)
+        """The mixture's mean (``... x n``) and the covariance of the noise-free value
+        (``... x n x n``, the members' disagreement, positive semidefinite) at ``rows``
+        (``... x n x width``). The covariance of observations adds
+        ``diag(noise_variance(rows))`` (the module docstring's moments)."""
+        means, _ = self(rows)
         mean = means.mean(0)
         centered = means - mean
-        cov = torch.einsum("m...i,m...j->...ij", centered, centered) / self.num_members
-        return mean, cov + torch.diag_embed(variances.mean(0))
+        return mean, torch.einsum("m...i,m...j->...ij", centered, centered) / self.num_members
+
+    def noise_variance(self, rows: Tensor) -> Tensor:
+        r"""The members' mean aleatoric variance :math:`\frac1M \sum_m \sigma_m^2` at each row
+        (``... x n``): what an observation adds to :meth:`predict_mean_cov`'s diagonal."""
+        return self(rows)[1].mean(0)
 
     def training_step(self, batch: tuple[Tensor, Tensor, Tensor], batch_idx: int) -> Tensor:
         """The mean over members (and points) of the Gaussian negative log-likelihood."""

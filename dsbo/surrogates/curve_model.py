@@ -38,6 +38,7 @@ from gpytorch.distributions import MultivariateNormal
 from torch import Tensor
 
 from dsbo.errors import ConfigError, DataError
+from dsbo.surrogates.zoo_models import observation_noise_variance
 
 #: Name -> (zoo module, class, default options).
 CURVE_MODELS: dict[str, tuple[str, str, dict[str, Any]]] = {
@@ -207,12 +208,15 @@ class CurveModel(Model):
                     blocks = cov.diagonal().reshape(-1, 1, 1)
                 else:
                     blocks = torch.stack([cov[i * q : (i + 1) * q, i * q : (i + 1) * q] for i in range(chunk.shape[0])])
+                noise = torch.zeros(blocks.shape[0], q, dtype=torch.float64)
+                if observation_noise is True:  # what an observation adds, per row or one value
+                    added = torch.as_tensor(observation_noise_variance(self.module, rows), dtype=torch.float64)
+                    noise = noise + (added.cpu().reshape(-1, q) if added.ndim else added)
                 means.append(mean.reshape(-1, q).double().cpu())
-                covs.append(blocks.double().cpu())
+                covs.append(blocks.double().cpu() + torch.diag_embed(noise))
         mean = torch.cat(means).reshape(*batch, q)
         cov = torch.cat(covs).reshape(*batch, q, q)
-        noise = float(getattr(self.module, "noise_var", 0.0)) if observation_noise is True else 0.0
-        cov = cov + (JITTER + noise) * torch.eye(q, dtype=torch.float64)
+        cov = cov + JITTER * torch.eye(q, dtype=torch.float64)
         mean, cov = self.mean + self.scale * mean, self.scale**2 * cov
         if unbatched:
             mean, cov = mean.squeeze(0), cov.squeeze(0)

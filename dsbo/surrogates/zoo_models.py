@@ -42,6 +42,18 @@ POSTERIOR_KINDS = ("ensemble", "gaussian")
 GAUSSIAN_JITTER = 1e-9
 
 
+def observation_noise_variance(module: torch.nn.Module, inputs: Tensor) -> Tensor | float:
+    """What an observation adds to a ``"gaussian"`` zoo module's variance at ``inputs``
+    (``... x n x width``; ``predict_mean_cov`` gives the noise-free value's): the module's
+    per-row ``noise_variance(inputs)`` (``... x n``, heteroscedastic, e.g. the power-law
+    ensemble's aleatoric variance), else its scalar ``noise_var`` (the deep-kernel GP, the
+    Bayesian linear head), else 0."""
+    per_row = getattr(module, "noise_variance", None)
+    if callable(per_row):
+        return per_row(inputs)
+    return float(getattr(module, "noise_var", 0.0))
+
+
 # ---------------------------------------------------------------------------- posteriors
 class NeuralEnsemblePosterior(EnsemblePosterior):
     r"""An ``EnsemblePosterior`` that also takes ``N(0, 1)`` base samples.
@@ -172,14 +184,16 @@ class NeuralGaussianModel(_ZooModel, Model):
         if unbatched:
             Xt = Xt.unsqueeze(0)
         batch = Xt.shape[:-2]
-        mean, cov = self.module.predict_mean_cov(self.module_input(Xt.reshape(-1, *Xt.shape[-2:])))
+        inputs = self.module_input(Xt.reshape(-1, *Xt.shape[-2:]))
+        mean, cov = self.module.predict_mean_cov(inputs)
         mean = mean.reshape(*batch, -1).to(X)
         cov = cov.reshape(*batch, *cov.shape[-2:]).to(X)
         diag = torch.full_like(mean, GAUSSIAN_JITTER)
         if isinstance(observation_noise, Tensor):
             raise UnsupportedError("pass observation_noise=True; a noise tensor is not supported")
         if observation_noise:
-            diag = diag + float(getattr(self.module, "noise_var", 0.0))
+            noise = observation_noise_variance(self.module, inputs)
+            diag = diag + (noise.reshape(mean.shape).to(X) if isinstance(noise, Tensor) else noise)
         cov = cov + torch.diag_embed(diag)
         if unbatched:
             mean, cov = mean.squeeze(0), cov.squeeze(0)

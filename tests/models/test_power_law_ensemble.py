@@ -38,8 +38,11 @@ def test_member_curves_end_at_c_are_monotone_and_the_mixture_moments_hold():
     mu, var = model(rows)
     centered = mu - mu.mean(0)
     torch.testing.assert_close(mean, mu.mean(0))
-    torch.testing.assert_close(cov, centered.T @ centered / 4 + torch.diag(var.mean(0)))
-    torch.testing.assert_close(cov.diagonal(), (var + mu**2).mean(0) - mean**2)
+    torch.testing.assert_close(cov, centered.T @ centered / 4)  # the noise-free value
+    noise = model.noise_variance(rows)
+    torch.testing.assert_close(noise, var.mean(0))
+    # an observation's variance: the mixture's second moment
+    torch.testing.assert_close(cov.diagonal() + noise, (var + mu**2).mean(0) - mean**2)
     assert torch.allclose(cov, cov.T) and torch.linalg.eigvalsh(cov).min() >= -1e-6
     batched_mean, batched_cov = model.predict_mean_cov(torch.stack([rows, rows.flip(0)]))
     assert batched_mean.shape == (2, 7) and batched_cov.shape == (2, 7, 7)
@@ -66,15 +69,16 @@ def test_extrapolates_final_values_of_short_curves():
     short = lengths <= 5
     k = int(short.sum())
     assert k >= 5
+    final_rows = layout.rows(x[short], torch.full((k,), T), torch.zeros(k, T), torch.zeros(k))
     with torch.no_grad():
-        mean, cov = model.predict_mean_cov(
-            layout.rows(x[short], torch.full((k,), T), torch.zeros(k, T), torch.zeros(k))
-        )
+        mean, cov = model.predict_mean_cov(final_rows)
+        noise = model.noise_variance(final_rows)
     final = curves[short, -1]
     last_seen = curves[short].gather(1, (lengths[short] - 1)[:, None]).squeeze(1)
     error, naive = (mean - final).abs().mean(), (last_seen - final).abs().mean()
     assert error < 0.5 * naive, (error, naive)
-    covered = ((mean - final).abs() <= 1.645 * cov.diagonal().sqrt()).double().mean()
+    sd = (cov.diagonal() + noise).sqrt()  # of an observed final value
+    covered = ((mean - final).abs() <= 1.645 * sd).double().mean()
     assert 0.5 <= covered <= 1.0
 
 
