@@ -588,7 +588,7 @@ class Campaign(GivenPoints, CampaignResults):
         """The campaign's surrogate fitted on ``(X, Y)``, as a BO step fits it; by default on
         the completed trials, outcomes warped as the campaign warps them (the run report's);
         warm-started from the fit states the last proposal kept (:mod:`dsbo.surrogates.warm_start`)."""
-        with MODEL_LOCK:
+        with MODEL_LOCK, gpytorch.settings.max_cholesky_size(EXACT_CHOLESKY_SIZE):
             return self._fit_model(X, Y)
 
     def _fit_model(self, X: Tensor | None, Y: Tensor | None) -> Any:
@@ -600,8 +600,8 @@ class Campaign(GivenPoints, CampaignResults):
         if (related := self._related_model(X, Y)) is not None:  # a multi-task GP with related tasks
             return related
         previous = self.store.get_meta(warm_start.META_KEY)
-        with gpytorch.settings.max_cholesky_size(EXACT_CHOLESKY_SIZE):
-            return fit_surrogate(self.surrogate, X, Y, self.problem.bounds, selection_seed=self.seed, previous_fits=previous, categorical_groups=self.problem.space.one_hot_groups)  # fmt: skip
+        return fit_surrogate(self.surrogate, X, Y, self.problem.bounds, selection_seed=self.seed, previous_fits=previous, categorical_groups=self.problem.space.one_hot_groups)  # fmt: skip
+
 
 def _driver() -> Any:
     """The runtime's driver module: the one import of this layer from a higher one (the

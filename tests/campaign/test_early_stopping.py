@@ -287,6 +287,23 @@ def test_the_fidelity_model_proposes_from_the_curves_at_the_rungs():
     assert [t.generator.removesuffix("+explore") for t in campaign.store.trials()][4:] == ["qlognei"] * 5
 
 
+def test_the_fidelity_model_is_fitted_with_exact_solves(monkeypatch):
+    """Like every campaign GP, the fidelity GP is fitted under EXACT_CHOLESKY_SIZE (GPyTorch's
+    default switches to iterative solves above 800 points)."""
+    import gpytorch
+
+    from dsbo.campaign import campaign as campaign_module
+
+    result = dsbo.minimize(make_train(), SPACE, budget=5, early_stopping={"name": "asha", "model": "fidelity"},
+                           max_steps=9, **FAST)
+    seen = []
+    fit = campaign_module.fit_fidelity_model
+    monkeypatch.setattr(campaign_module, "fit_fidelity_model",
+                        lambda *a, **k: seen.append(gpytorch.settings.max_cholesky_size.value()) or fit(*a, **k))
+    result.campaign.fit_model()
+    assert seen == [campaign_module.EXACT_CHOLESKY_SIZE]
+
+
 def test_mf_kg_plans_each_trials_steps_and_stops_it_there():
     from dsbo.acquisition import OptimizerSettings
 
