@@ -280,6 +280,8 @@ class Campaign(GivenPoints, CampaignResults):
         self.worker = new_worker_id()
         self.store: Store = open_store(store)
         check_store_identity(self.store, self.problem, {"seed": seed, "budget": self.budget, "budget_cost": self.budget_cost})
+        if self.early_stopping is not None:  # a resumed campaign, a worker joining: the ended curves once
+            self.early_stopping.load_ended(self.store)
         self.timings: list[dict[str, float]] = []
 
     # ------------------------------------------------------------------ setup

@@ -138,14 +138,17 @@ class EarlyStopping:
         if getattr(policy, "name", None) == "mf-kg" and (settings is None or settings.model != "fidelity"):
             raise ConfigError("acquisition 'mf-kg' needs early_stopping with model: fidelity (and max_steps)")
 
-    def decide(self, store: Store, trial_id: int, sign: float = 1.0) -> Decision:
-        """The rule's decision for running trial ``trial_id`` from the curves in ``store``
-        (its reason written with values in the user's direction: ``sign`` times stored)."""
-        if self.rule is None:
-            return Decision(False, "no stopping rule")
-        statuses = store.statuses()
-        # an ended trial's curve is read once (its status is checked: an abandoned trial told late
-        # becomes completed); running trials' curves are read at every decision
+    def load_ended(self, store: Store) -> None:
+        """Read the curves of the trials that have ended into the cache that :meth:`decide`
+        keeps (a campaign does it when it opens its store: a worker joining a store that holds
+        hundreds of curves reads them once then, not in its first decision)."""
+        if self.rule is not None:
+            self._read_curves(store, store.statuses())
+
+    def _read_curves(self, store: Store, statuses: Mapping[int, str]) -> dict[int, TrialCurve]:
+        """The curves not in the cache, by id, read from ``store``; ended ones join the cache.
+        An ended trial's curve is read once (its status is checked: an abandoned trial told late
+        becomes completed); running trials' curves are read at every decision."""
         fresh = [i for i, s in statuses.items() if i not in self._ended or self._ended[i].status != s]
         curves = store.curves(fresh)
         built = {}
@@ -153,6 +156,15 @@ class EarlyStopping:
             built[i] = curve_of(i, statuses[i], curves.get(i, []))
             if statuses[i] != "pending":
                 self._ended[i] = built[i]
+        return built
+
+    def decide(self, store: Store, trial_id: int, sign: float = 1.0) -> Decision:
+        """The rule's decision for running trial ``trial_id`` from the curves in ``store``
+        (its reason written with values in the user's direction: ``sign`` times stored)."""
+        if self.rule is None:
+            return Decision(False, "no stopping rule")
+        statuses = store.statuses()
+        built = self._read_curves(store, statuses)
         trial = built.get(trial_id) or curve_of(trial_id, "pending", [])
         if trial.last_step is None:
             return Decision(False, "nothing reported yet")

@@ -12,7 +12,7 @@ from dsbo.campaign import Campaign
 from dsbo.campaign.early_stopping import EarlyStopping, takes_trial, training_data
 from dsbo.errors import ConfigError, TrialStoppedError
 from dsbo.problems import get_problem
-from dsbo.storage import open_store
+from dsbo.storage import TrialStore, open_store
 
 SPACE = {"lr": dsbo.Float(1e-3, 1.0, log=True), "width": dsbo.Int(1, 8)}
 FAST = {"surrogate": "gp", "dry_run": False, "n_init": 4, "outcome_warping": None}
@@ -158,6 +158,26 @@ def test_a_resumed_campaign_decides_as_the_uninterrupted_one(tmp_path):
     resumed, resumed_curves = run_with_crash(str(tmp_path / "b.sqlite"), crash_at=23)
     assert resumed == straight
     assert resumed_curves == straight_curves  # nothing lost, nothing reported twice
+
+
+def test_a_campaign_opening_a_store_reads_its_ended_curves_once(tmp_path, monkeypatch):
+    """A campaign (a resumed one, a worker joining a shared store) reads the ended trials'
+    curves when it opens the store; its decisions read only the running trials' curves."""
+    path = str(tmp_path / "s.sqlite")
+    run_with_crash(path)
+    problem = get_problem("black-box", parameters=dsbo.SearchSpace(SPACE), objectives={"loss": ("min", None)})
+    read: list[list[int] | None] = []
+    curves = TrialStore.curves
+    monkeypatch.setattr(TrialStore, "curves", lambda self, ids=None: read.append(None if ids is None else list(ids)) or curves(self, ids))
+    campaign = Campaign(problem, surrogate="gp", budget=12, n_init=4, seed=3, store=path, dry_run=False,
+                        early_stopping="asha", max_steps=9)
+    ended = [t.id for t in campaign.store.trials()]
+    assert read == [ended]
+    [trial] = campaign.ask()
+    running = campaign.running(trial)
+    running.report(1, 0.5)
+    running.should_stop()
+    assert read[1:] == [[trial.id]] * len(read[1:]) and len(read) >= 2
 
 
 def test_tuner_ask_tell_reports_and_stops():
