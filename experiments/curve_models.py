@@ -86,7 +86,8 @@ GOAL_DECISION_S = 1.0
 
 
 # ----------------------------------------------------------------------------- data
-def load_curves(folder: Path, allow_synthetic: bool, lines: int | None = None) -> dict[str, Any]:
+def load_curves(folder: Path, allow_synthetic: bool, lines: int | None = None, problem: str = PROBLEM,
+                curve_seed: int = CURVE_SEED) -> dict[str, Any]:
     """The cached curves (loss units) and their configurations in the unit cube, from the
     first ``lines`` lines of the cache (all when ``None``; the longest curve of a key wins, as
     :class:`~early_stopping_problems.CurveCache` reads it). The cache is append-only and other
@@ -95,10 +96,10 @@ def load_curves(folder: Path, allow_synthetic: bool, lines: int | None = None) -
 
     import torch
 
-    path = folder / f"{PROBLEM}-seed{CURVE_SEED}.jsonl"
+    path = folder / f"{problem}-seed{curve_seed}.jsonl"
     if not path.exists():
         if not allow_synthetic:
-            raise SystemExit(f"{path} is missing: run experiments/early_stopping.py --problems {PROBLEM} first "
+            raise SystemExit(f"{path} is missing: run experiments/early_stopping.py --problems {problem} first "
                              "(the curve cache stays out of git)")  # fmt: skip
         print(f"{path} is missing: --smoke uses synthetic power-law curves", flush=True)
         return synthetic_curves()
@@ -106,7 +107,7 @@ def load_curves(folder: Path, allow_synthetic: bool, lines: int | None = None) -
 
     from dsbo.space import SearchSpace
 
-    space = SearchSpace(make_problems()[PROBLEM].space)
+    space = SearchSpace(make_problems()[problem].space)
     lower = torch.tensor([b[0] for b in space.bounds], dtype=torch.float64)
     upper = torch.tensor([b[1] for b in space.bounds], dtype=torch.float64)
     text = path.read_text().splitlines()
@@ -125,6 +126,13 @@ def load_curves(folder: Path, allow_synthetic: bool, lines: int | None = None) -
     return {"configs": configs, "curves": curves, "source": str(path.relative_to(HERE.parent)) if path.is_relative_to(HERE.parent) else str(path),
             "lines": len(used), "lines_in_file": len(text), "columns": space.column_names,
             "sha256_of_lines_used": hashlib.sha256("\n".join(used).encode()).hexdigest()}  # fmt: skip
+
+
+def problem_metric(problem: str) -> str:
+    """The early-stopping problem's value at each epoch (e.g. "validation cross-entropy")."""
+    from early_stopping_problems import make_problems
+
+    return make_problems()[problem].metric
 
 
 def synthetic_curves(m: int = 60, d: int = 4, full: int = 20, seed: int = 0) -> dict[str, Any]:
@@ -538,47 +546,9 @@ def fmt(v: float | None, digits: int = 3) -> str:
     return "-" if v is None else f"{v:.{digits}f}"
 
 
-def write_markdown(result: dict[str, Any], path: Path) -> None:
-    a, cal, summary = result["args"], result["calibration"], result["calibration"]["summary"]
-    reps = len(cal["repeats"])
-    lines = [
-        f"# Curve models: calibration and decision cost ({reps} calibration repeats run, timings median of "
-        f"{a['timing_repeats']}; machine: {result['machine']['cpus']}-core CPU, torch threads {result['machine']['torch_threads']})"
-        + (" (smoke: the numbers are not results)" if result["smoke"] else ""),
-        "",
-        f"Curves: `{result['data']['source']}`, its first {result['data']['cache_lines']} lines ({result['data']['curves']} configurations, {result['data']['points']} points, "
-        f"{result['data']['full_curves']} with all {T} epochs; validation cross-entropy, minimized; the models see it negated). "
-        f"Curve models: `deep-kernel-gp` (options {OPTIONS['deep-kernel-gp']}) and `power-law-ensemble` (defaults), "
-        f"`CurveSurrogate(epochs={a['epochs']}, truncate=0.3)`. Exact GP: `fit_fidelity_gp` (SingleTaskMultiFidelityGP, "
-        "`fit_gpytorch_mll`, gpytorch's default settings). Machine: " + result["machine"]["text"] + ".",
-        "",
-        f"## 1. Calibration of the predicted value at epoch {T} ({reps} repeats)",
-        "",
-        f"Each repeat holds back {int(TEST_SHARE * 100)}% of the full curves ({cal['repeats'][0]['test_configs']} configurations), "
-        f"each cut at a random prefix of 1..{MAX_CUT} epochs; the models train on the other curves and the prefixes "
-        f"({cal['repeats'][0]['train_points']} points in repeat 0) and predict epoch {T} with `observation_noise=True`. "
-        f"The exact GP trains on every test-prefix point plus rung points (epochs {', '.join(map(str, RUNGS))} and the last) of the "
-        f"other curves, thinned to {a['exact_points']} points. Coverage: share of held-back final values inside mean +- {Z90:.3f} sd "
-        f"(goal {GOAL_COVERAGE[0]:.0%}-{GOAL_COVERAGE[1]:.0%}). Errors in cross-entropy units. Median over repeats (mean in brackets).",
-        "",
-        "| model | coverage of the 90% interval | median abs. error | median predicted sd | median sd / median error | "
-        "coverage of the 50% interval | 90% coverage without noise | fit s | coverage goal |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for name in (*MODELS, EXACT):
-        s = summary[name]
-        sds = [rep["models"][name]["median_sd"] for rep in cal["repeats"]]
-        cell = lambda key, f=".1%", s=s: f"{s[key]['median']:{f}} ({s[key]['mean']:{f}})"  # noqa: E731
-        lines.append(f"| {name} | {cell('coverage90')} | {cell('median_abs_error', '.4f')} | {statistics.median(sds):.4f} | "
-                     f"{cell('sd_over_error', '.1f')} | {cell('coverage50')} | {cell('coverage90_latent')} | "
-                     f"{s['fit_s']['median']:.1f} | {'met' if s['coverage_goal_met'] else 'MISSED'} |")  # fmt: skip
-    lv = summary["last observed value"]["median_abs_error"]
-    lines.append(f"| last observed value (baseline) | - | {lv['median']:.4f} ({lv['mean']:.4f}) | - | - | - | - | - | - |")
-    lines += ["", "Per repeat (coverage / median abs. error):", "", "| repeat | " + " | ".join((*MODELS, EXACT, "last value")) + " |",
-              "|---|" + "---|" * (len(MODELS) + 2)]  # fmt: skip
-    for rep in cal["repeats"]:
-        cells = [f"{rep['models'][m]['coverage90']:.0%} / {rep['models'][m]['median_abs_error']:.4f}" for m in (*MODELS, EXACT)]
-        lines.append(f"| {rep['repeat']} | " + " | ".join(cells) + f" | {rep['last_value']['median_abs_error']:.4f} |")
+def decision_lines(result: dict[str, Any]) -> list[str]:
+    """The decision-cost section of results.md."""
+    a, lines = result["args"], []
     lines += [
         "",
         f"## 2. Decision cost vs observed points (median of {a['timing_repeats']} repeats, wall seconds)",
@@ -608,6 +578,52 @@ def write_markdown(result: dict[str, Any], path: Path) -> None:
         verdict = {None: "-", True: "yes", False: "NO"}
         lines.append(f"| {label} | {ratios} | {fmt(g['exponent'], 2)} | {verdict[g['at_most_linear']]} | "
                      f"{fmt(g['decision_at_largest_s'])} | {verdict[g['decision_goal_met']]} |")  # fmt: skip
+    return lines
+
+
+def write_markdown(result: dict[str, Any], path: Path) -> None:
+    a, cal, summary = result["args"], result["calibration"], result["calibration"]["summary"]
+    reps = len(cal["repeats"])
+    lines = [
+        f"# Curve models: calibration and decision cost ({reps} calibration repeats run, timings median of "
+        f"{a['timing_repeats']}; machine: {result['machine']['cpus']}-core CPU, torch threads {result['machine']['torch_threads']})"
+        + (" (smoke: the numbers are not results)" if result["smoke"] else ""),
+        "",
+        f"Curves: `{result['data']['source']}`, its first {result['data']['cache_lines']} lines ({result['data']['curves']} configurations, {result['data']['points']} points, "
+        f"{result['data']['full_curves']} with all {T} epochs; {result['data'].get('metric', 'validation cross-entropy')}, minimized; the models see it negated). "
+        f"Curve models: `deep-kernel-gp` (options {OPTIONS['deep-kernel-gp']}) and `power-law-ensemble` (defaults), "
+        f"`CurveSurrogate(epochs={a['epochs']}, truncate=0.3)`. Exact GP: `fit_fidelity_gp` (SingleTaskMultiFidelityGP, "
+        "`fit_gpytorch_mll`, gpytorch's default settings). Machine: " + result["machine"]["text"] + ".",
+        "",
+        f"## 1. Calibration of the predicted value at epoch {T} ({reps} repeats)",
+        "",
+        f"Each repeat holds back {int(TEST_SHARE * 100)}% of the full curves ({cal['repeats'][0]['test_configs']} configurations), "
+        f"each cut at a random prefix of 1..{MAX_CUT} epochs; the models train on the other curves and the prefixes "
+        f"({cal['repeats'][0]['train_points']} points in repeat 0) and predict epoch {T} with `observation_noise=True`. "
+        f"The exact GP trains on every test-prefix point plus rung points (epochs {', '.join(map(str, RUNGS))} and the last) of the "
+        f"other curves, thinned to {a['exact_points']} points. Coverage: share of held-back final values inside mean +- {Z90:.3f} sd "
+        f"(goal {GOAL_COVERAGE[0]:.0%}-{GOAL_COVERAGE[1]:.0%}). Errors in the metric's units. Median over repeats (mean in brackets).",
+        "",
+        "| model | coverage of the 90% interval | median abs. error | median predicted sd | median sd / median error | "
+        "coverage of the 50% interval | 90% coverage without noise | fit s | coverage goal |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name in (*MODELS, EXACT):
+        s = summary[name]
+        sds = [rep["models"][name]["median_sd"] for rep in cal["repeats"]]
+        cell = lambda key, f=".1%", s=s: f"{s[key]['median']:{f}} ({s[key]['mean']:{f}})"  # noqa: E731
+        lines.append(f"| {name} | {cell('coverage90')} | {cell('median_abs_error', '.4f')} | {statistics.median(sds):.4f} | "
+                     f"{cell('sd_over_error', '.1f')} | {cell('coverage50')} | {cell('coverage90_latent')} | "
+                     f"{s['fit_s']['median']:.1f} | {'met' if s['coverage_goal_met'] else 'MISSED'} |")  # fmt: skip
+    lv = summary["last observed value"]["median_abs_error"]
+    lines.append(f"| last observed value (baseline) | - | {lv['median']:.4f} ({lv['mean']:.4f}) | - | - | - | - | - | - |")
+    lines += ["", "Per repeat (coverage / median abs. error):", "", "| repeat | " + " | ".join((*MODELS, EXACT, "last value")) + " |",
+              "|---|" + "---|" * (len(MODELS) + 2)]  # fmt: skip
+    for rep in cal["repeats"]:
+        cells = [f"{rep['models'][m]['coverage90']:.0%} / {rep['models'][m]['median_abs_error']:.4f}" for m in (*MODELS, EXACT)]
+        lines.append(f"| {rep['repeat']} | " + " | ".join(cells) + f" | {rep['last_value']['median_abs_error']:.4f} |")
+    if result["decision"]["rows"]:
+        lines += decision_lines(result)
     if result["threads_check"]:
         lines += ["", f"Threads check (deep-kernel GP, one repeat, first fit of {result['threads_check'][0]['first_fit_epochs']} Adam "
                   "steps, wall seconds; the load is the 1-minute load average, other jobs included):", "",
@@ -625,6 +641,13 @@ def plot(result: dict[str, Any], out: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
+    if result["decision"]["rows"]:
+        plot_decision_cost(result, out)
+    plot_calibration(result, out)
+
+
+def plot_decision_cost(result: dict[str, Any], out: Path) -> None:
+    import matplotlib
     import matplotlib.pyplot as plt
 
     rows = result["decision"]["rows"]
@@ -654,6 +677,10 @@ def plot(result: dict[str, Any], out: Path) -> None:
     fig.savefig(out / "decision_cost.png", dpi=110)
     plt.close(fig)
 
+
+def plot_calibration(result: dict[str, Any], out: Path) -> None:
+    import matplotlib.pyplot as plt
+
     rep = result["calibration"]["repeats"][0]
     names = (*MODELS, EXACT)
     fig, axes = plt.subplots(1, len(names), figsize=(5 * len(names), 4.4), squeeze=False)
@@ -672,7 +699,8 @@ def plot(result: dict[str, Any], out: Path) -> None:
         ax.set_xlabel(f"true value at epoch {T}")
         ax.set_ylabel(f"predicted (prefix of 1..{int(cuts.max())} epochs)")
         ax.legend(fontsize=7)
-    fig.suptitle(f"Repeat {rep['repeat']}: held-back final validation cross-entropy, mean +- 1.645 sd")
+    metric = result["data"].get("metric", "validation cross-entropy")
+    fig.suptitle(f"{result['data'].get('problem', PROBLEM)}, repeat {rep['repeat']}: held-back final {metric}, mean +- 1.645 sd")
     fig.tight_layout()
     fig.savefig(out / "calibration.png", dpi=110)
     plt.close(fig)
@@ -706,8 +734,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--exact-points", type=int, default=500, help="the exact GP's points in the calibration")
     parser.add_argument("--threads", type=int, default=os.cpu_count(), help="torch intra-op threads (default: the CPUs)")
     parser.add_argument("--curves", type=Path, default=CURVES, help="the curve cache folder")
-    parser.add_argument("--lines", type=int, default=453,
-                        help="read the cache's first LINES lines (453: the cache before the freeze-thaw runs added to it; 0: all)")
+    parser.add_argument("--lines", type=int, default=0,
+                        help="read the cache's first LINES lines (0: all; the cache is append-only, so a number of lines is a fixed data set)")
+    parser.add_argument("--problem", default=PROBLEM, help="whose curve cache (an early-stopping problem; default mlp-cancer)")
+    parser.add_argument("--curve-seed", type=int, default=CURVE_SEED, help="the seed of that cache (default 0)")
     parser.add_argument("--parts", nargs="+", default=["calibration", "decision", "threads"],
                         choices=["calibration", "decision", "threads"])
     parser.add_argument("--note", action="append", default=[], help="a line for results.md's notes")
@@ -733,12 +763,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     print(f"torch threads: {torch.get_num_threads()} (CPUs: {os.cpu_count()}); load average {load_average()}", flush=True)
     started = time.perf_counter()
     try:
-        data = load_curves(args.curves, allow_synthetic=args.smoke, lines=None if args.lines <= 0 else args.lines)
+        data = load_curves(args.curves, allow_synthetic=args.smoke, lines=None if args.lines <= 0 else args.lines,
+                           problem=args.problem, curve_seed=args.curve_seed)
         if args.smoke:
             data = subsample(data, 45)
         caught = Warnings()
         result: dict[str, Any] = {"smoke": args.smoke, "notes": list(args.note)}
-        result["data"] = {"source": data["source"], "curves": len(data["curves"]), "points": sum(map(len, data["curves"])),
+        result["data"] = {"source": data["source"], "problem": args.problem, "metric": problem_metric(args.problem), "curves": len(data["curves"]), "points": sum(map(len, data["curves"])),
                           "full_curves": sum(len(c) == T for c in data["curves"]), "cache_lines": data["lines"],
                           "cache_lines_in_file": data.get("lines_in_file"), "sha256_of_lines_used": data.get("sha256_of_lines_used"),
                           "diverged_points": sum(v >= 10.0 for c in data["curves"] for v in c)}  # fmt: skip
@@ -762,13 +793,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         }  # fmt: skip
         result["args"] = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
         result["seconds"] = time.perf_counter() - started
-        if repeats and rows:
-            result["goals"] = goals(result)
-        else:
-            result["goals"] = []
+        result["goals"] = goals(result) if repeats else []
         out.mkdir(parents=True, exist_ok=True)
         (out / "results.json").write_text(json.dumps(result, indent=1))
-        if repeats and rows:
+        if repeats:
             write_markdown(result, out / "results.md")
             plot(result, out)
         print(f"wrote {out} in {result['seconds']:.0f} s", flush=True)
