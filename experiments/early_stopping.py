@@ -17,7 +17,9 @@ Arms:
 - ``random+median``, ``random+asha``, ``random+hyperband``: quasi-random proposals
   (``acquisition="sobol"``) with the rule.
 - ``bo+median``, ``bo+asha``, ``bo+hyperband``: dsbo's default BO (the surrogate fitted on the
-  fully trained trials) with the rule; ``bohb``: Hyperband with ``model: "bohb"`` (fitted on the
+  fully trained trials) with the rule; ``bo-last+asha``, ``bo-last+hyperband``: the same with
+  ``model: "last"`` (also fitted on the stopped trials at their last value); ``bohb``: Hyperband
+  with ``model: "bohb"`` (fitted on the
   highest rung with enough trials); ``bo+mf-gp``: ASHA with ``model: "fidelity"``, run only if
   this dsbo accepts it (else left out, with the reason in results.md).
 - ``optuna-tpe+hyperband``, ``optuna-tpe+median``: ``TPESampler(seed=seed)`` with
@@ -35,8 +37,7 @@ proposal times. Runs are appended to ``runs.jsonl`` as they end (a restart skips
 an ``--arms`` or ``--seeds`` subset adds to the runs there); ``results.json``, ``results.md``
 and ``best_vs_epochs.png`` are written from every run recorded.
 
-    python experiments/early_stopping.py                        # 3 problems, 11 arms, seeds 0-9 (estimated
-                                                                # 3-5 h with --workers 2 on an idle 2-core machine)
+    python experiments/early_stopping.py                        # 3 problems, 13 arms, seeds 0-9
     python experiments/early_stopping.py --arms bo+asha bohb --seeds 0-4
     python experiments/early_stopping.py --report-only
     python experiments/early_stopping.py --smoke                # < 1 min: 2 problems on small data, 3 arms, 1 seed
@@ -77,12 +78,13 @@ DSBO_ARMS: dict[str, Any] = {
     "bo-full": None,
     **{f"random+{r}": RULES[r] for r in RULES},
     **{f"bo+{r}": RULES[r] for r in RULES},
+    **{f"bo-last+{r}": {**RULES[r], "model": "last"} for r in ("asha", "hyperband")},
     "bohb": {**RULES["hyperband"], "model": "bohb"},
     "bo+mf-gp": {**RULES["asha"], "model": "fidelity"},
 }
 OPTUNA_ARMS = ("optuna-tpe+hyperband", "optuna-tpe+median")
 ARMS = (*DSBO_ARMS, *OPTUNA_ARMS)
-BO_ES_ARMS = ("bo+median", "bo+asha", "bo+hyperband", "bohb", "bo+mf-gp")
+BO_ES_ARMS = ("bo+median", "bo+asha", "bo+hyperband", "bo-last+asha", "bo-last+hyperband", "bohb", "bo+mf-gp")
 SMOKE_ARMS = ("bo-full", "bo+asha", "optuna-tpe+hyperband")
 #: --smoke: the Lightning problem and one plain torch loop (the test trains the third apart).
 SMOKE_PROBLEMS = ("zoo-diabetes", "mlp-cancer")

@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     from dsbo.storage import Store, Trial
 
 #: What a campaign with early stopping fits its surrogate on (:meth:`EarlyStopping.training_data`).
-MODELS = ("final", "bohb", "fidelity")
+MODELS = ("final", "last", "bohb", "fidelity")
 
 
 @dataclass
@@ -76,6 +76,10 @@ class EarlyStopping:
         model: ``"final"``: the surrogate is fitted on the finished (completed) trials (on
             the rungs, as ``"bohb"``, until two trials are fully trained, rather than propose
             at random);
+            ``"last"``: on every ended trial at the last value it reported (a completed
+            trial: its outcome; a stopped one: its value where the rule stopped it, a
+            pessimistic stand-in for a loss that would still have fallen), so that proposals
+            avoid the regions the rule stopped;
             ``"bohb"``: on every trial's value at the highest rung that at least
             ``min_points`` trials reached (BOHB, Falkner et al. 2018), so that proposals learn
             from stopped trials too; ``"fidelity"``: on the curves (at the rungs), the step as an
@@ -174,8 +178,10 @@ class EarlyStopping:
 
 
 def training_data(store: Store, settings: EarlyStopping | None, dim: int) -> tuple[Tensor, Tensor]:
-    """What the surrogate is fitted on: the completed trials' ``(X, Y)``, or with
-    ``model: "bohb"`` every trial's value at the highest level that ``min_points`` trials reached
+    """What the surrogate is fitted on: the completed trials' ``(X, Y)``; with ``model: "last"``
+    those and each stopped trial at its last reported value; with ``model: "fidelity"`` (whose
+    history this is) each completed or stopped trial at its last point; with ``model: "bohb"``
+    every trial's value at the highest level that ``min_points`` trials reached
     (BOHB, Falkner et al. 2018, sec. 4.1: the model of the largest budget with enough
     observations). The levels are the rule's rungs below ``max_steps`` (or the given
     ``levels``), then full training: a trial's value at a rung is its first report at or after
@@ -186,6 +192,14 @@ def training_data(store: Store, settings: EarlyStopping | None, dim: int) -> tup
     X, Y = store.completed_data()
     if settings is not None and settings.model == "final" and X.shape[0] < 2 and settings.rule is not None:
         settings = dataclasses.replace(settings, model="bohb")  # until 2 trials are fully trained
+    if settings is not None and settings.model == "last" and not (Y.numel() and Y.shape[1] != 1):
+        import torch
+
+        stopped = [(t.x, v) for t, _, v in _last_points(store, settings, ("stopped",))]
+        if stopped:
+            X = torch.cat([X.reshape(-1, dim), torch.tensor([x for x, _ in stopped], dtype=torch.double)])
+            Y = torch.cat([Y.reshape(-1, 1), torch.tensor([[v] for _, v in stopped], dtype=torch.double)])
+        return X, Y
     if settings is not None and settings.model == "fidelity" and not (Y.numel() and Y.shape[1] != 1):
         import torch
 

@@ -214,6 +214,24 @@ def test_a_resumed_evaluation_replays_steps_it_already_holds(tmp_path):
     assert campaign.store.get(trial.id).cost == 4  # charged once per step
 
 
+def test_last_fits_the_completed_outcomes_and_the_stopped_trials_last_values():
+    store = open_store(None)
+    ids = store.add_trials(torch.rand(5, 2, dtype=torch.double), "sobol")
+    for i, tid in enumerate(ids):
+        for step in (1, 2, 3) if i < 3 else (1,):
+            store.report(tid, step, float(-10 * i - step))
+    store.complete(ids[0], [-2.5])  # its outcome, not its last report (-3)
+    store.complete(ids[1], [-12.0])
+    store.stop(ids[3], [-31.0])
+    store.stop(ids[4], [-41.0])  # ids[2] is still running: left out
+    settings = EarlyStopping.build({"name": "asha", "model": "last"}, max_steps=9)
+    X, Y = training_data(store, settings, dim=2)
+    assert Y.squeeze(-1).tolist() == [-2.5, -12.0, -31.0, -41.0]
+    assert torch.equal(X, torch.tensor([store.get(i).x for i in (ids[0], ids[1], ids[3], ids[4])], dtype=torch.double))
+    final = EarlyStopping.build({"name": "asha", "model": "final"}, max_steps=9)
+    assert training_data(store, final, dim=2)[1].squeeze(-1).tolist() == [-2.5, -12.0]
+
+
 def test_bohb_fits_on_the_highest_rung_with_enough_trials(tmp_path):
     store = open_store(None)
     ids = store.add_trials(torch.rand(6, 2, dtype=torch.double), "sobol")
