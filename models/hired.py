@@ -395,6 +395,9 @@ class HiReD(HierarchicalForecaster):
             self.basis_encoder = nn.LSTM(enc_in, hidden_dim, batch_first=True)
             self.basis_decoder = nn.LSTM(in_dim + hidden_dim, hidden_dim, batch_first=True)
             self.basis_output = nn.Linear(hidden_dim, embedding_dim)
+        #: Whether the model forecasts seasonal naive, its floor (persistent: a checkpoint keeps the
+        #: choice); set by ``dsbo.train fit`` when no epoch validated better (:meth:`keep_floor`).
+        self.register_buffer("at_floor", torch.zeros((), dtype=torch.bool))
         if self.uses_seasonal_naive:  # the untrained residual is zero: the model starts at seasonal naive
             with torch.no_grad():
                 for param in ((self.ar_w2, self.ar_b2) if self.use_ar else ()) + (
@@ -454,10 +457,26 @@ class HiReD(HierarchicalForecaster):
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         """A checkpoint from before ``baseline`` existed holds the thesis' model: load it as
-        ``baseline="none"`` (the default would add ``y_snaive`` to forecasts it was not trained with)."""
+        ``baseline="none"`` (the default would add ``y_snaive`` to forecasts it was not trained with).
+        One from before :attr:`at_floor` existed forecasts with its weights."""
         if "baseline" not in checkpoint.get("hyper_parameters", {"baseline": None}):
             self.hparams.baseline = "none"
             self.uses_seasonal_naive = False
+        state = checkpoint.get("state_dict")
+        if state is not None:
+            state.setdefault("at_floor", torch.zeros((), dtype=torch.bool))
+
+    def keep_floor(self) -> None:
+        """Forecast seasonal naive from now on (:attr:`at_floor`): what the residual model is
+        untrained, kept when training validated no better. Only with the residual
+        (``baseline="seasonal_naive"``); a new ``fit`` trains the weights again."""
+        if not self.uses_seasonal_naive:
+            raise ValueError("HiReD.keep_floor: only a model with baseline='seasonal_naive' has seasonal naive as its floor")
+        self.at_floor.fill_(True)
+
+    def on_fit_start(self) -> None:
+        super().on_fit_start()
+        self.at_floor.fill_(False)  # training (or resuming) moves the weights again
 
     def setup(self, stage: str) -> None:
         super().setup(stage)
@@ -503,6 +522,8 @@ class HiReD(HierarchicalForecaster):
     def forward(self, batch: Mapping[str, Tensor]) -> Tensor:
         """Scaled forecasts ``B x F`` of the batch's nodes (Eq. 6.2; plus ``y_snaive`` with the
         seasonal-naive residual)."""
+        if self.uses_seasonal_naive and bool(self.at_floor):
+            return batch["y_snaive"].to(self.dtype)
         ar, bd = self.parts(batch)
         out = ar if bd is None else bd if ar is None else ar + bd
         if self.uses_seasonal_naive:

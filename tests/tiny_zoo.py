@@ -53,3 +53,17 @@ class TinyWapeLogger(TinyEnsemble):
         value = self.val_wapes[min(self.current_epoch, len(self.val_wapes) - 1)]
         self.log("val_wape", float(value), on_step=False, on_epoch=True, batch_size=len(batch[1]))
         self.log("val_wape_seasonal_naive", float(self.hparams.snaive_wape), on_step=False, on_epoch=True, batch_size=len(batch[1]))
+
+
+class TinyFloorWapeLogger(TinyWapeLogger):
+    """:class:`TinyWapeLogger` that starts at seasonal naive and can keep it (``keep_floor``,
+    an ``at_floor`` buffer kept in checkpoints), as HiReD with its residual."""
+
+    uses_seasonal_naive = True
+
+    def __init__(self, in_dim: int, val_wapes: list[float] | None = None, snaive_wape: float = 0.3, **kwargs) -> None:
+        super().__init__(in_dim, val_wapes=val_wapes, snaive_wape=snaive_wape, **kwargs)
+        self.register_buffer("at_floor", torch.zeros((), dtype=torch.bool))
+
+    def keep_floor(self) -> None:
+        self.at_floor.fill_(True)

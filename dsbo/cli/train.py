@@ -33,6 +33,11 @@ metrics join the fit's in ``summary.json`` and the W&B summary, with ``tested_ch
 When a fit logs ``val_wape_seasonal_naive`` (HiReD: the validation mean WAPE of the seasonal
 naive forecasts, the same metric as ``val_wape``) and its best ``val_wape`` is worse, the run
 prints a warning and ``summary.json`` lists it under ``warnings`` (:func:`fit_warnings`).
+A model that starts at seasonal naive and can keep it (HiReD with its default residual,
+``keep_floor``) keeps it when no epoch validated better: the best ``val_wape`` at or above
+``val_wape_seasonal_naive`` makes the final checkpoint forecast seasonal naive (a tie goes to
+seasonal naive, as in ``select_on_validation``), ``--test true`` tests that, and ``summary.json``
+says ``selected: seasonal_naive`` (else ``trained``) with the two values.
 
 Zoo modules that lack ``validation_step``, ``test_step`` or ``predict_step`` get the generic ones of
 :class:`SurrogateMetrics` (MSE and R^2 of the ensemble mean, standardized, ``{val,test}_{mse,r2}``).
@@ -92,6 +97,8 @@ TRAINER_DEFAULTS: dict[str, Any] = {"accelerator": "auto", "max_epochs": 100, "l
 DEFAULT_SEED = 0
 #: Logged by a node forecaster next to ``val_wape``: the seasonal naive forecasts' validation WAPE.
 SNAIVE_METRIC = "val_wape_seasonal_naive"
+#: ``summary.json``'s ``selected`` when a fit kept its seasonal-naive floor.
+SEASONAL_NAIVE = "seasonal_naive"
 
 
 def import_zoo() -> list[str]:
@@ -332,6 +339,9 @@ class DsboTrainCLI(LightningCLI):
         trainer = self.trainer
         path = self.run_dir / SUMMARY_NAME
         summary: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
+        if self.subcommand == "fit":  # a former fit's, in the same run directory
+            for key in ("warnings", "selected"):
+                summary.pop(key, None)
         metrics = self._metrics() if metrics is None else metrics
         model_cfg = self._subconfig().get("model")
         summary.update(metrics)
@@ -355,7 +365,6 @@ class DsboTrainCLI(LightningCLI):
             summary.update({"epochs": trainer.current_epoch, "global_step": trainer.global_step})
         summary.update(extra or {})
         if self.subcommand == "fit":
-            summary.pop("warnings", None)  # a former fit's, in the same run directory
             found = fit_warnings(summary, self.model)
             for message in found:
                 Console(stderr=True).print(f"[bold yellow]warning:[/] {message}", highlight=False)
@@ -373,23 +382,49 @@ class DsboTrainCLI(LightningCLI):
     def after_fit(self) -> None:
         # After on_fit_end (where e.g. NeuralLinTS fits its BLR head and NeuralUCB its Z), which
         # the ModelCheckpoint files of the last epoch predate: this is the surrogate to load.
+        floor = self._floor_choice()
         final = self.run_dir / "checkpoints" / FINAL_CHECKPOINT
         self.trainer.save_checkpoint(final, weights_only=False)  # full: fit can resume from it
-        metrics, extra = self._metrics(), {"checkpoint": str(final)}
+        metrics, extra = self._metrics(), {"checkpoint": str(final), **floor}
         if self._subconfig().get("test"):
-            tested = self._test_best()
+            tested = self._test_best(at_floor=floor.get("selected") == SEASONAL_NAIVE)
             metrics.update({k: v for k, v in tested.items() if isinstance(v, float)})
             extra.update(tested)
         info = self._finish(extra, metrics)
+        if floor.get("selected") == SEASONAL_NAIVE:
+            Console(stderr=True).print(
+                f"kept seasonal naive: no epoch validated better (best val_wape {floor['best_val_wape']:.4g} >= "
+                f"val_wape_seasonal_naive {floor[SNAIVE_METRIC]:.4g}); {final.name} forecasts seasonal naive", highlight=False)  # fmt: skip
         Console(stderr=True).print(f"fit done: {info.get('checkpoint', 'no checkpoint')} (run directory {self.run_dir})")
 
-    def _test_best(self) -> dict[str, Any]:
-        """``--test true``: test the fit's best checkpoint (else the final weights) on its data."""
+    def _floor_choice(self) -> dict[str, Any]:
+        """For a model that can keep its seasonal-naive floor (``keep_floor``; HiReD with the
+        residual): keep it when the best epoch's ``val_wape`` is not below ``val_wape_seasonal_naive``,
+        and say which was selected; ``{}`` for other models or without the two values."""
+        keep = getattr(self.model, "keep_floor", None)
+        if not callable(keep) or not getattr(self.model, "uses_seasonal_naive", False):
+            return {}
+        metrics, best = self._metrics(), self.trainer.checkpoint_callback
+        score = metrics.get("val_wape")
+        if best is not None and best.monitor == "val_wape" and best.best_model_score is not None:
+            score = float(best.best_model_score)
+        snaive = metrics.get(SNAIVE_METRIC)
+        if score is None or snaive is None:
+            return {}
+        if score < snaive:
+            return {"selected": "trained", "best_val_wape": score, SNAIVE_METRIC: snaive}
+        keep()
+        return {"selected": SEASONAL_NAIVE, "best_val_wape": score, SNAIVE_METRIC: snaive}
+
+    def _test_best(self, at_floor: bool = False) -> dict[str, Any]:
+        """``--test true``: test the fit's best checkpoint (else the final weights; the kept floor
+        when ``at_floor``) on its data."""
         best = self.trainer.checkpoint_callback
-        ckpt = getattr(best, "best_model_path", "") if best is not None else ""
+        ckpt = "" if at_floor else getattr(best, "best_model_path", "") if best is not None else ""
         results = self.trainer.test(self.model, datamodule=self.datamodule, ckpt_path=ckpt or None, verbose=False)
         out: dict[str, Any] = {k: float(v) for result in results for k, v in result.items()}
-        out["tested_checkpoint"] = ckpt or "final weights (no checkpoint callback)"
+        out["tested_checkpoint"] = (f"{FINAL_CHECKPOINT} (seasonal naive, the floor)" if at_floor
+                                    else ckpt or "final weights (no checkpoint callback)")  # fmt: skip
         return out
 
     def after_validate(self) -> None:

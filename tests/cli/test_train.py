@@ -118,6 +118,31 @@ def test_fit_warns_when_validation_wape_is_worse_than_seasonal_naive(tmp_path, c
         assert "best val_wape 0.4 > val_wape_seasonal_naive 0.3" in message and "Try:" in message
 
 
+FLOOR = f"{TinyWapeLogger.__module__}.TinyFloorWapeLogger"
+
+
+@pytest.mark.parametrize(("val_wapes", "selected"), [([0.6, 0.4, 0.5], "seasonal_naive"), ([0.6, 0.3, 0.5], "seasonal_naive"),
+                                                     ([0.6, 0.2, 0.5], "trained")])  # fmt: skip
+def test_a_fit_that_validates_no_better_than_seasonal_naive_keeps_it(tmp_path, capsys, val_wapes, selected):
+    """A model that can keep its seasonal-naive floor keeps it when the best epoch's val_wape is
+    not below seasonal naive's (a tie keeps the floor): the final checkpoint says so."""
+    run_dir = tmp_path / "run"
+    args = tiny_args(run_dir, "--trainer.max_epochs", "3", "--trainer.logger", "false")
+    args[args.index(TINY)] = FLOOR
+    args = [a for a in args if a not in ("--model.width", "8")]
+    assert main(["fit", *args, "--model.val_wapes", str(val_wapes), "--model.snaive_wape", "0.3"]) == 0
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["selected"] == selected
+    assert summary["best_val_wape"] == pytest.approx(min(val_wapes)) and summary["val_wape_seasonal_naive"] == pytest.approx(0.3)
+    state = torch.load(run_dir / "checkpoints" / "final.ckpt", weights_only=False)["state_dict"]
+    assert bool(state["at_floor"]) == (selected == "seasonal_naive")
+    assert ("kept seasonal naive" in capsys.readouterr().err) == (selected == "seasonal_naive")
+    # a model that cannot keep a floor gets no selection
+    args[args.index(FLOOR)] = WAPE
+    assert main(["fit", *args, "--model.val_wapes", str(val_wapes), "--model.snaive_wape", "0.3"]) == 0
+    assert "selected" not in json.loads((run_dir / "summary.json").read_text())
+
+
 def test_fit_warnings_of_a_summary():
     assert fit_warnings({"val_wape": 0.5}) == [] and fit_warnings({"val_wape_seasonal_naive": 0.3}) == []
     assert fit_warnings({"val_wape": 0.5, "best_val_wape": 0.2, "val_wape_seasonal_naive": 0.3}) == []
@@ -353,6 +378,32 @@ def test_hired_fit_and_predict_write_forecasts_for_every_node(tmp_path, offline_
     first = frame[frame["node"] == dm.hierarchy.node_names[0]].sort_values("step")
     assert first["forecast"].to_numpy() == pytest.approx(expected[0].numpy(), rel=1e-5)
     assert first["target"].to_numpy() == pytest.approx(dm.Y[-F:, 0], rel=1e-5)
+
+
+def test_a_hired_fit_worse_than_seasonal_naive_forecasts_seasonal_naive(tmp_path):
+    """HiReD trained with a learning rate far too large validates worse than its untrained
+    state (seasonal naive): fit keeps the floor, --test tests it (the seasonal naive forecaster's
+    test metrics) and predictions from the final checkpoint are the seasonal naive forecasts."""
+    from dsbo.data import HierarchicalDataModule
+    from dsbo_zoo.hierarchical_forecaster import SeasonalNaiveForecaster
+
+    data = synthetic_data_dir(tmp_path / "data", names=("tourismsmall",), num_steps=48) / "tourismsmall"
+    run_dir = tmp_path / "run"
+    common = ["--config", str(ROOT / "configs/train/hired-tourismsmall.yaml"), "--data.init_args.path", str(data),
+              "--run_dir", str(run_dir), "--trainer.logger", "false", *QUIET]  # fmt: skip
+    assert main(["fit", *common, "--trainer.max_epochs", "2", "--model.init_args.lr", "5.0", "--test", "true"]) == 0
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["selected"] == "seasonal_naive" and summary["best_val_wape"] >= summary["val_wape_seasonal_naive"]
+    assert "seasonal naive, the floor" in summary["tested_checkpoint"]
+    dm = HierarchicalDataModule(path=str(data), history=8, horizon=8)
+    trainer = pl.Trainer(logger=False, enable_progress_bar=False, enable_model_summary=False, enable_checkpointing=False)
+    floor = trainer.test(SeasonalNaiveForecaster(), datamodule=dm, verbose=False)[0]
+    assert summary["test_wape"] == pytest.approx(floor["test_wape"], rel=1e-6)
+    assert main(["predict", *common, "--ckpt_path", str(run_dir / "checkpoints" / "final.ckpt")]) == 0
+    frame = pd.read_csv(run_dir / "predictions.csv")
+    batch = next(iter(dm.predict_dataloader()))
+    first = frame[frame["node"] == dm.hierarchy.node_names[0]].sort_values("step")
+    assert first["forecast"].to_numpy() == pytest.approx((batch["y_snaive"] * batch["scale"][:, None])[0].double().numpy(), rel=1e-5)
 
 
 def test_a_data_module_that_refuses_its_settings_is_one_line(tmp_path, capsys, monkeypatch):

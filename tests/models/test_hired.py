@@ -451,6 +451,37 @@ def test_checkpoint_round_trip_weights_only(tmp_path):
         assert (legacy(batch) - model(batch)).abs().max() > 1e-3
 
 
+def test_a_model_that_keeps_its_floor_forecasts_seasonal_naive_and_a_fit_trains_again(tmp_path):
+    torch.manual_seed(0)
+    h = tree_hierarchy((2, 2))
+    batch = coherent_window(h)
+    model = HiReD(in_dim=3, early_stopping_patience=None).float()
+    trainer = quiet_trainer(max_epochs=1, limit_val_batches=0)
+    trainer.fit(model, datamodule=WindowData(h, [batch]))
+    with torch.no_grad():
+        assert (model.eval()(batch) - batch["y_snaive"]).abs().max() > 1e-6  # trained away from it
+    model.keep_floor()
+    with torch.no_grad():
+        torch.testing.assert_close(model(batch), batch["y_snaive"], rtol=0, atol=0)
+    path = tmp_path / "floor.ckpt"
+    trainer.save_checkpoint(path)
+    loaded = HiReD.load_from_checkpoint(path, weights_only=True).float().eval()
+    assert bool(loaded.at_floor)
+    with torch.no_grad():
+        torch.testing.assert_close(loaded(batch), batch["y_snaive"], rtol=0, atol=0)
+    # a checkpoint from before the floor existed forecasts with its weights
+    old = torch.load(path, weights_only=False)
+    del old["state_dict"]["at_floor"]
+    torch.save(old, tmp_path / "old.ckpt")
+    legacy = HiReD.load_from_checkpoint(tmp_path / "old.ckpt", weights_only=False).float().eval()
+    assert not bool(legacy.at_floor)
+    # fitting again trains the weights again
+    quiet_trainer(max_epochs=1, limit_val_batches=0).fit(loaded, datamodule=WindowData(h, [batch]))
+    assert not bool(loaded.at_floor)
+    with pytest.raises(ValueError, match="baseline='seasonal_naive'"):
+        HiReD(in_dim=3, baseline="none").keep_floor()
+
+
 def test_num_nodes_must_match_the_hierarchy():
     model = HiReD(in_dim=3, num_nodes=5)
     with pytest.raises(ValueError, match="num_nodes=5 but the hierarchy has 7 nodes"):
