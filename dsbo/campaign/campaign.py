@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
@@ -50,6 +49,7 @@ from dsbo.campaign.execution import MAX_SEED, Execution, positive_int
 from dsbo.campaign.given_points import GivenPoints
 from dsbo.campaign.history import CampaignResult, sparsity_reference
 from dsbo.campaign.ledger import STEPS, Ledger, completed_eval_times, cost_source, design_sequence
+from dsbo.campaign.model_lock import MODEL_LOCK
 from dsbo.campaign.outcome_warping import WARPINGS, warp_outcomes
 from dsbo.campaign.results import CampaignResults
 from dsbo.campaign.validation import (
@@ -67,23 +67,12 @@ from dsbo.surrogates import SurrogateSpec, fit_surrogate, warm_start
 
 Callback = Callable[["Campaign", list[Trial]], None]
 if TYPE_CHECKING:
-
     from dsbo.campaign.contextual import ContextStep
     from dsbo.runtime.evaluation import Evaluator
 
 #: GPyTorch switches from Cholesky to conjugate gradients above 800 points by default; a
 #: campaign keeps its exact GPs exact (and their timings honest) up to this size.
 EXACT_CHOLESKY_SIZE = 100_000
-
-#: Held by every campaign of the process while it fits and proposes (:meth:`Campaign.ask`,
-#: :meth:`Campaign.fit_model`; re-entrant). GPyTorch's and BoTorch's settings are class
-#: attributes that a ``with`` block sets and restores, torch's RNG and thread count are
-#: process-wide too: two threads proposing at once (two Optuna samplers or two Tuners in one
-#: process) interleave those blocks and can leave a setting switched for everyone, e.g.
-#: ``lazily_evaluate_kernels`` off, and reseed each other's proposals. One proposal at a time
-#: keeps each campaign's proposals what they would be alone.
-MODEL_LOCK = threading.RLock()
-#: Seeds are 32-bit unsigned integers (NumPy's and Sobol's limit).
 
 
 class Campaign(GivenPoints, CampaignResults):
@@ -563,8 +552,7 @@ class Campaign(GivenPoints, CampaignResults):
         return TrialEvaluator(evaluator, self.running(trial)) if wanted and takes_trial(evaluator) else evaluator
 
     # ------------------------------------------------------------------ driving
-    # Evaluating and driving are the runtime's (dsbo.runtime.driver); these methods hand the
-    # campaign to it.
+    # Evaluating and driving are the runtime's (dsbo.runtime.driver): these hand the campaign to it.
     def evaluate(self, trials: Sequence[Trial]) -> list[Trial]:
         """Evaluate pending trials (through the executor, if any), telling each as it ends
         (:func:`dsbo.runtime.driver.evaluate`)."""
@@ -591,26 +579,22 @@ class Campaign(GivenPoints, CampaignResults):
         the completed trials, outcomes warped as the campaign warps them (the run report's);
         warm-started from the fit states the last proposal kept (:mod:`dsbo.surrogates.warm_start`)."""
         with MODEL_LOCK, gpytorch.settings.max_cholesky_size(EXACT_CHOLESKY_SIZE):
-            return self._fit_model(X, Y)
-
-    def _fit_model(self, X: Tensor | None, Y: Tensor | None) -> Any:
-        if self.early_stopping is not None and self.early_stopping.model == "fidelity":
-            return fit_fidelity_model(self.store, self.early_stopping, self.problem.bounds)
-        if X is None or Y is None:
-            X, Y = self.store.completed_data()
-            Y = warp_outcomes(Y, self.problem.num_objectives, self.outcome_warping)
-        if (related := self._related_model(X, Y)) is not None:  # a multi-task GP with related tasks
-            return related
-        previous = self.store.get_meta(warm_start.META_KEY)
-        return fit_surrogate(self.surrogate, X, Y, self.problem.bounds, selection_seed=self.seed, previous_fits=previous, categorical_groups=self.problem.space.one_hot_groups)  # fmt: skip
+            if self.early_stopping is not None and self.early_stopping.model == "fidelity":
+                return fit_fidelity_model(self.store, self.early_stopping, self.problem.bounds)
+            if X is None or Y is None:
+                X, Y = self.store.completed_data()
+                Y = warp_outcomes(Y, self.problem.num_objectives, self.outcome_warping)
+            if (related := self._related_model(X, Y)) is not None:  # a multi-task GP with related tasks
+                return related
+            previous = self.store.get_meta(warm_start.META_KEY)
+            return fit_surrogate(self.surrogate, X, Y, self.problem.bounds, selection_seed=self.seed, previous_fits=previous, categorical_groups=self.problem.space.one_hot_groups)  # fmt: skip
 
 
 def _driver() -> Any:
-    """The runtime's driver module: the one import of this layer from a higher one (the
-    driver never imports the campaign)."""
+    """The runtime's driver module (this layer's one import from a higher one; it never imports us)."""
     from dsbo.runtime import driver
 
     return driver
 
 
-__all__ = ["EXACT_CHOLESKY_SIZE", "MAX_SEED", "MODEL_LOCK", "Campaign"]
+__all__ = ["EXACT_CHOLESKY_SIZE", "MAX_SEED", "Campaign"]

@@ -33,11 +33,9 @@ metrics join the fit's in ``summary.json`` and the W&B summary, with ``tested_ch
 When a fit logs ``val_wape_seasonal_naive`` (HiReD: the validation mean WAPE of the seasonal
 naive forecasts, the same metric as ``val_wape``) and its best ``val_wape`` is worse, the run
 prints a warning and ``summary.json`` lists it under ``warnings`` (:func:`fit_warnings`).
-A model that starts at seasonal naive and can keep it (HiReD with its default residual,
-``keep_floor``) keeps it when no epoch validated better: the best ``val_wape`` at or above
-``val_wape_seasonal_naive`` makes the final checkpoint forecast seasonal naive (a tie goes to
-seasonal naive, as in ``select_on_validation``), ``--test true`` tests that, and ``summary.json``
-says ``selected: seasonal_naive`` (else ``trained``) with the two values.
+A model that can keep its seasonal-naive floor (HiReD with its residual) keeps it when no epoch
+validated better (a tie included; :func:`~dsbo.cli.train_outputs.floor_choice`): ``final.ckpt``
+then forecasts seasonal naive, ``--test true`` tests that, and ``summary.json`` says ``selected``.
 
 Zoo modules that lack ``validation_step``, ``test_step`` or ``predict_step`` get the generic ones of
 :class:`SurrogateMetrics` (MSE and R^2 of the ensemble mean, standardized, ``{val,test}_{mse,r2}``).
@@ -76,7 +74,13 @@ from torch import Tensor, nn
 from torchmetrics import MeanSquaredError, R2Score
 
 from dsbo.cli.common import print_error
-from dsbo.cli.train_outputs import derive_model_settings, write_predictions
+from dsbo.cli.train_outputs import (
+    SNAIVE_METRIC,
+    derive_model_settings,
+    fit_warnings,
+    floor_choice,
+    write_predictions,
+)
 from dsbo.cli.train_outputs import write_node_forecasts as write_node_forecasts  # re-exported
 from dsbo.data import ObservationDataModule
 from dsbo.errors import ConfigError, DsboError
@@ -95,10 +99,6 @@ STEP_HOOKS = ("validation_step", "test_step", "predict_step")
 #: Trainer defaults; small BO data sets train full batch, one step per epoch.
 TRAINER_DEFAULTS: dict[str, Any] = {"accelerator": "auto", "max_epochs": 100, "log_every_n_steps": 1}
 DEFAULT_SEED = 0
-#: Logged by a node forecaster next to ``val_wape``: the seasonal naive forecasts' validation WAPE.
-SNAIVE_METRIC = "val_wape_seasonal_naive"
-#: ``summary.json``'s ``selected`` when a fit kept its seasonal-naive floor.
-SEASONAL_NAIVE = "seasonal_naive"
 
 
 def import_zoo() -> list[str]:
@@ -382,43 +382,24 @@ class DsboTrainCLI(LightningCLI):
     def after_fit(self) -> None:
         # After on_fit_end (where e.g. NeuralLinTS fits its BLR head and NeuralUCB its Z), which
         # the ModelCheckpoint files of the last epoch predate: this is the surrogate to load.
-        floor = self._floor_choice()
+        floor = floor_choice(self.model, self._metrics(), self.trainer.checkpoint_callback)
+        kept_floor = floor.get("selected") not in (None, "trained")
         final = self.run_dir / "checkpoints" / FINAL_CHECKPOINT
         self.trainer.save_checkpoint(final, weights_only=False)  # full: fit can resume from it
         metrics, extra = self._metrics(), {"checkpoint": str(final), **floor}
         if self._subconfig().get("test"):
-            tested = self._test_best(at_floor=floor.get("selected") == SEASONAL_NAIVE)
+            tested = self._test_best(at_floor=kept_floor)
             metrics.update({k: v for k, v in tested.items() if isinstance(v, float)})
             extra.update(tested)
         info = self._finish(extra, metrics)
-        if floor.get("selected") == SEASONAL_NAIVE:
+        if kept_floor:
             Console(stderr=True).print(
                 f"kept seasonal naive: no epoch validated better (best val_wape {floor['best_val_wape']:.4g} >= "
                 f"val_wape_seasonal_naive {floor[SNAIVE_METRIC]:.4g}); {final.name} forecasts seasonal naive", highlight=False)  # fmt: skip
         Console(stderr=True).print(f"fit done: {info.get('checkpoint', 'no checkpoint')} (run directory {self.run_dir})")
 
-    def _floor_choice(self) -> dict[str, Any]:
-        """For a model that can keep its seasonal-naive floor (``keep_floor``; HiReD with the
-        residual): keep it when the best epoch's ``val_wape`` is not below ``val_wape_seasonal_naive``,
-        and say which was selected; ``{}`` for other models or without the two values."""
-        keep = getattr(self.model, "keep_floor", None)
-        if not callable(keep) or not getattr(self.model, "uses_seasonal_naive", False):
-            return {}
-        metrics, best = self._metrics(), self.trainer.checkpoint_callback
-        score = metrics.get("val_wape")
-        if best is not None and best.monitor == "val_wape" and best.best_model_score is not None:
-            score = float(best.best_model_score)
-        snaive = metrics.get(SNAIVE_METRIC)
-        if score is None or snaive is None:
-            return {}
-        if score < snaive:
-            return {"selected": "trained", "best_val_wape": score, SNAIVE_METRIC: snaive}
-        keep()
-        return {"selected": SEASONAL_NAIVE, "best_val_wape": score, SNAIVE_METRIC: snaive}
-
     def _test_best(self, at_floor: bool = False) -> dict[str, Any]:
-        """``--test true``: test the fit's best checkpoint (else the final weights; the kept floor
-        when ``at_floor``) on its data."""
+        """``--test true``: test the best checkpoint (else the final weights; the kept floor if ``at_floor``)."""
         best = self.trainer.checkpoint_callback
         ckpt = "" if at_floor else getattr(best, "best_model_path", "") if best is not None else ""
         results = self.trainer.test(self.model, datamodule=self.datamodule, ckpt_path=ckpt or None, verbose=False)
@@ -437,17 +418,6 @@ class DsboTrainCLI(LightningCLI):
         outputs = self.trainer.predict_loop.predictions
         written = write_predictions(outputs, self.datamodule, self.run_dir / PREDICTIONS_NAME)
         self._finish({"predictions": str(written) if written else None})
-
-
-def fit_warnings(summary: dict[str, Any], model: Any = None) -> list[str]:
-    """Warnings about a fit's ``summary``: a best ``val_wape`` (``best_val_wape``, else the last
-    ``val_wape``) worse than the seasonal naive forecasts' (:data:`SNAIVE_METRIC`); the message is
-    the zoo's ``seasonal_naive_warning`` (``experiments/hired.py`` prints the same)."""
-    from dsbo_zoo.hierarchical_forecaster import seasonal_naive_warning
-
-    found = seasonal_naive_warning(summary.get("best_val_wape", summary.get("val_wape")), summary.get(SNAIVE_METRIC),
-                                   bool(getattr(model, "uses_seasonal_naive", False)))  # fmt: skip
-    return [found] if found else []
 
 
 def zoo_classes() -> dict[str, str]:

@@ -1,5 +1,7 @@
 """What ``python -m dsbo.train`` derives and writes around its subcommands: the model settings
-that follow from the data module (:func:`derive_model_settings`), and what ``predict`` writes,
+that follow from the data module (:func:`derive_model_settings`), what a fit concludes about a
+node forecaster against seasonal naive (:func:`fit_warnings`, :func:`floor_choice`), and what
+``predict`` writes,
 ``predictions.csv`` in raw units (observations) or one row per node and forecast step (node
 forecasters such as HiReD)."""
 
@@ -18,6 +20,8 @@ from torch import Tensor
 from dsbo.data import ObservationDataModule
 from dsbo.errors import ConfigError
 
+#: Logged by a node forecaster next to ``val_wape``: the seasonal naive forecasts' validation WAPE.
+SNAIVE_METRIC = "val_wape_seasonal_naive"
 
 def derive_model_settings(cfg: Any) -> dict[str, int]:
     """Set the model's arguments that follow from the data module (its ``model_settings()``:
@@ -112,4 +116,37 @@ def write_predictions(outputs: Any, datamodule: Any, path: Path) -> Path | None:
     return path
 
 
-__all__ = ["derive_model_settings", "write_node_forecasts", "write_predictions"]
+
+def fit_warnings(summary: dict[str, Any], model: Any = None) -> list[str]:
+    """Warnings about a fit's ``summary``: a best ``val_wape`` (``best_val_wape``, else the last
+    ``val_wape``) worse than the seasonal naive forecasts' (:data:`SNAIVE_METRIC`); the message is
+    the zoo's ``seasonal_naive_warning`` (``experiments/hired.py`` prints the same)."""
+    from dsbo_zoo.hierarchical_forecaster import seasonal_naive_warning
+
+    found = seasonal_naive_warning(summary.get("best_val_wape", summary.get("val_wape")), summary.get(SNAIVE_METRIC),
+                                   bool(getattr(model, "uses_seasonal_naive", False)))  # fmt: skip
+    return [found] if found else []
+
+
+def floor_choice(model: Any, metrics: dict[str, float], checkpoint: Any) -> dict[str, Any]:
+    """For a model that can keep its seasonal-naive floor (``keep_floor``; HiReD with the
+    residual): keep it when the best epoch's ``val_wape`` (the ``checkpoint`` callback's best
+    score when it monitors ``val_wape``, else the last) is not below :data:`SNAIVE_METRIC`, and
+    say which was selected (``selected``: ``seasonal_naive`` or ``trained``, with both values);
+    ``{}`` for other models or without the two values."""
+    keep = getattr(model, "keep_floor", None)
+    if not callable(keep) or not getattr(model, "uses_seasonal_naive", False):
+        return {}
+    from dsbo_zoo.hierarchical_forecaster import SEASONAL_NAIVE
+
+    score, snaive = metrics.get("val_wape"), metrics.get(SNAIVE_METRIC)
+    if checkpoint is not None and checkpoint.monitor == "val_wape" and checkpoint.best_model_score is not None:
+        score = float(checkpoint.best_model_score)
+    if score is None or snaive is None:
+        return {}
+    if score >= snaive:
+        keep()
+    return {"selected": SEASONAL_NAIVE if score >= snaive else "trained", "best_val_wape": score, SNAIVE_METRIC: snaive}
+
+
+__all__ = ["SNAIVE_METRIC", "derive_model_settings", "fit_warnings", "floor_choice", "write_node_forecasts", "write_predictions"]

@@ -320,11 +320,11 @@ class Tuner:
     @contextmanager
     def _torch_threads(self, proposing: bool = True) -> Iterator[None]:
         """Torch's intra-op threads set to ``threads`` for the block, restored after; while
-        ``proposing``, under the campaigns' :data:`~dsbo.campaign.campaign.MODEL_LOCK` (the
+        ``proposing``, under the campaigns' :data:`~dsbo.campaign.model_lock.MODEL_LOCK` (the
         thread count is process-wide: two Tuners asking in two threads would restore each
         other's). A whole :meth:`run` sets it without the lock, so that the evaluations of
         runs in other threads are not held up."""
-        from dsbo.campaign.campaign import MODEL_LOCK
+        from dsbo.campaign.model_lock import MODEL_LOCK
 
         with MODEL_LOCK if proposing else nullcontext():
             if self.threads is None:

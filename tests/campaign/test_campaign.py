@@ -335,17 +335,17 @@ def test_campaigns_in_two_threads_propose_one_at_a_time(fast_optimizer, monkeypa
 
     alone = [small_campaign(fast_optimizer, seed=s, budget=6).run().history[["x0", "x1"]].to_numpy() for s in (3, 4)]
     spans: list[tuple[float, float]] = []
-    fit = campaign_module.Campaign._fit_model
+    fit = campaign_module.fit_surrogate
 
-    def slow_fit(self, X, Y):
+    def slow_fit(*args, **kwargs):
         start = time.perf_counter()
         time.sleep(0.2)
         try:
-            return fit(self, X, Y)
+            return fit(*args, **kwargs)
         finally:
             spans.append((start, time.perf_counter()))
 
-    monkeypatch.setattr(campaign_module.Campaign, "_fit_model", slow_fit)
+    monkeypatch.setattr(campaign_module, "fit_surrogate", slow_fit)
     campaigns = [small_campaign(fast_optimizer, seed=s, budget=6) for s in (3, 4)]
     threads = [threading.Thread(target=c.run) for c in campaigns]
     for thread in threads:
