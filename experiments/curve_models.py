@@ -581,20 +581,11 @@ def decision_lines(result: dict[str, Any]) -> list[str]:
     return lines
 
 
-def write_markdown(result: dict[str, Any], path: Path) -> None:
+def calibration_lines(result: dict[str, Any]) -> list[str]:
+    """The calibration section of results.md."""
     a, cal, summary = result["args"], result["calibration"], result["calibration"]["summary"]
     reps = len(cal["repeats"])
     lines = [
-        f"# Curve models: calibration and decision cost ({reps} calibration repeats run, timings median of "
-        f"{a['timing_repeats']}; machine: {result['machine']['cpus']}-core CPU, torch threads {result['machine']['torch_threads']})"
-        + (" (smoke: the numbers are not results)" if result["smoke"] else ""),
-        "",
-        f"Curves: `{result['data']['source']}`, its first {result['data']['cache_lines']} lines ({result['data']['curves']} configurations, {result['data']['points']} points, "
-        f"{result['data']['full_curves']} with all {T} epochs; {result['data'].get('metric', 'validation cross-entropy')}, minimized; the models see it negated). "
-        f"Curve models: `deep-kernel-gp` (options {OPTIONS['deep-kernel-gp']}) and `power-law-ensemble` (defaults), "
-        f"`CurveSurrogate(epochs={a['epochs']}, truncate=0.3)`. Exact GP: `fit_fidelity_gp` (SingleTaskMultiFidelityGP, "
-        "`fit_gpytorch_mll`, gpytorch's default settings). Machine: " + result["machine"]["text"] + ".",
-        "",
         f"## 1. Calibration of the predicted value at epoch {T} ({reps} repeats)",
         "",
         f"Each repeat holds back {int(TEST_SHARE * 100)}% of the full curves ({cal['repeats'][0]['test_configs']} configurations), "
@@ -622,6 +613,26 @@ def write_markdown(result: dict[str, Any], path: Path) -> None:
     for rep in cal["repeats"]:
         cells = [f"{rep['models'][m]['coverage90']:.0%} / {rep['models'][m]['median_abs_error']:.4f}" for m in (*MODELS, EXACT)]
         lines.append(f"| {rep['repeat']} | " + " | ".join(cells) + f" | {rep['last_value']['median_abs_error']:.4f} |")
+    return lines
+
+
+def write_markdown(result: dict[str, Any], path: Path) -> None:
+    a, cal = result["args"], result["calibration"]
+    reps = len(cal["repeats"])
+    lines = [
+        f"# Curve models: calibration and decision cost ({reps} calibration repeats run, timings median of "
+        f"{a['timing_repeats']}; machine: {result['machine']['cpus']}-core CPU, torch threads {result['machine']['torch_threads']})"
+        + (" (smoke: the numbers are not results)" if result["smoke"] else ""),
+        "",
+        f"Curves: `{result['data']['source']}`, its first {result['data']['cache_lines']} lines ({result['data']['curves']} configurations, {result['data']['points']} points, "
+        f"{result['data']['full_curves']} with all {T} epochs; {result['data'].get('metric', 'validation cross-entropy')}, minimized; the models see it negated). "
+        f"Curve models: `deep-kernel-gp` (options {OPTIONS['deep-kernel-gp']}) and `power-law-ensemble` (defaults), "
+        f"`CurveSurrogate(epochs={a['epochs']}, truncate=0.3)`. Exact GP: `fit_fidelity_gp` (SingleTaskMultiFidelityGP, "
+        "`fit_gpytorch_mll`, gpytorch's default settings). Machine: " + result["machine"]["text"] + ".",
+        "",
+    ]
+    if cal["repeats"]:
+        lines += calibration_lines(result)
     if result["decision"]["rows"]:
         lines += decision_lines(result)
     if result["threads_check"]:
@@ -643,7 +654,8 @@ def plot(result: dict[str, Any], out: Path) -> None:
     matplotlib.use("Agg")
     if result["decision"]["rows"]:
         plot_decision_cost(result, out)
-    plot_calibration(result, out)
+    if result["calibration"]["repeats"]:
+        plot_calibration(result, out)
 
 
 def plot_decision_cost(result: dict[str, Any], out: Path) -> None:
@@ -709,7 +721,7 @@ def plot_calibration(result: dict[str, Any], out: Path) -> None:
 def goals(result: dict[str, Any]) -> list[str]:
     out = []
     lo, hi = GOAL_COVERAGE
-    for name in (*MODELS, EXACT):
+    for name in (*MODELS, EXACT) if result["calibration"]["repeats"] else ():
         s = result["calibration"]["summary"][name]
         out.append(f"coverage {lo:.0%}-{hi:.0%}, {name}: {s['coverage90']['median']:.1%} (median over repeats) -> "
                    + ("met" if s["coverage_goal_met"] else "MISSED"))  # fmt: skip
@@ -749,6 +761,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if args.report_only:
         result = json.loads((out / "results.json").read_text())
         result["notes"] += [n for n in args.note if n not in result["notes"]]
+        result["goals"] = goals(result)
         (out / "results.json").write_text(json.dumps(result, indent=1))
         write_markdown(result, out / "results.md")
         plot(result, out)
@@ -793,10 +806,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         }  # fmt: skip
         result["args"] = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
         result["seconds"] = time.perf_counter() - started
-        result["goals"] = goals(result) if repeats else []
+        result["goals"] = goals(result)
         out.mkdir(parents=True, exist_ok=True)
         (out / "results.json").write_text(json.dumps(result, indent=1))
-        if repeats:
+        if repeats or rows:
             write_markdown(result, out / "results.md")
             plot(result, out)
         print(f"wrote {out} in {result['seconds']:.0f} s", flush=True)
