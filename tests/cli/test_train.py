@@ -98,15 +98,21 @@ def test_fit_test_true_tests_the_best_checkpoint(tmp_path):
 
 
 WAPE = f"{TinyWapeLogger.__module__}.TinyWapeLogger"
+FLOOR = f"{TinyWapeLogger.__module__}.TinyFloorWapeLogger"
+
+
+def wape_fit_args(run_dir: Path, model: str, val_wapes: list[float]) -> list[str]:
+    """``fit`` of a tiny module that logs ``val_wapes`` per epoch and seasonal naive's 0.3."""
+    args = tiny_args(run_dir, "--trainer.max_epochs", "3", "--trainer.logger", "false")
+    args[args.index(TINY)] = model
+    args = [a for a in args if a not in ("--model.width", "8")]
+    return ["fit", *args, "--model.val_wapes", str(val_wapes), "--model.snaive_wape", "0.3"]
 
 
 @pytest.mark.parametrize(("val_wapes", "warned"), [([0.6, 0.4, 0.5], True), ([0.6, 0.2, 0.5], False)])
 def test_fit_warns_when_validation_wape_is_worse_than_seasonal_naive(tmp_path, capsys, val_wapes, warned):
     run_dir = tmp_path / "run"
-    args = tiny_args(run_dir, "--trainer.max_epochs", "3", "--trainer.logger", "false")
-    args[args.index(TINY)] = WAPE
-    args = [a for a in args if a not in ("--model.width", "8")]
-    assert main(["fit", *args, "--model.val_wapes", str(val_wapes), "--model.snaive_wape", "0.3"]) == 0
+    assert main(wape_fit_args(run_dir, WAPE, val_wapes)) == 0
     summary = json.loads((run_dir / "summary.json").read_text())
     # the best epoch's val_wape (0.4 or 0.2) against seasonal naive's 0.3, not the last epoch's 0.5
     assert summary["best_val_wape"] == pytest.approx(min(val_wapes)) and summary["val_wape"] == pytest.approx(0.5)
@@ -118,19 +124,13 @@ def test_fit_warns_when_validation_wape_is_worse_than_seasonal_naive(tmp_path, c
         assert "best val_wape 0.4 > val_wape_seasonal_naive 0.3" in message and "Try:" in message
 
 
-FLOOR = f"{TinyWapeLogger.__module__}.TinyFloorWapeLogger"
-
-
 @pytest.mark.parametrize(("val_wapes", "selected"), [([0.6, 0.4, 0.5], "seasonal_naive"), ([0.6, 0.3, 0.5], "seasonal_naive"),
                                                      ([0.6, 0.2, 0.5], "trained")])  # fmt: skip
 def test_a_fit_that_validates_no_better_than_seasonal_naive_keeps_it(tmp_path, capsys, val_wapes, selected):
     """A model that can keep its seasonal-naive floor keeps it when the best epoch's val_wape is
     not below seasonal naive's (a tie keeps the floor): the final checkpoint says so."""
     run_dir = tmp_path / "run"
-    args = tiny_args(run_dir, "--trainer.max_epochs", "3", "--trainer.logger", "false")
-    args[args.index(TINY)] = FLOOR
-    args = [a for a in args if a not in ("--model.width", "8")]
-    assert main(["fit", *args, "--model.val_wapes", str(val_wapes), "--model.snaive_wape", "0.3"]) == 0
+    assert main(wape_fit_args(run_dir, FLOOR, val_wapes)) == 0
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["selected"] == selected
     assert summary["best_val_wape"] == pytest.approx(min(val_wapes)) and summary["val_wape_seasonal_naive"] == pytest.approx(0.3)
@@ -138,8 +138,7 @@ def test_a_fit_that_validates_no_better_than_seasonal_naive_keeps_it(tmp_path, c
     assert bool(state["at_floor"]) == (selected == "seasonal_naive")
     assert ("kept seasonal naive" in capsys.readouterr().err) == (selected == "seasonal_naive")
     # a model that cannot keep a floor gets no selection
-    args[args.index(FLOOR)] = WAPE
-    assert main(["fit", *args, "--model.val_wapes", str(val_wapes), "--model.snaive_wape", "0.3"]) == 0
+    assert main(wape_fit_args(run_dir, WAPE, val_wapes)) == 0
     assert "selected" not in json.loads((run_dir / "summary.json").read_text())
 
 

@@ -416,13 +416,19 @@ def test_val_wape_seasonal_naive_matches_forecast_baselines():
     assert "val_wape" in logged and "val_wape_seasonal_naive" not in logged
 
 
-def test_checkpoint_round_trip_weights_only(tmp_path):
+def fitted_one_epoch():
+    """A HiReD trained one epoch on one window of a 2 x 2 tree: (hierarchy, batch, model, trainer)."""
     torch.manual_seed(0)
     h = tree_hierarchy((2, 2))
     batch = coherent_window(h)
     model = HiReD(in_dim=3, early_stopping_patience=None).float()
     trainer = quiet_trainer(max_epochs=1, limit_val_batches=0)
     trainer.fit(model, datamodule=WindowData(h, [batch]))
+    return h, batch, model, trainer
+
+
+def test_checkpoint_round_trip_weights_only(tmp_path):
+    h, batch, model, trainer = fitted_one_epoch()
     path = tmp_path / "hired.ckpt"
     trainer.save_checkpoint(path)
     loaded = HiReD.load_from_checkpoint(path, weights_only=True).float().eval()
@@ -452,12 +458,7 @@ def test_checkpoint_round_trip_weights_only(tmp_path):
 
 
 def test_a_model_that_keeps_its_floor_forecasts_seasonal_naive_and_a_fit_trains_again(tmp_path):
-    torch.manual_seed(0)
-    h = tree_hierarchy((2, 2))
-    batch = coherent_window(h)
-    model = HiReD(in_dim=3, early_stopping_patience=None).float()
-    trainer = quiet_trainer(max_epochs=1, limit_val_batches=0)
-    trainer.fit(model, datamodule=WindowData(h, [batch]))
+    h, batch, model, trainer = fitted_one_epoch()
     with torch.no_grad():
         assert (model.eval()(batch) - batch["y_snaive"]).abs().max() > 1e-6  # trained away from it
     model.keep_floor()
