@@ -46,6 +46,7 @@ from dsbo.campaign.early_stopping import (
     training_data,
 )
 from dsbo.campaign.execution import MAX_SEED, Execution, positive_int
+from dsbo.campaign.freeze_thaw import FreezeThawStep
 from dsbo.campaign.given_points import GivenPoints
 from dsbo.campaign.history import CampaignResult, sparsity_reference
 from dsbo.campaign.ledger import STEPS, Ledger, completed_eval_times, cost_source, design_sequence
@@ -201,6 +202,8 @@ class Campaign(GivenPoints, CampaignResults):
         #: Early stopping: the rule and the steps of a full trial (``None``: no curves asked for).
         self.early_stopping = EarlyStopping.build(early_stopping, max_steps, budget_steps)
         EarlyStopping.check_policy(self.policy, self.early_stopping)
+        #: Freeze-thaw's proposals after the initial design (:mod:`dsbo.campaign.freeze_thaw`), or ``None``.
+        self.freeze_thaw = FreezeThawStep(self.early_stopping.freeze_thaw, max_steps, seed) if self.early_stopping and self.early_stopping.freeze_thaw else None
         if budget_steps is not None and budget_cost is not None:
             raise ConfigError("give budget_cost or budget_steps, not both")
         source = STEPS if budget_steps is not None else cost_source(problem, self.policy, contextual=settings is not None)
@@ -382,6 +385,8 @@ class Campaign(GivenPoints, CampaignResults):
             raise ConfigError(
                 f"contexts were given but {self.problem.name} has no context variables"
             )
+        if self.freeze_thaw is not None and self.store.budget_used() >= self._design_size():
+            return self.freeze_thaw.propose(self)
         start = time.perf_counter()
         store_start = self.store.busy_seconds
         seed = self._proposal_seed()
@@ -402,7 +407,7 @@ class Campaign(GivenPoints, CampaignResults):
                 return []
             X = self.problem.round_to_domain(self.optimizer.apply_fixed_features(self.ledger.points(indices)))
             generator = "default" if first and indices[0] == 0 else "sobol-init"  # the default: on its own
-            metadata = [{"design_index": i} for i in indices]
+            metadata = [{"design_index": i, **(self.freeze_thaw.first_segment() if self.freeze_thaw else {})} for i in indices]
         elif not self.policy.needs_model or X_done.shape[0] < 2:
             fallback = make_policy("sobol", {}, self.optimizer)
             proposal = fallback.propose(None, History(X_done, Y_done, seed=seed), self.problem, q)
@@ -479,15 +484,9 @@ class Campaign(GivenPoints, CampaignResults):
         self._record_ask(start, store_start, fit_time, acq_time)
         return trials
 
-    def _record_ask(
-        self, start: float, store_start: float, fit_time: float, acq_time: float
-    ) -> None:
-        self._last_ask = {
-            "fit": fit_time,
-            "acquisition": acq_time,
-            "store": self.store.busy_seconds - store_start,
-            "ask_total": time.perf_counter() - start,
-        }
+    def _record_ask(self, start: float, store_start: float, fit_time: float, acq_time: float) -> None:
+        self._last_ask = {"fit": fit_time, "acquisition": acq_time, "store": self.store.busy_seconds - store_start,
+                          "ask_total": time.perf_counter() - start}  # fmt: skip
 
     def tell(
         self,
@@ -515,7 +514,7 @@ class Campaign(GivenPoints, CampaignResults):
             StoreError: if the trial does not exist or was already told.
         """
         current = self.store.get(trial_id)
-        if current.status == "stopped":  # stopped while it ran: its outcome was recorded then
+        if current.status in ("stopped", "paused"):  # stopped or paused while it ran: its value was recorded then
             return current
         if error is None:
             y = self.problem.parse_outcomes(values)

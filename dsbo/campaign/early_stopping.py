@@ -48,6 +48,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from dsbo.campaign.freeze_thaw import FREEZE_THAW, FreezeThawSettings
 from dsbo.errors import ConfigError, ReportError, TrialStoppedError
 from dsbo.space.outcomes import to_number
 from dsbo.stopping import Decision, StoppingRule, TrialCurve, make_rule
@@ -96,6 +97,8 @@ class EarlyStopping:
     model: str = "final"
     min_points: int | None = None
     levels: tuple[int, ...] | None = None
+    #: Freeze-thaw's options (:mod:`dsbo.campaign.freeze_thaw`): trials are paused and thawed, not stopped.
+    freeze_thaw: FreezeThawSettings | None = None
     #: The curves of ended trials by id (they cannot change: a decision reads only the others').
     _ended: dict[int, TrialCurve] = field(default_factory=dict, repr=False, compare=False)
 
@@ -123,6 +126,9 @@ class EarlyStopping:
             raise ConfigError("budget_steps needs max_steps, the steps of a full trial (e.g. max_steps=27 epochs)")
         if spec is None and max_steps is None:
             return None
+        if spec == FREEZE_THAW or (isinstance(spec, Mapping) and FREEZE_THAW in (spec.get("name"), spec.get("rule"))):
+            options = {k: v for k, v in dict(spec if isinstance(spec, Mapping) else {}).items() if k not in ("name", "rule")}
+            return cls(None, max_steps, freeze_thaw=FreezeThawSettings.build(options, max_steps, budget_steps))
         model, min_points = "final", None
         if isinstance(spec, Mapping):
             spec = dict(spec)
@@ -322,7 +328,9 @@ class RunningTrial:
         #: The last step stored before this evaluation began (a retry's replays up to it are ignored).
         self.resumed_from: int | None = curve[-1][0] if curve else None
         self._last: tuple[int, float] | None = curve[-1] if curve else None
-        self.stopped = trial.status == "stopped"
+        self.stopped = trial.status in ("stopped", "paused")
+        #: Whether it was paused (freeze-thaw: thawed later, it is evaluated again).
+        self.paused = trial.status == "paused"
         self.reason: str | None = trial.error if self.stopped else None
         #: The last decision :meth:`should_stop` took (``None`` before any).
         self.decision: Decision | None = None
@@ -369,7 +377,14 @@ class RunningTrial:
             return False
         trial = campaign.store.get(self.id)
         reserved, planned = campaign.ledger.reserved_steps(trial), trial.metadata.get("planned_steps")
-        full = settings.max_steps
+        full, until = settings.max_steps, trial.metadata.get("until_step")
+        if settings.freeze_thaw is not None:  # a segment ends where it was given steps to (its reservation)
+            if until is None or self._last[0] < until:
+                self.decision = Decision(False, f"freeze-thaw: given steps to {until}")
+                return False
+            self.decision = Decision(True, f"freeze-thaw: paused at step {self._last[0]} (it was given steps to {until})")
+            self._stop(self.decision.reason, paused=True)
+            return True
         if planned is not None and full is not None and self._last[0] >= planned and planned < full:
             decision = Decision(True, f"multi-fidelity: the proposal planned {planned} of {full} steps")
         elif reserved is not None and full is not None and self._last[0] >= reserved and reserved < full:
@@ -381,15 +396,16 @@ class RunningTrial:
             self._stop(decision.reason)
         return decision.stop
 
-    def _stop(self, reason: str) -> None:
+    def _stop(self, reason: str, paused: bool = False) -> None:
         campaign = self._campaign
         single = not campaign.problem.is_multi_objective and not campaign.problem.outcomes.constraints
         y = [self._last[1]] if single and self._last is not None else None
-        campaign.store.stop(
-            self.id, y, eval_time=time.perf_counter() - self._started, budget=campaign.budget,
-            cost=campaign.ledger.settle(None, steps=self.last_step or 0), reason=reason,
-        )  # fmt: skip
-        self.stopped, self.reason = True, reason
+        seconds, cost = time.perf_counter() - self._started, campaign.ledger.settle(None, steps=self.last_step or 0)
+        if paused:
+            campaign.store.pause(self.id, y, eval_time=seconds, cost=cost, reason=reason)
+        else:
+            campaign.store.stop(self.id, y, eval_time=seconds, budget=campaign.budget, cost=cost, reason=reason)
+        self.stopped, self.paused, self.reason = True, paused, reason
 
 
 def takes_trial(function: Callable[..., Any]) -> bool:

@@ -19,6 +19,10 @@ Trial statuses:
 * ``stopped``   ended early by a stopping rule (:mod:`dsbo.stopping`) after reporting
   intermediate values; its ``y`` is its last reported value (single objective without outcome
   constraints; ``None`` otherwise). Not fitted as a finished trial; counts against the budget.
+* ``paused``    frozen by a freeze-thaw schedule (:mod:`dsbo.campaign.freeze_thaw`) after
+  reporting up to the step it was given: its ``y`` is its last reported value, its ``cost``
+  the steps it used. :meth:`Store.thaw` makes it ``pending`` again (the same trial, its curve
+  kept) to train further; it counts against the budget once, whatever the thaws.
 * ``abandoned`` left pending by a crash and given up; neither fitted nor counted in the trial
   budget, but its cost stays in the cost ledger (it was paid for: a black box may have run
   it). A late result for it is still recorded while the budget has room (it then counts), and
@@ -62,8 +66,9 @@ increase within a trial; values are finite and in the store's sense (maximized, 
 :meth:`Store.curves` reads them back, :meth:`Store.stop` ends a trial as ``stopped``.
 
 Schema 2 added the ``cost`` column, schema 3 the lease columns ``worker`` and
-``heartbeat_at``, schema 4 the status ``stopped`` and the table ``intermediate_values``; an
-older store is upgraded in place when it is opened (its trials cost 1 each).
+``heartbeat_at``, schema 4 the status ``stopped`` and the table ``intermediate_values``,
+schema 5 the status ``paused``; an older store is upgraded in place when it is opened (its
+trials cost 1 each).
 """
 
 from __future__ import annotations
@@ -86,12 +91,13 @@ if TYPE_CHECKING:
 
 from dsbo.errors import BudgetExhaustedError, StoreError
 from dsbo.storage.curves import CurveMethods
+from dsbo.storage.segments import SegmentMethods
 from dsbo.storage.timed import timed as _timed
 
-SCHEMA_VERSION = 4
-STATUSES = ("pending", "completed", "failed", "stopped", "abandoned")
+SCHEMA_VERSION = 5
+STATUSES = ("pending", "completed", "failed", "stopped", "paused", "abandoned")
 #: Statuses that count against a campaign's trial budget.
-BUDGETED = ("pending", "completed", "failed", "stopped")
+BUDGETED = ("pending", "completed", "failed", "stopped", "paused")
 #: The generator of trials brought in from elsewhere (another tool's study, a CSV): prior data
 #: that the surrogate is fitted on but that never counts against a budget and costs nothing.
 IMPORTED = "imported"
@@ -157,7 +163,7 @@ def new_worker_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
 
 
-class Store(CurveMethods, abc.ABC):
+class Store(CurveMethods, SegmentMethods, abc.ABC):
     """The trial store's interface, with the SQL both backends share.
 
     A backend sets ``_placeholder`` (the driver's parameter mark) and ``_now`` (an SQL
@@ -396,6 +402,7 @@ class Store(CurveMethods, abc.ABC):
         eval_time: float | None,
         budget: int | None,
         cost: float | None = None,
+        only_pending: bool = False,
     ) -> None:
         if cost is not None and not 0 <= cost < math.inf:
             raise StoreError(f"trial {trial_id}: a settled cost must be a finite number >= 0, got {cost!r}")
@@ -404,7 +411,7 @@ class Store(CurveMethods, abc.ABC):
             if not rows:
                 raise StoreError(f"trial {trial_id} does not exist")
             current = rows[0]["status"]
-            if current not in ("pending", "abandoned"):
+            if current not in (("pending",) if only_pending else ("pending", "abandoned")):
                 raise StoreError(
                     f"trial {trial_id} is already {current}; a trial is told only once"
                 )

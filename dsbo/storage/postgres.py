@@ -15,8 +15,9 @@ how writers are serialized, since several processes write at once:
   workers' pending trials, fits, optimizes and commits its new pending trial before the next
   worker may propose, so no two workers propose the same point. A session lock is released by
   the server when the worker's connection ends, also when the worker is killed;
-* a store of schema 3 (before intermediate values) is upgraded in place when opened: the
-  status check gains ``stopped`` and the table ``intermediate_values`` is created;
+* a store of schema 3 (before intermediate values) or 4 (before freeze-thaw) is upgraded in
+  place when opened: the status check gains ``stopped`` and ``paused``, and the table
+  ``intermediate_values`` is created;
 * ``heartbeat_at`` is the server's clock (``clock_timestamp()``), so leases are measured on
   one clock whatever the workers' clocks say.
 
@@ -77,9 +78,9 @@ _POSTGRES_SCHEMA = (
 )
 _STATUS_LIST = ",".join(f"'{status}'" for status in STATUSES)
 _POSTGRES_SCHEMA = tuple(ddl.replace("{statuses}", _STATUS_LIST) for ddl in _POSTGRES_SCHEMA)
-#: Upgrades a schema-3 store (the check of the status column gains ``stopped``; the table of
-#: intermediate values is created with the schema).
-_UPGRADE_3 = (
+#: Upgrades a schema-3 or 4 store (the check of the status column gains ``stopped`` and
+#: ``paused``; the table of intermediate values is created with the schema).
+_UPGRADE_STATUSES = (
     "ALTER TABLE trials DROP CONSTRAINT IF EXISTS trials_status_check",
     f"ALTER TABLE trials ADD CONSTRAINT trials_status_check CHECK (status IN ({_STATUS_LIST}))",
 )
@@ -159,8 +160,8 @@ class PostgresStore(Store):
                     "INSERT INTO meta (key, value) VALUES ('schema_version', %s)",
                     (json.dumps(SCHEMA_VERSION),),
                 )
-            elif int(version) == 3:  # upgrade in place (module doc)
-                for ddl in _UPGRADE_3:
+            elif int(version) in (3, 4):  # upgrade in place (module doc)
+                for ddl in _UPGRADE_STATUSES:
                     self._conn.execute(ddl)
                 self._conn.execute(
                     "UPDATE meta SET value = %s WHERE key = 'schema_version'", (json.dumps(SCHEMA_VERSION),)

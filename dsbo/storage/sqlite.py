@@ -104,7 +104,7 @@ class TrialStore(Store):
             self._conn.execute("PRAGMA synchronous=FULL")
             self._conn.executescript(_SQLITE_SCHEMA)
             version = self.get_meta("schema_version")
-            if version is not None and int(version) in (1, 2, 3):  # upgrade in place
+            if version is not None and int(version) in (1, 2, 3, 4):  # upgrade in place
                 self._upgrade()
                 version = SCHEMA_VERSION
         except sqlite3.DatabaseError as exc:
@@ -119,9 +119,10 @@ class TrialStore(Store):
             )
 
     def _upgrade(self) -> None:
-        """Bring a schema 1-3 store to :data:`SCHEMA_VERSION` in one transaction: the columns
-        schemas 2 and 3 added, then the trials table rebuilt with the status ``stopped`` in its
-        check (SQLite cannot alter a check; the rows and their ids are copied as they are).
+        """Bring a schema 1-4 store to :data:`SCHEMA_VERSION` in one transaction: the columns
+        schemas 2 and 3 added, then the trials table rebuilt with the statuses ``stopped`` and
+        ``paused`` in its check (SQLite cannot alter a check; the rows and their ids are copied
+        as they are).
         The ``intermediate_values`` table was created with the schema."""
         columns = {r["name"] for r in self._conn.execute("PRAGMA table_info(trials)")}
         with self._transaction() as execute:
@@ -129,7 +130,7 @@ class TrialStore(Store):
                 if name not in columns:
                     execute(f"ALTER TABLE trials ADD COLUMN {name} {ddl}")
             [table] = execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'trials'")
-            if "'stopped'" not in table["sql"]:
+            if "'paused'" not in table["sql"]:
                 create = _SQLITE_SCHEMA.split("CREATE TABLE IF NOT EXISTS trials (", 1)[1].split(");", 1)[0]
                 execute(f"CREATE TABLE trials_upgraded ({create})")
                 execute(f"INSERT INTO trials_upgraded ({_COLUMNS}) SELECT {_COLUMNS} FROM trials")

@@ -190,7 +190,7 @@ def test_sqlite_store_is_the_default_and_keeps_its_import_path(tmp_path):
     memory = open_store(None)
     assert memory.path == ":memory:"
     memory.close()
-    assert json.loads(json.dumps(SCHEMA_VERSION)) == 4
+    assert json.loads(json.dumps(SCHEMA_VERSION)) == 5
 
 
 def test_imported_trials_never_count_against_the_budget_nor_expire(store):

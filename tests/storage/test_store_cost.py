@@ -59,7 +59,7 @@ def test_a_schema_1_store_is_upgraded_in_place(tmp_path):
     schema_1_store(path)
     assert "cost" not in columns(path)
     with TrialStore(path) as store:
-        assert SCHEMA_VERSION == 4 and store.get_meta("schema_version") == 4
+        assert SCHEMA_VERSION == 5 and store.get_meta("schema_version") == 5
         [trial] = store.trials()
         assert trial.cost == 1.0 and trial.x == [0.25, 0.5] and trial.y == [1.5]
         assert trial.metadata == {"seed": 3} and trial.status == "completed"
@@ -68,7 +68,7 @@ def test_a_schema_1_store_is_upgraded_in_place(tmp_path):
     assert cost[2] == "REAL" and cost[3] == 1 and float(cost[4]) == 1.0  # type, NOT NULL, default
     assert {"worker", "heartbeat_at"} <= set(columns(path)), "schema 3's lease columns"
     with TrialStore(path) as again:  # opening the upgraded store again changes nothing
-        assert again.get_meta("schema_version") == 4 and again.trials()[0].cost == 1.0
+        assert again.get_meta("schema_version") == 5 and again.trials()[0].cost == 1.0
 
 
 def test_an_upgraded_store_records_costs_and_keeps_the_ledger(tmp_path):
