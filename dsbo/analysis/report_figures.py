@@ -42,8 +42,8 @@ FAILED_COLOUR = "#d62728"
 INACTIVE = "inactive"
 #: A learning curve's colour by how its trial ended (:func:`dsbo.analysis.curves.outcome`), in
 #: legend order.
-CURVE_COLOURS = {"completed": "#1f77b4", "stopped": "#ff7f0e", "failed": FAILED_COLOUR, "running": "#2ca02c",
-                 "abandoned": "#999999"}  # fmt: skip
+CURVE_COLOURS = {"completed": "#1f77b4", "stopped": "#ff7f0e", "paused": "#9467bd", "failed": FAILED_COLOUR,
+                 "running": "#2ca02c", "abandoned": "#999999"}  # fmt: skip
 #: Above this many curves, each outcome's curves are one trace (separated by gaps), so a
 #: large run's page stays light; below it, one trace per trial.
 MAX_CURVE_TRACES = 300

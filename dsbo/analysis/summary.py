@@ -99,7 +99,7 @@ def steps_summary(frame: pd.DataFrame, problem: Problem, max_steps: int | None =
     ``steps``, :func:`~dsbo.campaign.history.add_steps`), ``None`` otherwise.
 
     Over the trials that reported and have ended (every status but ``pending``):
-    ``num_stopped`` the trials stopped early, ``steps_used`` the sum of their last steps,
+    ``num_stopped`` the trials stopped early, ``num_paused`` those paused by freeze-thaw, ``steps_used`` the sum of their last steps,
     ``steps_full`` what the same trials would have used trained to ``max_steps`` each
     (``n_trials * max_steps``; ``None`` without ``max_steps``), and ``steps_saved`` the
     difference (``None`` likewise)."""
@@ -113,6 +113,7 @@ def steps_summary(frame: pd.DataFrame, problem: Problem, max_steps: int | None =
     full = None if max_steps is None else len(ended) * int(max_steps)
     return {
         "num_stopped": int((frame["status"] == "stopped").sum()),
+        "num_paused": int((frame["status"] == "paused").sum()),
         "steps_used": used,
         "steps_full": full,
         "steps_saved": None if full is None else full - used,

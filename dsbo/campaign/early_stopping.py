@@ -337,6 +337,28 @@ class RunningTrial:
         self._max_steps = None if campaign.early_stopping is None else campaign.early_stopping.max_steps
 
     @property
+    def user_attrs(self) -> dict[str, Any]:
+        """What the evaluation kept with the trial (:meth:`set_user_attr`), read from the store."""
+        return dict(self._campaign.store.get(self.id).metadata.get("user_attrs", {}))
+
+    def set_user_attr(self, key: str, value: Any) -> None:
+        """Keep a JSON value with the trial (metadata ``user_attrs``, Optuna's name; committed at
+        once), e.g. where its checkpoints are, so that a thaw or a retry resumes from them.
+
+        Raises:
+            ReportError: for a key that is not a string or a value JSON cannot write.
+        """
+        import json
+
+        if not isinstance(key, str) or not key:
+            raise ReportError(f"trial {self.id}: a user attribute's key must be a non-empty string, got {key!r}")
+        try:
+            json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise ReportError(f"trial {self.id}: user attribute {key!r} must be JSON ({exc})") from None
+        self._campaign.store.update_metadata(self.id, user_attrs={**self.user_attrs, key: value})
+
+    @property
     def last_step(self) -> int | None:
         """The last step reported (in this evaluation or before a retry), ``None`` before any."""
         return None if self._last is None else self._last[0]

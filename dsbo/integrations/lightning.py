@@ -42,6 +42,12 @@ the trial must be picklable and record where the main process can read it (its s
 the callback in the main process keeps ``stopped=False`` (Lightning sends back only the
 weights and ``callback_metrics``); ``strategy="ddp"`` runs rank 0 in the main process.
 
+**Paused, not stopped.** In a freeze-thaw campaign (:mod:`dsbo.campaign.freeze_thaw`)
+``should_stop()`` also says ``True`` where the trial's steps end, with ``trial.paused`` set:
+the fit ends after that validation like a stop, but the checkpoint saved there (``last.ckpt``
+of a ``ModelCheckpoint(save_last=True)``) does not remember a stop, so ``trainer.fit(...,
+ckpt_path=...)`` from it, when the trial is thawed, trains the next epochs.
+
 **After the stop.** :attr:`ReportCallback.stopped` is ``True`` and
 :attr:`ReportCallback.stopped_epoch` the epoch whose validation said stop; both are saved in
 checkpoints (``state_dict``), so a fit resumed from a checkpoint of a stopped trial ends at
@@ -88,6 +94,9 @@ class ReportCallback(pl.Callback):
     Attributes:
         stopped: whether the trial has stopped this fit.
         stopped_epoch: the epoch after whose validation it stopped (``None`` until then).
+        paused_epoch: the epoch after whose validation a freeze-thaw campaign paused the trial
+            (``trial.paused``): the fit ended there, but ``stopped`` stays ``False``, so a fit
+            resumed from that epoch's checkpoint trains on.
 
     Raises:
         ConfigError: at construction for a ``trial`` without the two methods, an empty
@@ -112,6 +121,7 @@ class ReportCallback(pl.Callback):
         self.step = step
         self.stopped = False
         self.stopped_epoch: int | None = None
+        self.paused_epoch: int | None = None
         self._reported_epoch: int | None = None  # within this fit, for step="epoch"
 
     @property
@@ -146,19 +156,23 @@ class ReportCallback(pl.Callback):
         if self.stopped:  # told to stop, but still training (min_epochs/min_steps): no reports
             trainer.should_stop = True
             return
-        stop, error = False, None
+        stop, paused, error = False, False, None
         if trainer.is_global_zero:
             try:
                 stop = self._report(trainer)
+                paused = stop and getattr(self.trial, "paused", False) is True
             except Exception as exc:  # re-raised below, once the other ranks know
                 error = exc
-        stop, failed = trainer.strategy.broadcast((stop, error is not None), src=0)
+        stop, paused, failed = trainer.strategy.broadcast((stop, paused, error is not None), src=0)
         if error is not None:
             raise error
         if failed:  # rank 0 is raising: stop here rather than wait for it at a collective
             trainer.should_stop = True
             return
-        if stop:
+        if stop and paused:  # freeze-thaw: the fit ends here, and its checkpoint resumes training when thawed
+            self.paused_epoch = trainer.current_epoch
+            trainer.should_stop = True
+        elif stop:
             self.stopped = True
             self.stopped_epoch = trainer.current_epoch
             trainer.should_stop = True

@@ -119,23 +119,24 @@ class TrainingRun(BaseTestProblem):
         """Train once with ``params``; the requested metrics from the run's ``summary.json``.
         With a running ``trial`` (early stopping), the run reports its first metric after each
         validation epoch through a channel and stops when the trial says so
-        (:mod:`dsbo.problems.trial_channel`)."""
-        key = hashlib.sha1(json.dumps(params, sort_keys=True, default=str).encode()).hexdigest()[:8]
-        run_dir = Path(self.runs_dir) / f"run-{time.strftime('%Y%m%d-%H%M%S')}-{key}-{os.getpid()}"
-        run_dir.mkdir(parents=True, exist_ok=True)
-        (run_dir / "params.json").write_text(json.dumps(params, indent=1, default=str))
+        (:mod:`dsbo.problems.trial_channel`); a trial that trained before (a freeze-thaw thaw,
+        a retry) resumes from its run's ``last.ckpt`` (:meth:`_run_dir`)."""
+        run_dir, resume = self._run_dir(params, trial)
         env = {**os.environ, "DSBO_RUN_DIR": str(run_dir), "WANDB_DIR": str(run_dir), "WANDB_SILENT": "true"}
         env.setdefault("WANDB_MODE", "offline")
         if trial is not None:
-            (run_dir / "trial").mkdir()
+            (run_dir / "trial").mkdir(exist_ok=True)
+            for name in ("reports.jsonl", "decisions.jsonl"):  # a resumed run's channel starts empty
+                (run_dir / "trial" / name).unlink(missing_ok=True)
             env.update({CHANNEL_ENV: str(run_dir / "trial"), MONITOR_ENV: self.metrics[0]})
+        command = self.command(params) + ([] if resume is None else [f"--ckpt_path={resume}"])
         try:
-            with (run_dir / "output.log").open("w") as log:
+            with (run_dir / "output.log").open("w" if resume is None else "a") as log:
                 if trial is None:
-                    proc = subprocess.run(self.command(params), stdout=log, stderr=subprocess.STDOUT, env=env,
+                    proc = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, env=env,
                                           timeout=self.timeout, check=False)  # fmt: skip
                 else:
-                    proc = subprocess.Popen(self.command(params), stdout=log, stderr=subprocess.STDOUT, env=env)
+                    proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
                     try:
                         refused = relay(run_dir / "trial", trial, proc, sign=self.sign, timeout=self.timeout)
                     finally:
@@ -153,6 +154,24 @@ class TrainingRun(BaseTestProblem):
         if missing:
             raise EvaluationError(f"training run {run_dir} wrote no finite {missing} to summary.json")
         return [self.sign * values[m] for m in self.metrics]
+
+    def _run_dir(self, params: Mapping[str, Any], trial: Any) -> tuple[Path, Path | None]:
+        """The run's directory and the checkpoint it resumes from: a trial that already trained
+        (``trial.last_step``: thawed by freeze-thaw, or retried) and whose run directory (user
+        attribute ``run_dir``) holds ``checkpoints/last.ckpt`` goes on in that directory from
+        it; otherwise a new directory, recorded with the trial."""
+        previous = (getattr(trial, "user_attrs", None) or {}).get("run_dir") if trial is not None else None
+        if previous and getattr(trial, "last_step", None) is not None:
+            last = Path(previous) / "checkpoints" / "last.ckpt"
+            if last.is_file():
+                return Path(previous), last
+        key = hashlib.sha1(json.dumps(params, sort_keys=True, default=str).encode()).hexdigest()[:8]
+        run_dir = Path(self.runs_dir) / f"run-{time.strftime('%Y%m%d-%H%M%S')}-{key}-{os.getpid()}"
+        run_dir.mkdir(parents=True, exist_ok=True)
+        (run_dir / "params.json").write_text(json.dumps(params, indent=1, default=str))
+        if trial is not None and callable(getattr(trial, "set_user_attr", None)):
+            trial.set_user_attr("run_dir", str(run_dir.resolve()))
+        return run_dir, None
 
     def run_with_trial(self, x: Sequence[float], trial: Any) -> list[float]:
         """One run at model point ``x`` reporting to ``trial`` (:meth:`run`)."""

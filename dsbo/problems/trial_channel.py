@@ -10,7 +10,9 @@ process then adds a :class:`~dsbo.integrations.lightning.ReportCallback` whose t
   waits for the decision on that step;
 * the parent (:func:`relay`) reads each new report, hands it to the campaign's running trial
   (``trial.report(step, sign * value)``, then ``trial.should_stop()``, which decides from the
-  store), and writes ``decisions.jsonl`` (``{"step": s, "stop": bool}``).
+  store), and writes ``decisions.jsonl`` (``{"step": s, "stop": bool}``, with ``"pause": true``
+  when a freeze-thaw campaign paused the trial: the run ends and keeps its checkpoint, to be
+  resumed from it when the trial is thawed).
 
 So the child stops right after the validation epoch the rule judged, and every value is in the
 store before the run goes on. A report the trial refuses (a NaN, a step that goes backwards)
@@ -62,6 +64,8 @@ class ChannelTrial:
     def __init__(self, folder: str | Path) -> None:
         self.folder = Path(folder)
         self._last_step: int | None = None
+        #: Whether the last decision paused the trial (freeze-thaw) rather than stopped it.
+        self.paused = False
 
     def report(self, step: int, value: float) -> None:
         self._last_step = int(step)
@@ -75,6 +79,7 @@ class ChannelTrial:
             lines, offset_new = _read(self.folder / "decisions.jsonl", offset)
             for line in lines:
                 if line.get("step") == self._last_step:
+                    self.paused = bool(line.get("pause", False))
                     return bool(line["stop"])
             offset = offset_new
             time.sleep(POLL)
@@ -100,7 +105,8 @@ def relay(folder: str | Path, trial: Any, process: subprocess.Popen, sign: float
                     stop = trial.should_stop()
                 except Exception as exc:  # noqa: BLE001 - the trial's refusal fails the trial
                     error = exc
-            _append(folder / "decisions.jsonl", {"step": line["step"], "stop": bool(stop)})
+            paused = {"pause": True} if stop and error is None and getattr(trial, "paused", False) is True else {}
+            _append(folder / "decisions.jsonl", {"step": line["step"], "stop": bool(stop), **paused})
         if ended:
             return error
         if timeout is not None and time.monotonic() - start > timeout:

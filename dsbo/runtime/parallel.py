@@ -280,7 +280,7 @@ def _tell(campaign: Campaign, trial: Trial, **kwargs: Any) -> Trial | None:
     try:
         return campaign.tell(trial.id, **kwargs)
     except StoreError:
-        if campaign.store.get(trial.id).status in ("completed", "failed", "stopped"):
+        if campaign.store.get(trial.id).status in ("completed", "failed", "stopped", "paused"):
             return None  # told by the worker that lost the lease: one outcome is kept
         raise
 

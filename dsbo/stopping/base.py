@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 from dsbo.errors import ConfigError, DataError
 
 #: The statuses a trial can have (those of the store).
-STATUSES = ("pending", "completed", "stopped", "failed", "abandoned")
+STATUSES = ("pending", "completed", "stopped", "paused", "failed", "abandoned")
 
 
 @dataclass(frozen=True)
@@ -36,8 +36,8 @@ class TrialCurve:
 
     Args:
         trial_id: The trial's id in the campaign.
-        status: ``"pending"`` (still running), ``"completed"``, ``"stopped"``, ``"failed"`` or
-            ``"abandoned"``.
+        status: ``"pending"`` (still running), ``"completed"``, ``"stopped"``, ``"paused"``
+            (freeze-thaw), ``"failed"`` or ``"abandoned"``.
         steps: Strictly increasing integers >= 0 (epochs, iterations, ...).
         values: One finite value per step, higher is better.
 

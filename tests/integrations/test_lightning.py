@@ -237,6 +237,29 @@ def test_state_dict_round_trip_and_a_resumed_fit_of_a_stopped_trial_ends_at_once
     assert ReportCallback(trial, monitor="a").state_key != ReportCallback(trial, monitor="b").state_key
 
 
+class PauseAt(FakeTrial):
+    """A freeze-thaw trial: ``should_stop`` says ``True`` at ``stop_at`` with ``paused`` set."""
+
+    paused = False
+
+    def should_stop(self) -> bool:
+        self.paused = super().should_stop()
+        return self.paused
+
+
+def test_a_paused_fit_ends_and_its_checkpoint_trains_on_when_thawed(tmp_path):
+    callback = ReportCallback(PauseAt(stop_at=2))
+    trainer, module = fit(callback, max_epochs=10)
+    assert module.epochs_run == [0, 1] and callback.paused_epoch == 1
+    assert callback.state_dict() == {"stopped": False, "stopped_epoch": None}, "a checkpoint does not remember a pause"
+    path = tmp_path / "paused.ckpt"
+    trainer.save_checkpoint(path)
+
+    thawed = FakeTrial(stop_at=4)
+    _, resumed = fit(ReportCallback(thawed), ckpt_path=str(path), max_epochs=10)
+    assert resumed.epochs_run == [2, 3] and [s for s, _ in thawed.reports] == [3, 4]
+
+
 def test_bad_arguments_are_config_errors():
     with pytest.raises(ConfigError, match="report"):
         ReportCallback("val_loss")

@@ -175,3 +175,31 @@ def test_a_campaign_stops_training_runs_early(tmp_path, in_repo):
         steps = [s for s, _ in curves[trial.id]]
         assert steps == list(range(1, len(steps) + 1)) and trial.cost == steps[-1]
         assert trial.status in ("completed", "stopped") and (trial.status == "stopped") == (steps[-1] < 4)
+
+
+def test_a_freeze_thaw_campaign_resumes_paused_runs_from_their_checkpoints(tmp_path, in_repo):
+    from dsbo.campaign import Campaign
+
+    problem = make(tmp_path, parameters={**PARAMETERS, "trainer.max_epochs": {"value": 4}})
+    campaign = Campaign(problem, surrogate="gp", budget=20, n_init=2, dry_run=False, max_steps=4, budget_steps=10,
+                        early_stopping={"name": "freeze-thaw", "curve_model": "power-law-ensemble", "steps_per_thaw": 2,
+                                        "epochs": 30, "warm_epochs": 5, "candidates": 32})  # fmt: skip
+    campaign.run()
+    store = campaign.store
+    trials, curves = store.trials(), store.curves()
+    assert store.cost_used() == 10 and {t.status for t in trials} <= {"paused", "completed"}
+    thawed = [t for t in trials if t.metadata.get("thaws")]
+    assert thawed, "a paused run was continued"
+    runs = sorted((tmp_path / "runs").iterdir())
+    assert len(runs) == len(trials), "a thawed trial goes on in its own run directory"
+    for trial in trials:
+        steps = [s for s, _ in curves[trial.id]]
+        assert steps == list(range(1, len(steps) + 1)) and trial.cost == steps[-1]
+        run_dir = Path(trial.metadata["user_attrs"]["run_dir"])
+        assert run_dir in [r.resolve() for r in runs]
+    for trial in thawed:  # Lightning restored the checkpoint and trained the next epochs only
+        run_dir = Path(trial.metadata["user_attrs"]["run_dir"])
+        log = (run_dir / "output.log").read_text()
+        assert "Restoring states from the checkpoint" in log or "Restored all states from the checkpoint" in log
+        decisions = [json.loads(line) for line in (run_dir / "trial" / "decisions.jsonl").read_text().splitlines()]
+        assert decisions[0]["step"] == 3, "the thawed run reported from the epoch after its pause"

@@ -150,7 +150,7 @@ def test_trial_curve_accessors():
     [
         ({"trial_id": True}, "trial_id must be an int"),
         ({"trial_id": "1"}, "trial_id must be an int"),
-        ({"status": "running"}, "status must be one of pending, completed, stopped, failed, abandoned; got 'running'"),
+        ({"status": "running"}, "status must be one of pending, completed, stopped, paused, failed, abandoned; got 'running'"),
         ({"steps": (1, 2), "values": (1.0,)}, "2 steps but 1 values"),
         ({"steps": (2, 1), "values": (1.0, 1.0)}, "steps must be strictly increasing, got [2, 1]"),
         ({"steps": (1, 1), "values": (1.0, 1.0)}, "strictly increasing"),
