@@ -60,6 +60,9 @@ ARMS: dict[str, tuple[str, dict[str, Any], str]] = {
     "ft-power-law": ("power-law-ensemble", {}, "mf-ei"),
     "ft-dkgp-final": ("deep-kernel-gp", {"inducing": 128}, "final"),
     "ft-power-law-final": ("power-law-ensemble", {}, "final"),
+    # the same choice made by a dsbo campaign (early_stopping="freeze-thaw"): paused trials in the
+    # store, thaws resuming each curve where it stopped (run_campaign)
+    "ft-dkgp-campaign": ("deep-kernel-gp", {"inducing": 128}, "mf-ei"),
 }
 #: early stopping's arms shown beside ours (those its runs.jsonl holds for the seed).
 BASELINES = ("bo+hyperband", "bo+asha", "random+asha", "bohb", "optuna-tpe+hyperband", "optuna-tpe+median", "bo-full")
@@ -203,6 +206,53 @@ def run(problem: Any, arm: str, seed: int, budget: int, steps_per_thaw: int, smo
     }  # fmt: skip
 
 
+def run_campaign(problem: Any, arm: str, seed: int, budget: int, steps_per_thaw: int, smoke: bool, cache: CurveCache,
+                 local: float = 0.5) -> dict[str, Any]:  # fmt: skip
+    """One run of ``arm`` through ``dsbo.minimize(early_stopping="freeze-thaw")``: the training
+    function reads the configuration's real curve (the same cache) and reports ``log(loss)``
+    from the step after ``trial.last_step`` (a thawed trial resumes where it paused), so the
+    campaign's curve model learns ``-log(loss)`` as :func:`run`'s does."""
+    import dsbo
+
+    name, options, criterion = ARMS[arm]
+    source = Curves(problem, seed, cache, smoke)
+    epochs, warm = (30, 5) if smoke else (300, 20)
+
+    def train(params: dict[str, Any], trial: Any) -> float:
+        curve = source.full(dict(params))
+        value = math.inf
+        for epoch in range((trial.last_step or 0) + 1, MAX_EPOCHS + 1):
+            value = math.log(curve[epoch - 1])
+            trial.report(epoch, value)
+            if trial.should_stop():
+                break
+        return value
+
+    start = time.perf_counter()
+    spec = {"name": "freeze-thaw", "curve_model": name, "options": options, "criterion": criterion,
+            "steps_per_thaw": steps_per_thaw, "local": local, "candidates": CANDIDATES, "epochs": epochs,
+            "warm_epochs": warm}  # fmt: skip
+    n_init = n_init_for(problem, BUDGET // MAX_EPOCHS) if not smoke else 2
+    result = dsbo.minimize(train, problem.space, early_stopping=spec, max_steps=MAX_EPOCHS, budget_steps=budget,
+                           n_init=n_init, seed=seed, surrogate="gp", dry_run=False, outcome_warping=None)  # fmt: skip
+    store = result.campaign.store
+    curves = store.curves()
+    finished = [t for t in store.trials() if curves.get(t.id) and curves[t.id][-1][0] == MAX_EPOCHS]
+    losses = [math.exp(-curves[t.id][-1][1]) for t in finished]
+    best = min(range(len(finished)), key=losses.__getitem__) if finished else None
+    trials = store.trials()
+    return {
+        "problem": problem.name, "arm": arm, "seed": seed, "budget": budget, "smoke": smoke,
+        "steps_per_thaw": steps_per_thaw, "local": local, "final_best": None if best is None else losses[best],
+        "trace": [], "best_params": None if best is None else result.campaign.problem.params(finished[best].x),
+        "num_trials": len(trials), "num_full": len(finished), "epochs_spent": store.cost_used(),
+        "epochs_per_trial": [curves[t.id][-1][0] if curves.get(t.id) else 0 for t in trials],
+        "continues": sum(int(t.metadata.get("thaws", 0)) for t in trials), "starts": len(trials),
+        "statuses": {s: store.count(s) for s in ("completed", "paused", "stopped", "failed")},
+        "seconds": time.perf_counter() - start, "train_seconds": source.train_seconds, "trained": source.trained,
+    }  # fmt: skip
+
+
 def read_runs(path: Path) -> list[dict[str, Any]]:
     if not path.exists():
         return []
@@ -330,7 +380,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             for arm in args.arms:
                 if (name, arm, seed) in done:
                     continue
-                result = run(problems[name], arm, seed, budget, steps_per_thaw, args.smoke, cache, args.local)
+                how = run_campaign if arm.endswith("-campaign") else run
+                result = how(problems[name], arm, seed, budget, steps_per_thaw, args.smoke, cache, args.local)
                 with log.open("a") as handle:
                     handle.write(json.dumps(result) + "\n")
                 print(f"{name} {arm} seed {seed}: final best {result['final_best']}, {result['num_full']} full of "

@@ -473,9 +473,12 @@ def test_bench_report_smoke(tmp_path):
 def test_freeze_thaw_smoke(tmp_path):
     import freeze_thaw
 
-    result = freeze_thaw.main(["--smoke", "--out", str(tmp_path)])
+    result = freeze_thaw.main(["--smoke", "--out", str(tmp_path), "--arms", "ft-dkgp", "ft-power-law", "ft-dkgp-campaign"])
     runs = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
-    assert {r["arm"] for r in runs} == {"ft-dkgp", "ft-power-law"} and all(r["epochs_spent"] == 40 for r in runs)
+    assert {r["arm"] for r in runs} == {"ft-dkgp", "ft-power-law", "ft-dkgp-campaign"}
+    assert all(r["epochs_spent"] == 40 for r in runs)
+    [campaign] = [r for r in runs if r["arm"] == "ft-dkgp-campaign"]
+    assert campaign["final_best"] is not None and set(campaign["statuses"]) >= {"completed", "paused"}
     for r in runs:  # every epoch is charged once: the trials' epochs add up to the budget
         assert sum(r["epochs_per_trial"]) == 40 and r["starts"] + r["continues"] >= r["num_trials"]
     assert {row["arm"] for row in result["rows"]} >= {"ft-dkgp", "ft-power-law"}
