@@ -63,6 +63,7 @@ ARMS: dict[str, tuple[str, dict[str, Any], str]] = {
     # the same choice made by a dsbo campaign (early_stopping="freeze-thaw"): paused trials in the
     # store, thaws resuming each curve where it stopped (run_campaign)
     "ft-dkgp-campaign": ("deep-kernel-gp", {"inducing": 128}, "mf-ei"),
+    "ft-power-law-campaign": ("power-law-ensemble", {}, "mf-ei"),
 }
 #: early stopping's arms shown beside ours (those its runs.jsonl holds for the seed).
 BASELINES = ("bo+hyperband", "bo+asha", "random+asha", "bohb", "optuna-tpe+hyperband", "optuna-tpe+median", "bo-full")
