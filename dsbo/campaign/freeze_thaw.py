@@ -78,6 +78,10 @@ GENERATOR = "freeze-thaw"
 LOCAL_CENTERS = 8
 #: Standard deviation (unit cube) of a local candidate's step.
 LOCAL_SD = 0.1
+#: The curve models and the criteria (those of :mod:`dsbo.surrogates.curve_model` and
+#: :mod:`dsbo.stopping.freeze_thaw`, named here so that a config is checked without torch).
+CURVE_MODEL_NAMES = ("deep-kernel-gp", "power-law-ensemble")
+CRITERIA = ("mf-ei", "final")
 
 
 @dataclass(frozen=True)
@@ -113,9 +117,6 @@ class FreezeThawSettings:
             ConfigError: naming ``early_stopping.<option>`` at fault, or the missing
                 ``max_steps`` / ``budget_steps``.
         """
-        from dsbo.stopping.freeze_thaw import CRITERIA
-        from dsbo.surrogates.curve_model import CURVE_MODELS
-
         if max_steps is None or budget_steps is None:
             raise ConfigError("early_stopping freeze-thaw needs max_steps (the steps of a full trial) and budget_steps "
                               "(the budget in steps: thaws cost steps, not trials)")  # fmt: skip
@@ -124,8 +125,8 @@ class FreezeThawSettings:
             raise ConfigError(f"early_stopping freeze-thaw: unknown option(s) {unknown}; "
                               f"choose from {sorted(cls.__dataclass_fields__)}")  # fmt: skip
         settings = cls(**spec)
-        if settings.curve_model not in CURVE_MODELS:
-            raise ConfigError(f"early_stopping.curve_model={settings.curve_model!r}: choose one of {', '.join(CURVE_MODELS)}")
+        if settings.curve_model not in CURVE_MODEL_NAMES:
+            raise ConfigError(f"early_stopping.curve_model={settings.curve_model!r}: choose one of {', '.join(CURVE_MODEL_NAMES)}")
         if not isinstance(settings.options, Mapping):
             raise ConfigError(f"early_stopping.options must be a mapping of the curve model's options, got {settings.options!r}")
         k = settings.steps_per_thaw

@@ -37,6 +37,13 @@ has less left, or a multi-fidelity proposal planned fewer). A shell loop::
         done
     done
 
+**Freeze-thaw** (``early_stopping: {name: freeze-thaw, ...}``, with ``max_steps`` and
+``budget_steps``): ``ask`` gives each trial the step to train it up to (``max_steps``), and
+``report`` answers ``"decision": "pause"`` there: keep the trial's checkpoint and stop training
+it. A later ``ask`` may list it again (the same ``trial`` id) with ``from_step``, the last step
+it reported: resume from that checkpoint, report from ``from_step + 1``, up to its new
+``max_steps``. A trial reaching the config's ``max_steps`` is told as usual.
+
 ``report`` is refused (one line ``error: ...``, exit code 2, nothing recorded) for an unknown
 trial, a trial that has ended (a stopped one: ``TrialStoppedError``), a step that does not come
 after the trial's last reported step, and a value that is not a finite number (``.nan``,
@@ -93,7 +100,7 @@ from dsbo.storage import IMPORTED, Store, Trial, is_store_url, open_store
 #: The ``summary.json`` key that records the store's state the outputs describe.
 STATE_KEY = "store_state"
 #: Trial statuses counted by ``status`` and in the store's state.
-COUNTED = ("completed", "failed", "pending", "stopped", "abandoned")
+COUNTED = ("completed", "failed", "pending", "stopped", "paused", "abandoned")
 #: ``report --value`` spellings of the non-finite numbers (refused, with the store's message).
 NON_FINITE = {"nan": math.nan, "inf": math.inf, "+inf": math.inf, "-inf": -math.inf}
 
@@ -109,8 +116,12 @@ def _trial_json(trial: Trial, campaign: Any, max_steps: int | None = None) -> di
         out["cost"] = trial.cost
     if max_steps is not None:  # the steps to train it at most: fewer when the budget in steps
         # has less left or a multi-fidelity proposal planned fewer (the trial is stopped there)
-        limits = [max_steps, campaign.ledger.reserved_steps(trial), trial.metadata.get("planned_steps")]
+        limits = [max_steps, campaign.ledger.reserved_steps(trial), trial.metadata.get("planned_steps"),
+                  trial.metadata.get("until_step")]  # fmt: skip
         out["max_steps"] = int(min(limit for limit in limits if limit is not None))
+        curve = campaign.store.curves([trial.id]).get(trial.id)
+        if curve:  # a thawed (freeze-thaw) or retried trial: go on after the last step reported
+            out["from_step"] = curve[-1][0]
     return out
 
 
@@ -160,7 +171,7 @@ def report(campaign: Any, trial_id: int, step: int, value: Any) -> dict[str, Any
     running.resumed_from = None
     running.report(step, value)
     if running.should_stop():
-        return {"trial": trial_id, "step": step, "decision": "stop", "reason": running.reason}
+        return {"trial": trial_id, "step": step, "decision": "pause" if running.paused else "stop", "reason": running.reason}
     settings = campaign.early_stopping
     if settings is None:
         reason = "no early stopping in the config"
@@ -289,6 +300,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "status":
             out = {k: info[k] for k in ("best_value", "best_params", "best_x", "completed", "failed")}
             out["stopped"] = campaign.store.count("stopped")
+            out["paused"] = campaign.store.count("paused")
             out["pending"] = campaign.store.count("pending")
             out["remaining_budget"] = campaign.remaining
         campaign.store.close()

@@ -193,3 +193,11 @@ def test_candidates_mix_sobol_points_and_steps_around_the_best_trials():
     assert (sobol - 0.5).abs().max(-1).values.max() > 0.45, "the Sobol half covers the cube"
     only_sobol = candidates(16, configs, [], 0.5, SobolEngine(2, scramble=True, seed=0), generator)
     assert only_sobol.shape == (16, 2)
+
+
+def test_the_names_a_config_is_checked_against_are_the_models_and_criteria():
+    from dsbo.campaign import freeze_thaw
+    from dsbo.stopping.freeze_thaw import CRITERIA
+    from dsbo.surrogates.curve_model import CURVE_MODELS
+
+    assert freeze_thaw.CURVE_MODEL_NAMES == tuple(CURVE_MODELS) and freeze_thaw.CRITERIA == CRITERIA

@@ -346,3 +346,34 @@ def test_report_on_a_config_the_quick_path_cannot_read_goes_through_the_campaign
     view = blackbox_report.quick_view(parsed)
     assert view is not None and view.budget == 5
     view.store.close()
+
+
+def test_a_freeze_thaw_shell_loop_pauses_trials_and_lists_thawed_ones_with_their_step(tmp_path, capsys):
+    path = stopping_config(tmp_path, early_stopping={"name": "freeze-thaw", "curve_model": "power-law-ensemble",
+                                                     "steps_per_thaw": 3, "epochs": 30, "warm_epochs": 5,
+                                                     "candidates": 32},
+                           budget_steps=18, budget=None, q=1)  # fmt: skip
+    decisions, segments = [], []
+    while True:
+        code, asked = run(capsys, "ask", "--config", path)
+        assert code == 0
+        if not asked["trials"]:
+            break
+        for trial in asked["trials"]:
+            tid, start = trial["trial"], trial.get("from_step", 0)
+            segments.append((tid, start, trial["max_steps"]))
+            for step in range(start + 1, trial["max_steps"] + 1):
+                loss = tid + 1 / step
+                code, out = run(capsys, "report", "--config", path, "--trial", str(tid), "--step", str(step),
+                                "--value", str(loss))  # fmt: skip
+                assert code == 0
+            decisions.append(out["decision"])
+            if out["decision"] == "continue":  # trained to max_steps: told as usual
+                run(capsys, "tell", "--config", path, "--trial", str(tid), "--values", str(loss))
+    assert "pause" in decisions and segments[:3] == [(1, 0, 3), (2, 0, 3), (3, 0, 3)]
+    thawed = [s for s in segments if s[1] > 0]
+    assert thawed and all(end == start + 3 for _, start, end in thawed), "a thaw resumes where it paused"
+    trials, curves = stored(tmp_path)
+    assert sum(cost for _, _, _, cost in trials) == 18 == sum(len(c) for c in curves.values())
+    code, status = run(capsys, "status", "--config", path)
+    assert status["paused"] == sum(1 for t in trials if t[1] == "paused") > 0
