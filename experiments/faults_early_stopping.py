@@ -15,7 +15,9 @@ and right after ``trial.report`` returns the worker appends ``(trial, step, valu
 log, written with one ``write`` and ``fsync``ed: the evidence of what dsbo acknowledged as
 reported. A retried trial replays the steps its curve holds (``report`` ignores them) without
 sleeping, as an evaluation that resumes from a checkpoint at ``trial.resumed_from`` would, and
-trains the rest.
+trains the rest. ``--rule freeze-thaw`` runs a freeze-thaw campaign instead (:data:`FREEZE_THAW`:
+segments of 9 steps, a paused trial's cost its last step, a thawed one's its new reservation):
+a kill then also lands in thaws, pauses and curve-model fits.
 
 With ``--pg URL`` (an admin URL that may create databases) the store is a fresh PostgreSQL
 database and 2 worker processes share it; each kill hits one of the live workers (seeded) and
@@ -120,6 +122,11 @@ class Train:
         return loss
 
 
+#: ``--rule freeze-thaw``: trials paused every 9 steps and thawed by a quick curve model's choice.
+FREEZE_THAW = {"name": "freeze-thaw", "curve_model": "power-law-ensemble", "steps_per_thaw": 9, "epochs": 60,
+               "warm_epochs": 10, "candidates": 64}  # fmt: skip
+
+
 def build_campaign(settings: dict[str, Any], store: str, evaluator=None):
     """The campaign every worker (and the checker) builds, from the run's settings."""
     from dsbo.acquisition import OptimizerSettings
@@ -129,7 +136,7 @@ def build_campaign(settings: dict[str, Any], store: str, evaluator=None):
         make_problem(), surrogate="gp", acquisition="qlognei", seed=settings["seed"], store=store,
         optimizer=OptimizerSettings(num_restarts=2, raw_samples=64, maxiter=30), dry_run=False,
         outcome_warping=None, n_init=settings["n_init"], evaluator=evaluator,
-        early_stopping=settings["rule"], max_steps=settings["max_steps"], budget_steps=settings["budget_steps"],
+        early_stopping=FREEZE_THAW if settings["rule"] == "freeze-thaw" else settings["rule"], max_steps=settings["max_steps"], budget_steps=settings["budget_steps"],
         lease=settings["lease"], worker_retries=settings["worker_retries"],
     )  # fmt: skip
 
@@ -210,7 +217,7 @@ def check(store, problem, settings: dict[str, Any], work: Path, final: bool) -> 
         last = curves[t.id][-1][0] if t.id in curves else None
         if t.status == "pending":
             expected = float(t.metadata.get("cost_reserved", math.nan))
-        elif t.status in ("completed", "stopped", "failed"):
+        elif t.status in ("completed", "stopped", "paused", "failed"):
             expected = float(last) if last is not None else (0.0 if t.status == "failed" else math.nan)
         else:  # abandoned: keeps what it was charged (none expected with on_pending="retry")
             expected = t.cost
@@ -488,7 +495,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--kills", type=int, default=20)
     parser.add_argument("--budget-steps", type=int, default=900)
     parser.add_argument("--max-steps", type=int, default=27)
-    parser.add_argument("--rule", default="asha", help="the stopping rule's name (its default options)")
+    parser.add_argument("--rule", default="asha", help="the stopping rule's name (its default options), or "
+                        "freeze-thaw (FREEZE_THAW: trials paused and thawed)")
     parser.add_argument("--n-init", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0, help="the campaign's seed and the kills' random moments")
     parser.add_argument("--min-delay", type=float, default=0.1, help="seconds after a worker starts running, at least")
