@@ -13,11 +13,12 @@ sys.path.insert(0, str(ROOT / "experiments"))
 
 
 @pytest.mark.slow
-def test_faults_early_stopping_smoke(tmp_path):
+@pytest.mark.parametrize("rule", ["asha", "freeze-thaw"])
+def test_faults_early_stopping_smoke(tmp_path, rule):
     import faults_early_stopping
 
-    result = faults_early_stopping.main(["--smoke", "--out", str(tmp_path)])
-    run = result["runs"]["sqlite asha"]
+    result = faults_early_stopping.main(["--smoke", "--out", str(tmp_path), "--rule", rule])
+    run = result["runs"][f"sqlite {rule}"]
     assert run["kills"] == 3 and not run["crashes"] and not run["finished_before_kills"], run
     final = run["final"]
     assert final["reports_acknowledged"] > 0 and final["lost"] == 0 and final["wrong_values"] == 0
