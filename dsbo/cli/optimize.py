@@ -324,7 +324,7 @@ def _run_optimize(
     )
 
     if resuming:  # the W&B table lists every trial, those of earlier sessions too
-        tracker.log_trials(store.trials(["completed", "failed", "stopped"]), campaign.best_value(), problem,
+        tracker.log_trials(store.trials(["completed", "failed", "stopped", "paused"]), campaign.best_value(), problem,
                            curves=store.curves() or None)
 
     progress = Progress(
