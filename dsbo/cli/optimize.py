@@ -1,10 +1,10 @@
 """``python -m dsbo.optimize``: run a BO campaign from a YAML config.
 
 With no arguments it runs the built-in default (Branin embedded in 20 dimensions, MAP-SAAS +
-qLogNEI with BONSAI pruning, 30 evaluations): 53 s end to end on 2 idle CPU cores, report
-included (median of 5 runs, ``experiments/bench_optimize_command.py``); 38.5 s with
-``--surrogate.options '{restart_every: 5}'``, whose best point changed an ignored input on 6 of
-8 seeds (``experiments/default_command.py``).
+qLogNEI with BONSAI pruning, 30 evaluations): 16 s end to end on 2 idle CPU cores, report
+included (median of 5 runs, ``experiments/bench_optimize_command.py``; 53 s on a slower 2-core
+machine); there, 38.5 s with ``--surrogate.options '{restart_every: 5}'``, whose best point
+changed an ignored input on 6 of 8 seeds (``experiments/default_command.py``).
 Typical use::
 
     python -m dsbo.optimize --config configs/bo/default.yaml --budget 50 --surrogate.name gp
@@ -357,7 +357,7 @@ def _run_optimize(
             tracker.log_trials(trials, value, problem, curves=c.store.curves([t.id for t in trials]) or None)
             last = trials[-1] if trials else None
             status = ("" if last is None or last.status == "completed"
-                      else f"[yellow]stopped: {last.error}" if last.status == "stopped" else f"[red]failed: {last.error}")  # fmt: skip
+                      else f"[yellow]{last.status}: {last.error}" if last.status in ("stopped", "paused") else f"[red]failed: {last.error}")  # fmt: skip
             best = "-" if value is None else f"{value:.5g}"
             progress.update(task, completed=spent(c), best=best, last=status)
 
@@ -417,7 +417,8 @@ def print_summary(console: Console, info: dict[str, Any], run_dir: Path) -> None
                 "best value with <= k changes",
                 ", ".join(f"k={p['changed']}: {p['best_value']:.4g}" for p in front),
             )
-    table.add_row("evaluations", f"{info['completed']} completed, {info['failed']} failed")
+    ended = "".join(f", {info[key]} {word}" for key, word in (("num_stopped", "stopped"), ("num_paused", "paused")) if info.get(key))
+    table.add_row("evaluations", f"{info['completed']} completed, {info['failed']} failed{ended}")
     regret = info.get("bayes_regret")
     if regret:
         text = f"utility {regret['utility']:.4g}" + (f", regret {regret['regret']:.4g}" if "regret" in regret else "")
