@@ -110,6 +110,17 @@ class Suggestion:
         anything, or nothing: it is recorded as stopped)."""
         return self._running().should_stop()
 
+    @property
+    def last_step(self) -> int | None:
+        """The last step this trial reported before (a thawed or retried trial resumes after it)."""
+        return self._running().last_step
+
+    @property
+    def paused(self) -> bool:
+        """Whether a freeze-thaw search paused it (``should_stop`` was ``True``; a later
+        :meth:`Tuner.ask` may hand it out again to train further)."""
+        return self._running().paused
+
     def _running(self) -> RunningTrial:
         if self.running is None:
             raise ConfigError("this suggestion was not handed out by Tuner.ask: it cannot report")

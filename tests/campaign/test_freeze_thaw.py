@@ -201,3 +201,19 @@ def test_the_names_a_config_is_checked_against_are_the_models_and_criteria():
     from dsbo.surrogates.curve_model import CURVE_MODELS
 
     assert freeze_thaw.CURVE_MODEL_NAMES == tuple(CURVE_MODELS) and freeze_thaw.CRITERIA == CRITERIA
+
+
+def test_a_tuner_hands_out_a_thawed_trial_again_with_its_last_step():
+    tuner = dsbo.Tuner(SPACE, early_stopping=QUICK, max_steps=MAX_STEPS, budget_steps=30, **FAST)
+    segments = []
+    while (trial := tuner.ask()) is not None:
+        segments.append((trial.trial_id, trial.last_step))
+        for epoch in range((trial.last_step or 0) + 1, MAX_STEPS + 1):
+            trial.report(epoch, loss_at(trial.params, epoch))
+            if trial.should_stop():
+                break
+        if not trial.paused:
+            tuner.tell(trial, loss_at(trial.params, MAX_STEPS))
+    assert any(step is not None for _, step in segments), "a paused trial was handed out again"
+    assert all(step in (None, 3, 6) for _, step in segments)
+    assert tuner.campaign.store.cost_used() == 30
