@@ -141,6 +141,8 @@ def run_seed(job: dict[str, Any]) -> dict[str, Any]:
     torch.set_num_threads(1)
     warnings.simplefilter("ignore")
     spec = part_settings(job["part"], job["smoke"], job.get("problem"), job.get("arms"), job.get("rules"))
+    if job.get("surrogate_options"):  # e.g. MAP-SAAS's fit schedule, {"restart_every": 5}
+        spec["surrogate"] = {"name": spec["surrogate"], **job["surrogate_options"]}
     problem = get_problem(spec["problem"], **spec["problem_options"])
     budget = spec["n_init"] + spec["include_default"] + spec["iterations"]
     start = time.perf_counter()
@@ -351,12 +353,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--arms", nargs="*", default=None, help="keep only these arms of the part")
     parser.add_argument("--bonsai-rule", action="append", default=None, metavar="RULE[:RHO[:OUTCOME_FLOOR[:REPEAT_TOL]]]",
                         help="add a qLogNEI + BONSAI arm with this rule (repeatable)")  # fmt: skip
+    parser.add_argument("--surrogate-options", type=json.loads, default=None,
+                        help='JSON options of the surrogate, e.g. \'{"restart_every": 5}\' (needs --out)')
     args = parser.parse_args(argv)
     seeds = args.seed_list if args.seed_list is not None else range(args.seeds or (1 if args.smoke else 5))
     custom = args.arms is not None or bool(args.bonsai_rule) or args.problem is not None
     out = output_folder(args.out, args.smoke, RULES_RESULTS if custom else RESULTS, name="sparse_protocol")
     out.mkdir(parents=True, exist_ok=True)
     extra: dict[str, Any] = {"problem": args.problem, "arms": args.arms, "rules": args.bonsai_rule} if custom else {}
+    if args.surrogate_options:
+        extra["surrogate_options"] = args.surrogate_options
     jobs = [{"part": part, "seed": seed, "smoke": args.smoke, **extra} for seed in seeds for part in args.parts]
     for job in jobs:
         job.update({"problem": part_settings(job["part"], args.smoke, args.problem)["problem"]} if custom else {})
