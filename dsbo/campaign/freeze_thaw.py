@@ -247,7 +247,8 @@ class FreezeThawStep:
             done = len(values[choice.index])
             until = int(min(choice.until_step, done + math.floor(left)))
             return [store.thaw(trial.id, until, cost=float(until), budget_cost=campaign.ledger.cost,
-                               worker=campaign.worker, metadata={"last_thaw": info, "cost_reserved": float(until)})]  # fmt: skip
+                               worker=campaign.worker, metadata={"last_thaw": info, "cost_reserved": float(until),
+                                                                    "planned_steps": until})]  # fmt: skip
         X = snapped[choice.candidate].unsqueeze(0)
         until = int(min(choice.until_step, math.floor(left)))
         changed = num_changed(X, campaign.reference_point, problem.bounds, campaign.sparsity_tol, problem.space.groups)

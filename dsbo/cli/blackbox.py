@@ -213,7 +213,8 @@ def quick_status(cfg: Any) -> dict[str, Any] | None:
     if saved is None or saved.get("state") != state:
         return None
     out = {k: summary.get(k) for k in ("best_value", "best_params", "best_x")}
-    out.update(completed=state["completed"], failed=state["failed"], stopped=state["stopped"], pending=state["pending"])
+    out.update(completed=state["completed"], failed=state["failed"], stopped=state["stopped"], paused=state["paused"],
+               pending=state["pending"])  # fmt: skip
     out["remaining_budget"] = saved["remaining_budget"]
     return out
 
