@@ -203,7 +203,7 @@ class Campaign(GivenPoints, CampaignResults):
         self.early_stopping = EarlyStopping.build(early_stopping, max_steps, budget_steps)
         EarlyStopping.check_policy(self.policy, self.early_stopping)
         #: Freeze-thaw's proposals after the initial design (:mod:`dsbo.campaign.freeze_thaw`), or ``None``.
-        self.freeze_thaw = FreezeThawStep(self.early_stopping.freeze_thaw, max_steps, seed) if self.early_stopping and self.early_stopping.freeze_thaw else None
+        self.freeze_thaw = FreezeThawStep(self.early_stopping.freeze_thaw, max_steps) if self.early_stopping and self.early_stopping.freeze_thaw else None
         if budget_steps is not None and budget_cost is not None:
             raise ConfigError("give budget_cost or budget_steps, not both")
         source = STEPS if budget_steps is not None else cost_source(problem, self.policy, contextual=settings is not None)

@@ -182,8 +182,8 @@ class FreezeThawStep:
     """A campaign's freeze-thaw proposals (module docstring); the curve model lives as long as
     the campaign object (a resumed campaign fits a new one from the stored curves)."""
 
-    def __init__(self, settings: FreezeThawSettings, max_steps: int, seed: int) -> None:
-        self.settings, self.max_steps, self.seed = settings, int(max_steps), int(seed)
+    def __init__(self, settings: FreezeThawSettings, max_steps: int) -> None:
+        self.settings, self.max_steps = settings, int(max_steps)
         self.k = settings.thaw_steps(max_steps)
         self._policy: Any = None
 
@@ -216,14 +216,13 @@ class FreezeThawStep:
         left = campaign.ledger.left(store)
         if left < 1:
             return []
-        start = time.perf_counter()
+        start, store_start = time.perf_counter(), store.busy_seconds
         trials, curves = store.trials(("pending", "completed", "stopped", "paused")), store.curves()
         observed = [t for t in trials if curves.get(t.id) and curves[t.id][-1][0] >= 1]
         low, high = problem.bounds
         width = (high - low).clamp_min(1e-12)
         configs = ((torch.tensor([t.x for t in observed], dtype=torch.float64) - low) / width).reshape(len(observed), -1)
-        values = [per_step(curves[t.id], curves[t.id][-1][0]) for t in observed]
-        values = [v[: self.max_steps] for v in values]
+        values = [per_step(curves[t.id], min(curves[t.id][-1][0], self.max_steps)) for t in observed]
         paused = [i for i, t in enumerate(observed) if t.status == "paused" and len(values[i]) < self.max_steps]
         seed = campaign._proposal_seed()
         generator = torch.Generator().manual_seed(seed)
@@ -241,7 +240,7 @@ class FreezeThawStep:
         info = {"action": choice.action, "log_ei": choice.log_ei, "final_mean": choice.final_mean,
                 "final_sd": choice.final_sd, "fit_seconds": choice.fit_seconds, "seed": seed,
                 "observed_points": sum(map(len, values))}  # fmt: skip
-        campaign._record_ask(start, store.busy_seconds, choice.fit_seconds, seconds - choice.fit_seconds)
+        campaign._record_ask(start, store_start, choice.fit_seconds, seconds - choice.fit_seconds)
         if choice.action == "continue":
             trial = observed[choice.index]
             done = len(values[choice.index])
