@@ -121,3 +121,17 @@ def test_a_cached_curve_is_replayed_and_trained_on_only_past_its_end(tmp_path):
     third.evaluate(params, replay)
     assert replay.values == trial.values[:3] and third.trained_epochs == 0
     assert third.trials[-1]["epochs"] == 3 and not third.trials[-1]["full"]
+
+
+def test_the_goals_compare_only_arms_run_on_the_most_seeds():
+    import early_stopping as es
+
+    def row(arm, ratios, final):
+        return {"arm": arm, "reach_ratio": dict(enumerate(ratios)), "ratio_median": float(sorted(ratios)[len(ratios) // 2]),
+                "reach_median": 100.0, "reached": len(ratios), "final_mean": final}  # fmt: skip
+
+    rows = {"bo+hyperband": row("bo+hyperband", [0.9, 0.8, 0.7], 0.10), "bo+mf-gp": row("bo+mf-gp", [0.2], 0.05)}
+    goals = es.assess("p", rows, [], 540)
+    assert [g["arm"] for g in goals] == ["bo+hyperband"]  # one seed of bo+mf-gp does not make it the best arm
+    rows["bo+mf-gp"] = row("bo+mf-gp", [0.2, 0.3, 0.25], 0.05)
+    assert es.assess("p", rows, [], 540)[0]["arm"] == "bo+mf-gp"
