@@ -102,7 +102,8 @@ def run_resumable(
     is identified by its ``key_fields``."""
 
     def job_key(job: dict[str, Any]) -> tuple:
-        return tuple(job[k] if k in job else KEY_DEFAULTS[k] for k in key_fields)
+        # a field a run was recorded without (an older run, another option set) keys as its default or None
+        return tuple(job[k] if k in job else KEY_DEFAULTS.get(k) for k in key_fields)
 
     log = out / "runs.jsonl"
     done: dict[tuple, dict[str, Any]] = {}
