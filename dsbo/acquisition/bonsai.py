@@ -60,9 +60,10 @@ Choices made here (see also :class:`Bonsai`):
   acquisition chose); models without lengthscales have no near-repeats.
 
 This module holds the post-processor :class:`Bonsai`; the pruning searches (:func:`greedy_prune`,
-:func:`exact_prune`) are :mod:`dsbo.acquisition.pruning` and the incremental value
-(:func:`incremental_value`, :func:`evaluate_acquisition`) :mod:`dsbo.acquisition.acquisition_values`;
-their names are importable from here too.
+:func:`exact_prune`) are :mod:`dsbo.acquisition.pruning`, the incremental value
+(:func:`incremental_value`, :func:`evaluate_acquisition`)
+:mod:`dsbo.acquisition.acquisition_values`, and the checks of the options
+:mod:`dsbo.acquisition.bonsai_options`; their names are importable from here too.
 
 Example:
     >>> import torch
@@ -78,9 +79,8 @@ from __future__ import annotations
 import copy
 import functools
 import math
-import re
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -97,7 +97,20 @@ from dsbo.acquisition.acquisition_values import (
 )
 from dsbo.acquisition.acquisition_values import outcome_scale as _outcome_scale
 from dsbo.acquisition.base import History, OptimizerSettings, Proposal, register_postprocessor
-from dsbo.acquisition.pruning import (  # noqa: F401  (EVAL_BATCH, ScoreFn: re-exported)
+from dsbo.acquisition.bonsai_options import (
+    LINEAR_TOL,
+    MAX_EXACT_LIMIT,
+    OPTION,
+    check_constraints,
+    check_default,
+    check_max_exact,
+    check_number,
+    default_point,
+    linear_feasibility,
+    parse_rho,
+    rho_at,
+)
+from dsbo.acquisition.pruning import (
     EVAL_BATCH,
     MaskFn,
     PruneInfo,
@@ -111,12 +124,6 @@ from dsbo.acquisition.sparsity import DEFAULT_TOLERANCE, changed_mask
 from dsbo.errors import ConfigError
 from dsbo.problems.base import Problem
 from dsbo.space import SearchSpace
-
-#: Slack allowed on a linear constraint ``sum coef * x[idx] >= rhs`` (times ``max(1, |rhs|)``).
-LINEAR_TOL = 1e-8
-#: Largest ``max_exact``: exact pruning scores up to ``2^max_exact`` subsets.
-MAX_EXACT_LIMIT = 20
-OPTION = "postprocess.bonsai"
 
 
 def _json_float(value: float | None) -> float | None:
@@ -209,122 +216,21 @@ class Bonsai:
     ) -> None:
         #: ``rho`` as given; :meth:`rho_at` gives ``rho_t``.
         self.rho = rho
-        self._rho_c, self._rho_schedule = self._check_rho(rho)
+        self._rho_c, self._rho_schedule = parse_rho(rho)
         if rule not in RULES:
             raise ConfigError(f"{OPTION}.rule={rule!r}; choose one of {RULES}")
         self.rule = rule
-        if (
-            isinstance(outcome_floor, bool)
-            or not isinstance(outcome_floor, int | float)
-            or not 0 <= outcome_floor <= 1
-        ):
-            raise ConfigError(
-                f"{OPTION}.outcome_floor must be a number in [0, 1], got {outcome_floor!r}"
-            )
-        self.outcome_floor = float(outcome_floor)
-        if isinstance(repeat_tol, bool) or not isinstance(repeat_tol, int | float) or not 0 <= repeat_tol < math.inf:  # fmt: skip
-            raise ConfigError(f"{OPTION}.repeat_tol must be a number >= 0, got {repeat_tol!r}")
-        self.repeat_tol = float(repeat_tol)
+        self.outcome_floor = check_number("outcome_floor", outcome_floor, 0, 1, high_open=False)
+        self.repeat_tol = check_number("repeat_tol", repeat_tol, 0, math.inf, high_open=True)
         if mode not in self.MODES:
             raise ConfigError(f"{OPTION}.mode={mode!r}; choose one of {self.MODES}")
         self.mode = mode
-        self.default = self._check_default(default)
-        self.inequality_constraints = self._check_constraints(inequality_constraints)
-        if (
-            not isinstance(max_exact, int)
-            or isinstance(max_exact, bool)
-            or not 1 <= max_exact <= MAX_EXACT_LIMIT
-        ):
-            raise ConfigError(
-                f"{OPTION}.max_exact must be an integer in [1, {MAX_EXACT_LIMIT}] (exact pruning "
-                f"scores up to 2^max_exact subsets), got {max_exact!r}"
-            )
-        self.max_exact = max_exact
-        if isinstance(tol, bool) or not isinstance(tol, int | float) or not 0 <= tol < 1:
-            raise ConfigError(f"{OPTION}.tol must be a number in [0, 1), got {tol!r}")
-        self.tol = float(tol)
+        self.default = check_default(default)
+        self.inequality_constraints = check_constraints(inequality_constraints)
+        self.max_exact = check_max_exact(max_exact)
+        self.tol = check_number("tol", tol, 0, 1, high_open=True)
 
-    # ------------------------------------------------------------------ options
-    @staticmethod
-    def _check_rho(rho: float | str) -> tuple[float, bool]:
-        if isinstance(rho, str):
-            match = re.fullmatch(r"\s*([0-9.eE+-]*)\s*/\s*t\s*", rho)
-            try:
-                c = float(match.group(1) or 1.0) if match else math.nan
-            except ValueError:
-                c = math.nan
-            if not c > 0 or not math.isfinite(c):
-                raise ConfigError(
-                    f"{OPTION}.rho={rho!r}: use a number in [0, 1] or the schedule '1/t' ('c/t')"
-                )
-            return c, True
-        if isinstance(rho, bool) or not isinstance(rho, int | float) or not 0 <= rho <= 1:
-            raise ConfigError(f"{OPTION}.rho must be a number in [0, 1] or '1/t', got {rho!r}")
-        return float(rho), False
-
-    @staticmethod
-    def _check_default(default: Any) -> str | Tensor | None:
-        if default is None:
-            return None
-        if isinstance(default, Mapping):  # {name: user value}: encoded against the problem's space
-            return dict(default)
-        if isinstance(default, str):
-            if default == "problem":
-                return None
-            if default != "first":
-                raise ConfigError(
-                    f"{OPTION}.default={default!r}: use null (the problem's default point), "
-                    "'first' (the first evaluated point) or a list of d numbers"
-                )
-            return default
-        try:
-            value = torch.as_tensor(default, dtype=torch.double)
-        except (TypeError, ValueError, RuntimeError):
-            value = None
-        if (
-            value is None
-            or value.ndim != 1
-            or value.numel() == 0
-            or not torch.isfinite(value).all()
-        ):
-            raise ConfigError(f"{OPTION}.default must be a list of finite numbers, got {default!r}")
-        return value
-
-    @staticmethod
-    def _check_constraints(constraints: Any) -> list[tuple[Tensor, Tensor, float]]:
-        if constraints is None:
-            return []
-        if isinstance(constraints, str | bytes) or not isinstance(constraints, Sequence):
-            raise ConfigError(
-                f"{OPTION}.inequality_constraints must be a list of (indices, coefficients, "
-                f"rhs), got {constraints!r}"
-            )
-        checked = []
-        for k, item in enumerate(constraints):
-            where = f"{OPTION}.inequality_constraints[{k}]"
-            try:
-                indices, coefficients, rhs = item
-                idx = torch.as_tensor(indices)
-                coef = torch.as_tensor(coefficients, dtype=torch.double)
-                rhs = float(rhs)
-            except (TypeError, ValueError, RuntimeError):
-                raise ConfigError(
-                    f"{where} must be (indices, coefficients, rhs), got {item!r}"
-                ) from None
-            if idx.ndim != 1 or idx.is_floating_point() or idx.dtype == torch.bool:
-                raise ConfigError(
-                    f"{where}: indices must be a list of integers (intra-point constraints "
-                    f"only), got {indices!r}"
-                )
-            if coef.shape != idx.shape or not torch.isfinite(coef).all() or not math.isfinite(rhs):
-                raise ConfigError(
-                    f"{where}: needs one finite coefficient per index and a finite rhs, got {item!r}"
-                )
-            if idx.numel() == 0 or (idx < 0).any():
-                raise ConfigError(f"{where}: indices must be non-negative, got {indices!r}")
-            checked.append((idx.long(), coef, rhs))
-        return checked
-
+    # ------------------------------------------------------------------ options at a call
     def tolerance(
         self, rho: float, alpha_star: float, incremental: float, outcome_std: float = 0.0
     ) -> float:
@@ -332,57 +238,20 @@ class Bonsai:
         return tolerance(self.rule, rho, alpha_star, incremental, outcome_std, self.outcome_floor)
 
     def outcome_scale(self, history: History, problem: Problem) -> float:
-        """``std(y)`` for ``"outcome-floor"`` (:func:`~dsbo.acquisition.acquisition_values.outcome_scale`)."""
+        """``std(y)`` for ``"outcome-floor"``, else 0
+        (:func:`~dsbo.acquisition.acquisition_values.outcome_scale`)."""
         if self.rule != "outcome-floor":
             return 0.0
         return _outcome_scale(history.Y, problem.num_objectives)
 
     def rho_at(self, t: int) -> float:
         """``rho_t``: the constant ``rho``, or ``min(1, c / t)`` for the schedule (``t >= 1``)."""
-        return min(1.0, self._rho_c / max(int(t), 1)) if self._rho_schedule else self._rho_c
+        return rho_at(self._rho_c, self._rho_schedule, t)
 
     def default_point(self, history: History, problem: Problem) -> Tensor:
-        """The default point ``x^def`` (a ``d``-vector) for this call."""
-        d = problem.dim
-        if self.default is None:
-            return problem.default_point.to(torch.double)
-        if isinstance(self.default, dict):
-            return torch.tensor(problem.space.default(self.default, where=f"{OPTION}.default"), dtype=torch.double)
-        if isinstance(self.default, str):  # "first"
-            if history.X.numel() == 0:
-                raise ConfigError(f"{OPTION}.default='first' needs an evaluated point")
-            return history.X[0].to(torch.double)
-        if self.default.numel() != d:
-            raise ConfigError(
-                f"{OPTION}.default has {self.default.numel()} entries, {problem.name} has {d} "
-                "dimensions"
-            )
-        lb, ub = problem.bounds
-        if ((self.default < lb) | (self.default > ub)).any():
-            raise ConfigError(f"{OPTION}.default lies outside the bounds of {problem.name}")
-        integer = list(problem.integer_dims)
-        if integer and not torch.equal(self.default[integer], self.default[integer].round()):
-            raise ConfigError(
-                f"{OPTION}.default must be integer-valued on the integer dimensions {integer}"
-            )
-        return self.default
-
-    def _feasible_fn(self, d: int) -> MaskFn | None:
-        if not self.inequality_constraints:
-            return None
-        for k, (idx, _, _) in enumerate(self.inequality_constraints):
-            if int(idx.max()) >= d:
-                raise ConfigError(
-                    f"{OPTION}.inequality_constraints[{k}]: index {int(idx.max())} >= d = {d}"
-                )
-
-        def feasible(X: Tensor) -> Tensor:
-            ok = torch.ones(X.shape[0], dtype=torch.bool)
-            for idx, coef, rhs in self.inequality_constraints:
-                ok &= X[:, idx] @ coef.to(X) >= rhs - LINEAR_TOL * max(1.0, abs(rhs))
-            return ok
-
-        return feasible
+        """The default point ``x^def`` (a ``d``-vector) for this call
+        (:func:`~dsbo.acquisition.bonsai_options.default_point`)."""
+        return default_point(self.default, history, problem)
 
     # ------------------------------------------------------------------ pruning
     def __call__(
@@ -400,7 +269,7 @@ class Bonsai:
         q, d = X.shape
         default = self.default_point(history, problem).to(X)
         bounds = problem.bounds.to(X)
-        feasible_fn = self._feasible_fn(d)
+        feasible_fn = linear_feasibility(self.inequality_constraints, d)
         rho = self.rho_at(history.t)
         outcome_scale = self.outcome_scale(history, problem)
         frozen = torch.zeros(d, dtype=torch.bool)
@@ -475,6 +344,14 @@ class Bonsai:
         snap: Callable[[Tensor], Tensor] | None = None,
         outcome_scale: float = 0.0,
     ) -> tuple[Tensor, dict[str, Any]]:
+        """Prune one dense candidate ``x_star``; returns the pruned point and its metadata.
+
+        The tolerance is formed once, from ``alpha~(x*)`` (against ``baseline_raw``, the
+        previous batch point's value, when the acquisition is conditioned on it), and the
+        search (:attr:`mode`) never takes a reset that breaks ``feasible_fn``, lands near a
+        point of ``seen`` (``repeat_tol``) or duplicates one; pruning is skipped, with the
+        reason recorded, when the rule gives it nothing to go on (module docstring).
+        """
         start = time.perf_counter()
         # coordinates within tol of the default are reset to it exactly (it costs nothing), so
         # the active set is exactly the coordinates that differ from the default
@@ -484,7 +361,9 @@ class Bonsai:
         groups = space.groups if space is not None else [[j] for j in range(x_star.numel())]
         names = space.searched if space is not None else [str(j) for j in range(x_star.numel())]
         changed = (x_star != default) & ~frozen
-        active = [k for k, cols in enumerate(groups) if changed[cols].any() and not frozen[cols].any()]
+        active = [
+            k for k, cols in enumerate(groups) if changed[cols].any() and not frozen[cols].any()
+        ]
         meta: dict[str, Any] = {
             "postprocess": "bonsai",
             "prune_mode": self.mode,
@@ -549,7 +428,11 @@ class Bonsai:
         if mode == "exact" and len(active) > self.max_exact:
             mode = "greedy"
             meta["exact_fallback"] = True
-        prune = exact_prune if mode == "exact" else functools.partial(greedy_prune, prefix=mode == "prefix")
+        prune = (
+            exact_prune
+            if mode == "exact"
+            else functools.partial(greedy_prune, prefix=mode == "prefix")
+        )
         x, info = prune(
             acquisition_score_fn(acqf, log_scale, inc.log_shift),
             x_star,
@@ -557,7 +440,9 @@ class Bonsai:
             tau,
             active,
             alpha_star=inc.alpha_star,
-            feasible_fn=without_near_repeats(feasible_fn, seen, getattr(acqf, "model", None), self.repeat_tol, x_star, snap),
+            feasible_fn=without_near_repeats(
+                feasible_fn, seen, getattr(acqf, "model", None), self.repeat_tol, x_star, snap
+            ),
             # a pruned point is compared after snapping: resetting a parent categorical makes
             # its conditional children inactive, which can land on a configuration already tried
             is_duplicate=_snapped(duplicate_fn(seen, bounds), snap),
@@ -586,7 +471,11 @@ def _snapped(mask_fn: MaskFn, snap: Callable[[Tensor], Tensor] | None) -> MaskFn
 
 
 __all__ = [
+    "EVAL_BATCH",
+    "LINEAR_TOL",
+    "MAX_EXACT_LIMIT",
     "RULES",
+    "ScoreFn",
     "Bonsai",
     "IncrementalValue",
     "PruneInfo",
