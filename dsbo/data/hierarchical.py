@@ -14,7 +14,11 @@ pieces are modules of their own, and their names are importable from here too:
 - :mod:`dsbo.data.synthetic_hierarchies`: exactly coherent synthetic hierarchies (section 6.6);
 - :mod:`dsbo.data.dates`: the frequency of the dates and the calendar covariates
   derived from it;
-- :mod:`dsbo.data.separable_nmf`: the representative series (separable NMF).
+- :mod:`dsbo.data.separable_nmf`: the representative series (separable NMF);
+- :mod:`dsbo.data.hierarchical_arguments`: the module's arguments and where its data come from;
+- :mod:`dsbo.data.hierarchical_defaults`: the history, horizon and windows of each data set;
+- :mod:`dsbo.data.hierarchical_windows`: the datasets that serve windows, and the
+  level-weighted node sampling.
 
 **Scaling** (section 6.3 and 6.8.1): node :math:`i` is divided by its leaf count, so coherent data
 satisfy the *mean* property eq. 6.1, and every value by one global :math:`\sigma`, the standard
@@ -46,38 +50,16 @@ NMF (:func:`successive_projection`, Gillis & Vavasis 2014) on the training range
 matrix only; their histories :math:`Z_\mathcal H` go into every batch.
 
 **Level-weighted sampling** (eq. 6.6): training batches draw nodes with probability
-:math:`\pi_i \propto \alpha^{-d(i)}`. Section 6.5 says both "with replacement" and "without
-replacement"; here ``alpha == 1`` draws a uniform subset without replacement (every node once
-when :math:`N \le` ``batch_nodes``: the plain mini-batches of 6.8.1) and ``alpha != 1`` draws
-``min(batch_nodes, N)`` nodes *with* replacement from :math:`\pi`, so the weighting acts on small
-hierarchies too.
+:math:`\pi_i \propto \alpha^{-d(i)}` (:mod:`dsbo.data.hierarchical_windows`, which also holds
+the datasets that serve the windows).
 
-**Settings per data set.** ``None`` arguments among ``history``, ``horizon``, ``val_windows``
-and ``test_windows`` resolve through :data:`DATASET_DEFAULTS` for the three data sets that were
-run (by the folder name of ``path``, else ``name``): labour :math:`(H, F) = (24, 8)`;
-tourismlarge :math:`(24, 12)`; tourismsmall has only 36 quarterly steps, so with the
-literature's horizon 8 and one validation and one test window 20 steps remain for training:
-:math:`H = 8` (two years) leaves 5 training windows (:math:`H = 12` would leave one). Any other
-data get them from their frequency and length
-(:func:`~dsbo.data.hierarchical_settings.data_settings`):
-
-| frequency | season :math:`m` | :math:`(H, F)` | windows | preset (``settings.preset``) |
-|---|---|---|---|---|
-| hourly | 24 | (48, 24) | 3 + 3 | ``m5`` |
-| daily | 7 | (28, 7) | 3 + 3 | ``m5`` |
-| weekly | 52 | (52, 13) | 3 + 3 | ``tourism`` |
-| monthly | 12 | (24, 4) | 3 + 3 | ``tourism`` |
-| quarterly | 4 | (12, 4) | 3 + 3 | ``tourism`` |
-
-reduced (windows first, then the history) when the data are too short for
-:data:`~dsbo.data.hierarchical_settings.MIN_TRAIN_WINDOWS` training windows, and a
-:class:`~dsbo.errors.DataError` naming the fields when even that is too short. The module's
-``settings`` (:class:`~dsbo.data.hierarchical_settings.DataSettings`), ``season``, ``preset``
-(the table 6.5 column a HiReD should start from, ``dsbo_zoo.hired.PRESETS``) and
-``settings_origin`` (each field: ``"given"``, ``"<name> defaults"`` or ``"derived from the
-data"``) say what was chosen. When both ``name`` and ``path`` are given and ``name`` is not
-the folder name of ``path``, the data are read from ``path`` and the defaults follow them
-(not ``name``), with a warning saying which setting came from where.
+**Settings per data set**: ``None`` arguments among ``history``, ``horizon``, ``val_windows``
+and ``test_windows`` take the defaults of the three data sets that were run
+(:data:`~dsbo.data.hierarchical_defaults.DATASET_DEFAULTS`), else settings derived from the
+data's frequency and length; the module's ``settings``, ``season``, ``preset`` and
+``settings_origin`` say what was chosen and why (:mod:`dsbo.data.hierarchical_defaults`). The
+arguments are checked before any I/O, and the data found, by
+:mod:`dsbo.data.hierarchical_arguments`.
 
 Example:
     >>> dm = HierarchicalDataModule(synthetic={"branching": [2, 3], "num_steps": 96},
@@ -94,9 +76,7 @@ Example:
 from __future__ import annotations
 
 import math
-import os
 import warnings
-from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
@@ -104,80 +84,52 @@ import pandas as pd
 import pytorch_lightning as pl
 import torch
 from torch import Tensor
-from torch.utils.data import DataLoader, Dataset, IterableDataset
+from torch.utils.data import DataLoader
 
 from dsbo.data.dates import calendar_covariates, extend_dates
+from dsbo.data.hierarchical_arguments import (
+    PREDICT_SPLITS,
+    check_arguments,
+    data_folder,
+    load_series,
+)
+from dsbo.data.hierarchical_defaults import (
+    DATASET_DEFAULTS,
+    PAPER_DEFAULTS,
+    name_path_message,
+    not_given,
+    resolve_settings,
+)
 from dsbo.data.hierarchical_io import FILES, read_hierarchical, write_hierarchical
-from dsbo.data.hierarchical_settings import FIELDS, DataSettings, data_settings, season_of
+from dsbo.data.hierarchical_settings import DataSettings, data_settings, season_of
+from dsbo.data.hierarchical_windows import FixedWindows, TrainWindows, level_weights, sample_nodes
 from dsbo.data.hierarchy import COHERENCE_RTOL, HierarchicalSeries, Hierarchy
 from dsbo.data.separable_nmf import successive_projection
-from dsbo.data.synthetic_hierarchies import SYNTHETIC_SETS, synthetic_hierarchy, synthetic_set
+from dsbo.data.synthetic_hierarchies import SYNTHETIC_SETS, synthetic_hierarchy
 from dsbo.errors import ConfigError, DataError
 
-#: Per data set (folder name) defaults: history H, horizon F, validation and test windows.
-DATASET_DEFAULTS: dict[str, dict[str, int]] = {
-    "labour": {"history": 24, "horizon": 8, "val_windows": 3, "test_windows": 1},
-    "tourismsmall": {"history": 8, "horizon": 8, "val_windows": 1, "test_windows": 1},
-    "tourismlarge": {"history": 24, "horizon": 12, "val_windows": 3, "test_windows": 1},
-}
-#: Table 6.5, Tourism column: (H, F) = (24, 4), 3 rolling validation / test windows (the monthly
-#: row of the settings derived from the data; it was the fallback of every other data set).
-PAPER_DEFAULTS: dict[str, int] = {"history": 24, "horizon": 4, "val_windows": 3, "test_windows": 3}
-PREDICT_SPLITS = ("test", "future")
 #: Batch keys (every split; ``y_fut`` is absent from ``predict_split="future"`` batches).
-BATCH_KEYS = ("y_hist", "y_fut", "nodes", "level", "scale", "x_hist", "x_fut", "z_hist", "t_fut", "y_snaive")
+BATCH_KEYS = (
+    "y_hist",
+    "y_fut",
+    "nodes",
+    "level",
+    "scale",
+    "x_hist",
+    "x_fut",
+    "z_hist",
+    "t_fut",
+    "y_snaive",
+)
 #: Keys of :meth:`HierarchicalDataModule.state_dict`.
-STATE_KEYS = ("node_names", "global_scale", "representatives", "history", "horizon", "covariate_names")
-
-
-def level_weights(depth: np.ndarray, alpha: float) -> np.ndarray:
-    r"""Node sampling probabilities :math:`\pi_i \propto \alpha^{-d(i)}` (eq. 6.6), summing to 1."""
-    logw = -np.asarray(depth, dtype=np.float64) * math.log(alpha)
-    w = np.exp(logw - logw.max())
-    return w / w.sum()
-
-
-# ---------------------------------------------------------------------------------------------
-# The datamodule
-# ---------------------------------------------------------------------------------------------
-def _int_arg(name: str, value: Any, minimum: int, allow_none: bool = False) -> None:
-    if value is None and allow_none:
-        return
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ConfigError(f"HierarchicalDataModule: {name} must be an integer >= {minimum}{' or None' if allow_none else ''}, got {value!r}")
-
-
-class _TrainWindows(IterableDataset):
-    """Random training windows: ``length`` batches per pass, reseeded from ``(seed, pass)``."""
-
-    def __init__(self, dm: HierarchicalDataModule, length: int) -> None:
-        self.dm, self.length, self.passes = dm, length, 0
-
-    def __len__(self) -> int:
-        return self.length
-
-    def __iter__(self):
-        g = torch.Generator().manual_seed(self.dm.seed * 1_000_003 + self.passes)
-        self.passes += 1
-        starts = self.dm.forecast_starts("train")
-        for _ in range(self.length):
-            start = starts[int(torch.randint(len(starts), (1,), generator=g))]
-            yield self.dm.make_batch(start, self.dm.sample_nodes(g))
-
-
-class _FixedWindows(Dataset):
-    """Every (window, chunk of <= batch_nodes nodes) of a split, in order."""
-
-    def __init__(self, dm: HierarchicalDataModule, starts: list[int]) -> None:
-        self.dm = dm
-        chunks = torch.arange(dm.num_nodes).split(dm.batch_nodes)
-        self.items = [(s, c) for s in starts for c in chunks]
-
-    def __len__(self) -> int:
-        return len(self.items)
-
-    def __getitem__(self, i: int) -> dict[str, Tensor]:
-        return self.dm.make_batch(*self.items[i])
+STATE_KEYS = (
+    "node_names",
+    "global_scale",
+    "representatives",
+    "history",
+    "horizon",
+    "covariate_names",
+)
 
 
 class HierarchicalDataModule(pl.LightningDataModule):
@@ -248,84 +200,77 @@ class HierarchicalDataModule(pl.LightningDataModule):
         super().__init__()
         self.save_hyperparameters(logger=False, ignore=["_series"])
         # ---- arguments, before any I/O
-        sources = sum(x is not None for x in (path, synthetic, _series)) + (name is not None and path is None)
-        if sources != 1 or (synthetic is not None and name is not None):
-            raise ConfigError(
-                "HierarchicalDataModule: set exactly one of path (a folder in the common format), "
-                "name (a data set under $DSBO_DATA) or synthetic (arguments of synthetic_hierarchy)"
-            )
-        if isinstance(synthetic, str) and synthetic not in SYNTHETIC_SETS:
-            raise ConfigError(f"HierarchicalDataModule: synthetic={synthetic!r} names no set; choose one of {', '.join(SYNTHETIC_SETS)}")
-        if synthetic is not None and not isinstance(synthetic, dict | str):
-            raise ConfigError(f"HierarchicalDataModule: synthetic must be a dict of synthetic_hierarchy arguments or a set's name, got {synthetic!r}")
-        for arg, value in (("history", history), ("horizon", horizon), ("val_windows", val_windows),
-                           ("test_windows", test_windows), ("season", season), ("windows_per_epoch", windows_per_epoch)):
-            _int_arg(arg, value, 1, allow_none=True)
-        _int_arg("batch_nodes", batch_nodes, 1)
-        _int_arg("num_representatives", num_representatives, 0)
-        if isinstance(seed, bool) or not isinstance(seed, int):
-            raise ConfigError(f"HierarchicalDataModule: seed must be an integer, got {seed!r}")
-        if isinstance(alpha, bool) or not isinstance(alpha, int | float) or not (math.isfinite(alpha) and alpha > 0):
-            raise ConfigError(f"HierarchicalDataModule: alpha must be a finite number > 0, got {alpha!r}")
-        if predict_split not in PREDICT_SPLITS:
-            raise ConfigError(f"HierarchicalDataModule: predict_split must be one of {PREDICT_SPLITS}, got {predict_split!r}")
-        if not (isinstance(coherence_rtol, int | float) and coherence_rtol >= 0):
-            raise ConfigError(f"HierarchicalDataModule: coherence_rtol must be a number >= 0, got {coherence_rtol!r}")
-        folder: Path | None = None
-        defaults_name = name
-        if path is not None:
-            folder = Path(path)
-            defaults_name = folder.name
-        elif name is not None:
-            root = os.environ.get("DSBO_DATA")
-            if not root:
-                raise ConfigError(f"HierarchicalDataModule: name={name!r} needs the environment variable DSBO_DATA (or set path)")
-            folder = next((c for c in (Path(root) / name, Path(root) / "hierarchical" / name) if c.is_dir()), Path(root) / name)
+        given = {
+            "history": history,
+            "horizon": horizon,
+            "val_windows": val_windows,
+            "test_windows": test_windows,
+        }
+        check_arguments(
+            path=path,
+            name=name,
+            synthetic=synthetic,
+            series=_series,
+            windows={**given, "season": season, "windows_per_epoch": windows_per_epoch},
+            batch_nodes=batch_nodes,
+            num_representatives=num_representatives,
+            seed=seed,
+            alpha=alpha,
+            predict_split=predict_split,
+            coherence_rtol=coherence_rtol,
+        )
+        folder = data_folder(path, name)
+        defaults_name = folder.name if path is not None else name
         self.batch_nodes = batch_nodes
         self.alpha = float(alpha)
         self.seed = seed
         self.predict_split = predict_split
 
         # ---- data
-        if _series is not None:
-            series = _series
-        elif isinstance(synthetic, str):
-            series = synthetic_set(synthetic)
-        elif synthetic is not None:
-            try:
-                series = synthetic_hierarchy(**synthetic)
-            except TypeError as exc:
-                raise ConfigError(f"HierarchicalDataModule: synthetic={synthetic!r}: {exc}") from None
-        else:
-            series = read_hierarchical(folder, coherence_rtol=coherence_rtol)
+        series = load_series(folder, synthetic, _series, coherence_rtol)
         self.series = series
         self.hierarchy: Hierarchy = series.hierarchy
         self.Y: np.ndarray = series.values  # T x N, original units
         self.dates: pd.DatetimeIndex = series.dates
         num_steps, n = self.Y.shape
-        given = {"history": history, "horizon": horizon, "val_windows": val_windows, "test_windows": test_windows}
-        self._resolve_settings(given, season, defaults_name)
-        if name is not None and path is not None and name != defaults_name and self._not_given():
-            warnings.warn(self._name_path_message(name, defaults_name), UserWarning, stacklevel=2)
+        self._set_settings(*resolve_settings(series, given, season, defaults_name))
+        if name is not None and path is not None and name != defaults_name:
+            if not_given(self.settings_origin):
+                message = name_path_message(
+                    name, defaults_name, self.settings, self.settings_origin
+                )
+                warnings.warn(message, UserWarning, stacklevel=2)
         H, F, m = self.history, self.horizon, self.season
         held_out = (self.val_windows + self.test_windows) * F
         first = max(H, m)
         if num_steps < first + F + held_out:
-            what = f"history {H}" if H >= m else f"season {m} (> history {H}: a training window's origin needs a full season before it)"
+            if H >= m:
+                what = f"history {H}"
+            else:
+                what = (
+                    f"season {m} (> history {H}: a training window's origin needs a full "
+                    "season before it)"
+                )
             raise DataError(
-                f"{series.source}: {num_steps} steps are too few for {what} + horizon {F} (one training "
-                f"window) + {self.val_windows} validation and {self.test_windows} test windows of {F} steps "
-                f"= {first + F + held_out}; shorten history (or season) or use fewer windows"
+                f"{series.source}: {num_steps} steps are too few for {what} + horizon {F} (one "
+                f"training window) + {self.val_windows} validation and {self.test_windows} test "
+                f"windows of {F} steps = {first + F + held_out}; shorten history (or season) or "
+                "use fewer windows"
             )
         if num_representatives > n:
-            raise ConfigError(f"HierarchicalDataModule: num_representatives={num_representatives} exceeds the {n} nodes of {series.source}")
+            raise ConfigError(
+                f"HierarchicalDataModule: num_representatives={num_representatives} exceeds the "
+                f"{n} nodes of {series.source}"
+            )
         self.train_end = num_steps - held_out
         self.val_end = num_steps - self.test_windows * F
         self.num_steps = num_steps
 
         # ---- covariates over the data and the F steps after it
         all_dates = self.dates.append(extend_dates(self.dates, series.frequency, F))
-        X, self.covariate_names = calendar_covariates(all_dates, series.frequency, num_data_steps=num_steps, trend=trend)
+        X, self.covariate_names = calendar_covariates(
+            all_dates, series.frequency, num_data_steps=num_steps, trend=trend
+        )
         self.X = torch.as_tensor(X, dtype=torch.float32)
 
         # ---- scaling (training range only)
@@ -333,20 +278,17 @@ class HierarchicalDataModule(pl.LightningDataModule):
         sigma = float(mean_units[: self.train_end].std())
         self.global_scale = sigma if sigma > 0 else 1.0
         self.representatives = torch.as_tensor(
-            successive_projection(mean_units[: self.train_end], num_representatives), dtype=torch.long
+            successive_projection(mean_units[: self.train_end], num_representatives),
+            dtype=torch.long,
         )
         self._refresh_scaling()
         self.node_probs = torch.as_tensor(level_weights(self.hierarchy.depth, self.alpha))
-        self.windows_per_epoch = windows_per_epoch or len(self.forecast_starts("train")) * math.ceil(n / batch_nodes)
+        train_windows = len(self.forecast_starts("train"))
+        self.windows_per_epoch = windows_per_epoch or train_windows * math.ceil(n / batch_nodes)
 
-    def _resolve_settings(self, given: dict[str, int | None], season: int | None, defaults_name: str | None) -> None:
-        """``settings``, ``settings_origin`` and the attributes ``history`` ... ``season``, ``preset``."""
-        known = DATASET_DEFAULTS.get(defaults_name or "")
-        fixed = {k: v if v is not None or known is None else known[k] for k, v in given.items()}
-        settings = data_settings(self.series.frequency, self.Y.shape[0], season=season, source=str(self.series.source), **fixed)
-        origin = {k: "given" if given[k] is not None else (f"{defaults_name} defaults" if known else "derived from the data")
-                  for k in FIELDS}  # fmt: skip
-        origin["season"] = "given" if season is not None else f"the frequency ({self.series.frequency})"
+    def _set_settings(self, settings: DataSettings, origin: dict[str, str]) -> None:
+        """``settings``, ``settings_origin`` and the attributes ``history`` ... ``season``,
+        ``preset`` (:func:`~dsbo.data.hierarchical_defaults.resolve_settings`)."""
         self.settings: DataSettings = settings
         self.settings_origin: dict[str, str] = origin
         self.history, self.horizon = settings.history, settings.horizon
@@ -354,24 +296,15 @@ class HierarchicalDataModule(pl.LightningDataModule):
         self.season, self.preset = settings.season, settings.preset
         self._snaive_offset = torch.arange(self.horizon) % self.season - self.season
 
-    def _not_given(self) -> list[str]:
-        return [k for k in FIELDS if self.settings_origin[k] != "given"]
-
-    def _name_path_message(self, name: str, folder_name: str) -> str:
-        parts = ", ".join(f"{k}={getattr(self, k)} ({self.settings_origin[k]})" for k in (*FIELDS, "season"))
-        return (
-            f"HierarchicalDataModule: name={name!r} is not the folder name {folder_name!r} of path: the data are read "
-            f"from path and the settings not given follow them, not {name}'s: {parts}. To fix: drop name (with path "
-            f"it only selected defaults), or set {', '.join(self._not_given())} explicitly"
-        )
-
     @classmethod
     def from_series(cls, series: HierarchicalSeries, **kwargs: Any) -> HierarchicalDataModule:
         """A datamodule over an in-memory :class:`HierarchicalSeries` (e.g. a modified synthetic one)."""
         return cls(_series=series, **kwargs)
 
     def _refresh_scaling(self) -> None:
-        self.scale = torch.as_tensor(self.hierarchy.leaf_count * self.global_scale, dtype=torch.float64)
+        self.scale = torch.as_tensor(
+            self.hierarchy.leaf_count * self.global_scale, dtype=torch.float64
+        )
         self.Y_scaled = torch.as_tensor(self.Y / self.scale.numpy()[None, :], dtype=torch.float32)
         self._scale32 = self.scale.float()
         self._level = torch.as_tensor(self.hierarchy.level, dtype=torch.long)
@@ -391,8 +324,12 @@ class HierarchicalDataModule(pl.LightningDataModule):
         ``num_nodes`` and ``num_representatives`` (``dsbo.train`` passes them to the model's
         arguments of the same names, with ``in_dim``, so a config pointed at new data need not
         repeat them)."""
-        return {"history": self.history, "horizon": self.horizon, "num_nodes": self.num_nodes,
-                "num_representatives": len(self.representatives)}  # fmt: skip
+        return {
+            "history": self.history,
+            "horizon": self.horizon,
+            "num_nodes": self.num_nodes,
+            "num_representatives": len(self.representatives),
+        }
 
     @property
     def num_levels(self) -> int:
@@ -404,7 +341,11 @@ class HierarchicalDataModule(pl.LightningDataModule):
 
     def ranges(self) -> dict[str, tuple[int, int]]:
         """``[first, last + 1)`` step ranges of ``train``, ``val`` and ``test``."""
-        return {"train": (0, self.train_end), "val": (self.train_end, self.val_end), "test": (self.val_end, self.num_steps)}
+        return {
+            "train": (0, self.train_end),
+            "val": (self.train_end, self.val_end),
+            "test": (self.val_end, self.num_steps),
+        }
 
     def forecast_starts(self, split: str) -> list[int]:
         """First forecast step of every window of ``split`` (``train``: every valid window)."""
@@ -421,33 +362,33 @@ class HierarchicalDataModule(pl.LightningDataModule):
 
     def unscale(self, values: Tensor, nodes: Tensor) -> Tensor:
         """Scaled ``B x ...`` values of ``nodes`` back to original units."""
-        return values * self.scale.to(values)[nodes.to(values.device)].reshape((-1,) + (1,) * (values.dim() - 1))
+        return values * self.scale.to(values)[nodes.to(values.device)].reshape(
+            (-1,) + (1,) * (values.dim() - 1)
+        )
 
     # ------------------------------------------------------------------ batches
     def sample_nodes(self, generator: torch.Generator) -> Tensor:
-        """Training nodes: a uniform subset (``alpha == 1``) or ``min(batch_nodes, N)`` draws from eq. 6.6."""
-        size = min(self.batch_nodes, self.num_nodes)
-        if self.alpha == 1.0:
-            return torch.randperm(self.num_nodes, generator=generator)[:size]
-        return torch.multinomial(self.node_probs, size, replacement=True, generator=generator)
+        """Training nodes: a uniform subset (``alpha == 1``) or ``min(batch_nodes, N)`` draws
+        from eq. 6.6 (:func:`~dsbo.data.hierarchical_windows.sample_nodes`)."""
+        return sample_nodes(self.node_probs, self.batch_nodes, self.alpha, generator)
 
     def make_batch(self, start: int, nodes: Tensor) -> dict[str, Tensor]:
         """The batch of the window forecasting steps ``start .. start + F - 1`` for ``nodes``."""
         H, F = self.history, self.horizon
-        hist = self.Y_scaled[start - H: start]
+        hist = self.Y_scaled[start - H : start]
         batch = {
             "y_hist": hist[:, nodes].T.contiguous(),
             "nodes": nodes,
             "level": self._level[nodes],
             "scale": self._scale32[nodes],
-            "x_hist": self.X[start - H: start],
-            "x_fut": self.X[start: start + F],
+            "x_hist": self.X[start - H : start],
+            "x_fut": self.X[start : start + F],
             "z_hist": hist[:, self.representatives].contiguous(),
             "t_fut": torch.arange(start, start + F),
             "y_snaive": self.Y_scaled[start + self._snaive_offset][:, nodes].T.contiguous(),
         }
         if start + F <= self.num_steps:
-            batch["y_fut"] = self.Y_scaled[start: start + F, nodes].T.contiguous()
+            batch["y_fut"] = self.Y_scaled[start : start + F, nodes].T.contiguous()
         return batch
 
     # ------------------------------------------------------------------ Lightning
@@ -456,17 +397,19 @@ class HierarchicalDataModule(pl.LightningDataModule):
 
     def train_dataloader(self) -> DataLoader:
         if not hasattr(self, "_train_windows"):
-            self._train_windows = _TrainWindows(self, self.windows_per_epoch)
+            self._train_windows = TrainWindows(self, self.windows_per_epoch)
         return DataLoader(self._train_windows, batch_size=None)
 
     def val_dataloader(self) -> DataLoader:
-        return DataLoader(_FixedWindows(self, self.forecast_starts("val")), batch_size=None)
+        return DataLoader(FixedWindows(self, self.forecast_starts("val")), batch_size=None)
 
     def test_dataloader(self) -> DataLoader:
-        return DataLoader(_FixedWindows(self, self.forecast_starts("test")), batch_size=None)
+        return DataLoader(FixedWindows(self, self.forecast_starts("test")), batch_size=None)
 
     def predict_dataloader(self) -> DataLoader:
-        return DataLoader(_FixedWindows(self, self.forecast_starts(self.predict_split)), batch_size=None)
+        return DataLoader(
+            FixedWindows(self, self.forecast_starts(self.predict_split)), batch_size=None
+        )
 
     def state_dict(self) -> dict[str, Any]:
         """What a checkpoint needs to rebuild the scaling: node names, sigma, representatives, H, F."""
@@ -484,12 +427,23 @@ class HierarchicalDataModule(pl.LightningDataModule):
         missing = [k for k in STATE_KEYS if k not in state_dict]
         if missing:
             raise DataError(f"HierarchicalDataModule state: missing keys {missing}")
-        for key, mine in (("node_names", list(self.hierarchy.node_names)), ("history", self.history),
-                          ("horizon", self.horizon), ("covariate_names", list(self.covariate_names))):
-            if state_dict[key] != mine:
-                raise DataError(f"HierarchicalDataModule state: the checkpoint's {key} differ from this data's")
-        if state_dict.get("season", self.season) != self.season:  # absent from checkpoints before y_snaive
-            raise DataError(f"HierarchicalDataModule state: the checkpoint's season {state_dict['season']} differs from this data's {self.season}")
+        mine = {
+            "node_names": list(self.hierarchy.node_names),
+            "history": self.history,
+            "horizon": self.horizon,
+            "covariate_names": list(self.covariate_names),
+        }
+        for key, value in mine.items():
+            if state_dict[key] != value:
+                raise DataError(
+                    f"HierarchicalDataModule state: the checkpoint's {key} differ from this data's"
+                )
+        # the season is absent from checkpoints written before y_snaive
+        if state_dict.get("season", self.season) != self.season:
+            raise DataError(
+                f"HierarchicalDataModule state: the checkpoint's season {state_dict['season']} "
+                f"differs from this data's {self.season}"
+            )
         self.global_scale = float(state_dict["global_scale"])
         self.representatives = torch.as_tensor(state_dict["representatives"], dtype=torch.long)
         self._refresh_scaling()
