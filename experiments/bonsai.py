@@ -13,7 +13,8 @@ Reproduces, at a reduced budget, the synthetic part of the paper's Figure 2 / Ta
 3. **Generation time** BONSAI / plain on the same model and data, side by side, on
    Branin-50d and Hartmann6-50d (the paper: 1.0x and 1.5x; 1.6x averaged over problems).
 
-Writes ``experiments/results/bonsai/{results.json, results.md, *.png}``.
+Writes ``experiments/results/bonsai/{results.json, results.md, *.png}`` (``results.json``: the
+summary; the runs stay in ``runs.jsonl``).
 
     python experiments/bonsai.py                 # 5 seeds, 35 evaluations (stated budget)
     python experiments/bonsai.py --smoke         # seconds: 1 seed, 2 problems, tiny budget
@@ -47,6 +48,7 @@ from campaign_runs import (  # noqa: E402
     run_resumable,
     seeds_per_row,
 )
+from results_io import write_results  # noqa: E402
 from smoke_out import add_out_argument, output_folder  # noqa: E402
 
 from dsbo.acquisition import History, OptimizerSettings, make_policy, make_postprocessor  # noqa: E402
@@ -90,15 +92,25 @@ def changes_within_epsilon(run: dict[str, Any], optimum: float) -> float:
     """Fewest changed parameters among feasible points within epsilon of the optimum:
     f(x) >= f* - epsilon (f* - f(x_def)) (BONSAI's relative epsilon objective)."""
     threshold = optimum - EPSILON * (optimum - run["default_value"])
-    counts = [c for v, c, f in zip(run["values"], run["changed"], run["feasible"], strict=True) if f and v >= threshold]
+    counts = [
+        c
+        for v, c, f in zip(run["values"], run["changed"], run["feasible"], strict=True)
+        if f and v >= threshold
+    ]
     return min(counts) if counts else math.nan
 
 
 # ----------------------------------------------------------------------------- greedy vs exact, timing
 def state(problem_name: str, seed: int, n_init: int, surrogate: str):
     problem = get_problem(problem_name)
-    campaign = Campaign(problem, surrogate=surrogate, acquisition="sobol", budget=n_init + 1,
-                        n_init=n_init + 1, seed=seed)
+    campaign = Campaign(
+        problem,
+        surrogate=surrogate,
+        acquisition="sobol",
+        budget=n_init + 1,
+        n_init=n_init + 1,
+        seed=seed,
+    )
     campaign.attach(problem.default_point, problem(problem.default_point), generator="default")
     campaign.run()
     X, Y = campaign.store.completed_data()
@@ -107,14 +119,22 @@ def state(problem_name: str, seed: int, n_init: int, surrogate: str):
     return problem, model, History(X=X, Y=Y, seed=seed, t=X.shape[0])
 
 
-def greedy_vs_exact(problem_name: str, seed: int, n_init: int, surrogate: str, opt: OptimizerSettings) -> dict[str, Any]:
+def greedy_vs_exact(
+    problem_name: str, seed: int, n_init: int, surrogate: str, opt: OptimizerSettings
+) -> dict[str, Any]:
     torch.set_num_threads(1)
     warnings.simplefilter("ignore")
     problem, model, history = state(problem_name, seed, n_init, surrogate)
     policy = make_policy("qlognei", {}, opt)
     acqf = policy.build(model, history, problem, 1)
-    X, _ = optimize_acqf(acqf, problem.bounds, q=1, num_restarts=opt.num_restarts,
-                         raw_samples=opt.raw_samples, options={"maxiter": opt.maxiter, "seed": seed})
+    X, _ = optimize_acqf(
+        acqf,
+        problem.bounds,
+        q=1,
+        num_restarts=opt.num_restarts,
+        raw_samples=opt.raw_samples,
+        options={"maxiter": opt.maxiter, "seed": seed},
+    )
     X = problem.round_to_domain(X.detach())
     out = {}
     for mode in ("greedy", "exact"):
@@ -131,8 +151,9 @@ def greedy_vs_exact(problem_name: str, seed: int, n_init: int, surrogate: str, o
     return {"problem": problem_name, "seed": seed, "identical": same, **out}
 
 
-def generation_time(problem_name: str, seed: int, n_init: int, surrogate: str, opt: OptimizerSettings,
-                    repeats: int) -> dict[str, Any]:
+def generation_time(
+    problem_name: str, seed: int, n_init: int, surrogate: str, opt: OptimizerSettings, repeats: int
+) -> dict[str, Any]:
     """Plain vs BONSAI proposal time on the same model and data, alternating."""
     torch.set_num_threads(1)
     warnings.simplefilter("ignore")
@@ -155,14 +176,22 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--smoke", action="store_true")
     parser.add_argument("--seeds", type=int, default=None)
-    parser.add_argument("--budget", type=int, default=None, help="evaluations incl. 20 Sobol + default")
+    parser.add_argument(
+        "--budget", type=int, default=None, help="evaluations incl. 20 Sobol + default"
+    )
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--surrogate", default=None)
     parser.add_argument("--problems", nargs="*", default=None, choices=PROBLEMS)
-    parser.add_argument("--campaigns-only", action="store_true",
-                        help="reuse the cached greedy-vs-exact and timing runs when present")
-    parser.add_argument("--only-existing", action="store_true",
-                        help="run no new campaign: report the ones in runs.jsonl (and cached side runs)")
+    parser.add_argument(
+        "--campaigns-only",
+        action="store_true",
+        help="reuse the cached greedy-vs-exact and timing runs when present",
+    )
+    parser.add_argument(
+        "--only-existing",
+        action="store_true",
+        help="run no new campaign: report the ones in runs.jsonl (and cached side runs)",
+    )
     add_out_argument(parser, RESULTS)
     args = parser.parse_args(argv)
     args.out = output_folder(args.out, args.smoke, RESULTS)
@@ -177,8 +206,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args.out.mkdir(parents=True, exist_ok=True)
 
     jobs = [
-        {"problem": p, "method": m, "seed": s, "budget": budget, "n_init": n_init, "surrogate": surrogate, "smoke": smoke}
-        for s in range(seeds) for p in problems for m in METHODS
+        {
+            "problem": p,
+            "method": m,
+            "seed": s,
+            "budget": budget,
+            "n_init": n_init,
+            "surrogate": surrogate,
+            "smoke": smoke,
+        }
+        for s in range(seeds)
+        for p in problems
+        for m in METHODS
     ]
     runs = run_resumable(run_campaign, jobs, args.out, args.workers, args.only_existing)
     problems = [p for p in problems if any(r["problem"] == p for r in runs)]
@@ -189,21 +228,30 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         agreement, timing = cached["agreement"], cached["timing"]
     else:
         agreement_problems = ["branin-15d"] if smoke else ["branin-15d", "hartmann6-15d"]
-        agreement = [greedy_vs_exact(p, s, n_init, surrogate, opt) for p in agreement_problems for s in range(seeds)]
+        agreement = [
+            greedy_vs_exact(p, s, n_init, surrogate, opt)
+            for p in agreement_problems
+            for s in range(seeds)
+        ]
         timing_problems = ["branin-50d"] if smoke else ["branin-50d", "hartmann6-50d"]
-        timing = [generation_time(p, s, n_init, surrogate, opt, 1 if smoke else 3) for p in timing_problems
-                  for s in range(min(seeds, 3))]
+        timing = [
+            generation_time(p, s, n_init, surrogate, opt, 1 if smoke else 3)
+            for p in timing_problems
+            for s in range(min(seeds, 3))
+        ]
         side.write_text(json.dumps({"agreement": agreement, "timing": timing}))
 
     result = summarize(runs, agreement, timing, problems, budget, n_init, seeds, surrogate, smoke)
-    (args.out / "results.json").write_text(json.dumps({"summary": result, "runs": runs, "agreement": agreement,
-                                                       "timing": timing}, indent=1))
+    # the runs themselves stay in runs.jsonl
+    write_results(args.out, {"summary": result, "agreement": agreement, "timing": timing}, runs)
     write_markdown(result, args.out / "results.md")
     plot(runs, problems, args.out)
     return result
 
 
-def summarize(runs, agreement, timing, problems, budget, n_init, seeds, surrogate, smoke) -> dict[str, Any]:
+def summarize(
+    runs, agreement, timing, problems, budget, n_init, seeds, surrogate, smoke
+) -> dict[str, Any]:
     table = []
     for p in problems:
         problem = get_problem(p)
@@ -217,7 +265,9 @@ def summarize(runs, agreement, timing, problems, budget, n_init, seeds, surrogat
                 "method": m,
                 "runs": len(rs),
                 "final_mean": statistics.mean(final),
-                "final_se": statistics.stdev(final) / math.sqrt(len(final)) if len(final) > 1 else 0.0,
+                "final_se": statistics.stdev(final) / math.sqrt(len(final))
+                if len(final) > 1
+                else 0.0,
                 "distinct_bo": sum(r["distinct_bo"] for r in rs),
                 "num_bo": sum(r["num_bo"] for r in rs),
                 "duplicate_fallbacks": sum(r["duplicate_fallbacks"] for r in rs),
@@ -233,9 +283,16 @@ def summarize(runs, agreement, timing, problems, budget, n_init, seeds, surrogat
                 row["mean_generation_s"] = statistics.mean(t for r in rs for t in r["acq_time"])
             table.append(row)
     identical = [a["identical"] for a in agreement]
-    ratios = {p: statistics.median(t["ratio"] for t in timing if t["problem"] == p) for p in {t["problem"] for t in timing}}
+    ratios = {
+        p: statistics.median(t["ratio"] for t in timing if t["problem"] == p)
+        for p in {t["problem"] for t in timing}
+    }
     return {
-        "budget": budget, "n_init": n_init, "seeds": seeds, "surrogate": surrogate, "smoke": smoke,
+        "budget": budget,
+        "n_init": n_init,
+        "seeds": seeds,
+        "surrogate": surrogate,
+        "smoke": smoke,
         "table": table,
         "greedy_exact_identical": sum(identical) / len(identical) if identical else None,
         "greedy_exact_cases": len(identical),
@@ -274,7 +331,13 @@ def write_markdown(result: dict[str, Any], path: Path) -> None:
 
 
 def plot(runs, problems, out: Path) -> None:
-    plot_traces(runs, problems, METHODS, out / "best_vs_evaluations.png", "best value (hypervolume for DTLZ2)")
+    plot_traces(
+        runs,
+        problems,
+        METHODS,
+        out / "best_vs_evaluations.png",
+        "best value (hypervolume for DTLZ2)",
+    )
     plot_best_vs_changes(runs, problems, METHODS, out / "best_vs_changes.png")
 
 

@@ -17,9 +17,10 @@ arm). Then
 Both arms evaluate through ``mixed_spaces.Recorder`` (one evaluation code). Reported per seed:
 the best of the 100 imported trials, the best-so-far over the 20 continuation trials of each
 arm, the final bests; over the seeds: mean +- standard error, paired wins (dsbo lower), a
-paired two-sided Wilcoxon signed-rank p-value (``mixed_spaces.wilcoxon``). Runs are appended to
+paired two-sided Wilcoxon signed-rank p-value (``mixed_spaces_report.wilcoxon``). Runs are appended to
 ``runs.jsonl`` as each seed ends (a restart skips seeds done with the same settings);
-``results.json``, ``results.md`` and ``best_so_far.png`` are written from every run recorded.
+``results.json`` (the summary only: the runs stay in ``runs.jsonl``), ``results.md`` and
+``best_so_far.png`` are written from every run recorded.
 
     python experiments/continue_optuna_study.py                        # cond-synthetic, seeds 0-9, 100 + 20
     python experiments/continue_optuna_study.py --problem svc-digits --seeds 5
@@ -42,7 +43,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from mixed_spaces import Recorder, make_problems, mean_se, suggest_active, wilcoxon
+from mixed_spaces_problems import Recorder, make_problems, suggest_active
+from mixed_spaces_report import mean_se, wilcoxon
+from results_io import write_results
 from smoke_out import add_out_argument, output_folder
 
 RESULTS = Path(__file__).resolve().parent / "results" / "continue_optuna_study"
@@ -80,8 +83,12 @@ def run_seed(problem_name: str, seed: int, start: int, more: int, smoke: bool) -
     if smoke:
         from dsbo.acquisition import OptimizerSettings
 
-        options.update(dry_run=False, optimizer=OptimizerSettings(num_restarts=2, raw_samples=32, maxiter=25,
-                                                                  batch_limit=2, mc_samples=32))  # fmt: skip
+        options.update(
+            dry_run=False,
+            optimizer=OptimizerSettings(
+                num_restarts=2, raw_samples=32, maxiter=25, batch_limit=2, mc_samples=32
+            ),
+        )
     tuner, result = imported.tuner(**options)
     imported_used = tuner.campaign.num_used
     dsbo_f = Recorder(problem)
@@ -96,13 +103,25 @@ def run_seed(problem_name: str, seed: int, start: int, more: int, smoke: bool) -
     tpe_seconds = time.perf_counter() - t0
     tpe_values = f.values[n_before:]
     return {
-        "problem": problem_name, "seed": seed, "start": start, "more": more, "smoke": smoke,
-        "start_best": start_best, "imported": len(result.trials), "refused": result.refused,
-        "imported_charged": imported_used, "dsbo_used": tuner.campaign.num_used, "dsbo_generators": generators,
-        "dsbo_values": dsbo_f.values, "tpe_values": tpe_values,
-        "dsbo_trace": best_so_far(start_best, dsbo_f.values), "tpe_trace": best_so_far(start_best, tpe_values),
-        "dsbo_reported_best": out.best_value, "dsbo_seconds": dsbo_seconds, "tpe_seconds": tpe_seconds,
-    }  # fmt: skip
+        "problem": problem_name,
+        "seed": seed,
+        "start": start,
+        "more": more,
+        "smoke": smoke,
+        "start_best": start_best,
+        "imported": len(result.trials),
+        "refused": result.refused,
+        "imported_charged": imported_used,
+        "dsbo_used": tuner.campaign.num_used,
+        "dsbo_generators": generators,
+        "dsbo_values": dsbo_f.values,
+        "tpe_values": tpe_values,
+        "dsbo_trace": best_so_far(start_best, dsbo_f.values),
+        "tpe_trace": best_so_far(start_best, tpe_values),
+        "dsbo_reported_best": out.best_value,
+        "dsbo_seconds": dsbo_seconds,
+        "tpe_seconds": tpe_seconds,
+    }
 
 
 def key(run: dict[str, Any]) -> tuple:
@@ -121,37 +140,61 @@ def summarize(runs: list[dict[str, Any]], optimum: float | None) -> dict[str, An
         verdict = "met" if test["wins"] > test["losses"] else "not met (TPE better)"
     else:
         verdict = f"not shown (p = {test['p']})"
-    return {"seeds": sorted(dsbo_final), "dsbo_mean": mean_dsbo, "dsbo_se": se_dsbo, "tpe_mean": mean_tpe,
-            "tpe_se": se_tpe, "start_mean": mean_se([r["start_best"] for r in runs])[0], "wilcoxon": test,
-            "verdict": verdict, "optimum": optimum,
-            "dsbo_seconds_mean": mean_se([r["dsbo_seconds"] for r in runs])[0],
-            "tpe_seconds_mean": mean_se([r["tpe_seconds"] for r in runs])[0]}  # fmt: skip
+    return {
+        "seeds": sorted(dsbo_final),
+        "dsbo_mean": mean_dsbo,
+        "dsbo_se": se_dsbo,
+        "tpe_mean": mean_tpe,
+        "tpe_se": se_tpe,
+        "start_mean": mean_se([r["start_best"] for r in runs])[0],
+        "wilcoxon": test,
+        "verdict": verdict,
+        "optimum": optimum,
+        "dsbo_seconds_mean": mean_se([r["dsbo_seconds"] for r in runs])[0],
+        "tpe_seconds_mean": mean_se([r["tpe_seconds"] for r in runs])[0],
+    }
 
 
 def fmt(x: Any, digits: int = 4) -> str:
-    return "-" if x is None or (isinstance(x, float) and not math.isfinite(x)) else f"{x:.{digits}g}"
+    return (
+        "-" if x is None or (isinstance(x, float) and not math.isfinite(x)) else f"{x:.{digits}g}"
+    )
 
 
-def write_markdown(summary: dict[str, Any], runs: list[dict[str, Any]], path: Path, problem: str, start: int,
-                   more: int, smoke: bool) -> None:  # fmt: skip
+def write_markdown(
+    summary: dict[str, Any],
+    runs: list[dict[str, Any]],
+    path: Path,
+    problem: str,
+    start: int,
+    more: int,
+    smoke: bool,
+) -> None:
     t = summary["wilcoxon"]
     lines = [
         f"# An Optuna study continued in dsbo vs with TPE ({problem}, {start} TPE trials + {more})"
-        + (" (smoke)" if smoke else ""), "",
+        + (" (smoke)" if smoke else ""),
+        "",
         f"Goal (issue 44): a study of {start} trials imported from Optuna and continued in dsbo reaches a better "
         f"value in {more} more trials than continuing it with Optuna's TPE (paired seeds). **{summary['verdict']}**: "
         f"dsbo lower on {t['wins']} of {t['pairs']} seeds, TPE lower on {t['losses']}, Wilcoxon p = {fmt(t['p'], 3)}.",
-        "", f"| seed | best of the study | dsbo after +{more} | TPE after +{more} | dsbo first generator |",
+        "",
+        f"| seed | best of the study | dsbo after +{more} | TPE after +{more} | dsbo first generator |",
         "|---|---|---|---|---|",
-    ]  # fmt: skip
+    ]
     for r in sorted(runs, key=lambda r: r["seed"]):
         first = r["dsbo_generators"][0] if r["dsbo_generators"] else "-"
-        lines.append(f"| {r['seed']} | {fmt(r['start_best'])} | {fmt(r['dsbo_trace'][-1])} | {fmt(r['tpe_trace'][-1])} | {first} |")
-    lines += ["", f"Mean +- se: dsbo {fmt(summary['dsbo_mean'])} +- {fmt(summary['dsbo_se'], 2)}, "
-              f"TPE {fmt(summary['tpe_mean'])} +- {fmt(summary['tpe_se'], 2)} (study's best {fmt(summary['start_mean'])}; "
-              f"optimum {fmt(summary['optimum'])}). Wall time of the {more} trials (mean, shared 2-core machine): "
-              f"dsbo {fmt(summary['dsbo_seconds_mean'], 3)} s (reading and importing the study included), "
-              f"TPE {fmt(summary['tpe_seconds_mean'], 3)} s."]  # fmt: skip
+        lines.append(
+            f"| {r['seed']} | {fmt(r['start_best'])} | {fmt(r['dsbo_trace'][-1])} | {fmt(r['tpe_trace'][-1])} | {first} |"
+        )
+    lines += [
+        "",
+        f"Mean +- se: dsbo {fmt(summary['dsbo_mean'])} +- {fmt(summary['dsbo_se'], 2)}, "
+        f"TPE {fmt(summary['tpe_mean'])} +- {fmt(summary['tpe_se'], 2)} (study's best {fmt(summary['start_mean'])}; "
+        f"optimum {fmt(summary['optimum'])}). Wall time of the {more} trials (mean, shared 2-core machine): "
+        f"dsbo {fmt(summary['dsbo_seconds_mean'], 3)} s (reading and importing the study included), "
+        f"TPE {fmt(summary['tpe_seconds_mean'], 3)} s.",
+    ]
     path.write_text("\n".join(lines) + "\n")
 
 
@@ -167,7 +210,11 @@ def plot(runs: list[dict[str, Any]], optimum: float | None, path: Path, problem:
         if optimum is not None:
             traces = np.maximum(traces - optimum, 1e-12)
         mean = traces.mean(0)
-        se = traces.std(0, ddof=1) / math.sqrt(len(runs)) if len(runs) > 1 else np.zeros(traces.shape[1])
+        se = (
+            traces.std(0, ddof=1) / math.sqrt(len(runs))
+            if len(runs) > 1
+            else np.zeros(traces.shape[1])
+        )
         x = np.arange(traces.shape[1])
         ax.plot(x, mean, color=color, label=f"{arm} ({len(runs)} seeds)")
         ax.fill_between(x, mean - se, mean + se, color=color, alpha=0.2)
@@ -184,12 +231,26 @@ def plot(runs: list[dict[str, Any]], optimum: float | None, path: Path, problem:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--smoke", action="store_true", help=f"1 seed, {SMOKE_START} + {SMOKE_MORE} trials, small settings")
-    parser.add_argument("--problem", default=PROBLEM, help=f"a problem of mixed_spaces.py (default {PROBLEM})")
-    parser.add_argument("--seeds", type=int, default=None, help=f"seeds 0..n-1 (default {SEEDS}; smoke 1)")
-    parser.add_argument("--start", type=int, default=None, help=f"TPE trials of the study (default {START})")
-    parser.add_argument("--more", type=int, default=None, help=f"continuation trials (default {MORE})")
-    parser.add_argument("--report-only", action="store_true", help="run nothing: report the runs in runs.jsonl")
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help=f"1 seed, {SMOKE_START} + {SMOKE_MORE} trials, small settings",
+    )
+    parser.add_argument(
+        "--problem", default=PROBLEM, help=f"a problem of mixed_spaces.py (default {PROBLEM})"
+    )
+    parser.add_argument(
+        "--seeds", type=int, default=None, help=f"seeds 0..n-1 (default {SEEDS}; smoke 1)"
+    )
+    parser.add_argument(
+        "--start", type=int, default=None, help=f"TPE trials of the study (default {START})"
+    )
+    parser.add_argument(
+        "--more", type=int, default=None, help=f"continuation trials (default {MORE})"
+    )
+    parser.add_argument(
+        "--report-only", action="store_true", help="run nothing: report the runs in runs.jsonl"
+    )
     add_out_argument(parser, RESULTS)
     args = parser.parse_args(argv)
     args.out = output_folder(args.out, args.smoke, RESULTS)
@@ -202,7 +263,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     more = args.more or (SMOKE_MORE if smoke else MORE)
     args.out.mkdir(parents=True, exist_ok=True)
     log = args.out / "runs.jsonl"
-    runs = [json.loads(line) for line in log.read_text().splitlines() if line.strip()] if log.exists() else []
+    runs = (
+        [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+        if log.exists()
+        else []
+    )
     done = {key(r) for r in runs}
     if not args.report_only:
         for seed in range(seeds):
@@ -214,16 +279,29 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             with log.open("a") as fh:
                 fh.write(json.dumps(run) + "\n")
             runs.append(run)
-            print(f"seed {seed}: study {run['start_best']:.4g}, dsbo {run['dsbo_trace'][-1]:.4g}, "
-                  f"tpe {run['tpe_trace'][-1]:.4g}", flush=True)  # fmt: skip
-    runs = [r for r in runs if (r["problem"], r["start"], r["more"], r["smoke"]) == (args.problem, start, more, smoke)]
+            print(
+                f"seed {seed}: study {run['start_best']:.4g}, dsbo {run['dsbo_trace'][-1]:.4g}, "
+                f"tpe {run['tpe_trace'][-1]:.4g}",
+                flush=True,
+            )
+    runs = [
+        r
+        for r in runs
+        if (r["problem"], r["start"], r["more"], r["smoke"]) == (args.problem, start, more, smoke)
+    ]
     if not runs:
         raise SystemExit(f"no runs recorded in {log} for these settings")
     optimum = problems[args.problem].optimum
     summary = summarize(runs, optimum)
-    summary.update(problem=args.problem, start=start, more=more, smoke=smoke, python=sys.version.split()[0],
-                   cpu_count=os.cpu_count())  # fmt: skip
-    (args.out / "results.json").write_text(json.dumps({"summary": summary, "runs": runs}, indent=1, default=str))
+    summary.update(
+        problem=args.problem,
+        start=start,
+        more=more,
+        smoke=smoke,
+        python=sys.version.split()[0],
+        cpu_count=os.cpu_count(),
+    )
+    write_results(args.out, {"summary": summary}, runs)  # the runs themselves stay in runs.jsonl
     write_markdown(summary, runs, args.out / "results.md", args.problem, start, more, smoke)
     plot(runs, optimum, args.out / "best_so_far.png", args.problem)
     return summary

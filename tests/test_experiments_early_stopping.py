@@ -34,7 +34,9 @@ def test_early_stopping_smoke(tmp_path):
     summary = es.main(["--smoke", "--out", str(tmp_path)])
     budget = es.SMOKE_FULL_TRAININGS * es.MAX_EPOCHS
     runs = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
-    expected = {(p, a) for p in es.SMOKE_PROBLEMS for a in es.SMOKE_ARMS if a not in summary["left_out"]}
+    expected = {
+        (p, a) for p in es.SMOKE_PROBLEMS for a in es.SMOKE_ARMS if a not in summary["left_out"]
+    }
     assert {(r["problem"], r["arm"]) for r in runs} == expected
     for run in runs:
         assert run["seed"] == 0 and run["smoke"] is True and run["budget"] == budget
@@ -46,7 +48,11 @@ def test_early_stopping_smoke(tmp_path):
         assert run["final_best"] == min(v for epochs, v in run["trials"] if epochs == es.MAX_EPOCHS)
         epochs = [e for e, _ in run["trace"]]
         bests = [b for _, b in run["trace"]]
-        assert epochs == sorted(epochs) and bests == sorted(bests, reverse=True) and epochs[-1] <= budget
+        assert (
+            epochs == sorted(epochs)
+            and bests == sorted(bests, reverse=True)
+            and epochs[-1] <= budget
+        )
         assert all(t >= 0 for t in run["proposal_times"])
         if run["arm"] in es.DSBO_ARMS:  # dsbo's ledger charged what the trials trained
             assert run["ledger_epochs"] == run["epochs_spent"]
@@ -63,7 +69,12 @@ def test_early_stopping_smoke(tmp_path):
     md = (tmp_path / "results.md").read_text()
     assert md.startswith("# Early stopping") and "seeds run: 0;" in md and "(smoke)" in md
     assert "**goal 1 (epochs)**" in md and "**goal 2 (vs TPE + Hyperband)**" in md
-    assert json.loads((tmp_path / "results.json").read_text())["summary"]["smoke"] is True
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert (
+        results["summary"]["smoke"] is True
+        and "runs" not in results
+        and results["num_runs"] == len(runs)
+    )
     assert (tmp_path / "best_vs_epochs.png").stat().st_size > 0
     assert any((tmp_path / "curves").iterdir())
     # a second call resumes: nothing runs again, the report is the same
@@ -78,7 +89,10 @@ def test_seeds_parse_as_ranges_and_lists():
     assert es.parse_seeds(["0-9"]) == list(range(10))
     assert es.parse_seeds(["0", "3", "5-6"]) == [0, 3, 5, 6]
     assert es.parse_seeds(["1,2", "2"]) == [1, 2]
-    assert es.seed_ranges([0, 1, 2, 5, 7, 8]) == "0-2, 5, 7-8" and es.seed_ranges(list(range(10))) == "0-9"
+    assert (
+        es.seed_ranges([0, 1, 2, 5, 7, 8]) == "0-2, 5, 7-8"
+        and es.seed_ranges(list(range(10))) == "0-9"
+    )
 
 
 @pytest.mark.parametrize("name", ["zoo-diabetes", "mlp-cancer", "cnn-digits"])
@@ -91,11 +105,15 @@ def test_each_problem_trains_deterministically_and_a_stopped_run_is_a_prefix(nam
     torch.set_num_threads(1)
     problem = ep.make_problems()[name]
     space = SearchSpace(problem.space)
-    params = ep.active_values(problem.space, space.decode([(low + high) / 2 for low, high in space.bounds]))
+    params = ep.active_values(
+        problem.space, space.decode([(low + high) / 2 for low, high in space.bounds])
+    )
     three, again, two = StopAt(3), StopAt(3), StopAt(2)
     for trial in (three, again, two):
         problem.train(params, 0, trial, True)
-    assert len(three.values) == 3 and three.values == again.values and two.values == three.values[:2]
+    assert (
+        len(three.values) == 3 and three.values == again.values and two.values == three.values[:2]
+    )
     assert all(math.isfinite(v) for v in three.values)
 
 
@@ -105,8 +123,16 @@ def test_a_cached_curve_is_replayed_and_trained_on_only_past_its_end(tmp_path):
     import early_stopping_problems as ep
 
     problem = ep.make_problems()["mlp-cancer"]
-    params = {"lr": 0.01, "optimizer": "adam", "weight_decay": 1e-4, "width": 16, "layers": 1, "activation": "relu",
-              "dropout": 0.0, "batch_size": 64}  # fmt: skip
+    params = {
+        "lr": 0.01,
+        "optimizer": "adam",
+        "weight_decay": 1e-4,
+        "width": 16,
+        "layers": 1,
+        "activation": "relu",
+        "dropout": 0.0,
+        "batch_size": 64,
+    }
     cache = ep.CurveCache(tmp_path)
     first = ep.Recorder(problem, 0, cache, small=True)
     first.evaluate(params, StopAt(2))
@@ -124,14 +150,25 @@ def test_a_cached_curve_is_replayed_and_trained_on_only_past_its_end(tmp_path):
 
 
 def test_the_goals_compare_only_arms_run_on_the_most_seeds():
-    import early_stopping as es
+    import early_stopping_report as es
 
     def row(arm, ratios, final):
-        return {"arm": arm, "reach_ratio": dict(enumerate(ratios)), "ratio_median": float(sorted(ratios)[len(ratios) // 2]),
-                "reach_median": 100.0, "reached": len(ratios), "final_mean": final}  # fmt: skip
+        return {
+            "arm": arm,
+            "reach_ratio": dict(enumerate(ratios)),
+            "ratio_median": float(sorted(ratios)[len(ratios) // 2]),
+            "reach_median": 100.0,
+            "reached": len(ratios),
+            "final_mean": final,
+        }
 
-    rows = {"bo+hyperband": row("bo+hyperband", [0.9, 0.8, 0.7], 0.10), "bo+mf-gp": row("bo+mf-gp", [0.2], 0.05)}
+    rows = {
+        "bo+hyperband": row("bo+hyperband", [0.9, 0.8, 0.7], 0.10),
+        "bo+mf-gp": row("bo+mf-gp", [0.2], 0.05),
+    }
     goals = es.assess("p", rows, [], 540)
-    assert [g["arm"] for g in goals] == ["bo+hyperband"]  # one seed of bo+mf-gp does not make it the best arm
+    assert [g["arm"] for g in goals] == [
+        "bo+hyperband"
+    ]  # one seed of bo+mf-gp does not make it the best arm
     rows["bo+mf-gp"] = row("bo+mf-gp", [0.2, 0.3, 0.25], 0.05)
     assert es.assess("p", rows, [], 540)[0]["arm"] == "bo+mf-gp"

@@ -1,0 +1,326 @@
+"""The report of ``early_stopping.py``: the table per (problem, arm), the BO + early-stopping
+arms against Optuna's TPE + Hyperband paired by seed, the goals and their verdicts,
+``results.md`` and ``best_vs_epochs.png``, all computed from the runs in ``runs.jsonl``.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from early_stopping_arms import ARMS, BO_ES_ARMS, FULL_ARM, TPE_HB
+from early_stopping_problems import MAX_EPOCHS
+
+
+def mean_se(values: list[float | None]) -> tuple[float, float]:
+    arr = np.asarray([v for v in values if v is not None and math.isfinite(v)], dtype=float)
+    if arr.size == 0:
+        return math.nan, math.nan
+    return float(arr.mean()), float(arr.std(ddof=1) / math.sqrt(arr.size)) if arr.size > 1 else 0.0
+
+
+def reach(run: dict[str, Any], target: float | None) -> float:
+    """Epochs spent when ``run``'s best fully trained value first reached ``target`` (inf if never)."""
+    if target is None:
+        return math.inf
+    return next((float(e) for e, best in run["trace"] if best <= target + 1e-12), math.inf)
+
+
+def seed_ranges(seeds: list[int]) -> str:
+    """``[0, 1, 2, 5]`` -> ``"0-2, 5"``."""
+    spans: list[list[int]] = []
+    for seed in sorted(set(seeds)):
+        if spans and spans[-1][1] == seed - 1:
+            spans[-1][1] = seed
+        else:
+            spans.append([seed, seed])
+    return ", ".join(str(lo) if lo == hi else f"{lo}-{hi}" for lo, hi in spans)
+
+
+def fmt(x: Any, digits: int = 4) -> str:
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "inf" if isinstance(x, float) and x == math.inf else "-"
+    return f"{x:.{digits}g}"
+
+
+def wilcoxon_p(diffs: list[float]) -> float | None:
+    from scipy.stats import wilcoxon
+
+    if len(diffs) < 2 or all(d == 0 for d in diffs):
+        return None
+    return float(wilcoxon(diffs).pvalue)
+
+
+def summarize(
+    runs: list[dict[str, Any]], problems: dict[str, Any], budget: int, smoke: bool
+) -> dict[str, Any]:
+    by: dict[tuple[str, str], dict[int, dict[str, Any]]] = {}
+    for r in runs:
+        by.setdefault((r["problem"], r["arm"]), {})[r["seed"]] = r
+    table, reach_rows, goals = [], [], []
+    for p in problems:
+        full = by.get((p, FULL_ARM), {})
+        own = {
+            s: reach(r, r["final_best"]) for s, r in full.items()
+        }  # bo-full's epochs to its own final best
+        for arm in ARMS:
+            rs = by.get((p, arm))
+            if not rs:
+                continue
+            mean, se = mean_se([r["final_best"] for r in rs.values()])
+            times = [t for r in rs.values() for t in r["proposal_times"]]
+            trained = sum(r["trained_epochs"] for r in rs.values())
+            row = {
+                "problem": p,
+                "arm": arm,
+                "seeds": len(rs),
+                "seed_ids": sorted(rs),
+                "final_mean": mean,
+                "final_se": se,
+                "no_full_runs": sum(r["final_best"] is None for r in rs.values()),
+                "trials_mean": mean_se([r["num_trials"] for r in rs.values()])[0],
+                "full_mean": mean_se([r["num_full"] for r in rs.values()])[0],
+                "epochs_mean": mean_se([r["epochs_spent"] for r in rs.values()])[0],
+                "seconds_mean": mean_se([r["seconds"] for r in rs.values()])[0],
+                "median_proposal_s": float(np.median(times)) if times else math.nan,
+                "trained_epochs_mean": trained / len(rs),
+                "s_per_full_training": sum(r["train_seconds"] for r in rs.values())
+                / trained
+                * MAX_EPOCHS
+                if trained
+                else math.nan,
+            }
+            paired = sorted(set(rs) & set(full))
+            if paired:
+                epochs = {s: reach(rs[s], full[s]["final_best"]) for s in paired}
+                ratios = {
+                    s: epochs[s] / own[s] if math.isfinite(own[s]) else math.nan for s in paired
+                }
+                row.update(
+                    reach_epochs=epochs,
+                    reach_ratio=ratios,
+                    reached=sum(math.isfinite(e) for e in epochs.values()),
+                    reach_median=float(np.median(list(epochs.values()))),
+                    ratio_median=float(np.median(list(ratios.values()))),
+                )
+            table.append(row)
+        rows = {r["arm"]: r for r in table if r["problem"] == p}
+        tpe = by.get((p, TPE_HB), {})
+        for arm in BO_ES_ARMS:
+            if arm not in rows:
+                continue
+            rs = by[(p, arm)]
+            seeds = sorted(set(rs) & set(tpe))
+            pairs = [(rs[s]["final_best"], tpe[s]["final_best"]) for s in seeds]
+            diffs = [a - b for a, b in pairs if a is not None and b is not None]
+            reach_rows.append(
+                {
+                    "problem": p,
+                    "arm": arm,
+                    "pairs": len(seeds),
+                    "diffs": diffs,
+                    "mean_diff": float(np.mean(diffs)) if diffs else math.nan,
+                    "wins": sum(
+                        b is None and a is not None or (a is not None and b is not None and a < b)
+                        for a, b in pairs
+                    ),
+                    "losses": sum(
+                        a is None and b is not None or (a is not None and b is not None and a > b)
+                        for a, b in pairs
+                    ),
+                    "missing": sum(a is None for a, _ in pairs),
+                    "p": wilcoxon_p(diffs),
+                }
+            )
+        goals += assess(p, rows, [r for r in reach_rows if r["problem"] == p], budget)
+    seeds_run = sorted({r["seed"] for r in runs})
+    return {
+        "budget": budget,
+        "smoke": smoke,
+        "seeds_run": seeds_run,
+        "table": table,
+        "vs_tpe_hyperband": reach_rows,
+        "goals": goals,
+        "problems": {
+            name: {
+                "space": {n: q.to_config() for n, q in pr.space.items()},
+                "data": pr.data,
+                "model": pr.model,
+                "metric": pr.metric,
+            }
+            for name, pr in problems.items()
+        },
+    }
+
+
+def assess(
+    problem: str, rows: dict[str, dict[str, Any]], vs_tpe: list[dict[str, Any]], budget: int
+) -> list[dict[str, Any]]:
+    """The issue's two goals on one problem, for the best BO + early-stopping arm (the lowest
+    median ratio of epochs to reach bo-full's final best; ties: the lower mean final best) among
+    the arms run on the most seeds (an arm run on fewer seeds is in the tables, but a mean over
+    fewer seeds is not compared with the others')."""
+    candidates = [rows[a] for a in BO_ES_ARMS if a in rows and "ratio_median" in rows[a]]
+    if not candidates:
+        return []
+    most = max(len(r["reach_ratio"]) for r in candidates)
+    candidates = [r for r in candidates if len(r["reach_ratio"]) == most]
+    best = min(
+        candidates,
+        key=lambda r: (
+            r["ratio_median"] if math.isfinite(r["ratio_median"]) else math.inf,
+            r["final_mean"] if math.isfinite(r["final_mean"]) else math.inf,
+        ),
+    )
+    n = len(best["reach_ratio"])
+    note = f" (inconclusive: {n} seed{'s' * (n != 1)})" if n < 3 else ""
+    met1 = best["ratio_median"] <= 1 / 3
+    goals = [
+        {
+            "goal": "best BO+ES arm reaches bo-full's final best with <= 1/3 of bo-full's epochs (median over seeds)",
+            "problem": problem,
+            "arm": best["arm"],
+            "met": met1,
+            "verdict": ("met" if met1 else "MISSED") + note,
+            "detail": f"{best['arm']}: median ratio {fmt(best['ratio_median'], 3)} (epochs to reach: median "
+            f"{fmt(best['reach_median'])}, reached on {best['reached']} of {n} seeds); against 1/3 of the "
+            f"budget ({budget // 3} epochs): {'met' if best['reach_median'] <= budget / 3 else 'missed'}",
+        }
+    ]
+    t = next((r for r in vs_tpe if r["arm"] == best["arm"]), None)
+    if t is not None and t["pairs"]:
+        met2 = t["mean_diff"] < 0 and not t["missing"]
+        note = (
+            f" (inconclusive: {t['pairs']} pair{'s' * (t['pairs'] != 1)})" if t["pairs"] < 3 else ""
+        )
+        goals.append(
+            {
+                "goal": "the same arm ends below optuna-tpe+hyperband's final best (paired by seed)",
+                "problem": problem,
+                "arm": best["arm"],
+                "met": met2,
+                "verdict": ("met" if met2 else "MISSED") + note,
+                "detail": f"{best['arm']} - {TPE_HB}: mean {fmt(t['mean_diff'], 3)} over {len(t['diffs'])} pairs, "
+                f"{t['wins']} wins / {t['losses']} losses, Wilcoxon p {fmt(t['p'], 3)}",
+            }
+        )
+    return goals
+
+
+def write_markdown(summary: dict[str, Any], path: Path) -> None:
+    seeds = summary["seeds_run"]
+    budget = summary["budget"]
+    lines = [
+        f"# Early stopping on real learning curves (seeds run: {seed_ranges(seeds) or 'none'}; budget {budget} "
+        f"epochs = {budget // MAX_EPOCHS} full trainings of {MAX_EPOCHS})"
+        + (" (smoke)" if summary["smoke"] else ""),
+        "",
+        "Final best: the best validation value of a fully trained trial (27 epochs), mean +- standard error over "
+        "the seeds run (column `seeds`; runs without any fully trained trial are left out of the mean and counted). "
+        "Reach: epochs spent when the arm's best first reached bo-full's final best of the same seed (inf: never); "
+        "ratio: that over the epochs bo-full itself needed for it. Times: wall seconds per run and the median "
+        "proposal time (dsbo: fit + acquisition of each trial after the initial design; Optuna: ask + suggest), "
+        "on a shared 2-core machine; s / full training: seconds per 27 epochs trained in the runs (cache misses).",
+        "",
+        "| problem | arm | seeds | final best | runs without a full training | reach: median epochs (reached) | "
+        "reach: median ratio to bo-full | trials / run | full trainings / run | wall s / run | median s / proposal | "
+        "epochs trained / run | s / full training |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in summary["table"]:
+        reach_cell = (
+            f"{fmt(r['reach_median'])} ({r['reached']}/{len(r['reach_epochs'])})"
+            if "reach_median" in r
+            else "-"
+        )
+        lines.append(
+            f"| {r['problem']} | {r['arm']} | {r['seeds']} | {fmt(r['final_mean'])} +- {fmt(r['final_se'], 2)} | "
+            f"{r['no_full_runs']} | {reach_cell} | {fmt(r.get('ratio_median'), 3)} | {r['trials_mean']:.1f} | "
+            f"{r['full_mean']:.1f} | {r['seconds_mean']:.0f} | {fmt(r['median_proposal_s'], 3)} | "
+            f"{r['trained_epochs_mean']:.0f} | {fmt(r['s_per_full_training'], 3)} |"
+        )
+    lines += [
+        "",
+        f"BO + early-stopping arms against {TPE_HB} (final best, paired by seed; a run without a fully trained "
+        "trial counts as a loss):",
+        "",
+        "| problem | arm | pairs | mean difference | wins / losses | Wilcoxon p |",
+        "|---|---|---|---|---|---|",
+    ]
+    for t in summary["vs_tpe_hyperband"]:
+        lines.append(
+            f"| {t['problem']} | {t['arm']} | {t['pairs']} | {fmt(t['mean_diff'], 3)} | {t['wins']} / {t['losses']} | {fmt(t['p'], 3)} |"
+        )
+    lines += [
+        "",
+        "Goals (the best BO + early-stopping arm among those run on the most seeds; fewer than 3 seeds: inconclusive):",
+        "",
+        "| goal | problem | arm | verdict | detail |",
+        "|---|---|---|---|---|",
+    ]
+    for g in summary["goals"]:
+        lines.append(
+            f"| {g['goal']} | {g['problem']} | {g['arm']} | {g['verdict']} | {g['detail']} |"
+        )
+    for k, name in enumerate(("goal 1 (epochs)", "goal 2 (vs TPE + Hyperband)")):
+        verdicts = [
+            g for g in summary["goals"] if g["goal"].startswith(("best BO+ES", "the same arm")[k])
+        ]
+        missed = [g["problem"] for g in verdicts if not g["met"]]
+        lines.append(
+            f"\n**{name}**: "
+            + (
+                "no data"
+                if not verdicts
+                else f"met on {len(verdicts) - len(missed)} of {len(verdicts)} problems"
+                + (f"; MISSED on {', '.join(missed)}" if missed else "")
+            )
+        )
+    if summary.get("left_out"):
+        lines += ["", "Arms left out:", ""] + [
+            f"- `{a}`: {why}" for a, why in summary["left_out"].items()
+        ]
+    lines += ["", "Problems:", ""]
+    for name, p in summary["problems"].items():
+        space = ", ".join(f"{n} {q}" for n, q in p["space"].items())
+        lines.append(f"- `{name}`: {p['model']}; {p['data']}; value: {p['metric']}; space: {space}")
+    path.write_text("\n".join(lines) + "\n")
+
+
+def plot(runs: list[dict[str, Any]], problems: dict[str, Any], budget: int, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = [p for p in problems if any(r["problem"] == p for r in runs)]
+    fig, axes = plt.subplots(
+        1, max(len(names), 1), figsize=(5.5 * max(len(names), 1), 4.2), squeeze=False
+    )
+    colors = plt.get_cmap("tab20")
+    grid = np.arange(1, budget + 1)
+    for ax, name in zip(axes[0], names, strict=False):
+        for j, arm in enumerate(ARMS):
+            rs = [r for r in runs if r["problem"] == name and r["arm"] == arm]
+            if not rs:
+                continue
+            curves = np.full((len(rs), len(grid)), np.nan)
+            for i, r in enumerate(rs):
+                for e, best in r["trace"]:
+                    curves[i, int(e) - 1 :] = best
+            mean = curves.mean(0)  # NaN until every seed has a fully trained trial
+            se = curves.std(0, ddof=1) / math.sqrt(len(rs)) if len(rs) > 1 else np.zeros(len(grid))
+            style = "--" if arm.startswith(("random", "optuna")) else "-"
+            ax.plot(grid, mean, style, color=colors(j), label=f"{arm} ({len(rs)})")
+            ax.fill_between(grid, mean - se, mean + se, color=colors(j), alpha=0.15)
+        ax.axvline(budget / 3, color="gray", lw=0.8, ls=":")
+        ax.set_title(name)
+        ax.set_xlabel("epochs spent")
+        ax.set_ylabel("best fully trained validation value")
+        ax.set_yscale("log")
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
