@@ -36,6 +36,11 @@ U(a_k, b_k)` (normalized) and set :math:`\lambda = u / \|u\|_1` (linear); Chebys
 The Bayes regret (eq. 2.3) :math:`R_B(X) = E_\lambda[\max_{x} s_\lambda(f(x)) - \max_{x \in X}
 s_\lambda(f(x))]` is estimated by Monte Carlo over the same prior (:func:`bayes_regret`).
 
+What lives where: the scalarizations and the normalization of the objectives in
+:mod:`dsbo.acquisition.scalarizations`, the weight priors in
+:mod:`dsbo.acquisition.weight_priors`, the Bayes regret in :mod:`dsbo.acquisition.bayes_regret`;
+this module holds the policy and its acquisition functions, and re-exports those names.
+
 Example:
     >>> campaign = Campaign(get_problem("branin4-currin4"), surrogate="gp", acquisition={
     ...     "name": "mobo-rs", "scalarization": "chebyshev", "strategy": "ts",
@@ -46,8 +51,7 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
 import gpytorch
@@ -66,209 +70,25 @@ from dsbo.acquisition.base import (
     posterior_moments,
     register_policy,
 )
-from dsbo.acquisition.thompson import MAX_CHOLESKY_SIZE, _one_member_per_draw, default_n_candidates
+from dsbo.acquisition.bayes_regret import bayes_regret, bayes_utility
+from dsbo.acquisition.scalarizations import (
+    SCALARIZATIONS,
+    ObjectiveScale,
+    Scalarization,
+    chebyshev_scalarization,
+    hypervolume_scalarization,
+    linear_scalarization,
+)
+from dsbo.acquisition.thompson import (
+    MAX_CHOLESKY_SIZE,
+    default_n_candidates,
+    one_member_per_draw,
+)
+from dsbo.acquisition.weight_priors import MIN_DIRECTION, Region, WeightPrior
 from dsbo.errors import ConfigError
 from dsbo.problems.base import Problem
 
-SCALARIZATIONS = ("linear", "chebyshev", "hypervolume")
 STRATEGIES = ("ts", "ucb")
-#: Smallest normalized box coordinate: weights stay strictly positive.
-MIN_DIRECTION = 1e-6
-
-
-# ---------------------------------------------------------------------- scalarizations
-def linear_scalarization(Y: Tensor, weights: Tensor) -> Tensor:
-    r""":math:`\sum_k \lambda_k y_k` over the last dimension (thesis eq. 2.8)."""
-    return (Y * weights).sum(-1)
-
-
-def chebyshev_scalarization(
-    Y: Tensor, weights: Tensor, reference: Tensor | float = 0.0, augmentation: float = 0.0
-) -> Tensor:
-    r""":math:`\min_k \lambda_k (y_k - z_k) + \alpha \sum_k \lambda_k (y_k - z_k)` (thesis
-    eq. 2.8 at :math:`\alpha = 0`)."""
-    D = weights * (Y - reference)
-    return D.min(-1).values + augmentation * D.sum(-1)
-
-
-def hypervolume_scalarization(Y: Tensor, weights: Tensor, reference: Tensor | float = 0.0) -> Tensor:
-    r""":math:`\min_k \max(0, (y_k - z_k) / \lambda_k)^K` (Golovin & Zhang 2020)."""
-    K = Y.shape[-1]
-    return ((Y - reference) / weights).clamp_min(0.0).min(-1).values ** K
-
-
-@dataclass
-class Scalarization:
-    """A scalarization family ``s_lambda`` over normalized objectives.
-
-    Args:
-        name: ``linear``, ``chebyshev`` or ``hypervolume``.
-        reference: ``z`` in normalized units (Chebyshev, hypervolume); default 0.
-        augmentation: Chebyshev's ``alpha``.
-    """
-
-    name: str = "chebyshev"
-    reference: Tensor | float = 0.0
-    augmentation: float = 0.0
-
-    def __post_init__(self) -> None:
-        if self.name not in SCALARIZATIONS:
-            raise ConfigError(f"scalarization={self.name!r}: choose one of {', '.join(SCALARIZATIONS)}")
-        a = self.augmentation
-        if isinstance(a, bool) or not isinstance(a, int | float) or not (math.isfinite(a) and a >= 0):
-            raise ConfigError(f"augmentation must be a finite number >= 0, got {a!r}")
-
-    def __call__(self, Y: Tensor, weights: Tensor) -> Tensor:
-        if self.name == "linear":
-            return linear_scalarization(Y, weights)
-        if self.name == "chebyshev":
-            return chebyshev_scalarization(Y, weights, self.reference, self.augmentation)
-        return hypervolume_scalarization(Y, weights, self.reference)
-
-    def weights_from_direction(self, u: Tensor) -> Tensor:
-        """Weights whose optimum lies in the direction ``u > 0`` of normalized objective space
-        (thesis section 2.4's bounding-box heuristic)."""
-        if self.name == "linear":
-            return u / u.sum(-1, keepdim=True)
-        if self.name == "chebyshev":
-            inverse = 1.0 / u
-            return inverse / inverse.sum(-1, keepdim=True)
-        return u / u.norm(dim=-1, keepdim=True)
-
-    def flat_weights(self, n: int, m: int, generator: torch.Generator) -> Tensor:
-        """``n x m`` draws of the flat prior: Dirichlet(1) on the simplex (linear, Chebyshev),
-        ``|g| / ||g||_2`` on the positive unit sphere (hypervolume)."""
-        if self.name == "hypervolume":
-            g = torch.randn(n, m, generator=generator, dtype=torch.double).abs()
-            return g / g.norm(dim=-1, keepdim=True)
-        e = -torch.log(torch.rand(n, m, generator=generator, dtype=torch.double).clamp_min(1e-300))
-        return e / e.sum(-1, keepdim=True)  # normalized exponentials are Dirichlet(1, ..., 1)
-
-
-# ---------------------------------------------------------------------- objective scale
-@dataclass
-class ObjectiveScale:
-    """The affine map of each objective to [0, 1]: ``(y - lower) / (upper - lower)``."""
-
-    lower: Tensor
-    upper: Tensor
-
-    @classmethod
-    def for_problem(cls, problem: Problem, Y: Tensor | None = None) -> ObjectiveScale:
-        """The problem's ``metadata["objective_bounds"]`` (``2 x m``, maximization sense) when
-        known, else the range of the observed objectives ``Y``."""
-        m = problem.num_objectives
-        bounds = problem.metadata.get("objective_bounds")
-        if bounds is not None:
-            bounds = torch.as_tensor(bounds, dtype=torch.double)
-            return cls(bounds[0], bounds[1])
-        if Y is None or Y.shape[0] == 0:
-            raise ConfigError(
-                f"{problem.name} has no objective_bounds in its metadata and there are no "
-                "observations to normalize the objectives with"
-            )
-        Y = Y[:, :m]
-        lower, upper = Y.min(0).values, Y.max(0).values
-        upper = torch.where(upper > lower, upper, lower + 1.0)
-        return cls(lower, upper)
-
-    def __call__(self, Y: Tensor) -> Tensor:
-        return (Y - self.lower) / (self.upper - self.lower)
-
-    def scale_only(self, S: Tensor) -> Tensor:
-        """Standard deviations (or any difference) in normalized units."""
-        return S / (self.upper - self.lower)
-
-
-# ---------------------------------------------------------------------- weight priors
-@dataclass
-class Region:
-    """A bounding box ``[lower_k, upper_k]`` of the objective space (problem units,
-    maximization sense) and its mixture weight."""
-
-    lower: Tensor
-    upper: Tensor
-    weight: float = 1.0
-
-
-class WeightPrior:
-    """``p(lambda)``: flat, one bounding box, or a mixture of boxes (see the module doc).
-
-    Args:
-        num_objectives: ``m``.
-        regions: The boxes; ``None`` or empty: the flat prior.
-    """
-
-    def __init__(self, num_objectives: int, regions: Sequence[Region] | None = None) -> None:
-        self.num_objectives = num_objectives
-        self.regions = list(regions or [])
-        total = sum(r.weight for r in self.regions)
-        self.probabilities = torch.tensor([r.weight / total for r in self.regions], dtype=torch.double) if self.regions else None
-
-    @property
-    def is_flat(self) -> bool:
-        return not self.regions
-
-    @classmethod
-    def parse(cls, spec: Any, num_objectives: int, field: str = "acquisition.options.prior") -> WeightPrior:
-        """``"flat"``, ``{"box": [[a_1, b_1], ..., [a_m, b_m]]}`` or
-        ``{"mixture": [{"box": ..., "weight": w}, ...]}``."""
-        if spec is None or spec == "flat":
-            return cls(num_objectives)
-        if not isinstance(spec, Mapping) or set(spec) not in ({"box"}, {"mixture"}):
-            raise ConfigError(
-                f"{field} must be 'flat', {{box: [[a, b], ...]}} or {{mixture: [{{box: ..., weight: w}}, ...]}}, "
-                f"got {spec!r}"
-            )
-        if "box" in spec:
-            return cls(num_objectives, [_parse_box(spec["box"], num_objectives, f"{field}.box")])
-        items = spec["mixture"]
-        if not isinstance(items, Sequence) or isinstance(items, str) or not items:
-            raise ConfigError(f"{field}.mixture must be a non-empty list of boxes, got {items!r}")
-        regions = []
-        for i, item in enumerate(items):
-            where = f"{field}.mixture[{i}]"
-            if not isinstance(item, Mapping) or "box" not in item or set(item) - {"box", "weight"}:
-                raise ConfigError(f"{where} must be {{box: [[a, b], ...], weight: w}}, got {item!r}")
-            weight = item.get("weight", 1.0)
-            if isinstance(weight, bool) or not isinstance(weight, int | float) or not (math.isfinite(weight) and weight > 0):
-                raise ConfigError(f"{where}.weight must be a finite number > 0, got {weight!r}")
-            region = _parse_box(item["box"], num_objectives, f"{where}.box")
-            region.weight = float(weight)
-            regions.append(region)
-        return cls(num_objectives, regions)
-
-    def sample(
-        self, n: int, scalarization: Scalarization, scale: ObjectiveScale, generator: torch.Generator
-    ) -> tuple[Tensor, Tensor]:
-        """``n x m`` weights and the ``n`` region indices they came from (-1: flat)."""
-        m = self.num_objectives
-        if self.is_flat:
-            return scalarization.flat_weights(n, m, generator), torch.full((n,), -1, dtype=torch.long)
-        which = torch.multinomial(self.probabilities, n, replacement=True, generator=generator)
-        lower = torch.stack([scale(self.regions[i].lower) for i in which.tolist()])
-        upper = torch.stack([scale(self.regions[i].upper) for i in which.tolist()])
-        u = lower + (upper - lower) * torch.rand(n, m, generator=generator, dtype=torch.double)
-        u = u.clamp(min=MIN_DIRECTION)
-        return scalarization.weights_from_direction(u), which
-
-
-def _parse_box(box: Any, m: int, field: str) -> Region:
-    try:
-        B = torch.as_tensor(box, dtype=torch.double)
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"{field} must be {m} pairs [lower, upper] of numbers, got {box!r}") from exc
-    if B.shape != (m, 2):
-        raise ConfigError(
-            f"{field} must give one [lower, upper] pair per objective ({m}), got shape {tuple(B.shape)}"
-        )
-    if not torch.isfinite(B).all():
-        raise ConfigError(f"{field} must be finite numbers, got {box!r}")
-    bad = torch.nonzero(B[:, 0] > B[:, 1]).reshape(-1)
-    if bad.numel():
-        k = int(bad[0])
-        raise ConfigError(f"{field}[{k}]: lower {B[k, 0].item():g} > upper {B[k, 1].item():g}")
-    return Region(lower=B[:, 0], upper=B[:, 1])
 
 
 # ---------------------------------------------------------------------- acquisitions
@@ -280,8 +100,15 @@ def ucb_beta(t: int) -> float:
 class ScalarizedUCB(AcquisitionFunction):
     r""":math:`s_\lambda(\mathrm{norm}(\mu(x) + \sqrt{\beta}\sigma(x)))` for ``batch x 1 x d``."""
 
-    def __init__(self, model: Model, weights: Tensor, scalarization: Scalarization,
-                 scale: ObjectiveScale, beta: float, num_objectives: int) -> None:  # fmt: skip
+    def __init__(
+        self,
+        model: Model,
+        weights: Tensor,
+        scalarization: Scalarization,
+        scale: ObjectiveScale,
+        beta: float,
+        num_objectives: int,
+    ) -> None:
         super().__init__(model)
         self.weights, self.scalarization, self.scale = weights, scalarization, scale
         self.beta, self.m = beta, num_objectives
@@ -295,13 +122,21 @@ class ScalarizedUCB(AcquisitionFunction):
 class ScalarizedSamplePath(AcquisitionFunction):
     r""":math:`s_\lambda(\mathrm{norm}(f'(x)))` for one pathwise posterior sample ``f'``."""
 
-    def __init__(self, model: Model, weights: Tensor, scalarization: Scalarization,
-                 scale: ObjectiveScale, num_objectives: int, seed: int) -> None:  # fmt: skip
+    def __init__(
+        self,
+        model: Model,
+        weights: Tensor,
+        scalarization: Scalarization,
+        scale: ObjectiveScale,
+        num_objectives: int,
+        seed: int,
+    ) -> None:
         super().__init__(model)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
             self.paths = draw_matheron_paths(model, torch.Size([1]))
-        self.weights, self.scalarization, self.scale, self.m = weights, scalarization, scale, num_objectives
+        self.weights, self.scalarization, self.scale = weights, scalarization, scale
+        self.m = num_objectives
 
     def sample(self, X: Tensor) -> Tensor:
         """The sampled objectives at ``X`` (``batch x d``), ``batch x m``."""
@@ -320,7 +155,10 @@ def has_sample_paths(model: Model) -> bool:
     return all(type(m) is SingleTaskGP and len(m.batch_shape) == 0 for m in models)
 
 
-@register_policy("mobo-rs", "random scalarizations: TS or UCB on s_lambda, lambda ~ p(lambda) (Paria thesis ch. 2)")
+@register_policy(
+    "mobo-rs",
+    "random scalarizations: TS or UCB on s_lambda, lambda ~ p(lambda) (Paria thesis ch. 2)",
+)
 class RandomScalarization:
     """MOBO-RS (see the module doc).
 
@@ -354,15 +192,27 @@ class RandomScalarization:
     ) -> None:
         self.scalarization = Scalarization(scalarization, augmentation=augmentation)
         if strategy not in STRATEGIES:
-            raise ConfigError(f"acquisition.options.strategy={strategy!r}: choose one of {', '.join(STRATEGIES)}")
+            raise ConfigError(
+                f"acquisition.options.strategy={strategy!r}: choose one of {', '.join(STRATEGIES)}"
+            )
         self.strategy = strategy
         self.prior_spec = prior
-        if beta != "thesis" and (isinstance(beta, bool) or not isinstance(beta, int | float) or not (math.isfinite(beta) and beta > 0)):
-            raise ConfigError(f"acquisition.options.beta must be 'thesis' or a number > 0, got {beta!r}")
+        if beta != "thesis" and (
+            isinstance(beta, bool)
+            or not isinstance(beta, int | float)
+            or not (math.isfinite(beta) and beta > 0)
+        ):
+            raise ConfigError(
+                f"acquisition.options.beta must be 'thesis' or a number > 0, got {beta!r}"
+            )
         self.beta = beta
         self.reference = reference
-        if n_candidates is not None and (isinstance(n_candidates, bool) or not isinstance(n_candidates, int) or n_candidates < 1):
-            raise ConfigError(f"acquisition.options.n_candidates must be a positive integer, got {n_candidates!r}")
+        if n_candidates is not None and (
+            isinstance(n_candidates, bool) or not isinstance(n_candidates, int) or n_candidates < 1
+        ):
+            raise ConfigError(
+                f"acquisition.options.n_candidates must be a positive integer, got {n_candidates!r}"
+            )
         self.n_candidates = n_candidates
         self.optimizer = optimizer or OptimizerSettings()
 
@@ -373,15 +223,21 @@ class RandomScalarization:
         signs = torch.tensor(problem.outcomes.signs, dtype=torch.double)
         if bool((signs > 0).all()) or prior.is_flat:
             return prior
-        regions = [Region(torch.minimum(signs * r.lower, signs * r.upper), torch.maximum(signs * r.lower, signs * r.upper), r.weight)
-                   for r in prior.regions]  # fmt: skip
+        regions = []
+        for r in prior.regions:
+            lower, upper = signs * r.lower, signs * r.upper
+            regions.append(
+                Region(torch.minimum(lower, upper), torch.maximum(lower, upper), r.weight)
+            )
         return WeightPrior(prior.num_objectives, regions)
 
     def stored_reference(self, problem: Problem) -> Tensor | None:
         """``reference`` in the stored, maximization sense."""
         if self.reference is None:
             return None
-        return torch.as_tensor(self.reference, dtype=torch.double) * torch.tensor(problem.outcomes.signs, dtype=torch.double)
+        return torch.as_tensor(self.reference, dtype=torch.double) * torch.tensor(
+            problem.outcomes.signs, dtype=torch.double
+        )
 
     def for_dry_run(self) -> RandomScalarization:
         """A cheap copy for the campaign's dry iteration."""
@@ -395,12 +251,18 @@ class RandomScalarization:
         the prior and reference match its objectives."""
         m = problem.num_objectives
         if m < 2:
-            raise ConfigError(f"acquisition 'mobo-rs' needs >= 2 objectives and {problem.name} has {m}; use qlognei")
+            raise ConfigError(
+                f"acquisition 'mobo-rs' needs >= 2 objectives and {problem.name} has {m}; use qlognei"
+            )
         if problem.num_constraints:
-            raise ConfigError(f"acquisition 'mobo-rs' ignores outcome constraints and {problem.name} has {problem.num_constraints}")
+            raise ConfigError(
+                f"acquisition 'mobo-rs' ignores outcome constraints and {problem.name} has {problem.num_constraints}"
+            )
         self.prior(problem)
         if self.reference is not None and len(self.reference) != m:
-            raise ConfigError(f"acquisition.options.reference needs {m} values (one per objective), got {self.reference!r}")
+            raise ConfigError(
+                f"acquisition.options.reference needs {m} values (one per objective), got {self.reference!r}"
+            )
 
     def propose(self, model: Model, history: History, problem: Problem, q: int) -> Proposal:
         self.check(problem)
@@ -419,14 +281,20 @@ class RandomScalarization:
             seed = history.seed + 7919 * i
             if self.strategy == "ucb":
                 acqf = ScalarizedUCB(model, weights[i], scalarization, scale, beta, m)
-                x, value = self.optimizer.maximize(acqf, problem.bounds, 1, seed, retry_on_optimization_warning=False)
+                x, value = self.optimizer.maximize(
+                    acqf, problem.bounds, 1, seed, retry_on_optimization_warning=False
+                )
                 how = "optimized"
             elif has_sample_paths(model):
                 acqf = ScalarizedSamplePath(model, weights[i], scalarization, scale, m, seed)
-                x, value = self.optimizer.maximize(acqf, problem.bounds, 1, seed, retry_on_optimization_warning=False)
+                x, value = self.optimizer.maximize(
+                    acqf, problem.bounds, 1, seed, retry_on_optimization_warning=False
+                )
                 how = "sample path"
             else:
-                x, value = self._discrete_thompson(model, problem, weights[i], scalarization, scale, seed)
+                x, value = self._discrete_thompson(
+                    model, problem, weights[i], scalarization, scale, seed
+                )
                 how = "sobol set"
             points.append(problem.round_to_domain(x.detach().reshape(1, -1)))
             meta: dict[str, Any] = {
@@ -443,8 +311,15 @@ class RandomScalarization:
             metadata.append(meta)
         return Proposal(X=torch.cat(points), metadata=metadata)
 
-    def _discrete_thompson(self, model: Model, problem: Problem, weights: Tensor,
-                           scalarization: Scalarization, scale: ObjectiveScale, seed: int) -> tuple[Tensor, Tensor]:  # fmt: skip
+    def _discrete_thompson(
+        self,
+        model: Model,
+        problem: Problem,
+        weights: Tensor,
+        scalarization: Scalarization,
+        scale: ObjectiveScale,
+        seed: int,
+    ) -> tuple[Tensor, Tensor]:
         """One joint posterior draw on a scrambled Sobol set (one member of an ensemble or
         mixture), scalarized; its best candidate."""
         n = self.n_candidates or default_n_candidates(problem.dim)
@@ -454,46 +329,16 @@ class RandomScalarization:
         with torch.random.fork_rng(devices=[]), torch.no_grad(), cholesky:
             torch.manual_seed(seed)
             draw = model.posterior(X).rsample(torch.Size([1]))
-        draw = _one_member_per_draw(draw, torch.Generator().manual_seed(seed))[0]  # N x outputs
+        draw = one_member_per_draw(draw, torch.Generator().manual_seed(seed))[0]  # N x outputs
         values = scalarization(scale(draw[:, : problem.num_objectives]), weights)
         j = int(values.argmax())
         return X[j], values[j]
 
 
 # ---------------------------------------------------------------------- Bayes regret
-def bayes_utility(Y: Tensor, weights: Tensor, scalarization: Scalarization, scale: ObjectiveScale) -> Tensor:
-    r""":math:`\max_{y \in Y} s_\lambda(\mathrm{norm}(y))` for each row of ``weights``."""
-    return scalarization(scale(Y).unsqueeze(0), weights.unsqueeze(1)).max(-1).values
-
-
-def bayes_regret(
-    Y: Tensor,
-    prior: WeightPrior,
-    scalarization: Scalarization,
-    scale: ObjectiveScale,
-    front: Tensor | None = None,
-    num_weights: int = 1000,
-    seed: int = 0,
-) -> dict[str, float]:
-    r"""Monte Carlo estimate of the Bayes regret (thesis eq. 2.3) of the observed objectives ``Y``.
-
-    Returns ``utility`` :math:`= E_\lambda \max_{y \in Y} s_\lambda(y)` (what the thesis
-    plots, negated) and, when a sample of the true Pareto front ``front`` is given,
-    ``regret`` :math:`= E_\lambda[\max_{y \in front \cup Y} s_\lambda(y) - \max_{y \in Y}
-    s_\lambda(y)] \ge 0`. Objectives are normalized by ``scale``; the same ``num_weights``
-    draws are used for every ``Y`` with the same seed.
-    """
-    generator = torch.Generator().manual_seed(seed)
-    weights, _ = prior.sample(num_weights, scalarization, scale, generator)
-    observed = bayes_utility(Y, weights, scalarization, scale)
-    result = {"utility": float(observed.mean()), "num_weights": num_weights}
-    if front is not None:
-        best = bayes_utility(torch.cat([front, Y]), weights, scalarization, scale)
-        result["regret"] = float((best - observed).mean())
-    return result
-
-
-def campaign_bayes_regret(problem: Problem, policy: Any, Y: Tensor, seed: int = 0) -> dict[str, Any] | None:
+def campaign_bayes_regret(
+    problem: Problem, policy: Any, Y: Tensor, seed: int = 0
+) -> dict[str, Any] | None:
     """The Bayes regret of a multi-objective campaign's completed objectives ``Y``.
 
     The prior and scalarization are the policy's when it is MOBO-RS, else the flat prior
@@ -512,21 +357,28 @@ def campaign_bayes_regret(problem: Problem, policy: Any, Y: Tensor, seed: int = 
     if callable(front):
         front = front()
     scale = ObjectiveScale.for_problem(problem, Y)
-    result = bayes_regret(Y[:, :m], prior, scalarization, scale,
-                          front=None if front is None else torch.as_tensor(front, dtype=torch.double), seed=seed)  # fmt: skip
+    if front is not None:
+        front = torch.as_tensor(front, dtype=torch.double)
+    result = bayes_regret(Y[:, :m], prior, scalarization, scale, front=front, seed=seed)
     return {**result, "prior": spec, "scalarization": scalarization.name}
 
 
 __all__ = [
+    "MIN_DIRECTION",
+    "SCALARIZATIONS",
+    "STRATEGIES",
     "ObjectiveScale",
     "RandomScalarization",
     "Region",
     "Scalarization",
+    "ScalarizedSamplePath",
+    "ScalarizedUCB",
     "WeightPrior",
     "bayes_regret",
     "bayes_utility",
     "campaign_bayes_regret",
     "chebyshev_scalarization",
+    "has_sample_paths",
     "hypervolume_scalarization",
     "linear_scalarization",
     "ucb_beta",

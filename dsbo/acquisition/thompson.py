@@ -68,7 +68,9 @@ MAX_CHOLESKY_SIZE = 10_000
 
 def default_n_candidates(dim: int) -> int:
     """``min(5000, max(500, 200 d))`` Sobol candidates for a ``d``-dimensional box."""
-    return min(DEFAULT_MAX_CANDIDATES, max(DEFAULT_MIN_CANDIDATES, DEFAULT_CANDIDATES_PER_DIM * dim))
+    return min(
+        DEFAULT_MAX_CANDIDATES, max(DEFAULT_MIN_CANDIDATES, DEFAULT_CANDIDATES_PER_DIM * dim)
+    )
 
 
 def thompson_objective(samples: Tensor, num_objectives: int, num_constraints: int) -> Tensor:
@@ -139,7 +141,7 @@ class ThompsonSampling:
         with torch.random.fork_rng(devices=[]), torch.no_grad(), cholesky:
             torch.manual_seed(history.seed)
             samples = model.posterior(X).rsample(torch.Size([q]))  # q x batch x N x outputs
-        samples = _one_member_per_draw(samples, generator)  # q x N x outputs
+        samples = one_member_per_draw(samples, generator)  # q x N x outputs
         scores = thompson_objective(samples, m, c)  # q x N
         # Draw i contributes the best candidate of its own draw not taken by draws < i.
         taken = torch.zeros(X.shape[0], dtype=torch.bool)
@@ -167,7 +169,7 @@ class ThompsonSampling:
         return Proposal(X=chosen.clone(), metadata=metadata)
 
 
-def _one_member_per_draw(samples: Tensor, generator: torch.Generator) -> Tensor:
+def one_member_per_draw(samples: Tensor, generator: torch.Generator) -> Tensor:
     """Reduce ``q x batch... x N x m`` draws of a batched (ensemble) posterior to ``q x N x m``
     by picking, for each draw, one member uniformly at random (sampling the mixture)."""
     q, N, m = samples.shape[0], samples.shape[-2], samples.shape[-1]
@@ -178,4 +180,9 @@ def _one_member_per_draw(samples: Tensor, generator: torch.Generator) -> Tensor:
     return members[torch.arange(q), pick]
 
 
-__all__ = ["ThompsonSampling", "default_n_candidates", "thompson_objective"]
+__all__ = [
+    "ThompsonSampling",
+    "default_n_candidates",
+    "one_member_per_draw",
+    "thompson_objective",
+]
