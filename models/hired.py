@@ -34,7 +34,8 @@ them on the training range).
 
   encourages (for fixed leaves it is minimized by the mean property). It is computed over the
   hierarchy's ``leaf_pairs`` (every :math:`(p, i)`, :math:`i \in \mathcal L(p)`, :math:`p \ne i`)
-  with two ``index_select`` and a sum of squares, no Python loop (:func:`embedding_regularizer`);
+  with two ``index_select`` and a sum of squares, no Python loop
+  (:func:`~dsbo_zoo.hired_regularizer.embedding_regularizer`);
   ``regularizer_pairs="children"`` uses the tree's parent-child pairs instead (the issue's
   wording; defined for trees only).
 
@@ -69,48 +70,17 @@ rate 0.07, Adam's first steps (about ``lr`` per weight, whatever the gradient's 
 forecasts far off (tourismsmall: validation WAPE 0.73 after the first epoch against seasonal
 naive's 0.107) and the best epoch stayed worse than seasonal naive on both sets measured below
 (0.119 vs 0.107; synthetic 0.0119 vs 0.0074); with ``lr=0.01`` it was better on both (0.105;
-0.0065); with 0.003 level with it on tourismsmall (0.1070). One seed each: tune ``lr`` with ``lambda_e``.
+0.0065); with 0.003 level with it on tourismsmall (0.1070). One seed each: tune ``lr`` with
+``lambda_e``.
 
-**The loss and the scale of** :math:`\lambda_E`. Eq. 6.5 is a *sum* of absolute errors over
-the mini-batch plus :math:`\lambda_E E_{\rm reg}`. We minimize, per mini-batch of
-:math:`n_b = B F` values and the :math:`P` pairs :math:`(p, i)` (``leaf_pairs``),
-
-.. math::  \ell = \frac{1}{n_b}\sum_{i}\sum_{f}|y^{(i)}_f - \hat y^{(i)}_f| + \lambda_E R(\theta),
-           \qquad R(\theta) = \frac{\bar E_{\rm reg}(\theta)}{V(\theta)}, \quad
-           \bar E_{\rm reg} = \frac{E_{\rm reg}}{P}, \quad
-           V = \frac1L\sum_{i\ \rm leaf}\|\theta_i - \bar\theta\|_2^2
-
-(:func:`relative_embedding_regularizer`). Two changes to Eq. 6.5, for two reasons:
-
-- *Per value and per pair* (Eq. 6.5 divided by :math:`n_b`, :math:`E_{\rm reg}` by
-  :math:`P`), the normalization of Algorithm 6.2 (:func:`hierarchical_ridge`: a per-value
-  prediction loss plus :math:`\lambda_E` times one squared distance per leaf): ``lambda_e`` does
-  not depend on the batch size nor on the hierarchy's size. Table 6.5's values act on neither
-  scale: Tourism's :math:`7.25\cdot 10^{-8}` with its :math:`P \approx 1200` pairs and
-  :math:`n_b = 2048` values is :math:`\approx 4\cdot 10^{-8}` per value and pair, a
-  regularizer :math:`\sim 10^{-5}` of the loss or less, so ``lambda_e=7.2498e-8`` and
-  ``lambda_e=0`` were the same model (two seeds of it).
-- *Relative to the leaves' spread* (:math:`/V`): the forecast depends on
-  :math:`\langle\theta_i, b\rangle` only, so :math:`\theta \to c\,\theta`,
-  :math:`b \to b / c` leaves the MAE unchanged while :math:`\bar E_{\rm reg}` falls by
-  :math:`c^2`: the optimizer escapes any fixed :math:`\lambda_E \bar E_{\rm reg}` by shrinking
-  the embeddings (measured on the synthetic hierarchy below: with :math:`\lambda_E \bar
-  E_{\rm reg}`, :math:`\lambda_E = 0.1` and 1 (lr 0.07 and 0.01) ended at shares of 0.4% and
-  0.5% of the loss, :math:`\bar E_{\rm reg}` ten times smaller at 1). :math:`R` is invariant to that rescaling and to a
-  common shift, has the same minimizer in the ancestors for fixed leaves (the mean property:
-  :math:`V` depends on the leaves only), and lies in :math:`[L/P, 1]` at the mean property on a
-  tree whose leaves have one depth (1: leaves as spread within every subtree as overall;
-  :math:`L/P`: leaves equal within each of the root's subtrees). :math:`\lambda_E` is then the
-  loss (in MAE units, i.e. the scaled data's standard deviations) charged for the whole spread.
-
-Default ``lambda_e = 0.2`` (:data:`DEFAULT_LAMBDA_E`), chosen by dsbo's own BO
-(``configs/bo/hired-tourismsmall.yaml``, 30 ``dsbo.train`` runs on tourismsmall's validation
-window, ``experiments/results/hired_tuning``): the seven best trials had :math:`\lambda_E` in
-0.17-1.0 and every trial at 0.03 or below was worse (validation WAPE >= 0.1057 against 0.0975).
-At 0.03 the term was already a measurable share of the loss (``train_reg_share``,
-:math:`\lambda_E R / \ell`) at the end of training: 6.4% on a tiny synthetic hierarchy
-(``synthetic={"branching": [2, 3]}``, 96 steps, :math:`(H, F) = (12, 4)`, 20 epochs) and 12.7% on
-tourismsmall (its :math:`(8, 8)`, 33 epochs to early stopping), with :math:`R \approx 0.4`-0.5.
+**The loss and the scale of** :math:`\lambda_E`. HiReD minimizes, per mini-batch of
+:math:`n_b = B F` values, the mean absolute error plus :math:`\lambda_E R(\theta)`, the mean
+squared embedding distance over the :math:`P` pairs relative to the leaves' spread
+(:func:`~dsbo_zoo.hired_regularizer.relative_embedding_regularizer`). This departs from Eq. 6.5
+(a *sum* of absolute errors plus :math:`\lambda_E E_{\rm reg}`) twice, so that ``lambda_e``
+depends neither on the batch nor on the hierarchy's size and the optimizer cannot escape the
+regularizer by shrinking the embeddings; why, and how the default ``lambda_e = 0.2``
+(:data:`DEFAULT_LAMBDA_E`) was chosen by dsbo's own BO, is :mod:`dsbo_zoo.hired_regularizer`.
 :data:`PRESETS` use the default too; table 6.5's values are kept in :data:`TABLE_6_5_LAMBDA_E`
 (thesis scale, reference only).
 A positive ``lambda_e`` below ``1e-6`` warns (no measurable effect); ``lambda_e=0`` is the "no
@@ -155,7 +125,7 @@ Batches (one window each, in the data side's batch contract), the logged metrics
 (:mod:`dsbo_zoo.hierarchical_forecaster`, whose names are importable from here too).
 
 Algorithm 6.2 (the two-stage estimator of the theory, section 6.6) is
-:func:`hierarchical_ridge`.
+:func:`~dsbo_zoo.hierarchical_ridge.hierarchical_ridge`.
 
 Example:
     >>> model = HiReD(in_dim=3)                       # table 6.5, Tourism
@@ -176,7 +146,7 @@ import torch
 from einops import rearrange, repeat
 from torch import Tensor, nn
 
-from .hierarchical_forecaster import (  # noqa: F401  (BATCH_KEYS, TIME_KEYS, _check_common: re-exported)
+from .hierarchical_forecaster import (  # noqa: F401  (BATCH_KEYS, TIME_KEYS: re-exported)
     BATCH_KEYS,
     SEASONAL_NAIVE,
     TIME_KEYS,
@@ -187,126 +157,60 @@ from .hierarchical_forecaster import (  # noqa: F401  (BATCH_KEYS, TIME_KEYS, _c
     _check_int,
     select_on_validation,
 )
+from .hierarchical_ridge import hierarchical_ridge
+from .hired_regularizer import (
+    DEFAULT_LAMBDA_E,
+    NEGLIGIBLE_LAMBDA_E,
+    TABLE_6_5_LAMBDA_E,
+    embedding_regularizer,
+    mean_property_embeddings,
+    relative_embedding_regularizer,
+)
 
 COMPONENTS = ("both", "ar", "basis")
 REGULARIZER_PAIRS = ("leaves", "children")
 BASELINES = ("seasonal_naive", "none")
 
-#: Default :math:`\lambda_E` on this module's scale (MAE per value + :math:`\lambda_E R(\theta)`, the
-#: mean squared embedding distance over the pairs relative to the leaves' variance; module docstring).
-DEFAULT_LAMBDA_E = 0.2
-#: Positive ``lambda_e`` below this warn: no measurable effect on this scale.
-NEGLIGIBLE_LAMBDA_E = 1e-6
-
-#: Table 6.5's :math:`\lambda_E` on the thesis' scale (summed loss, Eq. 6.5; for reference only:
-#: :math:`\lambda_E^{\rm here} = \lambda_E^{\rm thesis} P / n_b`, all negligible here).
-TABLE_6_5_LAMBDA_E = {"tourism": 7.2498e-8, "m5": 3.4e-6, "favorita": 4.644e-4}
-
 #: Table 6.5 columns (model side; the data side's history/horizon must match). ``lambda_e`` is
 #: :data:`DEFAULT_LAMBDA_E` in all three (table 6.5's values are on another scale:
 #: :data:`TABLE_6_5_LAMBDA_E`).
 PRESETS: dict[str, dict[str, Any]] = {
-    "tourism": dict(history=24, horizon=4, hidden_dim=14, embedding_dim=6, num_representatives=6,
-                    decoder_hidden=12, lambda_e=DEFAULT_LAMBDA_E, lr=0.07),
-    "m5": dict(history=28, horizon=7, hidden_dim=42, embedding_dim=8, num_representatives=12,
-               decoder_hidden=24, lambda_e=DEFAULT_LAMBDA_E, lr=0.004),
-    "favorita": dict(history=28, horizon=7, hidden_dim=24, embedding_dim=8, num_representatives=4,
-                     decoder_hidden=16, lambda_e=DEFAULT_LAMBDA_E, lr=0.002),
+    "tourism": dict(
+        history=24,
+        horizon=4,
+        hidden_dim=14,
+        embedding_dim=6,
+        num_representatives=6,
+        decoder_hidden=12,
+        lambda_e=DEFAULT_LAMBDA_E,
+        lr=0.07,
+    ),
+    "m5": dict(
+        history=28,
+        horizon=7,
+        hidden_dim=42,
+        embedding_dim=8,
+        num_representatives=12,
+        decoder_hidden=24,
+        lambda_e=DEFAULT_LAMBDA_E,
+        lr=0.004,
+    ),
+    "favorita": dict(
+        history=28,
+        horizon=7,
+        hidden_dim=24,
+        embedding_dim=8,
+        num_representatives=4,
+        decoder_hidden=16,
+        lambda_e=DEFAULT_LAMBDA_E,
+        lr=0.002,
+    ),
 }
-
-
-# ---------------------------------------------------------------------- the paper's quantities
-def embedding_regularizer(theta: Tensor, pairs: Tensor, reduction: str = "sum") -> Tensor:
-    r""":math:`E_{\rm reg} = \sum_{(p, i)} \|\theta_p - \theta_i\|_2^2` (Eq. 6.4) over ``pairs``
-    (``2 x P`` long: row 0 the ancestors :math:`p`, row 1 the leaves :math:`i \in \mathcal L(p)`);
-    ``theta`` is ``N x K``. Its gradient in :math:`\theta_j` is
-    :math:`2 \sum_{(j, i)} (\theta_j - \theta_i) - 2 \sum_{(p, j)} (\theta_p - \theta_j)`.
-    ``reduction="mean"``: :math:`\bar E_{\rm reg} = E_{\rm reg} / P`, what HiReD's
-    ``lambda_e`` weighs (module docstring); 0 without pairs."""
-    if reduction not in ("sum", "mean"):
-        raise ValueError(f"embedding_regularizer: reduction must be 'sum' or 'mean', got {reduction!r}")
-    if pairs.numel() == 0:
-        return theta.sum() * 0.0
-    diff = theta.index_select(0, pairs[0]) - theta.index_select(0, pairs[1])
-    total = diff.pow(2).sum()
-    return total / pairs.shape[1] if reduction == "mean" else total
-
-
-def relative_embedding_regularizer(theta: Tensor, pairs: Tensor, leaf_rows: Tensor, eps: float = 1e-8) -> Tensor:
-    r""":math:`R(\theta) = \bar E_{\rm reg}(\theta) / (V(\theta) + \epsilon)`, what HiReD's
-    ``lambda_e`` weighs: the mean squared distance over the ``pairs`` (Eq. 6.4 divided by
-    :math:`P`) relative to the leaf embeddings' variance
-    :math:`V = \frac1L\sum_{i\ \rm leaf}\|\theta_i - \bar\theta\|_2^2` (``leaf_rows``: the
-    leaves' rows of ``theta``). Invariant to :math:`\theta \to c\theta` and to a common shift;
-    for fixed leaves minimized by the mean property (:math:`V` depends on the leaves only). At
-    the mean property the root's pairs sum to :math:`L V` and every other ancestor's to its
-    subtree's share of that variance, so :math:`L/P \le R \le 1` on a tree whose leaves all have
-    the same depth (``leaf_pairs``). 0 without pairs or when all embeddings are equal."""
-    if pairs.numel() == 0:
-        return theta.sum() * 0.0
-    leaves = theta.index_select(0, leaf_rows)
-    variance = (leaves - leaves.mean(0)).pow(2).sum(1).mean()
-    return embedding_regularizer(theta, pairs, reduction="mean") / (variance + eps)
-
-
-def mean_property_embeddings(leaf_theta: Tensor, S: Tensor) -> Tensor:
-    r"""Embeddings with the mean property (Eq. 6.3): node :math:`p` gets
-    :math:`\frac{1}{|\mathcal L(p)|}\sum_{i \in \mathcal L(p)} \theta_i` from the ``L x K`` leaf
-    embeddings and the ``N x L`` summing matrix ``S``."""
-    S = S.to(leaf_theta)
-    return (S / S.sum(1, keepdim=True)) @ leaf_theta
-
-
-def hierarchical_ridge(B: Tensor, y_root: Tensor, y_leaves: Tensor, lambda_e: float) -> tuple[Tensor, Tensor]:
-    r"""Algorithm 6.2 (parameter recovery) in closed form, for a root with :math:`L` leaves.
-
-    Step 1, the root by least squares: :math:`\hat\theta_0 = (B^\top B)^{-1} B^\top y_0`.
-    Step 2, each leaf by ridge regression towards the root (the change of variables of the
-    proof's Step II, Eq. 6.13):
-
-    .. math::  \hat\theta_n = \arg\min_\theta \tfrac1T\|y_n - B\theta\|^2 + \lambda_E\|\hat\theta_0 - \theta\|^2
-               = (\Sigma + \lambda_E I)^{-1}\big(B^\top y_n / T + \lambda_E \hat\theta_0\big),
-               \quad \Sigma = B^\top B / T.
-
-    ``lambda_e = 0`` gives the unregularized estimator of Eq. 6.8. Theorem 6.1 takes
-    :math:`\lambda_E = \sigma^2 K / (T \beta^2)` (Corollary 6.1 with :math:`d = K`,
-    :math:`n = T`, the bound :math:`\beta` on :math:`\|\theta_n - \theta_0\|`).
-
-    Checked against the proof (section 6.7.2): the theorem's bound (Eq. 6.9)
-    :math:`3\frac{\sigma^2K}{T}\frac{1}{1 + \sigma^2K/(Tr^2\beta^2)} + 6\frac{\sigma^2K}{TL}`
-    equals the proof's last line :math:`3\frac{r^2\beta^2\sigma^2K}{Tr^2\beta^2 + \sigma^2K} +
-    6\frac{\sigma^2K}{TL}`; the root's :math:`\sigma^2K/(TL)` (Step I) holds because the root of
-    coherent mean-unit data has noise variance :math:`\sigma^2/L` (Eq. 6.11). Slips in the
-    extracted text: :math:`\|\hat\theta_n - \theta_n\|_\Sigma^2 = \|B(\hat\theta_n -
-    \theta_n)\|^2` lacks the :math:`1/T` (:math:`\Sigma = B^\top B/T`, as section 6.7.4 writes);
-    Step II's :math:`\hat\psi_n - \tilde\psi_n` line writes :math:`\tilde\theta_0` for the true
-    :math:`\theta_0`; the proof of Lemma 6.1 calls the Lasso "Algorithm 6.2" (it is 6.1). The
-    :math:`1/L` rate of the leaf error needs :math:`\beta = O(\sqrt{K/(LT)})`; for a fixed
-    :math:`\beta` it levels off at the first term (``tests/models/test_hired.py`` checks both
-    with the exact expected error).
-
-    Args:
-        B: ``T x K`` basis (the support recovered by Algorithm 6.1).
-        y_root: ``... x T`` root series (mean units: the mean of its leaves).
-        y_leaves: ``... x L x T`` leaf series (leading dimensions: independent problems).
-        lambda_e: :math:`\lambda_E \ge 0`.
-
-    Returns:
-        :math:`\hat\theta_0` (``... x K``) and :math:`\hat\theta_n` (``... x L x K``).
-    """
-    T, K = B.shape
-    sigma = B.T @ B / T
-    theta0 = torch.linalg.solve(B.T @ B, (y_root @ B).unsqueeze(-1)).squeeze(-1)
-    rhs = y_leaves @ B / T + lambda_e * theta0.unsqueeze(-2)  # ... x L x K
-    ridge = sigma + lambda_e * torch.eye(K, dtype=B.dtype, device=B.device)
-    leaves = torch.linalg.solve(ridge, rhs.mT).mT
-    return theta0, leaves
 
 
 def _uniform_(tensor: Tensor, fan_in: int) -> Tensor:
     bound = 1.0 / math.sqrt(fan_in)
     return nn.init.uniform_(tensor, -bound, bound)
-
 
 
 class HiReD(HierarchicalForecaster):
@@ -356,28 +260,46 @@ class HiReD(HierarchicalForecaster):
     ) -> None:
         super().__init__()
         cls = type(self).__name__
-        _check_common(cls, history, horizon, in_dim, num_representatives, lr, lr_decay, decay_every, early_stopping_patience)
+        _check_common(
+            cls,
+            history,
+            horizon,
+            in_dim,
+            num_representatives,
+            lr,
+            lr_decay,
+            decay_every,
+            early_stopping_patience,
+        )
         _check_int(cls, "hidden_dim", hidden_dim, 1)
         _check_int(cls, "decoder_hidden", decoder_hidden, 1)
         _check_int(cls, "embedding_dim", embedding_dim, 1)
         _check_float(cls, "lambda_e", lambda_e, positive=False)
         if 0 < lambda_e < NEGLIGIBLE_LAMBDA_E:
             warnings.warn(
-                f"{cls}.lambda_e={lambda_e:g} has no measurable effect on this model's scale (MAE per value + "
-                f"lambda_e x the pairs' mean squared embedding distance relative to the leaves' variance; table 6.5's values are on the thesis' summed-loss "
-                f"scale): use 0 for the no-regularizer ablation, or e.g. the default {DEFAULT_LAMBDA_E:g}",
-                UserWarning, stacklevel=2,
+                f"{cls}.lambda_e={lambda_e:g} has no measurable effect on this model's scale (MAE "
+                "per value + lambda_e x the pairs' mean squared embedding distance relative to "
+                "the leaves' variance; table 6.5's values are on the thesis' summed-loss scale): "
+                f"use 0 for the no-regularizer ablation, or e.g. the default {DEFAULT_LAMBDA_E:g}",
+                UserWarning,
+                stacklevel=2,
             )
         if baseline not in BASELINES:
             raise ValueError(f"{cls}.baseline={baseline!r}: choose one of {', '.join(BASELINES)}")
         if num_nodes is not None:
             _check_int(cls, "num_nodes", num_nodes, 1)
         if components not in COMPONENTS:
-            raise ValueError(f"{cls}.components={components!r}: choose one of {', '.join(COMPONENTS)}")
+            raise ValueError(
+                f"{cls}.components={components!r}: choose one of {', '.join(COMPONENTS)}"
+            )
         if regularizer_pairs not in REGULARIZER_PAIRS:
-            raise ValueError(f"{cls}.regularizer_pairs={regularizer_pairs!r}: choose one of {', '.join(REGULARIZER_PAIRS)}")
+            raise ValueError(
+                f"{cls}.regularizer_pairs={regularizer_pairs!r}: choose one of {', '.join(REGULARIZER_PAIRS)}"
+            )
         if in_dim + num_representatives == 0:
-            raise ValueError(f"{cls}: the encoders need inputs: in_dim + num_representatives must be >= 1")
+            raise ValueError(
+                f"{cls}: the encoders need inputs: in_dim + num_representatives must be >= 1"
+            )
         self.save_hyperparameters()
         enc_in = in_dim + num_representatives
         self.use_ar = components in ("both", "ar")
@@ -387,9 +309,13 @@ class HiReD(HierarchicalForecaster):
             self.ar_encoder = nn.LSTM(enc_in, hidden_dim, batch_first=True)
             # F heads as batched weights: head f maps [encoding, x_f] -> hidden -> H AR weights.
             head_in = hidden_dim + in_dim
-            self.ar_w1 = nn.Parameter(_uniform_(torch.empty(horizon, head_in, decoder_hidden), head_in))
+            self.ar_w1 = nn.Parameter(
+                _uniform_(torch.empty(horizon, head_in, decoder_hidden), head_in)
+            )
             self.ar_b1 = nn.Parameter(_uniform_(torch.empty(horizon, decoder_hidden), head_in))
-            self.ar_w2 = nn.Parameter(_uniform_(torch.empty(horizon, decoder_hidden, history), decoder_hidden))
+            self.ar_w2 = nn.Parameter(
+                _uniform_(torch.empty(horizon, decoder_hidden, history), decoder_hidden)
+            )
             self.ar_b2 = nn.Parameter(_uniform_(torch.empty(horizon, history), decoder_hidden))
         if self.use_basis:
             self.basis_encoder = nn.LSTM(enc_in, hidden_dim, batch_first=True)
@@ -398,10 +324,14 @@ class HiReD(HierarchicalForecaster):
         #: Whether the model forecasts seasonal naive, its floor (persistent: a checkpoint keeps the
         #: choice); set by ``dsbo.train fit`` when no epoch validated better (:meth:`keep_floor`).
         self.register_buffer("at_floor", torch.zeros((), dtype=torch.bool))
-        if self.uses_seasonal_naive:  # the untrained residual is zero: the model starts at seasonal naive
+        if self.uses_seasonal_naive:  # the untrained residual is zero: it starts at seasonal naive
+            last = []
+            if self.use_ar:
+                last += [self.ar_w2, self.ar_b2]
+            if self.use_basis:
+                last += [self.basis_output.weight, self.basis_output.bias]
             with torch.no_grad():
-                for param in ((self.ar_w2, self.ar_b2) if self.use_ar else ()) + (
-                        (self.basis_output.weight, self.basis_output.bias) if self.use_basis else ()):
+                for param in last:
                     param.zero_()
         if self.use_basis:
             #: Whether the embeddings were given the mean property (persistent: a checkpoint keeps them).
@@ -420,12 +350,16 @@ class HiReD(HierarchicalForecaster):
         """A HiReD with table 6.5's ``name`` column (``tourism``, ``m5``, ``favorita``;
         :data:`PRESETS`), any argument overridden (``in_dim`` is required)."""
         if name not in PRESETS:
-            raise ValueError(f"HiReD.preset: unknown preset {name!r}; choose one of {', '.join(PRESETS)}")
+            raise ValueError(
+                f"HiReD.preset: unknown preset {name!r}; choose one of {', '.join(PRESETS)}"
+            )
         return cls(**{**PRESETS[name], **overrides})
 
     # ------------------------------------------------------------------ embeddings and hierarchy
     def _build_theta(self, num_nodes: int) -> None:
-        theta = torch.empty(num_nodes, self.hparams.embedding_dim, dtype=self.dtype, device=self.device)
+        theta = torch.empty(
+            num_nodes, self.hparams.embedding_dim, dtype=self.dtype, device=self.device
+        )
         self.theta = nn.Parameter(nn.init.uniform_(theta, -0.05, 0.05))
 
     def set_hierarchy(self, hierarchy: Any) -> None:
@@ -433,21 +367,39 @@ class HiReD(HierarchicalForecaster):
         table if ``num_nodes`` was not given, and give it the mean property once."""
         super().set_hierarchy(hierarchy)
         N = self._S.shape[0]
-        pairs = hierarchy.leaf_pairs if self.hparams.regularizer_pairs == "leaves" else hierarchy.child_pairs
+        pairs = (
+            hierarchy.leaf_pairs
+            if self.hparams.regularizer_pairs == "leaves"
+            else hierarchy.child_pairs
+        )
         if pairs is None:
-            raise ValueError("HiReD.regularizer_pairs='children' needs a tree hierarchy (child_pairs is None)")
+            raise ValueError(
+                "HiReD.regularizer_pairs='children' needs a tree hierarchy (child_pairs is None)"
+            )
         pairs = torch.as_tensor(pairs, dtype=torch.long)
-        if pairs.dim() != 2 or pairs.shape[0] != 2 or (pairs.numel() and (pairs.min() < 0 or pairs.max() >= N)):
-            raise ValueError(f"hierarchy pairs must be a 2 x P LongTensor of node indices < {N}, got shape {tuple(pairs.shape)}")
+        if (
+            pairs.dim() != 2
+            or pairs.shape[0] != 2
+            or (pairs.numel() and (pairs.min() < 0 or pairs.max() >= N))
+        ):
+            raise ValueError(
+                f"hierarchy pairs must be a 2 x P LongTensor of node indices < {N}, got shape {tuple(pairs.shape)}"
+            )
         self.leaf_pairs = pairs.to(self.leaf_pairs.device)
-        leaf_rows = self._leaf_index if self._leaf_index is not None else torch.arange(N - self._S.shape[1], N)
+        leaf_rows = (
+            self._leaf_index
+            if self._leaf_index is not None
+            else torch.arange(N - self._S.shape[1], N)
+        )
         self.leaf_rows = leaf_rows.to(self.leaf_rows.device)
         if not self.use_basis:
             return
         if self.hparams.num_nodes is None:
             self.hparams.num_nodes = N
         if self.hparams.num_nodes != N:
-            raise ValueError(f"HiReD.num_nodes={self.hparams.num_nodes} but the hierarchy has {N} nodes")
+            raise ValueError(
+                f"HiReD.num_nodes={self.hparams.num_nodes} but the hierarchy has {N} nodes"
+            )
         if self.theta is None:
             self._build_theta(N)
         if not bool(self.theta_initialized):
@@ -471,7 +423,9 @@ class HiReD(HierarchicalForecaster):
         untrained, kept when training validated no better. Only with the residual
         (``baseline="seasonal_naive"``); a new ``fit`` trains the weights again."""
         if not self.uses_seasonal_naive:
-            raise ValueError("HiReD.keep_floor: only a model with baseline='seasonal_naive' has seasonal naive as its floor")
+            raise ValueError(
+                "HiReD.keep_floor: only a model with baseline='seasonal_naive' has seasonal naive as its floor"
+            )
         self.at_floor.fill_(True)
 
     def on_fit_start(self) -> None:
@@ -481,7 +435,9 @@ class HiReD(HierarchicalForecaster):
     def setup(self, stage: str) -> None:
         super().setup(stage)
         if self.use_basis and self.theta is None:
-            raise ValueError("HiReD: num_nodes is unknown: pass num_nodes or train with a datamodule that has a hierarchy")
+            raise ValueError(
+                "HiReD: num_nodes is unknown: pass num_nodes or train with a datamodule that has a hierarchy"
+            )
 
     # ------------------------------------------------------------------ the two components
     def _encode(self, encoder: nn.LSTM, x_hist: Tensor, z_hist: Tensor) -> tuple[Tensor, Tensor]:
@@ -492,10 +448,14 @@ class HiReD(HierarchicalForecaster):
     def ar_weights(self, x_hist: Tensor, x_fut: Tensor, z_hist: Tensor) -> Tensor:
         """:math:`a(X_{\\mathcal H}, X_{\\mathcal F}, Z_{\\mathcal H})`: ``F x H`` AR weights."""
         h, _ = self._encode(self.ar_encoder, x_hist, z_hist)
-        head_in = torch.cat([repeat(h[0, 0], "d -> f d", f=x_fut.shape[0]), x_fut], dim=-1)  # F x (hidden + D)
+        head_in = torch.cat(
+            [repeat(h[0, 0], "d -> f d", f=x_fut.shape[0]), x_fut], dim=-1
+        )  # F x (hidden + D)
         hidden = torch.relu(torch.einsum("fi,fio->fo", head_in, self.ar_w1) + self.ar_b1)
         weights = torch.einsum("fo,foh->fh", hidden, self.ar_w2) + self.ar_b2
-        if self.uses_seasonal_naive:  # a residual free of the level: sum_h a_fh = 0 (module docstring)
+        if (
+            self.uses_seasonal_naive
+        ):  # a residual free of the level: sum_h a_fh = 0 (module docstring)
             weights = weights - weights.mean(-1, keepdim=True)
         return weights
 
@@ -514,7 +474,9 @@ class HiReD(HierarchicalForecaster):
             ar = x["y_hist"] @ self.ar_weights(x["x_hist"], x["x_fut"], x["z_hist"]).T
         if self.use_basis:
             if self.theta is None:
-                raise ValueError("HiReD: the embedding table is not built (num_nodes unknown; see setup)")
+                raise ValueError(
+                    "HiReD: the embedding table is not built (num_nodes unknown; see setup)"
+                )
             theta = self.theta.index_select(0, x["nodes"])
             bd = theta @ self.bases(x["x_hist"], x["x_fut"], x["z_hist"]).T
         return ar, bd
@@ -531,7 +493,8 @@ class HiReD(HierarchicalForecaster):
         return out
 
     def regularizer_value(self) -> Tensor:
-        """:math:`R(\theta)` (:func:`relative_embedding_regularizer`), what ``lambda_e`` weighs; ``train_ereg``."""
+        """:math:`R(\theta)`, what ``lambda_e`` weighs, logged as ``train_ereg``
+        (:func:`~dsbo_zoo.hired_regularizer.relative_embedding_regularizer`)."""
         if not self.use_basis or self.theta is None:
             return torch.zeros((), device=self.device, dtype=self.dtype)
         return relative_embedding_regularizer(self.theta, self.leaf_pairs, self.leaf_rows)
@@ -543,7 +506,18 @@ class HiReD(HierarchicalForecaster):
 
 
 __all__ = [
-    "BASELINES", "COMPONENTS", "DEFAULT_LAMBDA_E", "PRESETS", "SEASONAL_NAIVE", "TABLE_6_5_LAMBDA_E", "HiReD", "HierarchicalForecaster",
-    "SeasonalNaiveForecaster", "embedding_regularizer", "hierarchical_ridge", "mean_property_embeddings",
-    "relative_embedding_regularizer", "select_on_validation",
+    "BASELINES",
+    "COMPONENTS",
+    "DEFAULT_LAMBDA_E",
+    "PRESETS",
+    "SEASONAL_NAIVE",
+    "TABLE_6_5_LAMBDA_E",
+    "HiReD",
+    "HierarchicalForecaster",
+    "SeasonalNaiveForecaster",
+    "embedding_regularizer",
+    "hierarchical_ridge",
+    "mean_property_embeddings",
+    "relative_embedding_regularizer",
+    "select_on_validation",
 ]
