@@ -40,16 +40,18 @@ for signed (SThresh) codes too: a row scoring 0 outranks one scoring below 0; ti
 by row id, also inside the selection (a threshold then changes nothing). Memory is bounded:
 a block holds at most ``chunk`` queries and ``buffer`` scores (:meth:`SparseIndex.block_rows`).
 
-Baselines with the same ``search(queries, k) -> (scores, ids)`` interface:
-:class:`DenseIndex` (one BLAS matmul + ``argpartition``), :class:`TorchDenseIndex`
-(``torch.matmul`` + ``torch.topk``), :class:`FaissFlatIndex` (faiss ``IndexFlatIP``, the exact
-scan a user would pick) and :class:`FaissIVFIndex` (faiss ``IndexIVFFlat``, inverted-file
-clustering, approximate). faiss comes with the ``retrieval`` extra
-(``pip install -e ".[retrieval]"``).
+Baselines with the same ``search(queries, k) -> (scores, ids)`` interface
+(:mod:`dsbo.data.dense_indexes`, importable from here too): :class:`DenseIndex` (one BLAS
+matmul + ``argpartition``), :class:`TorchDenseIndex` (``torch.matmul`` + ``torch.topk``),
+:class:`FaissFlatIndex` (faiss ``IndexFlatIP``, the exact scan a user would pick) and
+:class:`FaissIVFIndex` (faiss ``IndexIVFFlat``, inverted-file clustering, approximate). faiss
+comes with the ``retrieval`` extra (``pip install -e ".[retrieval]"``).
 
-Bad input raises :class:`~dsbo.errors.DataError` (NaN/inf rows named, zero rows, a dimension
-mismatch between the index and the queries) or :class:`~dsbo.errors.ConfigError` (``k`` larger
-than the database, a non-positive ``k`` or ``shortlist``), before any search runs.
+The row-wise selections are :mod:`dsbo.data.top_k`'s. The input is checked first
+(:mod:`dsbo.data.retrieval_checks`): bad input raises :class:`~dsbo.errors.DataError` (NaN/inf
+rows named, zero rows, a dimension mismatch between the index and the queries) or
+:class:`~dsbo.errors.ConfigError` (``k`` larger than the database, a non-positive ``k`` or
+``shortlist``), before any search runs.
 
 Example:
     >>> index = SparseIndex(codes, dense=dense_vectors)
@@ -64,9 +66,11 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-import torch
 
 from dsbo.data import posting_lists
+from dsbo.data.dense_indexes import DenseIndex, FaissFlatIndex, FaissIVFIndex, TorchDenseIndex
+from dsbo.data.retrieval_checks import as_matrix, check_dim, check_k
+from dsbo.data.top_k import best_reranked, sorted_top, top_k_rows
 from dsbo.errors import ConfigError, DataError
 
 #: ``SparseIndex(kernel=...)``: the compiled posting-list scan, scipy's sparse product, or the
@@ -74,55 +78,6 @@ from dsbo.errors import ConfigError, DataError
 KERNELS = ("auto", "compiled", "scipy")
 #: The parts of :meth:`SparseIndex.search`'s ``timings`` (with ``"total"``, their sum).
 TIMING_PARTS = ("scoring", "topk", "rerank", "overhead")
-
-
-def _as_matrix(values: Any, what: str, dtype: type = np.float32) -> np.ndarray | sp.csr_matrix:
-    """``values`` (ndarray, tensor or scipy sparse) as a 2-D float matrix; NaN/inf rows named."""
-    if sp.issparse(values):
-        matrix = sp.csr_matrix(values, dtype=dtype)
-        data = matrix.data
-        if not np.isfinite(data).all():
-            bad_entries = np.flatnonzero(~np.isfinite(data))
-            rows = np.unique(np.searchsorted(matrix.indptr, bad_entries, side="right") - 1)
-            raise DataError(f"{what} has NaN or inf in rows {rows[:10].tolist()}{' ...' if len(rows) > 10 else ''}")
-    else:
-        if isinstance(values, torch.Tensor):
-            values = values.detach().cpu().numpy()
-        matrix = np.asarray(values, dtype=dtype)
-        if matrix.ndim == 1:
-            matrix = matrix[None, :]
-        if matrix.ndim != 2:
-            raise DataError(f"{what} must be a 2-D matrix (rows x dimensions), got shape {matrix.shape}")
-        finite = np.isfinite(matrix).all(axis=1)
-        if not finite.all():
-            rows = np.flatnonzero(~finite)
-            raise DataError(f"{what} has NaN or inf in rows {rows[:10].tolist()}{' ...' if len(rows) > 10 else ''}")
-    if matrix.shape[0] == 0:
-        raise DataError(f"{what} has zero rows")
-    if matrix.shape[1] == 0:
-        raise DataError(f"{what} has zero columns")
-    return matrix
-
-
-def _check_k(k: int, n: int, name: str = "k") -> int:
-    if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
-        raise ConfigError(f"{name} must be a positive integer, got {k!r}")
-    if k > n:
-        raise ConfigError(f"{name}={k} is larger than the database ({n} rows)")
-    return int(k)
-
-
-def _check_dim(queries: Any, dim: int, what: str) -> None:
-    if queries.shape[1] != dim:
-        raise DataError(f"{what} have {queries.shape[1]} dimensions, the index has {dim}")
-
-
-def top_k_rows(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Row-wise top ``k`` of a dense ``m x n`` score matrix, sorted descending (argpartition)."""
-    part = np.argpartition(-scores, k - 1, axis=1)[:, :k]
-    vals = np.take_along_axis(scores, part, axis=1)
-    order = np.argsort(-vals, axis=1, kind="stable")
-    return np.take_along_axis(vals, order, axis=1), np.take_along_axis(part, order, axis=1)
 
 
 class SparseIndex:
@@ -145,14 +100,16 @@ class SparseIndex:
     #: the gathered re-rank block (``rows x shortlist x e``).
     buffer = 1 << 22
 
-    def __init__(self, codes: Any, dense: Any | None = None, kernel: str = "auto", threads: int = 1) -> None:
+    def __init__(
+        self, codes: Any, dense: Any | None = None, kernel: str = "auto", threads: int = 1
+    ) -> None:
         if kernel not in KERNELS:
             raise ConfigError(f"kernel={kernel!r}: choose one of {', '.join(KERNELS)}")
         if kernel == "compiled" and not posting_lists.available():
             raise ConfigError('kernel="compiled" needs numba: pip install -e ".[retrieval]"')
         if isinstance(threads, bool) or not isinstance(threads, int | np.integer) or threads < 1:
             raise ConfigError(f"threads must be a positive integer, got {threads!r}")
-        matrix = _as_matrix(codes, "index codes")
+        matrix = as_matrix(codes, "index codes")
         matrix = sp.csr_matrix(matrix) if not sp.issparse(matrix) else matrix
         matrix.eliminate_zeros()
         self.n, self.dim = matrix.shape
@@ -160,7 +117,11 @@ class SparseIndex:
         self.postings = matrix.T.tocsr()
         self.postings.sort_indices()
         #: ``"compiled"`` or ``"scipy"``: the path :meth:`search` takes.
-        self.kernel = "compiled" if kernel == "compiled" or (kernel == "auto" and posting_lists.available()) else "scipy"
+        self.kernel = (
+            "compiled"
+            if kernel == "compiled" or (kernel == "auto" and posting_lists.available())
+            else "scipy"
+        )
         self.threads = int(threads)
         # the compiled scanners, built on first use: a retrieval index needs only the first, a
         # pool's only the second (each holds its own unsigned copy of the posting lists)
@@ -168,9 +129,11 @@ class SparseIndex:
         self._dense_scanner: posting_lists.DenseQueryScanner | None = None
         self.dense = None
         if dense is not None:
-            self.dense = np.ascontiguousarray(_as_matrix(dense, "index dense vectors"))
+            self.dense = np.ascontiguousarray(as_matrix(dense, "index dense vectors"))
             if self.dense.shape[0] != self.n:
-                raise DataError(f"index dense vectors have {self.dense.shape[0]} rows, the codes {self.n}")
+                raise DataError(
+                    f"index dense vectors have {self.dense.shape[0]} rows, the codes {self.n}"
+                )
 
     @property
     def nnz(self) -> int:
@@ -181,7 +144,9 @@ class SparseIndex:
         p = np.diff(self.postings.indptr) / self.n
         return float((p**2).sum())
 
-    def dense_query_scores(self, w: np.ndarray, dims: np.ndarray | None = None, hits: bool = False) -> Any:
+    def dense_query_scores(
+        self, w: np.ndarray, dims: np.ndarray | None = None, hits: bool = False
+    ) -> Any:
         """Scores ``D w`` of one dense query through the posting lists of ``dims`` (default:
         every dimension; exact), accumulated into a length-``n`` array (``numpy.bincount``):
         the cost is the number of posting entries visited plus ``n``, not ``n d``. With
@@ -201,14 +166,18 @@ class SparseIndex:
             dims = np.asarray(dims, dtype=np.int64)
             sub, weights = P[dims], w[dims]
         counts = np.diff(sub.indptr)
-        scores = np.bincount(sub.indices, weights=sub.data * np.repeat(weights, counts), minlength=self.n)
+        scores = np.bincount(
+            sub.indices, weights=sub.data * np.repeat(weights, counts), minlength=self.n
+        )
         if not hits:
             return scores
         touched = np.zeros(self.n, dtype=bool)
         touched[sub.indices] = True
         return scores, np.flatnonzero(touched)
 
-    def dense_query_top(self, w: np.ndarray, dims: np.ndarray | None, width: int) -> tuple[np.ndarray, np.ndarray]:
+    def dense_query_top(
+        self, w: np.ndarray, dims: np.ndarray | None, width: int
+    ) -> tuple[np.ndarray, np.ndarray]:
         """The ``width`` rows with the best scores :math:`D_{:, J} w_J` of one dense query
         through the posting lists of ``dims`` (``J``; default every dimension): ``(scores,
         ids)``, float64, best first, ties by row id, over all ``n`` rows (untouched rows score
@@ -218,7 +187,7 @@ class SparseIndex:
         w = np.asarray(w, dtype=np.float64).reshape(-1)
         if len(w) != self.dim:
             raise DataError(f"the query has {len(w)} dimensions, the index has {self.dim}")
-        width = _check_k(width, self.n, "width")
+        width = check_k(width, self.n, "width")
         dims = np.arange(self.dim) if dims is None else np.asarray(dims, dtype=np.int64)
         if self.kernel == "compiled":
             best = self._dense_query_scanner().top(dims, w[dims], width)
@@ -227,13 +196,13 @@ class SparseIndex:
         scores, hit = self.dense_query_scores(w, dims, hits=True)
         positive = hit[scores[hit] > 0]
         rows = positive if len(positive) >= width else None
-        top_scores, at = _sorted_top((scores if rows is None else scores[rows])[None, :], width)
+        top_scores, at = sorted_top((scores if rows is None else scores[rows])[None, :], width)
         return top_scores[0], at[0] if rows is None else rows[at[0]]
 
     def scores(self, queries: Any) -> sp.csr_matrix:
         """``m x n`` sparse scores :math:`Q D^T` through the posting lists."""
-        Q = _as_matrix(queries, "queries")
-        _check_dim(Q, self.dim, "queries")
+        Q = as_matrix(queries, "queries")
+        check_dim(Q, self.dim, "queries")
         Q = sp.csr_matrix(Q) if not sp.issparse(Q) else Q
         return (Q @ self.postings).tocsr()
 
@@ -263,18 +232,20 @@ class SparseIndex:
         """
         started = time.perf_counter() if timings is not None else 0.0
         parts = None if timings is None else dict.fromkeys(TIMING_PARTS, 0.0)
-        k = _check_k(k, self.n)
-        shortlist = k if shortlist is None else _check_k(shortlist, self.n, "shortlist")
+        k = check_k(k, self.n)
+        shortlist = k if shortlist is None else check_k(shortlist, self.n, "shortlist")
         if shortlist < k:
             raise ConfigError(f"shortlist={shortlist} must be >= k={k}")
         rerank = dense_queries is not None
         if rerank:
             if self.dense is None:
-                raise ConfigError("dense_queries given but the index was built without dense vectors")
-            dq = _as_matrix(dense_queries, "dense queries")
-            _check_dim(dq, self.dense.shape[1], "dense queries")
-        Q = _as_matrix(queries, "queries")
-        _check_dim(Q, self.dim, "queries")
+                raise ConfigError(
+                    "dense_queries given but the index was built without dense vectors"
+                )
+            dq = as_matrix(dense_queries, "dense queries")
+            check_dim(dq, self.dense.shape[1], "dense queries")
+        Q = as_matrix(queries, "queries")
+        check_dim(Q, self.dim, "queries")
         Q = sp.csr_matrix(Q) if not sp.issparse(Q) else Q
         m = Q.shape[0]
         if rerank and dq.shape[0] != m:
@@ -291,9 +262,17 @@ class SparseIndex:
                 timings[key] = timings.get(key, 0.0) + seconds
         return out_scores, out_ids
 
-    def _search_scipy(self, Q: sp.csr_matrix, k: int, shortlist: int, threshold: float | None,
-                      dq: np.ndarray | None, out_scores: np.ndarray, out_ids: np.ndarray,
-                      parts: dict[str, float] | None) -> None:
+    def _search_scipy(
+        self,
+        Q: sp.csr_matrix,
+        k: int,
+        shortlist: int,
+        threshold: float | None,
+        dq: np.ndarray | None,
+        out_scores: np.ndarray,
+        out_ids: np.ndarray,
+        parts: dict[str, float] | None,
+    ) -> None:
         """:meth:`search` through scipy's sparse product, block by block (module docstring)."""
         block = self.block_rows()
         for start in range(0, Q.shape[0], block):  # bounded memory: the score buffer is block x n
@@ -306,8 +285,16 @@ class SparseIndex:
                 # only stored scores can pass: select from the sparse product, no n-wide buffer
                 if parts is not None:
                     parts["scoring"] += time.perf_counter() - tick
-                short = self._select_stored(S.tocsr(), k, shortlist, threshold, dq[start:stop],
-                                            out_scores[start:stop], out_ids[start:stop], parts)
+                short = self._select_stored(
+                    S.tocsr(),
+                    k,
+                    shortlist,
+                    threshold,
+                    dq[start:stop],
+                    out_scores[start:stop],
+                    out_ids[start:stop],
+                    parts,
+                )
                 if not len(short):
                     continue
                 if parts is not None:
@@ -320,7 +307,16 @@ class SparseIndex:
             if parts is not None:
                 parts["scoring"] += time.perf_counter() - tick
             block_scores, block_ids = out_scores[rows_out], out_ids[rows_out]
-            self._select(B, k, shortlist, threshold, None if dq is None else dq[rows_out], block_scores, block_ids, parts)
+            self._select(
+                B,
+                k,
+                shortlist,
+                threshold,
+                None if dq is None else dq[rows_out],
+                block_scores,
+                block_ids,
+                parts,
+            )
             out_scores[rows_out], out_ids[rows_out] = block_scores, block_ids
 
     def _query_scanner(self) -> posting_lists.PostingScanner:
@@ -333,9 +329,17 @@ class SparseIndex:
             self._dense_scanner = posting_lists.DenseQueryScanner(self.postings)
         return self._dense_scanner
 
-    def _search_compiled(self, Q: sp.csr_matrix, k: int, shortlist: int, threshold: float | None,
-                         dq: np.ndarray | None, out_scores: np.ndarray, out_ids: np.ndarray,
-                         parts: dict[str, float] | None) -> None:
+    def _search_compiled(
+        self,
+        Q: sp.csr_matrix,
+        k: int,
+        shortlist: int,
+        threshold: float | None,
+        dq: np.ndarray | None,
+        out_scores: np.ndarray,
+        out_ids: np.ndarray,
+        parts: dict[str, float] | None,
+    ) -> None:
         """:meth:`search` through the compiled scan: per block of ``chunk`` queries, the scan
         returns each query's shortlist (or, without re-ranking, its top ``k``: a threshold
         then changes nothing); ``scoring`` times the scan, which selects while the scores are
@@ -359,7 +363,7 @@ class SparseIndex:
                 tick = time.perf_counter()
                 parts["rerank"] += tick - tock
             dense[np.arange(cand.shape[1])[None, :] >= kept[:, None]] = -np.inf
-            out_scores[start:stop], out_ids[start:stop] = _best_reranked(cand, dense, k)
+            out_scores[start:stop], out_ids[start:stop] = best_reranked(cand, dense, k)
             if parts is not None:
                 parts["topk"] += time.perf_counter() - tick
 
@@ -367,16 +371,26 @@ class SparseIndex:
         """Queries per block: at most ``chunk``, and ``buffer // n`` (at least one)."""
         return max(1, min(int(self.chunk), int(self.buffer) // self.n))
 
-    def _select(self, B: np.ndarray, k: int, shortlist: int, threshold: float | None,
-                dq: np.ndarray | None, out_scores: np.ndarray, out_ids: np.ndarray,
-                parts: dict[str, float] | None = None) -> None:
+    def _select(
+        self,
+        B: np.ndarray,
+        k: int,
+        shortlist: int,
+        threshold: float | None,
+        dq: np.ndarray | None,
+        out_scores: np.ndarray,
+        out_ids: np.ndarray,
+        parts: dict[str, float] | None = None,
+    ) -> None:
         """Threshold, shortlist, (re-rank) and top-k of a block ``B`` (``b x n`` dense scores),
         vectorized over the block; with ``parts``, its seconds are added to ``topk`` and
         ``rerank``."""
         if parts is not None:
             tick = time.perf_counter()
-        if dq is None:  # the sparse scores are the ranking: exact top-k (a threshold changes nothing)
-            out_scores[:], out_ids[:] = _sorted_top(B, k)
+        if (
+            dq is None
+        ):  # the sparse scores are the ranking: exact top-k (a threshold changes nothing)
+            out_scores[:], out_ids[:] = sorted_top(B, k)
             if parts is not None:
                 parts["topk"] += time.perf_counter() - tick
             return
@@ -385,7 +399,7 @@ class SparseIndex:
         else:  # candidates: the rows scoring > threshold, at most shortlist, at least k
             keep = np.clip(np.count_nonzero(B > threshold, axis=1), k, shortlist)
         width = int(keep.max())
-        _, cand = _sorted_top(B, width)
+        _, cand = sorted_top(B, width)
         if parts is not None:
             tock = time.perf_counter()
             parts["topk"] += tock - tick
@@ -394,13 +408,21 @@ class SparseIndex:
             tick = time.perf_counter()
             parts["rerank"] += tick - tock
         dense[np.arange(width)[None, :] >= keep[:, None]] = -np.inf
-        out_scores[:], out_ids[:] = _best_reranked(cand, dense, k)
+        out_scores[:], out_ids[:] = best_reranked(cand, dense, k)
         if parts is not None:
             parts["topk"] += time.perf_counter() - tick
 
-    def _select_stored(self, S: sp.csr_matrix, k: int, shortlist: int, threshold: float, dq: np.ndarray,
-                       out_scores: np.ndarray, out_ids: np.ndarray,
-                       parts: dict[str, float] | None = None) -> np.ndarray:
+    def _select_stored(
+        self,
+        S: sp.csr_matrix,
+        k: int,
+        shortlist: int,
+        threshold: float,
+        dq: np.ndarray,
+        out_scores: np.ndarray,
+        out_ids: np.ndarray,
+        parts: dict[str, float] | None = None,
+    ) -> np.ndarray:
         """:meth:`_select` for a threshold ``>= 0`` from the stored entries of the block's sparse
         scores ``S`` (``b x n`` CSR): the candidates, rows scoring ``> threshold``, are among
         them, so no ``b x n`` buffer is filled or partitioned; one ``lexsort`` of the passing
@@ -435,7 +457,7 @@ class SparseIndex:
                 tick = time.perf_counter()
                 parts["rerank"] += tick - tock
             dense[~valid] = -np.inf
-            out_scores[done], out_ids[done] = _best_reranked(cand, dense, k)
+            out_scores[done], out_ids[done] = best_reranked(cand, dense, k)
         if parts is not None:
             parts["topk"] += time.perf_counter() - tick
         return np.flatnonzero(counts < k)
@@ -449,120 +471,19 @@ class SparseIndex:
         step = max(1, int(self.buffer) // (width * e))
         for start in range(0, b, step):
             stop = min(b, start + step)
-            out[start:stop] = np.matmul(self.dense[cand[start:stop]], dq[start:stop, :, None])[..., 0]
+            out[start:stop] = np.matmul(self.dense[cand[start:stop]], dq[start:stop, :, None])[
+                ..., 0
+            ]
         return out
 
 
-def _best_reranked(cand: np.ndarray, dense: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """The ``k`` best re-ranked candidates per row, ``(scores, ids)``: by dense score, ties by
-    row id (a sort by id, then a stable sort by score); masked places hold ``-inf``."""
-    order = np.argsort(cand, axis=1)
-    cand, dense = np.take_along_axis(cand, order, 1), np.take_along_axis(dense, order, 1)
-    order = np.argsort(-dense, axis=1, kind="stable")[:, :k]
-    return np.take_along_axis(dense, order, 1), np.take_along_axis(cand, order, 1)
-
-
-def _sorted_top(B: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """Row-wise top ``k`` of a dense ``b x n`` score matrix, best first, ties by row id (exact
-    and deterministic): the ``k``-th largest value by ``numpy.partition``, the rows above it,
-    and of the rows equal to it the lowest ids (a cumulative count, only in rows with more ties
-    than places)."""
-    b, n = B.shape
-    kth = (np.partition(B, n - k, axis=1)[:, n - k] if k < n else B.min(axis=1))[:, None]
-    chosen = B > kth
-    need = k - np.count_nonzero(chosen, axis=1)
-    tied = B == kth
-    over = np.flatnonzero(np.count_nonzero(tied, axis=1) > need)
-    if len(over):
-        sub = tied[over]
-        sub &= np.cumsum(sub, axis=1, dtype=np.int32) <= need[over, None]
-        tied[over] = sub
-    chosen |= tied
-    ids = np.nonzero(chosen)[1].reshape(b, k)  # row-major: ascending ids within a row
-    vals = np.take_along_axis(B, ids, axis=1)
-    order = np.argsort(-vals, axis=1, kind="stable")
-    return np.take_along_axis(vals, order, axis=1), np.take_along_axis(ids, order, axis=1)
-
-
-class DenseIndex:
-    """Exact dense scan: one BLAS matmul ``Q D^T`` and a row-wise ``argpartition``."""
-
-    def __init__(self, vectors: Any) -> None:
-        self.vectors = np.ascontiguousarray(_as_matrix(vectors, "index vectors"))
-        self.n, self.dim = self.vectors.shape
-
-    def search(self, queries: Any, k: int) -> tuple[np.ndarray, np.ndarray]:
-        k = _check_k(k, self.n)
-        Q = _as_matrix(queries, "queries")
-        Q = Q.toarray() if sp.issparse(Q) else Q
-        _check_dim(Q, self.dim, "queries")
-        return top_k_rows(Q @ self.vectors.T, k)
-
-
-class TorchDenseIndex:
-    """Exact dense scan in torch: ``Q @ D.T`` and ``torch.topk``."""
-
-    def __init__(self, vectors: Any) -> None:
-        self.vectors = torch.as_tensor(np.ascontiguousarray(_as_matrix(vectors, "index vectors")))
-        self.n, self.dim = self.vectors.shape
-
-    def search(self, queries: Any, k: int) -> tuple[np.ndarray, np.ndarray]:
-        k = _check_k(k, self.n)
-        Q = _as_matrix(queries, "queries")
-        Q = torch.as_tensor(Q.toarray() if sp.issparse(Q) else Q)
-        _check_dim(Q, self.dim, "queries")
-        values, ids = torch.topk(Q @ self.vectors.T, k, dim=1)
-        return values.numpy(), ids.numpy()
-
-
-def _faiss() -> Any:
-    try:
-        import faiss
-    except ImportError as exc:  # pragma: no cover - the extra is installed in CI
-        raise ConfigError('faiss is not installed: pip install -e ".[retrieval]" (faiss-cpu)') from exc
-    return faiss
-
-
-class FaissFlatIndex:
-    """faiss ``IndexFlatIP``: the exact inner-product scan."""
-
-    def __init__(self, vectors: Any) -> None:
-        faiss = _faiss()
-        X = np.ascontiguousarray(_as_matrix(vectors, "index vectors"))
-        self.n, self.dim = X.shape
-        self.index = faiss.IndexFlatIP(self.dim)
-        self.index.add(X)
-
-    def search(self, queries: Any, k: int) -> tuple[np.ndarray, np.ndarray]:
-        k = _check_k(k, self.n)
-        Q = _as_matrix(queries, "queries")
-        Q = np.ascontiguousarray(Q.toarray() if sp.issparse(Q) else Q)
-        _check_dim(Q, self.dim, "queries")
-        return self.index.search(Q, k)
-
-
-class FaissIVFIndex:
-    """faiss ``IndexIVFFlat`` (inner product): k-means into ``nlist`` cells, ``nprobe`` cells
-    scanned per query. Approximate; ``nprobe = nlist`` is exact."""
-
-    def __init__(self, vectors: Any, nlist: int = 256, nprobe: int = 8, seed: int = 0) -> None:
-        faiss = _faiss()
-        X = np.ascontiguousarray(_as_matrix(vectors, "index vectors"))
-        self.n, self.dim = X.shape
-        nlist = _check_k(nlist, self.n, "nlist")
-        self.quantizer = faiss.IndexFlatIP(self.dim)
-        self.index = faiss.IndexIVFFlat(self.quantizer, self.dim, nlist, faiss.METRIC_INNER_PRODUCT)
-        self.index.cp.seed = seed
-        self.index.train(X)
-        self.index.add(X)
-        self.index.nprobe = _check_k(nprobe, nlist, "nprobe")
-
-    def search(self, queries: Any, k: int) -> tuple[np.ndarray, np.ndarray]:
-        k = _check_k(k, self.n)
-        Q = _as_matrix(queries, "queries")
-        Q = np.ascontiguousarray(Q.toarray() if sp.issparse(Q) else Q)
-        _check_dim(Q, self.dim, "queries")
-        return self.index.search(Q, k)
-
-
-__all__ = ["TIMING_PARTS", "DenseIndex", "FaissFlatIndex", "FaissIVFIndex", "SparseIndex", "TorchDenseIndex", "top_k_rows"]
+__all__ = [
+    "KERNELS",
+    "TIMING_PARTS",
+    "DenseIndex",
+    "FaissFlatIndex",
+    "FaissIVFIndex",
+    "SparseIndex",
+    "TorchDenseIndex",
+    "top_k_rows",
+]
