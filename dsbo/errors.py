@@ -36,6 +36,11 @@ class CostError(EvaluationError, ValueError):
     not a finite number > 0): recorded as a failed trial, like a failed evaluation."""
 
 
+class StaleSegmentError(StoreError):
+    """A tell or report of a freeze-thaw segment that has ended: the trial was paused and thawed
+    into a later segment since this evaluation began (its value was recorded at the pause)."""
+
+
 class StoreLockedError(StoreError):
     """Another process holds the store's writer lock (one writer per store at a time)."""
 

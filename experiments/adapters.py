@@ -75,7 +75,7 @@ def smoke_optimizer(smoke: bool) -> dict[str, Any]:
 def inner_seconds(tuner: Any) -> float | None:
     """dsbo's own time of the last proposal (``Campaign.ask``), ``None`` if it made none from
     the model (an initial-design point takes no fit: it is left out of the overhead)."""
-    last = getattr(tuner.campaign, "_last_ask", None)
+    last = getattr(tuner.campaign, "last_ask", None)
     return None if last is None or not last["acquisition"] > 0 else float(last["ask_total"])
 
 
@@ -86,7 +86,7 @@ def run_tuner(problem: Any, seed: int, budget: int, n_init: int, smoke: bool, f:
     tuner = dsbo.Tuner(problem.space, budget=budget, seed=seed, n_init=n_init, dry_run=False, **options)
     calls, inner = [], []
     for _ in range(budget):
-        tuner.campaign._last_ask = None
+        tuner.campaign.last_ask = None
         t0 = time.perf_counter()
         suggestion = tuner.ask()
         calls.append(time.perf_counter() - t0)
@@ -108,7 +108,7 @@ def run_optuna(problem: Any, seed: int, budget: int, n_init: int, smoke: bool, f
     for _ in range(budget):
         tuner = sampler.tuner(study)
         if tuner is not None:
-            tuner.campaign._last_ask = None
+            tuner.campaign.last_ask = None
         t0 = time.perf_counter()
         trial = study.ask()
         params = suggest_active(trial, problem.space)
@@ -134,7 +134,7 @@ def run_ray(problem: Any, seed: int, budget: int, n_init: int, smoke: bool, f: R
 
         def suggest(self, trial_id: str) -> Any:
             if self.tuner is not None:
-                self.tuner.campaign._last_ask = None
+                self.tuner.campaign.last_ask = None
             t0 = time.perf_counter()
             out = super().suggest(trial_id)
             if isinstance(out, dict):

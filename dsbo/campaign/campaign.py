@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
 from pathlib import Path
@@ -32,26 +31,30 @@ import gpytorch
 import torch
 from torch import Tensor
 
-from dsbo.acquisition import History, OptimizerSettings, Policy, make_policy
+from dsbo.acquisition import OptimizerSettings, Policy, make_policy
 from dsbo.acquisition.base import PostProcessor, make_postprocessor
-from dsbo.acquisition.exploration import explored
 from dsbo.acquisition.sparsity import DEFAULT_TOLERANCE, num_changed
+from dsbo.campaign.ask_timer import AskTimer
 from dsbo.campaign.early_stopping import (
     EarlyStopping,
     RunningTrial,
     TrialEvaluator,
     fit_fidelity_model,
-    plan_steps,
     takes_trial,
-    training_data,
 )
 from dsbo.campaign.execution import MAX_SEED, Execution, positive_int
 from dsbo.campaign.freeze_thaw import FreezeThawStep
 from dsbo.campaign.given_points import GivenPoints
 from dsbo.campaign.history import CampaignResult, sparsity_reference
-from dsbo.campaign.ledger import STEPS, Ledger, completed_eval_times, cost_source, design_sequence
+from dsbo.campaign.ledger import STEPS, Ledger, cost_source, design_sequence
 from dsbo.campaign.model_lock import MODEL_LOCK
 from dsbo.campaign.outcome_warping import WARPINGS, warp_outcomes
+from dsbo.campaign.proposals import (
+    EXACT_CHOLESKY_SIZE,
+    InitialDesign,
+    ModelProposal,
+    Proposed,
+)
 from dsbo.campaign.results import CampaignResults
 from dsbo.campaign.validation import (
     check_campaign,
@@ -61,19 +64,16 @@ from dsbo.campaign.validation import (
 )
 from dsbo.contexts import ContextSettings
 from dsbo.contexts.settings import ContextValues
-from dsbo.errors import BudgetExhaustedError, ConfigError, EvaluationError
+from dsbo.errors import BudgetExhaustedError, ConfigError, EvaluationError, StaleSegmentError
 from dsbo.problems.base import Problem
 from dsbo.storage import Store, Trial, new_worker_id, open_store
+from dsbo.storage.segments import segment_of
 from dsbo.surrogates import SurrogateSpec, fit_surrogate, warm_start
 
 Callback = Callable[["Campaign", list[Trial]], None]
 if TYPE_CHECKING:
     from dsbo.campaign.contextual import ContextStep
     from dsbo.runtime.evaluation import Evaluator
-
-#: GPyTorch switches from Cholesky to conjugate gradients above 800 points by default; a
-#: campaign keeps its exact GPs exact (and their timings honest) up to this size.
-EXACT_CHOLESKY_SIZE = 100_000
 
 
 class Campaign(GivenPoints, CampaignResults):
@@ -275,6 +275,10 @@ class Campaign(GivenPoints, CampaignResults):
         if self.early_stopping is not None:  # a resumed campaign, a worker joining: the ended curves once
             self.early_stopping.load_ended(self.store)
         self.timings: list[dict[str, float]] = []
+        #: The ask paths this campaign composes besides contexts and freeze-thaw.
+        self.design, self.model_proposal = InitialDesign(), ModelProposal()
+        #: The last ask's seconds (``fit``, ``acquisition``, ``store``, ``ask_total``).
+        self.last_ask: dict[str, float] | None = None
 
     # ------------------------------------------------------------------ setup
     def _make_policy(self, acquisition: str | Mapping[str, Any] | Policy) -> Policy:
@@ -348,12 +352,17 @@ class Campaign(GivenPoints, CampaignResults):
         cheapest evaluation: :meth:`~dsbo.campaign.ledger.Ledger.remaining`)."""
         return self.ledger.remaining(self.store)
 
-    def _proposal_seed(self) -> int:
+    def proposal_seed(self) -> int:
+        """The seed of the next proposal: derived from the campaign seed and the number of
+        trials stored so far, so a resumed campaign proposes as the uninterrupted one would."""
         return (self.seed * 1_000_003 + self.store.count()) % (2**31 - 1)
 
     # ------------------------------------------------------------------ ask / tell
     def ask(
-        self, q: int | None = None, contexts: ContextValues | None = None, fixed: Mapping[str, Any] | None = None
+        self,
+        q: int | None = None,
+        contexts: ContextValues | None = None,
+        fixed: Mapping[str, Any] | None = None,
     ) -> list[Trial]:
         """Propose up to ``q`` new points, committed as pending trials; ``[]`` when the budget
         is used up. Initial points come from one scrambled Sobol sequence of length ``n_init``.
@@ -361,6 +370,8 @@ class Campaign(GivenPoints, CampaignResults):
         The proposal holds the store's proposal lock from reading the data to committing the
         new trials, and is conditioned on every pending trial (this worker's and others'), so
         workers sharing a store never propose without seeing each other's pending points.
+        Stopped and paused trials inform it too, and it never lands within the repeat
+        tolerance of one (:mod:`dsbo.campaign.proposals`).
 
         ``contexts``: for a contextual problem, the contexts as the environment has them now
         (``{name: value}``); simulated problems draw them from ``p(z)`` when not given.
@@ -376,6 +387,7 @@ class Campaign(GivenPoints, CampaignResults):
             return self._ask(q, contexts)
 
     def _ask(self, q: int | None, contexts: ContextValues | None) -> list[Trial]:
+        """Pick the ask path (contexts, freeze-thaw, initial design, model) and commit its points."""
         q = min(self.q if q is None else positive_int("q", q), self.remaining)
         if q == 0:
             return []
@@ -385,66 +397,28 @@ class Campaign(GivenPoints, CampaignResults):
             raise ConfigError(
                 f"contexts were given but {self.problem.name} has no context variables"
             )
-        if self.freeze_thaw is not None and self.store.budget_used() >= self._design_size():
+        if self.freeze_thaw is not None and not self.design.applies(self):
             return self.freeze_thaw.propose(self)
-        start = time.perf_counter()
-        store_start = self.store.busy_seconds
-        seed = self._proposal_seed()
+        timer = AskTimer(self.store)
+        seed = self.proposal_seed()
         # every ask reseeds torch, so a noisy problem evaluated in this process draws the same
         # noise for the same seed, whatever ran in the process before (initial design included)
         torch.manual_seed(seed)
-        n_proposed = self.store.budget_used()
-        fit_time = acq_time = 0.0
-        fit_states: list = []
-        X_done, Y_done = training_data(self.store, self.early_stopping, self.problem.dim)
-        Y_done = warp_outcomes(Y_done, self.problem.num_objectives, self.outcome_warping)
-        n_design = self._design_size()  # imported trials take the place of design points
-        if n_proposed < n_design:  # the design's next points that the cost budget can pay for
-            first = self.include_default and self.ledger.cursor(self.store) == 0
-            indices = self.ledger.design_points(self.store, 1 if first else min(q, n_design - n_proposed))
-            if not indices:  # nothing affordable is left in the dense set
-                self.ledger.exhausted = True
-                return []
-            X = self.problem.round_to_domain(self.optimizer.apply_fixed_features(self.ledger.points(indices)))
-            generator = "default" if first and indices[0] == 0 else "sobol-init"  # the default: on its own
-            metadata = [{"design_index": i, **(self.freeze_thaw.first_segment() if self.freeze_thaw else {})} for i in indices]
-        elif not self.policy.needs_model or X_done.shape[0] < 2:
-            fallback = make_policy("sobol", {}, self.optimizer)
-            proposal = fallback.propose(None, History(X_done, Y_done, seed=seed), self.problem, q)
-            X, metadata = proposal.X, proposal.metadata
-            generator = "sobol" if not self.policy.needs_model else "sobol-fallback"
+        if self.design.applies(self):
+            proposed = self.design.propose(self, q)
         else:
-            torch.manual_seed(seed)
-            t0, c0 = time.perf_counter(), time.process_time()
-            model = self.fit_model(X_done, Y_done)
-            fit_time, fit_cpu = time.perf_counter() - t0, time.process_time() - c0
-            fit_states = getattr(model, "fit_states", [])
-            pending = self.store.trials("pending")
-            history = History(
-                X=X_done,
-                Y=Y_done,
-                X_pending=torch.tensor([t.x for t in pending], dtype=torch.double)
-                if pending
-                else None,
-                seed=seed,
-                t=X_done.shape[0], n_design=min(n_design, X_done.shape[0]),
-                eval_times=completed_eval_times(self.store),
-                cost_left=None if self.budget_cost is None else self.ledger.left(self.store),
-            )
-            t0, c0 = time.perf_counter(), time.process_time()
-            with gpytorch.settings.max_cholesky_size(EXACT_CHOLESKY_SIZE):
-                proposal = self.policy.propose(model, history, self.problem, q)
-            acq_time = time.perf_counter() - t0
-            X, metadata = proposal.X, plan_steps(proposal.metadata, self.early_stopping)
-            extra: dict[str, Any] = {"fit_cpu_time": fit_cpu, "acq_cpu_time": time.process_time() - c0}
-            if warm_start.states_to_json(fit_states):
-                extra["fit_start"] = [None if f is None else f.start for f in fit_states]
-            rows = getattr(model, "training_rows", None)
-            if rows is not None:  # the trials the surrogate was fitted on (subset selection)
-                ids = [t.id for t in self.store.trials("completed")]
-                extra["fitted_trials"] = [ids[i] for i in rows]
-            metadata = [dict(m, **extra) for m in metadata]
-            generator = getattr(self.policy, "name", type(self.policy).__name__) + explored(metadata)
+            proposed = self.model_proposal.propose(self, q, seed)
+        if proposed is None:  # nothing affordable is left in the dense set
+            self.ledger.exhausted = True
+            return []
+        return self.commit(proposed, seed, timer)
+
+    def commit(self, proposed: Proposed, seed: int, timer: AskTimer) -> list[Trial]:
+        """Store ``proposed`` as pending trials (under the proposal lock the caller holds):
+        validated, changes from the reference counted, costs charged (unaffordable points
+        replaced or dropped, :meth:`~dsbo.campaign.ledger.Ledger.afford`), ``seed`` kept with
+        each; a point whose cost failed is recorded failed. Sets :attr:`last_ask`."""
+        X, metadata = proposed.X, proposed.metadata
         self.problem.validate(X, what="proposed candidates")
         changed = num_changed(
             X, self.reference_point, self.problem.bounds, self.sparsity_tol, self.problem.space.groups
@@ -452,16 +426,18 @@ class Campaign(GivenPoints, CampaignResults):
         for meta, n in zip(metadata, changed.tolist(), strict=True):
             meta["num_changed"] = int(n)
         costs, cost_errors = self.ledger.charge(self.problem, X, metadata, self.store)
-        X, costs, cost_errors, metadata = self.ledger.afford(self.store, X, costs, cost_errors, metadata)
+        X, costs, cost_errors, metadata = self.ledger.afford(
+            self.store, X, costs, cost_errors, metadata
+        )
         if X.shape[0] == 0:  # no candidate, nor any replacement, is affordable
             self.ledger.exhausted = True
             return []
         try:
             ids = self.store.add_trials(
                 X,
-                generator,
-                fit_time=fit_time,
-                acq_time=acq_time,
+                proposed.generator,
+                fit_time=proposed.fit_time,
+                acq_time=proposed.acq_time,
                 metadata=[dict(m, seed=seed) for m in metadata],
                 budget=self.budget,
                 cost=costs,
@@ -475,18 +451,15 @@ class Campaign(GivenPoints, CampaignResults):
             # ledger could not screen): nothing affordable was proposed, so the run ends
             self.ledger.exhausted = True
             return []
-        if (kept := warm_start.states_to_json(fit_states)) is not None:  # after the commit: a crash refits from the same state
+        # after the commit: a crash refits from the same state
+        if (kept := warm_start.states_to_json(proposed.fit_states)) is not None:
             self.store.set_meta(warm_start.META_KEY, kept)
         for trial_id, error in zip(ids, cost_errors, strict=True):
             if error is not None:  # recorded like a failed evaluation, never evaluated
                 self.store.fail(trial_id, error, budget=self.budget)
         trials = [self.store.get(i) for i in ids]
-        self._record_ask(start, store_start, fit_time, acq_time)
+        self.last_ask = timer.done(proposed.fit_time, proposed.acq_time)
         return trials
-
-    def _record_ask(self, start: float, store_start: float, fit_time: float, acq_time: float) -> None:
-        self._last_ask = {"fit": fit_time, "acquisition": acq_time, "store": self.store.busy_seconds - store_start,
-                          "ask_total": time.perf_counter() - start}  # fmt: skip
 
     def tell(
         self,
@@ -494,6 +467,7 @@ class Campaign(GivenPoints, CampaignResults):
         values: Any = None,
         error: str | BaseException | None = None,
         eval_time: float | None = None,
+        segment: int | None = None,
     ) -> Trial:
         """Record the outcome of a pending trial: ``values`` on success, ``error`` on failure.
 
@@ -506,6 +480,13 @@ class Campaign(GivenPoints, CampaignResults):
         was abandoned is recorded, and counted, while the budget has room. A trial charged
         in measured seconds is settled to ``eval_time`` (:mod:`dsbo.campaign.ledger`).
 
+        ``segment``: the freeze-thaw segment this evaluation ran (the trial's ``thaws`` when
+        it was handed out; ``Suggestion.segment``). A late tell of a segment that has ended
+        (the trial was paused and thawed since) changes nothing: its value was recorded at the
+        pause, and the segment running now is left alone (checked in the store's write
+        transaction). In a freeze-thaw campaign a value told before ``max_steps`` pauses the
+        trial at its last reported step rather than completing it.
+
         Raises:
             OutcomeError: if ``values`` are malformed (missing/unknown outcome, wrong length,
                 not numbers); nothing is recorded.
@@ -514,8 +495,25 @@ class Campaign(GivenPoints, CampaignResults):
             StoreError: if the trial does not exist or was already told.
         """
         current = self.store.get(trial_id)
-        if current.status in ("stopped", "paused"):  # stopped or paused while it ran: its value was recorded then
+        if segment is not None and segment_of(current.metadata) != segment:
+            return current  # a late tell of an ended segment
+        if current.status in ("stopped", "paused"):  # its value was recorded when it ended early
             return current
+        try:
+            return self._record_outcome(current, values, error, eval_time, segment)
+        except StaleSegmentError:  # thawed between the read above and the write
+            return self.store.get(trial_id)
+
+    def _record_outcome(
+        self,
+        trial: Trial,
+        values: Any,
+        error: str | BaseException | None,
+        eval_time: float | None,
+        segment: int | None,
+    ) -> Trial:
+        """:meth:`tell`'s write: completed, paused (a freeze-thaw segment that ended short of
+        ``max_steps``) or failed."""
         if error is None:
             y = self.problem.parse_outcomes(values)
             try:
@@ -523,13 +521,21 @@ class Campaign(GivenPoints, CampaignResults):
             except EvaluationError as exc:
                 error = exc
             else:
-                self.store.complete(trial_id, y, eval_time=eval_time, budget=self.budget,
-                                    cost=self.ledger.settle(eval_time, self._steps_used(trial_id, None)))  # fmt: skip
-                return self.store.get(trial_id)
+                steps = self._steps_used(trial.id, None)
+                if self.freeze_thaw is not None and self.freeze_thaw.ends_short(steps):
+                    self.running(trial).pause_at_last_report()
+                    return self.store.get(trial.id)
+                cost = self.ledger.settle(eval_time, steps)
+                self.store.complete(
+                    trial.id, y, eval_time=eval_time, budget=self.budget, cost=cost, segment=segment
+                )
+                return self.store.get(trial.id)
         message = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
-        self.store.fail(trial_id, message, eval_time=eval_time, budget=self.budget,
-                        cost=self.ledger.settle(eval_time, self._steps_used(trial_id, 0)))  # fmt: skip
-        return self.store.get(trial_id)
+        cost = self.ledger.settle(eval_time, self._steps_used(trial.id, 0))
+        self.store.fail(
+            trial.id, message, eval_time=eval_time, budget=self.budget, cost=cost, segment=segment
+        )
+        return self.store.get(trial.id)
 
     def _steps_used(self, trial_id: int, without_reports: int | None) -> int | None:
         """The last step ``trial_id`` reported (``without_reports`` if it reported none)."""

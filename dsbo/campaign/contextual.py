@@ -20,6 +20,7 @@ from botorch.utils.sampling import draw_sobol_samples
 
 from dsbo.acquisition import OptimizerSettings
 from dsbo.acquisition.sparsity import num_changed
+from dsbo.campaign.ask_timer import AskTimer
 from dsbo.contexts import ContextSettings, ContextState, Environment
 from dsbo.contexts.settings import ContextValues
 from dsbo.errors import ConfigError
@@ -85,8 +86,8 @@ class ContextStep:
     def propose(self, campaign: Campaign, given: ContextValues | None) -> Trial:
         """One contextual proposal: the environment's contexts, the policy's roles and point,
         committed with its cost (the initial design observes every context)."""
-        start, store_start = time.perf_counter(), campaign.store.busy_seconds
-        seed = campaign._proposal_seed()
+        timer = AskTimer(campaign.store)
+        seed = campaign.proposal_seed()
         torch.manual_seed(seed)  # as in ask: the same noise for the same seed in this process
         problem = self.problem
         z = self.environment.values(campaign.store.count(), given)
@@ -150,5 +151,5 @@ class ContextStep:
             budget_cost=campaign.budget_cost,
             worker=campaign.worker,
         )
-        campaign._record_ask(start, store_start, fit_time, acq_time)
+        campaign.last_ask = timer.done(fit_time, acq_time)
         return campaign.store.get(trial_id)

@@ -53,6 +53,8 @@ from dsbo.errors import ConfigError, ReportError, TrialStoppedError
 from dsbo.space.outcomes import to_number
 from dsbo.stopping import Decision, StoppingRule, TrialCurve, make_rule
 from dsbo.stopping.base import user_direction
+from dsbo.storage.curves import as_step
+from dsbo.storage.segments import segment_of
 
 if TYPE_CHECKING:
     from torch import Tensor
@@ -328,6 +330,10 @@ class RunningTrial:
         #: The last step stored before this evaluation began (a retry's replays up to it are ignored).
         self.resumed_from: int | None = curve[-1][0] if curve else None
         self._last: tuple[int, float] | None = curve[-1] if curve else None
+        #: The step of the report before the last one (0 before two reports): the interval.
+        self._previous: int = curve[-2][0] if len(curve) > 1 else 0
+        #: The freeze-thaw segment this evaluation runs (the trial's ``thaws`` when handed out).
+        self.segment = segment_of(trial.metadata)
         self.stopped = trial.status in ("stopped", "paused")
         #: Whether it was paused (freeze-thaw: thawed later, it is evaluated again).
         self.paused = trial.status == "paused"
@@ -363,6 +369,20 @@ class RunningTrial:
         """The last step reported (in this evaluation or before a retry), ``None`` before any."""
         return None if self._last is None else self._last[0]
 
+    @property
+    def reserved_steps(self) -> int | None:
+        """The steps this trial may train in all under a budget in steps (its reservation,
+        read from the store; ``None`` without such a budget). A trial never trains past it:
+        :meth:`should_stop` says stop when the next report would (:meth:`report_interval`)."""
+        reserved = self._campaign.ledger.reserved_steps(self._campaign.store.get(self.id))
+        return None if reserved is None else int(math.floor(reserved + 1e-9))
+
+    def report_interval(self) -> int:
+        """Steps between this trial's last two reports (its first report counted from step 0):
+        where the next report is expected, for a function that validates every ``k`` epochs
+        or a Trainer that reports its ``global_step``."""
+        return 0 if self._last is None else self._last[0] - self._previous
+
     def report(self, step: int, value: Any) -> None:
         """Record the objective's ``value`` (the user's direction) at ``step``; committed at once.
 
@@ -374,14 +394,16 @@ class RunningTrial:
         """
         if self.stopped:
             raise TrialStoppedError(f"trial {self.id} was stopped ({self.reason}); it takes no more values")
+        step = as_step(step, self.id)
         objective = self._campaign.problem.outcomes.objectives[0]
         number = to_number(value, objective.name)
-        if self.resumed_from is not None and isinstance(step, int) and 0 <= step <= self.resumed_from:
+        if self.resumed_from is not None and step <= self.resumed_from:
             return  # a replay after a retry: the stored value stays
-        if self._max_steps is not None and isinstance(step, int) and step > self._max_steps:
+        if self._max_steps is not None and step > self._max_steps:
             raise ReportError(f"trial {self.id}: step {step} is past max_steps={self._max_steps}, a full trial")
         stored = objective.sign * number + 0.0 if math.isfinite(number) else number
-        self._campaign.store.report(self.id, step, stored)
+        self._campaign.store.report(self.id, step, stored, segment=self.segment)
+        self._previous = self._last[0] if self._last is not None else 0
         self._last = (step, stored)
 
     def should_stop(self) -> bool:
@@ -409,7 +431,7 @@ class RunningTrial:
             return True
         if planned is not None and full is not None and self._last[0] >= planned and planned < full:
             decision = Decision(True, f"multi-fidelity: the proposal planned {planned} of {full} steps")
-        elif reserved is not None and full is not None and self._last[0] >= reserved and reserved < full:
+        elif reserved is not None and full is not None and reserved < full and self._last[0] + self.report_interval() > reserved:
             decision = Decision(True, f"the step budget is spent: this trial had {reserved:g} of its {full} steps")
         else:
             decision = settings.decide(campaign.store, self.id, campaign.problem.outcomes.objectives[0].sign)
@@ -424,10 +446,17 @@ class RunningTrial:
         y = [self._last[1]] if single and self._last is not None else None
         seconds, cost = time.perf_counter() - self._started, campaign.ledger.settle(None, steps=self.last_step or 0)
         if paused:
-            campaign.store.pause(self.id, y, eval_time=seconds, cost=cost, reason=reason)
+            campaign.store.pause(self.id, y, eval_time=seconds, cost=cost, reason=reason, segment=self.segment)
         else:
-            campaign.store.stop(self.id, y, eval_time=seconds, budget=campaign.budget, cost=cost, reason=reason)
+            campaign.store.stop(
+                self.id, y, eval_time=seconds, budget=campaign.budget, cost=cost, reason=reason, segment=self.segment
+            )
         self.stopped, self.paused, self.reason = True, paused, reason
+
+    def pause_at_last_report(self) -> None:
+        """Pause the trial at its last report: a freeze-thaw evaluation that returned before
+        ``max_steps`` ended its segment (:meth:`Campaign.tell <dsbo.campaign.Campaign.tell>`)."""
+        self._stop(f"freeze-thaw: paused at step {self.last_step} (the evaluation returned)", paused=True)
 
 
 def takes_trial(function: Callable[..., Any]) -> bool:

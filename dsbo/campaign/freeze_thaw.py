@@ -60,6 +60,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from dsbo.campaign.ask_timer import AskTimer
 from dsbo.errors import ConfigError
 
 if TYPE_CHECKING:  # torch loads with the first decision: the command lines start without it
@@ -191,6 +192,12 @@ class FreezeThawStep:
         """Metadata of an initial-design trial: trained up to ``k`` steps, then paused."""
         return {"until_step": self.k, "planned_steps": self.k}
 
+    def ends_short(self, last_step: int | None) -> bool:
+        """Whether an evaluation that returned after reporting ``last_step`` ended its segment
+        short of a full trial (then the trial is paused, never completed: a later thaw may
+        train it further). A trial that reported nothing completes as told."""
+        return last_step is not None and last_step < self.max_steps
+
     def policy(self, dim: int) -> Any:
         """The :class:`~dsbo.stopping.freeze_thaw.FreezeThaw` choice (built at the first decision)."""
         if self._policy is None:
@@ -216,7 +223,7 @@ class FreezeThawStep:
         left = campaign.ledger.left(store)
         if left < 1:
             return []
-        start, store_start = time.perf_counter(), store.busy_seconds
+        start, timer = time.perf_counter(), AskTimer(store)
         trials, curves = store.trials(("pending", "completed", "stopped", "paused")), store.curves()
         observed = [t for t in trials if curves.get(t.id) and curves[t.id][-1][0] >= 1]
         low, high = problem.bounds
@@ -224,7 +231,7 @@ class FreezeThawStep:
         configs = ((torch.tensor([t.x for t in observed], dtype=torch.float64) - low) / width).reshape(len(observed), -1)
         values = [per_step(curves[t.id], min(curves[t.id][-1][0], self.max_steps)) for t in observed]
         paused = [i for i, t in enumerate(observed) if t.status == "paused" and len(values[i]) < self.max_steps]
-        seed = campaign._proposal_seed()
+        seed = campaign.proposal_seed()
         generator = torch.Generator().manual_seed(seed)
         sobol = SobolEngine(problem.dim, scramble=True, seed=seed)
         raw = candidates(self.settings.candidates, configs, [v[-1] for v in values], self.settings.local, sobol, generator)
@@ -240,7 +247,7 @@ class FreezeThawStep:
         info = {"action": choice.action, "log_ei": choice.log_ei, "final_mean": choice.final_mean,
                 "final_sd": choice.final_sd, "fit_seconds": choice.fit_seconds, "seed": seed,
                 "observed_points": sum(map(len, values))}  # fmt: skip
-        campaign._record_ask(start, store_start, choice.fit_seconds, seconds - choice.fit_seconds)
+        campaign.last_ask = timer.done(choice.fit_seconds, seconds - choice.fit_seconds)
         if choice.action == "continue":
             trial = observed[choice.index]
             done = len(values[choice.index])

@@ -212,7 +212,7 @@ class GivenPoints:
             Ys.append(warp_outcomes(torch.tensor(related[name]["y"], dtype=torch.double), self.problem.num_objectives, self.outcome_warping))
         return fit_multi_task_gp(Xs, Ys, self.problem.bounds)
 
-    def _design_size(self) -> int:
+    def design_size(self) -> int:
         """Initial-design points still to propose in all: ``n_init`` (+ the default point), less
         one for each completed imported trial."""
         n_design = self.n_init + self.include_default

@@ -123,6 +123,25 @@ def completed_eval_times(store: Store) -> Tensor:
     return torch.tensor([math.nan if v is None else v for v in times], dtype=torch.double)
 
 
+def report_interval(store: Store) -> int:
+    """The most steps any trial trained between two reports, its first report counted from
+    step 0 (1 before any report). Under a budget in steps a reservation short of ``max_steps``
+    is a whole number of these intervals, and a running trial stops once its next report would
+    pass its reservation (:meth:`RunningTrial.should_stop
+    <dsbo.campaign.early_stopping.RunningTrial.should_stop>`), so a function that validates
+    every ``k`` epochs never trains past what it was charged. A trial proposed before any
+    trial has reported is reserved in whole steps: with several workers, the first trials'
+    partial reservations (a budget smaller than ``workers * max_steps``) may then be passed
+    by less than one interval."""
+    widest = 1
+    for curve in store.curves().values():
+        previous = 0
+        for step, _ in curve:
+            widest = max(widest, step - previous)
+            previous = step
+    return widest
+
+
 class Ledger:
     """What a campaign may spend, in trials and in cost units, and what is left.
 
@@ -200,8 +219,8 @@ class Ledger:
         if self.source == MEASURED_SECONDS:
             times = self.measured(store)
             return min(times) if times else 0.0
-        if self.source == STEPS:
-            return 1.0  # a trial that has one step left may still run it
+        if self.source == STEPS:  # a trial needs one reporting interval (1 step before any report)
+            return float(report_interval(store))
         if self._screens():
             valid = [c for c in self.dense()[1] if math.isfinite(c)]
             return min(valid) if valid else self.design_cost
@@ -259,10 +278,13 @@ class Ledger:
         unusable. Measured seconds reserve an estimate (module doc), noted in the metadata
         as ``cost_reserved``."""
         if self.source == STEPS:
-            left, costs = self.left(store), []
+            left, costs, interval = self.left(store), [], report_interval(store)
             for meta in metadata:  # a multi-fidelity proposal plans fewer steps
                 planned = meta.get("planned_steps", self.max_steps)
-                meta["cost_reserved"] = float(min(planned, self.max_steps, max(left, 0.0)))
+                reserved = min(planned, self.max_steps, max(left, 0.0))
+                if reserved < self.max_steps:  # whole reporting intervals, so it stops there
+                    reserved = math.floor(reserved / interval + 1e-9) * interval
+                meta["cost_reserved"] = float(reserved)
                 costs.append(meta["cost_reserved"])
                 left -= costs[-1]
             return costs, [None] * len(costs)

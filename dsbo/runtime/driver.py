@@ -22,6 +22,7 @@ from dsbo.errors import EvaluationError
 from dsbo.runtime.evaluation import UNFINISHED, evaluate_batch
 from dsbo.runtime.run_end import finish, too_many_failures
 from dsbo.storage import IMPORTED, Trial
+from dsbo.storage.segments import segment_of
 
 if TYPE_CHECKING:
     from dsbo.campaign import Campaign, CampaignResult
@@ -41,13 +42,14 @@ def evaluate(campaign: Campaign, trials: Sequence[Trial]) -> list[Trial]:
     def report(trial_id: int, value: Any, error: BaseException | None, seconds: float) -> None:
         if value is UNFINISHED:
             return
+        segment = segment_of(by_id[trial_id].metadata)
         if error is None:
             try:
-                done.append(campaign.tell(trial_id, values=value, eval_time=seconds))
+                done.append(campaign.tell(trial_id, values=value, eval_time=seconds, segment=segment))
                 return
             except EvaluationError as exc:  # the evaluator returned something malformed
                 error = exc
-        done.append(campaign.tell(trial_id, error=error, eval_time=seconds))
+        done.append(campaign.tell(trial_id, error=error, eval_time=seconds, segment=segment))
 
     evaluate_batch(
         campaign.execution.evaluator,
@@ -92,7 +94,7 @@ def step(campaign: Campaign) -> list[Trial]:
     failed = [t for t in trials if t.status == "failed"]  # their cost failed (ask)
     done = sorted(evaluate(campaign, [t for t in trials if t.status == "pending"]) + failed,
                   key=lambda t: t.id)  # fmt: skip
-    timing = dict(campaign._last_ask)
+    timing = dict(campaign.last_ask)
     timing["store"] += campaign.store.busy_seconds - store_before
     timing["evaluate"] = time.perf_counter() - t0 - (campaign.store.busy_seconds - store_before)
     timing["total"] = time.perf_counter() - start

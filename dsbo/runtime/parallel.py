@@ -41,6 +41,7 @@ from dsbo.errors import ConfigError, EvaluationError, EvaluationTimeout, StoreEr
 from dsbo.runtime.evaluation import timed_call
 from dsbo.runtime.run_end import finish, too_many_failures
 from dsbo.storage import Store, Trial
+from dsbo.storage.segments import segment_of
 
 if TYPE_CHECKING:
     from dsbo.campaign import Campaign, CampaignResult
@@ -177,7 +178,7 @@ def _run_in_process(campaign: Campaign) -> None:
             if _idle(campaign):
                 continue
             return
-        ask_timing = dict(getattr(campaign, "_last_ask", {}) or {})
+        ask_timing = dict(campaign.last_ask or {})
         pending = [t for t in trials if t.status == "pending"]
         done = [t for t in trials if t.status != "pending"] + campaign.evaluate(pending)
         if ask_timing:
@@ -218,7 +219,7 @@ def _run_with_executor(campaign: Campaign) -> None:
                 break
             for trial in trials:
                 if trial.status == "pending":
-                    ask_timings[trial.id] = dict(getattr(campaign, "_last_ask", {}) or {})
+                    ask_timings[trial.id] = dict(campaign.last_ask or {})
                     submit(trial)
         if not in_flight:
             if broken is None and _idle(campaign):
@@ -278,7 +279,7 @@ def _tell(campaign: Campaign, trial: Trial, **kwargs: Any) -> Trial | None:
     """Tell an outcome; ``None`` if another worker took the trial over (its lease ran out
     while this evaluation was slow) and told it first."""
     try:
-        return campaign.tell(trial.id, **kwargs)
+        return campaign.tell(trial.id, segment=segment_of(trial.metadata), **kwargs)
     except StoreError:
         if campaign.store.get(trial.id).status in ("completed", "failed", "stopped", "paused"):
             return None  # told by the worker that lost the lease: one outcome is kept

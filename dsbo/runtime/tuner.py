@@ -49,6 +49,7 @@ if TYPE_CHECKING:
 
     from dsbo.campaign import Campaign
     from dsbo.campaign.early_stopping import RunningTrial
+    from dsbo.storage import Trial
 
 #: ``surrogate="auto"`` fits an exact GP to spaces of at most this many searched parameters and
 #: the MAP-SAAS ensemble to larger ones (:func:`auto_surrogate`).
@@ -100,6 +101,9 @@ class Suggestion:
     trial_id: int
     params: dict[str, Any]
     running: RunningTrial | None = field(default=None, repr=False, compare=False)
+    #: The freeze-thaw segment it was handed out for (0 until a thaw): :meth:`Tuner.tell`
+    #: applies to that segment only, so a late tell never completes a thawed trial.
+    segment: int = 0
 
     def report(self, step: int, value: Any) -> None:
         """Record the objective's ``value`` at ``step`` (the user's direction; committed at once)."""
@@ -378,7 +382,7 @@ class Tuner:
                 break
             trials += [t for t in new if t.status == "pending"]  # a trial whose cost failed is recorded already
         self._handed_out.update(t.id for t in trials)
-        suggestions = [Suggestion(t.id, self.campaign.problem.params(t.x), self.campaign.running(t)) for t in trials]
+        suggestions = [self._suggestion(t) for t in trials]
         if n is None:
             return suggestions[0] if suggestions else None
         return suggestions
@@ -389,7 +393,13 @@ class Tuner:
         itself, trial ``k`` taking design point ``k`` (Optuna's ``DsboSampler``)."""
         trial = self.campaign.add_design_point(index)
         self._handed_out.add(trial.id)
-        return Suggestion(trial.id, self.campaign.problem.params(trial.x), self.campaign.running(trial))
+        return self._suggestion(trial)
+
+    def _suggestion(self, trial: Trial) -> Suggestion:
+        """A trial handed out: its values, its running handle and its segment."""
+        params = self.campaign.problem.params(trial.x)
+        running = self.campaign.running(trial)
+        return Suggestion(trial.id, params, running, segment=running.segment)
 
     def import_trials(self, rows: Any, strict: bool = False) -> Any:
         """Bring in trials run elsewhere as prior data, not charged to the budget
@@ -430,10 +440,11 @@ class Tuner:
             self.campaign.attach(dict(trial), value)
             return
         trial_id = trial.trial_id if isinstance(trial, Suggestion) else trial
+        segment = trial.segment if isinstance(trial, Suggestion) else None
         if error is not None:
-            self.campaign.tell(trial_id, error=error)
+            self.campaign.tell(trial_id, error=error, segment=segment)
         else:
-            self.campaign.tell(trial_id, value)
+            self.campaign.tell(trial_id, value, segment=segment)
 
     def _evaluate(self, x: Any, trial: RunningTrial) -> Any:
         if self._function is None:

@@ -91,7 +91,7 @@ if TYPE_CHECKING:
 
 from dsbo.errors import BudgetExhaustedError, StoreError
 from dsbo.storage.curves import CurveMethods
-from dsbo.storage.segments import SegmentMethods
+from dsbo.storage.segments import SegmentMethods, check_segment
 from dsbo.storage.timed import timed as _timed
 
 SCHEMA_VERSION = 5
@@ -327,14 +327,20 @@ class Store(CurveMethods, SegmentMethods, abc.ABC):
         eval_time: float | None = None,
         budget: int | None = None,
         cost: float | None = None,
+        segment: int | None = None,
     ) -> None:
         """Record the outcomes of a pending trial (commits immediately).
 
         An abandoned trial is accepted only with a ``budget`` that has room for it. ``cost``
         settles the trial's cost (replacing what its proposal reserved), for costs known only
         once the evaluation ended; ``None`` keeps the cost written with the proposal.
+        ``segment``: the freeze-thaw segment the evaluation ran (the trial's ``thaws`` when it
+        was handed out); checked in the write transaction, a
+        :class:`~dsbo.errors.StaleSegmentError` if the trial has been thawed since.
         """
-        self._finish(trial_id, "completed", _finite_json(y), None, eval_time, budget, cost)
+        self._finish(
+            trial_id, "completed", _finite_json(y), None, eval_time, budget, cost, segment=segment
+        )
 
     @_timed
     def fail(
@@ -344,10 +350,11 @@ class Store(CurveMethods, SegmentMethods, abc.ABC):
         eval_time: float | None = None,
         budget: int | None = None,
         cost: float | None = None,
+        segment: int | None = None,
     ) -> None:
         """Record a failed evaluation with its error message (commits immediately); ``cost``
-        as for :meth:`complete`."""
-        self._finish(trial_id, "failed", None, str(error), eval_time, budget, cost)
+        and ``segment`` as for :meth:`complete`."""
+        self._finish(trial_id, "failed", None, str(error), eval_time, budget, cost, segment=segment)
 
     @_timed
     def stop(
@@ -358,11 +365,14 @@ class Store(CurveMethods, SegmentMethods, abc.ABC):
         budget: int | None = None,
         cost: float | None = None,
         reason: str | None = None,
+        segment: int | None = None,
     ) -> None:
         """End a pending trial as ``stopped`` (early stopping; commits immediately): ``y`` its
         last reported value (or ``None``), ``reason`` the rule's sentence (kept in ``error``,
-        which a stopped trial does not otherwise use); ``cost`` as for :meth:`complete`."""
-        self._finish(trial_id, "stopped", None if y is None else _finite_json(y), reason, eval_time, budget, cost)
+        which a stopped trial does not otherwise use); ``cost`` and ``segment`` as for
+        :meth:`complete`."""
+        values = None if y is None else _finite_json(y)
+        self._finish(trial_id, "stopped", values, reason, eval_time, budget, cost, segment=segment)
 
     @_timed
     def abandon_pending(self, ids: Sequence[int] | None = None) -> list[int]:
@@ -403,13 +413,15 @@ class Store(CurveMethods, SegmentMethods, abc.ABC):
         budget: int | None,
         cost: float | None = None,
         only_pending: bool = False,
+        segment: int | None = None,
     ) -> None:
         if cost is not None and not 0 <= cost < math.inf:
             raise StoreError(f"trial {trial_id}: a settled cost must be a finite number >= 0, got {cost!r}")
         with self._transaction() as execute:
-            rows = execute("SELECT status FROM trials WHERE id = ?", (trial_id,))
+            rows = execute("SELECT status, metadata FROM trials WHERE id = ?", (trial_id,))
             if not rows:
                 raise StoreError(f"trial {trial_id} does not exist")
+            check_segment(trial_id, rows[0]["metadata"], segment)
             current = rows[0]["status"]
             if current not in (("pending",) if only_pending else ("pending", "abandoned")):
                 raise StoreError(

@@ -10,11 +10,31 @@ trial. Each report is its own committed write, so a killed worker loses no value
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from dsbo.errors import ReportError, StoreError, TrialStoppedError
+from dsbo.storage.segments import check_segment
 from dsbo.storage.timed import timed as _timed
+
+
+def as_step(step: Any, trial_id: int) -> int:
+    """``step`` as a Python ``int`` >= 0: any integer type (``int``, ``numpy.int64``, a 0-d
+    integer tensor, anything with ``__index__``), never a bool or a float.
+
+    Raises:
+        ReportError: naming the trial and the value.
+    """
+    if isinstance(step, bool):
+        raise ReportError(f"trial {trial_id}: a step must be an integer >= 0, got {step!r}")
+    try:
+        number = operator.index(step)
+    except TypeError:
+        raise ReportError(f"trial {trial_id}: a step must be an integer >= 0, got {step!r}") from None
+    if number < 0:
+        raise ReportError(f"trial {trial_id}: a step must be an integer >= 0, got {step!r}")
+    return number
 
 
 class CurveMethods:
@@ -24,8 +44,10 @@ class CurveMethods:
     _transaction: Callable[..., Any]
 
     @_timed
-    def report(self, trial_id: int, step: int, value: float) -> None:
-        """Append ``(step, value)`` to the curve of pending trial ``trial_id`` (commits at once).
+    def report(self, trial_id: int, step: int, value: float, segment: int | None = None) -> None:
+        """Append ``(step, value)`` to the curve of pending trial ``trial_id`` (commits at once);
+        ``segment`` as for :meth:`~dsbo.storage.base.Store.complete`. ``step`` may be any
+        integer type (``numpy.int64``, a 0-d integer tensor: :func:`operator.index`).
 
         Raises:
             ReportError: if ``step`` is not an integer >= 0 after the trial's last reported
@@ -33,14 +55,14 @@ class CurveMethods:
             TrialStoppedError: if the trial was stopped.
             StoreError: if the trial does not exist or has ended otherwise.
         """
-        if isinstance(step, bool) or not isinstance(step, int) or step < 0:
-            raise ReportError(f"trial {trial_id}: a step must be an integer >= 0, got {step!r}")
+        step = as_step(step, trial_id)
         if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
             raise ReportError(f"trial {trial_id}: the value reported at step {step} must be a finite number, got {value!r}")
         with self._transaction() as execute:
-            rows = execute("SELECT status FROM trials WHERE id = ?", (trial_id,))
+            rows = execute("SELECT status, metadata FROM trials WHERE id = ?", (trial_id,))
             if not rows:
                 raise StoreError(f"trial {trial_id} does not exist")
+            check_segment(trial_id, rows[0]["metadata"], segment)
             status = rows[0]["status"]
             if status == "stopped":
                 raise TrialStoppedError(f"trial {trial_id} was stopped; a stopped trial takes no more values")

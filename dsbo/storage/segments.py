@@ -16,11 +16,37 @@ import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from dsbo.errors import BudgetExhaustedError, StoreError
+from dsbo.errors import BudgetExhaustedError, StaleSegmentError, StoreError
 from dsbo.storage.timed import timed as _timed
 
 if TYPE_CHECKING:
     from dsbo.storage.base import Trial
+
+
+def segment_of(metadata: str | dict[str, Any] | None) -> int:
+    """A trial's segment: how many times it was thawed (metadata ``thaws``; 0 before any)."""
+    meta = json.loads(metadata) if isinstance(metadata, str) else metadata or {}
+    return int(meta.get("thaws", 0))
+
+
+def check_segment(trial_id: int, metadata: str | None, segment: int | None) -> None:
+    """Refuse a tell or report of ``segment`` once the trial is in another one (``None``: any).
+
+    A freeze-thaw evaluation runs one segment; if the trial was paused and thawed since it
+    began, its late result belongs to a segment that has ended, and must neither complete nor
+    extend the segment that runs now (issue 57).
+
+    Raises:
+        StaleSegmentError: naming both segments.
+    """
+    if segment is None:
+        return
+    current = segment_of(metadata)
+    if current != segment:
+        raise StaleSegmentError(
+            f"trial {trial_id} is in segment {current} (thawed {current} time(s)); this result "
+            f"is of segment {segment}, which ended when the trial was paused"
+        )
 
 
 class SegmentMethods:
@@ -39,12 +65,16 @@ class SegmentMethods:
         eval_time: float | None = None,
         cost: float | None = None,
         reason: str | None = None,
+        segment: int | None = None,
     ) -> None:
         """Freeze a pending trial as ``paused`` (freeze-thaw; commits immediately): ``y`` its
         last reported value (or ``None``), ``reason`` why (kept in ``error``), ``cost`` the
-        steps it used so far (settling its reservation, as for :meth:`complete`)."""
-        self._finish(trial_id, "paused", None if y is None else json.dumps([float(v) for v in y], allow_nan=False), reason, eval_time, None, cost,
-                     only_pending=True)  # fmt: skip
+        steps it used so far (settling its reservation, as for :meth:`complete`); ``segment``
+        as for :meth:`~dsbo.storage.base.Store.complete`."""
+        values = None if y is None else json.dumps([float(v) for v in y], allow_nan=False)
+        self._finish(
+            trial_id, "paused", values, reason, eval_time, None, cost, only_pending=True, segment=segment
+        )
 
     @_timed
     def thaw(
@@ -92,4 +122,4 @@ class SegmentMethods:
         return self.get(trial_id)
 
 
-__all__ = ["SegmentMethods"]
+__all__ = ["SegmentMethods", "check_segment", "segment_of"]
