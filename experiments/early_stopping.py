@@ -66,6 +66,7 @@ from early_stopping_arms import (  # noqa: F401  (the arms, for the tests and fr
     BO_ES_ARMS,
     DSBO_ARMS,
     OPTUNA_ARMS,
+    RECOMMENDED_ARM,
     n_init_for,
     run_job,
     unavailable,

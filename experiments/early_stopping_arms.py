@@ -39,6 +39,10 @@ BO_ES_ARMS = (
     "bo+mf-gp",
 )
 FULL_ARM, TPE_HB = "bo-full", "optuna-tpe+hyperband"
+#: The one arm the goals are judged for, named before the runs (issue 59): what
+#: docs/guide/early-stopping.md shows, ``early_stopping="asha"`` with dsbo's default BO and the
+#: default ``model: "final"``. The guide recommends no other arm.
+RECOMMENDED_ARM = "bo+asha"
 
 
 def n_init_for(problem: Any, full_trainings: int) -> int:

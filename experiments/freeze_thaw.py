@@ -28,10 +28,13 @@ arm sees only the epochs it asked for.
 The comparison reads early stopping's runs of the same problem and seed from its
 ``runs.jsonl`` (``--baselines``): the arms it holds for those seeds are the rule-based ones,
 BOHB and Optuna's TPE with its pruners. Results: ``runs.jsonl`` (appended per run),
-``results.json``, ``results.md``, ``best_vs_epochs.png``.
+``results.json``, ``results.md``, ``best_vs_epochs.png`` (``freeze_thaw_report.py``). The report
+labels each arm's route: the ``-campaign`` arms are the shipped route (what users get), the
+others a simulated policy.
 
     python experiments/freeze_thaw.py --problems mlp-cancer --seeds 0-2
     python experiments/freeze_thaw.py --smoke          # < 1 min: 40 epochs, small data, seed 0, a temp folder
+    python experiments/freeze_thaw.py --report-only    # the report from runs.jsonl, running nothing
 """
 
 from __future__ import annotations
@@ -45,10 +48,10 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from early_stopping import RESULTS as EARLY_STOPPING
 from early_stopping import n_init_for, parse_seeds
 from early_stopping_problems import MAX_EPOCHS, CurveCache, active_values, clean, make_problems
+from results_io import read_runs
 from smoke_out import add_out_argument, output_folder
 
 RESULTS = Path(__file__).resolve().parent / "results" / "freeze_thaw"
@@ -66,7 +69,15 @@ ARMS: dict[str, tuple[str, dict[str, Any], str]] = {
     "ft-power-law-campaign": ("power-law-ensemble", {}, "mf-ei"),
 }
 #: early stopping's arms shown beside ours (those its runs.jsonl holds for the seed).
-BASELINES = ("bo+hyperband", "bo+asha", "random+asha", "bohb", "optuna-tpe+hyperband", "optuna-tpe+median", "bo-full")
+BASELINES = (
+    "bo+hyperband",
+    "bo+asha",
+    "random+asha",
+    "bohb",
+    "optuna-tpe+hyperband",
+    "optuna-tpe+median",
+    "bo-full",
+)
 
 
 class Curves:
@@ -86,7 +97,9 @@ class Curves:
             return curve[:MAX_EPOCHS]
         trial = _Collect()
         start = time.perf_counter()
-        with torch.random.fork_rng():  # a training seeds torch: the run's own draws must not depend on the cache
+        with (
+            torch.random.fork_rng()
+        ):  # a training seeds torch: the run's own draws must not depend on the cache
             self.problem.train(values, self.seed, trial, self.small)
         self.train_seconds += time.perf_counter() - start
         self.trained += 1
@@ -107,7 +120,9 @@ class _Collect:
         return False
 
 
-def _candidates(sobol: Any, configs: list[list[float]], seen: list[list[float]], local: float) -> list[list[float]]:
+def _candidates(
+    sobol: Any, configs: list[list[float]], seen: list[list[float]], local: float
+) -> list[list[float]]:
     """:data:`CANDIDATES` new configurations (unit cube): a share ``local`` are Gaussian steps
     (sd 0.1, clipped) from the 8 configurations with the lowest latest loss (SMAC's local
     search around incumbents), the rest a Sobol sample."""
@@ -123,8 +138,16 @@ def _candidates(sobol: Any, configs: list[list[float]], seen: list[list[float]],
     return points
 
 
-def run(problem: Any, arm: str, seed: int, budget: int, steps_per_thaw: int, smoke: bool, cache: CurveCache,
-        local: float = 0.0) -> dict[str, Any]:  # fmt: skip
+def run(
+    problem: Any,
+    arm: str,
+    seed: int,
+    budget: int,
+    steps_per_thaw: int,
+    smoke: bool,
+    cache: CurveCache,
+    local: float = 0.0,
+) -> dict[str, Any]:
     """One (problem, arm, seed) freeze-thaw run."""
     import torch
     from torch.quasirandom import SobolEngine
@@ -137,8 +160,11 @@ def run(problem: Any, arm: str, seed: int, budget: int, steps_per_thaw: int, smo
     space = SearchSpace(problem.space)
     name, options, criterion = ARMS[arm]
     epochs, warm = (30, 5) if smoke else (300, 20)
-    policy = FreezeThaw(CurveSurrogate(name, space.dim, MAX_EPOCHS, options, epochs=epochs, warm_epochs=warm),
-                        steps_per_thaw=steps_per_thaw, criterion=criterion)  # fmt: skip
+    policy = FreezeThaw(
+        CurveSurrogate(name, space.dim, MAX_EPOCHS, options, epochs=epochs, warm_epochs=warm),
+        steps_per_thaw=steps_per_thaw,
+        criterion=criterion,
+    )
     sobol = SobolEngine(space.dim, scramble=True, seed=seed)
     source = Curves(problem, seed, cache, smoke)
     configs: list[list[float]] = []
@@ -151,15 +177,30 @@ def run(problem: Any, arm: str, seed: int, budget: int, steps_per_thaw: int, smo
     start = time.perf_counter()
     # the model space's box (log-scaled floats, integers, one-hot columns): the curve model
     # reads unit-cube coordinates, the space decodes model points
-    low = torch.tensor([space.parameters[n].bounds()[k][0] for n in space.names
-                        for k in range(space.slices[n].stop - space.slices[n].start)], dtype=torch.float64)  # fmt: skip
-    high = torch.tensor([space.parameters[n].bounds()[k][1] for n in space.names
-                         for k in range(space.slices[n].stop - space.slices[n].start)], dtype=torch.float64)  # fmt: skip
+    low = torch.tensor(
+        [
+            space.parameters[n].bounds()[k][0]
+            for n in space.names
+            for k in range(space.slices[n].stop - space.slices[n].start)
+        ],
+        dtype=torch.float64,
+    )
+    high = torch.tensor(
+        [
+            space.parameters[n].bounds()[k][1]
+            for n in space.names
+            for k in range(space.slices[n].stop - space.slices[n].start)
+        ],
+        dtype=torch.float64,
+    )
     width = (high - low).clamp_min(1e-12)
 
     def unit(points: list[list[float]]) -> list[list[float]]:
         """Unit-cube points snapped to the space (a valid configuration each), still in the unit cube."""
-        snapped = [space.snap((low + torch.tensor(u, dtype=torch.float64) * width).tolist()) for u in points]
+        snapped = [
+            space.snap((low + torch.tensor(u, dtype=torch.float64) * width).tolist())
+            for u in points
+        ]
         return ((torch.tensor(snapped, dtype=torch.float64) - low) / width).tolist()
 
     def decode(z: list[float]) -> dict[str, Any]:
@@ -170,14 +211,25 @@ def run(problem: Any, arm: str, seed: int, budget: int, steps_per_thaw: int, smo
             index, until, info = None, steps_per_thaw, {"action": "init"}
             config = unit(sobol.draw(1).tolist())[0]
         else:
-            candidates = torch.tensor(unit(_candidates(sobol, configs, seen, local)), dtype=torch.float64)
+            candidates = torch.tensor(
+                unit(_candidates(sobol, configs, seen, local)), dtype=torch.float64
+            )
             curves = [[-math.log(v) for v in s] for s in seen]
             paused = [i for i, s in enumerate(seen) if len(s) < MAX_EPOCHS]
-            choice = policy.choose(torch.tensor(configs, dtype=torch.float64), curves, paused, candidates,
-                                   budget_left=budget - spent)  # fmt: skip
+            choice = policy.choose(
+                torch.tensor(configs, dtype=torch.float64),
+                curves,
+                paused,
+                candidates,
+                budget_left=budget - spent,
+            )
             index, until, config = choice.index, choice.until_step, choice.config.tolist()
-            info = {"action": choice.action, "fit": choice.fit_seconds, "choice": choice.choice_seconds,
-                    "observed": sum(map(len, seen))}  # fmt: skip
+            info = {
+                "action": choice.action,
+                "fit": choice.fit_seconds,
+                "choice": choice.choice_seconds,
+                "observed": sum(map(len, seen)),
+            }
         if index is None:
             configs.append(config)
             params.append(decode(config))
@@ -195,20 +247,40 @@ def run(problem: Any, arm: str, seed: int, budget: int, steps_per_thaw: int, smo
     finished = [i for i, s in enumerate(seen) if len(s) == MAX_EPOCHS]
     best_index = min(finished, key=lambda i: seen[i][-1]) if finished else None
     return {
-        "problem": problem.name, "arm": arm, "seed": seed, "budget": budget, "smoke": smoke,
-        "steps_per_thaw": steps_per_thaw, "local": local, "final_best": best if finished else None, "trace": trace,
+        "problem": problem.name,
+        "arm": arm,
+        "seed": seed,
+        "budget": budget,
+        "smoke": smoke,
+        "steps_per_thaw": steps_per_thaw,
+        "local": local,
+        "final_best": best if finished else None,
+        "trace": trace,
         "best_params": None if best_index is None else params[best_index],
-        "num_trials": len(seen), "num_full": len(finished), "epochs_spent": spent,
+        "num_trials": len(seen),
+        "num_full": len(finished),
+        "epochs_spent": spent,
         "epochs_per_trial": [len(s) for s in seen],
         "continues": sum(d["action"] == "continue" for d in decisions),
         "starts": sum(d["action"] in ("start", "init") for d in decisions),
-        "decision_seconds": fits, "decision_points": [d["observed"] for d in decisions if "observed" in d],
-        "seconds": time.perf_counter() - start, "train_seconds": source.train_seconds, "trained": source.trained,
-    }  # fmt: skip
+        "decision_seconds": fits,
+        "decision_points": [d["observed"] for d in decisions if "observed" in d],
+        "seconds": time.perf_counter() - start,
+        "train_seconds": source.train_seconds,
+        "trained": source.trained,
+    }
 
 
-def run_campaign(problem: Any, arm: str, seed: int, budget: int, steps_per_thaw: int, smoke: bool, cache: CurveCache,
-                 local: float = 0.5) -> dict[str, Any]:  # fmt: skip
+def run_campaign(
+    problem: Any,
+    arm: str,
+    seed: int,
+    budget: int,
+    steps_per_thaw: int,
+    smoke: bool,
+    cache: CurveCache,
+    local: float = 0.5,
+) -> dict[str, Any]:
     """One run of ``arm`` through ``dsbo.minimize(early_stopping="freeze-thaw")``: the training
     function reads the configuration's real curve (the same cache) and reports ``log(loss)``
     from the step after ``trial.last_step`` (a thawed trial resumes where it paused), so the
@@ -230,12 +302,30 @@ def run_campaign(problem: Any, arm: str, seed: int, budget: int, steps_per_thaw:
         return value
 
     start = time.perf_counter()
-    spec = {"name": "freeze-thaw", "curve_model": name, "options": options, "criterion": criterion,
-            "steps_per_thaw": steps_per_thaw, "local": local, "candidates": CANDIDATES, "epochs": epochs,
-            "warm_epochs": warm}  # fmt: skip
+    spec = {
+        "name": "freeze-thaw",
+        "curve_model": name,
+        "options": options,
+        "criterion": criterion,
+        "steps_per_thaw": steps_per_thaw,
+        "local": local,
+        "candidates": CANDIDATES,
+        "epochs": epochs,
+        "warm_epochs": warm,
+    }
     n_init = n_init_for(problem, BUDGET // MAX_EPOCHS) if not smoke else 2
-    result = dsbo.minimize(train, problem.space, early_stopping=spec, max_steps=MAX_EPOCHS, budget_steps=budget,
-                           n_init=n_init, seed=seed, surrogate="gp", dry_run=False, outcome_warping=None)  # fmt: skip
+    result = dsbo.minimize(
+        train,
+        problem.space,
+        early_stopping=spec,
+        max_steps=MAX_EPOCHS,
+        budget_steps=budget,
+        n_init=n_init,
+        seed=seed,
+        surrogate="gp",
+        dry_run=False,
+        outcome_warping=None,
+    )
     store = result.campaign.store
     curves = store.curves()
     finished = [t for t in store.trials() if curves.get(t.id) and curves[t.id][-1][0] == MAX_EPOCHS]
@@ -243,133 +333,63 @@ def run_campaign(problem: Any, arm: str, seed: int, budget: int, steps_per_thaw:
     best = min(range(len(finished)), key=losses.__getitem__) if finished else None
     trials = store.trials()
     return {
-        "problem": problem.name, "arm": arm, "seed": seed, "budget": budget, "smoke": smoke,
-        "steps_per_thaw": steps_per_thaw, "local": local, "final_best": None if best is None else losses[best],
-        "trace": [], "best_params": None if best is None else result.campaign.problem.params(finished[best].x),
-        "num_trials": len(trials), "num_full": len(finished), "epochs_spent": store.cost_used(),
+        "problem": problem.name,
+        "arm": arm,
+        "seed": seed,
+        "budget": budget,
+        "smoke": smoke,
+        "steps_per_thaw": steps_per_thaw,
+        "local": local,
+        "final_best": None if best is None else losses[best],
+        "trace": [],
+        "best_params": None if best is None else result.campaign.problem.params(finished[best].x),
+        "num_trials": len(trials),
+        "num_full": len(finished),
+        "epochs_spent": store.cost_used(),
         "epochs_per_trial": [curves[t.id][-1][0] if curves.get(t.id) else 0 for t in trials],
-        "continues": sum(int(t.metadata.get("thaws", 0)) for t in trials), "starts": len(trials),
+        "continues": sum(int(t.metadata.get("thaws", 0)) for t in trials),
+        "starts": len(trials),
         "statuses": {s: store.count(s) for s in ("completed", "paused", "stopped", "failed")},
-        "seconds": time.perf_counter() - start, "train_seconds": source.train_seconds, "trained": source.trained,
-    }  # fmt: skip
-
-
-def read_runs(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
-def _mean_se(values: list[float]) -> str:
-    if not values:
-        return "-"
-    se = np.std(values, ddof=1) / math.sqrt(len(values)) if len(values) > 1 else 0.0
-    return f"{np.mean(values):.4g} +- {se:.2g}"
-
-
-def report(runs: list[dict[str, Any]], baselines: list[dict[str, Any]], out: Path) -> dict[str, Any]:
-    """results.json, results.md and best_vs_epochs.png from every run recorded."""
-    rows, goals = [], []
-    for problem in sorted({r["problem"] for r in runs}):
-        ours = [r for r in runs if r["problem"] == problem]
-        seeds = sorted({r["seed"] for r in ours})
-        theirs = [b for b in baselines if b["problem"] == problem and b["seed"] in seeds and not b.get("smoke")]
-        for arm in [*ARMS, *BASELINES]:
-            arm_runs = [r for r in (ours if arm in ARMS else theirs) if r["arm"] == arm]
-            if not arm_runs:
-                continue
-            finals = [r["final_best"] for r in arm_runs if r["final_best"] is not None]
-            decision = [t for r in arm_runs for t in r.get("decision_seconds", [])]
-            rows.append({"problem": problem, "arm": arm, "seeds": sorted(r["seed"] for r in arm_runs),
-                         "final_best": _mean_se(finals), "mean": float(np.mean(finals)) if finals else None,
-                         "without_full": len(arm_runs) - len(finals),
-                         "trials": float(np.mean([r["num_trials"] for r in arm_runs])),
-                         "full": float(np.mean([r["num_full"] for r in arm_runs])),
-                         "median_decision_s": float(np.median(decision)) if decision else None})  # fmt: skip
-        for arm in ARMS:
-            for other in ("optuna-tpe+hyperband", *[b for b in BASELINES if b.startswith(("bo+", "random+", "bohb"))]):
-                # a run of ours without a fully trained trial counts as a loss (as in early_stopping.py)
-                pairs = [(r["final_best"], b["final_best"]) for r in ours if r["arm"] == arm
-                         for b in theirs if b["arm"] == other and b["seed"] == r["seed"]
-                         and b["final_best"] is not None]  # fmt: skip
-                if pairs:
-                    diff = [math.inf if a is None else a - b for a, b in pairs]
-                    finite = [d for d in diff if math.isfinite(d)]
-                    goals.append({"problem": problem, "arm": arm, "against": other, "pairs": len(pairs),
-                                  "mean_difference": float(np.mean(finite)) if finite else None,
-                                  "wins": sum(d < 0 for d in diff), "losses": sum(d > 0 for d in diff)})  # fmt: skip
-    seeds_run = sorted({r["seed"] for r in runs})
-    lines = [f"# Freeze-thaw BO with curve models (seeds run: {', '.join(map(str, seeds_run))}; budget "
-             f"{runs[0]['budget'] if runs else BUDGET} epochs)", "",
-             "Final best: the best validation value of a trial trained to epoch 27, mean +- standard error over "
-             "the seeds run (column `seeds`). Early stopping's arms are read from its runs.jsonl for the same "
-             "problem and seeds. Decision: seconds per freeze-thaw decision (warm-started model fit + choice "
-             "among the paused trials and 256 candidates), on a shared 2-core CPU.", "",
-             "| problem | arm | seeds | final best | runs without a full training | trials / run | full trainings / run | median decision s |",
-             "|---|---|---|---|---|---|---|---|"]  # fmt: skip
-    for r in rows:
-        decision = "-" if r["median_decision_s"] is None else f"{r['median_decision_s']:.2f}"
-        lines.append(f"| {r['problem']} | {r['arm']} | {','.join(map(str, r['seeds']))} | {r['final_best']} | "
-                     f"{r['without_full']} | {r['trials']:.1f} | {r['full']:.1f} | {decision} |")  # fmt: skip
-    lines += ["", "Paired by seed (final best; negative: the freeze-thaw arm is better; a run of ours without a fully "
-              "trained trial counts as a loss and is left out of the mean difference):", "",
-              "| problem | arm | against | pairs | mean difference | wins / losses |", "|---|---|---|---|---|---|"]
-    for g in goals:
-        mean = "-" if g["mean_difference"] is None else f"{g['mean_difference']:.4g}"
-        lines.append(f"| {g['problem']} | {g['arm']} | {g['against']} | {g['pairs']} | {mean} | "
-                     f"{g['wins']} / {g['losses']} |")  # fmt: skip
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "results.md").write_text("\n".join(lines) + "\n")
-    summary = {"rows": rows, "pairs": goals, "seeds": seeds_run}
-    (out / "results.json").write_text(json.dumps(summary, indent=1))
-    _plot(runs, out)
-    return summary
-
-
-def _plot(runs: list[dict[str, Any]], out: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    problems = sorted({r["problem"] for r in runs})
-    fig, axes = plt.subplots(1, max(1, len(problems)), figsize=(5 * max(1, len(problems)), 3.5), squeeze=False)
-    for ax, problem in zip(axes[0], problems, strict=False):
-        for arm in ARMS:
-            for r in (r for r in runs if r["problem"] == problem and r["arm"] == arm):
-                if r["trace"]:
-                    xs, ys = zip(*r["trace"], strict=True)
-                    ax.step(list(xs) + [r["budget"]], list(ys) + [ys[-1]], where="post", alpha=0.7,
-                            color=f"C{list(ARMS).index(arm)}", label=arm if r["seed"] == min(x["seed"] for x in runs) else None)  # fmt: skip
-        ax.set_title(problem)
-        ax.set_xlabel("epochs spent")
-        ax.set_ylabel("best fully trained validation loss")
-        ax.legend()
-    fig.tight_layout()
-    fig.savefig(out / "best_vs_epochs.png", dpi=110)
-    plt.close(fig)
+        "seconds": time.perf_counter() - start,
+        "train_seconds": source.train_seconds,
+        "trained": source.trained,
+    }
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--problems", nargs="+", default=["mlp-cancer"])
-    parser.add_argument("--arms", nargs="+", default=["ft-dkgp", "ft-power-law"], choices=list(ARMS))
+    parser.add_argument(
+        "--arms", nargs="+", default=["ft-dkgp", "ft-power-law"], choices=list(ARMS)
+    )
     parser.add_argument("--seeds", nargs="+", default=["0-2"])
     parser.add_argument("--steps-per-thaw", type=int, default=9)
     parser.add_argument("--budget", type=int, default=BUDGET)
-    parser.add_argument("--local", type=float, default=0.5, help="share of candidates drawn near the best trials")
+    parser.add_argument(
+        "--local", type=float, default=0.5, help="share of candidates drawn near the best trials"
+    )
     parser.add_argument("--baselines", type=Path, default=EARLY_STOPPING / "runs.jsonl")
     parser.add_argument("--smoke", action="store_true")
+    parser.add_argument(
+        "--report-only",
+        action="store_true",
+        help="run nothing: rebuild results.md/json and the plot from --out's runs.jsonl",
+    )
     add_out_argument(parser, RESULTS)
     args = parser.parse_args(argv)
+    # the report module reads this one's arms: imported here, not at the top
+    from freeze_thaw_report import report
+
     out = output_folder(args.out, args.smoke, RESULTS)
     out.mkdir(parents=True, exist_ok=True)
+    log = out / "runs.jsonl"
+    if args.report_only:
+        return report(read_runs(log), read_runs(args.baselines), out)
     budget = 40 if args.smoke else args.budget
     seeds = ["0"] if args.smoke else args.seeds
     steps_per_thaw = 9 if args.smoke else args.steps_per_thaw
     cache = CurveCache(out / "curves" if args.smoke else EARLY_STOPPING / "curves")
     problems = make_problems()
-    log = out / "runs.jsonl"
     done = {(r["problem"], r["arm"], r["seed"]) for r in read_runs(log)}
     import torch
 
@@ -382,11 +402,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 if (name, arm, seed) in done:
                     continue
                 how = run_campaign if arm.endswith("-campaign") else run
-                result = how(problems[name], arm, seed, budget, steps_per_thaw, args.smoke, cache, args.local)
+                result = how(
+                    problems[name], arm, seed, budget, steps_per_thaw, args.smoke, cache, args.local
+                )
                 with log.open("a") as handle:
                     handle.write(json.dumps(result) + "\n")
-                print(f"{name} {arm} seed {seed}: final best {result['final_best']}, {result['num_full']} full of "
-                      f"{result['num_trials']} trials, {result['seconds']:.0f} s", flush=True)  # fmt: skip
+                print(
+                    f"{name} {arm} seed {seed}: final best {result['final_best']}, {result['num_full']} full of "
+                    f"{result['num_trials']} trials, {result['seconds']:.0f} s",
+                    flush=True,
+                )
     return report(read_runs(log), read_runs(args.baselines), out)
 
 

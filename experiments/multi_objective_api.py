@@ -78,6 +78,9 @@ SMOKE_BUDGET = 8
 ARMS = ("dsbo", "dsbo-thresholds", "optuna-nsga2", "optuna-nsga2-p10", "optuna-tpe", "random")
 SMOKE_ARMS = ("dsbo", "optuna-nsga2")
 OPTUNA_ARMS = ARMS[2:]
+#: Arms given what the others cannot use: ``dsbo-thresholds`` is handed the reference point the
+#: hypervolume is scored with (as objective thresholds). An oracle, reported, judged by no goal.
+ORACLE_ARMS = ("dsbo-thresholds",)
 OBJECTIVES = ("f1", "f2")
 
 

@@ -65,7 +65,12 @@ def test_early_stopping_smoke(tmp_path):
         assert row["seeds"] == 1 and math.isfinite(row["final_mean"])
         assert row["reach_median"] >= 1 and row["reached"] <= 1
     assert {g["problem"] for g in summary["goals"]} <= set(es.SMOKE_PROBLEMS)
-    assert all("inconclusive" in g["verdict"] for g in summary["goals"])
+    for goal in summary["goals"]:  # judged for the recommended arm alone, on one seed
+        assert goal["arm"] == es.RECOMMENDED_ARM
+        if goal["goal"].startswith("reaches"):
+            assert "inconclusive: 1 seed" in goal["verdict"]
+        else:  # one pair: no Wilcoxon test, so no claim either way
+            assert goal["pairs"] == 1 and goal["p"] is None and goal["verdict"] == "within noise"
     md = (tmp_path / "results.md").read_text()
     assert md.startswith("# Early stopping") and "seeds run: 0;" in md and "(smoke)" in md
     assert "**goal 1 (epochs)**" in md and "**goal 2 (vs TPE + Hyperband)**" in md
@@ -149,26 +154,55 @@ def test_a_cached_curve_is_replayed_and_trained_on_only_past_its_end(tmp_path):
     assert third.trials[-1]["epochs"] == 3 and not third.trials[-1]["full"]
 
 
-def test_the_goals_compare_only_arms_run_on_the_most_seeds():
-    import early_stopping_report as es
+def test_the_goals_are_judged_for_the_recommended_arm_alone_paired_with_wilcoxon():
+    """Another arm that did better is not judged in its place, and goal 2 is met only with a
+    lower mean and Wilcoxon p <= 0.1 (the sign of the mean alone is within noise)."""
+    import early_stopping_arms as arms
+    import early_stopping_report as report
+    from verdicts import paired_verdict
 
-    def row(arm, ratios, final):
-        return {
-            "arm": arm,
-            "reach_ratio": dict(enumerate(ratios)),
-            "ratio_median": float(sorted(ratios)[len(ratios) // 2]),
-            "reach_median": 100.0,
-            "reached": len(ratios),
-            "final_mean": final,
-        }
+    recommended, tpe = arms.RECOMMENDED_ARM, arms.TPE_HB
+    assert recommended in arms.BO_ES_ARMS and recommended == "bo+asha"
 
-    rows = {
-        "bo+hyperband": row("bo+hyperband", [0.9, 0.8, 0.7], 0.10),
-        "bo+mf-gp": row("bo+mf-gp", [0.2], 0.05),
+    def by_seed(finals):
+        return {s: {"final_best": v} for s, v in enumerate(finals)}
+
+    theirs = [0.10 + 0.01 * s for s in range(10)]
+    slightly = [
+        v - 0.002 if s < 6 else v + 0.002 for s, v in enumerate(theirs)
+    ]  # 6 / 4, lower mean
+    clearly = [v - 0.01 - 0.001 * s for s, v in enumerate(theirs)]  # lower on every seed
+    row = {
+        "reach_ratio": dict.fromkeys(range(10), 0.9),
+        "ratio_median": 0.9,
+        "reach_median": 400.0,
+        "reached": 10,
     }
-    goals = es.assess("p", rows, [], 540)
-    assert [g["arm"] for g in goals] == [
-        "bo+hyperband"
-    ]  # one seed of bo+mf-gp does not make it the best arm
-    rows["bo+mf-gp"] = row("bo+mf-gp", [0.2, 0.3, 0.25], 0.05)
-    assert es.assess("p", rows, [], 540)[0]["arm"] == "bo+mf-gp"
+    better = {**row, "ratio_median": 0.2}
+    for ours, expected in ((slightly, "within noise"), (clearly, "met"), (theirs[::-1], None)):
+        by = {
+            ("p", recommended): by_seed(ours),
+            ("p", tpe): by_seed(theirs),
+            ("p", "bo+hyperband"): by_seed([0.0] * 10),
+        }
+        goals = report.assess("p", {recommended: row, "bo+hyperband": better}, by, 540)
+        assert [g["arm"] for g in goals] == [recommended, recommended]
+        epochs, vs_tpe = goals
+        assert epochs["verdict"] == "missed" and not epochs["met"]  # 0.9 > 1/3
+        v = paired_verdict(ours, theirs, lower_is_better=True)
+        assert (vs_tpe["verdict"], vs_tpe["p"], vs_tpe["mean_diff"]) == (
+            v.verdict,
+            v.p,
+            v.mean_diff,
+        )
+        assert vs_tpe["met"] == (v.verdict == "met") and v.verdict == (expected or v.verdict)
+    assert (
+        paired_verdict(slightly, theirs, lower_is_better=True).mean_diff < 0
+    )  # the old rule's "met"
+    # a run of ours without a fully trained trial is a loss: the goal is missed
+    by = {
+        ("p", recommended): {**by_seed(clearly), 3: {"final_best": None}},
+        ("p", tpe): by_seed(theirs),
+    }
+    [vs_tpe] = [g for g in report.assess("p", {}, by, 540) if g["goal"] == report.GOAL_VS_TPE]
+    assert vs_tpe["verdict"] == "missed" and "seeds [3]" in vs_tpe["detail"]
