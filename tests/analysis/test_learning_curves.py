@@ -247,9 +247,9 @@ def test_every_outcome_has_its_colour_and_a_running_trial_is_running():
 
 
 def test_many_curves_are_drawn_as_one_trace_per_outcome(monkeypatch):
-    from dsbo.analysis import report_figures
+    from dsbo.analysis import report_curves
 
-    monkeypatch.setattr(report_figures, "MAX_CURVE_TRACES", 2)
+    monkeypatch.setattr(report_curves, "MAX_CURVE_TRACES", 2)
     many = [*CURVES, {"trial": 5, "status": "completed", "steps": [1, 2], "values": [9.0, 8.0], "reason": None}]
     lines = [t for t in learning_curves(_data(many)).data if t.mode == "lines"]
     assert [t.name for t in lines] == ["completed", "stopped", "failed", "running"]
