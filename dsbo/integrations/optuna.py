@@ -13,8 +13,8 @@ Example:
     >>> study.optimize(objective, n_trials=40)
 
 **Optuna's contract.** The relative search space is Optuna's intersection search space
-(:class:`optuna.search_space.IntersectionSearchSpace`, single-value distributions left out, as
-``GPSampler`` does); ``sample_relative`` proposes all of it at once, and a parameter outside it
+(:class:`optuna.search_space.IntersectionSearchSpace` of the complete and pruned trials, as
+``TPESampler`` computes it, single-value distributions left out, as ``GPSampler`` does); ``sample_relative`` proposes all of it at once, and a parameter outside it
 (a conditional or dynamic one) is sampled by ``independent_sampler`` with Optuna's warning.
 
 **A dsbo space** (``space=``: ``{name: dsbo.Float/Int/Choice/Fixed}`` with ``when=`` conditions,
@@ -40,22 +40,35 @@ n_startup_trials`` is point ``k`` of dsbo's own initial design (scrambled Sobol 
 space, conditions respected; :meth:`~dsbo.runtime.tuner.Tuner.ask_design_point`), numbered by
 the trial so that workers sharing the study never repeat one: on one worker the study is then
 ``dsbo.minimize``'s search trial for trial. Otherwise, until ``n_startup_trials`` trials are
-complete, each new trial is entirely the ``independent_sampler``'s (its relative and
+complete or pruned, each new trial is entirely the ``independent_sampler``'s (its relative and
 independent sampling both): by default ``QMCSampler(scramble=True, seed=seed)``, a scrambled
 Sobol sequence shared through the study by every worker that uses the same seed (Optuna's own
-samplers start with random points). dsbo's initial design (``n_init``, by default
-``n_startup_trials``) is then already filled by those trials.
+samplers start with random points). A pruned trial counts, as ``TPESampler`` counts it
+(:data:`STARTUP_STATES`; ``GPSampler``, which fits complete trials only, counts those only):
+under a pruner that prunes most trials, counting complete ones only would keep the study in its
+startup for good. Those trials are then dsbo's initial design, so its own design (``n_init``) is
+a single point, proposed only when none of them completed.
 
 **The data.** The study's trials are imported into the Tuner's in-memory store
 (:meth:`~dsbo.runtime.tuner.Tuner.import_trials`; imported trials are never charged):
 COMPLETE ones as completed; FAIL as failed; PRUNED as stopped with their intermediate values
-(the last one as its value): like ``GPSampler`` and ``BoTorchSampler``, and unlike TPE, which
-ranks pruned trials below the complete ones, the surrogate is fitted on the complete trials
-only; RUNNING and WAITING trials other than the one being sampled as pending, so proposals
+(the last one as its value); RUNNING and WAITING trials other than the one being sampled as
+pending, so proposals
 avoid the points other workers are evaluating (each proposal is also written to its trial's
 system attributes, so other workers see the whole point of a running trial before it suggests
 its parameters). One Tuner is kept per study and search space and synced by trial number, so
 each proposal only imports what changed; its warm-started surrogate fits carry over.
+
+**Pruned trials inform the fit.** The surrogate is fitted on the complete trials and on each
+pruned one at the last value it reported (the campaign's early-stopping model ``"last"``,
+:func:`pruned_trials_model`: no stopping rule of dsbo's, Optuna's pruner decides). A pruned
+trial's last value is a pessimistic stand-in for the value it would have reached, so the
+proposals move away from the regions the pruner cut, and never repeat a pruned configuration:
+it is an evaluated point, which the acquisition optimizer's ``min_distance`` keeps proposals
+away from. ``GPSampler`` and ``BoTorchSampler`` fit the complete trials only, so under a pruner
+that prunes most trials they fit little and re-propose the pruned points; TPE ranks pruned
+trials below the complete ones. With several objectives or constraint values the surrogate
+fits the complete trials only (a pruned trial's curve holds one objective).
 
 **Directions, objectives, constraints.** A minimized or maximized study is searched in its
 direction; a multi-objective study as dsbo's objectives ``objective_0``, ``objective_1``, ...
@@ -87,6 +100,7 @@ from optuna.search_space import IntersectionSearchSpace
 from optuna.study import Study, StudyDirection
 from optuna.trial import FrozenTrial, TrialState
 
+from dsbo.campaign.early_stopping import EarlyStopping
 from dsbo.campaign.execution import MAX_SEED
 from dsbo.campaign.given_points import ImportedTrial
 from dsbo.errors import ConfigError
@@ -123,6 +137,17 @@ _INDEPENDENT_WARNING = (
 _OUTSIDE_INTERSECTION = "not in the study's intersection search space (a conditional or dynamic parameter)"
 _OUTSIDE_SPACE = "not in DsboSampler's space=, or inactive there at the proposed point"
 _FINISHED = (TrialState.COMPLETE, TrialState.FAIL, TrialState.PRUNED)
+#: The trial states that end the startup: complete and pruned trials, as ``TPESampler``
+#: counts them (the surrogate is fitted on both: :func:`pruned_trials_model`).
+STARTUP_STATES = (TrialState.COMPLETE, TrialState.PRUNED)
+
+
+def pruned_trials_model() -> EarlyStopping:
+    """The early-stopping settings of the sampler's Tuner: no rule (the study's pruner
+    decides), and the surrogate fitted on the complete trials and on each pruned one at its
+    last reported value (model ``"last"``, :func:`dsbo.campaign.early_stopping.training_data`).
+    A fresh object for each Tuner: it caches the curves of the trials that ended."""
+    return EarlyStopping(rule=None, max_steps=None, model="last")
 
 
 class _Rebuild(Exception):
@@ -145,7 +170,7 @@ class _StudyState:
     """What the sampler keeps for one study: its intersection search space and the Tuner of
     its current search space (``signature``), with the trials the Tuner holds by number."""
 
-    intersection: IntersectionSearchSpace = field(default_factory=IntersectionSearchSpace)
+    intersection: IntersectionSearchSpace = field(default_factory=lambda: IntersectionSearchSpace(include_pruned=True))
     signature: Any = None
     space: OptunaSpace | DsboSpace | None = None
     tuner: Tuner | None = None
@@ -163,7 +188,7 @@ class DsboSampler(BaseSampler):
             prunes toward it; changes are counted from it.
         bonsai: ``True`` or BONSAI's options: keep each proposal's changes from ``default`` to
             those that pay off (no Optuna sampler offers it).
-        n_startup_trials: Complete trials before dsbo proposes; until then the
+        n_startup_trials: Complete or pruned trials before dsbo proposes; until then the
             ``independent_sampler`` samples whole trials.
         seed: The seed of dsbo's search and of the default independent sampler (``None``: random).
         independent_sampler: Samples the startup trials and the parameters outside the relative
@@ -257,10 +282,11 @@ class DsboSampler(BaseSampler):
         ``space=``, on that space with the default and BONSAI too."""
         if self._given is not None:
             Tuner(self._given.parameters, BUDGET, seed=self._seed, dry_run=False, default=self._default,
-                  bonsai=self._bonsai, **{"n_init": 1, **self._options})  # fmt: skip
+                  bonsai=self._bonsai, early_stopping=pruned_trials_model(), **{"n_init": 1, **self._options})  # fmt: skip
             return
         options = {k: v for k, v in self._options.items() if k != "parameter_constraints"}
-        Tuner({"x": Float(0.0, 1.0)}, BUDGET, seed=self._seed, dry_run=False, **{"n_init": 1, **options})
+        Tuner({"x": Float(0.0, 1.0)}, BUDGET, seed=self._seed, dry_run=False, early_stopping=pruned_trials_model(),
+              **{"n_init": 1, **options})  # fmt: skip
 
     # ------------------------------------------------------------------ Optuna's contract
     def reseed_rng(self) -> None:
@@ -271,8 +297,7 @@ class DsboSampler(BaseSampler):
         self._seed = random.SystemRandom().randint(0, MAX_SEED)
 
     def infer_relative_search_space(self, study: Study, trial: FrozenTrial) -> dict[str, BaseDistribution]:
-        n_complete = len(study._get_trials(deepcopy=False, states=(TrialState.COMPLETE,), use_cache=True))
-        startup = n_complete < self._n_startup_trials and not self._design_startup
+        startup = _n_ended(study) < self._n_startup_trials and not self._design_startup
         self._startup[trial._trial_id] = startup
         if startup:
             return self._independent_sampler.infer_relative_search_space(study, trial)
@@ -296,9 +321,8 @@ class DsboSampler(BaseSampler):
             self._given.check(param_name, param_distribution, trial.number)
         startup = self._startup.get(trial._trial_id)
         if startup is None:
-            n_complete = len(study._get_trials(deepcopy=False, states=(TrialState.COMPLETE,), use_cache=True))
-            startup = n_complete < self._n_startup_trials
-        if not startup and self._warn_independent_sampling and study._get_trials(deepcopy=False, states=(TrialState.COMPLETE,), use_cache=True):
+            startup = _n_ended(study) < self._n_startup_trials
+        if not startup and self._warn_independent_sampling and _n_ended(study):
             reason = _OUTSIDE_INTERSECTION if self._given is None else _OUTSIDE_SPACE
             logger.warning(_INDEPENDENT_WARNING.format(param=param_name, number=trial.number, reason=reason,
                                                        independent=type(self._independent_sampler).__name__))  # fmt: skip
@@ -395,10 +419,12 @@ class DsboSampler(BaseSampler):
             default = self._default
         elif self._default is not None:
             default = space.to_dsbo({k: v for k, v in self._default.items() if k in space.names}, partial=True)
-        options = {"n_init": max(1, self._n_startup_trials), **self._options}
+        # the startup trials are the initial design, but with space=, where they are dsbo's own
+        options = {"n_init": max(1, self._n_startup_trials) if self._design_startup else 1, **self._options}
         tuner = Tuner(
             space.parameters, BUDGET, **outcomes, constraints=[f"{_constraint_name(k)} <= 0" for k in keys],
-            default=default or None, bonsai=self._bonsai, seed=self._seed, dry_run=False, **options,
+            default=default or None, bonsai=self._bonsai, seed=self._seed, dry_run=False,
+            early_stopping=pruned_trials_model(), **options,
         )  # fmt: skip
         if state.tuner is not None and state.space is not None and state.space.distributions == space.distributions:
             fits = state.tuner.campaign.store.get_meta(warm_start.META_KEY)
@@ -495,6 +521,12 @@ class DsboSampler(BaseSampler):
         return out, None
 
 
+def _n_ended(study: Study) -> int:
+    """The study's trials that count toward the startup (:data:`STARTUP_STATES`), as read
+    once for the trial being sampled (Optuna's per-trial cache)."""
+    return len(study._get_trials(deepcopy=False, states=STARTUP_STATES, use_cache=True))
+
+
 def _constraints(t: FrozenTrial) -> dict[str, float]:
     """A trial's constraint values by key (``trial.constraints`` of Optuna 5; Optuna 4 keeps
     the list of ``constraints_func`` under the system attribute ``constraints``)."""
@@ -548,4 +580,4 @@ def _fail_reason(t: FrozenTrial) -> str:
     return f"failed in Optuna: {reason}" if reason else "failed in Optuna"
 
 
-__all__ = ["DsboSampler"]
+__all__ = ["DsboSampler", "STARTUP_STATES", "pruned_trials_model"]

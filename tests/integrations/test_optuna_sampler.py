@@ -119,10 +119,12 @@ def test_failed_and_pruned_trials_are_failed_and_stopped_in_dsbo():
     states = [t.state for t in study.trials]
     assert states == [TrialState.COMPLETE, TrialState.FAIL, TrialState.PRUNED, TrialState.COMPLETE,
                       TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL, TrialState.COMPLETE]  # fmt: skip
-    assert len(sampler.timings) == 3  # trials 5 (pruned), 6 (failed) and 7 were dsbo's
+    # the startup is 3 complete or pruned trials (0, 2, 3): trials 4 to 7 were dsbo's
+    assert len(sampler.timings) == 4
     tuner = sampler.tuner(study)
     store = tuner.campaign.store
     assert (store.count("completed"), store.count("failed"), store.count("stopped")) == (4, 2, 2)
+    assert all(t.generator.startswith("qlognei") for t in store.trials() if t.generator != "imported")
     curves = store.curves()
     for trial in store.trials("stopped"):
         number = 2 if trial.generator == "imported" else 5
@@ -132,6 +134,73 @@ def test_failed_and_pruned_trials_are_failed_and_stopped_in_dsbo():
     assert all(t.error.startswith("failed in Optuna") for t in store.trials("failed"))
     assert tuner.campaign.remaining > 10**6  # imported trials are never charged
 
+
+
+def slow_starter(trial):
+    """A training run: the loss after each of 8 epochs, reported every epoch and pruned when
+    the pruner says so. It falls as 1/epoch toward the quadratic's value, and the best
+    configurations start slowest: a median pruner prunes them, and a surrogate fitted on the
+    complete trials only points right back at them (the audit of issue 57)."""
+    x = trial.suggest_float("x", -1.0, 1.0)
+    y = trial.suggest_float("y", -1.0, 1.0)
+    final = (x - 0.3) ** 2 + (y + 0.2) ** 2
+    slow = 1.0 + 3.0 * math.exp(-10.0 * final)
+    for epoch in range(1, 9):
+        loss = final + slow / epoch
+        trial.report(loss, epoch)
+        if trial.should_prune():
+            raise optuna.TrialPruned()
+    return loss
+
+
+def dsbo_proposals(sampler, study):
+    """The study's trials whose parameters came from dsbo (not the independent sampler): the
+    sampler's own trials in its Tuner's store, matched to the study's by their parameters."""
+    tuner = sampler.tuner(study)
+    problem = tuner.campaign.problem
+    own = [problem.params(t.x) for t in tuner.campaign.store.trials() if t.generator != "imported"]
+    numbers = [t.number for t in study.trials if shared_proposal(t) is not None]
+    assert len(own) == len(numbers) == len(sampler.timings)
+    for number, params in zip(numbers, own, strict=True):
+        assert params == pytest.approx(study.trials[number].params)
+    return numbers, tuner
+
+
+def test_under_a_median_pruner_dsbo_proposes_and_never_repeats_a_pruned_trial():
+    sampler = make_sampler(n_startup_trials=5)
+    study = optuna.create_study(sampler=sampler, pruner=optuna.pruners.MedianPruner())
+    study.optimize(slow_starter, n_trials=40)
+    pruned = [t for t in study.trials if t.state == TrialState.PRUNED]
+    numbers, tuner = dsbo_proposals(sampler, study)
+    # the startup ended after 5 complete or pruned trials: every later trial is dsbo's
+    assert numbers == list(range(5, 40)) and len(pruned) >= 10
+    for number in numbers:  # max-norm distance in the unit cube ([-1, 1] is 2 wide)
+        point = study.trials[number].params
+        earlier = [t for t in pruned if t.number < number]
+        assert all(max(abs(point[k] - t.params[k]) / 2.0 for k in ("x", "y")) > 1e-3 for t in earlier), number
+    # the surrogate was fitted on the pruned trials too: each at its last reported value
+    from dsbo.campaign.early_stopping import training_data
+
+    store = tuner.campaign.store
+    X, Y = training_data(store, tuner.campaign.early_stopping, tuner.campaign.problem.dim)
+    assert store.count("stopped") == len(pruned) and X.shape[0] == store.count("completed") + len(pruned)
+    lasts = sorted(-t.intermediate_values[max(t.intermediate_values)] for t in pruned)
+    stopped = sorted(t.y[0] for t in store.trials("stopped"))
+    fitted = Y[:, 0].tolist()
+    assert stopped == pytest.approx(lasts) and all(any(abs(v - f) < 1e-9 for f in fitted) for v in lasts)
+
+
+def test_pruned_trials_end_the_startup():
+    sampler = make_sampler(n_startup_trials=5)
+    study = optuna.create_study(sampler=sampler, pruner=optuna.pruners.ThresholdPruner(upper=-math.inf))
+    study.optimize(slow_starter, n_trials=8)  # every trial is pruned at its first report
+    assert [t.state for t in study.trials] == [TrialState.PRUNED] * 8
+    numbers, tuner = dsbo_proposals(sampler, study)
+    assert numbers == [5, 6, 7]
+    generators = [t.generator.split("+")[0] for t in tuner.campaign.store.trials() if t.generator != "imported"]
+    # no startup trial completed: dsbo's own design is one point, then the model, fitted on
+    # the pruned trials' first values
+    assert generators == ["sobol-init", "qlognei", "qlognei"]
 
 def test_several_objectives_and_their_front():
     def objective(trial):
