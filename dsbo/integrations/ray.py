@@ -37,13 +37,26 @@ has no finite value of the metric. ``mode="min"``/``"max"`` is the objective's d
 metric its name (rewritten as for parameters where it is not a dsbo name). The Ray trial id is
 kept in each dsbo trial's metadata (``ray_trial_id``).
 
-**Trials a scheduler stops.** Ray does not tell a searcher why a trial ended: a trial that
-``ASHAScheduler`` stops early, one that reaches the scheduler's ``max_t`` and one that a
-``stop=`` criterion ends all come to :meth:`~DsboSearch.on_trial_complete` alike, with their
-last result. As Ray's ``OptunaSearch`` does (it tells Optuna ``COMPLETE`` with the last value,
-and ``PRUNED`` only for a trial that ended before any result), the trial is recorded as
-completed at its last value; its curve says how far it trained. A trial Ray removes before it
-reports anything is recorded as failed (it has no value to fit).
+**Trials Ray stops early.** Ray does not tell a searcher why a trial ended, but it tells
+it when: a result on which Ray stops the trial (a scheduler such as ``ASHAScheduler`` says
+``STOP``, or a ``stop=`` criterion is met) never comes to :meth:`~DsboSearch.on_trial_result`,
+only to :meth:`~DsboSearch.on_trial_complete`, while a trainable that returns on its own ends
+with its last result repeated (Ray's controller, ``_process_trial_result``). So a trial whose
+final result holds a step it had not reported was stopped by Ray: it is recorded as
+``stopped``, with its curve and its last value, unless that step is at least ``max_t`` (the
+scheduler's ``max_t``, given to the searcher too: ``ASHAScheduler`` stops a trial that reaches
+it, fully trained, the same way), which makes it completed. A trial whose trainable returned is
+completed at its last value. A trial Ray removes without a result (a paused trial a scheduler
+drops, ``HyperBandScheduler``) is stopped with the curve it reported, or failed when it
+reported nothing (it has no value to fit). Ray's ``OptunaSearch`` records every one of them as
+complete at its last value: a partially trained value then stands as a final one.
+
+The surrogate is fitted on the completed trials and on each stopped one at the last value it
+reported (the campaign's early-stopping model ``"last"``, without a rule of dsbo's: Ray's
+scheduler decides), a pessimistic stand-in for the value it would have reached, so proposals
+move away from the regions the scheduler cut; a stopped trial takes its place in the initial
+design like any other. Its best value stays a completed trial's
+(:meth:`~dsbo.runtime.tuner.Tuner.result`).
 
 **The budget.** Ray's ``num_samples`` decides how many trials run; the dsbo budget is
 unlimited unless ``budget=`` is given, and then :meth:`~DsboSearch.suggest` returns
@@ -75,6 +88,7 @@ from ray.tune.search import Searcher
 from ray.tune.search.sample import Categorical, Domain, Integer, LogUniform, Quantized, Uniform
 from ray.tune.search.sample import Float as RayFloat
 
+from dsbo.campaign.early_stopping import EarlyStopping
 from dsbo.campaign.given_points import ImportedTrial
 from dsbo.errors import ConfigError, DsboError, OutcomeError
 from dsbo.runtime.tuner import Tuner
@@ -252,7 +266,10 @@ class DsboSearch(Searcher):
             ``num_samples`` decides.
         store: A SQLite file for the record (default: a temporary one, removed with the
             searcher).
-        time_attr: The result key that counts the steps of a trial's curve.
+        time_attr: The result key that counts the steps of a trial's curve (the scheduler's).
+        max_t: The ``time_attr`` of a fully trained trial (the scheduler's ``max_t``): a trial
+            Ray stops at a step below it is stopped, one it stops there is completed; ``None``:
+            every trial Ray stops at a result is stopped (module docstring).
         tuner_options: Other :class:`dsbo.Tuner` options (``constraints``, ``optimizer``,
             ``outcome_warping``, ``q``, ``threads``, ...); those of :data:`RAY_RUNS` are Ray's
             business and refused.
@@ -277,9 +294,12 @@ class DsboSearch(Searcher):
         budget: int | None = None,
         store: str | Path | None = None,
         time_attr: str = "training_iteration",
+        max_t: int | None = None,
         **tuner_options: Any,
     ) -> None:
         _check_mode(mode)
+        if max_t is not None and (isinstance(max_t, bool) or not isinstance(max_t, int) or max_t < 1):
+            raise ConfigError(f"DsboSearch: max_t must be None or an integer >= 1, got {max_t!r}")
         super().__init__(metric=metric, mode=mode)
         refused = [name for name in tuner_options if name in RAY_RUNS]
         if refused:
@@ -291,7 +311,7 @@ class DsboSearch(Searcher):
         self._options = dict(tuner_options, seed=seed, surrogate=surrogate, acquisition=acquisition,
                              default=default, bonsai=bonsai, n_init=n_init, budget=budget)  # fmt: skip
         self._store = None if store is None else str(store)
-        self._time_attr = time_attr
+        self._time_attr, self._max_t = time_attr, max_t
         self._points = [dict(p) for p in points_to_evaluate or ()]
         self._space: dict[str, Parameter] | SearchSpace | None = None
         self._paths: dict[str, tuple[str, ...]] = {}
@@ -362,8 +382,9 @@ class DsboSearch(Searcher):
             _write_snapshot(snapshot, path)
         fresh = not Path(path).exists()
         try:
-            tuner = Tuner(self._space, budget, direction=f"{self._mode}imize", objective=self.objective,
-                          store=path, dry_run=False, **options)  # fmt: skip
+            # Ray's scheduler stops trials; the surrogate fits the stopped ones at their last value
+            tuner = Tuner(self._space, budget, direction=f"{self._mode}imize", objective=self.objective, store=path,
+                          dry_run=False, early_stopping=EarlyStopping(None, None, model="last"), **options)  # fmt: skip
         except BaseException:
             if directory is not None:
                 shutil.rmtree(directory, ignore_errors=True)
@@ -452,14 +473,17 @@ class DsboSearch(Searcher):
             logger.warning("Ray trial %s: its result at %s=%s was not recorded: %s", trial_id, self._time_attr, step, exc)
 
     def on_trial_complete(self, trial_id: str, result: Mapping[str, Any] | None = None, error: bool = False) -> None:
-        """Tell the trial's outcome: the metric of its last result (a trial a scheduler stopped
-        too: module docstring), or a failure (Ray's error, no result, a missing or non-finite
-        metric)."""
+        """Tell the trial's outcome (module docstring): stopped with its curve when Ray stopped
+        it early (at a result it had not reported, below ``max_t``; or without a result, after
+        reporting); else completed at the metric of its last result; or failed (Ray's error, no
+        result and no curve, a missing or non-finite metric)."""
         tuner, trial = self.tuner, self._ray_to_dsbo.get(trial_id)
         if tuner is None or trial is None:
             return
-        if result and not error:  # the result a scheduler stopped it at never came to on_trial_result
+        before = self._last_step(trial)
+        if result and not error:  # the result Ray stopped it at never came to on_trial_result
             self.on_trial_result(trial_id, result)
+        after = self._last_step(trial)
         self._running.pop(trial, None)
         if tuner.campaign.store.get(trial).status != "pending":
             logger.warning("Ray trial %s (dsbo trial %d) was already told; this completion is ignored", trial_id, trial)
@@ -467,8 +491,14 @@ class DsboSearch(Searcher):
         if error:
             tuner.tell(trial, error=f"Ray trial {trial_id} raised an error")
             return
+        if not result and after is not None:
+            self._stop(trial, f"Ray removed trial {trial_id} at {self._time_attr}={after} without a final result")
+            return
         if not result:
             tuner.tell(trial, error=f"Ray ended trial {trial_id} before it reported a result")
+            return
+        if after is not None and after != before and (self._max_t is None or after < self._max_t):
+            self._stop(trial, f"Ray stopped trial {trial_id} at {self._time_attr}={after} (a scheduler or stop=)")
             return
         keys = {name: self._metric if name == self.objective else name for name in tuner.outcomes.metrics}
         missing = [key for key in keys.values() if key not in result]
@@ -480,6 +510,23 @@ class DsboSearch(Searcher):
             tuner.tell(trial, values[self.objective] if len(values) == 1 else values)
         except OutcomeError as exc:  # not a number: nothing was recorded
             tuner.tell(trial, error=f"the result of Ray trial {trial_id} is not usable: {exc}")
+
+    def _last_step(self, trial: int) -> int | None:
+        """The last step of the trial's curve (reported by :meth:`on_trial_result`, before a
+        restore too), ``None`` before any."""
+        running = self._running.get(trial)
+        if running is not None:
+            return running.last_step
+        curve = self._ready().campaign.store.curves([trial]).get(trial, [])
+        return curve[-1][0] if curve else None
+
+    def _stop(self, trial: int, reason: str) -> None:
+        """Record a trial Ray stopped early as ``stopped``: its last reported value (in the
+        store's direction) its value, with one outcome."""
+        campaign = self._ready().campaign
+        curve = campaign.store.curves([trial]).get(trial, [])
+        single = len(campaign.problem.outcome_names) == 1
+        campaign.store.stop(trial, [curve[-1][1]] if curve and single else None, budget=campaign.budget, reason=reason)
 
     def add_evaluated_point(
         self,
@@ -517,7 +564,7 @@ class DsboSearch(Searcher):
         tuner = self.tuner
         return {
             "metric": self._metric, "mode": self._mode, "options": self._options, "store": self._store,
-            "time_attr": self._time_attr, "points": self._points, "space": self._space, "paths": self._paths,
+            "time_attr": self._time_attr, "max_t": self._max_t, "points": self._points, "space": self._space, "paths": self._paths,
             "ray_to_dsbo": dict(self._ray_to_dsbo),
             "snapshot": None if tuner is None else _snapshot(tuner.campaign.store.path),
         }  # fmt: skip
@@ -527,6 +574,7 @@ class DsboSearch(Searcher):
             self._finalizer()  # the store this searcher had: closed (and removed if its own)
         self._metric, self._mode, self._options = state["metric"], state["mode"], dict(state["options"])
         self._store, self._time_attr, self._points = state["store"], state["time_attr"], list(state["points"])
+        self._max_t = state.get("max_t")  # a state saved before max_t existed has none
         self._space, self._paths = state["space"], dict(state["paths"])
         self._reset()
         if state["snapshot"] is not None:

@@ -128,23 +128,37 @@ def test_max_mode_failed_trials_and_the_dsbo_budget(ray_cluster, tmp_path):
     assert searcher.suggest("one-more") == Searcher.FINISHED
 
 
-def test_trials_asha_stops_are_completed_at_their_last_value(ray_cluster, tmp_path):
-    searcher = DsboSearch(**FAST)
+def test_trials_asha_stops_early_are_stopped_with_their_curve_and_fitted(ray_cluster, tmp_path):
+    searcher = DsboSearch(max_t=9, **FAST)
     asha = ASHAScheduler(time_attr="training_iteration", max_t=9, grace_period=1, reduction_factor=3)
-    results = fit(tmp_path, ConcurrencyLimiter(searcher, max_concurrent=2), 7,
+    results = fit(tmp_path, ConcurrencyLimiter(searcher, max_concurrent=2), 8,
                   param_space={"x": tune.uniform(-1.0, 1.0), "n": tune.randint(0, 6), "kind": tune.choice(["a", "b"]),
                                "steps": 9},
                   metric="loss", mode="min", scheduler=asha)  # fmt: skip
-    trials, curves = record(searcher), searcher.tuner.campaign.store.curves()
+    trials, store = record(searcher), searcher.tuner.campaign.store
+    curves = store.curves()
     iterations = {r.metrics["trial_id"]: r.metrics["training_iteration"] for r in results}
-    assert len(results) == 7 and min(iterations.values()) < 9  # ASHA stopped some early
+    assert len(results) == 8 and len(trials) == 8 and min(iterations.values()) < 9  # ASHA stopped some early
     assert 9 in iterations.values()
-    for result in results:
+    for result in results:  # none lost: each Ray trial is in the store, with its whole curve
         trial = trials[result.metrics["trial_id"]]
-        assert trial.status == "completed" and trial.y == [pytest.approx(-result.metrics["loss"])]
-        curve = curves[trial.id]  # the curve says how far it trained
-        assert [step for step, _ in curve] == list(range(1, result.metrics["training_iteration"] + 1))
-        assert curve[-1][1] == pytest.approx(trial.y[0])
+        iteration = result.metrics["training_iteration"]
+        assert trial.status == ("completed" if iteration == 9 else "stopped"), (iteration, trial.status)
+        assert trial.y == [pytest.approx(-result.metrics["loss"])]
+        assert [step for step, _ in curves[trial.id]] == list(range(1, iteration + 1))
+        assert curves[trial.id][-1][1] == pytest.approx(trial.y[0])
+    stopped = store.trials("stopped")
+    assert stopped and all("Ray stopped trial" in t.error for t in stopped)
+    # stopped trials take their place in the initial design (n_init=3) and are fitted at their
+    # last value: every trial after the design is the model's
+    from dsbo.campaign.early_stopping import training_data
+
+    ordered = sorted(trials.values(), key=lambda t: t.id)
+    assert [t.generator.split("+")[0] for t in ordered] == ["sobol-init"] * 3 + ["qlognei"] * 5
+    X, _ = training_data(store, searcher.tuner.campaign.early_stopping, searcher.tuner.campaign.problem.dim)
+    assert X.shape[0] == 8
+    best = searcher.tuner.result()  # the best is a fully trained trial's
+    assert best.best_value == pytest.approx(min(r.metrics["loss"] for r in results if r.metrics["training_iteration"] == 9))
 
 
 def test_save_and_restore_continue_the_search(ray_cluster, tmp_path):
@@ -260,6 +274,53 @@ def test_evaluated_points_are_prior_data_and_the_state_pickles():
     with pytest.raises(ConfigError, match="no value for 'kind'"):
         searcher.add_evaluated_point({"x": 0.0, "n": 1}, 1.0)
 
+
+
+def told(searcher, trial_id, reports, final, max_t=None):
+    """Ray's calls for one trial (as its controller makes them): ``reports`` steps through
+    on_trial_result, then on_trial_complete with the result at step ``final`` (``None``: no
+    result); the dsbo trial it ends as."""
+    searcher.suggest(trial_id)
+    for step in reports:
+        searcher.on_trial_result(trial_id, {"loss": 1.0 / step, "training_iteration": step})
+    result = None if final is None else {"loss": 1.0 / final, "training_iteration": final}
+    searcher.on_trial_complete(trial_id, result)
+    return record(searcher)[trial_id]
+
+
+@pytest.mark.parametrize(
+    ("reports", "final", "max_t", "status"),
+    [
+        ([1, 2], 3, None, "stopped"),  # the result Ray stopped it at came to on_trial_complete only
+        ([1, 2], 3, 9, "stopped"),  # below max_t
+        ([1, 2], 3, 3, "completed"),  # at max_t: fully trained (ASHA stops it there too)
+        ([1, 2, 3], 3, None, "completed"),  # its trainable returned: the last result repeated
+        ([1, 2], None, None, "stopped"),  # removed without a result (a paused trial dropped)
+        ([], None, None, "failed"),  # removed before it reported anything
+    ],
+)
+def test_how_a_trial_ended_decides_its_status(reports, final, max_t, status):
+    searcher = DsboSearch(SPACE, metric="loss", mode="min", max_t=max_t, **FAST)
+    trial = told(searcher, "t1", reports, final)
+    assert trial.status == status
+    steps = sorted({*reports, *([final] if final else [])})
+    assert [step for step, _ in searcher.tuner.campaign.store.curves().get(trial.id, [])] == steps
+    if status != "failed":  # its value: the last one reported (dsbo maximizes: negated)
+        assert trial.y == [pytest.approx(-1.0 / steps[-1])]
+
+
+def test_a_restored_searcher_tells_a_stopped_trial_from_a_finished_one():
+    searcher = DsboSearch(SPACE, metric="loss", mode="min", max_t=9, **FAST)
+    for trial_id in ("t1", "t2"):
+        searcher.suggest(trial_id)
+        searcher.on_trial_result(trial_id, {"loss": 0.5, "training_iteration": 1})
+    copy = pickle.loads(pickle.dumps(searcher))  # its running trials' curves come from the store
+    copy.on_trial_complete("t1", {"loss": 0.5, "training_iteration": 1})  # repeated: it returned
+    copy.on_trial_complete("t2", {"loss": 0.4, "training_iteration": 2})  # stopped at step 2 < 9
+    trials = record(copy)
+    assert (trials["t1"].status, trials["t2"].status) == ("completed", "stopped")
+    with pytest.raises(ConfigError, match="max_t"):
+        DsboSearch(SPACE, max_t=0)
 
 def test_a_store_file_of_the_users_is_kept_and_reopened_by_restore(tmp_path):
     searcher = DsboSearch(SPACE, metric="loss", mode="min", store=tmp_path / "dsbo.db", **FAST)
