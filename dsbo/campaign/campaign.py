@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor
 from pathlib import Path
@@ -48,6 +49,7 @@ from dsbo.campaign.given_points import GivenPoints
 from dsbo.campaign.history import CampaignResult, sparsity_reference
 from dsbo.campaign.ledger import STEPS, Ledger, cost_source, design_sequence
 from dsbo.campaign.model_lock import MODEL_LOCK
+from dsbo.campaign.model_warnings import ModelWarnings
 from dsbo.campaign.outcome_warping import WARPINGS, warp_outcomes
 from dsbo.campaign.proposals import (
     EXACT_CHOLESKY_SIZE,
@@ -279,6 +281,9 @@ class Campaign(GivenPoints, CampaignResults):
         self.design, self.model_proposal = InitialDesign(), ModelProposal()
         #: The last ask's seconds (``fit``, ``acquisition``, ``store``, ``ask_total``).
         self.last_ask: dict[str, float] | None = None
+        #: The model stack's warnings during proposals, counted by message, never printed
+        #: (:mod:`dsbo.campaign.model_warnings`).
+        self.model_warnings: Counter[str] = Counter()
 
     # ------------------------------------------------------------------ setup
     def _make_policy(self, acquisition: str | Mapping[str, Any] | Policy) -> Policy:
@@ -383,8 +388,9 @@ class Campaign(GivenPoints, CampaignResults):
         value that is not a finite number > 0) is returned already failed, with the reason:
         evaluate only the trials whose ``status`` is ``"pending"``.
         """
-        with MODEL_LOCK, self.store.proposal_lock(), self._fixed_for_ask(fixed):
-            return self._ask(q, contexts)
+        with MODEL_LOCK, ModelWarnings(self.model_warnings), self.store.proposal_lock():
+            with self._fixed_for_ask(fixed):
+                return self._ask(q, contexts)
 
     def _ask(self, q: int | None, contexts: ContextValues | None) -> list[Trial]:
         """Pick the ask path (contexts, freeze-thaw, initial design, model) and commit its points."""

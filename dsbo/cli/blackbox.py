@@ -96,6 +96,7 @@ from dsbo.cli.optimize import STORE_NAME, build_campaign, parse_config
 from dsbo.cli.strict_yaml import load_value
 from dsbo.errors import ConfigError, DsboError, OutcomeError, StoreError
 from dsbo.storage import IMPORTED, Store, Trial, is_store_url, open_store
+from dsbo.storage.segments import segment_of
 
 #: The ``summary.json`` key that records the store's state the outputs describe.
 STATE_KEY = "store_state"
@@ -122,6 +123,9 @@ def _trial_json(trial: Trial, campaign: Any, max_steps: int | None = None) -> di
         curve = campaign.store.curves([trial.id]).get(trial.id)
         if curve:  # a thawed (freeze-thaw) or retried trial: go on after the last step reported
             out["from_step"] = curve[-1][0]
+        # the freeze-thaw segment: give it back with tell/report --segment, so that a late
+        # result of a segment that has ended never changes the trial thawed since
+        out["segment"] = segment_of(trial.metadata)
     return out
 
 
@@ -155,9 +159,12 @@ def _no_store_yet(cfg: Any) -> bool:
     return cfg.run_dir is not None and not (Path(cfg.run_dir) / STORE_NAME).is_file()
 
 
-def report(campaign: Any, trial_id: int, step: int, value: Any) -> dict[str, Any]:
+def report(
+    campaign: Any, trial_id: int, step: int, value: Any, segment: int | None = None
+) -> dict[str, Any]:
     """Record ``value`` at ``step`` for pending trial ``trial_id`` and ask the stopping rule;
-    the JSON ``report`` prints.
+    the JSON ``report`` prints. ``segment`` (as ``ask`` printed it): refused with a
+    :class:`~dsbo.errors.StaleSegmentError` if the trial has been thawed into another since.
 
     Raises:
         StoreError: for an unknown trial or one that has ended.
@@ -169,6 +176,8 @@ def report(campaign: Any, trial_id: int, step: int, value: Any) -> dict[str, Any
     # each report is its own process, not a retried evaluation: a step the store holds already
     # is a mistake to refuse, not a replay to skip (RunningTrial.resumed_from)
     running.resumed_from = None
+    if segment is not None:
+        running.segment = segment
     running.report(step, value)
     if running.should_stop():
         return {"trial": trial_id, "step": step, "decision": "pause" if running.paused else "stop", "reason": running.reason}
@@ -244,6 +253,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     reporting.add_argument("--trial", required=True, help="the id of the trial (as ask printed it)")
     reporting.add_argument("--step", required=True, help="the step (epoch) just finished: 1, 2, ... increasing")
     reporting.add_argument("--value", required=True, help="the objective's value at that step, as measured (a negative one: --value=-0.5)")
+    for command in (tell, reporting):
+        command.add_argument(
+            "--segment", type=int, default=None,
+            help="the trial's segment as ask printed it (freeze-thaw: a result of a segment that has ended is ignored)",
+        )
     for command in (ask, tell, status, reporting):
         command.add_argument("--config", required=True, help="the campaign's YAML config (as for dsbo.optimize)")
         add_run_dir_argument(command, "run directory (default: the config's run_dir)")
@@ -263,7 +277,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise StoreError(f"trial {trial_id} does not exist: the run directory holds no trials yet (ask first)")
         if args.command == "report" and (view := quick_view(cfg)) is not None:
             try:  # no campaign built: no torch (dsbo.cli.blackbox_report)
-                out = report(view, trial_id, step, value)
+                out = report(view, trial_id, step, value, args.segment)
             finally:
                 view.store.close()
             print(json.dumps(out, indent=2))
@@ -281,7 +295,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             }
         elif args.command == "report":  # no outputs rewritten: a report is one store write
             try:
-                out = report(campaign, trial_id, step, value)
+                out = report(campaign, trial_id, step, value, args.segment)
             finally:
                 campaign.store.close()
             print(json.dumps(out, indent=2))
@@ -294,7 +308,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             out = {"trial": trial.id, "status": trial.status, "parameters": campaign.problem.params(trial.x)}
         elif args.command == "tell":
             values = None if args.values is None else _parse_values(args.values)
-            trial = campaign.tell(args.trial, values=values, error=args.error)
+            trial = campaign.tell(args.trial, values=values, error=args.error, segment=args.segment)
             out = {"trial": trial.id, "status": trial.status, "error": trial.error}
         if args.command == "status" or campaign.store.count() > 0:
             info = write_run_outputs(campaign, run_dir, cfg)

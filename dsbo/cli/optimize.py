@@ -163,6 +163,18 @@ def warnings_to_file(path: Path) -> Iterator[list[str]]:
         yield seen
 
 
+def log_model_warnings(campaign: Campaign, path: Path) -> int:
+    """Append the model stack's warnings that the campaign counted (not printed: GP jitter,
+    optimizer retries; :mod:`dsbo.campaign.model_warnings`) to ``path``, one line per message
+    with its count; returns how many there were."""
+    if not campaign.model_warnings:
+        return 0
+    with path.open("a") as log:
+        for message, count in campaign.model_warnings.most_common():
+            log.write(f"{count} x {message}\n")
+    return sum(campaign.model_warnings.values())
+
+
 def build_campaign(
     cfg: OptimizeConfig,
     dry_run: bool | None = True,
@@ -365,7 +377,10 @@ def _run_optimize(
         campaign.run()
         progress.update(task, completed=spent(campaign), best=best_text())
 
-    info = write_outputs(campaign, run_dir, {"warnings": len(caught)}, report=True, config=cfg.to_dict())
+    model_warnings = log_model_warnings(campaign, run_dir / "warnings.log")
+    info = write_outputs(
+        campaign, run_dir, {"warnings": len(caught) + model_warnings}, report=True, config=cfg.to_dict()
+    )
     tracker.finish(info, run_dir / "trace.png", report_html=run_dir / "report.html")
     print_summary(console, info, run_dir)
     store.close()

@@ -166,6 +166,9 @@ class TunerResult:
     #: Several objectives: the hypervolume of the feasible points (maximization sense, the
     #: thresholds as reference, open ones at the worst observed value).
     hypervolume: float | None = None
+    #: The model stack's warnings during the search (GP fits' jitter, optimizer retries),
+    #: counted by message instead of printed (:mod:`dsbo.campaign.model_warnings`).
+    warnings: dict[str, int] = field(default_factory=dict)
 
 
 class Tuner:
@@ -509,6 +512,7 @@ class Tuner:
             best_trials=best_trials,
             pareto_front=pareto_front,
             hypervolume=result.best_value if several else None,
+            warnings=dict(self.campaign.model_warnings),
         )
 
     def write(self, run_dir: str | Path) -> dict[str, Any]:

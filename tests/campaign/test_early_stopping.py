@@ -377,3 +377,32 @@ def test_a_step_past_max_steps_is_refused_and_the_last_decision_is_kept():
         s.report(4, 0.3)
     with pytest.raises(ConfigError, match="early_stopping.reduction_factor"):
         dsbo.Tuner(SPACE, 4, early_stopping={"name": "asha", "reduction_factor": 1}, max_steps=3, **FAST)
+
+
+@pytest.mark.parametrize("kind", ["numpy", "torch"])
+def test_steps_of_any_integer_type_are_taken_and_floats_refused(kind):
+    """``for epoch in np.arange(1, 10)`` (issue 57: every trial failed); a float step is still
+    refused, with the reason."""
+    import numpy as np
+
+    steps = np.arange(1, 10) if kind == "numpy" else torch.arange(1, 10)
+
+    def train(params, trial):
+        for epoch in steps:
+            trial.report(epoch, params["x"] + 1.0 / int(epoch))
+            if trial.should_stop():
+                break
+        return params["x"]
+
+    space = {"x": dsbo.Float(0.0, 1.0)}
+    result = dsbo.minimize(train, space, budget=6, early_stopping="median", max_steps=9, surrogate="gp", dry_run=False)
+    store = result.campaign.store
+    assert store.count("failed") == 0
+    assert all(isinstance(s, int) for curve in store.curves().values() for s, _ in curve)
+
+    def floats(params, trial):
+        trial.report(1.0, params["x"])
+        return params["x"]
+
+    result = dsbo.minimize(floats, space, budget=3, early_stopping="median", max_steps=9, dry_run=False)
+    assert "a step must be an integer" in result.campaign.store.trials("failed")[0].error

@@ -217,3 +217,66 @@ def test_a_tuner_hands_out_a_thawed_trial_again_with_its_last_step():
     assert any(step is not None for _, step in segments), "a paused trial was handed out again"
     assert all(step in (None, 3, 6) for _, step in segments)
     assert tuner.campaign.store.cost_used() == 30
+
+
+def train_segment(suggestion):
+    """Train a handed-out trial from where it stopped until the search pauses or ends it."""
+    loss = math.inf
+    for epoch in range((suggestion.last_step or 0) + 1, MAX_STEPS + 1):
+        loss = loss_at(suggestion.params, epoch)
+        suggestion.report(epoch, loss)
+        if suggestion.should_stop():
+            break
+    return loss
+
+
+def test_a_late_tell_of_a_paused_segment_never_completes_the_thawed_trial():
+    """The audit's Tuner sequence (issue 57): two trials trained to their pause, one told, the
+    next ask thaws the other, then the other's first segment is told late. Before, that late
+    tell completed the thawed trial at step 3 of 9 and its next report failed."""
+    tuner = dsbo.Tuner(SPACE, early_stopping=QUICK, max_steps=MAX_STEPS, budget_steps=36, **{**FAST, "n_init": 2})
+    a, b = tuner.ask(n=2)
+    values = {s.trial_id: train_segment(s) for s in (a, b)}
+    assert a.paused and b.paused
+    tuner.tell(b, values[b.trial_id])
+    first = {a.trial_id: a, b.trial_id: b}
+    thawed = []
+    while not thawed and (new := tuner.ask(n=2)):
+        thawed = [s for s in new if s.trial_id in first]
+        for s in new:
+            if s.trial_id not in first:
+                tuner.tell(s, train_segment(s))
+    [again] = thawed[:1]
+    assert again.last_step == 3 and again.segment == 1
+    tuner.tell(first[again.trial_id], values[again.trial_id])  # late: segment 0
+    store = tuner.campaign.store
+    assert store.get(again.trial_id).status == "pending", "the thawed segment still runs"
+    tuner.tell(again, train_segment(again))  # its own segment reports and ends as usual
+    assert store.get(again.trial_id).status in ("paused", "completed")
+    assert store.curves([again.trial_id])[again.trial_id][-1][0] > 3
+
+
+def test_a_returned_segment_short_of_max_steps_is_paused_not_completed():
+    """A freeze-thaw evaluation that returns at the end of its segment without asking
+    ``should_stop`` is paused at its last report: no trial completes before its last segment."""
+    tuner = dsbo.Tuner(SPACE, early_stopping=QUICK, max_steps=MAX_STEPS, budget_steps=18, **{**FAST, "n_init": 2})
+    trial = tuner.ask()
+    for epoch in (1, 2, 3):
+        trial.report(epoch, loss_at(trial.params, epoch))
+    tuner.tell(trial, loss_at(trial.params, 3))
+    assert tuner.campaign.store.get(trial.trial_id).status == "paused"
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_two_thread_workers_complete_no_trial_before_its_last_segment(seed):
+    """``workers=2`` threads: the in-process driver asks before it tells finished futures, so
+    a segment's tell can come after its trial was thawed (issue 57 saw 1 seed in 9)."""
+    trainer = Trainer()
+    result = dsbo.minimize(
+        trainer, SPACE, early_stopping=QUICK, max_steps=MAX_STEPS, budget_steps=45, seed=seed, workers=2, **FAST
+    )
+    store = result.campaign.store
+    curves = store.curves()
+    for trial in store.trials("completed"):
+        assert curves[trial.id][-1][0] == MAX_STEPS, f"trial {trial.id} completed at its last segment's end"
+    check_steps_charged_once(store, trainer, 45)

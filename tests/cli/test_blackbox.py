@@ -380,3 +380,35 @@ def test_a_freeze_thaw_shell_loop_pauses_trials_and_lists_thawed_ones_with_their
     assert sum(cost for _, _, _, cost in trials) == 18 == sum(len(c) for c in curves.values())
     code, status = run(capsys, "status", "--config", path)
     assert status["paused"] == sum(1 for t in trials if t[1] == "paused") > 0
+
+
+def test_a_late_shell_tell_of_an_ended_segment_leaves_the_thawed_trial_alone(tmp_path, capsys):
+    """``ask`` prints each trial's segment; ``tell --segment`` of a segment that has ended (the
+    trial was paused and thawed since) changes nothing (issue 57)."""
+    path = stopping_config(
+        tmp_path,
+        early_stopping={"name": "freeze-thaw", "curve_model": "power-law-ensemble", "steps_per_thaw": 3,
+                        "epochs": 30, "warm_epochs": 5, "candidates": 32},
+        budget_steps=27, budget=None, q=1,
+    )  # fmt: skip
+    first: dict[int, int] = {}
+    for _ in range(12):
+        code, asked = run(capsys, "ask", "--config", path)
+        assert code == 0 and asked["trials"]
+        trial = asked["trials"][0]
+        tid, start = trial["trial"], trial.get("from_step", 0)
+        if tid in first:  # thawed: its first segment's result comes in late
+            assert trial["segment"] == 1 and start == 3
+            code, told = run(capsys, "tell", "--config", path, "--trial", str(tid), "--values", "0.5",
+                             "--segment", str(first[tid]))  # fmt: skip
+            assert code == 0 and told["status"] == "pending"
+            code, out = run(capsys, "report", "--config", path, "--trial", str(tid), "--step", str(start + 1),
+                            "--value", "0.4", "--segment", "1")  # fmt: skip
+            assert code == 0, out
+            return
+        first[tid] = trial["segment"]
+        for step in range(start + 1, trial["max_steps"] + 1):
+            code, out = run(capsys, "report", "--config", path, "--trial", str(tid), "--step", str(step),
+                            "--value", str(tid + 1 / step))  # fmt: skip
+        assert out["decision"] == "pause"
+    pytest.fail("no trial was thawed")
