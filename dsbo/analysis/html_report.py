@@ -76,7 +76,10 @@ def _cell(value: Any) -> str:
 
 def _table(frame: Any) -> str:
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
-    rows = "".join("<tr>" + "".join(f"<td>{_cell(v)}</td>" for v in row) + "</tr>" for row in frame.itertuples(index=False))
+    rows = "".join(
+        "<tr>" + "".join(f"<td>{_cell(v)}</td>" for v in row) + "</tr>"
+        for row in frame.itertuples(index=False)
+    )
     return f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
 
 
@@ -106,13 +109,23 @@ def _stopped_section(data: ReportData) -> str:
     if table.empty:
         return ""
     total = int((data.frame["status"] == "stopped").sum())
-    more = f"<p class='meta'>and {total - len(table)} more (history.csv lists them all)</p>" if total > len(table) else ""
-    note = ("<p class='meta'>Their values are the last reported, after fewer steps than a full trial: "
-            "they do not count as results (best trials, best so far).</p>")  # fmt: skip
-    return f"<section id='stopped-trials'><h2>Stopped trials</h2>{note}{_table(table)}{more}</section>"
+    more = (
+        f"<p class='meta'>and {total - len(table)} more (history.csv lists them all)</p>"
+        if total > len(table)
+        else ""
+    )
+    note = (
+        "<p class='meta'>Their values are the last reported, after fewer steps than a full trial: "
+        "they do not count as results (best trials, best so far).</p>"
+    )
+    return (
+        f"<section id='stopped-trials'><h2>Stopped trials</h2>{note}{_table(table)}{more}</section>"
+    )
 
 
-def panel_html(data: ReportData, names: list[str] | tuple[str, ...] = MODEL_PANELS) -> dict[str, str | None]:
+def panel_html(
+    data: ReportData, names: list[str] | tuple[str, ...] = MODEL_PANELS
+) -> dict[str, str | None]:
     """Each named panel as the page's HTML section, ``None`` where it does not apply."""
     out: dict[str, str | None] = {}
     for name, panel in PANELS:
@@ -122,13 +135,33 @@ def panel_html(data: ReportData, names: list[str] | tuple[str, ...] = MODEL_PANE
         if fig is None:
             out[name] = None
             continue
-        body = fig.to_html(full_html=False, include_plotlyjs=False, div_id=f"panel-{name}",
-                           config={"displaylogo": False, "responsive": True})  # fmt: skip
+        body = fig.to_html(
+            full_html=False,
+            include_plotlyjs=False,
+            div_id=f"panel-{name}",
+            config={"displaylogo": False, "responsive": True},
+        )
         out[name] = f"<section class='panel'>{body}</section>"
     return out
 
 
-def render(data: ReportData, drawn: dict[str, Any] | None = None, model: dict[str, str | None] | None = None) -> str:
+def objectives_text(data: ReportData) -> str:
+    """What the page's subtitle says of the objectives, each named once:
+    ``"objective loss (lower is better)"``, ``"objectives f1 (lower is better), f2 (...)"``; an
+    objective named ``objective`` (the default name) is not introduced by the same word again:
+    ``"objective (higher is better)"``."""
+    labels = ", ".join(data.label(i) for i in range(len(data.objective_names)))
+    first = data.objective_names[0].strip().lower() if data.objective_names else ""
+    if first in ("objective", "objectives"):
+        return labels
+    return f"objective{'s' if data.multi_objective else ''} {labels}"
+
+
+def render(
+    data: ReportData,
+    drawn: dict[str, Any] | None = None,
+    model: dict[str, str | None] | None = None,
+) -> str:
     """The report page of ``data`` as one HTML string; ``drawn`` (:func:`drawn_parts`) and
     ``model`` (:func:`panel_html` of the model panels) when the caller has them already."""
     from plotly.offline import get_plotlyjs
@@ -145,9 +178,10 @@ def render(data: ReportData, drawn: dict[str, Any] | None = None, model: dict[st
         "</head><body>",
         f"<div id='{ERROR_BANNER}'></div>",
         f"<h1>{html.escape(data.title)}</h1>",
-        "<p class='meta'>" + ", ".join(f"{v} {k}" for k, v in counts.items()) + f" trial(s); written "
-        f"{time.strftime('%Y-%m-%d %H:%M')}; objective{'s' if data.multi_objective else ''} "
-        f"{html.escape(', '.join(data.label(i) for i in range(len(data.objective_names))))}</p>",
+        "<p class='meta'>"
+        + ", ".join(f"{v} {k}" for k, v in counts.items())
+        + f" trial(s); written "
+        f"{time.strftime('%Y-%m-%d %H:%M')}; {html.escape(objectives_text(data))}</p>",
     ]
     if drawn["best"]:
         parts.append(drawn["best"])
@@ -184,7 +218,10 @@ def write_report(
 
 
 def write_page(
-    data: ReportData, path: str | Path, drawn: dict[str, Any] | None = None, model: dict[str, str | None] | None = None
+    data: ReportData,
+    path: str | Path,
+    drawn: dict[str, Any] | None = None,
+    model: dict[str, str | None] | None = None,
 ) -> Path:
     """Render ``data`` (with the parts given, :func:`render`) and write it to ``path``."""
     path = Path(path)

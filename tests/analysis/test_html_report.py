@@ -88,9 +88,15 @@ class Reports:
             run = gallery.BUILDERS[kind](self.work / "runs", smoke=True)
             html = gallery.write(kind, run, self.work / "html")
             campaign = getattr(run, "campaign", run)
-            entry = {"run": run, "campaign": campaign, "html": html, "history": campaign.result().history}
+            entry = {
+                "run": run,
+                "campaign": campaign,
+                "html": html,
+                "history": campaign.result().history,
+            }
             if kind in KINDS:
-                entry["page"] = page = open_page(html, wait_s=30)  # a loaded machine: time to render
+                # a loaded machine: time to render
+                entry["page"] = page = open_page(html, wait_s=30)
                 entry["probe"] = page.evaluate(PROBE, ERROR_BANNER)
                 entry["shot"] = page.screenshot(self.work / "shots" / f"{kind}.png")
             self.done[kind] = entry
@@ -123,8 +129,15 @@ def test_every_figure_renders_without_errors_and_only_the_panels_that_apply(repo
     assert width == 1300 and height == page.scroll_height > 1000
 
 
-@pytest.mark.parametrize("kind, title", [("sparse", "trial"), ("mobo", "trial"),
-                                         ("cost", "cumulative cost"), ("contextual", "cumulative cost")])  # fmt: skip
+@pytest.mark.parametrize(
+    "kind, title",
+    [
+        ("sparse", "trial"),
+        ("mobo", "trial"),
+        ("cost", "cumulative cost"),
+        ("contextual", "cumulative cost"),
+    ],
+)
 def test_history_axis_is_the_trial_or_the_cumulative_cost(reports, kind, title):
     history = reports[kind]["probe"]["info"]["panel-history"]
     assert history["xaxis_title"] == title
@@ -170,7 +183,8 @@ def test_slices_mark_the_best_trial(reports):
 def test_contexts_and_sparsity_panels(reports):
     contexts = reports["contextual"]["probe"]["info"]["panel-contexts"]["traces"]
     assert [t["type"] for t in contexts] == ["heatmap", "bar", "scatter"]
-    assert "contexts: sadcbo" in reports["contextual"]["page"].text  # the configuration names the policy
+    # the configuration names the policy
+    assert "contexts: sadcbo" in reports["contextual"]["page"].text
     sparsity = reports["sparse"]["probe"]["info"]["panel-sparsity"]["traces"]
     assert sparsity[0]["type"] == "bar" and sparsity[0]["n"] == len(reports["sparse"]["history"])
 
@@ -182,9 +196,18 @@ def test_report_of_a_minimize_result_goes_next_to_its_store(reports, tmp_path):
     assert store.name == "trials.sqlite"
     assert (store.parent / "report.html").read_bytes() == entry["html"].read_bytes()
     assert int((entry["history"]["status"] == "failed").sum()) >= 1  # the function raised
-    assert dsbo.report(entry["run"], tmp_path / "elsewhere.html", model=False) == tmp_path / "elsewhere.html"
-    no_store = dsbo.minimize(gallery.mixed_objective, gallery.mixed_space(), budget=2, n_init=2, surrogate="gp",
-                             optimizer=gallery.FAST)  # fmt: skip
+    assert (
+        dsbo.report(entry["run"], tmp_path / "elsewhere.html", model=False)
+        == tmp_path / "elsewhere.html"
+    )
+    no_store = dsbo.minimize(
+        gallery.mixed_objective,
+        gallery.mixed_space(),
+        budget=2,
+        n_init=2,
+        surrogate="gp",
+        optimizer=gallery.FAST,
+    )
     with pytest.raises(ConfigError, match="path="):
         dsbo.report(no_store)
 
@@ -202,7 +225,8 @@ def test_mixed_space_axes(reports):
     assert ticks["optimizer"] == ["adam", "sgd", "rmsprop"]
     assert ticks["objective (lower is better)"][0] == "failed"  # the user's name and direction
     objective = next(d for d in figure.data[0].dimensions if d.label.startswith("objective"))
-    assert objective.range[0] > objective.range[1]  # minimized: failed at the bottom, the best at the top
+    # minimized: failed at the bottom, the best at the top
+    assert objective.range[0] > objective.range[1]
 
 
 # ------------------------------------------------------------------------------ the command line
@@ -211,15 +235,27 @@ class Commands:
 
     def __init__(self, dirs: dict[str, Path]):
         self.dirs = dirs
-        self.running = {name: subprocess.Popen([sys.executable, "-m", "dsbo.report", str(d)], stdout=subprocess.PIPE,
-                                               stderr=subprocess.PIPE, text=True, cwd=ROOT)
-                        for name, d in dirs.items()}  # fmt: skip
+        self.running = {
+            name: subprocess.Popen(
+                [sys.executable, "-m", "dsbo.report", str(d)],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                cwd=ROOT,
+            )
+            for name, d in dirs.items()
+        }
         self.done: dict[str, dict[str, Any]] = {}
 
     def __getitem__(self, name: str) -> dict[str, Any]:
         if name not in self.done:
             out, err = self.running[name].communicate(timeout=300)
-            self.done[name] = {"dir": self.dirs[name], "code": self.running[name].returncode, "out": out, "err": err}
+            self.done[name] = {
+                "dir": self.dirs[name],
+                "code": self.running[name].returncode,
+                "out": out,
+                "err": err,
+            }
         return self.done[name]
 
     def stop(self) -> None:
@@ -239,12 +275,33 @@ def commands(tmp_path_factory) -> Commands:
 
     tmp = tmp_path_factory.mktemp("cli")
     run_dir = tmp / "branin"
-    argv = ["--problem.name", "branin", "--surrogate.name", "gp", "--budget", "6", "--n_init", "4",
-            "--postprocess", "null", "--acquisition.num_restarts", "2", "--acquisition.raw_samples", "32",
-            "--acquisition.maxiter", "25", "--progress", "false", "--wandb.mode", "disabled",
-            "--run_dir", str(run_dir)]  # fmt: skip
+    argv = [
+        "--problem.name",
+        "branin",
+        "--surrogate.name",
+        "gp",
+        "--budget",
+        "6",
+        "--n_init",
+        "4",
+        "--postprocess",
+        "null",
+        "--acquisition.num_restarts",
+        "2",
+        "--acquisition.raw_samples",
+        "32",
+        "--acquisition.maxiter",
+        "25",
+        "--progress",
+        "false",
+        "--wandb.mode",
+        "disabled",
+        "--run_dir",
+        str(run_dir),
+    ]
     assert optimize.main(argv) == 0
-    (run_dir / "report.html").unlink()  # the optimize run wrote one: the command must write it again
+    # the optimize run wrote one: the command must write it again
+    (run_dir / "report.html").unlink()
     (tmp / "empty").mkdir()
     for name in ("no_store", "other_schema"):
         shutil.copytree(run_dir, tmp / name, ignore=shutil.ignore_patterns("report.html"))
@@ -271,12 +328,15 @@ def test_report_command_writes_the_run_dirs_report(commands):
         assert f'id="panel-{absent}"' not in page
 
 
-@pytest.mark.parametrize("name, message", [
-    ("missing", "no such run directory"),
-    ("empty", "no config.yaml"),
-    ("no_store", "no store"),
-    ("other_schema", "schema 99"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "name, message",
+    [
+        ("missing", "no such run directory"),
+        ("empty", "no config.yaml"),
+        ("no_store", "no store"),
+        ("other_schema", "schema 99"),
+    ],
+)
 def test_report_command_bad_inputs_give_one_line_errors(commands, name, message, capsys):
     if name in commands.running:
         done = commands[name]
@@ -291,3 +351,36 @@ def test_report_command_bad_inputs_give_one_line_errors(commands, name, message,
     lines = done["err"].strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0], done["err"]
     assert not (done["dir"] / "report.html").exists()
+
+
+# ------------------------------------------------------------------------------ the subtitle
+def _data(names: list[str], signs: list[float]) -> Any:
+    import pandas as pd
+
+    from dsbo.analysis.report_data import ReportData
+    from dsbo.space import SearchSpace
+
+    frame = pd.DataFrame({"trial": [0], "status": ["completed"], "x": [0.5]})
+    space = SearchSpace({"x": dsbo.Float(0.0, 1.0)})
+    return ReportData("run", space, frame, names, multi_objective=len(names) > 1, signs=signs)
+
+
+@pytest.mark.parametrize(
+    "names, signs, expected",
+    [
+        (["objective"], [1.0], "objective (higher is better)"),
+        (["objective"], [-1.0], "objective (lower is better)"),
+        (["loss"], [-1.0], "objective loss (lower is better)"),
+        (["f1", "f2"], [-1.0, 1.0], "objectives f1 (lower is better), f2 (higher is better)"),
+    ],
+)
+def test_the_subtitle_names_each_objective_once(names, signs, expected):
+    from dsbo.analysis.html_report import objectives_text, render
+
+    data = _data(names, signs)
+    assert objectives_text(data) == expected
+    drawn = {"panels": {}, "counts": {"completed": 1}, "best": "", "stopped": ""}
+    page = render(data, drawn=drawn, model={})
+    subtitle = page.split("<p class='meta'>")[1].split("</p>")[0]
+    assert subtitle.endswith(f"; {expected}")
+    assert "objective objective" not in page
