@@ -253,3 +253,30 @@ def test_the_timing_goal_is_stated_on_one_machine():
     )
     notes = (RESULTS / "bench_optimize_command" / "notes.md").read_text()
     assert "**met on this\nmachine**" not in notes and "**not compared on\none machine**" in notes
+
+
+def test_freeze_thaw_k3_row_is_the_simulated_policy_with_its_paired_verdicts():
+    from verdicts import paired_verdict
+
+    ours, theirs = finals("freeze_thaw/k3", 540), finals("early_stopping", 540)
+    row = docs_row("Freeze-thaw: the decision goal with shorter segments")
+    assert "**simulated policy**" in row
+    below_both = []
+    for problem in ("cnn-digits", "mlp-cancer", "zoo-diabetes"):
+        a = ours[(problem, "ft-dkgp")]
+        rules = {
+            r: theirs[(problem, r)] for r in ("bo+hyperband", "bo+asha", "random+asha", "bohb")
+        }
+        best_rule = min(rules, key=lambda r: mean_on_common_seeds(a, rules[r])[1])
+        tpe = theirs[(problem, "optuna-tpe+hyperband")]
+        if mean_on_common_seeds(a, rules[best_rule])[0] < min(
+            mean_on_common_seeds(a, rules[best_rule])[1], mean_on_common_seeds(a, tpe)[1]
+        ):
+            below_both.append(problem)
+            v_rule = paired_verdict(a, rules[best_rule], lower_is_better=True)
+            v_tpe = paired_verdict(a, tpe, lower_is_better=True)
+            assert v_rule.verdict == v_tpe.verdict == "within noise"
+            assert f"({problem}; paired within noise against both, p {v_rule.p:.2g})" in row
+            assert f"{v_rule.p:.2g}" == f"{v_tpe.p:.2g}"
+    assert below_both == ["cnn-digits"]
+    assert "goal (2 of 3) **missed**: below both in the mean on 1 of 3 with k = 3" in row
