@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from dsbo.space.wandb_syntax import _is_number
+from dsbo.space.wandb_syntax import is_number
 
 RUN_SUMMARY = "summary.json"
 WANDB_SUMMARY_GLOB = "wandb/*run-*/files/wandb-summary.json"
@@ -20,7 +20,10 @@ WANDB_SUMMARY_GLOB = "wandb/*run-*/files/wandb-summary.json"
 
 def read_metric(run_dir: Path, name: str) -> float | None:
     """``name`` from the run's ``summary.json`` (dsbo.train) or its offline W&B summary."""
-    candidates = [run_dir / RUN_SUMMARY, *sorted(run_dir.glob(WANDB_SUMMARY_GLOB), key=lambda p: p.stat().st_mtime, reverse=True)]
+    candidates = [
+        run_dir / RUN_SUMMARY,
+        *sorted(run_dir.glob(WANDB_SUMMARY_GLOB), key=lambda p: p.stat().st_mtime, reverse=True),
+    ]
     for path in candidates:
         if not path.is_file():
             continue
@@ -29,7 +32,7 @@ def read_metric(run_dir: Path, name: str) -> float | None:
         except (OSError, json.JSONDecodeError):
             continue
         value = summary.get(name) if isinstance(summary, dict) else None
-        if _is_number(value):
+        if is_number(value):
             return float(value)
     return None
 

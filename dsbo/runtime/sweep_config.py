@@ -24,7 +24,7 @@ import yaml
 
 from dsbo.errors import ConfigError
 from dsbo.runtime.hyperband import Hyperband, parse_early_terminate
-from dsbo.space.wandb_syntax import Parameter, _is_number, parse_parameter, search_space
+from dsbo.space.wandb_syntax import Parameter, is_number, parse_parameter, search_space
 
 #: Top-level keys of a W&B sweep configuration (docs.wandb.ai, "Sweep configuration options").
 SWEEP_KEYS = (
@@ -46,7 +46,16 @@ METHODS = ("grid", "random", "bayes")
 METRIC_KEYS = ("name", "goal", "target", "impute", "impute_while_running")
 GOALS = ("minimize", "maximize")
 #: The W&B agent's command macros.
-MACROS = ("env", "interpreter", "program", "args", "args_no_hyphens", "args_no_boolean_flags", "args_json", "args_json_file")
+MACROS = (
+    "env",
+    "interpreter",
+    "program",
+    "args",
+    "args_no_hyphens",
+    "args_no_boolean_flags",
+    "args_json",
+    "args_json_file",
+)
 DEFAULT_COMMAND = ["${env}", "${interpreter}", "${program}", "${args}"]
 MACRO = re.compile(r"^\$\{([a-z_]+)\}$")
 ENVVAR = re.compile(r"\$\{envvar:([A-Za-z0-9_]*)\}")
@@ -89,17 +98,25 @@ def bayes_options(raw: Any, source: str = "sweep") -> dict[str, Any]:
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
-        raise ConfigError(f"{source}: dsbo must be a mapping of {sorted(BAYES_OPTIONS)}, got {raw!r}")
+        raise ConfigError(
+            f"{source}: dsbo must be a mapping of {sorted(BAYES_OPTIONS)}, got {raw!r}"
+        )
     unknown = sorted(set(raw) - set(BAYES_OPTIONS))
     if unknown:
-        raise ConfigError(f"{source}: dsbo: unknown option(s) {unknown}; use {sorted(BAYES_OPTIONS)}")
+        raise ConfigError(
+            f"{source}: dsbo: unknown option(s) {unknown}; use {sorted(BAYES_OPTIONS)}"
+        )
     options = {**BAYES_OPTIONS, **raw}
     if options["default"] is not None and not isinstance(options["default"], dict):
-        raise ConfigError(f"{source}: dsbo.default must map parameter names to the program's default values")
+        raise ConfigError(
+            f"{source}: dsbo.default must map parameter names to the program's default values"
+        )
     if "postprocess" not in raw and options["default"] is not None:
         options["postprocess"] = {"bonsai": {"rho": 0.2}}
     n_init = options["n_init"]
-    if n_init is not None and (isinstance(n_init, bool) or not isinstance(n_init, int) or n_init < 1):
+    if n_init is not None and (
+        isinstance(n_init, bool) or not isinstance(n_init, int) or n_init < 1
+    ):
         raise ConfigError(f"{source}: dsbo.n_init must be an integer >= 1, got {n_init!r}")
     return options
 
@@ -107,10 +124,14 @@ def bayes_options(raw: Any, source: str = "sweep") -> dict[str, Any]:
 def parse_sweep(raw: Any, source: str = "sweep") -> SweepConfig:
     """Validate a sweep configuration (a dict loaded from YAML) against W&B's documented keys."""
     if not isinstance(raw, dict):
-        raise ConfigError(f"{source}: a sweep file is a mapping of W&B sweep keys, got {type(raw).__name__}")
+        raise ConfigError(
+            f"{source}: a sweep file is a mapping of W&B sweep keys, got {type(raw).__name__}"
+        )
     unknown = sorted(set(raw) - set(SWEEP_KEYS))
     if unknown:
-        raise ConfigError(f"{source}: unknown top-level keys {unknown}; W&B sweep keys are {list(SWEEP_KEYS)}")
+        raise ConfigError(
+            f"{source}: unknown top-level keys {unknown}; W&B sweep keys are {list(SWEEP_KEYS)}"
+        )
     missing = [k for k in REQUIRED_KEYS if k not in raw]
     if missing:
         raise ConfigError(f"{source}: missing required keys {missing}")
@@ -118,7 +139,9 @@ def parse_sweep(raw: Any, source: str = "sweep") -> SweepConfig:
     if method not in METHODS:
         raise ConfigError(f"{source}: method={method!r} must be one of {METHODS}")
     if "dsbo" in raw and method != "bayes":
-        raise ConfigError(f"{source}: the dsbo: options configure method: bayes; this sweep is method: {method}")
+        raise ConfigError(
+            f"{source}: the dsbo: options configure method: bayes; this sweep is method: {method}"
+        )
     if not isinstance(raw["program"], str) or not raw["program"]:
         raise ConfigError(f"{source}: program must be a non-empty string (the training script)")
     for key in ("name", "description", "project", "entity"):
@@ -126,31 +149,49 @@ def parse_sweep(raw: Any, source: str = "sweep") -> SweepConfig:
             raise ConfigError(f"{source}: {key} must be a string, got {raw[key]!r}")
     metric = raw.get("metric")
     if metric is not None:
-        if not isinstance(metric, dict) or "name" not in metric or not isinstance(metric["name"], str):
-            raise ConfigError(f"{source}: metric must be a mapping with a name (and goal), got {metric!r}")
+        if (
+            not isinstance(metric, dict)
+            or "name" not in metric
+            or not isinstance(metric["name"], str)
+        ):
+            raise ConfigError(
+                f"{source}: metric must be a mapping with a name (and goal), got {metric!r}"
+            )
         bad = sorted(set(metric) - set(METRIC_KEYS))
         if bad:
-            raise ConfigError(f"{source}: metric keys {bad} are not W&B metric keys {list(METRIC_KEYS)}")
+            raise ConfigError(
+                f"{source}: metric keys {bad} are not W&B metric keys {list(METRIC_KEYS)}"
+            )
         if metric.get("goal", "minimize") not in GOALS:
             raise ConfigError(f"{source}: metric.goal={metric['goal']!r} must be one of {GOALS}")
-        if "target" in metric and not _is_number(metric["target"]):
+        if "target" in metric and not is_number(metric["target"]):
             raise ConfigError(f"{source}: metric.target={metric['target']!r} must be a number")
     run_cap = raw.get("run_cap")
-    if run_cap is not None and (not isinstance(run_cap, int) or isinstance(run_cap, bool) or run_cap < 1):
+    if run_cap is not None and (
+        not isinstance(run_cap, int) or isinstance(run_cap, bool) or run_cap < 1
+    ):
         raise ConfigError(f"{source}: run_cap={run_cap!r} must be an integer >= 1")
     early_terminate = parse_early_terminate(raw.get("early_terminate"), metric, source)
     params = raw["parameters"]
     if not isinstance(params, dict) or not params:
-        raise ConfigError(f"{source}: parameters must be a non-empty mapping of parameter name to search constraint")
+        raise ConfigError(
+            f"{source}: parameters must be a non-empty mapping of parameter name to search constraint"
+        )
     parameters = [parse_parameter(name, spec) for name, spec in params.items()]
     command = raw.get("command", DEFAULT_COMMAND)
-    if not isinstance(command, list) or not command or any(isinstance(c, dict | list) for c in command):
+    if (
+        not isinstance(command, list)
+        or not command
+        or any(isinstance(c, dict | list) for c in command)
+    ):
         raise ConfigError(f"{source}: command must be a non-empty list of strings, got {command!r}")
     command = [str(c) for c in command]
     for c in command:
         match = MACRO.match(c)
         if match and match.group(1) not in MACROS:
-            raise ConfigError(f"{source}: command macro {c} is not one of {['${' + m + '}' for m in MACROS]}")
+            raise ConfigError(
+                f"{source}: command macro {c} is not one of {['${' + m + '}' for m in MACROS]}"
+            )
     if method == "grid":
         for p in parameters:
             p.grid_values()  # raises for a continuous distribution
@@ -186,7 +227,9 @@ def load_sweep(path: str | Path) -> SweepConfig:
 
 
 # ---------------------------------------------------------------------- expansion
-def expand_runs(sweep: SweepConfig, count: int | None = None, seed: int = 0) -> list[dict[str, Any]]:
+def expand_runs(
+    sweep: SweepConfig, count: int | None = None, seed: int = 0
+) -> list[dict[str, Any]]:
     """The parameter configurations the sweep runs, in order.
 
     Grid: the cartesian product (first parameter slowest), cut at ``count`` / ``run_cap``.
@@ -201,7 +244,9 @@ def expand_runs(sweep: SweepConfig, count: int | None = None, seed: int = 0) -> 
         runs = [dict(zip(names, values, strict=True)) for values in grid]
         return runs[:limit] if limit is not None else runs
     if limit is None:
-        raise ConfigError("method: random runs until stopped in W&B; give --count N (or run_cap in the file)")
+        raise ConfigError(
+            "method: random runs until stopped in W&B; give --count N (or run_cap in the file)"
+        )
     rng = np.random.default_rng(seed)
     return [{p.name: p.sample(rng) for p in sweep.parameters} for _ in range(limit)]
 
@@ -210,10 +255,16 @@ def _flag_value(value: Any) -> str:
     return str(value)  # what the W&B agent does: f"--{name}={value}"
 
 
-def macro_values(params: dict[str, Any], program: str, args_json_file: Path | None) -> dict[str, list[str]]:
+def macro_values(
+    params: dict[str, Any], program: str, args_json_file: Path | None
+) -> dict[str, list[str]]:
     """Each ``${macro}`` of W&B's agent and the arguments it expands to."""
     args = [f"--{k}={_flag_value(v)}" for k, v in params.items()]
-    no_bool = [f"--{k}" if v is True else f"--{k}={_flag_value(v)}" for k, v in params.items() if v is not False]
+    no_bool = [
+        f"--{k}" if v is True else f"--{k}={_flag_value(v)}"
+        for k, v in params.items()
+        if v is not False
+    ]
     return {
         "env": ["/usr/bin/env"] if os.name != "nt" else [],
         "interpreter": [sys.executable],
@@ -226,9 +277,11 @@ def macro_values(params: dict[str, Any], program: str, args_json_file: Path | No
     }
 
 
-
 def build_command(
-    sweep: SweepConfig, params: dict[str, Any], args_json_file: Path | None = None, environ: dict[str, str] | None = None
+    sweep: SweepConfig,
+    params: dict[str, Any],
+    args_json_file: Path | None = None,
+    environ: dict[str, str] | None = None,
 ) -> list[str]:
     """The run's command line: the sweep's ``command`` with the macros substituted."""
     values = macro_values(params, sweep.program, args_json_file)
@@ -243,7 +296,9 @@ def build_command(
         def envvar(m: re.Match) -> str:
             name = m.group(1)
             if name not in environ:
-                raise ConfigError(f"command: ${{envvar:{name}}} but the environment variable {name} is not set")
+                raise ConfigError(
+                    f"command: ${{envvar:{name}}} but the environment variable {name} is not set"
+                )
             return environ[name]
 
         out.append(ENVVAR.sub(envvar, item))

@@ -81,7 +81,13 @@ DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
     "q_beta": ("a", "b", "q"),
 }
 #: Distributions a grid can enumerate.
-GRID_DISTRIBUTIONS = ("constant", "categorical", "categorical_w_probabilities", "int_uniform", "q_uniform")
+GRID_DISTRIBUTIONS = (
+    "constant",
+    "categorical",
+    "categorical_w_probabilities",
+    "int_uniform",
+    "q_uniform",
+)
 
 
 @dataclass
@@ -147,13 +153,26 @@ def _quantized(x: float, q: float | None) -> float | int:
     return int(round(value)) if float(q).is_integer() else float(value)
 
 
-def _is_number(x: Any) -> bool:
+def is_number(x: Any) -> bool:
+    """A finite int or float, not a bool: what W&B's sweep schema accepts as a number (and a
+    run summary's value that can be a metric)."""
     return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
 
 
 #: The keys of a W&B sweep parameter (W&B's sweep configuration reference).
 PARAMETER_KEYS = frozenset(
-    {"value", "values", "probabilities", "distribution", "min", "max", "mu", "sigma", "q", "parameters"}
+    {
+        "value",
+        "values",
+        "probabilities",
+        "distribution",
+        "min",
+        "max",
+        "mu",
+        "sigma",
+        "q",
+        "parameters",
+    }
 )
 
 
@@ -172,28 +191,41 @@ def parse_parameter(name: str, spec: Any) -> Parameter:
     unknown = sorted(set(spec) - PARAMETER_KEYS)
     if unknown:
         hints = [difflib.get_close_matches(str(k), sorted(PARAMETER_KEYS), n=1) for k in unknown]
-        hint = "; ".join(f"did you mean {h[0]!r} for {k!r}?" for k, h in zip(unknown, hints, strict=True) if h)
+        hint = "; ".join(
+            f"did you mean {h[0]!r} for {k!r}?" for k, h in zip(unknown, hints, strict=True) if h
+        )
         raise ConfigError(
-            f"{where}: unknown key(s) {unknown}" + (f" ({hint})" if hint else "")
+            f"{where}: unknown key(s) {unknown}"
+            + (f" ({hint})" if hint else "")
             + f"; a parameter takes {', '.join(sorted(PARAMETER_KEYS))}"
         )
     distribution = spec.get("distribution")
     if distribution is None:  # W&B's inference rules
         if "values" in spec:
-            distribution = "categorical_w_probabilities" if "probabilities" in spec else "categorical"
+            distribution = (
+                "categorical_w_probabilities" if "probabilities" in spec else "categorical"
+            )
         elif "value" in spec:
             distribution = "constant"
         elif "min" in spec and "max" in spec:
-            both_int = all(isinstance(spec[k], int) and not isinstance(spec[k], bool) for k in ("min", "max"))
+            both_int = all(
+                isinstance(spec[k], int) and not isinstance(spec[k], bool) for k in ("min", "max")
+            )
             distribution = "int_uniform" if both_int else "uniform"
         else:
-            raise ConfigError(f"{where}: give value, values, or min and max (with an optional distribution)")
+            raise ConfigError(
+                f"{where}: give value, values, or min and max (with an optional distribution)"
+            )
     if distribution not in DISTRIBUTIONS:
-        raise ConfigError(f"{where}: distribution={distribution!r} is not one of {sorted(DISTRIBUTIONS)}")
+        raise ConfigError(
+            f"{where}: distribution={distribution!r} is not one of {sorted(DISTRIBUTIONS)}"
+        )
     allowed = set(DISTRIBUTIONS[distribution]) | {"distribution"}
     unknown = sorted(set(spec) - allowed)
     if unknown:
-        raise ConfigError(f"{where}: keys {unknown} do not belong to distribution {distribution!r} (allowed: {sorted(allowed)})")
+        raise ConfigError(
+            f"{where}: keys {unknown} do not belong to distribution {distribution!r} (allowed: {sorted(allowed)})"
+        )
     required = {
         "constant": ("value",),
         "categorical": ("values",),
@@ -208,10 +240,17 @@ def parse_parameter(name: str, spec: Any) -> Parameter:
         raise ConfigError(f"{where}.values must be a non-empty list")
     if "probabilities" in s:
         p = s["probabilities"]
-        if not isinstance(p, list) or len(p) != len(s["values"]) or not all(_is_number(v) and v >= 0 for v in p) or sum(p) <= 0:
-            raise ConfigError(f"{where}.probabilities must be {len(s['values'])} numbers >= 0 with a positive sum")
+        if (
+            not isinstance(p, list)
+            or len(p) != len(s["values"])
+            or not all(is_number(v) and v >= 0 for v in p)
+            or sum(p) <= 0
+        ):
+            raise ConfigError(
+                f"{where}.probabilities must be {len(s['values'])} numbers >= 0 with a positive sum"
+            )
     for key in ("min", "max", "q", "mu", "sigma", "a", "b"):
-        if key in s and not _is_number(s[key]):
+        if key in s and not is_number(s[key]):
             raise ConfigError(f"{where}.{key}={s[key]!r} must be a finite number")
     if "min" in s and s["min"] > s["max"]:
         raise ConfigError(f"{where}: min={s['min']} must be <= max={s['max']}")
@@ -227,9 +266,16 @@ def parse_parameter(name: str, spec: Any) -> Parameter:
 
 #: Distributions a bayes sweep can search (each is a bounded parameter of :mod:`dsbo.space`).
 BAYES_DISTRIBUTIONS = (
-    "constant", "categorical", "uniform", "q_uniform", "int_uniform", "log_uniform",
-    "log_uniform_values", "q_log_uniform_values", "inv_log_uniform_values",
-)  # fmt: skip
+    "constant",
+    "categorical",
+    "uniform",
+    "q_uniform",
+    "int_uniform",
+    "log_uniform",
+    "log_uniform_values",
+    "q_log_uniform_values",
+    "inv_log_uniform_values",
+)
 
 
 def _value_type(value: Any) -> str:
@@ -267,35 +313,49 @@ def _bayes_parameter(p: Parameter, where: str) -> SpaceParameter:
     """The :mod:`dsbo.space` parameter of one sweep parameter (see the module docstring)."""
     d, s = p.distribution, p.spec
     if d not in BAYES_DISTRIBUTIONS:
-        hint = " (drop probabilities: they are a prior for method: random)" if d == "categorical_w_probabilities" else ""
-        raise ConfigError(f"{where}: method: bayes searches a bounded box; distribution {d!r} cannot be one{hint}. "
-                          f"Use one of {list(BAYES_DISTRIBUTIONS)}")
+        hint = (
+            " (drop probabilities: they are a prior for method: random)"
+            if d == "categorical_w_probabilities"
+            else ""
+        )
+        raise ConfigError(
+            f"{where}: method: bayes searches a bounded box; distribution {d!r} cannot be one{hint}. "
+            f"Use one of {list(BAYES_DISTRIBUTIONS)}"
+        )
     if d == "constant":
         return Fixed(s["value"])
     if d == "categorical":
         values = list(s["values"])
         types = sorted({_value_type(v) for v in values})
         if len(types) > 1:
-            raise ConfigError(f"{where}.values {values} mix types {types}: a bayes sweep searches values of one kind")
+            raise ConfigError(
+                f"{where}.values {values} mix types {types}: a bayes sweep searches values of one kind"
+            )
         if any(isinstance(v, dict | list) for v in values):
             raise ConfigError(f"{where}.values must be numbers, strings or booleans, got {values}")
         if len({json.dumps(v) for v in values}) != len(values):
             raise ConfigError(f"{where}.values {values} repeat a value")
         return Fixed(values[0]) if len(values) == 1 else Choice(values)
     if s["min"] == s["max"]:
-        raise ConfigError(f"{where}: min={s['min']} and max={s['max']} leave nothing to search; use value: for a fixed parameter")
+        raise ConfigError(
+            f"{where}: min={s['min']} and max={s['max']} leave nothing to search; use value: for a fixed parameter"
+        )
     if d == "int_uniform":
         return Int(s["min"], s["max"])
     if d == "uniform":
         return Float(float(s["min"]), float(s["max"]))
     if d == "q_uniform":
         low, high = _q_grid(where, s)
-        return Int(low, high, step=int(s["q"])) if _integral(s["q"]) else Float(low, high, step=s["q"])
+        return (
+            Int(low, high, step=int(s["q"])) if _integral(s["q"]) else Float(low, high, step=s["q"])
+        )
     if d == "log_uniform":  # min and max are natural logs
         try:
             return Float(math.exp(s["min"]), math.exp(s["max"]), log=True)
         except OverflowError:
-            raise ConfigError(f"{where}: log_uniform takes the natural logs of the values; exp(max={s['max']}) overflows") from None
+            raise ConfigError(
+                f"{where}: log_uniform takes the natural logs of the values; exp(max={s['max']}) overflows"
+            ) from None
     if d == "q_log_uniform_values":
         low, high = _q_grid(where, s)
         if not _integral(s["q"]):
@@ -322,7 +382,11 @@ def search_space(parameters: Sequence[Parameter], source: str = "sweep") -> Sear
         except ConfigError as exc:  # a parameter type's own check: name the sweep parameter
             if str(exc).startswith(where):
                 raise
-            raise ConfigError(f"{where}: {re.sub(r'^(Float|Int|Choice|Fixed): ', '', str(exc))}") from None
+            raise ConfigError(
+                f"{where}: {re.sub(r'^(Float|Int|Choice|Fixed): ', '', str(exc))}"
+            ) from None
     if all(isinstance(v, Fixed) for v in space.values()):
-        raise ConfigError(f"{source}: method: bayes needs at least one searched parameter; every parameter is fixed")
+        raise ConfigError(
+            f"{source}: method: bayes needs at least one searched parameter; every parameter is fixed"
+        )
     return SearchSpace(space)
