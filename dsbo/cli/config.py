@@ -262,6 +262,8 @@ def check_early_stopping(cfg: OptimizeConfig) -> None:
     (:meth:`dsbo.campaign.early_stopping.EarlyStopping.build`, no torch), the messages naming
     the config's field (``early_stopping.reduction_factor``, not the rule's ``stopping.``)."""
     from dsbo.campaign.early_stopping import EarlyStopping
+    from dsbo.campaign.freeze_thaw import FREEZE_THAW
+    from dsbo.stopping import STOPPING_RULES
 
     for name in ("max_steps", "budget_steps"):
         value = getattr(cfg, name)
@@ -271,7 +273,10 @@ def check_early_stopping(cfg: OptimizeConfig) -> None:
         raise ConfigError("budget_steps and budget_cost are two budgets: give one of them")
     spec = cfg.early_stopping
     if isinstance(spec, str) and not spec.strip():
-        raise ConfigError("early_stopping is empty; give a rule name (median, percentile, asha, hyperband) or null")
+        rules = ", ".join(STOPPING_RULES.names())
+        raise ConfigError(
+            f"early_stopping is empty; give a rule name ({rules}), {FREEZE_THAW} or null"
+        )
     try:
         EarlyStopping.build(spec, cfg.max_steps, cfg.budget_steps)
     except ConfigError as exc:

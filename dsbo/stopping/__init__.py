@@ -52,9 +52,17 @@ Ax ``min_progression``             ~ ``n_warmup_steps``                 percenti
 Ax ``min_curves``                  ~ ``n_startup_trials``               percentile
 =================================  ===================================  =========================
 
+The rules register by name (:func:`~dsbo.stopping.catalogue.register_stopping_rule`, in the
+module that defines each); :data:`~dsbo.stopping.catalogue.STOPPING_RULES` is the registry,
+whose catalogue names the module of every rule dsbo ships, so the names are known without
+importing a rule (``STOPPING_RULES.names()``), and importing this package loads none of them.
+The table above lists those names (``tests/stopping/test_make_rule.py`` checks it against the
+registry); ``available_stopping_rules()`` lists every registered rule, a plugin's too. A new
+rule is one module, one decorator and one test (docs/contributing.md).
+
 :func:`make_rule` builds a rule from a config: ``None`` or ``"none"`` (no early stopping), a
-name, a mapping ``{"name": ..., **options}``, or a rule (returned as is). Every option is
-checked when the rule is made, before anything runs.
+registered name, a mapping ``{"name": ..., **options}``, or a rule (returned as is). Every
+option is checked when the rule is made, before anything runs.
 
 Example:
     >>> make_rule({"name": "asha", "reduction_factor": 4})
@@ -74,20 +82,26 @@ from collections.abc import Mapping
 from typing import Any
 
 from dsbo.errors import ConfigError
+from dsbo.registry import lazy_exports
 from dsbo.stopping.base import Decision, StoppingRule, TrialCurve
-from dsbo.stopping.percentile import MedianRule, PercentileRule
-from dsbo.stopping.successive_halving import ASHARule, HyperbandRule
+from dsbo.stopping.catalogue import (
+    STOPPING_RULES,
+    available_stopping_rules,
+    register_stopping_rule,
+)
 
-#: The rules by config name (``"successive-halving"`` is another name of ``"asha"``).
-RULES: dict[str, type[StoppingRule]] = {
-    "median": MedianRule,
-    "percentile": PercentileRule,
-    "asha": ASHARule,
-    "successive-halving": ASHARule,
-    "hyperband": HyperbandRule,
-}
 #: The config name of "no early stopping".
 NONE = "none"
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "MedianRule": "dsbo.stopping.percentile",
+        "PercentileRule": "dsbo.stopping.percentile",
+        "ASHARule": "dsbo.stopping.successive_halving",
+        "HyperbandRule": "dsbo.stopping.successive_halving",
+    },
+)
 
 
 def _did_you_mean(word: str, choices: list[str]) -> str:
@@ -95,17 +109,24 @@ def _did_you_mean(word: str, choices: list[str]) -> str:
     return f"; did you mean {close[0]!r}?" if close else "."
 
 
+def rule_choices() -> list[str]:
+    """What ``early_stopping`` may name: ``"none"`` and every registered rule (imports no
+    rule module)."""
+    return [NONE, *STOPPING_RULES.names()]
+
+
 def rule_options(name: str) -> list[str]:
     """The options the rule ``name`` takes, in its constructor's order."""
-    params = inspect.signature(RULES[name].__init__).parameters.values()
-    return [p.name for p in params if p.name != "self"]
+    params = inspect.signature(STOPPING_RULES.get(name)).parameters.values()
+    return [p.name for p in params if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
 
 
 def make_rule(spec: object) -> StoppingRule | None:
     """The stopping rule a config asks for; ``None`` for no early stopping.
 
     Args:
-        spec: ``None`` or ``"none"``; a rule name (:data:`RULES`); a mapping ``{"name": ...,
+        spec: ``None`` or ``"none"``; a registered rule name
+            (:data:`~dsbo.stopping.catalogue.STOPPING_RULES`); a mapping ``{"name": ...,
             **options}``; or a :class:`StoppingRule` (returned as is).
 
     Raises:
@@ -116,33 +137,48 @@ def make_rule(spec: object) -> StoppingRule | None:
         return None
     if isinstance(spec, StoppingRule):
         return spec
-    choices = [NONE, *RULES]
+    choices = rule_choices()
+    listed = ", ".join(choices)
     if isinstance(spec, str):
         name, options = spec, {}
     elif isinstance(spec, Mapping):
         options = dict(spec)
         if "name" not in options:
-            raise ConfigError(f"stopping.name is missing; choose one of: {', '.join(choices)}")
+            raise ConfigError(f"stopping.name is missing; choose one of: {listed}")
         name = options.pop("name")
         if not isinstance(name, str):
-            raise ConfigError(f"stopping.name must be a string, one of: {', '.join(choices)}; got {name!r}")
+            raise ConfigError(f"stopping.name must be a string, one of: {listed}; got {name!r}")
     else:
         raise ConfigError(
-            f"stopping must be none, a rule name, a mapping with a name, or a StoppingRule; got {spec!r} ({type(spec).__name__})"
+            "stopping must be none, a rule name, a mapping with a name, or a StoppingRule; "
+            f"got {spec!r} ({type(spec).__name__})"
         )
     if name == NONE:
         if options:
-            raise ConfigError(f"stopping.name='none' takes no options, got {sorted(map(str, options))}")
+            raise ConfigError(
+                f"stopping.name='none' takes no options, got {sorted(map(str, options))}"
+            )
         return None
-    if name not in RULES:
-        raise ConfigError(f"stopping.name={name!r} is not a stopping rule{_did_you_mean(name, choices)} Choose one of: {', '.join(choices)}")
+    if name not in STOPPING_RULES:
+        raise ConfigError(
+            f"stopping.name={name!r} is not a stopping rule{_did_you_mean(name, choices)} "
+            f"Choose one of: {listed}"
+        )
     accepted = rule_options(name)
     for key in options:
         if not isinstance(key, str) or key not in accepted:
             hint = _did_you_mean(key, accepted) if isinstance(key, str) else "."
-            raise ConfigError(f"stopping.{key} is not an option of {name!r}{hint} Its options are: {', '.join(accepted)}")
+            raise ConfigError(
+                f"stopping.{key} is not an option of {name!r}{hint} "
+                f"Its options are: {', '.join(accepted) or 'none'}"
+            )
     kwargs: dict[str, Any] = options
-    return RULES[name](**kwargs)
+    rule = STOPPING_RULES.get(name)(**kwargs)
+    if not isinstance(rule, StoppingRule):
+        raise ConfigError(
+            f"stopping.name={name!r}: its factory made a {type(rule).__name__}, not a StoppingRule"
+        )
+    return rule
 
 
 __all__ = [
@@ -152,9 +188,12 @@ __all__ = [
     "MedianRule",
     "NONE",
     "PercentileRule",
-    "RULES",
+    "STOPPING_RULES",
     "StoppingRule",
     "TrialCurve",
+    "available_stopping_rules",
     "make_rule",
+    "register_stopping_rule",
+    "rule_choices",
     "rule_options",
 ]

@@ -53,8 +53,14 @@ from dsbo.stopping.base import (
     fmt,
     others_of,
 )
+from dsbo.stopping.catalogue import register_stopping_rule
 
 
+@register_stopping_rule(
+    "percentile",
+    "stop a trial whose best value is outside the top `percentile` % of the completed trials "
+    "at its step (Optuna PercentilePruner)",
+)
 class PercentileRule(StoppingRule):
     r"""Stop a trial whose best value so far is below the :math:`(100-p)`-th percentile of the
     completed trials' values at the same step (keeps the top ``percentile`` percent).
@@ -122,7 +128,9 @@ class PercentileRule(StoppingRule):
         return w + (step - w) // i * i
 
     def _cutoff_name(self) -> str:
-        return f"the {100.0 - self.percentile:g}th percentile (keeping the top {self.percentile:g}%)"
+        return (
+            f"the {100.0 - self.percentile:g}th percentile (keeping the top {self.percentile:g}%)"
+        )
 
     def decide(self, trial: TrialCurve, others: Sequence[TrialCurve]) -> Decision:
         label = self.name
@@ -131,21 +139,31 @@ class PercentileRule(StoppingRule):
         if n == 0:
             return Decision(False, f"{label}: no trial has completed yet")
         if n < self.n_startup_trials:
-            return Decision(False, f"{label}: {n} completed trial(s), fewer than n_startup_trials={self.n_startup_trials}")
+            return Decision(
+                False,
+                f"{label}: {n} completed trial(s), fewer than n_startup_trials={self.n_startup_trials}",
+            )
         step = trial.last_step
         if step is None:
             return Decision(False, f"{label}: the trial has reported nothing yet")
         if step < self.n_warmup_steps:
-            return Decision(False, f"{label}: step {step} is before the warmup (n_warmup_steps={self.n_warmup_steps})")
+            return Decision(
+                False,
+                f"{label}: step {step} is before the warmup (n_warmup_steps={self.n_warmup_steps})",
+            )
         checkpoint = self.checkpoint(step)
         previous = trial.previous_step
         if previous is not None and previous >= checkpoint:
             return Decision(
-                False, f"{label}: step {step} is not the first report since checkpoint {checkpoint} (interval_steps={self.interval_steps})"
+                False,
+                f"{label}: step {step} is not the first report since checkpoint {checkpoint} (interval_steps={self.interval_steps})",
             )
         at_step = [v for v in (c.value_at(step) for c in completed) if v is not None]
         if len(at_step) < self.n_min_trials:
-            return Decision(False, f"{label}: {len(at_step)} completed trial(s) reported step {step}, fewer than n_min_trials={self.n_min_trials}")
+            return Decision(
+                False,
+                f"{label}: {len(at_step)} completed trial(s) reported step {step}, fewer than n_min_trials={self.n_min_trials}",
+            )
         cutoff = float(np.percentile(np.asarray(at_step, dtype=float), 100.0 - self.percentile))
         best = trial.best()
         assert best is not None
@@ -158,6 +176,11 @@ class PercentileRule(StoppingRule):
         )
 
 
+@register_stopping_rule(
+    "median",
+    "stop a trial whose best value is below the median of the completed trials at its step "
+    "(Vizier; Optuna MedianPruner)",
+)
 class MedianRule(PercentileRule):
     r"""The median stopping rule: stop a trial whose best value so far is below the median of
     the completed trials' values at the same step (:class:`PercentileRule` with

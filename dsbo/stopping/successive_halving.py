@@ -79,8 +79,15 @@ from typing import Any
 
 from dsbo.errors import ConfigError
 from dsbo.stopping.base import Decision, StoppingRule, TrialCurve, check_int, fmt, others_of
+from dsbo.stopping.catalogue import register_stopping_rule
 
 
+@register_stopping_rule("successive-halving", "another name of asha (Optuna's)")
+@register_stopping_rule(
+    "asha",
+    "asynchronous successive halving: keep the top 1/reduction_factor at each rung "
+    "(Li et al. 2020; Optuna SuccessiveHalvingPruner, Ray ASHAScheduler)",
+)
 class ASHARule(StoppingRule):
     r"""Asynchronous successive halving: at rung :math:`k` (step :math:`r\,\eta^{s+k}`) a trial
     continues only if it is in the top :math:`\max(1, \lfloor n/\eta \rfloor)` of the
@@ -124,7 +131,9 @@ class ASHARule(StoppingRule):
     ) -> None:
         self.min_resource = check_int("min_resource", min_resource, 1)
         self.reduction_factor = check_int("reduction_factor", reduction_factor, 2)
-        self.min_early_stopping_rate = check_int("min_early_stopping_rate", min_early_stopping_rate, 0)
+        self.min_early_stopping_rate = check_int(
+            "min_early_stopping_rate", min_early_stopping_rate, 0
+        )
         self.bootstrap_count = check_int("bootstrap_count", bootstrap_count, 0)
 
     def options(self) -> dict[str, Any]:
@@ -166,7 +175,8 @@ class ASHARule(StoppingRule):
                 return Decision(False, f"{label}: the trial has reported nothing yet")
             rung = sum(1 for _ in self._ladder(trial.last_step))
             return Decision(
-                False, f"{label}: step {trial.last_step} reaches no new rung (the next is rung {rung} at step {self.rung_step(rung)})"
+                False,
+                f"{label}: step {trial.last_step} reaches no new rung (the next is rung {rung} at step {self.rung_step(rung)})",
             )
         value = trial.last_value
         assert value is not None
@@ -179,16 +189,29 @@ class ASHARule(StoppingRule):
             where = f"at rung {rung} (step {step})"
             if n <= self.bootstrap_count:
                 return Decision(
-                    True, f"{label}: {where} only {n} trial(s) have reached the rung, not more than bootstrap_count={self.bootstrap_count}", rung
+                    True,
+                    f"{label}: {where} only {n} trial(s) have reached the rung, not more than bootstrap_count={self.bootstrap_count}",
+                    rung,
                 )
             keep = max(1, n // self.reduction_factor)
             cutoff = sorted(competing, reverse=True)[keep - 1]
             if value < cutoff:
-                return Decision(True, f"{label}: {where} {fmt(value)} is outside the top {keep} of {n} trials (cutoff {fmt(cutoff)})", rung)
-            passed.append(f"{where} {fmt(value)} is in the top {keep} of {n} trials (cutoff {fmt(cutoff)})")
+                return Decision(
+                    True,
+                    f"{label}: {where} {fmt(value)} is outside the top {keep} of {n} trials (cutoff {fmt(cutoff)})",
+                    rung,
+                )
+            passed.append(
+                f"{where} {fmt(value)} is in the top {keep} of {n} trials (cutoff {fmt(cutoff)})"
+            )
         return Decision(False, f"{label}: " + "; ".join(passed) + ": promoted", reached[-1][0])
 
 
+@register_stopping_rule(
+    "hyperband",
+    "asynchronous successive halving in brackets of staggered first rungs "
+    "(Li et al. 2018; Optuna HyperbandPruner)",
+)
 class HyperbandRule(StoppingRule):
     r"""Hyperband over asynchronous successive halving: each trial is given one of
     :math:`B = \lfloor \log_\eta(R/r) \rfloor + 1` brackets by its id, and bracket :math:`b`
@@ -233,7 +256,9 @@ class HyperbandRule(StoppingRule):
         self.min_resource = check_int("min_resource", min_resource, 1)
         self.max_resource = check_int("max_resource", max_resource, 1)
         if self.max_resource < self.min_resource:
-            raise ConfigError(f"stopping.max_resource must be >= min_resource={self.min_resource}, got {self.max_resource}")
+            raise ConfigError(
+                f"stopping.max_resource must be >= min_resource={self.min_resource}, got {self.max_resource}"
+            )
         self.reduction_factor = check_int("reduction_factor", reduction_factor, 2)
         self.bootstrap_count = check_int("bootstrap_count", bootstrap_count, 0)
         # B = floor(log_eta(R / r)) + 1, exactly: the number of b >= 0 with r * eta**b <= R.
@@ -285,4 +310,8 @@ class HyperbandRule(StoppingRule):
         rivals = [o for o in others_of(trial, others) if self.bracket_of(o.trial_id) == bracket]
         decision = self.brackets[bracket].decide(trial, rivals)
         reason = decision.reason.removeprefix(f"{ASHARule.name}: ")
-        return Decision(decision.stop, f"{self.name}: bracket {bracket} of {self.n_brackets}: {reason}", decision.rung)
+        return Decision(
+            decision.stop,
+            f"{self.name}: bracket {bracket} of {self.n_brackets}: {reason}",
+            decision.rung,
+        )
