@@ -62,6 +62,7 @@ from typing import TYPE_CHECKING, Any
 
 from dsbo.campaign.ask_timer import AskTimer
 from dsbo.errors import ConfigError
+from dsbo.surrogates.curve_catalogue import CURVE_MODELS
 
 if TYPE_CHECKING:  # torch loads with the first decision: the command lines start without it
     import torch
@@ -79,9 +80,9 @@ GENERATOR = "freeze-thaw"
 LOCAL_CENTERS = 8
 #: Standard deviation (unit cube) of a local candidate's step.
 LOCAL_SD = 0.1
-#: The curve models and the criteria (those of :mod:`dsbo.surrogates.curve_model` and
-#: :mod:`dsbo.stopping.freeze_thaw`, named here so that a config is checked without torch).
-CURVE_MODEL_NAMES = ("deep-kernel-gp", "power-law-ensemble")
+#: The criteria (those of :mod:`dsbo.stopping.freeze_thaw`, named here so that a config is
+#: checked without torch; the curve models are the registry's,
+#: :data:`~dsbo.surrogates.curve_catalogue.CURVE_MODELS`, whose names need no torch either).
 CRITERIA = ("mf-ei", "final")
 
 
@@ -126,8 +127,11 @@ class FreezeThawSettings:
             raise ConfigError(f"early_stopping freeze-thaw: unknown option(s) {unknown}; "
                               f"choose from {sorted(cls.__dataclass_fields__)}")  # fmt: skip
         settings = cls(**spec)
-        if settings.curve_model not in CURVE_MODEL_NAMES:
-            raise ConfigError(f"early_stopping.curve_model={settings.curve_model!r}: choose one of {', '.join(CURVE_MODEL_NAMES)}")
+        if settings.curve_model not in CURVE_MODELS:
+            raise ConfigError(
+                f"early_stopping.curve_model={settings.curve_model!r}: choose one of "
+                + ", ".join(CURVE_MODELS.names())
+            )
         if not isinstance(settings.options, Mapping):
             raise ConfigError(f"early_stopping.options must be a mapping of the curve model's options, got {settings.options!r}")
         k = settings.steps_per_thaw

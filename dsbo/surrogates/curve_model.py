@@ -18,6 +18,10 @@ Its posterior is Gaussian, jointly over the ``q`` points of a t-batch, in the un
 curves, so BoTorch's analytic acquisitions (the multi-fidelity EI of
 :mod:`dsbo.stopping.freeze_thaw`) take it unchanged.
 
+The curve models register by name (:func:`~dsbo.surrogates.curve_catalogue.register_curve_model`;
+:data:`~dsbo.surrogates.curve_catalogue.CURVE_MODELS` is the registry): the two above are
+registered here, each a factory that builds its zoo class (the zoo never imports dsbo).
+
 Example:
     >>> surrogate = CurveSurrogate("deep-kernel-gp", num_params=2, max_steps=27)
     >>> model = surrogate.fit(configs, curves)       # configs m x d, curves[i] = values at steps 1..
@@ -26,7 +30,6 @@ Example:
 
 from __future__ import annotations
 
-import importlib
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -38,13 +41,9 @@ from gpytorch.distributions import MultivariateNormal
 from torch import Tensor
 
 from dsbo.errors import ConfigError, DataError
+from dsbo.surrogates.curve_catalogue import CURVE_MODELS, register_curve_model
 from dsbo.surrogates.zoo_models import observation_noise_variance
 
-#: Name -> (zoo module, class, default options).
-CURVE_MODELS: dict[str, tuple[str, str, dict[str, Any]]] = {
-    "deep-kernel-gp": ("dsbo_zoo.deep_kernel_curve_gp", "DeepKernelCurveGP", {}),
-    "power-law-ensemble": ("dsbo_zoo.power_law_ensemble", "PowerLawEnsemble", {}),
-}
 #: Added to the diagonal of a predictive covariance (standardized units).
 JITTER = 1e-8
 #: Rows per chunk when a posterior is computed over many t-batches.
@@ -57,11 +56,31 @@ def _key(config: Tensor) -> tuple[float, ...]:
     return tuple(round(float(v), MATCH_DIGITS) for v in config)
 
 
+@register_curve_model(
+    "deep-kernel-gp", "DyHPO's deep-kernel GP over (configuration, step, curve prefix)"
+)
+def deep_kernel_gp(num_params: int, max_steps: int, **options: Any) -> torch.nn.Module:
+    """:class:`dsbo_zoo.DeepKernelCurveGP` (Wistuba et al. 2022, DyHPO), its defaults."""
+    from dsbo_zoo.deep_kernel_curve_gp import DeepKernelCurveGP
+
+    return DeepKernelCurveGP(num_params=num_params, max_steps=max_steps, **options)
+
+
+@register_curve_model(
+    "power-law-ensemble", "a deep ensemble of power-law curves (Domhan et al. 2015; LC-Net)"
+)
+def power_law_ensemble(num_params: int, max_steps: int, **options: Any) -> torch.nn.Module:
+    """:class:`dsbo_zoo.PowerLawEnsemble` (Klein et al. 2017's LC-Net idea), its defaults."""
+    from dsbo_zoo.power_law_ensemble import PowerLawEnsemble
+
+    return PowerLawEnsemble(num_params=num_params, max_steps=max_steps, **options)
+
+
 class CurveSurrogate:
     """A zoo curve model kept across fits (warm-started).
 
     Args:
-        name: One of :data:`CURVE_MODELS`.
+        name: A registered curve model (:data:`~dsbo.surrogates.curve_catalogue.CURVE_MODELS`).
         num_params: ``d``, the configuration's coordinates (unit cube).
         max_steps: ``T``, the steps of a full curve.
         options: Constructor options of the zoo class (e.g. ``{"inducing": 128}``).
@@ -83,18 +102,27 @@ class CurveSurrogate:
         device: str = "cpu",
     ) -> None:
         if name not in CURVE_MODELS:
-            raise ConfigError(f"curve model {name!r}: choose one of {', '.join(CURVE_MODELS)}")
+            raise ConfigError(
+                f"curve model {name!r}: choose one of {', '.join(CURVE_MODELS.names())}"
+            )
         for field, value, low in (("epochs", epochs, 1), ("warm_epochs", warm_epochs, 0)):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise ConfigError(f"curve model {name}: {field} must be an integer >= {low}, got {value!r}")
-        if isinstance(truncate, bool) or not isinstance(truncate, int | float) or not 0 <= truncate <= 1:
-            raise ConfigError(f"curve model {name}: truncate must be a number in [0, 1], got {truncate!r}")
+                raise ConfigError(
+                    f"curve model {name}: {field} must be an integer >= {low}, got {value!r}"
+                )
+        if (
+            isinstance(truncate, bool)
+            or not isinstance(truncate, int | float)
+            or not 0 <= truncate <= 1
+        ):
+            raise ConfigError(
+                f"curve model {name}: truncate must be a number in [0, 1], got {truncate!r}"
+            )
         from dsbo.surrogates.lightning_bridge import resolve_device
 
-        module_name, class_name, defaults = CURVE_MODELS[name]
-        cls = getattr(importlib.import_module(module_name), class_name)
+        factory = CURVE_MODELS.get(name)
         try:
-            self.module = cls(num_params=num_params, max_steps=max_steps, **{**defaults, **dict(options or {})})
+            self.module = factory(num_params=num_params, max_steps=max_steps, **dict(options or {}))
         except (TypeError, ValueError) as exc:
             raise ConfigError(f"curve model {name}: {exc}") from None
         self.name, self.num_params, self.max_steps = name, int(num_params), int(max_steps)
@@ -121,7 +149,9 @@ class CurveSurrogate:
         configs = torch.as_tensor(configs, dtype=torch.float64)
         values = torch.tensor([v for curve in curves for v in curve], dtype=torch.float64)
         if values.numel() < 2:
-            raise DataError(f"curve model {self.name}: needs at least 2 observed values, got {values.numel()}")
+            raise DataError(
+                f"curve model {self.name}: needs at least 2 observed values, got {values.numel()}"
+            )
         if not torch.isfinite(values).all():
             raise DataError(f"curve model {self.name}: the curves hold values that are not finite")
         mean, scale = values.mean(), values.std().clamp_min(1e-9)
@@ -149,7 +179,14 @@ class CurveModel(Model):
 
     num_outputs = 1
 
-    def __init__(self, module: torch.nn.Module, configs: Tensor, curves: Sequence[Sequence[float]], mean: float, scale: float) -> None:
+    def __init__(
+        self,
+        module: torch.nn.Module,
+        configs: Tensor,
+        curves: Sequence[Sequence[float]],
+        mean: float,
+        scale: float,
+    ) -> None:
         super().__init__()
         self.module, self.mean, self.scale = module, mean, scale
         self.layout = module.layout
@@ -202,15 +239,24 @@ class CurveModel(Model):
         with torch.no_grad():
             for start in range(0, flat.shape[0], per_chunk):
                 chunk = flat[start : start + per_chunk]
-                rows = self.rows(chunk.reshape(-1, chunk.shape[-1])).to(device=param.device, dtype=param.dtype)
+                rows = self.rows(chunk.reshape(-1, chunk.shape[-1])).to(
+                    device=param.device, dtype=param.dtype
+                )
                 mean, cov = self.module.predict_mean_cov(rows)
                 if q == 1:  # one point per t-batch (an analytic acquisition): the diagonal
                     blocks = cov.diagonal().reshape(-1, 1, 1)
                 else:
-                    blocks = torch.stack([cov[i * q : (i + 1) * q, i * q : (i + 1) * q] for i in range(chunk.shape[0])])
+                    blocks = torch.stack(
+                        [
+                            cov[i * q : (i + 1) * q, i * q : (i + 1) * q]
+                            for i in range(chunk.shape[0])
+                        ]
+                    )
                 noise = torch.zeros(blocks.shape[0], q, dtype=torch.float64)
                 if observation_noise is True:  # what an observation adds, per row or one value
-                    added = torch.as_tensor(observation_noise_variance(self.module, rows), dtype=torch.float64)
+                    added = torch.as_tensor(
+                        observation_noise_variance(self.module, rows), dtype=torch.float64
+                    )
                     noise = noise + (added.cpu().reshape(-1, q) if added.ndim else added)
                 means.append(mean.reshape(-1, q).double().cpu())
                 covs.append(blocks.double().cpu() + torch.diag_embed(noise))
@@ -224,4 +270,11 @@ class CurveModel(Model):
         return posterior_transform(posterior) if posterior_transform is not None else posterior
 
 
-__all__ = ["CURVE_MODELS", "CurveModel", "CurveSurrogate"]
+__all__ = [
+    "CURVE_MODELS",
+    "CurveModel",
+    "CurveSurrogate",
+    "deep_kernel_gp",
+    "power_law_ensemble",
+    "register_curve_model",
+]
