@@ -117,8 +117,9 @@ class OptimizeConfig:
     ``executor.workers`` evaluations at once (:class:`ExecutorConfig`). ``outcome_warping``
     fits the surrogate to warped objective values (``copula``: normal scores of the ranks;
     ``winsorize``: the bad tail clipped; :mod:`dsbo.campaign.outcome_warping`).
-    ``early_stopping`` stops trials whose reported intermediate values lag (a rule name of
-    :mod:`dsbo.stopping`, e.g. ``asha``, or a mapping ``{name: asha, min_resource: 1,
+    ``early_stopping`` stops trials whose reported intermediate values lag (``true``: the
+    recommended setting, ASHA with the surrogate fitted on every ended trial's last value; a
+    rule name of :mod:`dsbo.stopping`, e.g. ``asha``, or a mapping ``{name: asha, min_resource: 1,
     reduction_factor: 3, model: bohb}``; ``null``: none); ``max_steps`` is the steps (epochs)
     of a full trial and ``budget_steps`` a budget in steps, each trial charged the steps it
     used (:mod:`dsbo.campaign.early_stopping`). Trials report with ``python -m dsbo.blackbox
@@ -142,7 +143,7 @@ class OptimizeConfig:
     threads: int | None = 1
     on_pending: Literal["retry", "abandon"] = "retry"
     outcome_warping: Literal["copula", "winsorize"] | None = None
-    early_stopping: str | dict[str, Any] | None = None
+    early_stopping: bool | str | dict[str, Any] | None = None
     max_steps: int | None = None
     budget_steps: int | None = None
     max_consecutive_failures: int = 10

@@ -222,10 +222,14 @@ class Tuner:
             default). 1, as the command lines: on small BO problems more threads made each
             step several times slower on a loaded 2-core machine.
         dry_run: Check every part with one dry iteration before anything is evaluated.
-        early_stopping: Stop bad trials early: a rule of :mod:`dsbo.stopping` (``"median"``,
-            ``"percentile"``, ``"asha"``, ``"hyperband"``, or ``{"name": ..., **options}``;
-            ``model: "bohb"`` also fits the surrogate on the trials' values at the highest rung
-            with enough of them). The function then takes the trial, ``f(params, trial)``, and
+        early_stopping: Stop bad trials early: ``True`` for the recommended setting (ASHA,
+            the surrogate fitted on every ended trial at its last value:
+            :data:`~dsbo.campaign.early_stopping.RECOMMENDED`), or a rule of
+            :mod:`dsbo.stopping` by name or as ``{"name": ..., **options}``, with ``model``
+            saying what the surrogate is fitted on (``"last"``, the default; ``"bohb"``: the
+            trials' values at the highest rung with enough of them; ``"final"``; ``"fidelity"``).
+            Stopped trials always inform the next proposals, which never repeat one.
+            The function then takes the trial, ``f(params, trial)``, and
             calls ``trial.report(step, value)`` and ``trial.should_stop()``
             (:mod:`dsbo.campaign.early_stopping`).
         max_steps: The steps (epochs) of a full trial.
