@@ -1,5 +1,7 @@
 """The registries' catalogues: every registering module is catalogued, every catalogued name is
-registered by its module, names are known without torch, and package inits stay lazy.
+registered by its module, names are known without torch, and package inits stay lazy; and the
+names that messages and docs list are the registry's (a rule or curve model registered here
+shows up in them without any other edit).
 
 The registries import the module of a name when it is first looked up (:mod:`dsbo.registry`);
 a catalogue that missed a module would hide its names, one that named the wrong module would
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -26,17 +29,28 @@ REGISTRIES = (
     "dsbo.acquisition.catalogue:POLICIES",
     "dsbo.acquisition.catalogue:POSTPROCESSORS",
     "dsbo.contexts.catalogue:CONTEXT_POLICIES",
+    "dsbo.stopping.catalogue:STOPPING_RULES",
+    "dsbo.surrogates.curve_catalogue:CURVE_MODELS",
 )
 #: The functions (and ``Registry.register`` of a registry constant) whose calls register a name.
 REGISTER_CALLS = {
-    "register", "register_problem", "register_surrogate", "register_zoo_surrogate", "register_policy",
-    "register_postprocessor", "register_context_policy",
-}  # fmt: skip
+    "register",
+    "register_problem",
+    "register_surrogate",
+    "register_zoo_surrogate",
+    "register_policy",
+    "register_postprocessor",
+    "register_context_policy",
+    "register_stopping_rule",
+    "register_curve_model",
+}
 
 
 def run(code: str) -> dict:
     """Run ``code`` in a fresh interpreter; it prints one JSON value last."""
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -56,7 +70,9 @@ def registering_modules() -> set[str]:
                 name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
                 # ``X.register`` counts for a registry constant (``POLICIES.register``), not
                 # for e.g. ``atexit.register``
-                if name == "register" and not (isinstance(func, ast.Attribute) and ast.unparse(func.value).isupper()):
+                if name == "register" and not (
+                    isinstance(func, ast.Attribute) and ast.unparse(func.value).isupper()
+                ):
                     continue
                 if name in REGISTER_CALLS:
                     parts = path.relative_to(ROOT).with_suffix("").parts
@@ -91,8 +107,14 @@ def test_every_registering_module_is_catalogued(loaded):
 @pytest.mark.parametrize("spec", REGISTRIES)
 def test_each_catalogue_names_the_module_that_registers_each_name(loaded, spec):
     catalogue, origins = loaded[spec]["catalogue"], loaded[spec]["origins"]
-    assert set(origins) == set(catalogue), "registered but not catalogued / catalogued but not registered"
-    wrong = {name: (catalogue[name], origin) for name, origin in origins.items() if origin != catalogue[name]}
+    assert set(origins) == set(catalogue), (
+        "registered but not catalogued / catalogued but not registered"
+    )
+    wrong = {
+        name: (catalogue[name], origin)
+        for name, origin in origins.items()
+        if origin != catalogue[name]
+    }
     assert not wrong, f"name: (catalogued module, registering module): {wrong}"
 
 
@@ -105,9 +127,14 @@ def test_names_and_settings_need_no_torch():
         "from dsbo.contexts.settings import ContextSettings\n"
         "from dsbo.problems.registry import PROBLEMS\n"
         "from dsbo.surrogates.catalogue import SURROGATES\n"
+        "from dsbo.stopping import STOPPING_RULES\n"
+        "from dsbo.surrogates.curve_catalogue import CURVE_MODELS\n"
+        "from dsbo.campaign.freeze_thaw import FreezeThawSettings\n"
         "import dsbo.acquisition, dsbo.contexts, dsbo.data, dsbo.problems, dsbo.surrogates\n"
         "OptimizerSettings().validate(); ContextSettings.coerce({'policy': 'sadcbo'})\n"
-        "names = {r.kind: r.names() for r in (PROBLEMS, SURROGATES, POLICIES, POSTPROCESSORS, CONTEXT_POLICIES)}\n"
+        "FreezeThawSettings.build({'curve_model': 'power-law-ensemble'}, 9, 60)\n"
+        "registries = (PROBLEMS, SURROGATES, POLICIES, POSTPROCESSORS, CONTEXT_POLICIES, STOPPING_RULES, CURVE_MODELS)\n"
+        "names = {r.kind: r.names() for r in registries}\n"
         "assert 'bonsai' in POSTPROCESSORS and 'gp' in SURROGATES and 'branin-{D}d' in PROBLEMS\n"
         "print(json.dumps({'names': names, 'modules': sorted(m.split('.')[0] for m in sys.modules)}))"
     )
@@ -115,6 +142,8 @@ def test_names_and_settings_need_no_torch():
     assert {"qlognei", "sobol", "sebo"} <= set(loaded["names"]["acquisition"])
     assert {"sadcbo", "cubo"} <= set(loaded["names"]["contexts.policy"])
     assert {"simple-smb", "gp", "map-saas"} <= set(loaded["names"]["surrogate"])
+    assert {"median", "asha", "hyperband"} <= set(loaded["names"]["stopping"])
+    assert {"deep-kernel-gp", "power-law-ensemble"} <= set(loaded["names"]["curve_model"])
 
 
 def test_a_lookup_imports_only_the_module_of_the_name():
@@ -129,13 +158,23 @@ def test_a_lookup_imports_only_the_module_of_the_name():
         "print(json.dumps({'first': first, 'modules': sorted(m.split('.')[0] for m in sys.modules)}))"
     )
     assert "dsbo.problems.classic" in loaded["first"] and "dsbo.surrogates.gp" in loaded["first"]
-    assert not {"dsbo.problems.hpo", "dsbo.problems.embedded", "dsbo.surrogates.neural"} & set(loaded["first"])
+    assert not {"dsbo.problems.hpo", "dsbo.problems.embedded", "dsbo.surrogates.neural"} & set(
+        loaded["first"]
+    )
     # every surrogate registered (the zoo ones too) without importing Lightning or the zoo
     assert not {"pytorch_lightning", "lightning", "dsbo_zoo", "sklearn"} & set(loaded["modules"])
 
 
 @pytest.mark.parametrize(
-    "package", ["dsbo.acquisition", "dsbo.contexts", "dsbo.data", "dsbo.problems", "dsbo.surrogates"]
+    "package",
+    [
+        "dsbo.acquisition",
+        "dsbo.contexts",
+        "dsbo.data",
+        "dsbo.problems",
+        "dsbo.stopping",
+        "dsbo.surrogates",
+    ],
 )
 def test_lazy_packages_still_export_every_name(package):
     module = __import__(package, fromlist=["__all__"])
@@ -155,7 +194,11 @@ def test_old_import_paths_still_work():
     from dsbo.surrogates.neural import train_module as old_train_module
     from dsbo.surrogates.registry import SURROGATES, available_surrogates
 
-    assert OptimizerSettings is Settings and Environment is OldEnvironment and train_module is old_train_module
+    assert (
+        OptimizerSettings is Settings
+        and Environment is OldEnvironment
+        and train_module is old_train_module
+    )
     assert "bonsai" in POSTPROCESSORS and "gp" in available_surrogates() and "gp" in SURROGATES
     assert callable(register_policy)
 
@@ -200,3 +243,88 @@ def test_registering_a_catalogued_name_elsewhere_is_refused(plugin):
 def test_unregister_forgets_a_catalogued_name(plugin):
     plugin.unregister("round")
     assert "round" not in plugin and plugin.available() == {}
+
+
+# ---------------------------------------------------------------------- names come from the registry
+@pytest.fixture
+def new_kinds():
+    """A stopping rule ``test-patience`` and a curve model ``test-curve`` registered as a plugin
+    would (no dsbo file edited), unregistered afterwards."""
+    from dsbo.stopping import STOPPING_RULES, MedianRule, register_stopping_rule
+    from dsbo.surrogates.curve_catalogue import CURVE_MODELS, register_curve_model
+
+    @register_stopping_rule("test-patience", "the median rule under another name")
+    class Patience(MedianRule):
+        name = "test-patience"
+
+        def __init__(self, *, patience: int = 2) -> None:
+            super().__init__()
+            self.patience = patience
+
+    @register_curve_model("test-curve", "a curve model of the tests")
+    def test_curve(num_params, max_steps, **options):
+        return ("test-curve", num_params, max_steps, options)
+
+    yield Patience, test_curve
+    STOPPING_RULES.unregister("test-patience")
+    CURVE_MODELS.unregister("test-curve")
+
+
+def error_of(call, *args, **kwargs) -> str:
+    with pytest.raises(ConfigError) as info:
+        call(*args, **kwargs)
+    return str(info.value)
+
+
+def test_a_new_rule_is_made_and_listed_in_every_message(new_kinds):
+    from dsbo.cli.config import OptimizeConfig, check_early_stopping
+    from dsbo.stopping import STOPPING_RULES, make_rule, rule_choices, rule_options
+
+    patience, _ = new_kinds
+    assert type(make_rule({"name": "test-patience", "patience": 3})) is patience
+    assert rule_options("test-patience") == ["patience"] and "test-patience" in rule_choices()
+    listed = ", ".join(["none", *STOPPING_RULES.names()])
+    assert "test-patience" in listed
+    assert error_of(make_rule, "nope").endswith(f"Choose one of: {listed}")
+    assert error_of(make_rule, {"patience": 3}).endswith(f"choose one of: {listed}")
+    assert "did you mean 'test-patience'?" in error_of(make_rule, "test-patiense")
+    assert "Its options are: patience" in error_of(make_rule, {"name": "test-patience", "x": 1})
+    empty = error_of(check_early_stopping, OptimizeConfig(early_stopping=" "))
+    assert f"({', '.join(STOPPING_RULES.names())})" in empty and "test-patience" in empty
+    unknown = error_of(check_early_stopping, OptimizeConfig(early_stopping="nope"))
+    assert unknown.startswith("early_stopping.name='nope'") and unknown.endswith(listed)
+
+
+def test_a_new_curve_model_is_accepted_and_listed(new_kinds):
+    from dsbo.campaign.freeze_thaw import FreezeThawSettings
+    from dsbo.cli.config import OptimizeConfig, check_early_stopping
+    from dsbo.surrogates.curve_catalogue import CURVE_MODELS
+
+    _, factory = new_kinds
+    settings = FreezeThawSettings.build({"curve_model": "test-curve"}, 9, 60)
+    assert settings.curve_model == "test-curve" and CURVE_MODELS.get("test-curve") is factory
+    spec = {"name": "freeze-thaw", "curve_model": "nope"}
+    message = error_of(
+        check_early_stopping, OptimizeConfig(early_stopping=spec, max_steps=9, budget_steps=60)
+    )
+    assert message == "early_stopping.curve_model='nope': choose one of " + ", ".join(
+        CURVE_MODELS.names()
+    )
+    assert "test-curve" in message and "power-law-ensemble" in message
+
+
+def test_the_guide_lists_every_rule_but_the_aliases():
+    """The guide's "Which rule" table names each rule once (an alias registers the class of
+    another name: ``successive-halving`` is ``asha``)."""
+    from dsbo.stopping import STOPPING_RULES
+
+    text = (ROOT / "docs" / "guide" / "early-stopping.md").read_text()
+    table = text.split("## Which rule", 1)[1].split("\n\n")[1]
+    rows = [line.split("|")[2] for line in table.splitlines()[2:]]
+    # the cell is a name (`"asha"`) or a mapping with one (`{"name": "percentile", ...}`)
+    found = [
+        re.search(r'"name": "([^"]+)"', cell) or re.search(r'"([^"]+)"', cell) for cell in rows
+    ]
+    listed = {match.group(1) for match in found}
+    own = {name for name in STOPPING_RULES.names() if STOPPING_RULES.get(name).name == name}
+    assert listed == own
