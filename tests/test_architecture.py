@@ -252,6 +252,24 @@ THIRD_PARTY_PRIVATE: dict[tuple[str, str], str] = {
     ("dsbo.acquisition.sparse_ehvi", "from botorch.acquisition.analytic import _log_ei_helper"): (
         "see dsbo.acquisition.regularized"
     ),
+    # Optuna's internals that a sampler needs, all in one module (its docstring says which)
+    ("dsbo.integrations.optuna_internals", "trial._trial_id"): "a trial's storage-wide id "
+    "(FrozenTrial.number counts within a study only): the key of per-trial state, as Optuna's "
+    "samplers key it, and what the storage's setters take",
+    ("dsbo.integrations.optuna_internals", "study._storage"): "the study's storage, for one "
+    "key per study and for writing a system attribute of the frozen trial being sampled: "
+    "Study offers a sampler neither",
+    ("dsbo.integrations.optuna_internals", "study._study_id"): "see study._storage",
+    ("dsbo.integrations.optuna_internals", "study._get_trials"): "the trials as Optuna read "
+    "them once for the trial being sampled (use_cache, its per-trial cache, which its own "
+    "samplers read); Study.get_trials reads the storage again",
+    ("dsbo.integrations.optuna_internals", "distribution._contains"): "whether a value belongs "
+    "to a distribution: BaseDistribution has no public membership test",
+    (
+        "dsbo.integrations.optuna_internals",
+        "from optuna.samplers._base import _process_constraints_after_trial",
+    ): "records constraints_func's values as Optuna's samplers do (the system attribute its "
+    "constraint-aware samplers read); Optuna exports it under no public name",
     ("dsbo.cli", "logger._experiment"): "whether Lightning's WandbLogger has started its W&B "
     "run: its public .experiment property would start one",
 }
