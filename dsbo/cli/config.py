@@ -276,7 +276,8 @@ def check_early_stopping(cfg: OptimizeConfig) -> None:
     if isinstance(spec, str) and not spec.strip():
         rules = ", ".join(STOPPING_RULES.names())
         raise ConfigError(
-            f"early_stopping is empty; give a rule name ({rules}), {FREEZE_THAW} or null"
+            f"early_stopping is empty; give true (the recommended rule), a rule name ({rules}), "
+            f"{FREEZE_THAW} or null"
         )
     try:
         EarlyStopping.build(spec, cfg.max_steps, cfg.budget_steps)
