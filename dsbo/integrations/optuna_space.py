@@ -12,7 +12,9 @@ either.
 
 Example:
     >>> from dsbo.space import Choice, Float
-    >>> space = DsboSpace({"opt": Choice(["adam", "sgd"]), "m": Float(0.0, 0.9, when={"opt": "sgd"})})
+    >>> space = DsboSpace(
+    ...     {"opt": Choice(["adam", "sgd"]), "m": Float(0.0, 0.9, when={"opt": "sgd"})}
+    ... )
     >>> space.to_dsbo({"opt": "adam", "m": 0.5})  # m is inactive with adam
     {'opt': 'adam'}
 """
@@ -31,6 +33,7 @@ from optuna.distributions import (
 )
 
 from dsbo.errors import ConfigError
+from dsbo.integrations.optuna_internals import contains
 from dsbo.space import Choice, Fixed, Float, Int, Parameter, SearchSpace
 from dsbo.space.parameters import PARAMETER_NAME, is_number
 
@@ -45,7 +48,11 @@ class OptunaSpace:
         self.names: dict[str, str] = {}
         self.parameters: dict[str, Parameter] = {}
         for i, (name, dist) in enumerate(self.distributions.items()):
-            dsbo_name = name if PARAMETER_NAME.match(name) else f"p{i}_" + re.sub(r"[^A-Za-z0-9_.-]", "_", name)
+            dsbo_name = (
+                name
+                if PARAMETER_NAME.match(name)
+                else f"p{i}_" + re.sub(r"[^A-Za-z0-9_.-]", "_", name)
+            )
             while dsbo_name in self.parameters:
                 dsbo_name = f"_{dsbo_name}"
             self.names[name] = dsbo_name
@@ -62,9 +69,13 @@ class OptunaSpace:
                     continue
                 return None
             value = params[name]
-            if partial and not _contains(dist, value):  # an enqueued value off the distribution
+            if partial and not contains(dist, value):  # an enqueued value off the distribution
                 continue
-            out[self.names[name]] = int(dist.to_internal_repr(value)) if isinstance(dist, CategoricalDistribution) else value
+            out[self.names[name]] = (
+                int(dist.to_internal_repr(value))
+                if isinstance(dist, CategoricalDistribution)
+                else value
+            )
         return out
 
     def to_optuna(self, params: Mapping[str, Any]) -> dict[str, Any]:
@@ -101,28 +112,38 @@ class DsboSpace:
 
     def __init__(self, space: Mapping[str, Any] | SearchSpace) -> None:
         if not isinstance(space, Mapping | SearchSpace):
-            raise ConfigError(f"DsboSampler: space must be a mapping {{name: dsbo parameter}} or a SearchSpace, got {space!r}")
+            raise ConfigError(
+                "DsboSampler: space must be a mapping {name: dsbo parameter} or a SearchSpace, "
+                f"got {space!r}"
+            )
         self.parameters = space if isinstance(space, SearchSpace) else SearchSpace(space)
         self.distributions = to_distributions(self.parameters)
         self.names = {name: name for name in self.distributions}
         self.optuna_names = self.names
-        self._fixed = {n: p.value for n, p in self.parameters.parameters.items() if isinstance(p, Fixed)}
+        self._fixed = {
+            n: p.value for n, p in self.parameters.parameters.items() if isinstance(p, Fixed)
+        }
 
     def check(self, name: str, dist: BaseDistribution, number: int) -> None:
-        """A ConfigError if the objective suggests ``name`` from another distribution than the space's."""
+        """A ConfigError if the objective suggests ``name`` from another distribution than the
+        space's."""
         expected = self.distributions.get(name)
         if expected is not None and dist != expected:
             raise ConfigError(
-                f"DsboSampler: trial {number} suggests {name!r} from {dist}, but space= has {name!r} as "
-                f"{expected}; suggest it from the same distribution (bounds, log, step and choices) or change space="
+                f"DsboSampler: trial {number} suggests {name!r} from {dist}, but space= has "
+                f"{name!r} as {expected}; suggest it from the same distribution (bounds, log, "
+                "step and choices) or change space="
             )
 
     def to_dsbo(self, params: Mapping[str, Any], partial: bool = False) -> dict[str, Any]:
         """The values of ``params`` (Optuna's, the same names) of the space's parameters that are
         active there; ``partial``: values off their distribution are left out too, and a
         parameter whose parents are not given is kept."""
-        values = {name: params[name] for name, dist in self.distributions.items()
-                  if name in params and (not partial or _contains(dist, params[name]))}  # fmt: skip
+        values = {
+            name: params[name]
+            for name, dist in self.distributions.items()
+            if name in params and (not partial or contains(dist, params[name]))
+        }
         known = {**self._fixed, **values}
         memo: dict[str, bool] = {}
 
@@ -174,7 +195,9 @@ def to_distributions(space: SearchSpace) -> dict[str, BaseDistribution]:
             elif isinstance(p, Choice):
                 out[name] = CategoricalDistribution(p.values)
         except ValueError as exc:
-            raise ConfigError(f"DsboSampler: space= parameter {name!r} has no Optuna distribution: {exc}") from None
+            raise ConfigError(
+                f"DsboSampler: space= parameter {name!r} has no Optuna distribution: {exc}"
+            ) from None
     return out
 
 
@@ -188,22 +211,22 @@ def _parameter(name: str, dist: BaseDistribution) -> Parameter:
     raise ConfigError(f"parameter {name!r}: DsboSampler cannot search a {type(dist).__name__}")
 
 
-def _contains(dist: BaseDistribution, value: Any) -> bool:
-    try:
-        return bool(dist._contains(dist.to_internal_repr(value)))
-    except (ValueError, TypeError):
-        return False
-
-
 def _matches(value: Any, allowed: tuple[Any, ...]) -> bool:
     """Whether a parent's value is one a condition allows, as dsbo compares choices (equal
     numbers match, a boolean or a string only its own type)."""
-    return any((type(value) is type(a) and value == a) or (is_number(value) and is_number(a) and value == a) for a in allowed)
+    return any(
+        (type(value) is type(a) and value == a)
+        or (is_number(value) and is_number(a) and value == a)
+        for a in allowed
+    )
 
 
 def searchable(dist: BaseDistribution) -> bool:
     """An Optuna distribution the intersection search space searches (not a single value)."""
-    return isinstance(dist, FloatDistribution | IntDistribution | CategoricalDistribution) and not dist.single()
+    return (
+        isinstance(dist, FloatDistribution | IntDistribution | CategoricalDistribution)
+        and not dist.single()
+    )
 
 
 __all__ = ["DsboSpace", "OptunaSpace", "searchable", "to_distributions"]

@@ -74,15 +74,27 @@ def test_distributions_round_trip_with_their_types():
             assert dist._contains(dist.to_internal_repr(value)), (name, value)
         assert type(trial.params["width"]) is int and type(trial.params["depth"]) is int
         assert trial.params["depth"] % 5 == 0 and (trial.params["frac"] / 0.25).is_integer()
-        assert any(trial.params["opt"] is c or (trial.params["opt"] == c and type(c) is type(trial.params["opt"])) for c in choices)
+        assert any(
+            trial.params["opt"] is c
+            or (trial.params["opt"] == c and type(c) is type(trial.params["opt"]))
+            for c in choices
+        )
     # the Tuner holds every trial at its point: decoded back, the study's parameters
     tuner = sampler.tuner(study)
     space = OptunaSpace({k: v for k, v in study.trials[0].distributions.items() if not v.single()})
     assert "const" not in space.names and space.names["layer 1/units"] != "layer 1/units"
-    stored = [space.to_optuna(tuner.campaign.problem.params(t.x)) for t in tuner.campaign.store.trials("completed")]
+    stored = [
+        space.to_optuna(tuner.campaign.problem.params(t.x))
+        for t in tuner.campaign.store.trials("completed")
+    ]
     expected = [{k: v for k, v in t.params.items() if k != "const"} for t in study.trials]
+
     def rounded(params):  # a log scale's value comes back to 12 significant digits
-        return repr(sorted((k, float(f"{v:.10g}") if isinstance(v, float) else v) for k, v in params.items()))
+        return repr(
+            sorted(
+                (k, float(f"{v:.10g}") if isinstance(v, float) else v) for k, v in params.items()
+            )
+        )
 
     assert sorted(map(rounded, stored)) == sorted(map(rounded, expected))
 
@@ -117,14 +129,24 @@ def test_failed_and_pruned_trials_are_failed_and_stopped_in_dsbo():
     study = optuna.create_study(sampler=sampler, pruner=pruner)
     study.optimize(objective, n_trials=8, catch=(ValueError,))
     states = [t.state for t in study.trials]
-    assert states == [TrialState.COMPLETE, TrialState.FAIL, TrialState.PRUNED, TrialState.COMPLETE,
-                      TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL, TrialState.COMPLETE]  # fmt: skip
+    assert states == [
+        TrialState.COMPLETE,
+        TrialState.FAIL,
+        TrialState.PRUNED,
+        TrialState.COMPLETE,
+        TrialState.COMPLETE,
+        TrialState.PRUNED,
+        TrialState.FAIL,
+        TrialState.COMPLETE,
+    ]
     # the startup is 3 complete or pruned trials (0, 2, 3): trials 4 to 7 were dsbo's
     assert len(sampler.timings) == 4
     tuner = sampler.tuner(study)
     store = tuner.campaign.store
     assert (store.count("completed"), store.count("failed"), store.count("stopped")) == (4, 2, 2)
-    assert all(t.generator.startswith("qlognei") for t in store.trials() if t.generator != "imported")
+    assert all(
+        t.generator.startswith("qlognei") for t in store.trials() if t.generator != "imported"
+    )
     curves = store.curves()
     for trial in store.trials("stopped"):
         number = 2 if trial.generator == "imported" else 5
@@ -133,7 +155,6 @@ def test_failed_and_pruned_trials_are_failed_and_stopped_in_dsbo():
         assert trial.y == [-values[max(values)]]  # dsbo maximizes: the last value, negated
     assert all(t.error.startswith("failed in Optuna") for t in store.trials("failed"))
     assert tuner.campaign.remaining > 10**6  # imported trials are never charged
-
 
 
 def slow_starter(trial):
@@ -177,30 +198,43 @@ def test_under_a_median_pruner_dsbo_proposes_and_never_repeats_a_pruned_trial():
     for number in numbers:  # max-norm distance in the unit cube ([-1, 1] is 2 wide)
         point = study.trials[number].params
         earlier = [t for t in pruned if t.number < number]
-        assert all(max(abs(point[k] - t.params[k]) / 2.0 for k in ("x", "y")) > 1e-3 for t in earlier), number
+        assert all(
+            max(abs(point[k] - t.params[k]) / 2.0 for k in ("x", "y")) > 1e-3 for t in earlier
+        ), number
     # the surrogate was fitted on the pruned trials too: each at its last reported value
     from dsbo.campaign.early_stopping import training_data
 
     store = tuner.campaign.store
     X, Y = training_data(store, tuner.campaign.early_stopping, tuner.campaign.problem.dim)
-    assert store.count("stopped") == len(pruned) and X.shape[0] == store.count("completed") + len(pruned)
+    assert store.count("stopped") == len(pruned) and X.shape[0] == store.count("completed") + len(
+        pruned
+    )
     lasts = sorted(-t.intermediate_values[max(t.intermediate_values)] for t in pruned)
     stopped = sorted(t.y[0] for t in store.trials("stopped"))
     fitted = Y[:, 0].tolist()
-    assert stopped == pytest.approx(lasts) and all(any(abs(v - f) < 1e-9 for f in fitted) for v in lasts)
+    assert stopped == pytest.approx(lasts) and all(
+        any(abs(v - f) < 1e-9 for f in fitted) for v in lasts
+    )
 
 
 def test_pruned_trials_end_the_startup():
     sampler = make_sampler(n_startup_trials=5)
-    study = optuna.create_study(sampler=sampler, pruner=optuna.pruners.ThresholdPruner(upper=-math.inf))
+    study = optuna.create_study(
+        sampler=sampler, pruner=optuna.pruners.ThresholdPruner(upper=-math.inf)
+    )
     study.optimize(slow_starter, n_trials=8)  # every trial is pruned at its first report
     assert [t.state for t in study.trials] == [TrialState.PRUNED] * 8
     numbers, tuner = dsbo_proposals(sampler, study)
     assert numbers == [5, 6, 7]
-    generators = [t.generator.split("+")[0] for t in tuner.campaign.store.trials() if t.generator != "imported"]
+    generators = [
+        t.generator.split("+")[0]
+        for t in tuner.campaign.store.trials()
+        if t.generator != "imported"
+    ]
     # no startup trial completed: dsbo's own design is one point, then the model, fitted on
     # the pruned trials' first values
     assert generators == ["sobol-init", "qlognei", "qlognei"]
+
 
 def test_several_objectives_and_their_front():
     def objective(trial):
@@ -213,8 +247,10 @@ def test_several_objectives_and_their_front():
     study.optimize(objective, n_trials=4)
     assert len(sampler.timings) == 1
     tuner = sampler.tuner(study)
-    assert [(o.name, o.direction) for o in tuner.outcomes.objectives] == [("objective_0", "minimize"),
-                                                                          ("objective_1", "maximize")]  # fmt: skip
+    assert [(o.name, o.direction) for o in tuner.outcomes.objectives] == [
+        ("objective_0", "minimize"),
+        ("objective_1", "maximize"),
+    ]
     front = {tuple(sorted(b.params.items())) for b in tuner.result().best_trials}
     assert front == {tuple(sorted(t.params.items())) for t in study.best_trials}
 
@@ -278,8 +314,12 @@ def test_two_threads_share_a_sqlite_study(tmp_path):
 
     def work(sampler):
         try:
-            storage = optuna.storages.RDBStorage(url, engine_kwargs={"connect_args": {"timeout": 30}})
-            optuna.load_study(study_name="s", storage=storage, sampler=sampler).optimize(objective, n_trials=3)
+            storage = optuna.storages.RDBStorage(
+                url, engine_kwargs={"connect_args": {"timeout": 30}}
+            )
+            optuna.load_study(study_name="s", storage=storage, sampler=sampler).optimize(
+                objective, n_trials=3
+            )
         except Exception as exc:  # surfaced below, with the thread's error
             errors.append(exc)
 
@@ -345,8 +385,14 @@ def test_bonsai_proposals_change_few_parameters_from_the_default():
         ({"acquisition": "nope"}, "is not registered"),
         ({"outcome_warping": "log"}, "outcome_warping='log'"),
         ({"space": [0.0, 1.0]}, "space must be a mapping"),
-        ({"space": {"x": dsbo.Float(1e-3, 1.0, log=True, step=0.1)}}, "space= parameter 'x' has no Optuna distribution"),
-        ({"space": {"x": dsbo.Float(0.0, 1.0)}, "default": {"y": 0.5}}, "default.y: there is no such parameter"),
+        (
+            {"space": {"x": dsbo.Float(1e-3, 1.0, log=True, step=0.1)}},
+            "space= parameter 'x' has no Optuna distribution",
+        ),
+        (
+            {"space": {"x": dsbo.Float(0.0, 1.0)}, "default": {"y": 0.5}},
+            "default.y: there is no such parameter",
+        ),
     ],
 )
 def test_bad_settings_are_config_errors_at_once(options, message):
@@ -366,7 +412,10 @@ def test_a_conditional_parameter_is_sampled_independently_with_a_warning(caplog)
     with caplog.at_level("WARNING", logger="dsbo.integrations.optuna"):
         study.optimize(objective, n_trials=4, n_jobs=1)
     assert len(sampler.timings) == 1 and 0.0 <= study.trials[3].params["extra"] <= 1.0
-    assert "The parameter `extra` in Trial#3 is sampled independently using `QMCSampler`" in caplog.text
+    assert (
+        "The parameter `extra` in Trial#3 is sampled independently using `QMCSampler`"
+        in caplog.text
+    )
 
 
 #: A conditional space: ``momentum`` exists only with ``optimizer="sgd"``; ``act`` mixes types.
@@ -406,7 +455,9 @@ def test_a_dsbo_space_with_conditions_is_proposed_whole_by_dsbo(caplog):
         study.enqueue_trial({"optimizer": "sgd"})  # dsbo proposes the rest, momentum included
         study.enqueue_trial({"optimizer": "adam"})  # momentum inactive: never proposed
         study.optimize(conditional_objective, n_trials=2)
-    assert len(sampler.timings) == 7  # the 3 startup trials (dsbo's initial design), then trials 3 to 6
+    assert (
+        len(sampler.timings) == 7
+    )  # the 3 startup trials (dsbo's initial design), then trials 3 to 6
     assert [t.params["optimizer"] for t in study.trials[5:]] == ["sgd", "adam"]
     tuner = sampler.tuner(study)
     store, problem = tuner.campaign.store, tuner.campaign.problem
@@ -424,9 +475,15 @@ def test_a_dsbo_space_with_conditions_is_proposed_whole_by_dsbo(caplog):
         params = trial.params
         assert type(params["lr"]) is float and type(params["layers"]) is int
         assert params["optimizer"] in ("adam", "sgd") and "width" not in params
-        assert any(params["act"] is c or (params["act"] == c and type(params["act"]) is type(c)) for c in CONDITIONAL["act"].values)
+        assert any(
+            params["act"] is c or (params["act"] == c and type(params["act"]) is type(c))
+            for c in CONDITIONAL["act"].values
+        )
         assert ("momentum" in params) == (params["optimizer"] == "sgd")
-    assert "`extra` in Trial#5 is sampled independently" in caplog.text and "not in DsboSampler's space=" in caplog.text
+    assert (
+        "`extra` in Trial#5 is sampled independently" in caplog.text
+        and "not in DsboSampler's space=" in caplog.text
+    )
     assert "`momentum`" not in caplog.text and "refused" not in caplog.text
     assert store.count("completed") == 7
 
@@ -437,23 +494,39 @@ def test_a_study_trial_that_does_not_fit_the_space_is_left_out(caplog):
     study.optimize(conditional_objective, n_trials=3)
     distributions = {k: v for k, v in study.trials[0].distributions.items() if k != "momentum"}
     unfit = {"optimizer": "sgd", "lr": 0.01, "layers": 2, "act": "relu"}  # sgd without its momentum
-    study.add_trial(optuna.trial.create_trial(params=unfit, distributions={k: distributions[k] for k in unfit}, value=0.0))
+    study.add_trial(
+        optuna.trial.create_trial(
+            params=unfit, distributions={k: distributions[k] for k in unfit}, value=0.0
+        )
+    )
     with caplog.at_level("WARNING", logger="dsbo.campaign.given_points"):
         study.optimize(conditional_objective, n_trials=1)
-    assert len(sampler.timings) == 4 and "1 imported row(s) refused" in caplog.text and "momentum" in caplog.text
-    assert sampler.tuner(study).campaign.store.count("completed") == 4  # the 3 startup trials and dsbo's
+    assert (
+        len(sampler.timings) == 4
+        and "1 imported row(s) refused" in caplog.text
+        and "momentum" in caplog.text
+    )
+    assert (
+        sampler.tuner(study).campaign.store.count("completed") == 4
+    )  # the 3 startup trials and dsbo's
 
 
 @pytest.mark.parametrize(
     ("suggest", "startup", "raised_in"),
     [  # other choices: the first (startup) trial's independent sample raises, before it runs (with
         # an independent sampler given; dsbo's own startup design meets Optuna's ValueError first)
-        (lambda t: t.suggest_categorical("optimizer", ["adam", "sgd", "rmsprop"]) == "adam", 3, "suggest"),
+        (
+            lambda t: t.suggest_categorical("optimizer", ["adam", "sgd", "rmsprop"]) == "adam",
+            3,
+            "suggest",
+        ),
         # wider bounds: dsbo's value fits them, so Optuna takes it; the trial raises when told
         (lambda t: t.suggest_float("lr", 1e-4, 1.0, log=True) > 0.5, 0, "tell"),
     ],
 )
-def test_an_objective_distribution_other_than_the_spaces_is_a_config_error(suggest, startup, raised_in):
+def test_an_objective_distribution_other_than_the_spaces_is_a_config_error(
+    suggest, startup, raised_in
+):
     space = {"optimizer": dsbo.Choice(["adam", "sgd"]), "lr": dsbo.Float(1e-4, 1e-1, log=True)}
 
     def objective(trial):
@@ -465,8 +538,12 @@ def test_an_objective_distribution_other_than_the_spaces_is_a_config_error(sugge
         return float(other)
 
     independent = {"independent_sampler": optuna.samplers.RandomSampler(seed=0)} if startup else {}
-    study = optuna.create_study(sampler=make_sampler(space=space, n_startup_trials=startup, **independent))
-    with pytest.raises(ConfigError, match=r"trial 0 suggests '(optimizer|lr)' from .* but space= has"):
+    study = optuna.create_study(
+        sampler=make_sampler(space=space, n_startup_trials=startup, **independent)
+    )
+    with pytest.raises(
+        ConfigError, match=r"trial 0 suggests '(optimizer|lr)' from .* but space= has"
+    ):
         study.optimize(objective, n_trials=3)
     [trial] = study.trials
     assert trial.state == (TrialState.FAIL if raised_in == "suggest" else TrialState.COMPLETE)
@@ -477,14 +554,22 @@ def test_with_a_dsbo_space_the_study_is_dsbo_minimize_trial_for_trial():
     later trial dsbo's proposal on the same data: the study's values equal a Tuner's run."""
     import dsbo
 
-    space = {"opt": dsbo.Choice(["adam", "sgd"]), "lr": dsbo.Float(1e-4, 1e-1, log=True),
-             "momentum": dsbo.Float(0.0, 0.99, when={"opt": "sgd"})}  # fmt: skip
+    space = {
+        "opt": dsbo.Choice(["adam", "sgd"]),
+        "lr": dsbo.Float(1e-4, 1e-1, log=True),
+        "momentum": dsbo.Float(0.0, 0.99, when={"opt": "sgd"}),
+    }
 
     def loss(p):
-        return (math.log10(p["lr"]) + 2) ** 2 + (0.3 if p["opt"] == "adam" else abs(p["momentum"] - 0.9))
+        return (math.log10(p["lr"]) + 2) ** 2 + (
+            0.3 if p["opt"] == "adam" else abs(p["momentum"] - 0.9)
+        )
 
     def objective(trial):
-        p = {"opt": trial.suggest_categorical("opt", ["adam", "sgd"]), "lr": trial.suggest_float("lr", 1e-4, 1e-1, log=True)}
+        p = {
+            "opt": trial.suggest_categorical("opt", ["adam", "sgd"]),
+            "lr": trial.suggest_float("lr", 1e-4, 1e-1, log=True),
+        }
         if p["opt"] == "sgd":
             p["momentum"] = trial.suggest_float("momentum", 0.0, 0.99)
         return loss(p)
