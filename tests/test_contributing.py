@@ -65,8 +65,11 @@ def test_the_page_covers_every_registry_with_a_worked_example():
     assert sorted(KINDS.values()) == sorted(REGISTRIES)
     assert set(KINDS) <= set(sections())
     text = PAGE.read_text()
-    for spec in KINDS.values():  # the kinds' table names each catalogue's file
-        assert f"`{spec.partition(':')[0].replace('.', '/')}.py`" in text, spec
+    adding = (ROOT / "docs" / "architecture.md").read_text().split("## Adding a method")[1]
+    assert "(contributing.md)" in adding
+    for spec in KINDS.values():  # both pages' tables of kinds name each catalogue's file
+        path = f"`{spec.partition(':')[0].replace('.', '/')}.py`"
+        assert path in text and path in adding, spec
 
 
 def test_the_examples_are_formatted_and_lint_clean():
