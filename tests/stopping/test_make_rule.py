@@ -24,6 +24,7 @@ from dsbo.stopping import (
     StoppingRule,
     TrialCurve,
     make_rule,
+    rule_choices,
     rule_options,
 )
 from dsbo.stopping.catalogue import CATALOGUE
@@ -94,15 +95,15 @@ def test_an_instance_is_returned_as_is():
     [
         (
             "medain",
-            "stopping.name='medain' is not a stopping rule; did you mean 'median'? Choose one of: none, asha, hyperband, median",
+            "stopping.name='medain' is not a stopping rule; did you mean 'median'? Choose one of: {choices}",
         ),
         ("Median", "did you mean 'median'?"),
         (
             "wandb-hyperband",
-            "Choose one of: none, asha, hyperband, median, percentile, successive-halving",
+            "Choose one of: {choices}",
         ),
         ({"name": "ahsa"}, "did you mean 'asha'?"),
-        ({"percentile": 10}, "stopping.name is missing; choose one of: none, asha"),
+        ({"percentile": 10}, "stopping.name is missing; choose one of: {choices}"),
         ({"name": 3}, "stopping.name must be a string"),
         (
             3,
@@ -127,9 +128,12 @@ def test_an_instance_is_returned_as_is():
     ],
 )
 def test_unknown_names_and_options(spec, message):
+    """``{choices}``: every registered name, from the registry (``rule_choices``)."""
     with pytest.raises(ConfigError) as info:
         make_rule(spec)
-    assert message in str(info.value)
+    choices = ", ".join(["none", *STOPPING_RULES.names()])
+    assert choices == ", ".join(rule_choices())
+    assert message.replace("{choices}", choices) in str(info.value)
 
 
 @pytest.mark.parametrize(
@@ -347,6 +351,17 @@ def test_the_docstring_table_lists_the_registered_rules():
     assert sorted(table) == STOPPING_RULES.names(), "the rule table of dsbo/stopping/__init__.py"
     for name, cls in table.items():
         assert STOPPING_RULES.get(name).__name__ == cls, name
+
+
+def test_the_docstring_peer_table_lists_the_rules_that_take_each_optuna_option():
+    lines = dsbo.stopping.__doc__.splitlines()
+    rows = [line for line in lines if line.startswith("Optuna ``")]
+    assert len(rows) == 10
+    own = [n for n in STOPPING_RULES.names() if STOPPING_RULES.get(n).name == n]
+    for row in rows:
+        option = re.findall(r"``(\w+)``", row)[1]  # the dsbo option (the first is Optuna's)
+        listed = set(row.rsplit("  ", 1)[1].strip().split(", "))
+        assert listed == {n for n in own if option in rule_options(n)}, row
 
 
 def test_each_rule_is_named_by_its_registered_name_or_is_an_alias():
