@@ -76,7 +76,7 @@ def network_arguments(arguments: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in arguments.items() if k in NETWORK_ARGUMENTS}
 
 
-def _buffer_name(prefix: str, param_name: str) -> str:
+def buffer_name(prefix: str, param_name: str) -> str:
     return prefix + param_name.replace(".", "_")
 
 
@@ -135,7 +135,7 @@ class ZooModule(pl.LightningModule, ABC):
         self._param_names = [name for name, _ in self.net.named_parameters()]
         if self.anchored:
             for name, p in self.net.named_parameters():
-                self.register_buffer(_buffer_name("theta0_", name), p.detach().clone())
+                self.register_buffer(buffer_name("theta0_", name), p.detach().clone())
         #: Number of completed fits (persistent, so a warm start survives a checkpoint).
         self.register_buffer("num_fits", torch.zeros((), dtype=torch.long))
         #: Whether the Bayesian head matches the weights (persistent).
@@ -160,11 +160,11 @@ class ZooModule(pl.LightningModule, ABC):
 
     def theta0(self) -> dict[str, Tensor]:
         r"""The anchor :math:`\theta_0` of the current fit, by parameter name."""
-        return {name: getattr(self, _buffer_name("theta0_", name)) for name in self._param_names}
+        return {name: getattr(self, buffer_name("theta0_", name)) for name in self._param_names}
 
     def _set_buffers(self, prefix: str, values: dict[str, Tensor]) -> None:
         for name in self._param_names:
-            getattr(self, _buffer_name(prefix, name)).copy_(values[name])
+            getattr(self, buffer_name(prefix, name)).copy_(values[name])
 
     @torch.no_grad()
     def reinitialize(self) -> None:
@@ -275,7 +275,7 @@ class ZooModule(pl.LightningModule, ABC):
             state["head_fitted"] = torch.as_tensor(int(state["num_fits"]) > 0 or not self.has_head)
 
     def theta0_names(self) -> set[str]:
-        return {_buffer_name("theta0_", n) for n in self._param_names} if self.anchored else set()
+        return {buffer_name("theta0_", n) for n in self._param_names} if self.anchored else set()
 
     def _fitting(self) -> bool:
         return self._trainer is not None and self.trainer.state.fn == "fit"

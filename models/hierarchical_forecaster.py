@@ -64,13 +64,13 @@ BATCH_KEYS = ("y_hist", "y_fut", "y_snaive", "nodes", "level", "scale", "x_hist"
 TIME_KEYS = ("t_fut",)
 
 
-def _check_int(cls: str, name: str, value: Any, minimum: int) -> int:
+def check_int(cls: str, name: str, value: Any, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise ValueError(f"{cls}.{name} must be an integer >= {minimum}, got {value!r}")
     return value
 
 
-def _check_float(cls: str, name: str, value: Any, positive: bool) -> float:
+def check_float(cls: str, name: str, value: Any, positive: bool) -> float:
     ok = not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)
     if not ok or value < 0 or (positive and value == 0):
         raise ValueError(f"{cls}.{name} must be a finite number {'> 0' if positive else '>= 0'}, got {value!r}")
@@ -377,17 +377,17 @@ def seasonal_naive_warning(best_val_wape: float | None, snaive_val_wape: float |
     )
 
 
-def _check_common(cls: str, history: int, horizon: int, in_dim: int, num_representatives: int,
+def check_common(cls: str, history: int, horizon: int, in_dim: int, num_representatives: int,
                   lr: float, lr_decay: float, decay_every: int, early_stopping_patience: int | None) -> None:
-    _check_int(cls, "history", history, 1)
-    _check_int(cls, "horizon", horizon, 1)
-    _check_int(cls, "in_dim", in_dim, 0)
-    _check_int(cls, "num_representatives", num_representatives, 0)
-    _check_float(cls, "lr", lr, positive=True)
-    _check_float(cls, "lr_decay", lr_decay, positive=True)
-    _check_int(cls, "decay_every", decay_every, 1)
+    check_int(cls, "history", history, 1)
+    check_int(cls, "horizon", horizon, 1)
+    check_int(cls, "in_dim", in_dim, 0)
+    check_int(cls, "num_representatives", num_representatives, 0)
+    check_float(cls, "lr", lr, positive=True)
+    check_float(cls, "lr_decay", lr_decay, positive=True)
+    check_int(cls, "decay_every", decay_every, 1)
     if early_stopping_patience is not None:
-        _check_int(cls, "early_stopping_patience", early_stopping_patience, 0)
+        check_int(cls, "early_stopping_patience", early_stopping_patience, 0)
 
 
 __all__ = ["BATCH_KEYS", "SEASONAL_NAIVE", "TIME_KEYS", "HierarchicalForecaster", "SeasonalNaiveForecaster", "seasonal_naive_warning", "select_on_validation"]

@@ -152,9 +152,9 @@ from .hierarchical_forecaster import (  # noqa: F401  (BATCH_KEYS, TIME_KEYS: re
     TIME_KEYS,
     HierarchicalForecaster,
     SeasonalNaiveForecaster,
-    _check_common,
-    _check_float,
-    _check_int,
+    check_common,
+    check_float,
+    check_int,
     select_on_validation,
 )
 from .hierarchical_ridge import hierarchical_ridge
@@ -260,7 +260,7 @@ class HiReD(HierarchicalForecaster):
     ) -> None:
         super().__init__()
         cls = type(self).__name__
-        _check_common(
+        check_common(
             cls,
             history,
             horizon,
@@ -271,10 +271,10 @@ class HiReD(HierarchicalForecaster):
             decay_every,
             early_stopping_patience,
         )
-        _check_int(cls, "hidden_dim", hidden_dim, 1)
-        _check_int(cls, "decoder_hidden", decoder_hidden, 1)
-        _check_int(cls, "embedding_dim", embedding_dim, 1)
-        _check_float(cls, "lambda_e", lambda_e, positive=False)
+        check_int(cls, "hidden_dim", hidden_dim, 1)
+        check_int(cls, "decoder_hidden", decoder_hidden, 1)
+        check_int(cls, "embedding_dim", embedding_dim, 1)
+        check_float(cls, "lambda_e", lambda_e, positive=False)
         if 0 < lambda_e < NEGLIGIBLE_LAMBDA_E:
             warnings.warn(
                 f"{cls}.lambda_e={lambda_e:g} has no measurable effect on this model's scale (MAE "
@@ -287,7 +287,7 @@ class HiReD(HierarchicalForecaster):
         if baseline not in BASELINES:
             raise ValueError(f"{cls}.baseline={baseline!r}: choose one of {', '.join(BASELINES)}")
         if num_nodes is not None:
-            _check_int(cls, "num_nodes", num_nodes, 1)
+            check_int(cls, "num_nodes", num_nodes, 1)
         if components not in COMPONENTS:
             raise ValueError(
                 f"{cls}.components={components!r}: choose one of {', '.join(COMPONENTS)}"

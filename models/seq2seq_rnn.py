@@ -42,7 +42,7 @@ import torch
 from einops import rearrange, repeat
 from torch import Tensor, nn
 
-from .hired import HierarchicalForecaster, _check_common, _check_int
+from .hierarchical_forecaster import HierarchicalForecaster, check_common, check_int
 
 
 class Seq2SeqRNN(HierarchicalForecaster):
@@ -74,8 +74,8 @@ class Seq2SeqRNN(HierarchicalForecaster):
     ) -> None:
         super().__init__()
         cls = type(self).__name__
-        _check_common(cls, history, horizon, in_dim, num_representatives, lr, lr_decay, decay_every, early_stopping_patience)
-        _check_int(cls, "hidden_dim", hidden_dim, 1)
+        check_common(cls, history, horizon, in_dim, num_representatives, lr, lr_decay, decay_every, early_stopping_patience)
+        check_int(cls, "hidden_dim", hidden_dim, 1)
         self.save_hyperparameters()
         self.encoder = nn.LSTM(1 + in_dim, hidden_dim, batch_first=True)
         self.decoder = nn.LSTM(in_dim + hidden_dim, hidden_dim, batch_first=True)

@@ -58,7 +58,7 @@ import torch
 from torch import Tensor
 from torch.func import functional_call, jvp
 
-from .base import OPTIMIZERS, ZooModule, _buffer_name, check_number, network_arguments
+from .base import OPTIMIZERS, ZooModule, buffer_name, check_number, network_arguments
 from .training_data import num_train_points, unique_training_rows
 
 
@@ -168,11 +168,11 @@ class PosteriorSMB(SimpleSMB):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         for name, p in self.net.named_parameters():
-            self.register_buffer(_buffer_name("theta_tilde_", name), torch.zeros_like(p.detach()))
+            self.register_buffer(buffer_name("theta_tilde_", name), torch.zeros_like(p.detach()))
 
     def theta_tilde(self) -> dict[str, Tensor]:
         r""":math:`\tilde\theta_0` by parameter name (its last layer is zero)."""
-        return {name: getattr(self, _buffer_name("theta_tilde_", name)) for name in self._param_names}
+        return {name: getattr(self, buffer_name("theta_tilde_", name)) for name in self._param_names}
 
     @torch.no_grad()
     def reinitialize(self) -> None:

@@ -108,13 +108,14 @@ def trials_digest(store: Store) -> str:
 
 def figures_key() -> str:
     """What the drawn parts of the page depend on besides the data: the code that draws them
-    (``report_figures``, ``html_report``) and plotly's version."""
+    (``report_figures`` and the panel modules it lists in ``FIGURE_MODULES``,
+    ``html_report``) and plotly's version."""
     from importlib import metadata
 
     from dsbo.analysis import html_report, report_figures
 
     h = hashlib.sha256()
-    for module in (report_figures, html_report):
+    for module in (report_figures, *report_figures.FIGURE_MODULES, html_report):
         h.update(Path(module.__file__).read_bytes())
     try:
         h.update(metadata.version("plotly").encode())
