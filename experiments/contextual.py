@@ -34,6 +34,12 @@ which it leaves alone; its runs go to the same ``runs.jsonl`` (keyed by part and
     python experiments/contextual.py --seeds 5 --ablation-seeds 3    # what was run
     python experiments/contextual.py --smoke --parts paired           # the paired part, 1 seed
     python experiments/contextual.py --parts paired --seeds 10        # the paired part (80 runs)
+    python experiments/contextual.py --seeds 5 --ablation-seeds 3 --report-only   # tables, plots
+    python experiments/contextual.py --parts paired --seeds 10 --report-only
+
+``runs.jsonl`` codes each run's per-trial roles, phases, BO flags and switch checks
+(:data:`ROLE_CODES` and below); :func:`decode_run` reads a line back. The report is in
+``contextual_report.py``.
 
 ``--smoke`` without ``--out`` writes to a fresh temporary folder (printed), never into ``experiments/results/``.
 """
@@ -42,62 +48,122 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
-import statistics
 import time
 import warnings
 from pathlib import Path
 from typing import Any
 
-import matplotlib
+import torch
+from campaign_runs import run_resumable
+from contextual_report import (  # noqa: F401  (the report's names, for the tests)
+    BURN_IN,
+    METHODS,
+    PAIRED_BETAS,
+    PAIRED_METHODS,
+    PAIRED_PROBLEMS,
+    PROBLEMS,
+    closest_approach,
+    final_regret,
+    inclusion,
+    plot,
+    plot_paired,
+    summarize,
+    summarize_paired,
+    switch_fraction,
+    write_markdown,
+    write_paired_markdown,
+)
+from smoke_out import add_out_argument, output_folder
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-from campaign_runs import mean_and_se, method_color, panel_grid, run_resumable, seed_ranges  # noqa: E402
-from scipy.stats import wilcoxon  # noqa: E402
-from smoke_out import add_out_argument, output_folder  # noqa: E402
-
-from dsbo.acquisition import OptimizerSettings  # noqa: E402
-from dsbo.campaign import Campaign  # noqa: E402
-from dsbo.problems import get_problem  # noqa: E402
+from dsbo.acquisition import OptimizerSettings
+from dsbo.campaign import Campaign
+from dsbo.problems import get_problem
 
 RESULTS = Path(__file__).resolve().parent / "results" / "contextual"
-PROBLEMS = ("hartmann4", "hartmann6", "ackley", "eggholder")
-METHODS = ("sadcbo", "cbo", "cubo", "vbo", "cabo", "dropout", "mmdbo")
 KEY = ("part", "problem", "method", "seed", "cost", "eta", "beta", "smoke")
 PARTS = ("main", "cost", "eta", "paired")
-#: The paired part: its problems, methods and UCB betas (None: the Srinivas schedule, the paper's;
-#: 0.2: the authors' code).
-PAIRED_PROBLEMS = ("hartmann4", "ackley")
-PAIRED_METHODS = ("sadcbo", "cbo")
-PAIRED_BETAS = (None, 0.2)
 INITIAL = ("sobol-init", "sobol-fallback", "default")
-#: BO iterations skipped before inclusion frequencies count ("after the first few iterations").
-BURN_IN = 5
+#: How ``runs.jsonl`` codes a run's per-trial fields (issue 59: the role names took half the
+#: file). ``roles``: one string per trial, one character per context (``context_names`` order),
+#: the codes of :data:`dsbo.analysis.trace.ROLE_CODES`; ``phase``: one string, a character per
+#: trial; ``is_bo``: one string of 0 and 1; ``switch_checks``: each check the list of its
+#: :data:`SWITCH_CHECK_FIELDS` values (null where none ran). :func:`decode_run` restores the
+#: run, :func:`encode_run` codes it; a field with a value outside its codes stays as it is.
+ROLE_CODES = {"ignored": "0", "observed": "1", "optimized": "2"}
+PHASE_CODES = {"": "-", "observational": "1", "optimization": "2"}
+SWITCH_CHECK_FIELDS = ("delta_r", "threshold", "rule", "fired", "kappa", "kl")
 
 
-def jobs_for(parts: list[str], seeds: int, smoke: bool, problems: list[str],
-             ablation_seeds: int | None = None, paired_seeds: int = 0,
-             paired_problems: list[str] | None = None) -> list[dict[str, Any]]:  # fmt: skip
+def jobs_for(
+    parts: list[str],
+    seeds: int,
+    smoke: bool,
+    problems: list[str],
+    ablation_seeds: int | None = None,
+    paired_seeds: int = 0,
+    paired_problems: list[str] | None = None,
+) -> list[dict[str, Any]]:
     jobs = []
     for seed in range(seeds):
         ablate = seed < (seeds if ablation_seeds is None else ablation_seeds)
         if "main" in parts:
-            jobs += [{"part": "main", "problem": p, "method": m, "seed": seed, "cost": 1.0, "eta": 0.8, "smoke": smoke}
-                     for p in problems for m in METHODS]  # fmt: skip
+            jobs += [
+                {
+                    "part": "main",
+                    "problem": p,
+                    "method": m,
+                    "seed": seed,
+                    "cost": 1.0,
+                    "eta": 0.8,
+                    "smoke": smoke,
+                }
+                for p in problems
+                for m in METHODS
+            ]
         if "cost" in parts and ablate:
-            jobs += [{"part": "cost", "problem": "hartmann4", "method": m, "seed": seed, "cost": c, "eta": 0.8,
-                      "smoke": smoke} for c in (0.1, 3.0, 10.0) for m in ("sadcbo", "cbo", "vbo", "cabo")]  # fmt: skip
+            jobs += [
+                {
+                    "part": "cost",
+                    "problem": "hartmann4",
+                    "method": m,
+                    "seed": seed,
+                    "cost": c,
+                    "eta": 0.8,
+                    "smoke": smoke,
+                }
+                for c in (0.1, 3.0, 10.0)
+                for m in ("sadcbo", "cbo", "vbo", "cabo")
+            ]
         if "eta" in parts and ablate:
-            jobs += [{"part": "eta", "problem": p, "method": "sadcbo", "seed": seed, "cost": 1.0, "eta": 0.3,
-                      "smoke": smoke} for p in ("hartmann4", "hartmann6")]  # fmt: skip
+            jobs += [
+                {
+                    "part": "eta",
+                    "problem": p,
+                    "method": "sadcbo",
+                    "seed": seed,
+                    "cost": 1.0,
+                    "eta": 0.3,
+                    "smoke": smoke,
+                }
+                for p in ("hartmann4", "hartmann6")
+            ]
     if "paired" in parts:
-        jobs += [{"part": "paired", "problem": p, "method": m, "seed": seed, "cost": 1.0, "eta": 0.8, "beta": beta,
-                  "smoke": smoke}
-                 for seed in range(paired_seeds) for p in (paired_problems or PAIRED_PROBLEMS)
-                 for beta in PAIRED_BETAS for m in PAIRED_METHODS]  # fmt: skip
+        jobs += [
+            {
+                "part": "paired",
+                "problem": p,
+                "method": m,
+                "seed": seed,
+                "cost": 1.0,
+                "eta": 0.8,
+                "beta": beta,
+                "smoke": smoke,
+            }
+            for seed in range(paired_seeds)
+            for p in (paired_problems or PAIRED_PROBLEMS)
+            for beta in PAIRED_BETAS
+            for m in PAIRED_METHODS
+        ]
     return jobs
 
 
@@ -120,9 +186,15 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
     if job.get("beta") is not None:
         options["beta"] = job["beta"]
     campaign = Campaign(
-        problem, surrogate={"name": "gp", "kernel": "rbf"}, contexts={"policy": job["method"], "options": options},
-        budget_cost=budget_cost, n_init=n_init, seed=job["seed"], optimizer=optimizer, dry_run=False,
-    )  # fmt: skip
+        problem,
+        surrogate={"name": "gp", "kernel": "rbf"},
+        contexts={"policy": job["method"], "options": options},
+        budget_cost=budget_cost,
+        n_init=n_init,
+        seed=job["seed"],
+        optimizer=optimizer,
+        dry_run=False,
+    )
     start = time.perf_counter()
     campaign.run()
     seconds = time.perf_counter() - start
@@ -132,12 +204,15 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
     bo = [t.generator not in INITIAL for t in trials]
     bo_trials = [t for t, b in zip(trials, bo, strict=True) if b]
     switched = [i for i, t in enumerate(bo_trials, 1) if t.metadata.get("phase") == "optimization"]
-    return {
+    run = {
         **job,
         "true_values": true.tolist(),
         "costs": [t.cost for t in trials],
         "is_bo": bo,
-        "roles": [[t.metadata.get("contexts", {}).get(n, "observed") for n in problem.context_names] for t in trials],
+        "roles": [
+            [t.metadata.get("contexts", {}).get(n, "observed") for n in problem.context_names]
+            for t in trials
+        ],
         "phase": [t.metadata.get("phase", "") for t in trials],
         # per BO iteration (1, 2, ...): SADCBO's switch check (None where none ran) and the
         # iteration whose proposal was the first of the optimization phase (None: no switch)
@@ -149,310 +224,63 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
         "budget_cost": budget_cost,
         "seconds": seconds,
     }
+    return encode_run(run)  # as runs.jsonl holds it
 
 
-def regret_trace(run: dict[str, Any], grid: np.ndarray) -> np.ndarray:
-    """``1 - best true value`` after each cost level of ``grid`` (NaN before the first trial)."""
-    spent = np.cumsum(run["costs"])
-    best = np.maximum.accumulate(np.asarray(run["true_values"]))
-    out = np.full(grid.shape, np.nan)
-    for i, level in enumerate(grid):
-        done = np.nonzero(spent <= level + 1e-9)[0]
-        if done.size:
-            out[i] = 1.0 - best[done[-1]]
+def encode_run(run: dict[str, Any]) -> dict[str, Any]:
+    """The run as ``runs.jsonl`` holds it (the codes above); its fields in the same order."""
+    out = dict(run)
+    if all(isinstance(row, list) and set(row) <= set(ROLE_CODES) for row in run["roles"]):
+        out["roles"] = ["".join(ROLE_CODES[role] for role in row) for row in run["roles"]]
+    if isinstance(run["phase"], list) and set(run["phase"]) <= set(PHASE_CODES):
+        out["phase"] = "".join(PHASE_CODES[phase] for phase in run["phase"])
+    if isinstance(run["is_bo"], list) and all(isinstance(b, bool) for b in run["is_bo"]):
+        out["is_bo"] = "".join("1" if b else "0" for b in run["is_bo"])
+    out["switch_checks"] = [
+        list(c.values()) if isinstance(c, dict) and tuple(c) == SWITCH_CHECK_FIELDS else c
+        for c in run["switch_checks"]
+    ]
     return out
 
 
-def final_regret(run: dict[str, Any]) -> float:
-    return 1.0 - max(run["true_values"])
-
-
-def inclusion(run: dict[str, Any]) -> dict[str, float]:
-    """Share of the BO iterations after ``BURN_IN`` whose surrogate kept each context."""
-    rows = [r for r, b in zip(run["roles"], run["is_bo"], strict=True) if b][BURN_IN:]
-    return {n: (sum(row[k] != "ignored" for row in rows) / len(rows) if rows else math.nan)
-            for k, n in enumerate(run["context_names"])}  # fmt: skip
-
-
-def switch_fraction(run: dict[str, Any]) -> float:
-    """Cost spent when SADCBO's first optimization-phase trial was proposed, as a share of
-    the budget (NaN if it never switched)."""
-    spent = 0.0
-    for cost, phase in zip(run["costs"], run["phase"], strict=True):
-        if phase == "optimization":
-            return spent / run["budget_cost"]
-        spent += cost
-    return math.nan
-
-
-def summarize(runs: list[dict[str, Any]], smoke: bool) -> dict[str, Any]:
-    main = [r for r in runs if r["part"] == "main"]
-    problems = [p for p in PROBLEMS if any(r["problem"] == p for r in main)]
-    table: dict[str, dict[str, Any]] = {}
-    for p in problems:
-        table[p] = {}
-        for m in METHODS:
-            rs = [r for r in main if r["problem"] == p and r["method"] == m]
-            if rs:
-                bo_times = [statistics.median(t for t, b in zip(r["acq_time"], r["is_bo"], strict=True) if b)
-                            for r in rs if any(r["is_bo"])]  # fmt: skip
-                table[p][m] = {"seeds": len(rs), "regret": mean_and_se([final_regret(r) for r in rs]),
-                               "bo_iterations": statistics.fmean(sum(r["is_bo"]) for r in rs),
-                               "median_acq_s": statistics.fmean(bo_times) if bo_times else math.nan}  # fmt: skip
-    sadcbo = {p: [r for r in main if r["problem"] == p and r["method"] == "sadcbo"] for p in problems}
-    inclusion_table = {p: {n: mean_and_se([inclusion(r)[n] for r in rs]) for n in rs[0]["context_names"]}
-                       for p, rs in sadcbo.items() if rs}  # fmt: skip
-    switches = {p: {"switched": sum(not math.isnan(switch_fraction(r)) for r in rs), "runs": len(rs),
-                    "fraction_of_budget": mean_and_se([switch_fraction(r) for r in rs])}
-                for p, rs in sadcbo.items() if rs}  # fmt: skip
-    ablations = {}
-    for part, field_name in (("cost", "cost"), ("eta", "eta")):
-        rows = [r for r in runs if r["part"] == part]
-        reference = [r for r in main if r["problem"] in {x["problem"] for x in rows}]
-        rows += [r for r in reference if (part == "cost" and r["method"] in ("sadcbo", "cbo", "vbo", "cabo"))
-                 or (part == "eta" and r["method"] == "sadcbo")]  # fmt: skip
-        keys = sorted({(r["problem"], r["method"], r[field_name]) for r in rows})
-        ablations[part] = [{"problem": p, "method": m, field_name: v,
-                            "seeds": len([r for r in rows if (r["problem"], r["method"], r[field_name]) == (p, m, v)]),
-                            "regret": mean_and_se([final_regret(r) for r in rows
-                                                   if (r["problem"], r["method"], r[field_name]) == (p, m, v)])}
-                           for p, m, v in keys]  # fmt: skip
-    return {"smoke": smoke, "table": table, "inclusion": inclusion_table, "switches": switches,
-            "ablations": ablations, "pass_marks": pass_marks(table, inclusion_table, switches, sadcbo)}  # fmt: skip
-
-
-def pass_marks(table, inclusion_table, switches, sadcbo) -> list[str]:
-    """The issue's pass marks from the paper, each met or missed as measured."""
-    lines = []
-    for p, inc in inclusion_table.items():
-        relevant = sadcbo[p][0]["relevant_contexts"]
-        noise = [n for n in inc if n not in relevant]
-        rel_ok = all(inc[n][0] >= 0.8 for n in relevant)
-        noise_mean = statistics.fmean(inc[n][0] for n in noise) if noise else 0.0
-        lines.append(f"- {p}: relevant-context inclusion {', '.join(f'{n} {inc[n][0]:.2f}' for n in relevant)} "
-                     f"(>= 0.8: **{'met' if rel_ok else 'missed'}**); mean noise-context inclusion {noise_mean:.2f} "
-                     f"(<= 0.3: **{'met' if noise_mean <= 0.3 else 'missed'}**)")  # fmt: skip
-    best_or_tied = 0
-    for p, methods in table.items():
-        if "sadcbo" not in methods:
-            continue
-        best_mean, best_se = min((v["regret"] for v in methods.values()), key=lambda r: r[0])
-        mean, se = methods["sadcbo"]["regret"]
-        tied = mean - 2 * se <= best_mean + 2 * best_se
-        best_or_tied += tied
-        for other in ("cbo", "vbo", "cubo"):
-            if other in methods:
-                o_mean, o_se = methods[other]["regret"]
-                verdict = "better" if mean + 2 * se < o_mean - 2 * o_se else "worse" if mean - 2 * se > o_mean + 2 * o_se \
-                    else "tied"
-                lines.append(f"- {p}: SADCBO vs {other.upper()}: {verdict} (regret {mean:.3g} +- {se:.2g} vs "
-                             f"{o_mean:.3g} +- {o_se:.2g})")  # fmt: skip
-    if table:
-        lines.append(f"- SADCBO best or tied-best (+-2 SE) on {best_or_tied} of {len(table)} problems "
-                     f"(>= 3 of 4: **{'met' if best_or_tied >= 3 and len(table) == 4 else 'missed'}**)")  # fmt: skip
-    for p, s in switches.items():
-        frac = s["fraction_of_budget"][0]
-        lines.append(f"- {p}: {s['switched']} of {s['runs']} SADCBO runs switched phase before the budget ended"
-                     + ("" if math.isnan(frac) else f", at {frac:.2f} of the budget on average"))  # fmt: skip
-    return lines
-
-
-def fmt(pair: tuple[float, float]) -> str:
-    return "nan" if math.isnan(pair[0]) else f"{pair[0]:.3g} +- {pair[1]:.2g}"
-
-
-def write_markdown(result: dict[str, Any], path: Path) -> None:
-    seeds = sorted({v["seeds"] for p in result["table"].values() for v in p.values()})
-    cmd = "python experiments/contextual.py" + (" --smoke" if result["smoke"] else "")
-    lines = ["# SADCBO and its baselines on the synthetic contextual problems", "",
-             f"Written by `{cmd}`. Seeds run per row: {' or '.join(map(str, seeds)) or '0'} (column `seeds`); mean "
-             "+- standard error over seeds. Regret = 1 - the best noiseless value evaluated, at the end of the "
-             "cost budget (20 x relevant dims; contexts and design evaluations cost 1). GP (RBF-ARD), UCB "
-             "(Srinivas beta_t), 4 restarts / 256 raw samples. `acq s` = median seconds of a BO iteration "
-             "(everything the policy does: fits, relevance, switch check, acquisition).", "",
-             "| problem | method | seeds | regret | BO iterations | acq s (median) |", "|---|---|---|---|---|---|"]  # fmt: skip
-    for p, methods in result["table"].items():
-        for m, v in methods.items():
-            lines.append(f"| {p} | {m} | {v['seeds']} | {fmt(v['regret'])} | {v['bo_iterations']:.1f} "
-                         f"| {v['median_acq_s']:.2f} |")  # fmt: skip
-    lines += ["", f"## SADCBO inclusion frequency (BO iterations after the first {BURN_IN})", "",
-              "| problem | context | inclusion |", "|---|---|---|"]  # fmt: skip
-    for p, inc in result["inclusion"].items():
-        lines += [f"| {p} | {n} | {fmt(v)} |" for n, v in inc.items()]
-    lines += ["", "## Phase switch", "", "| problem | switched | share of the budget spent at the switch |",
-              "|---|---|---|"]  # fmt: skip
-    lines += [f"| {p} | {s['switched']}/{s['runs']} | {fmt(s['fraction_of_budget'])} |"
-              for p, s in result["switches"].items()]  # fmt: skip
-    for part, rows in result["ablations"].items():
-        if not rows:
-            continue
-        key = "cost" if part == "cost" else "eta"
-        lines += ["", f"## Ablation: {key}", "", f"| problem | method | {key} | seeds | regret |", "|---|---|---|---|---|"]
-        lines += [f"| {r['problem']} | {r['method']} | {r[key]:g} | {r['seeds']} | {fmt(r['regret'])} |" for r in rows]
-    lines += ["", "## Pass marks (from the paper)", "", *result["pass_marks"], "",
-              "![regret vs cost](regret_vs_cost.png)", "", "![inclusion](inclusion.png)", ""]  # fmt: skip
-    path.write_text("\n".join(lines))
-
-
-def beta_label(beta: float | None) -> str:
-    return "Srinivas" if beta is None else f"{beta:g}"
-
-
-def closest_approach(run: dict[str, Any]) -> float:
-    """The smallest ``dR / threshold`` over a run's switch checks (the rule fires at <= 1 for
-    the regret bound; NaN without a check)."""
-    ratios = [c["delta_r"] / c["threshold"] for c in run.get("switch_checks", []) if c and c["threshold"] > 0]
-    return min(ratios) if ratios else math.nan
-
-
-def summarize_paired(runs: list[dict[str, Any]], smoke: bool) -> dict[str, Any]:
-    """SADCBO against CBO per problem and beta, paired by seed."""
-    paired = [r for r in runs if r["part"] == "paired"]
-    rows = []
-    for p in [p for p in PROBLEMS if any(r["problem"] == p for r in paired)]:
-        for beta in PAIRED_BETAS:
-            by = {m: {r["seed"]: r for r in paired if (r["problem"], r["method"], r.get("beta")) == (p, m, beta)}
-                  for m in PAIRED_METHODS}  # fmt: skip
-            seeds = sorted(set(by["sadcbo"]) & set(by["cbo"]))
-            if not seeds:
-                continue
-            sad_runs = [by["sadcbo"][s] for s in seeds]
-            sad = [final_regret(r) for r in sad_runs]
-            cbo = [final_regret(by["cbo"][s]) for s in seeds]
-            diff = np.asarray(sad) - np.asarray(cbo)
-            p_value = float(wilcoxon(diff).pvalue) if np.any(diff != 0) else 1.0
-            fractions = [switch_fraction(r) for r in sad_runs]
-            rules = sorted({c["rule"] for r in sad_runs for c in r["switch_checks"] if c})
-            rows.append({
-                "problem": p, "beta": beta, "seeds": seeds,
-                "sadcbo": mean_and_se(sad), "cbo": mean_and_se(cbo), "sadcbo_regret": sad, "cbo_regret": cbo,
-                "sadcbo_better_in": int((diff < 0).sum()), "ties": int((diff == 0).sum()), "wilcoxon_p": p_value,
-                "switched": sum(r["switch_iteration"] is not None for r in sad_runs),
-                "switch_fraction": mean_and_se(fractions),
-                "switch_iterations": [r["switch_iteration"] for r in sad_runs],
-                "bo_iterations": [sum(r["is_bo"]) for r in sad_runs],
-                "closest_approach": [closest_approach(r) for r in sad_runs], "rules": rules,
-            })  # fmt: skip
-    return {"smoke": smoke, "problems": list(dict.fromkeys(r["problem"] for r in rows)), "rows": rows}
-
-
-def write_paired_markdown(result: dict[str, Any], path: Path) -> None:
-    seeds = sorted({s for r in result["rows"] for s in r["seeds"]})
-    counts = sorted({len(r["seeds"]) for r in result["rows"]})
-    cmd = f"python experiments/contextual.py --parts paired --seeds {len(seeds)}" + (" --smoke" if result["smoke"] else "")
-    if result["problems"] != list(PAIRED_PROBLEMS):
-        cmd += " --problems " + " ".join(result["problems"])
-    lines = ["# SADCBO against CBO, paired by seed, with two UCB betas", "",
-             f"Written by `{cmd}`. Seeds {seed_ranges(seeds)}: {' or '.join(map(str, counts)) or '0'} per row "
-             "(column `seeds`), the same seeds for both methods; mean +- standard error over them. Regret = 1 - "
-             "the best noiseless value evaluated, at the end of the cost budget (20 x relevant dims; contexts "
-             "and design evaluations cost 1). GP (RBF-ARD), UCB with the Srinivas schedule (the paper's) or "
-             "the constant beta 0.2 (the authors' code), " + ("--smoke: budget 10, 6 initial points, 2 restarts / 32 raw "
-             "samples, Q = 2. " if result["smoke"] else "4 restarts / 256 raw samples. ") + "`SADCBO better` = seeds "
-             "where SADCBO's regret is lower than CBO's (ties in parentheses); `p` = paired Wilcoxon signed-rank "
-             "test on the per-seed regrets, two-sided (1 if every difference is 0). `switched` = SADCBO runs "
-             "whose phase switched before the budget ended, at the mean share of the budget spent and the BO "
-             "iterations (of the run's total) shown; `min dR/threshold` = the median over seeds of the "
-             "smallest ratio a run's switch checks reached (the regret-bound rule fires at <= 1).", "",
-             "| problem | beta | seeds | SADCBO regret | CBO regret | SADCBO better | p | switched | share of "
-             "budget at the switch | switch iteration / BO iterations | min dR/threshold (median) | rule |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
-    for r in result["rows"]:
-        n = len(r["seeds"])
-        at = ", ".join(f"{i}/{b}" if i is not None else f"-/{b}"
-                       for i, b in zip(r["switch_iterations"], r["bo_iterations"], strict=True))  # fmt: skip
-        approach = [a for a in r["closest_approach"] if not math.isnan(a)]
-        lines.append(f"| {r['problem']} | {beta_label(r['beta'])} | {n} | {fmt(r['sadcbo'])} | {fmt(r['cbo'])} "
-                     f"| {r['sadcbo_better_in']} of {n}" + (f" ({r['ties']} tied)" if r["ties"] else "")
-                     + f" | {r['wilcoxon_p']:.3g} | {r['switched']}/{n} | {fmt(r['switch_fraction'])} | {at} "
-                     f"| {statistics.median(approach) if approach else math.nan:.3g} | {', '.join(r['rules']) or '-'} |")  # fmt: skip
-    lines += ["", "![switch checks](paired_switch.png)", ""]
-    path.write_text("\n".join(lines))
-
-
-def plot_paired(runs: list[dict[str, Any]], out: Path) -> None:
-    """``dR`` and the switch threshold against the BO iteration, one panel per problem and beta,
-    one faint line per seed; a cross where the rule fired, the budget's end dotted."""
-    sad = [r for r in runs if r["part"] == "paired" and r["method"] == "sadcbo"]
-    panels = [(p, b) for p in PROBLEMS for b in PAIRED_BETAS
-              if any(r["problem"] == p and r.get("beta") == b for r in sad)]  # fmt: skip
-    if not panels:
-        return
-    fig, axes = panel_grid(len(panels), max_columns=2)
-    for ax, (p, beta) in zip(axes, panels, strict=True):
-        rs = [r for r in sad if r["problem"] == p and r.get("beta") == beta]
-        for r in rs:
-            points = [(i, c) for i, c in enumerate(r["switch_checks"], 1) if c]
-            if points:
-                x = [i for i, _ in points]
-                ax.plot(x, [max(c["delta_r"], 1e-12) for _, c in points], color="C0", alpha=0.35, lw=1)
-                ax.plot(x, [max(c["threshold"], 1e-12) for _, c in points], color="C3", alpha=0.35, lw=1, ls="--")
-                fired = [(i, c) for i, c in points if c["fired"]]
-                if fired:
-                    ax.scatter([fired[0][0]], [max(fired[0][1]["delta_r"], 1e-12)], color="k", marker="x", zorder=3)
-        ax.axvline(max(sum(r["is_bo"]) for r in rs), color="0.5", ls=":", lw=1)
-        switched = sum(r["switch_iteration"] is not None for r in rs)
-        ax.set_xlim(left=1)
-        ax.set_title(f"{p}, UCB beta {beta_label(beta)}: {switched}/{len(rs)} switched", fontsize=10)
-        ax.set(xlabel="BO iteration", ylabel="dR (solid), threshold (dashed)", yscale="log")
-    handles = [plt.Line2D([], [], color="C0", label="dR"), plt.Line2D([], [], color="C3", ls="--", label="threshold"),
-               plt.Line2D([], [], color="k", marker="x", ls="", label="switch"),
-               plt.Line2D([], [], color="0.5", ls=":", label="last BO iteration")]  # fmt: skip
-    axes[0].legend(handles=handles, fontsize=7)
-    fig.tight_layout()
-    fig.savefig(out / "paired_switch.png", dpi=110)
-    plt.close(fig)
-
-
-def plot(runs: list[dict[str, Any]], out: Path) -> None:
-    main = [r for r in runs if r["part"] == "main"]
-    problems = [p for p in PROBLEMS if any(r["problem"] == p for r in main)]
-    if not problems:
-        return
-    fig, axes = panel_grid(len(problems))
-    for ax, p in zip(axes, problems, strict=True):
-        budget = max(r["budget_cost"] for r in main if r["problem"] == p)
-        grid = np.linspace(0, budget, 200)
-        for j, m in enumerate(METHODS):
-            traces = np.array([regret_trace(r, grid) for r in main if r["problem"] == p and r["method"] == m])
-            if traces.size == 0:
-                continue
-            mean = np.nanmean(traces, axis=0)
-            se = np.nanstd(traces, axis=0) / math.sqrt(len(traces))
-            ax.plot(grid, mean, color=method_color(j, len(METHODS)), label=m)
-            ax.fill_between(grid, mean - se, mean + se, color=method_color(j, len(METHODS)), alpha=0.15)
-        ax.set(title=p, xlabel="cumulative cost", ylabel="regret (1 - best value)", yscale="log")
-    axes[0].legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(out / "regret_vs_cost.png", dpi=110)
-    plt.close(fig)
-    sad = {p: [r for r in main if r["problem"] == p and r["method"] == "sadcbo"] for p in problems}
-    sad = {p: rs for p, rs in sad.items() if rs}
-    if not sad:
-        return
-    fig, axes = panel_grid(len(sad))
-    for ax, (p, rs) in zip(axes, sad.items(), strict=True):
-        names = rs[0]["context_names"]
-        values = [statistics.fmean(inclusion(r)[n] for r in rs) for n in names]
-        colors = ["C3" if n in rs[0]["relevant_contexts"] else "0.6" for n in names]
-        ax.bar(names, values, color=colors)
-        ax.axhline(0.8, color="k", ls="--", lw=0.8)
-        ax.axhline(0.3, color="k", ls=":", lw=0.8)
-        ax.set(title=f"{p}: SADCBO inclusion (red: relevant)", ylim=(0, 1.05))
-        ax.tick_params(axis="x", rotation=60)
-    fig.tight_layout()
-    fig.savefig(out / "inclusion.png", dpi=110)
-    plt.close(fig)
+def decode_run(run: dict[str, Any]) -> dict[str, Any]:
+    """The run with its per-trial fields as :func:`run_job` measured them: ``roles`` a list of
+    role names per trial, ``phase`` a name per trial, ``is_bo`` booleans, each switch check a
+    dict (or None); a run recorded uncoded is returned as it is."""
+    out = dict(run)
+    roles = {code: role for role, code in ROLE_CODES.items()}
+    phases = {code: phase for phase, code in PHASE_CODES.items()}
+    out["roles"] = [
+        [roles[c] for c in row] if isinstance(row, str) else row for row in run["roles"]
+    ]
+    if isinstance(run["phase"], str):
+        out["phase"] = [phases[c] for c in run["phase"]]
+    if isinstance(run["is_bo"], str):
+        out["is_bo"] = [c == "1" for c in run["is_bo"]]
+    out["switch_checks"] = [
+        dict(zip(SWITCH_CHECK_FIELDS, c, strict=True)) if isinstance(c, list) else c
+        for c in run["switch_checks"]
+    ]
+    return out
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--smoke", action="store_true")
-    parser.add_argument("--seeds", type=int, default=None, help="seeds 0..N-1 (default 5; 10 for the paired part)")
-    parser.add_argument("--ablation-seeds", type=int, default=None, help="seeds of the cost and eta parts")
+    parser.add_argument(
+        "--seeds", type=int, default=None, help="seeds 0..N-1 (default 5; 10 for the paired part)"
+    )
+    parser.add_argument(
+        "--ablation-seeds", type=int, default=None, help="seeds of the cost and eta parts"
+    )
     parser.add_argument("--parts", nargs="*", default=["main", "cost", "eta"], choices=PARTS)
     parser.add_argument("--problems", nargs="*", default=None, choices=PROBLEMS)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument(
+        "--report-only",
+        action="store_true",
+        help="run nothing: report the runs of these parts and seeds that runs.jsonl holds",
+    )
     add_out_argument(parser, RESULTS)
     args = parser.parse_args(argv)
     args.out = output_folder(args.out, args.smoke, RESULTS)
@@ -461,9 +289,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parts = ["main"] if args.smoke and args.parts == ["main", "cost", "eta"] else args.parts
     paired_seeds = args.seeds or (1 if args.smoke else 10)
     args.out.mkdir(parents=True, exist_ok=True)
-    jobs = jobs_for(parts, seeds, args.smoke, problems, args.ablation_seeds, paired_seeds,
-                    args.problems or list(PAIRED_PROBLEMS))  # fmt: skip
-    runs = run_resumable(run_job, jobs, args.out, args.workers, key_fields=KEY)
+    jobs = jobs_for(
+        parts,
+        seeds,
+        args.smoke,
+        problems,
+        args.ablation_seeds,
+        paired_seeds,
+        args.problems or list(PAIRED_PROBLEMS),
+    )
+    recorded = run_resumable(
+        run_job, jobs, args.out, args.workers, only_existing=args.report_only, key_fields=KEY
+    )
+    runs = [decode_run(run) for run in recorded]
     result: dict[str, Any] = {}
     if {"main", "cost", "eta"} & set(parts):  # the paired part alone leaves these files alone
         result = summarize(runs, args.smoke)

@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 from mixed_spaces_problems import Recorder, make_problems, suggest_active
 from mixed_spaces_report import mean_se, wilcoxon
-from results_io import write_results
+from results_io import save_figure, write_results
 from smoke_out import add_out_argument, output_folder
 
 RESULTS = Path(__file__).resolve().parent / "results" / "continue_optuna_study"
@@ -225,7 +225,7 @@ def plot(runs: list[dict[str, Any]], optimum: float | None, path: Path, problem:
     ax.set_title(problem)
     ax.legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path)
     plt.close(fig)
 
 

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 from early_stopping_arms import ARMS, BO_ES_ARMS, FULL_ARM, RECOMMENDED_ARM, TPE_HB
 from early_stopping_problems import MAX_EPOCHS
+from results_io import save_figure
 from verdicts import paired_verdict
 
 #: Goal 2's significance level (issue 59: met needs a lower mean and p <= this).
@@ -351,5 +352,5 @@ def plot(runs: list[dict[str, Any]], problems: dict[str, Any], budget: int, path
         ax.set_yscale("log")
         ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path)
     plt.close(fig)

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 from freeze_thaw import ARMS, BASELINES, BUDGET
+from results_io import save_figure
 from verdicts import paired_verdict
 
 #: The two routes of a freeze-thaw arm (:func:`route`).
@@ -203,5 +204,5 @@ def _plot(runs: list[dict[str, Any]], out: Path) -> None:
         ax.set_ylabel("best fully trained validation loss")
         ax.legend()
     fig.tight_layout()
-    fig.savefig(out / "best_vs_epochs.png", dpi=110)
+    save_figure(fig, out / "best_vs_epochs.png")
     plt.close(fig)

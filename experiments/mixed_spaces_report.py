@@ -21,6 +21,7 @@ from mixed_spaces_arms import (
     WARPED_ARMS,
 )
 from mixed_spaces_problems import MixedProblem
+from results_io import save_figure
 
 
 def mean_se(values: list[float]) -> tuple[float, float]:
@@ -314,5 +315,5 @@ def plot(runs: list[dict[str, Any]], problems: dict[str, MixedProblem], path: Pa
         ax.set_yscale("log")
         ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path)
     plt.close(fig)

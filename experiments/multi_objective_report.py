@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 from multi_objective_api import ARMS, ORACLE_ARMS, MOProblem
+from results_io import save_figure
 
 
 def mean_se(values: list[float | None]) -> tuple[float, float]:
@@ -226,5 +227,5 @@ def plot(runs: list[dict[str, Any]], problems: dict[str, MOProblem], path: Path)
         ax.set_ylabel("log10(max_hv - HV of evaluated points)")
         ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    save_figure(fig, path)
     plt.close(fig)

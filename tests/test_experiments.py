@@ -42,8 +42,20 @@ def test_sebo_smoke(tmp_path):
     methods = {r["method"] for r in result["table"]}
     assert {"sobol", "map-saas", "sebo-l0", "ir-l0-1e-2", "er-l0-1e-2"} <= methods
     assert all(r["new_points"] == r["num_bo"] for r in result["table"])
-    assert set(result["generation_time_ratio"]) == {"sebo-l0", "sebo-l0-qlognehvi", "ir-l0", "ir-l0-qlognei", "er-l0"}
-    for name in ("results.json", "results.md", "runs.jsonl", "best_vs_changes.png", "sparse_regret.png"):
+    assert set(result["generation_time_ratio"]) == {
+        "sebo-l0",
+        "sebo-l0-qlognehvi",
+        "ir-l0",
+        "ir-l0-qlognei",
+        "er-l0",
+    }
+    for name in (
+        "results.json",
+        "results.md",
+        "runs.jsonl",
+        "best_vs_changes.png",
+        "sparse_regret.png",
+    ):
         assert (tmp_path / name).stat().st_size > 0
 
 
@@ -51,14 +63,32 @@ def test_neural_greedy_smoke(tmp_path):
     import neural_greedy
 
     methods = ["simple-smb-g4", "posterior-smb-g2", "gp-ei", "neural-lints", "random"]
-    result = neural_greedy.main(["--smoke", "--workers", "1", "--problems", "branin", "--methods", *methods,
-                                 "--gammas", "2", "4", "--optimizer", "thesis", "--out", str(tmp_path)])
+    result = neural_greedy.main(
+        [
+            "--smoke",
+            "--workers",
+            "1",
+            "--problems",
+            "branin",
+            "--methods",
+            *methods,
+            "--gammas",
+            "2",
+            "4",
+            "--optimizer",
+            "thesis",
+            "--out",
+            str(tmp_path),
+        ]
+    )
     rows = {r["method"]: r for r in result["table"]}
     assert set(rows) == set(methods)
     for r in rows.values():
         assert r["regret"] >= 0 and r["budget"] == 6
-    assert result["best_gamma"] == {"simple-smb": {"branin": "simple-smb-g4"},
-                                    "posterior-smb": {"branin": "posterior-smb-g2"}}
+    assert result["best_gamma"] == {
+        "simple-smb": {"branin": "simple-smb-g4"},
+        "posterior-smb": {"branin": "posterior-smb-g2"},
+    }
     assert result["seeds_per_row"] == [1]
     assert "seeds run per row: 1 (column `seeds`)" in (tmp_path / "results.md").read_text()
     for name in ("results.json", "results.md", "runs.jsonl", "regret_vs_evaluations.png"):
@@ -77,7 +107,9 @@ def test_bench_surrogates_smoke(tmp_path):
     assert result["ensemble"]["ratio"] > 0 and result["gp_ratio"]["n"] == 40
     assert set(result["ensemble"]["variants"]) == {"default", "one-batch", "torch-tanh", "compiled"}
     assert result["ensemble"]["lbfgs"]["iterations"] >= 1
-    assert [c["n"] for c in result["converged"]] == [20] and 1 <= result["converged"][0]["net_steps"] <= 200
+    assert [c["n"] for c in result["converged"]] == [20] and 1 <= result["converged"][0][
+        "net_steps"
+    ] <= 200
     assert [o["width"] for o in result["lightning_by_width"]] == [32, 64]
     assert all(0.0 <= o["overhead_share"] < 1.0 for o in result["lightning_by_width"])
     assert {r["threads"] for r in result["thread_rows"]} == {1, 2}
@@ -101,15 +133,21 @@ def test_bench_map_saas_fit_smoke(tmp_path):
     result = bench_map_saas_fit.main(["--smoke", "--out", str(tmp_path)])
     [row] = result["rows"]
     # the restarts include the default start: no member ends below the single-start fit
-    for single, batched in zip(row["single_log_posterior"], row["batched_log_posterior"], strict=True):
+    for single, batched in zip(
+        row["single_log_posterior"], row["batched_log_posterior"], strict=True
+    ):
         assert batched >= single - 1e-6
     assert (tmp_path / "results.md").read_text().startswith("# MAP-SAAS fit restarts")
     # the campaign section: each arm carries its own fit state from fit to fit
     [run] = result["campaign"]["rows"]
     assert run["warm_starts"][0] == "no previous fit" and "warm" in run["warm_starts"]
-    assert set(run["full_starts"]) == {"warm start off"} and set(run["gp-cold_starts"]) == {"warm start off"}
+    assert set(run["full_starts"]) == {"warm start off"} and set(run["gp-cold_starts"]) == {
+        "warm start off"
+    }
     assert run["gp-warm_starts"][1:] == ["warm"] * (len(run["gp-warm_starts"]) - 1)
-    assert (tmp_path / "campaign.md").read_text().startswith("# MAP-SAAS warm starts over a campaign")
+    assert (
+        (tmp_path / "campaign.md").read_text().startswith("# MAP-SAAS warm starts over a campaign")
+    )
 
 
 def test_bench_sebo_homotopy_smoke(tmp_path):
@@ -127,67 +165,6 @@ def test_sparse_protocol_smoke(tmp_path):
     assert set(result["parts"]["sebo"]["arms"]) == {"qlognei", "sebo-ehvi", "sebo-qlognehvi"}
     assert all("met" in line or "missed" in line for line in result["goals"])
     assert (tmp_path / "protocol.png").stat().st_size > 0
-
-
-def test_contextual_smoke(tmp_path):
-    import contextual
-
-    result = contextual.main(["--smoke", "--workers", "1", "--out", str(tmp_path)])
-    assert set(result["table"]["hartmann4"]) == set(contextual.METHODS)
-    runs = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
-    for run in runs:  # every run spends its cost budget exactly and never more
-        assert abs(sum(run["costs"]) - run["budget_cost"]) < 1e-9 or sum(run["costs"]) + 1 > run["budget_cost"]
-        assert sum(run["costs"]) <= run["budget_cost"] + 1e-9
-    vbo = next(r for r in runs if r["method"] == "vbo")
-    # after 6 observed initial points (cost 6) of a budget of 10, VBO can afford 3 of its 5 contexts
-    assert vbo["costs"][6] == 1 + 3 and sum(role == "optimized" for role in vbo["roles"][6]) == 3
-    for name in ("results.json", "results.md", "regret_vs_cost.png", "inclusion.png"):
-        assert (tmp_path / name).stat().st_size > 0
-
-
-def test_contextual_paired_smoke(tmp_path):
-    import contextual
-
-    argv = ["--smoke", "--parts", "paired", "--problems", "hartmann4", "--workers", "1", "--out", str(tmp_path)]
-    result = contextual.main(argv)
-    rows = result["paired"]["rows"]
-    assert [(r["problem"], r["beta"]) for r in rows] == [("hartmann4", None), ("hartmann4", 0.2)]
-    for row in rows:
-        assert row["seeds"] == [0] and 0 <= row["wilcoxon_p"] <= 1 and row["switched"] in (0, 1)
-    runs = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
-    # beta is part of the run key: four distinct runs
-    assert {(r["method"], r["beta"]) for r in runs} == {(m, b) for m in ("sadcbo", "cbo") for b in (None, 0.2)}
-    for run in runs:
-        checks = run["switch_checks"]
-        assert len(checks) == sum(run["is_bo"])
-        if run["method"] == "cbo":
-            assert not any(checks) and run["switch_iteration"] is None
-            continue
-        assert checks[0] is None and any(checks)  # no check at the first BO iteration
-        for c in filter(None, checks):
-            assert {"delta_r", "threshold", "rule", "fired"} <= set(c) and c["threshold"] > 0
-        fired = [i for i, c in enumerate(checks, 1) if c and c["fired"]]
-        assert run["switch_iteration"] == (fired[0] if fired else None)
-    assert not (tmp_path / "results.md").exists()  # the main part's files are left alone
-    md = (tmp_path / "paired.md").read_text()
-    assert "Seeds 0: 1 per row" in md and "| hartmann4 | Srinivas | 1 |" in md and "| hartmann4 | 0.2 | 1 |" in md
-    for name in ("paired.json", "paired_switch.png"):
-        assert (tmp_path / name).stat().st_size > 0
-    again = contextual.main(argv)["paired"]["rows"]  # resumed from runs.jsonl
-    assert [(r["sadcbo"], r["cbo"], r["switch_iterations"]) for r in again] == [
-        (r["sadcbo"], r["cbo"], r["switch_iterations"]) for r in rows]
-    # the summary of a switched run and of two seeds, from the recorded runs
-    sad = next(r for r in runs if r["method"] == "sadcbo" and r["beta"] is None)
-    cbo = next(r for r in runs if r["method"] == "cbo" and r["beta"] is None)
-    k = next(i for i, c in enumerate(sad["switch_checks"], 1) if c)
-    switched = {**sad, "seed": 1, "switch_iteration": k, "switch_checks": [
-        {**c, "fired": i == k} if c else c for i, c in enumerate(sad["switch_checks"], 1)]}
-    first_bo = sad["is_bo"].index(True)
-    switched["phase"] = [*sad["phase"][: first_bo + k - 1], *["optimization"] * (len(sad["phase"]) - first_bo - k + 1)]
-    [row] = contextual.summarize_paired([sad, cbo, switched, {**cbo, "seed": 1}], smoke=True)["rows"]
-    assert row["seeds"] == [0, 1] and row["switched"] == 1 and row["switch_iterations"] == [None, k]
-    assert 0 < row["switch_fraction"][0] < 1
-    contextual.plot_paired([sad, switched], tmp_path)
 
 
 def test_bench_contextual_smoke(tmp_path):
@@ -208,7 +185,9 @@ def test_subset_smoke(tmp_path):
     methods = {(r["problem"], r["method"]) for r in result["table"]}
     assert ("ackley-2d", "kcs") in methods and ("svm-hpo", "fitc") in methods
     assert all(-1 <= r["cliffs_delta"] <= 1 for r in result["alpha"])
-    assert subset.cliffs_delta([1, 2], [3, 4]) == -1.0 and subset.cliffs_delta([1, 3], [2, 2]) == 0.0
+    assert (
+        subset.cliffs_delta([1, 2], [3, 4]) == -1.0 and subset.cliffs_delta([1, 3], [2, 2]) == 0.0
+    )
     for name in ("results.json", "results.md", "step.png"):
         assert (tmp_path / name).stat().st_size > 0
 
@@ -218,10 +197,16 @@ def test_bench_scale_out_smoke(tmp_path):
 
     result = bench_scale_out.main(["--smoke", "--out", str(tmp_path)])
     stores = {r["store"] for r in result["rows"]}
-    assert "sqlite" in stores and ("postgres" in stores) == ("PostgreSQL was not run" not in " ".join(result["notes"]))
+    assert "sqlite" in stores and ("postgres" in stores) == (
+        "PostgreSQL was not run" not in " ".join(result["notes"])
+    )
     for row in result["rows"]:
         assert row["completed"] == row["total_trials"] == 6 and row["distinct_points"] == 6, row
-        assert row["wall_seconds"] > 0 and row["ideal_seconds"] >= 6 * 0.05 / row["workers"] and row["store_operations"] > 0
+        assert (
+            row["wall_seconds"] > 0
+            and row["ideal_seconds"] >= 6 * 0.05 / row["workers"]
+            and row["store_operations"] > 0
+        )
     assert {r["workers"] for r in result["rows"]} == {1, 2}
     assert (tmp_path / "results.md").read_text().startswith("# bench_scale_out")
     assert (tmp_path / "bench_scale_out.png").stat().st_size > 0
@@ -233,7 +218,9 @@ def test_sweep_bayes_smoke(tmp_path):
     result = sweep_bayes.main(["--smoke", "--out", str(tmp_path)])
     assert {(r["method"], r["seed"]) for r in result["rows"]} == {("bayes", 0), ("random", 0)}
     for row in result["rows"]:
-        assert row["runs"] == row["finished"] == 1 and row["best"] is not None and row["best"] > 0, row
+        assert (
+            row["runs"] == row["finished"] == 1 and row["best"] is not None and row["best"] > 0
+        ), row
     assert (tmp_path / "results.md").read_text().startswith("# sweep_bayes")
     assert (tmp_path / "sweep_bayes.png").stat().st_size > 0
 
@@ -241,7 +228,9 @@ def test_sweep_bayes_smoke(tmp_path):
 def test_mobo_rs_smoke(tmp_path):
     import mobo_rs
 
-    result = mobo_rs.main(["--smoke", "--workers", "1", "--parts", "pattern", "regret", "--out", str(tmp_path)])
+    result = mobo_rs.main(
+        ["--smoke", "--workers", "1", "--parts", "pattern", "regret", "--out", str(tmp_path)]
+    )
     assert set(result["pattern"]) == {"rs-ts-linear | middle"}
     assert 0 <= result["pattern"]["rs-ts-linear | middle"]["inside"][0] <= 1
     for methods in result["regret"].values():
@@ -254,8 +243,19 @@ def test_mobo_rs_smoke(tmp_path):
 def test_cost_ids_smoke(tmp_path):
     import cost_ids
 
-    result = cost_ids.main(["--smoke", "--workers", "1", "--methods", "cost-ids", "ucb", "ei-per-cost",
-                            "--out", str(tmp_path)])  # fmt: skip
+    result = cost_ids.main(
+        [
+            "--smoke",
+            "--workers",
+            "1",
+            "--methods",
+            "cost-ids",
+            "ucb",
+            "ei-per-cost",
+            "--out",
+            str(tmp_path),
+        ]
+    )
     assert set(result["table"]) == {"cost-ids", "ucb", "ei-per-cost"}
     for row in result["table"].values():
         assert row["final_regret"][0] >= 0 and row["seeds"] == 1
@@ -266,138 +266,52 @@ def test_cost_ids_smoke(tmp_path):
 def test_cost_ids_first_seed_smoke(tmp_path):
     import cost_ids
 
-    result = cost_ids.main(["--smoke", "--workers", "1", "--first-seed", "5", "--seeds", "2", "--methods", "cost-ids",
-                            "ucb", "--out", str(tmp_path)])  # fmt: skip
+    result = cost_ids.main(
+        [
+            "--smoke",
+            "--workers",
+            "1",
+            "--first-seed",
+            "5",
+            "--seeds",
+            "2",
+            "--methods",
+            "cost-ids",
+            "ucb",
+            "--out",
+            str(tmp_path),
+        ]
+    )
     assert result["seeds_run"] == [5, 6] and not result["rho"]  # main part only, seeds 5-6
-    assert {m: row["seed_list"] for m, row in result["table"].items()} == {"cost-ids": [5, 6], "ucb": [5, 6]}
+    assert {m: row["seed_list"] for m, row in result["table"].items()} == {
+        "cost-ids": [5, 6],
+        "ucb": [5, 6],
+    }
     runs = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
-    assert sorted((r["method"], r["seed"]) for r in runs) == [("cost-ids", 5), ("cost-ids", 6), ("ucb", 5), ("ucb", 6)]
+    assert sorted((r["method"], r["seed"]) for r in runs) == [
+        ("cost-ids", 5),
+        ("cost-ids", 6),
+        ("ucb", 5),
+        ("ucb", 6),
+    ]
     test = result["wilcoxon"]["cost-ids vs ucb"]
-    assert test["seeds"] == 2 and 0 <= test["cost_ids_better_in"] <= 2 and 0 < test["wilcoxon_p"] <= 1
+    assert (
+        test["seeds"] == 2 and 0 <= test["cost_ids_better_in"] <= 2 and 0 < test["wilcoxon_p"] <= 1
+    )
     md = (tmp_path / "results.md").read_text()
-    assert "--first-seed 5" in md and "Seeds 5-6;" in md and "chosen on seeds 0-4" in md and "held out" in md
+    assert (
+        "--first-seed 5" in md
+        and "Seeds 5-6;" in md
+        and "chosen on seeds 0-4" in md
+        and "held out" in md
+    )
     assert (tmp_path / "regret_vs_cost.png").stat().st_size > 0
     # the rho part stays on seeds 0..: with main on 5-6 it also runs rho 1 and 2 itself
     jobs = cost_ids.jobs_for(["main", "rho"], 2, 2, True, first_seed=5)
-    assert {(j["rho"], j["seed"]) for j in jobs if j["part"] == "rho"} == {(r, s) for r in cost_ids.RHOS for s in (0, 1)}
+    assert {(j["rho"], j["seed"]) for j in jobs if j["part"] == "rho"} == {
+        (r, s) for r in cost_ids.RHOS for s in (0, 1)
+    }
     assert len({(j["part"], j["method"], j["rho"], j["seed"]) for j in jobs}) == len(jobs)
-
-
-def test_hired_smoke(tmp_path):
-    import hired
-
-    result = hired.main(["--smoke", "--workers", "1", "--parts", "main", "alpha", "--out", str(tmp_path),
-                         "--methods", "hired", "hired-ar", "rnn", "seasonal-naive", "ets-bu"])  # fmt: skip
-    rows = {r["method"]: r for r in result["datasets"]["synthetic"]["rows"]}
-    # ets-bu runs the one AutoETS job, which records ets and ets-mint too; hired-select is chosen from the runs
-    assert set(rows) == {"hired", "hired-ar", "rnn", "seasonal-naive", "ets", "ets-bu", "ets-mint", "hired-select"}
-    for row in rows.values():
-        assert row["seeds"] == 1 and 0 <= row["wape"][0] < 1 and {"wape_level0", "smape_level2"} <= set(row)
-    # TVAR alone, seasonal naive and bottom-up are coherent by construction (table 6.3's metric)
-    for method in ("hired-ar", "seasonal-naive", "ets-bu"):
-        assert rows[method]["coherence"][0] < 1e-4
-    assert [r["alpha"] for r in result["alpha"]["synthetic"]] == [0.5, 1.0, 2.0, 4.0]
-    for name in ("results.json", "results.md", "forecasts_synthetic.png"):
-        assert (tmp_path / name).stat().st_size > 0
-
-
-def test_hired_smoke_on_other_data(tmp_path):
-    """--data: a named synthetic set and a HierE2E folder (weekly), settings derived from the data;
-    paired differences HiReD minus each comparison method over two seeds."""
-    import hired
-
-    from dsbo.data import synthetic_hierarchy, write_hierarchical
-
-    folder = write_hierarchical(synthetic_hierarchy(branching=(2, 3), num_steps=160, frequency="W", seed=5), tmp_path / "weekly")
-    methods = ["hired", "hired-no-snaive", "hired-lambda0", "rnn", "seasonal-naive"]
-    result = hired.main(["--smoke", "--workers", "1", "--parts", "main", "--seeds", "2", "--out", str(tmp_path / "out"),
-                         "--data", "synthetic-daily", f"toy={folder}", "--methods", *methods])  # fmt: skip
-    assert set(result["datasets"]) == {"synthetic-daily", "toy"}
-    daily, toy = result["datasets"]["synthetic-daily"], result["datasets"]["toy"]
-    assert (daily["settings"]["history"], daily["settings"]["horizon"], daily["settings"]["season"], daily["settings"]["preset"]) == (28, 7, 7, "m5")
-    assert (toy["settings"]["frequency"], toy["settings"]["season"], toy["settings"]["horizon"]) == ("W", 52, 13)
-    rows = {r["method"]: r for r in toy["rows"]}
-    for t in (daily, toy):
-        paired = {r["minus"]: r for r in t["paired"]}
-        assert list(paired) == ["hired-lambda0", "seasonal-naive", "rnn", "hired-no-snaive"]
-        by = {r["method"]: r for r in t["rows"]}
-        for other, r in paired.items():
-            assert r["seeds"] == 2 and r["wape"][1] >= 0
-            # the mean of paired differences is the difference of the means (same seeds)
-            assert r["wape"][0] == pytest.approx(by["hired"]["wape"][0] - by[other]["wape"][0], abs=1e-9)
-    assert rows["seasonal-naive"]["seeds"] == 1
-    runs = (tmp_path / "out" / "runs.jsonl").read_text()
-    assert str(folder) not in runs and '"folder": "weekly"' in runs  # no local paths recorded
-    text = (tmp_path / "out" / "results.md").read_text()
-    assert "Paired differences on toy" in text and "| hired-no-snaive | 2 |" in text
-
-
-def test_hired_issue46_smoke(tmp_path, capfd):
-    """Issue 46: AutoETS fitted once for its three methods (one job, cached); a --methods run adds to
-    the recorded results; hired-mint and the combinations are coherent, hired-mint's plain fit is
-    the hired fit; hired-select is the candidate that validates best; the warning is printed."""
-    import hired
-
-    out, cache = tmp_path / "out", tmp_path / "cache"
-    common = ["--smoke", "--workers", "1", "--parts", "main", "--out", str(out), "--cache", str(cache)]
-    first = hired.main([*common, "--methods", "ets-mint"])
-    lines = [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines()]
-    assert len(lines) == 1 and [r["method"] for r in lines[0]["extra_runs"]] == ["ets-bu", "ets-mint"]  # one fit, three methods
-    assert {r["method"] for r in first["datasets"]["synthetic"]["rows"]} == {"ets", "ets-bu", "ets-mint"}
-    (cached,) = cache.glob("synthetic-test-*.npz")
-    stamp = cached.stat().st_mtime_ns
-    result = hired.main([*common, "--methods", "hired-mint", "hired-select", "hired+ets-mint-w-floor"])
-    assert cached.stat().st_mtime_ns == stamp  # the combination read the cached ETS fit
-    rows = {r["method"]: r for r in result["datasets"]["synthetic"]["rows"]}
-    assert {"ets", "ets-bu", "ets-mint", "hired", "hired-no-snaive", "seasonal-naive", "hired-mint", "hired+ets", "hired+ets-mint",
-            "hired+ets-mint-w", "hired-select", "hired+ets-mint-floor", "hired+ets-mint-w-floor"} <= set(rows)  # merged
-    for method in ("hired-mint", "hired+ets-mint", "hired+ets-mint-w", "ets-mint"):
-        assert rows[method]["coherence"][0] < 1e-6
-    runs = hired.recorded_runs(out, smoke=True)
-    by = {r["method"]: r for r in runs}
-    assert by["hired-mint"]["plain_test"]["wape"] == pytest.approx(by["hired"]["test"]["wape"], rel=1e-4)  # same seed, same fit
-    assert by["hired-mint"]["base_test_wape"] == pytest.approx(by["hired"]["test"]["wape"], rel=1e-4)  # our forecasts = Lightning's test
-    assert by["hired+ets-mint-w"]["weight"] in hired.MIX_WEIGHTS
-    assert by["hired+ets-mint-w"]["test"] == pytest.approx(by["hired+ets-mint"]["test"]) or by["hired+ets-mint-w"]["weight"] != 0.5
-    (select,) = [r for r in hired.selected_runs(runs) if r["method"] == "hired-select"]
-    assert select["selected"] == min(select["val_scores"], key=select["val_scores"].get)
-    assert select["test"] == by[select["selected"]]["test"]
-    assert result["issue46"] and all("ETS + MinT" in line for line in result["issue46"])
-    text = (out / "results.md").read_text()
-    assert "Issue 46 on synthetic" in text and "## Goals (issue 46)" in text
-    if any(r.get("warning") for r in runs):
-        assert "worse than seasonal naive" in capfd.readouterr().out and "Fits worse than seasonal naive" in text
-    report = hired.main([*common, "--report-only"])
-    assert report["datasets"] == result["datasets"]
-
-
-def test_hired_selection_on_validation_picks_seasonal_naive_when_it_validates_best():
-    """hired-select from recorded runs: a trained model that validates worse than seasonal naive
-    is replaced by seasonal naive's test scores exactly; a tie goes to seasonal naive."""
-    import hired
-
-    key = {"part": "main", "dataset": "d", "alpha": 1.0, "threads": 1, "smoke": False}
-    snaive = {**key, "method": "seasonal-naive", "seed": 0, "test": {"wape": 0.3}}
-    fits = [{**key, "method": m, "seed": s, "best_val_wape": v, "last_val": {"val_wape_seasonal_naive": 0.2},
-             "test": {"wape": t}} for m, s, v, t in [("hired", 0, 0.25, 0.1), ("hired-no-snaive", 0, 0.3, 0.1),
-                                                      ("hired", 1, 0.15, 0.4), ("hired-no-snaive", 1, 0.1, 0.5),
-                                                      ("hired", 2, 0.2, 0.6)]]  # fmt: skip
-    chosen = {r["seed"]: r for r in hired.selected_runs([snaive, *fits]) if r["method"] == "hired-select"}
-    assert chosen[0]["selected"] == "seasonal-naive" and chosen[0]["test"] == snaive["test"]
-    assert chosen[1]["selected"] == "hired-no-snaive" and chosen[1]["test"] == {"wape": 0.5}
-    assert chosen[2]["selected"] == "seasonal-naive"  # a tie
-
-
-def test_hired_tuning_smoke(tmp_path):
-    import hired_tuning
-
-    result = hired_tuning.main(["--smoke", "--parts", "single", "confirm", "--out", str(tmp_path)])
-    summary = result["single"]["summary"]
-    assert summary["completed"] == 3 and summary["failed"] == 0
-    assert result["single"]["default"]["generator"] == "default" and result["single"]["default"]["num_changed"] == 0
-    assert set(result["single"]["best_params"]) >= {"model.init_args.lambda_e", "data.init_args.alpha"}
-    assert {row["seeds"] for row in result["confirm"].values()} == {1}
-    assert (tmp_path / "results.md").read_text().count("validation WAPE") >= 2
 
 
 def test_bench_startup_smoke(tmp_path):
@@ -406,11 +320,14 @@ def test_bench_startup_smoke(tmp_path):
     info = bench_startup.main(["--smoke", "--out", str(tmp_path)])
     rows = {r["command"]: r for r in info["rows"]}
     assert rows["import botorch"]["vs_botorch"] == 1.0
-    assert {"dsbo.blackbox status", "dsbo.optimize --help", "from dsbo.campaign import Campaign"} <= set(rows)
+    assert {
+        "dsbo.blackbox status",
+        "dsbo.optimize --help",
+        "from dsbo.campaign import Campaign",
+    } <= set(rows)
     assert all(r["wall_s"] > 0 for r in rows.values())
     assert json.loads((tmp_path / "results.json").read_text())["smoke"] is True
     assert (tmp_path / "results.md").read_text().startswith("# Command start-up")
-
 
 
 def test_bench_mixed_acquisition_smoke(tmp_path):
@@ -422,7 +339,11 @@ def test_bench_mixed_acquisition_smoke(tmp_path):
         assert row["loop_s"] > 0 and row["batched_s"] > 0 and row["combinations"] > 1
         assert math.isfinite(row["loop_value"]) and math.isfinite(row["batched_value"])
     assert json.loads((tmp_path / "results.json").read_text())["smoke"] is True
-    assert (tmp_path / "results.md").read_text().startswith("# Acquisition optimization over category combinations")
+    assert (
+        (tmp_path / "results.md")
+        .read_text()
+        .startswith("# Acquisition optimization over category combinations")
+    )
 
 
 def test_bench_categorical_smoke(tmp_path):
@@ -434,7 +355,9 @@ def test_bench_categorical_smoke(tmp_path):
         for arm in ("relax", "enumerate", "ordinal"):
             [run] = result["runs"][problem][arm]
             assert run["regret"] >= -1e-6 and run["seconds_per_proposal"] > 0
-    assert (tmp_path / "results.md").read_text().startswith("# Categorical representations (1 seeds")
+    assert (
+        (tmp_path / "results.md").read_text().startswith("# Categorical representations (1 seeds")
+    )
 
 
 def test_report_importance_smoke(tmp_path):
@@ -446,14 +369,18 @@ def test_report_importance_smoke(tmp_path):
     for problem, k in (("branin-20d", 2), ("hartmann6-30d", 6)):
         row = rows[problem]
         assert row["seeds"] == 2 and row["budget"] == 8 and row["k"] == k
-        assert sum(row["num_in_top_k"].values()) == 2 and row["methods"] == ["inverse ARD lengthscales"]
+        assert sum(row["num_in_top_k"].values()) == 2 and row["methods"] == [
+            "inverse ARD lengthscales"
+        ]
     runs = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
     assert len(runs) == 4 and all(r["completed"] == 8 for r in runs)
     for run in runs:
         assert len(run["ranking"]) == {"branin-20d": 20, "hartmann6-30d": 30}[run["problem"]]
         assert run["ranking"] == list(run["scores"]) and abs(sum(run["scores"].values()) - 1) < 1e-9
         assert all(run["ranking"][rank - 1] == name for name, rank in run["relevant_ranks"].items())
-    assert report_importance.main(["--smoke", "--out", str(tmp_path)])["table"] == result["table"]  # resumed
+    assert (
+        report_importance.main(["--smoke", "--out", str(tmp_path)])["table"] == result["table"]
+    )  # resumed
     assert (tmp_path / "results.md").read_text().startswith("# Report importance")
     assert (tmp_path / "relevant_ranks.png").stat().st_size > 0
 
@@ -465,7 +392,9 @@ def test_bench_report_smoke(tmp_path):
     assert info["trials"] == 30 and info["parameters"] == 20
     assert [r["surrogate"] for r in info["rows"]] == ["gp", "map-saas"]
     for row in info["rows"]:
-        assert 4.8e6 < row["bytes"] < 5.0e6 and row["page_s"] > 0 and len(row["top_parameters"]) == 3
+        assert (
+            4.8e6 < row["bytes"] < 5.0e6 and row["page_s"] > 0 and len(row["top_parameters"]) == 3
+        )
     assert (tmp_path / "results.md").read_text().startswith("# HTML report: size and build time")
     assert not list(tmp_path.glob("*.html"))
 
@@ -473,12 +402,17 @@ def test_bench_report_smoke(tmp_path):
 def test_freeze_thaw_smoke(tmp_path):
     import freeze_thaw
 
-    result = freeze_thaw.main(["--smoke", "--out", str(tmp_path), "--arms", "ft-dkgp", "ft-power-law", "ft-dkgp-campaign"])
+    result = freeze_thaw.main(
+        ["--smoke", "--out", str(tmp_path), "--arms", "ft-dkgp", "ft-power-law", "ft-dkgp-campaign"]
+    )
     runs = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
     assert {r["arm"] for r in runs} == {"ft-dkgp", "ft-power-law", "ft-dkgp-campaign"}
     assert all(r["epochs_spent"] == 40 for r in runs)
     [campaign] = [r for r in runs if r["arm"] == "ft-dkgp-campaign"]
-    assert campaign["final_best"] is not None and set(campaign["statuses"]) >= {"completed", "paused"}
+    assert campaign["final_best"] is not None and set(campaign["statuses"]) >= {
+        "completed",
+        "paused",
+    }
     for r in runs:  # every epoch is charged once: the trials' epochs add up to the budget
         assert sum(r["epochs_per_trial"]) == 40 and r["starts"] + r["continues"] >= r["num_trials"]
     assert {row["arm"] for row in result["rows"]} >= {"ft-dkgp", "ft-power-law"}
@@ -493,13 +427,25 @@ def test_curve_models_smoke(tmp_path):
     [rep] = result["calibration"]["repeats"]
     for name in ("deep-kernel-gp", "power-law-ensemble", "exact fidelity GP"):
         m = rep["models"][name]
-        assert 0 <= m["coverage90"] <= 1 and m["median_abs_error"] >= 0 and len(m["mean"]) == rep["test_configs"]
+        assert (
+            0 <= m["coverage90"] <= 1
+            and m["median_abs_error"] >= 0
+            and len(m["mean"]) == rep["test_configs"]
+        )
     timed = [r for r in result["decision"]["rows"] if "skipped" not in r]
     assert {r["n"] for r in timed} == {100, 200}
-    assert {r["model"] for r in timed} >= {"deep-kernel-gp (warm 5)", "deep-kernel-gp (warm 2)", "power-law-ensemble (warm 5)"}
+    assert {r["model"] for r in timed} >= {
+        "deep-kernel-gp (warm 5)",
+        "deep-kernel-gp (warm 2)",
+        "power-law-ensemble (warm 5)",
+    }
     assert all(r["warm_decision_s"] > 0 and r["choice_s"] > 0 for r in timed)
     assert json.loads((tmp_path / "results.json").read_text())["smoke"] is True
-    assert (tmp_path / "results.md").read_text().startswith("# Curve models: calibration and decision cost (1 calibration repeats")
+    assert (
+        (tmp_path / "results.md")
+        .read_text()
+        .startswith("# Curve models: calibration and decision cost (1 calibration repeats")
+    )
     for name in ("decision_cost.png", "calibration.png"):
         assert (tmp_path / name).stat().st_size > 0
 
@@ -527,21 +473,47 @@ def test_bench_optimize_command_smoke(tmp_path):
     # --smoke compares the working tree with HEAD: the same search, the same answer
     assert after[0]["best_value"] == pytest.approx(before[0]["best_value"], rel=1e-9)
     assert json.loads((tmp_path / "results.json").read_text())["config"]["smoke"] is True
-    assert (tmp_path / "results.md").read_text().startswith("# `python -m dsbo.optimize` end to end")
+    assert (
+        (tmp_path / "results.md").read_text().startswith("# `python -m dsbo.optimize` end to end")
+    )
 
 
 def test_default_command_smoke(tmp_path):
     import default_command
 
-    result = default_command.main(["--smoke", "--out", str(tmp_path), "--arm", "default=",
-                                   "--arm", "every2={restart_every: 2}"])  # fmt: skip
+    result = default_command.main(
+        [
+            "--smoke",
+            "--out",
+            str(tmp_path),
+            "--arm",
+            "default=",
+            "--arm",
+            "every2={restart_every: 2}",
+        ]
+    )
     assert [row["arm"] for row in result["arms"]] == ["default", "every2"]
     for row in result["arms"]:
         [run] = row["per_seed"].values()
-        assert math.isfinite(run["best_value"]) and run["relevant_only"] == (set(run["changed"]) <= {"x4", "x5"})
+        assert math.isfinite(run["best_value"]) and run["relevant_only"] == (
+            set(run["changed"]) <= {"x4", "x5"}
+        )
         assert run["fit_s"] > 0 and run["acquisition_s"] > 0
-    assert (tmp_path / "results.md").read_text().startswith("# The default command's answers over seeds")
+    assert (
+        (tmp_path / "results.md")
+        .read_text()
+        .startswith("# The default command's answers over seeds")
+    )
     # a rerun resumes: nothing runs again, the same table
-    again = default_command.main(["--smoke", "--out", str(tmp_path), "--arm", "default=",
-                                  "--arm", "every2={restart_every: 2}"])  # fmt: skip
+    again = default_command.main(
+        [
+            "--smoke",
+            "--out",
+            str(tmp_path),
+            "--arm",
+            "default=",
+            "--arm",
+            "every2={restart_every: 2}",
+        ]
+    )
     assert again["arms"][0]["per_seed"] == result["arms"][0]["per_seed"]

@@ -51,3 +51,69 @@ def test_no_committed_results_json_repeats_the_runs_beside_it(path):
     if "num_runs" in data:  # written by results_io: the summary covers that many recorded runs
         assert data["runs_file"] == "runs.jsonl"
         assert 0 < data["num_runs"] <= len(read_runs(path.parent))
+
+
+def test_a_reference_line_reads_as_the_run_it_names_in_its_place(tmp_path):
+    from results_io import read_runs, reference_to
+
+    shared = tmp_path / "runs.jsonl"
+    runs = [
+        {"arm": "random", "seed": 0, "values": [3.0]},
+        {"arm": "gp", "seed": 0, "values": [1.0]},
+    ]
+    shared.write_text("".join(json.dumps(r) + "\n" for r in runs))
+    (tmp_path / "later").mkdir()
+    ref = reference_to(shared, tmp_path / "later", {"arm": "gp", "seed": 0}, {"arm": "gp-before"})
+    assert ref == {
+        "run_in": "../runs.jsonl",
+        "where": {"arm": "gp", "seed": 0},
+        "with": {"arm": "gp-before"},
+    }
+    own = {"arm": "gp-new", "seed": 0, "values": [0.5]}
+    lines = [own, reference_to(shared, tmp_path / "later", {"arm": "random"}), ref]
+    (tmp_path / "later" / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    read = read_runs(tmp_path / "later")
+    assert read == [own, runs[0], {"arm": "gp-before", "seed": 0, "values": [1.0]}]
+    assert list(read[2]) == ["arm", "seed", "values"]  # the fields in the recorded order
+    # a reference to no run, or to several, is an error, not a run left out
+    for where in ({"arm": "ax"}, {"seed": 0}):
+        bad = reference_to(shared, tmp_path / "later", where)
+        (tmp_path / "later" / "runs.jsonl").write_text(json.dumps(bad) + "\n")
+        with pytest.raises(ValueError, match="names [02] runs"):
+            read_runs(tmp_path / "later")
+    # nor may two files refer to each other
+    loop = reference_to(tmp_path / "later" / "runs.jsonl", tmp_path, {"seed": 0})
+    shared.write_text(json.dumps(loop) + "\n")
+    (tmp_path / "later" / "runs.jsonl").write_text(
+        json.dumps(reference_to(shared, tmp_path / "later", {"seed": 0})) + "\n"
+    )
+    with pytest.raises(ValueError, match="refer back"):
+        read_runs(tmp_path)
+
+
+MIXED_SPACES = ("mixed_spaces", "mixed_spaces/after_fixes", "mixed_spaces/issue45")
+
+
+def test_the_mixed_spaces_reports_share_their_runs_and_record_each_once():
+    from results_io import REFERENCE, read_runs
+
+    recorded: dict[str, str] = {}
+    key = ("problem", "arm", "seed", "budget", "smoke")
+    for folder in (*MIXED_SPACES, "mixed_spaces/issue45-timing"):
+        lines = (RESULTS / folder / "runs.jsonl").read_text().splitlines()
+        runs = read_runs(RESULTS / folder)  # every reference names one run
+        assert len(runs) == len(lines) and len({tuple(r[k] for k in key) for r in runs}) == len(
+            runs
+        )
+        for line in lines:
+            run = json.loads(line)
+            if REFERENCE in run:
+                continue
+            body = json.dumps({k: v for k, v in run.items() if k != "arm"}, sort_keys=True)
+            assert body not in recorded, f"{folder}: a run of {recorded.get(body)} again"
+            recorded[body] = folder
+    # the second slice of issue 45 reports the baselines and the previous default of the earlier
+    # folders: 108 of its 372 runs are read from there (30 of them under the name of the old default)
+    issue45 = (RESULTS / "mixed_spaces" / "issue45" / "runs.jsonl").read_text()
+    assert issue45.count(f'"{REFERENCE}"') == 108 and issue45.count('"with"') == 30
+    assert len(read_runs(RESULTS / "mixed_spaces" / "issue45")) == 372
