@@ -91,7 +91,9 @@ class FreezeThawSettings:
     """The ``early_stopping`` options of a freeze-thaw campaign (module docstring).
 
     Attributes:
-        curve_model: ``"deep-kernel-gp"`` (DyHPO) or ``"power-law-ensemble"``.
+        curve_model: A registered curve model
+            (:func:`~dsbo.surrogates.curve_catalogue.available_curve_models`; dsbo ships
+            ``"deep-kernel-gp"``, DyHPO's, and ``"power-law-ensemble"``).
         options: The zoo model's constructor options (e.g. ``{"inducing": 128}``).
         steps_per_thaw: ``k``, the steps a start or a thaw trains (``None``: ``max_steps // 3``).
         criterion: ``"mf-ei"`` (DyHPO: EI at the next step) or ``"final"`` (EI at ``max_steps``).

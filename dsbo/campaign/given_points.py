@@ -214,11 +214,16 @@ class GivenPoints:
 
     def design_size(self) -> int:
         """Initial-design points still to propose in all: ``n_init`` (+ the default point), less
-        one for each completed imported trial."""
+        one for each imported trial the surrogate is fitted on (completed ones; stopped ones too
+        when the early-stopping model fits stopped trials: ``"last"``, ``"bohb"``,
+        ``"fidelity"``, e.g. an Optuna study's pruned trials)."""
         n_design = self.n_init + self.include_default
         if n_design == 0:
             return 0
-        imported = sum(t.generator == IMPORTED for t in self.store.trials("completed"))
+        fitted = ["completed"]
+        if self.early_stopping is not None and self.early_stopping.model != "final":
+            fitted.append("stopped")
+        imported = sum(t.generator == IMPORTED for t in self.store.trials(fitted))
         return max(0, n_design - imported)
 
     def add_design_point(self, index: int) -> Trial:

@@ -169,8 +169,9 @@ def test_a_campaign_opening_a_store_reads_its_ended_curves_once(tmp_path, monkey
     read: list[list[int] | None] = []
     curves = TrialStore.curves
     monkeypatch.setattr(TrialStore, "curves", lambda self, ids=None: read.append(None if ids is None else list(ids)) or curves(self, ids))
+    # model "final": its proposals read no curve, so every read after opening is a decision's
     campaign = Campaign(problem, surrogate="gp", budget=12, n_init=4, seed=3, store=path, dry_run=False,
-                        early_stopping="asha", max_steps=9)
+                        early_stopping={"name": "asha", "model": "final"}, max_steps=9)
     ended = [t.id for t in campaign.store.trials()]
     assert read == [ended]
     [trial] = campaign.ask()
@@ -257,7 +258,7 @@ def test_bohb_fits_on_the_highest_rung_with_enough_trials(tmp_path):
     for i, tid in enumerate(ids):
         for step in [1, 2, 3] if i < 4 else [1, 2, 3, 5, 9]:
             store.report(tid, step, float(10 * i + step))
-    final = EarlyStopping.build("asha", max_steps=9)
+    final = EarlyStopping.build({"name": "asha", "model": "final"}, max_steps=9)
     X, Y = training_data(store, final, dim=2)  # fewer than 2 completed trials: the rungs, as bohb
     assert Y.squeeze(-1).tolist() == [10 * i + 3.0 for i in range(6)]
     for tid in ids[:2]:

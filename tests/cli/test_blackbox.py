@@ -3,6 +3,7 @@ stopping through `report`."""
 
 import json
 
+import pytest
 import yaml
 
 from dsbo.cli.blackbox import main

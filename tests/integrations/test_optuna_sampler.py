@@ -231,9 +231,9 @@ def test_pruned_trials_end_the_startup():
         for t in tuner.campaign.store.trials()
         if t.generator != "imported"
     ]
-    # no startup trial completed: dsbo's own design is one point, then the model, fitted on
-    # the pruned trials' first values
-    assert generators == ["sobol-init", "qlognei", "qlognei"]
+    # the pruned startup trials are fitted (model "last"), so they are the whole initial
+    # design: the model proposes from the first dsbo trial on
+    assert generators == ["qlognei", "qlognei", "qlognei"]
 
 
 def test_several_objectives_and_their_front():
