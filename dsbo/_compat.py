@@ -43,7 +43,8 @@ def _warn(message: str) -> None:
     # warnings.warn does not count importlib's frames in ``stacklevel``; skip ours.
     level, frame = 2, sys._getframe(1)
     while frame is not None and (
-        frame.f_code.co_filename == __file__ or frame.f_code.co_filename.startswith("<frozen importlib")
+        frame.f_code.co_filename == __file__
+        or frame.f_code.co_filename.startswith("<frozen importlib")
     ):
         level += frame.f_code.co_filename == __file__
         frame = frame.f_back

@@ -115,10 +115,14 @@ class Registry(Generic[F]):
             return self._factories[name]
         except KeyError:
             raise ConfigError(
-                f"{self.kind}.name={name!r} is not registered; choose one of: " + ", ".join(self.names()) + hint
+                f"{self.kind}.name={name!r} is not registered; choose one of: "
+                + ", ".join(self.names())
+                + hint
             ) from None
 
-    def check_options(self, name: str, options: Mapping[str, Any], reserved: Iterable[str] = ()) -> None:
+    def check_options(
+        self, name: str, options: Mapping[str, Any], reserved: Iterable[str] = ()
+    ) -> None:
         """Raise a ConfigError naming any option the factory ``name`` does not take.
 
         ``reserved`` parameters are supplied by dsbo, not by the user.
@@ -147,17 +151,25 @@ def _registering_module() -> str | None:
 def accepted_options(factory: Callable[..., Any]) -> set[str] | None:
     """The keyword options ``factory`` takes; a class whose ``__init__`` forwards ``**kwargs``
     takes its bases' options too. ``None`` when they cannot be known (an open ``**kwargs``)."""
-    inits = [c.__init__ for c in factory.__mro__ if "__init__" in vars(c)] if isinstance(factory, type) else [factory]
+    inits = (
+        [c.__init__ for c in factory.__mro__ if "__init__" in vars(c)]
+        if isinstance(factory, type)
+        else [factory]
+    )
     names: set[str] = set()
     for init in inits:
         params = inspect.signature(init).parameters.values()
-        names |= {p.name for p in params if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)} - {"self"}
+        names |= {p.name for p in params if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)} - {
+            "self"
+        }
         if not any(p.kind is p.VAR_KEYWORD for p in params):
             return names
     return None
 
 
-def lazy_exports(package: str, exports: Mapping[str, str]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+def lazy_exports(
+    package: str, exports: Mapping[str, str]
+) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """A package's ``__getattr__`` and ``__dir__`` (PEP 562) that import its re-exports on
     first use: ``exports`` maps each name to the module defining it, so ``from dsbo.data import
     ObservationDataModule`` works while ``import dsbo.data`` loads none of its modules. Any

@@ -60,15 +60,25 @@ def check_number(name: str, value: Any, minimum: float = 0.0, allow_equal: bool 
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise ValueError(f"{name} must be a finite number, got {value!r}")
     if value < minimum or (value == minimum and not allow_equal):
-        raise ValueError(f"{name} must be {'>=' if allow_equal else '>'} {minimum:g}, got {value!r}")
+        raise ValueError(
+            f"{name} must be {'>=' if allow_equal else '>'} {minimum:g}, got {value!r}"
+        )
     return float(value)
 
 
 #: The constructor arguments every family passes on to :class:`ZooModule`.
 NETWORK_ARGUMENTS = (
-    "num_members", "width", "depth", "activation", "gamma", "parameterization", "final_bias",
-    "lr", "optimizer", "warm_start",
-)  # fmt: skip
+    "num_members",
+    "width",
+    "depth",
+    "activation",
+    "gamma",
+    "parameterization",
+    "final_bias",
+    "lr",
+    "optimizer",
+    "warm_start",
+)
 
 
 def network_arguments(arguments: dict[str, Any]) -> dict[str, Any]:

@@ -103,8 +103,13 @@ class DeepKernelCurveGP(pl.LightningModule):
     ) -> None:
         super().__init__()
         self.layout = CurveLayout(num_params, max_steps)
-        for name, value in (("hidden", hidden), ("features", features), ("channels", channels),
-                            ("kernel_size", kernel_size), ("inducing", inducing)):  # fmt: skip
+        for name, value in (
+            ("hidden", hidden),
+            ("features", features),
+            ("channels", channels),
+            ("kernel_size", kernel_size),
+            ("inducing", inducing),
+        ):
             if isinstance(value, bool) or int(value) != value or value < 1:
                 raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
         self.lr = check_number("lr", lr)
@@ -112,10 +117,12 @@ class DeepKernelCurveGP(pl.LightningModule):
         self.save_hyperparameters()
         self.curve_conv = nn.Conv1d(1, channels, kernel_size, padding=kernel_size // 2)
         self.net = nn.Sequential(
-            nn.Linear(num_params + 3 + channels, hidden), nn.ReLU(),
-            nn.Linear(hidden, hidden), nn.ReLU(),
+            nn.Linear(num_params + 3 + channels, hidden),
+            nn.ReLU(),
+            nn.Linear(hidden, hidden),
+            nn.ReLU(),
             nn.Linear(hidden, features),
-        )  # fmt: skip
+        )
         self.raw_lengthscale = nn.Parameter(torch.tensor(_softplus_inverse(math.sqrt(features))))
         self.raw_outputscale = nn.Parameter(torch.tensor(_softplus_inverse(1.0)))
         self.raw_noise = nn.Parameter(torch.tensor(_softplus_inverse(0.1)))
@@ -128,12 +135,16 @@ class DeepKernelCurveGP(pl.LightningModule):
     # ------------------------------------------------------------------ the deep kernel
     def features(self, rows: Tensor) -> Tensor:
         r""":math:`\varphi` of ``rows`` (``n x width``): ``n x features``."""
-        configs, step, prefix_fraction, prefix, mask = self.layout.split(rows.to(self.curve_conv.weight))
+        configs, step, prefix_fraction, prefix, mask = self.layout.split(
+            rows.to(self.curve_conv.weight)
+        )
         curve = self.curve_conv(rearrange(prefix * mask, "n t -> n 1 t"))  # n x channels x T
         pooled = curve.masked_fill(~rearrange(mask, "n t -> n 1 t"), -math.inf).amax(-1)
         observed = mask.any(-1, keepdim=True)
         pooled = torch.where(observed, pooled, torch.zeros_like(pooled))  # no prefix: zeros
-        last = prefix.gather(-1, (mask.sum(-1, keepdim=True) - 1).clamp_min(0)) * observed  # y_s (0 if s = 0)
+        last = (
+            prefix.gather(-1, (mask.sum(-1, keepdim=True) - 1).clamp_min(0)) * observed
+        )  # y_s (0 if s = 0)
         inputs = [configs, step.unsqueeze(-1), prefix_fraction.unsqueeze(-1), last, pooled]
         return self.net(torch.cat(inputs, dim=-1))
 
@@ -169,7 +180,9 @@ class DeepKernelCurveGP(pl.LightningModule):
 
     def _exact(self, feats: Tensor, y: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         """``(L, alpha, r)``: ``L L^T = K + noise I``, ``alpha = L^{-1} r``, ``r = y - mean``."""
-        L = torch.linalg.cholesky(self.kernel(feats, feats) + self._noise() * self._eye(len(feats), feats))
+        L = torch.linalg.cholesky(
+            self.kernel(feats, feats) + self._noise() * self._eye(len(feats), feats)
+        )
         r = y.double() - self.mean_constant.double()
         return L, torch.linalg.solve_triangular(L, r.unsqueeze(-1), upper=False).squeeze(-1), r
 
@@ -184,7 +197,9 @@ class DeepKernelCurveGP(pl.LightningModule):
         K_mn = self.kernel(Z, feats)
         r = y.double() - self.mean_constant.double()
         half = torch.linalg.solve_triangular(L, K_mn @ K_mn.T, upper=False)
-        M = torch.linalg.solve_triangular(L, half.T, upper=False) / noise  # L^-1 P L^-T, P symmetric
+        M = (
+            torch.linalg.solve_triangular(L, half.T, upper=False) / noise
+        )  # L^-1 P L^-T, P symmetric
         M = 0.5 * (M + M.T)
         L_B = torch.linalg.cholesky(self._eye(m, feats) + M)
         Ar = torch.linalg.solve_triangular(L, (K_mn @ r).unsqueeze(-1), upper=False)
@@ -197,7 +212,9 @@ class DeepKernelCurveGP(pl.LightningModule):
         feats, n = self.features(rows), y.shape[0]
         if not self._sparse_for(n):
             L, alpha, _ = self._exact(feats, y)
-            return (-0.5 * alpha.pow(2).sum() - torch.log(torch.diagonal(L)).sum()) / n - 0.5 * math.log(2 * math.pi)
+            return (
+                -0.5 * alpha.pow(2).sum() - torch.log(torch.diagonal(L)).sum()
+            ) / n - 0.5 * math.log(2 * math.pi)
         _, _, M, L_B, c, r = self._sparse(feats, y)
         noise = self._noise()
         bound = (
@@ -206,7 +223,8 @@ class DeepKernelCurveGP(pl.LightningModule):
             - 0.5 * n * torch.log(noise)
             - 0.5 * r.pow(2).sum() / noise
             + 0.5 * c.pow(2).sum()
-            - 0.5 * (n * self.outputscale / noise - torch.diagonal(M).sum())  # tr(K_nn - Q_nn) / noise
+            - 0.5
+            * (n * self.outputscale / noise - torch.diagonal(M).sum())  # tr(K_nn - Q_nn) / noise
         )
         return bound / n
 
@@ -237,7 +255,11 @@ class DeepKernelCurveGP(pl.LightningModule):
         observations from torch's global RNG (all of them when ``n <= inducing``)."""
         self.train_rows, self.train_y = rows.detach().clone(), y.detach().clone()
         n = rows.shape[0]
-        index = torch.arange(n) if n <= self.inducing else torch.randperm(n)[: self.inducing].sort().values
+        index = (
+            torch.arange(n)
+            if n <= self.inducing
+            else torch.randperm(n)[: self.inducing].sort().values
+        )
         self.inducing_index = index.to(rows.device)
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
@@ -254,7 +276,9 @@ class DeepKernelCurveGP(pl.LightningModule):
             RuntimeError: before the model was fitted.
         """
         if self.train_y.numel() == 0:
-            raise RuntimeError("DeepKernelCurveGP was not fitted: trainer.fit it on (rows, y) first")
+            raise RuntimeError(
+                "DeepKernelCurveGP was not fitted: trainer.fit it on (rows, y) first"
+            )
         feats = self.features(self.train_rows)
         test = self.features(rows.to(self.train_rows))
         if not self._sparse_for(self.train_y.numel()):

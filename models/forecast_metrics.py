@@ -85,14 +85,18 @@ def _check_inputs(pred: Tensor, target: Tensor, level: Tensor, num_levels: int |
         )
     if level.dtype.is_floating_point or level.dtype == torch.bool:
         raise ValueError(f"level must hold integer level indices, got dtype {level.dtype}")
-    if level.numel() and (int(level.min()) < 0 or (num_levels is not None and int(level.max()) >= num_levels)):
+    if level.numel() and (
+        int(level.min()) < 0 or (num_levels is not None and int(level.max()) >= num_levels)
+    ):
         raise ValueError(
             f"level holds values in [{int(level.min())}, {int(level.max())}], outside [0, {num_levels})"
             if num_levels is not None
             else f"level holds a negative value {int(level.min())}"
         )
     if not (torch.isfinite(pred).all() and torch.isfinite(target).all()):
-        raise ValueError("pred and target must be finite (a NaN or inf would poison every level's sum)")
+        raise ValueError(
+            "pred and target must be finite (a NaN or inf would poison every level's sum)"
+        )
     return level.reshape((-1,) + (1,) * (pred.dim() - 1)).expand_as(pred)
 
 
@@ -133,7 +137,9 @@ class LevelMetrics(Metric):
         self.num_levels = num_levels
         self._out_dtype = torch.get_default_dtype()  # results come in the dtype of the inputs
         for name in ("abs_error", "abs_target", "smape_sum", "count"):
-            self.add_state(name, default=torch.zeros(num_levels, dtype=torch.float64), dist_reduce_fx="sum")
+            self.add_state(
+                name, default=torch.zeros(num_levels, dtype=torch.float64), dist_reduce_fx="sum"
+            )
 
     def update(self, pred: Tensor, target: Tensor, level: Tensor) -> None:
         """Adds a batch: ``pred`` and ``target`` are ``B`` or ``B x ...`` (nodes first), ``level`` is ``B``."""
@@ -166,7 +172,9 @@ class LevelMetrics(Metric):
         return out
 
 
-def level_metrics(pred: Tensor, target: Tensor, level: Tensor, num_levels: int | None = None) -> dict[str, Tensor]:
+def level_metrics(
+    pred: Tensor, target: Tensor, level: Tensor, num_levels: int | None = None
+) -> dict[str, Tensor]:
     """One-shot :class:`LevelMetrics`: per-level and mean WAPE / SMAPE of one set of forecasts.
 
     Args:
@@ -184,14 +192,18 @@ def level_metrics(pred: Tensor, target: Tensor, level: Tensor, num_levels: int |
 
 def _leaf_rows(S: Tensor, leaf_index: Tensor | None) -> Tensor:
     if S.dim() != 2:
-        raise ValueError(f"S must be a 2-d summing matrix (nodes x leaves), got shape {tuple(S.shape)}")
+        raise ValueError(
+            f"S must be a 2-d summing matrix (nodes x leaves), got shape {tuple(S.shape)}"
+        )
     n, num_leaves = S.shape
     if leaf_index is None:
         # The common format (data.csv, agg_mat.csv) lists the bottom level last.
         return torch.arange(n - num_leaves, n, device=S.device)
     leaf_index = torch.as_tensor(leaf_index, device=S.device).long()
     if leaf_index.shape != (num_leaves,):
-        raise ValueError(f"leaf_index must have one node index per column of S ({num_leaves}), got {tuple(leaf_index.shape)}")
+        raise ValueError(
+            f"leaf_index must have one node index per column of S ({num_leaves}), got {tuple(leaf_index.shape)}"
+        )
     return leaf_index
 
 
@@ -209,7 +221,9 @@ def coherence_reference(pred: Tensor, S: Tensor, leaf_index: Tensor | None = Non
         :math:`|\mathcal L(p)|\, c^{(p)}` of table 6.3 in original units.
     """
     if pred.dim() == 0 or pred.shape[0] != S.shape[0]:
-        raise ValueError(f"pred must have the {S.shape[0]} nodes of S first, got shape {tuple(pred.shape)}")
+        raise ValueError(
+            f"pred must have the {S.shape[0]} nodes of S first, got shape {tuple(pred.shape)}"
+        )
     leaves = pred.index_select(0, _leaf_rows(S, leaf_index))
     flat = leaves.reshape(leaves.shape[0], -1)
     return (S.to(flat.dtype) @ flat).reshape(pred.shape)
@@ -248,5 +262,7 @@ def coherence_wape(
         result[f"coherence/level{k}"] = out[key]
         if not bool(is_leaf[level.to(S.device) == k].all()):
             upper.append(out[key])
-    result["coherence/mean"] = torch.stack(upper).mean() if upper else torch.zeros((), dtype=pred.dtype)
+    result["coherence/mean"] = (
+        torch.stack(upper).mean() if upper else torch.zeros((), dtype=pred.dtype)
+    )
     return result

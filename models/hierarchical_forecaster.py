@@ -73,7 +73,9 @@ def check_int(cls: str, name: str, value: Any, minimum: int) -> int:
 def check_float(cls: str, name: str, value: Any, positive: bool) -> float:
     ok = not isinstance(value, bool) and isinstance(value, int | float) and math.isfinite(value)
     if not ok or value < 0 or (positive and value == 0):
-        raise ValueError(f"{cls}.{name} must be a finite number {'> 0' if positive else '>= 0'}, got {value!r}")
+        raise ValueError(
+            f"{cls}.{name} must be a finite number {'> 0' if positive else '>= 0'}, got {value!r}"
+        )
     return float(value)
 
 
@@ -112,12 +114,16 @@ class HierarchicalForecaster(pl.LightningModule, ABC):
             self._leaf_index = torch.as_tensor(leaf_index).long()
         elif leaf_names is not None:
             position = {name: k for k, name in enumerate(node_names)}
-            self._leaf_index = torch.tensor([position[str(n)] for n in leaf_names], dtype=torch.long)
+            self._leaf_index = torch.tensor(
+                [position[str(n)] for n in leaf_names], dtype=torch.long
+            )
         else:
             self._leaf_index = None  # the common format: the last L nodes are the leaves
 
     def setup(self, stage: str) -> None:
-        datamodule = getattr(self.trainer, "datamodule", None) if self._trainer is not None else None
+        datamodule = (
+            getattr(self.trainer, "datamodule", None) if self._trainer is not None else None
+        )
         hierarchy = getattr(datamodule, "hierarchy", None)
         if hierarchy is not None:
             self.set_hierarchy(hierarchy)
@@ -139,14 +145,32 @@ class HierarchicalForecaster(pl.LightningModule, ABC):
         optional = ("y_fut",) if self.uses_seasonal_naive else ("y_fut", "y_snaive")
         missing = [k for k in BATCH_KEYS if k not in batch and k not in optional]
         if missing:
-            hint = (" (this model adds its forecast to the seasonal naive one: a data module that provides "
-                    "y_snaive, or baseline='none')") if "y_snaive" in missing else ""
-            raise KeyError(f"{type(self).__name__}: the batch lacks {missing} (hierarchical batch contract){hint}")
+            hint = (
+                (
+                    " (this model adds its forecast to the seasonal naive one: a data module that provides "
+                    "y_snaive, or baseline='none')"
+                )
+                if "y_snaive" in missing
+                else ""
+            )
+            raise KeyError(
+                f"{type(self).__name__}: the batch lacks {missing} (hierarchical batch contract){hint}"
+            )
         H, F = self.hparams.history, self.hparams.horizon
-        y_hist, x_hist, x_fut, z_hist = batch["y_hist"], batch["x_hist"], batch["x_fut"], batch["z_hist"]
-        expected = {"y_hist": (y_hist.shape[-1], H), "x_hist": (x_hist.shape[0], H), "z_hist": (z_hist.shape[0], H),
-                    "x_fut": (x_fut.shape[0], F), "x_hist/x_fut covariates": (x_hist.shape[-1], self.hparams.in_dim),
-                    "z_hist representatives": (z_hist.shape[-1], self.hparams.num_representatives)}
+        y_hist, x_hist, x_fut, z_hist = (
+            batch["y_hist"],
+            batch["x_hist"],
+            batch["x_fut"],
+            batch["z_hist"],
+        )
+        expected = {
+            "y_hist": (y_hist.shape[-1], H),
+            "x_hist": (x_hist.shape[0], H),
+            "z_hist": (z_hist.shape[0], H),
+            "x_fut": (x_fut.shape[0], F),
+            "x_hist/x_fut covariates": (x_hist.shape[-1], self.hparams.in_dim),
+            "z_hist representatives": (z_hist.shape[-1], self.hparams.num_representatives),
+        }
         for name, (got, want) in expected.items():
             if got != want:
                 raise ValueError(
@@ -154,13 +178,20 @@ class HierarchicalForecaster(pl.LightningModule, ABC):
                     "(match the model's history/horizon/in_dim/num_representatives to the data)"
                 )
         dtype = self.dtype
-        out = {"y_hist": y_hist.to(dtype), "x_hist": x_hist.to(dtype), "x_fut": x_fut.to(dtype),
-               "z_hist": z_hist.to(dtype), "nodes": batch["nodes"].long()}
+        out = {
+            "y_hist": y_hist.to(dtype),
+            "x_hist": x_hist.to(dtype),
+            "x_fut": x_fut.to(dtype),
+            "z_hist": z_hist.to(dtype),
+            "nodes": batch["nodes"].long(),
+        }
         if self.uses_seasonal_naive:
             y_snaive = batch["y_snaive"]
             if tuple(y_snaive.shape) != (y_hist.shape[0], F):
-                raise ValueError(f"{type(self).__name__}: batch y_snaive has shape {tuple(y_snaive.shape)}, "
-                                 f"expected {(y_hist.shape[0], F)} (nodes x horizon)")
+                raise ValueError(
+                    f"{type(self).__name__}: batch y_snaive has shape {tuple(y_snaive.shape)}, "
+                    f"expected {(y_hist.shape[0], F)} (nodes x horizon)"
+                )
             out["y_snaive"] = y_snaive.to(dtype)
         return out
 
@@ -171,8 +202,14 @@ class HierarchicalForecaster(pl.LightningModule, ABC):
         reg = self.regularizer()
         loss = mae + reg
         n = len(batch["nodes"])
-        values = {"train_loss": loss.detach(), "train_mae": mae.detach(), "train_ereg": self.regularizer_value().detach(),
-                  "train_reg_share": (reg / loss).detach() if float(loss.detach()) > 0 else torch.zeros_like(loss.detach())}
+        values = {
+            "train_loss": loss.detach(),
+            "train_mae": mae.detach(),
+            "train_ereg": self.regularizer_value().detach(),
+            "train_reg_share": (reg / loss).detach()
+            if float(loss.detach()) > 0
+            else torch.zeros_like(loss.detach()),
+        }
         self.log_dict(values, on_step=False, on_epoch=True, batch_size=n)
         return loss
 
@@ -180,11 +217,16 @@ class HierarchicalForecaster(pl.LightningModule, ABC):
         pred = self(batch).detach()
         scale = batch["scale"].to(pred)[:, None]
         target = batch["y_fut"].to(pred)
-        self._eval_outputs.append({
-            "nodes": batch["nodes"].long().cpu(), "level": batch["level"].long().cpu(),
-            "pred": (pred * scale).cpu(), "target": (target * scale).cpu(),
-            "abs_err": (pred - target).abs().sum().cpu(), "count": torch.tensor(target.numel()),
-        })  # fmt: skip
+        self._eval_outputs.append(
+            {
+                "nodes": batch["nodes"].long().cpu(),
+                "level": batch["level"].long().cpu(),
+                "pred": (pred * scale).cpu(),
+                "target": (target * scale).cpu(),
+                "abs_err": (pred - target).abs().sum().cpu(),
+                "count": torch.tensor(target.numel()),
+            }
+        )
         if "t_fut" in batch:
             self._eval_outputs[-1]["start"] = int(batch["t_fut"].reshape(-1)[0])
         if "y_snaive" in batch:
@@ -224,10 +266,14 @@ class HierarchicalForecaster(pl.LightningModule, ABC):
         out["mae"] = sum(o["abs_err"] for o in outputs) / sum(o["count"] for o in outputs)
         if all("snaive" in o for o in outputs):
             snaive = torch.cat([o["snaive"] for o in outputs])
-            out["wape_seasonal_naive"] = level_metrics(snaive, target, level, num_levels=num_levels)["wape_mean"]
+            out["wape_seasonal_naive"] = level_metrics(
+                snaive, target, level, num_levels=num_levels
+            )["wape_mean"]
         windows = self._complete_windows(outputs)
         if windows:
-            coherence = coherence_wape(torch.cat(windows, dim=1).double(), self._S, self._node_level, self._leaf_index)
+            coherence = coherence_wape(
+                torch.cat(windows, dim=1).double(), self._S, self._node_level, self._leaf_index
+            )
             out["coherence"] = coherence["coherence/mean"]
             for key, value in coherence.items():
                 if "/level" in key:
@@ -270,7 +316,11 @@ class HierarchicalForecaster(pl.LightningModule, ABC):
             return
         metrics = self.evaluation_metrics(self._eval_outputs)
         self._eval_outputs = []
-        self.log_dict({f"{stage}_{k}": v.to(self.dtype) for k, v in metrics.items()}, on_step=False, on_epoch=True)
+        self.log_dict(
+            {f"{stage}_{k}": v.to(self.dtype) for k, v in metrics.items()},
+            on_step=False,
+            on_epoch=True,
+        )
 
     def predict_step(self, batch: Mapping[str, Tensor], batch_idx: int) -> dict[str, Tensor]:
         pred = self(batch).detach()
@@ -285,8 +335,13 @@ class HierarchicalForecaster(pl.LightningModule, ABC):
 
     def configure_optimizers(self) -> dict[str, Any]:
         optimizer = torch.optim.Adam(self.parameters(), lr=self.hparams.lr)
-        scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=self.hparams.decay_every, gamma=self.hparams.lr_decay)
-        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "epoch"}}
+        scheduler = torch.optim.lr_scheduler.StepLR(
+            optimizer, step_size=self.hparams.decay_every, gamma=self.hparams.lr_decay
+        )
+        return {
+            "optimizer": optimizer,
+            "lr_scheduler": {"scheduler": scheduler, "interval": "epoch"},
+        }
 
     def configure_callbacks(self) -> list[Callback]:
         patience = self.hparams.early_stopping_patience
@@ -314,11 +369,15 @@ class SeasonalNaiveForecaster(HierarchicalForecaster):
 
     def forward(self, batch: Mapping[str, Tensor]) -> Tensor:
         if "y_snaive" not in batch:
-            raise KeyError("SeasonalNaiveForecaster: the batch lacks y_snaive (hierarchical batch contract)")
+            raise KeyError(
+                "SeasonalNaiveForecaster: the batch lacks y_snaive (hierarchical batch contract)"
+            )
         return batch["y_snaive"].to(self.dtype)
 
     def configure_optimizers(self) -> Any:
-        raise RuntimeError("SeasonalNaiveForecaster has nothing to train: validate, test or predict it")
+        raise RuntimeError(
+            "SeasonalNaiveForecaster has nothing to train: validate, test or predict it"
+        )
 
 
 #: The name :func:`select_on_validation` gives the seasonal naive candidate.
@@ -341,15 +400,24 @@ def select_on_validation(
         >>> name, model, scores = select_on_validation({"residual": hired, "none": thesis}, dm)
     """
     if floor and SEASONAL_NAIVE in candidates:
-        raise ValueError(f"select_on_validation: the name {SEASONAL_NAIVE!r} is the floor's; name the candidate otherwise")
-    pool: dict[str, HierarchicalForecaster] = {SEASONAL_NAIVE: SeasonalNaiveForecaster()} if floor else {}
+        raise ValueError(
+            f"select_on_validation: the name {SEASONAL_NAIVE!r} is the floor's; name the candidate otherwise"
+        )
+    pool: dict[str, HierarchicalForecaster] = (
+        {SEASONAL_NAIVE: SeasonalNaiveForecaster()} if floor else {}
+    )
     pool.update(candidates)
     if not pool:
         raise ValueError("select_on_validation: no candidates")
     scores: dict[str, float] = {}
     for name, model in pool.items():
-        trainer = pl.Trainer(accelerator="auto", logger=False, enable_progress_bar=False, enable_model_summary=False,
-                             enable_checkpointing=False)  # fmt: skip
+        trainer = pl.Trainer(
+            accelerator="auto",
+            logger=False,
+            enable_progress_bar=False,
+            enable_model_summary=False,
+            enable_checkpointing=False,
+        )
         logged = trainer.validate(model, datamodule=datamodule, verbose=False)[0]
         if "val_wape" not in logged:
             raise ValueError(f"select_on_validation: candidate {name!r} logged no val_wape")
@@ -358,7 +426,9 @@ def select_on_validation(
     return best, pool[best], scores
 
 
-def seasonal_naive_warning(best_val_wape: float | None, snaive_val_wape: float | None, uses_seasonal_naive: bool) -> str | None:
+def seasonal_naive_warning(
+    best_val_wape: float | None, snaive_val_wape: float | None, uses_seasonal_naive: bool
+) -> str | None:
     """The warning for a fit whose best ``val_wape`` is worse than the seasonal naive forecasts'
     (``val_wape_seasonal_naive``), with advice that depends on whether the model already forecasts a
     residual on seasonal naive; ``None`` when it is not worse (or a value is missing). ``dsbo.train``
@@ -377,8 +447,17 @@ def seasonal_naive_warning(best_val_wape: float | None, snaive_val_wape: float |
     )
 
 
-def check_common(cls: str, history: int, horizon: int, in_dim: int, num_representatives: int,
-                  lr: float, lr_decay: float, decay_every: int, early_stopping_patience: int | None) -> None:
+def check_common(
+    cls: str,
+    history: int,
+    horizon: int,
+    in_dim: int,
+    num_representatives: int,
+    lr: float,
+    lr_decay: float,
+    decay_every: int,
+    early_stopping_patience: int | None,
+) -> None:
     check_int(cls, "history", history, 1)
     check_int(cls, "horizon", horizon, 1)
     check_int(cls, "in_dim", in_dim, 0)
@@ -390,4 +469,12 @@ def check_common(cls: str, history: int, horizon: int, in_dim: int, num_represen
         check_int(cls, "early_stopping_patience", early_stopping_patience, 0)
 
 
-__all__ = ["BATCH_KEYS", "SEASONAL_NAIVE", "TIME_KEYS", "HierarchicalForecaster", "SeasonalNaiveForecaster", "seasonal_naive_warning", "select_on_validation"]
+__all__ = [
+    "BATCH_KEYS",
+    "SEASONAL_NAIVE",
+    "TIME_KEYS",
+    "HierarchicalForecaster",
+    "SeasonalNaiveForecaster",
+    "seasonal_naive_warning",
+    "select_on_validation",
+]

@@ -58,7 +58,9 @@ class CurveLayout:
         """The row width ``d + 2 + T``."""
         return self.num_params + 2 + self.max_steps
 
-    def rows(self, configs: Tensor, steps: Tensor, prefixes: Tensor, prefix_lengths: Tensor) -> Tensor:
+    def rows(
+        self, configs: Tensor, steps: Tensor, prefixes: Tensor, prefix_lengths: Tensor
+    ) -> Tensor:
         """Rows from ``configs`` (``n x d``), ``steps`` (``n``, in ``1..T``), ``prefixes``
         (``n x T``, only the first ``prefix_lengths[i]`` of row ``i`` read) and
         ``prefix_lengths`` (``n``, each ``< steps[i]``).
@@ -76,7 +78,9 @@ class CurveLayout:
         positions = torch.arange(1, self.max_steps + 1, device=configs.device, dtype=configs.dtype)
         kept = prefixes.to(configs)[:, : self.max_steps] * (positions <= lengths.unsqueeze(-1))
         scale = float(self.max_steps)
-        return torch.cat([configs, (steps / scale).unsqueeze(-1), (lengths / scale).unsqueeze(-1), kept], dim=-1)
+        return torch.cat(
+            [configs, (steps / scale).unsqueeze(-1), (lengths / scale).unsqueeze(-1), kept], dim=-1
+        )
 
     def split(self, rows: Tensor) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
         """``(configs, step fractions, prefix fractions, prefixes, mask)`` of ``rows``

@@ -92,19 +92,28 @@ class EnsembleMLP(nn.Module):
         final_bias: str = "zero",
     ) -> None:
         super().__init__()
-        for name, value, low in (("in_dim", in_dim, 1), ("width", width, 1), ("depth", depth, 0), ("num_members", num_members, 1)):
+        for name, value, low in (
+            ("in_dim", in_dim, 1),
+            ("width", width, 1),
+            ("depth", depth, 0),
+            ("num_members", num_members, 1),
+        ):
             if int(value) != value or value < low:
                 raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
         if activation not in ACTIVATIONS:
             raise ValueError(f"activation={activation!r}: choose one of {sorted(ACTIVATIONS)}")
         if parameterization not in PARAMETERIZATIONS:
-            raise ValueError(f"parameterization={parameterization!r}: choose one of {PARAMETERIZATIONS}")
+            raise ValueError(
+                f"parameterization={parameterization!r}: choose one of {PARAMETERIZATIONS}"
+            )
         if final_bias not in FINAL_BIAS:
             raise ValueError(f"final_bias={final_bias!r}: choose one of {FINAL_BIAS}")
         self.sigma_w = float(gamma if sigma_w is None else sigma_w)
         self.sigma_b = float(gamma if sigma_b is None else sigma_b)
         if self.sigma_w <= 0 or self.sigma_b < 0:
-            raise ValueError(f"need sigma_w > 0 and sigma_b >= 0, got {self.sigma_w}, {self.sigma_b}")
+            raise ValueError(
+                f"need sigma_w > 0 and sigma_b >= 0, got {self.sigma_w}, {self.sigma_b}"
+            )
         self.in_dim, self.width, self.depth = int(in_dim), int(width), int(depth)
         self.num_members = int(num_members)
         self.activation = activation
@@ -113,8 +122,12 @@ class EnsembleMLP(nn.Module):
         self.phi = ACTIVATIONS[activation]
         dims = [self.in_dim] + [self.width] * self.depth + [1]
         self.layer_dims = list(zip(dims[:-1], dims[1:], strict=True))
-        self.weights = nn.ParameterList(nn.Parameter(torch.empty(self.num_members, o, i)) for i, o in self.layer_dims)
-        self.biases = nn.ParameterList(nn.Parameter(torch.empty(self.num_members, o)) for _, o in self.layer_dims)
+        self.weights = nn.ParameterList(
+            nn.Parameter(torch.empty(self.num_members, o, i)) for i, o in self.layer_dims
+        )
+        self.biases = nn.ParameterList(
+            nn.Parameter(torch.empty(self.num_members, o)) for _, o in self.layer_dims
+        )
         self.reset_parameters()
 
     def _scales(self, fan_in: int) -> tuple[float, float, float, float]:
@@ -153,9 +166,12 @@ class EnsembleMLP(nn.Module):
             batch_shape = h.shape[1:-1]
             h = rearrange(h, "m ... i -> m (...) i")
         out = torch.baddbmm(
-            rearrange(bias, "m o -> m 1 o"), h, rearrange(weight, "m o i -> m i o"),
-            beta=b_mult, alpha=w_mult,
-        )  # fmt: skip
+            rearrange(bias, "m o -> m 1 o"),
+            h,
+            rearrange(weight, "m o i -> m i o"),
+            beta=b_mult,
+            alpha=w_mult,
+        )
         return out.reshape(members, *batch_shape, out.shape[-1])
 
     def features(self, x: Tensor, members: slice = slice(None)) -> Tensor:
@@ -165,7 +181,9 @@ class EnsembleMLP(nn.Module):
         With ``depth = 0`` this is ``x`` itself, broadcast over members.
         """
         if x.shape[-1] != self.in_dim:
-            raise ValueError(f"input has {x.shape[-1]} features, the network expects in_dim={self.in_dim}")
+            raise ValueError(
+                f"input has {x.shape[-1]} features, the network expects in_dim={self.in_dim}"
+            )
         if self.depth == 0:
             return x.expand(len(range(self.num_members)[members]), *x.shape)
         h = x
@@ -195,7 +213,9 @@ class EnsembleMLP(nn.Module):
 
     def squared_distance(self, reference: dict[str, Tensor]) -> Tensor:
         r"""Per-member :math:`\|\theta_m - \theta_{0,m}\|_2^2`, shape ``M``."""
-        total = torch.zeros(self.num_members, dtype=self.weights[0].dtype, device=self.weights[0].device)
+        total = torch.zeros(
+            self.num_members, dtype=self.weights[0].dtype, device=self.weights[0].device
+        )
         for name, p in self.named_parameters():
             total = total + (p - reference[name]).pow(2).flatten(1).sum(-1)
         return total

@@ -97,7 +97,9 @@ class NeuralLinTS(ZooModule):
         p = self.net.width
         # BLR posterior (float64): mean mu (p) and the Cholesky factor L of Sigma^{-1} (p x p).
         self.register_buffer("blr_mean", torch.zeros(p, dtype=torch.double))
-        self.register_buffer("blr_precision_chol", math.sqrt(1 / self.prior_var) * torch.eye(p, dtype=torch.double))
+        self.register_buffer(
+            "blr_precision_chol", math.sqrt(1 / self.prior_var) * torch.eye(p, dtype=torch.double)
+        )
 
     def _apply(self, fn, recurse=True):  # type: ignore[override]
         """Casts move the BLR buffers between devices but keep them float64."""
@@ -154,7 +156,9 @@ class NeuralLinTS(ZooModule):
         phi = self.features(x.to(self.net.weights[0].dtype)).double()  # batch x q x p
         mean = phi @ self.blr_mean
         # phi Sigma phi^T = (L^{-1} phi^T)^T (L^{-1} phi^T) with L L^T = Sigma^{-1}
-        half = torch.linalg.solve_triangular(self.blr_precision_chol, phi.transpose(-1, -2), upper=False)
+        half = torch.linalg.solve_triangular(
+            self.blr_precision_chol, phi.transpose(-1, -2), upper=False
+        )
         cov = half.transpose(-1, -2) @ half
         return mean, cov
 

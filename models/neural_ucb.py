@@ -99,7 +99,9 @@ class NeuralUCB(ZooModule):
         self.confidence_scale = check_number("confidence_scale", confidence_scale)
         p = self.num_params
         # Cholesky factor of Z (float64), lambda I before the first fit.
-        self.register_buffer("z_chol", math.sqrt(self.reg_lambda) * torch.eye(p, dtype=torch.double))
+        self.register_buffer(
+            "z_chol", math.sqrt(self.reg_lambda) * torch.eye(p, dtype=torch.double)
+        )
 
     def _apply(self, fn, recurse=True):  # type: ignore[override]
         """Casts move ``z_chol`` between devices but keep it float64."""
@@ -127,7 +129,9 @@ class NeuralUCB(ZooModule):
         self.train_mse = residual.detach().mean()
         n = num_train_points(self.trainer) if self._trainer is not None else None
         penalty = self.net.squared_distance(self.theta0()).sum()
-        return residual.sum() + len(index) / (n or len(index)) * self.width * self.reg_lambda * penalty
+        return (
+            residual.sum() + len(index) / (n or len(index)) * self.width * self.reg_lambda * penalty
+        )
 
     def gradient_features(self, x: Tensor) -> Tensor:
         r""":math:`g(x) = \nabla_\theta f(x, \theta)` for ``x`` of shape ``... x d``: ``... x p``

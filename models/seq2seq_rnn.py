@@ -74,7 +74,17 @@ class Seq2SeqRNN(HierarchicalForecaster):
     ) -> None:
         super().__init__()
         cls = type(self).__name__
-        check_common(cls, history, horizon, in_dim, num_representatives, lr, lr_decay, decay_every, early_stopping_patience)
+        check_common(
+            cls,
+            history,
+            horizon,
+            in_dim,
+            num_representatives,
+            lr,
+            lr_decay,
+            decay_every,
+            early_stopping_patience,
+        )
         check_int(cls, "hidden_dim", hidden_dim, 1)
         self.save_hyperparameters()
         self.encoder = nn.LSTM(1 + in_dim, hidden_dim, batch_first=True)
@@ -86,9 +96,14 @@ class Seq2SeqRNN(HierarchicalForecaster):
         x = self._inputs(batch)
         y_hist, x_hist, x_fut = x["y_hist"], x["x_hist"], x["x_fut"]
         B = y_hist.shape[0]
-        enc_in = torch.cat([rearrange(y_hist, "b h -> b h 1"), repeat(x_hist, "h d -> b h d", b=B)], dim=-1)
+        enc_in = torch.cat(
+            [rearrange(y_hist, "b h -> b h 1"), repeat(x_hist, "h d -> b h d", b=B)], dim=-1
+        )
         _, (h, c) = self.encoder(enc_in)
-        dec_in = torch.cat([repeat(x_fut, "f d -> b f d", b=B), repeat(h[0], "b d -> b f d", f=x_fut.shape[0])], dim=-1)
+        dec_in = torch.cat(
+            [repeat(x_fut, "f d -> b f d", b=B), repeat(h[0], "b d -> b f d", f=x_fut.shape[0])],
+            dim=-1,
+        )
         out, _ = self.decoder(dec_in, (h, c))
         return rearrange(self.output(out), "b f 1 -> b f")
 

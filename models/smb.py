@@ -172,7 +172,9 @@ class PosteriorSMB(SimpleSMB):
 
     def theta_tilde(self) -> dict[str, Tensor]:
         r""":math:`\tilde\theta_0` by parameter name (its last layer is zero)."""
-        return {name: getattr(self, buffer_name("theta_tilde_", name)) for name in self._param_names}
+        return {
+            name: getattr(self, buffer_name("theta_tilde_", name)) for name in self._param_names
+        }
 
     @torch.no_grad()
     def reinitialize(self) -> None:

@@ -150,7 +150,9 @@ class ArcFaceLoss(nn.Module):
     with unit class weights :math:`w_k`. Where :math:`\theta_y + m > \pi` the target logit is
     :math:`\cos\theta_y - m \sin m` (the reference implementation's monotone continuation)."""
 
-    def __init__(self, embedding_dim: int, num_classes: int, s: float = 64.0, m: float = 0.5) -> None:
+    def __init__(
+        self, embedding_dim: int, num_classes: int, s: float = 64.0, m: float = 0.5
+    ) -> None:
         super().__init__()
         self.s, self.m = float(s), float(m)
         self.weight = nn.Parameter(torch.empty(num_classes, embedding_dim))
@@ -162,7 +164,9 @@ class ArcFaceLoss(nn.Module):
         target = cos.gather(1, labels[:, None])
         sin = (1 - target**2).sqrt()
         shifted = target * math.cos(self.m) - sin * math.sin(self.m)
-        shifted = torch.where(target > math.cos(math.pi - self.m), shifted, target - self.m * math.sin(self.m))
+        shifted = torch.where(
+            target > math.cos(math.pi - self.m), shifted, target - self.m * math.sin(self.m)
+        )
         return self.s * cos.scatter(1, labels[:, None], shifted)
 
     def forward(self, embedding: Tensor, labels: Tensor) -> Tensor:
@@ -207,7 +211,9 @@ class LambdaWarmup(pl.Callback):
             raise ValueError(f"LambdaWarmup.steps must be an integer >= 0, got {steps!r}")
         self.steps = steps
 
-    def on_train_batch_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule, batch, batch_idx: int) -> None:
+    def on_train_batch_start(
+        self, trainer: pl.Trainer, pl_module: pl.LightningModule, batch, batch_idx: int
+    ) -> None:
         pl_module.reg_weight = warmup_weight(trainer.global_step, pl_module.lam, self.steps)
 
 
@@ -285,30 +291,58 @@ class SparseEmbedding(pl.LightningModule):
         select_max_nnz: float | None = None,
     ) -> None:
         super().__init__()
-        for name, value, allowed in (("activation", activation, ACTIVATIONS), ("regularizer", regularizer, REGULARIZERS),
-                                     ("loss", loss, LOSSES), ("backbone", backbone, BACKBONES)):
+        for name, value, allowed in (
+            ("activation", activation, ACTIVATIONS),
+            ("regularizer", regularizer, REGULARIZERS),
+            ("loss", loss, LOSSES),
+            ("backbone", backbone, BACKBONES),
+        ):
             if value not in allowed:
-                raise ValueError(f"SparseEmbedding.{name}={value!r}: choose one of {', '.join(allowed)}")
-        for name, value in (("in_dim", in_dim), ("num_classes", num_classes), ("embedding_dim", embedding_dim)):
+                raise ValueError(
+                    f"SparseEmbedding.{name}={value!r}: choose one of {', '.join(allowed)}"
+                )
+        for name, value in (
+            ("in_dim", in_dim),
+            ("num_classes", num_classes),
+            ("embedding_dim", embedding_dim),
+        ):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"SparseEmbedding.{name} must be a positive integer, got {value!r}")
+                raise ValueError(
+                    f"SparseEmbedding.{name} must be a positive integer, got {value!r}"
+                )
         if not (isinstance(lam, int | float) and math.isfinite(lam) and lam >= 0):
             raise ValueError(f"SparseEmbedding.lam must be a finite number >= 0, got {lam!r}")
-        for name, value in (("select_max_flops", select_max_flops), ("select_max_nnz", select_max_nnz)):
-            if value is not None and not (isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value >= 0):
-                raise ValueError(f"SparseEmbedding.{name} must be a finite number >= 0 or None, got {value!r}")
+        for name, value in (
+            ("select_max_flops", select_max_flops),
+            ("select_max_nnz", select_max_nnz),
+        ):
+            if value is not None and not (
+                isinstance(value, int | float)
+                and not isinstance(value, bool)
+                and math.isfinite(value)
+                and value >= 0
+            ):
+                raise ValueError(
+                    f"SparseEmbedding.{name} must be a finite number >= 0 or None, got {value!r}"
+                )
         if not recall_k:
-            raise ValueError("SparseEmbedding.recall_k must name at least one k (the selection uses the first)")
+            raise ValueError(
+                "SparseEmbedding.recall_k must name at least one k (the selection uses the first)"
+            )
         if backbone == "cnn":
             if image_shape is None or len(image_shape) != 3 or math.prod(image_shape) != in_dim:
-                raise ValueError(f"SparseEmbedding: backbone cnn needs image_shape (C, H, W) with C*H*W = in_dim = {in_dim}, got {image_shape!r}")
+                raise ValueError(
+                    f"SparseEmbedding: backbone cnn needs image_shape (C, H, W) with C*H*W = in_dim = {in_dim}, got {image_shape!r}"
+                )
         self.save_hyperparameters()
         if backbone == "mlp":
             self.backbone, width = _mlp(in_dim, hidden)
         else:
             self.backbone, width = _cnn(image_shape, hidden)
         self.head = nn.Linear(width, embedding_dim)
-        self.activation = {"relu": nn.ReLU(), "sthresh": SThresh(tau), "none": nn.Identity()}[activation]
+        self.activation = {"relu": nn.ReLU(), "sthresh": SThresh(tau), "none": nn.Identity()}[
+            activation
+        ]
         self.arcface = ArcFaceLoss(embedding_dim, num_classes, s, m) if loss == "arcface" else None
         self.lam = float(lam)
         #: lambda_t of the current step (set by :class:`LambdaWarmup`; lambda without it).
@@ -343,10 +377,14 @@ class SparseEmbedding(pl.LightningModule):
 
     # ------------------------------------------------------------------ Lightning hooks
     def setup(self, stage: str) -> None:
-        datamodule = getattr(self.trainer, "datamodule", None) if self._trainer is not None else None
+        datamodule = (
+            getattr(self.trainer, "datamodule", None) if self._trainer is not None else None
+        )
         classes = getattr(datamodule, "num_classes", None)
         if classes is not None and classes != self.hparams.num_classes:
-            raise ValueError(f"SparseEmbedding.num_classes={self.hparams.num_classes} but the data have {classes} training classes")
+            raise ValueError(
+                f"SparseEmbedding.num_classes={self.hparams.num_classes} but the data have {classes} training classes"
+            )
 
     def training_step(self, batch: tuple[Tensor, Tensor], batch_idx: int) -> Tensor:
         x, labels = batch
@@ -356,8 +394,13 @@ class SparseEmbedding(pl.LightningModule):
         loss = metric + self.reg_weight * reg
         with torch.no_grad():
             nnz = (embedding != 0).sum(dim=1).float().mean()
-        values = {"train_loss": loss, "train_metric_loss": metric, "train_regularizer": reg,
-                  "train_nnz": nnz, "reg_weight": torch.tensor(self.reg_weight)}
+        values = {
+            "train_loss": loss,
+            "train_metric_loss": metric,
+            "train_regularizer": reg,
+            "train_nnz": nnz,
+            "reg_weight": torch.tensor(self.reg_weight),
+        }
         self.log_dict(values, on_step=False, on_epoch=True, batch_size=len(labels))
         return loss
 
@@ -389,7 +432,9 @@ class SparseEmbedding(pl.LightningModule):
         embedding = torch.cat([e for e, _ in self._val_outputs]).float().cpu()
         labels = torch.cat([y for _, y in self._val_outputs]).cpu()
         self._val_outputs = []
-        metrics = evaluation_metrics(embedding, labels, self.hparams.recall_k, self.hparams.precision_k)
+        metrics = evaluation_metrics(
+            embedding, labels, self.hparams.recall_k, self.hparams.precision_k
+        )
         if stage == "val":
             eligible = self.eligible(metrics)
             recall = metrics.get(f"recall@{self.hparams.recall_k[0]}")
@@ -427,7 +472,12 @@ class SparseEmbedding(pl.LightningModule):
         return torch.optim.Adam(self.parameters(), lr=self.hparams.lr)
 
 
-def evaluation_metrics(embedding: Tensor, labels: Tensor, recall_k: Sequence[int] = (1,), precision_k: Sequence[int] = ()) -> dict[str, float]:
+def evaluation_metrics(
+    embedding: Tensor,
+    labels: Tensor,
+    recall_k: Sequence[int] = (1,),
+    precision_k: Sequence[int] = (),
+) -> dict[str, float]:
     """Sparsity and leave-one-out retrieval metrics of an evaluation set (module docstring).
 
     ``labels < 0`` mark distractors: never queries, never relevant. A query is every row with a
@@ -452,15 +502,29 @@ def evaluation_metrics(embedding: Tensor, labels: Tensor, recall_k: Sequence[int
     index = torch.arange(len(queries))[:, None].expand(-1, n - 1)
     for k in recall_k:
         metric = RetrievalHitRate(top_k=int(k))
-        out[f"recall@{k}"] = float(metric(sub_scores.flatten(), sub_target.flatten(), indexes=index.flatten()))
+        out[f"recall@{k}"] = float(
+            metric(sub_scores.flatten(), sub_target.flatten(), indexes=index.flatten())
+        )
     for k in precision_k:
         metric = RetrievalPrecision(top_k=int(k))
-        out[f"precision@{k}"] = float(metric(sub_scores.flatten(), sub_target.flatten(), indexes=index.flatten()))
+        out[f"precision@{k}"] = float(
+            metric(sub_scores.flatten(), sub_target.flatten(), indexes=index.flatten())
+        )
     return out
 
 
 __all__ = [
-    "ArcFaceLoss", "LambdaWarmup", "SThresh", "SparseEmbedding", "activation_probabilities",
-    "balance_ratio", "evaluation_metrics", "flops_per_row", "flops_per_row_unbiased",
-    "flops_relaxation", "l1_regularizer", "semi_hard_triplet_loss", "warmup_weight",
+    "ArcFaceLoss",
+    "LambdaWarmup",
+    "SThresh",
+    "SparseEmbedding",
+    "activation_probabilities",
+    "balance_ratio",
+    "evaluation_metrics",
+    "flops_per_row",
+    "flops_per_row_unbiased",
+    "flops_relaxation",
+    "l1_regularizer",
+    "semi_hard_triplet_loss",
+    "warmup_weight",
 ]

@@ -26,7 +26,9 @@ def num_train_points(trainer: pl.Trainer) -> int | None:
         return None
 
 
-def unique_training_rows(trainer: pl.Trainer, device: torch.device) -> tuple[Tensor, Tensor, Tensor]:
+def unique_training_rows(
+    trainer: pl.Trainer, device: torch.device
+) -> tuple[Tensor, Tensor, Tensor]:
     """Every training row once, ordered by index: ``(x, y, index)`` on ``device``.
 
     Reads ``trainer.train_dataloader`` batch by batch, keeps the first occurrence of each

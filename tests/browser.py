@@ -42,7 +42,9 @@ import pytest
 BROWSER_NAMES = ("chromium", "chromium-browser", "google-chrome")
 #: Where Debian's chromium-driver puts the driver (besides PATH).
 DRIVER_PATHS = ("/usr/bin/chromedriver", "/usr/lib/chromium/chromedriver")
-INSTALL_HINT = "apt-get install -y chromium chromium-driver (and pip install -e '.[dev]' for selenium)"
+INSTALL_HINT = (
+    "apt-get install -y chromium chromium-driver (and pip install -e '.[dev]' for selenium)"
+)
 
 # Headless as root (--no-sandbox), software rendering; WebGL (plotly's *gl traces) on SwiftShader,
 # which Chromium now wants asked for explicitly. The pages are local test files, hence trusted.
@@ -119,8 +121,10 @@ def require_browser() -> None:
     if reason is None:
         return
     if in_ci():
-        pytest.fail(f"CI=true but the browser tests cannot run: {reason}; .ci/run installs it",
-                    pytrace=False)
+        pytest.fail(
+            f"CI=true but the browser tests cannot run: {reason}; .ci/run installs it",
+            pytrace=False,
+        )
     pytest.skip(f"browser tests need a headless Chromium: {reason}")
 
 
@@ -209,20 +213,30 @@ class Browser:
         options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
         start = time.perf_counter()
         # An explicit driver path: Selenium Manager is skipped (it would try the network).
-        self.driver = webdriver.Chrome(service=Service(executable_path=driver_path), options=options)
+        self.driver = webdriver.Chrome(
+            service=Service(executable_path=driver_path), options=options
+        )
         self.startup_s = time.perf_counter() - start
         self.driver.set_page_load_timeout(60)
         self.serial = 0
 
     def _drain_log(self) -> list[ConsoleEntry]:
-        return [ConsoleEntry(e.get("level", ""), e.get("source", ""), e.get("message", ""))
-                for e in self.driver.get_log("browser")]
+        return [
+            ConsoleEntry(e.get("level", ""), e.get("source", ""), e.get("message", ""))
+            for e in self.driver.get_log("browser")
+        ]
 
     def _state(self) -> dict:
         return self.driver.execute_script(_STATE_JS)
 
-    def open(self, html_path: str | os.PathLike, width: int = 1300, height: int = 900,
-             wait_s: float = 10.0, settle_s: float = 0.5) -> Page:
+    def open(
+        self,
+        html_path: str | os.PathLike,
+        width: int = 1300,
+        height: int = 900,
+        wait_s: float = 10.0,
+        settle_s: float = 0.5,
+    ) -> Page:
         """Load a local HTML file and wait until it settled: loaded, every plotly div rendered (or
         ``wait_s`` passed) and nothing changed for ``settle_s``."""
         path = Path(html_path).resolve()
@@ -230,8 +244,10 @@ class Browser:
             raise FileNotFoundError(path)
         self._drain_log()  # whatever the previous page left
         self.serial += 1
-        self.driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
-            "width": width, "height": height, "deviceScaleFactor": 1, "mobile": False})
+        self.driver.execute_cdp_cmd(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False},
+        )
         start = time.perf_counter()
         self.driver.get(path.as_uri())  # returns after the load event
         deadline = start + wait_s
@@ -241,30 +257,43 @@ class Browser:
             now_state, now = self._state(), time.perf_counter()
             if now_state != state:
                 state, stable_since = now_state, now
-            done = (state["ready"] == "complete"
-                    and state["plotly_rendered"] == state["plotly_divs"])
+            done = state["ready"] == "complete" and state["plotly_rendered"] == state["plotly_divs"]
             if (done and now - stable_since >= settle_s) or now >= deadline:
                 break
         load_s = time.perf_counter() - start
         console = self._drain_log()
         return Page(
-            path=path, url=path.as_uri(), width=width, height=height,
+            path=path,
+            url=path.as_uri(),
+            width=width,
+            height=height,
             dom=self.driver.execute_script("return document.documentElement.outerHTML"),
             text=self.driver.execute_script("return document.body ? document.body.innerText : ''"),
-            errors=[str(e) for e in console if e.level == "SEVERE"], console=console,
-            plotly_divs=state["plotly_divs"], plotly_rendered=state["plotly_rendered"],
-            unrendered_plots=list(state["unrendered"]), main_svgs=state["main_svgs"],
-            canvases=state["canvases"], scroll_width=state["scroll_width"],
-            scroll_height=state["scroll_height"], load_s=load_s,
-            _browser=self, _serial=self.serial,
+            errors=[str(e) for e in console if e.level == "SEVERE"],
+            console=console,
+            plotly_divs=state["plotly_divs"],
+            plotly_rendered=state["plotly_rendered"],
+            unrendered_plots=list(state["unrendered"]),
+            main_svgs=state["main_svgs"],
+            canvases=state["canvases"],
+            scroll_width=state["scroll_width"],
+            scroll_height=state["scroll_height"],
+            load_s=load_s,
+            _browser=self,
+            _serial=self.serial,
         )
 
     def screenshot(self, path: Path, width: int) -> Path:
         """PNG of the current page, its whole height, ``width`` CSS pixels wide (scale 1)."""
         height = self._state()["scroll_height"]
-        shot = self.driver.execute_cdp_cmd("Page.captureScreenshot", {
-            "format": "png", "captureBeyondViewport": True,
-            "clip": {"x": 0, "y": 0, "width": width, "height": height, "scale": 1}})
+        shot = self.driver.execute_cdp_cmd(
+            "Page.captureScreenshot",
+            {
+                "format": "png",
+                "captureBeyondViewport": True,
+                "clip": {"x": 0, "y": 0, "width": width, "height": height, "scale": 1},
+            },
+        )
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(base64.b64decode(shot["data"]))
         return path
@@ -296,8 +325,13 @@ def shared_browser() -> Browser:
     return _shared
 
 
-def open_page(html_path: str | os.PathLike, width: int = 1300, height: int = 900,
-              wait_s: float = 10.0, settle_s: float = 0.5) -> Page:
+def open_page(
+    html_path: str | os.PathLike,
+    width: int = 1300,
+    height: int = 900,
+    wait_s: float = 10.0,
+    settle_s: float = 0.5,
+) -> Page:
     """Render a local HTML file in the session's headless Chromium (viewport ``width`` x
     ``height``) and return what it shows; waits until every plotly div has rendered (at most
     ``wait_s``) and the page stayed unchanged for ``settle_s``. Skips the test when no browser is

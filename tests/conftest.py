@@ -15,7 +15,9 @@ torch.set_num_threads(1)
 @pytest.fixture
 def fast_optimizer() -> OptimizerSettings:
     """Acquisition optimizer settings small enough for a test to take a second."""
-    return OptimizerSettings(num_restarts=2, raw_samples=32, maxiter=25, batch_limit=2, mc_samples=32)
+    return OptimizerSettings(
+        num_restarts=2, raw_samples=32, maxiter=25, batch_limit=2, mc_samples=32
+    )
 
 
 SLOW_CAMPAIGN = textwrap.dedent(

@@ -38,7 +38,10 @@ class Server(NamedTuple):
 
 def _start_local_server() -> tuple[Server, callable] | str:
     """Start a throwaway server; returns ``(server, stop)`` or the reason it cannot."""
-    bins = sorted(glob.glob("/usr/lib/postgresql/*/bin"), key=lambda p: [int(s) for s in p.split("/")[-2].split(".") if s.isdigit()])
+    bins = sorted(
+        glob.glob("/usr/lib/postgresql/*/bin"),
+        key=lambda p: [int(s) for s in p.split("/")[-2].split(".") if s.isdigit()],
+    )
     if not bins:
         return "no PostgreSQL server binaries (apt-get install postgresql, or set PG_HOST/PG_PORT)"
     if os.geteuid() != 0 or shutil.which("runuser") is None:
@@ -52,16 +55,47 @@ def _start_local_server() -> tuple[Server, callable] | str:
         with open(pwfile, "w") as fh:
             fh.write(LOCAL_PASSWORD)
         subprocess.run(["chown", "postgres:", pwfile], check=True)
-        subprocess.run([*run, f"{pgbin}/initdb", "-D", f"{data}/data", "-U", "postgres", "--no-sync", "--auth-local=trust",
-                        "--auth-host=scram-sha-256", f"--pwfile={pwfile}"], check=True, capture_output=True)  # fmt: skip
-        subprocess.run([*run, f"{pgbin}/pg_ctl", "-D", f"{data}/data", "-l", f"{data}/log", "-w", "-o",
-                        f"-k {data} -c listen_addresses=127.0.0.1 -p {port} -F", "start"], check=True, capture_output=True)
+        subprocess.run(
+            [
+                *run,
+                f"{pgbin}/initdb",
+                "-D",
+                f"{data}/data",
+                "-U",
+                "postgres",
+                "--no-sync",
+                "--auth-local=trust",
+                "--auth-host=scram-sha-256",
+                f"--pwfile={pwfile}",
+            ],
+            check=True,
+            capture_output=True,
+        )
+        subprocess.run(
+            [
+                *run,
+                f"{pgbin}/pg_ctl",
+                "-D",
+                f"{data}/data",
+                "-l",
+                f"{data}/log",
+                "-w",
+                "-o",
+                f"-k {data} -c listen_addresses=127.0.0.1 -p {port} -F",
+                "start",
+            ],
+            check=True,
+            capture_output=True,
+        )
     except (subprocess.CalledProcessError, OSError) as exc:
         shutil.rmtree(data, ignore_errors=True)
         return f"cannot start a PostgreSQL server: {exc}"
 
     def stop() -> None:
-        subprocess.run([*run, f"{pgbin}/pg_ctl", "-D", f"{data}/data", "-m", "immediate", "-w", "stop"], capture_output=True)
+        subprocess.run(
+            [*run, f"{pgbin}/pg_ctl", "-D", f"{data}/data", "-m", "immediate", "-w", "stop"],
+            capture_output=True,
+        )
         shutil.rmtree(data, ignore_errors=True)
 
     return Server("127.0.0.1", port, "postgres", LOCAL_PASSWORD), stop
@@ -87,8 +121,12 @@ def postgres_server():
     """A running :class:`Server` (the PostgreSQL tests skip if none can start)."""
     pytest.importorskip("psycopg", reason="the `scale` extra (psycopg) is not installed")
     if os.environ.get("PG_HOST"):
-        return Server(os.environ["PG_HOST"], os.environ.get("PG_PORT", "5432"), os.environ.get("PG_USER", "postgres"),
-                      os.environ.get("PG_PASSWORD") or None)  # fmt: skip
+        return Server(
+            os.environ["PG_HOST"],
+            os.environ.get("PG_PORT", "5432"),
+            os.environ.get("PG_USER", "postgres"),
+            os.environ.get("PG_PASSWORD") or None,
+        )
     server = _local_server()
     if isinstance(server, str):
         pytest.skip(server)

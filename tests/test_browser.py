@@ -35,10 +35,13 @@ def test_plotly_figure_renders_without_errors(tmp_path):
 def test_report_with_plotlyjs_embedded_once(tmp_path):
     """The report's pattern: plotly.js with the first figure, later figures without it (a WebGL
     trace among them draws on canvases)."""
-    body = (_figure().to_html(full_html=False, include_plotlyjs=True)
-            + _figure(gl=True).to_html(full_html=False, include_plotlyjs=False))
+    body = _figure().to_html(full_html=False, include_plotlyjs=True) + _figure(gl=True).to_html(
+        full_html=False, include_plotlyjs=False
+    )
     html = tmp_path / "report.html"
-    html.write_text(f"<!DOCTYPE html><html><head><meta charset='utf-8'></head><body>{body}</body></html>")
+    html.write_text(
+        f"<!DOCTYPE html><html><head><meta charset='utf-8'></head><body>{body}</body></html>"
+    )
     page = open_page(html)
     assert page.errors == []
     assert page.plotly_divs == page.plotly_rendered == 2, page.unrendered_plots
@@ -56,9 +59,11 @@ def test_figure_without_plotlyjs_is_reported_unrendered(tmp_path):
 
 def test_uncaught_exceptions_are_errors(tmp_path):
     html = tmp_path / "throws.html"
-    html.write_text("<html><body><p>before</p>"
-                    "<script>throw new Error('boom')</script>"
-                    "<script>Promise.reject(new Error('rejected'))</script></body></html>")
+    html.write_text(
+        "<html><body><p>before</p>"
+        "<script>throw new Error('boom')</script>"
+        "<script>Promise.reject(new Error('rejected'))</script></body></html>"
+    )
     page = open_page(html)
     assert any(e.startswith("javascript:") and "Uncaught Error: boom" in e for e in page.errors)
     assert any("rejected" in e for e in page.errors), page.errors
@@ -67,8 +72,10 @@ def test_uncaught_exceptions_are_errors(tmp_path):
 
 def test_console_error_is_an_error_but_warnings_and_logs_are_not(tmp_path):
     html = tmp_path / "console.html"
-    html.write_text("<html><body><script>console.log('a log'); console.warn('a warning');"
-                    "console.error('x marks the error')</script></body></html>")
+    html.write_text(
+        "<html><body><script>console.log('a log'); console.warn('a warning');"
+        "console.error('x marks the error')</script></body></html>"
+    )
     page = open_page(html)
     assert len(page.errors) == 1 and page.errors[0].startswith("console-api:")
     assert "x marks the error" in page.errors[0]
@@ -78,8 +85,10 @@ def test_console_error_is_an_error_but_warnings_and_logs_are_not(tmp_path):
 
 def test_clean_page_has_no_errors(tmp_path):
     html = tmp_path / "clean.html"
-    html.write_text("<html><body><div id='out'></div>"
-                    "<script>document.getElementById('out').textContent = 'ran'</script></body></html>")
+    html.write_text(
+        "<html><body><div id='out'></div>"
+        "<script>document.getElementById('out').textContent = 'ran'</script></body></html>"
+    )
     page = open_page(html)
     assert page.errors == [] and page.plotly_divs == 0
     assert '<div id="out">ran</div>' in page.dom  # the DOM after the script ran
@@ -87,8 +96,10 @@ def test_clean_page_has_no_errors(tmp_path):
 
 def test_screenshot_is_a_png_of_the_whole_page(tmp_path):
     tall = tmp_path / "tall.html"
-    tall.write_text("<html><body style='margin:0'><div style='height:3000px'>top</div>"
-                    "<p>bottom</p></body></html>")
+    tall.write_text(
+        "<html><body style='margin:0'><div style='height:3000px'>top</div>"
+        "<p>bottom</p></body></html>"
+    )
     short = tmp_path / "short.html"
     short.write_text("<html><body>short</body></html>")
     page = open_page(tall, width=1000, height=700)

@@ -26,25 +26,42 @@ def test_names_the_readme_used_still_import():
         from dsbo.runtime.executors import WorkerPool as Moved
         from dsbo.store import TrialStore, open_store
 
-    assert WorkerPool is Moved and callable(open_store) and TrialStore.__module__ == "dsbo.storage.sqlite"
+    assert (
+        WorkerPool is Moved
+        and callable(open_store)
+        and TrialStore.__module__ == "dsbo.storage.sqlite"
+    )
 
 
 def test_program_modules_forward_other_names_with_a_warning():
     import dsbo.optimize
     from dsbo.cli.optimize import build_campaign
 
-    with pytest.warns(DeprecationWarning, match="dsbo.optimize.build_campaign moved to dsbo.cli.optimize"):
+    with pytest.warns(
+        DeprecationWarning, match="dsbo.optimize.build_campaign moved to dsbo.cli.optimize"
+    ):
         assert dsbo.optimize.build_campaign is build_campaign
 
 
 def test_the_warning_points_at_the_importing_code():
     code = "import warnings; warnings.simplefilter('default'); import dsbo.store"
-    err = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stderr
+    err = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stderr
     assert err.startswith("<string>:1: DeprecationWarning: dsbo.store moved to dsbo.storage"), err
 
 
 @pytest.mark.parametrize("program", ["optimize", "blackbox", "sweep"])
 def test_python_m_still_runs_each_program(program):
-    done = subprocess.run([sys.executable, "-m", f"dsbo.{program}", *(["status"] if program == "blackbox" else []), "--help"],
-                          capture_output=True, text=True)  # fmt: skip
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            f"dsbo.{program}",
+            *(["status"] if program == "blackbox" else []),
+            "--help",
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0 and f"python -m dsbo.{program}" in done.stdout

@@ -54,8 +54,11 @@ def nav_pages() -> list[str]:
 
 
 def runnable_pages() -> list[Path]:
-    pages = [DOCS / "getting-started.md", *sorted((DOCS / "guide").glob("*.md")),
-             *sorted((DOCS / "methods").glob("*.md"))]  # fmt: skip
+    pages = [
+        DOCS / "getting-started.md",
+        *sorted((DOCS / "guide").glob("*.md")),
+        *sorted((DOCS / "methods").glob("*.md")),
+    ]
     return [p for p in pages if "```python" in p.read_text()]
 
 
@@ -65,8 +68,13 @@ def python_blocks(page: Path) -> list[str]:
 
 def test_the_runnable_pages_have_examples():
     names = {p.relative_to(DOCS).as_posix() for p in runnable_pages()}
-    assert {"getting-started.md", "guide/campaign.md", "guide/problems.md",
-            "guide/surrogates.md", "guide/training.md"} <= names  # fmt: skip
+    assert {
+        "getting-started.md",
+        "guide/campaign.md",
+        "guide/problems.md",
+        "guide/surrogates.md",
+        "guide/training.md",
+    } <= names
 
 
 @pytest.mark.parametrize("page", runnable_pages(), ids=lambda p: p.relative_to(DOCS).as_posix())
@@ -137,8 +145,11 @@ def _links(page: Path) -> list[str]:
     return [a or b for a, b in LINK.findall(text)]
 
 
-@pytest.mark.parametrize("page", sorted(p for p in DOCS.rglob("*.md") if "_hooks" not in p.parts),
-                         ids=lambda p: p.relative_to(DOCS).as_posix())  # fmt: skip
+@pytest.mark.parametrize(
+    "page",
+    sorted(p for p in DOCS.rglob("*.md") if "_hooks" not in p.parts),
+    ids=lambda p: p.relative_to(DOCS).as_posix(),
+)
 def test_relative_links_resolve(page):
     broken = []
     for link in _links(page):

@@ -31,4 +31,6 @@ def test_ntk_and_saas_extras_cannot_share_an_environment():
         "the saas extra now admits the ntk pin: the extras can be installed together, "
         "update the README and pyproject comments"
     )
-    assert any(r.name == "botorch" and "fully-bayesian" in r.extras for r in extra_requirements("saas"))
+    assert any(
+        r.name == "botorch" and "fully-bayesian" in r.extras for r in extra_requirements("saas")
+    )

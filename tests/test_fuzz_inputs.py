@@ -26,7 +26,13 @@ from dsbo import blackbox, optimize
 BASE = {
     "problem": {"name": "branin", "options": {}},
     "surrogate": {"name": "gp", "options": {}},
-    "acquisition": {"name": "auto", "options": {}, "num_restarts": 2, "raw_samples": 16, "maxiter": 10},
+    "acquisition": {
+        "name": "auto",
+        "options": {},
+        "num_restarts": 2,
+        "raw_samples": 16,
+        "maxiter": 10,
+    },
     "budget": 6,
     "n_init": 3,
     "progress": False,
@@ -35,20 +41,38 @@ BASE = {
 
 #: (dotted key, bad value, text the error must contain). Each is wrong on its own.
 BAD_FIELDS = [
-    ("budget", 0, "budget"), ("budget", -3, "budget"), ("budget", "abc", "budget"),
-    ("budget", "0x10", "budget"), ("budget", "010", "budget"), ("budget", 1.5, "budget"),
-    ("budget", True, "budget"), ("budget", 10**12, "budget"), ("budget", None, "budget"),
-    ("n_init", 50, "n_init"), ("n_init", 0, "n_init"), ("n_init", "1_0", "n_init"),
-    ("q", 0, "q"), ("q", 100, "q"),
-    ("seed", -1, "seed"), ("seed", 2**64, "seed"), ("seed", "0b1", "seed"),
-    ("threads", 0, "threads"), ("threads", 100_000, "threads"),
+    ("budget", 0, "budget"),
+    ("budget", -3, "budget"),
+    ("budget", "abc", "budget"),
+    ("budget", "0x10", "budget"),
+    ("budget", "010", "budget"),
+    ("budget", 1.5, "budget"),
+    ("budget", True, "budget"),
+    ("budget", 10**12, "budget"),
+    ("budget", None, "budget"),
+    ("n_init", 50, "n_init"),
+    ("n_init", 0, "n_init"),
+    ("n_init", "1_0", "n_init"),
+    ("q", 0, "q"),
+    ("q", 100, "q"),
+    ("seed", -1, "seed"),
+    ("seed", 2**64, "seed"),
+    ("seed", "0b1", "seed"),
+    ("threads", 0, "threads"),
+    ("threads", 100_000, "threads"),
     ("max_consecutive_failures", 0, "max_consecutive_failures"),
-    ("eval_timeout", 0, "eval_timeout"), ("eval_timeout", -1.0, "eval_timeout"),
-    ("eval_timeout", ".inf", "eval_timeout"), ("eval_timeout", "soon", "eval_timeout"),
-    ("on_pending", "later", "on_pending"), ("progress", "maybe", "progress"),
-    ("problem", None, "problem"), ("surrogate", None, "surrogate"),
-    ("acquisition", None, "acquisition"), ("problem", [1, 2], "problem"),
-    ("problem.name", "branin-99999999999d", "dimension"), ("problem.name", "branin-0d", "dimension"),
+    ("eval_timeout", 0, "eval_timeout"),
+    ("eval_timeout", -1.0, "eval_timeout"),
+    ("eval_timeout", ".inf", "eval_timeout"),
+    ("eval_timeout", "soon", "eval_timeout"),
+    ("on_pending", "later", "on_pending"),
+    ("progress", "maybe", "progress"),
+    ("problem", None, "problem"),
+    ("surrogate", None, "surrogate"),
+    ("acquisition", None, "acquisition"),
+    ("problem", [1, 2], "problem"),
+    ("problem.name", "branin-99999999999d", "dimension"),
+    ("problem.name", "branin-0d", "dimension"),
     ("problem.options", {"noise_std": -1.0}, "noise_std"),
     ("problem.options", {"nosie_std": 0.1}, "nosie_std"),
     ("problem.options", {"target": "nowhere"}, "target"),
@@ -68,7 +92,7 @@ BAD_FIELDS = [
     ("postprocess", {"bonsai": {"default": [1.0, 2.0, 3.0]}}, "default"),
     ("postprocess", {"bonsai": {"gamma": 1}}, "gamma"),
     ("postprocess", {"bonsai": {}, "sebo": {}}, "postprocess"),
-]  # fmt: skip
+]
 
 #: Whole-config combinations that are wrong only together.
 BAD_COMBINATIONS = [
@@ -113,7 +137,9 @@ def _run_optimize(tmp: Path, text: str, *extra: str) -> tuple[int, str]:
     (tmp / "c.yaml").write_text(text)
     err = io.StringIO()
     with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-        code = optimize.main(["--config", str(tmp / "c.yaml"), "--run_dir", str(tmp / "run"), *extra])
+        code = optimize.main(
+            ["--config", str(tmp / "c.yaml"), "--run_dir", str(tmp / "run"), *extra]
+        )
     return code, err.getvalue()
 
 
@@ -143,7 +169,9 @@ fuzz = settings(
 
 
 @fuzz
-@given(case=st.sampled_from(BAD_FIELDS), problem=st.sampled_from(["branin", "hartmann6", "branin-6d"]))
+@given(
+    case=st.sampled_from(BAD_FIELDS), problem=st.sampled_from(["branin", "hartmann6", "branin-6d"])
+)
 def test_fuzzed_bad_fields(tmp_path_factory, case, problem):
     key, value, field = case
     config = _set(_set(json.loads(json.dumps(BASE)), "problem.name", problem), key, value)
@@ -160,7 +188,10 @@ def test_bad_combinations_fail_before_the_first_evaluation(tmp_path, patch, fiel
 
 
 @fuzz
-@given(name=st.text(min_size=1, max_size=12), section=st.sampled_from(["problem", "surrogate", "acquisition"]))
+@given(
+    name=st.text(min_size=1, max_size=12),
+    section=st.sampled_from(["problem", "surrogate", "acquisition"]),
+)
 def test_fuzzed_unknown_names(tmp_path_factory, name, section):
     from dsbo.acquisition import available_policies
     from dsbo.problems import available_problems
@@ -195,14 +226,17 @@ def test_duplicate_keys_and_bad_yaml_are_named(tmp_path):
 BLACK_BOX = {
     "problem": {
         "name": "black-box",
-        "options": {"parameters": {"a": [0.0, 1.0], "b": [-1.0, 1.0]}, "objectives": ["y"],
-                    "constraints": ["c"]},
+        "options": {
+            "parameters": {"a": [0.0, 1.0], "b": [-1.0, 1.0]},
+            "objectives": ["y"],
+            "constraints": ["c"],
+        },
     },
     "surrogate": {"name": "gp"},
     "budget": 10_000,
     "n_init": 10_000,
     "wandb": {"mode": "disabled"},
-}  # fmt: skip
+}
 
 
 @pytest.fixture(scope="module")
@@ -247,11 +281,15 @@ def _expected(value) -> str:
     return "complete" if all(math.isfinite(v) for v in values) else "fail"
 
 
-scalars = st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.floats() | st.text(max_size=6)
+scalars = (
+    st.none() | st.booleans() | st.integers(-(10**6), 10**6) | st.floats() | st.text(max_size=6)
+)
 values_strategy = st.recursive(
     scalars,
-    lambda inner: st.lists(inner, max_size=3)
-    | st.dictionaries(st.sampled_from(["y", "c", "z", "Y"]), inner, max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.sampled_from(["y", "c", "z", "Y"]), inner, max_size=3)
+    ),
     max_leaves=6,
 )
 
@@ -260,7 +298,9 @@ values_strategy = st.recursive(
 @given(value=values_strategy)
 def test_fuzzed_tell_values(lab, value):
     trial = _new_trial(lab)
-    code, out, err = _cli("tell", "--config", lab, "--trial", str(trial), f"--values={json.dumps(value)}")
+    code, out, err = _cli(
+        "tell", "--config", lab, "--trial", str(trial), f"--values={json.dumps(value)}"
+    )
     expected = _expected(value)
     assert "Traceback" not in err
     if expected == "refuse":
@@ -269,7 +309,9 @@ def test_fuzzed_tell_values(lab, value):
         code, out, err = _cli("ask", "--config", lab, "--q", "1")
         pending = [t["trial"] for t in json.loads(out)["trials"] if t["status"] == "pending"]
         assert trial in pending, "a refused tell leaves the trial pending"
-        assert _cli("tell", "--config", lab, "--trial", str(trial), "--values", "[1.0, 2.0]")[0] == 0
+        assert (
+            _cli("tell", "--config", lab, "--trial", str(trial), "--values", "[1.0, 2.0]")[0] == 0
+        )
     else:
         assert code == 0, (value, err)
         assert json.loads(out)["status"] == ("completed" if expected == "complete" else "failed")
@@ -294,7 +336,9 @@ def test_malformed_tell_is_refused_and_the_slot_kept(lab, text, message):
     code, _, err = _cli("tell", "--config", lab, "--trial", str(trial), "--values", text)
     assert code == 2 and "Traceback" not in err
     assert re.search(message, err), err
-    code, out, _ = _cli("tell", "--config", lab, "--trial", str(trial), "--values", "{y: 1.5, c: 0.5}")
+    code, out, _ = _cli(
+        "tell", "--config", lab, "--trial", str(trial), "--values", "{y: 1.5, c: 0.5}"
+    )
     assert code == 0 and json.loads(out)["status"] == "completed"
     code, out, _ = _cli("ask", "--config", lab, "--q", "1")
     trial = json.loads(out)["trials"][-1]["trial"]

@@ -32,9 +32,15 @@ def test_a_store_written_before_the_move_reads_and_resumes(tmp_path):
         assert best.y[0] == summary["best_value"]
         assert best.x == summary["best_x"]
     campaign = Campaign(
-        get_problem("branin"), surrogate="gp", budget=6, n_init=3, seed=3, store=path,
-        optimizer=OptimizerSettings(num_restarts=2, raw_samples=32), dry_run=False,
-    )  # fmt: skip
+        get_problem("branin"),
+        surrogate="gp",
+        budget=6,
+        n_init=3,
+        seed=3,
+        store=path,
+        optimizer=OptimizerSettings(num_restarts=2, raw_samples=32),
+        dry_run=False,
+    )
     assert campaign.num_used == 5
     result = campaign.run()
     assert campaign.num_used == 6

@@ -15,7 +15,10 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_pyproject_lists_every_package():
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
     assert config["package-dir"] == {"dsbo_zoo": "models"}
-    zoo = ["dsbo_zoo" + name.removeprefix("models") for name in find_packages(ROOT, include=["models*"])]
+    zoo = [
+        "dsbo_zoo" + name.removeprefix("models")
+        for name in find_packages(ROOT, include=["models*"])
+    ]
     assert sorted(config["packages"]) == sorted(find_packages(ROOT, include=["dsbo*"]) + zoo)
 
 
@@ -28,7 +31,9 @@ def test_a_users_own_models_package_is_not_shadowed(tmp_path):
         "from dsbo_zoo import SimpleSMB\n"
         "print(models.OWNER, SimpleSMB.__module__, dsbo_zoo.__name__)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True
+    )
     assert out.stdout.split() == ["user", "dsbo_zoo.smb", "dsbo_zoo"]
 
 
@@ -40,5 +45,7 @@ def test_the_zoo_imports_without_dsbo_or_botorch(tmp_path):
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('dsbo', 'botorch', 'gpytorch'))\n"
         "print(bad)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True
+    )
     assert out.stdout.strip() == "[]"

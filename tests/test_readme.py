@@ -89,15 +89,23 @@ def test_every_extra_the_install_names_exists():
     # the pinned torch satisfies the project's own torch requirement
     pin = re.search(r'"torch==([\d.]+)"', install)
     if pin:
-        floor = next(d for d in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
-                     if d.startswith("torch"))  # fmt: skip
+        floor = next(
+            d
+            for d in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+            if d.startswith("torch")
+        )
         low = tuple(int(p) for p in re.search(r">=([\d.]+)", floor).group(1).split("."))
         assert tuple(int(p) for p in pin.group(1).split(".")) >= low
 
 
 def test_the_main_job_is_the_campaign_the_readme_describes(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "dsbo.optimize", "--print_config"], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=300)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "dsbo.optimize", "--print_config"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     config = yaml.safe_load(done.stdout)
     text = section("Quick start")

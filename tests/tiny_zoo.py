@@ -17,10 +17,19 @@ from dsbo_zoo.mlp import EnsembleMLP
 class TinyEnsemble(pl.LightningModule):
     posterior_kind = "ensemble"
 
-    def __init__(self, in_dim: int, width: int = 16, num_members: int = 2, gamma: float = 1.0, lr: float = 0.05) -> None:
+    def __init__(
+        self,
+        in_dim: int,
+        width: int = 16,
+        num_members: int = 2,
+        gamma: float = 1.0,
+        lr: float = 0.05,
+    ) -> None:
         super().__init__()
         self.save_hyperparameters()
-        self.net = EnsembleMLP(in_dim, width=width, num_members=num_members, gamma=gamma, parameterization="standard")
+        self.net = EnsembleMLP(
+            in_dim, width=width, num_members=num_members, gamma=gamma, parameterization="standard"
+        )
         self.lr = lr
 
     def forward(self, x: Tensor) -> Tensor:
@@ -28,7 +37,9 @@ class TinyEnsemble(pl.LightningModule):
 
     def training_step(self, batch: tuple[Tensor, Tensor, Tensor], batch_idx: int) -> Tensor:
         x, y, index = batch
-        assert index.dtype == torch.long and index.max() < len(self.trainer.train_dataloader.dataset)
+        assert index.dtype == torch.long and index.max() < len(
+            self.trainer.train_dataloader.dataset
+        )
         loss = (self(x) - y).pow(2).mean()
         self.log("train_loss", loss, on_step=False, on_epoch=True, batch_size=len(y))
         return loss
@@ -44,7 +55,9 @@ class TinyWapeLogger(TinyEnsemble):
 
     checkpoint_monitor = ("val_wape", "min")
 
-    def __init__(self, in_dim: int, val_wapes: list[float] | None = None, snaive_wape: float = 0.3, **kwargs) -> None:
+    def __init__(
+        self, in_dim: int, val_wapes: list[float] | None = None, snaive_wape: float = 0.3, **kwargs
+    ) -> None:
         super().__init__(in_dim, **kwargs)
         self.save_hyperparameters()
         self.val_wapes = list(val_wapes or [0.5])
@@ -52,7 +65,13 @@ class TinyWapeLogger(TinyEnsemble):
     def validation_step(self, batch: tuple[Tensor, Tensor, Tensor], batch_idx: int) -> None:
         value = self.val_wapes[min(self.current_epoch, len(self.val_wapes) - 1)]
         self.log("val_wape", float(value), on_step=False, on_epoch=True, batch_size=len(batch[1]))
-        self.log("val_wape_seasonal_naive", float(self.hparams.snaive_wape), on_step=False, on_epoch=True, batch_size=len(batch[1]))
+        self.log(
+            "val_wape_seasonal_naive",
+            float(self.hparams.snaive_wape),
+            on_step=False,
+            on_epoch=True,
+            batch_size=len(batch[1]),
+        )
 
 
 class TinyFloorWapeLogger(TinyWapeLogger):
@@ -61,7 +80,9 @@ class TinyFloorWapeLogger(TinyWapeLogger):
 
     uses_seasonal_naive = True
 
-    def __init__(self, in_dim: int, val_wapes: list[float] | None = None, snaive_wape: float = 0.3, **kwargs) -> None:
+    def __init__(
+        self, in_dim: int, val_wapes: list[float] | None = None, snaive_wape: float = 0.3, **kwargs
+    ) -> None:
         super().__init__(in_dim, val_wapes=val_wapes, snaive_wape=snaive_wape, **kwargs)
         self.register_buffer("at_floor", torch.zeros((), dtype=torch.bool))
 

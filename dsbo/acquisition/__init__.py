@@ -16,7 +16,10 @@ from dsbo.registry import lazy_exports
 
 __getattr__, __dir__ = lazy_exports(
     __name__,
-    dict.fromkeys(("History", "Policy", "PostProcessor", "Proposal", "make_policy", "make_postprocessor"), "dsbo.acquisition.base"),
+    dict.fromkeys(
+        ("History", "Policy", "PostProcessor", "Proposal", "make_policy", "make_postprocessor"),
+        "dsbo.acquisition.base",
+    ),
 )
 
 __all__ = [

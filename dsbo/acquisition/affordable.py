@@ -45,7 +45,9 @@ def _cost_rows(problem: Problem, X: Tensor) -> tuple[Tensor, str | None]:
     rows = []
     for x in X:
         try:
-            rows.append(torch.as_tensor(problem.cost_function(x.unsqueeze(0)), dtype=X.dtype).reshape(()))  # type: ignore[misc]
+            rows.append(
+                torch.as_tensor(problem.cost_function(x.unsqueeze(0)), dtype=X.dtype).reshape(())
+            )  # type: ignore[misc]
         except Exception:  # noqa: BLE001 - as above, one row at a time
             rows.append(torch.tensor(math.nan, dtype=X.dtype))
     return torch.stack(rows), error
@@ -70,12 +72,19 @@ def is_affordable(problem: Problem, X: Tensor, cost_left: float) -> Tensor:
     return torch.isfinite(log_cost) & (log_cost.exp() <= cost_left * (1 + 1e-9))
 
 
-def affordable_candidate(acqf: AcquisitionFunction, problem: Problem, optimizer: OptimizerSettings,
-                         seed: int, cost_left: float) -> tuple[Tensor | None, dict[str, Any]]:  # fmt: skip
+def affordable_candidate(
+    acqf: AcquisitionFunction,
+    problem: Problem,
+    optimizer: OptimizerSettings,
+    seed: int,
+    cost_left: float,
+) -> tuple[Tensor | None, dict[str, Any]]:
     """The maximizer of ``acqf`` over the points whose cost is at most ``cost_left`` (module
     doc): a ``1 x d`` point, or ``None`` if none of the ``raw_samples`` Sobol points is
     affordable; with what was done, for the trial's metadata."""
-    X = draw_sobol_samples(bounds=problem.bounds, n=optimizer.raw_samples, q=1, seed=seed).squeeze(1)
+    X = draw_sobol_samples(bounds=problem.bounds, n=optimizer.raw_samples, q=1, seed=seed).squeeze(
+        1
+    )
     X = problem.round_to_domain(optimizer.apply_fixed_features(X))
     ok = is_affordable(problem, X, cost_left)
     if not ok.any():
@@ -94,11 +103,14 @@ def affordable_candidate(acqf: AcquisitionFunction, problem: Problem, optimizer:
 
     try:
         candidates, _ = dataclasses.replace(optimizer, batch_limit=1).maximize(
-            acqf, problem.bounds, 1, seed,
+            acqf,
+            problem.bounds,
+            1,
+            seed,
             batch_initial_conditions=X[order].unsqueeze(1),
             nonlinear_inequality_constraints=[(constraint, True)],
             num_restarts=len(order),
-        )  # fmt: skip
+        )
     except (CandidateGenerationError, RuntimeError, ValueError):  # the raw sample stands
         return best, {"affordable": "raw sample"}
     polished = problem.round_to_domain(candidates.detach().reshape(1, -1))
@@ -109,8 +121,14 @@ def affordable_candidate(acqf: AcquisitionFunction, problem: Problem, optimizer:
     return best, {"affordable": "raw sample"}
 
 
-def make_affordable(acqf: AcquisitionFunction, X: Tensor, problem: Problem, optimizer: OptimizerSettings,
-                    seed: int, cost_left: float | None) -> tuple[Tensor, dict[str, Any]]:  # fmt: skip
+def make_affordable(
+    acqf: AcquisitionFunction,
+    X: Tensor,
+    problem: Problem,
+    optimizer: OptimizerSettings,
+    seed: int,
+    cost_left: float | None,
+) -> tuple[Tensor, dict[str, Any]]:
     """``X`` (``1 x d``) if it is affordable (or there is no cost budget or cost function), else
     :func:`affordable_candidate` (``X`` itself if nothing affordable was found: the campaign
     then replaces or refuses it); with metadata saying what happened."""

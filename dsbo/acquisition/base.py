@@ -36,7 +36,9 @@ from dsbo.errors import ConfigError
 from dsbo.problems.base import Problem
 
 
-def posterior_moments(model: Model, X: Tensor, observation_noise: bool = False) -> tuple[Tensor, Tensor]:
+def posterior_moments(
+    model: Model, X: Tensor, observation_noise: bool = False
+) -> tuple[Tensor, Tensor]:
     """Mean and variance of the model's Gaussian predictive at ``X`` (``batch x d``), each
     ``batch x m``, differentiable in ``X``.
 

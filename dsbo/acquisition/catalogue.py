@@ -22,7 +22,15 @@ PostProcessorFactory = Callable[..., "PostProcessor"]
 
 #: The modules that register the policies dsbo ships (``tests/test_registries.py`` checks it).
 POLICY_CATALOGUE: dict[str, tuple[str, ...]] = {
-    "dsbo.acquisition.plain": ("qlognei", "ucb", "logei", "greedy", "qlognehvi", "qparego", "sobol"),
+    "dsbo.acquisition.plain": (
+        "qlognei",
+        "ucb",
+        "logei",
+        "greedy",
+        "qlognehvi",
+        "qparego",
+        "sobol",
+    ),
     "dsbo.acquisition.thompson": ("thompson",),
     "dsbo.acquisition.scalarized": ("mobo-rs",),
     "dsbo.acquisition.cost_aware": ("logei-per-cost", "mes", "cost-mes"),

@@ -71,7 +71,9 @@ class CostModel:
 
     def __init__(self, kind: str, problem: Problem, history: History) -> None:
         if kind not in COST_MODELS:
-            raise ConfigError(f"acquisition.options.cost={kind!r}: choose one of {', '.join(COST_MODELS)}")
+            raise ConfigError(
+                f"acquisition.options.cost={kind!r}: choose one of {', '.join(COST_MODELS)}"
+            )
         if kind == "auto":
             kind = "known" if problem.cost_function is not None else "learned"
         if kind == "known" and problem.cost_function is None:
@@ -100,8 +102,12 @@ class CostModel:
         if int(ok.sum()) < 2:
             return None
         X, y = history.X[ok], times[ok].log().unsqueeze(-1)
-        gp = SingleTaskGP(X, y, input_transform=Normalize(d=X.shape[-1], bounds=problem.bounds),
-                          outcome_transform=Standardize(m=1))  # fmt: skip
+        gp = SingleTaskGP(
+            X,
+            y,
+            input_transform=Normalize(d=X.shape[-1], bounds=problem.bounds),
+            outcome_transform=Standardize(m=1),
+        )
         fit_gpytorch_mll(ExactMarginalLogLikelihood(gp.likelihood, gp))
         return gp
 
@@ -128,7 +134,9 @@ class CostModel:
 
 def check_cost_option(cost: Any) -> str:
     if cost not in COST_MODELS:
-        raise ConfigError(f"acquisition.options.cost={cost!r}: choose one of {', '.join(COST_MODELS)}")
+        raise ConfigError(
+            f"acquisition.options.cost={cost!r}: choose one of {', '.join(COST_MODELS)}"
+        )
     return cost
 
 
@@ -149,7 +157,9 @@ class _MinusLogCost(AcquisitionFunction):
     def forward(self, X: Tensor) -> Tensor:
         value, log_cost = self.acqf(X), self.cost_model.log_cost(X.squeeze(-2))
         finite = torch.isfinite(log_cost)
-        return torch.where(finite, value - log_cost.masked_fill(~finite, 0.0), value - INVALID_COST_PENALTY)
+        return torch.where(
+            finite, value - log_cost.masked_fill(~finite, 0.0), value - INVALID_COST_PENALTY
+        )
 
 
 @register_policy("logei-per-cost", "log EI minus log cost: EI per unit cost (cost-aware baseline)")
@@ -163,16 +173,23 @@ class LogEIPerCost(OptimizedPolicy):
         super().__init__(optimizer)
         self.cost = check_cost_option(cost)
 
-    def build(self, model: Model, history: History, problem: Problem, q: int) -> AcquisitionFunction:
+    def build(
+        self, model: Model, history: History, problem: Problem, q: int
+    ) -> AcquisitionFunction:
         if problem.num_constraints:
             raise ConfigError(f"acquisition {self.name!r} ignores outcome constraints; use qlognei")
-        ei = LogExpectedImprovement(model, best_f=best_feasible_value(history, problem),
-                                    posterior_transform=objective_transform(model))  # fmt: skip
+        ei = LogExpectedImprovement(
+            model,
+            best_f=best_feasible_value(history, problem),
+            posterior_transform=objective_transform(model),
+        )
         return _MinusLogCost(ei, CostModel(self.cost, problem, history))
 
 
 def _mes_candidates(problem: Problem, history: History) -> Tensor:
-    return draw_sobol_samples(bounds=problem.bounds, n=MES_CANDIDATES, q=1, seed=history.seed).squeeze(1)
+    return draw_sobol_samples(
+        bounds=problem.bounds, n=MES_CANDIDATES, q=1, seed=history.seed
+    ).squeeze(1)
 
 
 @register_policy("mes", "max-value entropy search (BoTorch qMaxValueEntropy; cost-blind baseline)")
@@ -183,16 +200,23 @@ class MaxValueEntropy(OptimizedPolicy):
     supports_batch = False
     log_scale = False
 
-    def build(self, model: Model, history: History, problem: Problem, q: int) -> AcquisitionFunction:
+    def build(
+        self, model: Model, history: History, problem: Problem, q: int
+    ) -> AcquisitionFunction:
         if problem.num_constraints:
             raise ConfigError(f"acquisition {self.name!r} ignores outcome constraints; use qlognei")
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(history.seed)
-            return qMaxValueEntropy(model, candidate_set=_mes_candidates(problem, history),
-                                    posterior_transform=objective_transform(model))  # fmt: skip
+            return qMaxValueEntropy(
+                model,
+                candidate_set=_mes_candidates(problem, history),
+                posterior_transform=objective_transform(model),
+            )
 
 
-@register_policy("cost-mes", "max-value entropy per unit cost (BoTorch qMultiFidelityMaxValueEntropy)")
+@register_policy(
+    "cost-mes", "max-value entropy per unit cost (BoTorch qMultiFidelityMaxValueEntropy)"
+)
 class CostMaxValueEntropy(OptimizedPolicy):
     """BoTorch's ``qMultiFidelityMaxValueEntropy`` with an inverse-cost utility (module doc)."""
 
@@ -204,7 +228,9 @@ class CostMaxValueEntropy(OptimizedPolicy):
         super().__init__(optimizer)
         self.cost = check_cost_option(cost)
 
-    def build(self, model: Model, history: History, problem: Problem, q: int) -> AcquisitionFunction:
+    def build(
+        self, model: Model, history: History, problem: Problem, q: int
+    ) -> AcquisitionFunction:
         if problem.num_constraints:
             raise ConfigError(f"acquisition {self.name!r} ignores outcome constraints; use qlognei")
         cost = CostModel(self.cost, problem, history)
@@ -213,10 +239,19 @@ class CostMaxValueEntropy(OptimizedPolicy):
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(history.seed)
             return qMultiFidelityMaxValueEntropy(
-                model, candidate_set=_mes_candidates(problem, history),
-                cost_aware_utility=utility, project=lambda X: X,
+                model,
+                candidate_set=_mes_candidates(problem, history),
+                cost_aware_utility=utility,
+                project=lambda X: X,
                 posterior_transform=objective_transform(model),
-            )  # fmt: skip
+            )
 
 
-__all__ = ["COST_MODELS", "INVALID_COST_PENALTY", "CostMaxValueEntropy", "CostModel", "LogEIPerCost", "MaxValueEntropy"]
+__all__ = [
+    "COST_MODELS",
+    "INVALID_COST_PENALTY",
+    "CostMaxValueEntropy",
+    "CostModel",
+    "LogEIPerCost",
+    "MaxValueEntropy",
+]

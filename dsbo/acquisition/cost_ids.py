@@ -130,13 +130,28 @@ class CostIDS:
     needs_model = True
     supports_batch = False
 
-    def __init__(self, rho: float = 2.0, beta: float | str = "thesis", cost: str = "auto",
-                 optimizer: OptimizerSettings | None = None) -> None:  # fmt: skip
-        if isinstance(rho, bool) or not isinstance(rho, int | float) or not (math.isfinite(rho) and rho >= 1):
+    def __init__(
+        self,
+        rho: float = 2.0,
+        beta: float | str = "thesis",
+        cost: str = "auto",
+        optimizer: OptimizerSettings | None = None,
+    ) -> None:
+        if (
+            isinstance(rho, bool)
+            or not isinstance(rho, int | float)
+            or not (math.isfinite(rho) and rho >= 1)
+        ):
             raise ConfigError(f"acquisition.options.rho must be a finite number >= 1, got {rho!r}")
         self.rho = float(rho)
-        if beta != "thesis" and (isinstance(beta, bool) or not isinstance(beta, int | float) or not (math.isfinite(beta) and beta > 0)):
-            raise ConfigError(f"acquisition.options.beta must be 'thesis' or a number > 0, got {beta!r}")
+        if beta != "thesis" and (
+            isinstance(beta, bool)
+            or not isinstance(beta, int | float)
+            or not (math.isfinite(beta) and beta > 0)
+        ):
+            raise ConfigError(
+                f"acquisition.options.beta must be 'thesis' or a number > 0, got {beta!r}"
+            )
         self.beta = beta
         self.cost = check_cost_option(cost)
         self.optimizer = optimizer or OptimizerSettings()
@@ -146,7 +161,9 @@ class CostIDS:
 
     def check(self, problem: Problem, q: int = 1) -> None:
         if q > 1:
-            raise ConfigError(f"acquisition 'cost-ids' proposes one point at a time and q={q}; set q: 1")
+            raise ConfigError(
+                f"acquisition 'cost-ids' proposes one point at a time and q={q}; set q: 1"
+            )
         if problem.num_objectives > 1 or problem.num_constraints:
             raise ConfigError(
                 f"acquisition 'cost-ids' is for one objective without outcome constraints; "
@@ -167,7 +184,9 @@ class CostIDS:
         opt = self.optimizer
         x_ucb, U = opt.maximize(ObjectiveUCB(model, beta), problem.bounds, 1, history.seed)
         x_ucb = problem.round_to_domain(x_ucb.detach().reshape(1, -1))
-        X = draw_sobol_samples(bounds=problem.bounds, n=opt.raw_samples, q=1, seed=history.seed).squeeze(1)
+        X = draw_sobol_samples(
+            bounds=problem.bounds, n=opt.raw_samples, q=1, seed=history.seed
+        ).squeeze(1)
         X = torch.cat([x_ucb, problem.round_to_domain(opt.apply_fixed_features(X))])
         with torch.no_grad():
             mean, var = posterior_moments(model, X)
@@ -181,7 +200,11 @@ class CostIDS:
         left = history.cost_left
         log_left = math.inf if left is None else math.log(left) if left > 0 else -math.inf
         usable = self._usable(log_cost, log_left)
-        base = 0 if usable[0] or not usable.any() else int(ratio.masked_fill(~usable, math.inf).argmin())
+        base = (
+            0
+            if usable[0] or not usable.any()
+            else int(ratio.masked_fill(~usable, math.inf).argmin())
+        )
         best = base
         if usable.any():
             # R*: beta at the UCB maximizer; over the affordable, valid points their least ratio
@@ -191,19 +214,25 @@ class CostIDS:
             inf = torch.tensor(math.inf, dtype=X.dtype)
             objective = torch.where(feasible, log_cost + ratio.clamp_min(1e-300).log(), inf)
             if self.rho > 1:
-                polished = self._polish(model, problem, U, cost, X, objective, math.log(limit), log_left, history.seed)
+                polished = self._polish(
+                    model, problem, U, cost, X, objective, math.log(limit), log_left, history.seed
+                )
                 if polished is not None:
                     X = torch.cat([X, polished])
                     with torch.no_grad():
                         r = information_ratio(model, polished, U)
                         c = cost.log_cost(polished)
                     ok = self._usable(c, log_left) & (r <= limit * (1 + 1e-9))
-                    objective = torch.cat([objective, torch.where(ok, c + r.clamp_min(1e-300).log(), inf)])
+                    objective = torch.cat(
+                        [objective, torch.where(ok, c + r.clamp_min(1e-300).log(), inf)]
+                    )
                     ratio, log_cost = torch.cat([ratio, r]), torch.cat([log_cost, c.detach()])
                 j = int(objective.argmin())
                 if objective[j] < objective[base] - 1e-9:  # strictly better than the base point
                     best = j
-        elif torch.isfinite(log_cost).any():  # nothing affordable scored: the cheapest (the campaign screens it)
+        elif torch.isfinite(
+            log_cost
+        ).any():  # nothing affordable scored: the cheapest (the campaign screens it)
             best = int(log_cost.argmin())
         x = X[best : best + 1]
         predicted = float(log_cost[best].exp())
@@ -232,18 +261,32 @@ class CostIDS:
         """Candidates whose cost is valid (finite, > 0: ``log_cost`` finite) and affordable."""
         return torch.isfinite(log_cost) & (log_cost <= log_left + 1e-9)
 
-    def _polish(self, model: Model, problem: Problem, U: float, cost: CostModel, X: Tensor,
-                objective: Tensor, log_limit: float, log_left: float, seed: int) -> Tensor | None:  # fmt: skip
+    def _polish(
+        self,
+        model: Model,
+        problem: Problem,
+        U: float,
+        cost: CostModel,
+        X: Tensor,
+        objective: Tensor,
+        log_limit: float,
+        log_left: float,
+        seed: int,
+    ) -> Tensor | None:
         """SLSQP from the best feasible scored points: minimize ``log lambda + log R`` subject
         to ``log R <= log(rho R*)`` and, under a cost budget, ``log lambda <= log(left)``;
         ``None`` if it fails."""
         finite = torch.isfinite(objective)
         if not finite.any() or self.optimizer.method != "lbfgsb":  # SLSQP needs scipy's path
             return None
-        order = torch.argsort(objective.masked_fill(~finite, math.inf))[: min(POLISH_STARTS, int(finite.sum()))]
+        order = torch.argsort(objective.masked_fill(~finite, math.inf))[
+            : min(POLISH_STARTS, int(finite.sum()))
+        ]
 
         def ratio_constraint(x: Tensor) -> Tensor:
-            return log_limit - information_ratio(model, x.reshape(1, -1), U).clamp_min(1e-300).log()[0]
+            return (
+                log_limit - information_ratio(model, x.reshape(1, -1), U).clamp_min(1e-300).log()[0]
+            )
 
         def cost_constraint(x: Tensor) -> Tensor:
             return log_left - cost.log_cost(x.reshape(1, -1))[0]
@@ -254,11 +297,15 @@ class CostIDS:
         acqf = NegativeLogCostRatio(model, U, cost)
         try:
             candidates, _ = dataclasses.replace(self.optimizer, batch_limit=1).maximize(
-                acqf, problem.bounds, 1, seed,
+                acqf,
+                problem.bounds,
+                1,
+                seed,
                 batch_initial_conditions=X[order].unsqueeze(1),
                 nonlinear_inequality_constraints=constraints,
-                return_best_only=False, num_restarts=len(order),
-            )  # fmt: skip
+                return_best_only=False,
+                num_restarts=len(order),
+            )
         except (CandidateGenerationError, RuntimeError, ValueError):  # the scored points stand
             return None
         return problem.round_to_domain(candidates.detach().reshape(-1, problem.dim))

@@ -60,7 +60,9 @@ def stalled_for(history: History) -> int:
     best_before = finite[:start].max() if start else torch.tensor(-torch.inf, dtype=y.dtype)
     running = torch.cummax(torch.cat([best_before.reshape(1), finite[start:]]), dim=0).values
     improved = torch.nonzero(running[1:] > running[:-1]).reshape(-1)
-    last = int(improved[-1]) + 1 if improved.numel() else 0  # observations up to the last improvement
+    last = (
+        int(improved[-1]) + 1 if improved.numel() else 0
+    )  # observations up to the last improvement
     return n - start - last
 
 
@@ -72,7 +74,9 @@ def exploration_due(history: History, patience: int) -> bool:
     return s >= patience and s % patience == 0
 
 
-def explore(model: Model, history: History, problem: Problem, q: int, optimizer: OptimizerSettings) -> Proposal:
+def explore(
+    model: Model, history: History, problem: Problem, q: int, optimizer: OptimizerSettings
+) -> Proposal:
     """``q`` maximizers of independent posterior draws over ``EXPLORE_CANDIDATES`` Sobol
     points (fixed features set, rounded to the search space), marked ``explore`` in their
     metadata."""

@@ -50,11 +50,15 @@ MAX_RAW_SAMPLES = 64
 
 def _fraction(name: str, value: Any, low: float, high: float) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
-        raise ConfigError(f"acquisition.options.{name} must be a number in [{low:g}, {high:g}], got {value!r}")
+        raise ConfigError(
+            f"acquisition.options.{name} must be a number in [{low:g}, {high:g}], got {value!r}"
+        )
     return float(value)
 
 
-@register_policy("mf-kg", "multi-fidelity knowledge gradient per unit cost (early stopping's model: fidelity)")
+@register_policy(
+    "mf-kg", "multi-fidelity knowledge gradient per unit cost (early stopping's model: fidelity)"
+)
 class MultiFidelityKG:
     """Propose ``(x, s)`` by the multi-fidelity knowledge gradient per unit cost (module doc).
 
@@ -75,8 +79,14 @@ class MultiFidelityKG:
         fixed_cost: float = 0.1,
         min_fidelity: float = 0.1,
     ) -> None:
-        if isinstance(num_fantasies, bool) or not isinstance(num_fantasies, int) or num_fantasies < 1:
-            raise ConfigError(f"acquisition.options.num_fantasies must be an integer >= 1, got {num_fantasies!r}")
+        if (
+            isinstance(num_fantasies, bool)
+            or not isinstance(num_fantasies, int)
+            or num_fantasies < 1
+        ):
+            raise ConfigError(
+                f"acquisition.options.num_fantasies must be an integer >= 1, got {num_fantasies!r}"
+            )
         self.optimizer = optimizer or OptimizerSettings()
         self.num_fantasies = num_fantasies
         self.fixed_cost = _fraction("fixed_cost", fixed_cost, 0.0, 100.0)
@@ -94,7 +104,9 @@ class MultiFidelityKG:
             from dsbo.surrogates.fidelity import fit_fidelity_gp
 
             steps = torch.randint(1, 11, (history.X.shape[0],)).to(history.X)
-            model = fit_fidelity_gp(history.X, steps, history.Y[:, :1], problem.bounds, max_steps=10)
+            model = fit_fidelity_gp(
+                history.X, steps, history.Y[:, :1], problem.bounds, max_steps=10
+            )
         inner = getattr(model, "model", None)
         if inner is None or not hasattr(model, "at_full_training"):
             raise ConfigError(
@@ -106,39 +118,66 @@ class MultiFidelityKG:
         lower, upper = problem.bounds[0], problem.bounds[1]
         torch.manual_seed(history.seed)
         # the best predicted value at full training: the knowledge gradient's baseline
-        best_now = FixedFeatureAcquisitionFunction(PosteriorMean(inner), d=d + 1, columns=[d], values=[1.0])
+        best_now = FixedFeatureAcquisitionFunction(
+            PosteriorMean(inner), d=d + 1, columns=[d], values=[1.0]
+        )
         unit = torch.stack([torch.zeros(d), torch.ones(d)]).to(problem.bounds)
-        _, current = optimize_acqf(best_now, unit, q=1, num_restarts=settings.num_restarts,
-                                   raw_samples=settings.raw_samples, options={"maxiter": settings.maxiter})  # fmt: skip
+        _, current = optimize_acqf(
+            best_now,
+            unit,
+            q=1,
+            num_restarts=settings.num_restarts,
+            raw_samples=settings.raw_samples,
+            options={"maxiter": settings.maxiter},
+        )
         pending = None
         if history.X_pending is not None and history.X_pending.numel():
             pending = model.at_full_training(history.X_pending.to(problem.bounds))
         acqf = qMultiFidelityKnowledgeGradient(
-            inner, num_fantasies=self.num_fantasies, current_value=current.detach(),
+            inner,
+            num_fantasies=self.num_fantasies,
+            current_value=current.detach(),
             cost_aware_utility=InverseCostWeightedUtility(
-                cost_model=AffineFidelityCostModel(fidelity_weights={d: 1.0}, fixed_cost=self.fixed_cost)
+                cost_model=AffineFidelityCostModel(
+                    fidelity_weights={d: 1.0}, fixed_cost=self.fixed_cost
+                )
             ),
-            project=functools.partial(project_to_target_fidelity, target_fidelities={d: 1.0}, d=d + 1),
+            project=functools.partial(
+                project_to_target_fidelity, target_fidelities={d: 1.0}, d=d + 1
+            ),
             X_pending=pending,
-        )  # fmt: skip
-        bounds = torch.stack([
-            torch.cat([torch.zeros(d), torch.tensor([self.min_fidelity])]), torch.ones(d + 1),
-        ]).to(problem.bounds)  # fmt: skip
+        )
+        bounds = torch.stack(
+            [
+                torch.cat([torch.zeros(d), torch.tensor([self.min_fidelity])]),
+                torch.ones(d + 1),
+            ]
+        ).to(problem.bounds)
         # the one-shot problem has (d + 1) x (q + num_fantasies) inputs and every raw sample
         # fantasizes the GP: at most MAX_RESTARTS restarts from MAX_RAW_SAMPLES raw samples
         candidates, value = optimize_acqf(
-            acqf, bounds, q=q, num_restarts=min(settings.num_restarts, MAX_RESTARTS),
+            acqf,
+            bounds,
+            q=q,
+            num_restarts=min(settings.num_restarts, MAX_RESTARTS),
             raw_samples=min(settings.raw_samples, MAX_RAW_SAMPLES),
             options={"maxiter": settings.maxiter, "batch_limit": settings.batch_limit},
-        )  # fmt: skip
+        )
         candidates = candidates.detach()
         X = lower + candidates[:, :d] * (upper - lower)
         X = problem.round_to_domain(settings.apply_fixed_features(X))
         fidelity = candidates[:, d].clamp(self.min_fidelity, 1.0)
-        return Proposal(X, [
-            {"fidelity": float(s), "acquisition_value": float(value), "current_value": float(current)}
-            for s in fidelity
-        ])  # fmt: skip
+        return Proposal(
+            X,
+            [
+                {
+                    "fidelity": float(s),
+                    "acquisition_value": float(value),
+                    "current_value": float(current),
+                }
+                for s in fidelity
+            ],
+        )
 
 
 __all__ = ["MultiFidelityKG"]

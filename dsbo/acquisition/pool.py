@@ -67,7 +67,9 @@ def _positive_int_or_none(name: str, value: Any) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigError(f"acquisition.options.{name} must be a positive integer or null, got {value!r}")
+        raise ConfigError(
+            f"acquisition.options.{name} must be a positive integer or null, got {value!r}"
+        )
     return value
 
 
@@ -83,14 +85,20 @@ class PoolSearch:
     def size(self) -> int:
         return self.codes.shape[0]
 
-    def top(self, w: np.ndarray, k: int, shortlist: int, query_nnz: int | None) -> tuple[np.ndarray, np.ndarray]:
+    def top(
+        self, w: np.ndarray, k: int, shortlist: int, query_nnz: int | None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """The ``k`` best rows of ``Z w`` (exact scores, best first) by index search + re-rank."""
         keep = None
         if query_nnz is not None and query_nnz < len(w):
             keep = np.argpartition(-np.abs(w), query_nnz - 1)[:query_nnz]
         shortlist = min(max(shortlist, k), self.size)
         # the shortlist through the posting lists of the kept dimensions (ties by row id)
-        ids = self.index.dense_query_top(w, keep, shortlist)[1] if shortlist < self.size else np.arange(self.size)
+        ids = (
+            self.index.dense_query_top(w, keep, shortlist)[1]
+            if shortlist < self.size
+            else np.arange(self.size)
+        )
         exact = self.codes[ids] @ w.astype(np.float32)  # exact re-rank with the full query
         order = np.lexsort((ids, -exact))[:k]
         return exact[order], ids[order]
@@ -103,7 +111,9 @@ class PoolSearch:
         return scores[part][order], part[order]
 
 
-@register_policy("pool", "Thompson sampling / UCB over a candidate pool, argmax by inverted-index MIPS")
+@register_policy(
+    "pool", "Thompson sampling / UCB over a candidate pool, argmax by inverted-index MIPS"
+)
 class PoolPolicy:
     """Thompson sampling or UCB over the rows of a pool problem (module docstring).
 
@@ -122,21 +132,41 @@ class PoolPolicy:
     name = "pool"
     needs_model = True
 
-    def __init__(self, rule: str = "thompson", search: str = "index", shortlist: int = 1000,
-                 query_nnz: int | None = None, beta: float = 2.0, ucb_directions: int = 4,
-                 kernel: str = "auto", optimizer: OptimizerSettings | None = None) -> None:
+    def __init__(
+        self,
+        rule: str = "thompson",
+        search: str = "index",
+        shortlist: int = 1000,
+        query_nnz: int | None = None,
+        beta: float = 2.0,
+        ucb_directions: int = 4,
+        kernel: str = "auto",
+        optimizer: OptimizerSettings | None = None,
+    ) -> None:
         if rule not in RULES:
-            raise ConfigError(f"acquisition.options.rule={rule!r}: choose one of {', '.join(RULES)}")
+            raise ConfigError(
+                f"acquisition.options.rule={rule!r}: choose one of {', '.join(RULES)}"
+            )
         if search not in SEARCHES:
-            raise ConfigError(f"acquisition.options.search={search!r}: choose one of {', '.join(SEARCHES)}")
+            raise ConfigError(
+                f"acquisition.options.search={search!r}: choose one of {', '.join(SEARCHES)}"
+            )
         if kernel not in KERNELS:
-            raise ConfigError(f"acquisition.options.kernel={kernel!r}: choose one of {', '.join(KERNELS)}")
+            raise ConfigError(
+                f"acquisition.options.kernel={kernel!r}: choose one of {', '.join(KERNELS)}"
+            )
         if _positive_int_or_none("shortlist", shortlist) is None:
             raise ConfigError("acquisition.options.shortlist must be a positive integer, got null")
         _positive_int_or_none("query_nnz", query_nnz)
         _positive_int_or_none("ucb_directions", ucb_directions)
-        if isinstance(beta, bool) or not isinstance(beta, int | float) or not (math.isfinite(beta) and beta >= 0):
-            raise ConfigError(f"acquisition.options.beta must be a finite number >= 0, got {beta!r}")
+        if (
+            isinstance(beta, bool)
+            or not isinstance(beta, int | float)
+            or not (math.isfinite(beta) and beta >= 0)
+        ):
+            raise ConfigError(
+                f"acquisition.options.beta must be a finite number >= 0, got {beta!r}"
+            )
         self.rule, self.search, self.shortlist, self.query_nnz = rule, search, shortlist, query_nnz
         self.beta, self.ucb_directions, self.kernel = float(beta), int(ucb_directions or 0), kernel
         self._cache: dict[tuple[int, str], PoolSearch] = {}
@@ -144,7 +174,9 @@ class PoolPolicy:
     def check(self, problem: Problem, q: int) -> None:
         pool = getattr(problem, "pool", None)
         if pool is None:
-            raise ConfigError(f"acquisition 'pool' needs a pool problem (problem.name: pool), got {problem.name}")
+            raise ConfigError(
+                f"acquisition 'pool' needs a pool problem (problem.name: pool), got {problem.name}"
+            )
         if problem.num_objectives > 1 or problem.num_constraints:
             raise ConfigError("acquisition 'pool' is single-objective and unconstrained")
         if q > pool.size:
@@ -155,22 +187,35 @@ class PoolPolicy:
         feature_map = model.feature_map
         key = (id(problem.pool), feature_map.key)
         if key not in self._cache:
-            self._cache[key] = PoolSearch(feature_map.codes(problem.pool.features), dense=self.search == "dense",
-                                          kernel=self.kernel)
+            self._cache[key] = PoolSearch(
+                feature_map.codes(problem.pool.features),
+                dense=self.search == "dense",
+                kernel=self.kernel,
+            )
         return self._cache[key]
 
     def propose(self, model: Model, history: History, problem: Problem, q: int) -> Proposal:
         self.check(problem, q)
         if not hasattr(model, "weight_mean") or not hasattr(model, "feature_map"):
-            raise ConfigError(f"acquisition 'pool' needs the sparse-linear surrogate, got {type(model).__name__}")
+            raise ConfigError(
+                f"acquisition 'pool' needs the sparse-linear surrogate, got {type(model).__name__}"
+            )
         searcher = self.searcher(problem, model)
         if searcher.codes.shape[1] != model.weight_mean.shape[0]:
-            raise ConfigError(f"the pool's features have {searcher.codes.shape[1]} dimensions, the model's weights {model.weight_mean.shape[0]}")
+            raise ConfigError(
+                f"the pool's features have {searcher.codes.shape[1]} dimensions, the model's weights {model.weight_mean.shape[0]}"
+            )
         seen = [history.X] + ([history.X_pending] if history.X_pending is not None else [])
-        taken = set(int(r) for r in problem.pool.rows_of(torch.cat(seen)) if r >= 0) if len(history.X) else set()
+        taken = (
+            set(int(r) for r in problem.pool.rows_of(torch.cat(seen)) if r >= 0)
+            if len(history.X)
+            else set()
+        )
         extra = len(taken) + q  # enough results to skip evaluated rows
         if extra > searcher.size:
-            raise ConfigError(f"the pool has {searcher.size} rows; {len(taken)} are taken and q={q}")
+            raise ConfigError(
+                f"the pool has {searcher.size} rows; {len(taken)} are taken and q={q}"
+            )
         mu = model.weight_mean.numpy()
         started = time.perf_counter()
         rows: list[int] = []
@@ -193,8 +238,17 @@ class PoolPolicy:
                     scores.append(float(v))
         seconds = time.perf_counter() - started
         X = torch.as_tensor(problem.pool.dense(rows), dtype=torch.double)
-        meta = [{"acquisition": self.name, "rule": self.rule, "search": self.search, "pool_row": r,
-                 "score_std_units": s, "search_seconds": seconds / q} for r, s in zip(rows, scores, strict=True)]
+        meta = [
+            {
+                "acquisition": self.name,
+                "rule": self.rule,
+                "search": self.search,
+                "pool_row": r,
+                "score_std_units": s,
+                "search_seconds": seconds / q,
+            }
+            for r, s in zip(rows, scores, strict=True)
+        ]
         return Proposal(X=X, metadata=meta)
 
     def _top(self, searcher: PoolSearch, w: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -202,11 +256,15 @@ class PoolPolicy:
             return searcher.dense_top(w, k)
         return searcher.top(w, k, self.shortlist, self.query_nnz)
 
-    def _ucb(self, searcher: PoolSearch, mu: np.ndarray, cov: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    def _ucb(
+        self, searcher: PoolSearch, mu: np.ndarray, cov: np.ndarray, k: int
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Rows by UCB ``z mu + beta sqrt(z Sigma z)``: exact over a shortlist (index) or all (dense)."""
         if self.search == "dense":
             Z = searcher.dense
-            ucb = Z @ mu.astype(np.float32) + self.beta * np.sqrt(np.maximum(((Z @ cov.astype(np.float32)) * Z).sum(1), 0))
+            ucb = Z @ mu.astype(np.float32) + self.beta * np.sqrt(
+                np.maximum(((Z @ cov.astype(np.float32)) * Z).sum(1), 0)
+            )
             part = np.argpartition(-ucb, k - 1)[:k]
             order = np.lexsort((part, -ucb[part]))
             return ucb[part][order], part[order]
@@ -215,7 +273,19 @@ class PoolPolicy:
         for j in range(1, min(self.ucb_directions, len(mu)) + 1):
             step = self.beta * math.sqrt(max(eigval[-j], 0.0)) * eigvec[:, -j]
             queries += [mu + step, mu - step]
-        candidates = np.unique(np.concatenate([searcher.top(w, min(max(self.shortlist, k), searcher.size), self.shortlist, self.query_nnz)[1] for w in queries]))
+        candidates = np.unique(
+            np.concatenate(
+                [
+                    searcher.top(
+                        w,
+                        min(max(self.shortlist, k), searcher.size),
+                        self.shortlist,
+                        self.query_nnz,
+                    )[1]
+                    for w in queries
+                ]
+            )
+        )
         Z = searcher.codes[candidates].toarray().astype(np.float64)
         ucb = Z @ mu + self.beta * np.sqrt(np.maximum(((Z @ cov) * Z).sum(1), 0))
         order = np.lexsort((candidates, -ucb))[:k]

@@ -125,7 +125,9 @@ class SEBO(SparsityPolicy):
         self.acquisition_function = acquisition_function
         self.ref_point = None if ref_point is None else [float(r) for r in ref_point]
         if front not in self.FRONTS:
-            raise ConfigError(f"acquisition.options.front={front!r}; choose one of {list(self.FRONTS)}")
+            raise ConfigError(
+                f"acquisition.options.front={front!r}; choose one of {list(self.FRONTS)}"
+            )
         self.front = front
 
     def largest_sparsity(self, problem: Problem, measure: SparsityMeasure) -> float:

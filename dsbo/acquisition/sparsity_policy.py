@@ -62,14 +62,18 @@ STARTS = ("sparse", "sobol")
 PRUNE_TOL = 1e-4
 
 
-def resolve_sparsity_target(target: str | Sequence[float] | Mapping[str, Any] | None, problem: Problem) -> Tensor:
+def resolve_sparsity_target(
+    target: str | Sequence[float] | Mapping[str, Any] | None, problem: Problem
+) -> Tensor:
     """The target ``x^s``: the problem's default point (``None``), ``"zero"`` (lower corner),
     ``"center"``, ``d`` floats in raw coordinates, or ``{name: value}`` in user values
     (parameters it leaves out at the middle of their range)."""
     if target is None:
         return problem.default_point.to(torch.double)
     if isinstance(target, Mapping):
-        return torch.tensor(problem.space.default(target, where="acquisition.target"), dtype=torch.double)
+        return torch.tensor(
+            problem.space.default(target, where="acquisition.target"), dtype=torch.double
+        )
     return resolve_target(target, problem.bounds, problem.name)
 
 
@@ -166,7 +170,9 @@ class SparsityPolicy(OptimizedPolicy):
     ) -> None:
         super().__init__(optimizer)
         if starts not in STARTS:
-            raise ConfigError(f"acquisition.options.starts={starts!r}; choose one of {list(STARTS)}")
+            raise ConfigError(
+                f"acquisition.options.starts={starts!r}; choose one of {list(STARTS)}"
+            )
         self.starts = starts
         if penalty not in PENALTIES:
             raise ConfigError(
@@ -186,9 +192,11 @@ class SparsityPolicy(OptimizedPolicy):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError(f"acquisition.options.{option}={value!r} must be an integer >= 1")
         for option, value in (
-            ("snap_tol", snap_tol), ("dedup_tol", dedup_tol), ("freeze_tol", freeze_tol),
+            ("snap_tol", snap_tol),
+            ("dedup_tol", dedup_tol),
+            ("freeze_tol", freeze_tol),
             ("repeat_tol", repeat_tol),
-        ):  # fmt: skip
+        ):
             if isinstance(value, bool) or not (isinstance(value, int | float) and 0 <= value < 1):
                 raise ConfigError(f"acquisition.options.{option}={value!r} must be in [0, 1)")
         if (
@@ -282,7 +290,9 @@ class SparsityPolicy(OptimizedPolicy):
         return self.acquisition(model, history, problem, measure, history.X_pending, context)
 
     # ------------------------------------------------------------------ optimization
-    def homotopy_starts(self, history: History, problem: Problem, measure: SparsityMeasure, seed: int) -> Tensor:
+    def homotopy_starts(
+        self, history: History, problem: Problem, measure: SparsityMeasure, seed: int
+    ) -> Tensor:
         """``num_restarts_homotopy x 1 x d`` starting points of the homotopy (as Ax's SEBO):
         half are Sobol points with a random subset of coordinates (a random fraction per point)
         set to the target, half are perturbations (Gaussian, 5% of the range, plus a random
@@ -298,16 +308,26 @@ class SparsityPolicy(OptimizedPolicy):
             mask = torch.rand(X.shape, generator=generator, dtype=X.dtype) < fraction
             return torch.where(mask, target, X)
 
-        feasible = problem.is_feasible(history.Y) if history.X.shape[0] else history.X.new_zeros(0, dtype=torch.bool)
+        feasible = (
+            problem.is_feasible(history.Y)
+            if history.X.shape[0]
+            else history.X.new_zeros(0, dtype=torch.bool)
+        )
         n_front = n // 2 if bool(feasible.any()) else 0
         sobol = draw_sobol_samples(problem.bounds, n=n - n_front, q=1, seed=seed).squeeze(1)
         starts = [reset_some(sobol)]
         if n_front:
             X, Y = history.X[feasible], history.Y[feasible]
             m = problem.num_objectives
-            front = X[is_non_dominated(torch.cat([Y[:, :m], -measure.exact_value(X).unsqueeze(-1)], dim=-1))]
+            front = X[
+                is_non_dominated(
+                    torch.cat([Y[:, :m], -measure.exact_value(X).unsqueeze(-1)], dim=-1)
+                )
+            ]
             picks = front[torch.randint(front.shape[0], (n_front,), generator=generator)]
-            noise = 0.05 * (ub - lb) * torch.randn(picks.shape, generator=generator, dtype=picks.dtype)
+            noise = (
+                0.05 * (ub - lb) * torch.randn(picks.shape, generator=generator, dtype=picks.dtype)
+            )
             starts.append(reset_some(torch.minimum(torch.maximum(picks + noise, lb), ub)))
         return self.optimizer.apply_fixed_features(torch.cat(starts)).unsqueeze(-2)
 
@@ -341,12 +361,18 @@ class SparsityPolicy(OptimizedPolicy):
         first = common if starts is None else {**common, "batch_initial_conditions": starts}
         if starts is not None:
             num_restarts = starts.shape[0]
-        X, values = opt.maximize(make_acqf(), problem.bounds, 1, seed, num_restarts=num_restarts, **first)
+        X, values = opt.maximize(
+            make_acqf(), problem.bounds, 1, seed, num_restarts=num_restarts, **first
+        )
         X, values = X.detach().squeeze(-2), values.detach().reshape(-1)
         ids = torch.arange(X.shape[0])
         if homotopy is None:
             return TraceResult(X=X, restart_ids=ids, a_values=a_values)
-        maxiter = opt.maxiter if self.homotopy_maxiter is None else min(opt.maxiter, self.homotopy_maxiter)
+        maxiter = (
+            opt.maxiter
+            if self.homotopy_maxiter is None
+            else min(opt.maxiter, self.homotopy_maxiter)
+        )
         cheap = dataclasses.replace(opt, maxiter=maxiter)
         frozen = torch.zeros(X.shape[0], dtype=torch.bool)
         for step in range(1, self.num_steps):
@@ -365,11 +391,18 @@ class SparsityPolicy(OptimizedPolicy):
             if not bool(active.any()):
                 continue  # pruning left only frozen restarts: jump to the final a
             X_new, v_new = (opt if final else cheap).maximize(
-                acqf, problem.bounds, 1, seed, num_restarts=int(active.sum()),
-                batch_initial_conditions=X[active].unsqueeze(-2), **common,
-            )  # fmt: skip
+                acqf,
+                problem.bounds,
+                1,
+                seed,
+                num_restarts=int(active.sum()),
+                batch_initial_conditions=X[active].unsqueeze(-2),
+                **common,
+            )
             X_new, v_new = X_new.detach().squeeze(-2), v_new.detach().reshape(-1)
-            move = (to_unit_cube(X_new, problem.bounds) - to_unit_cube(X[active], problem.bounds)).abs()
+            move = (
+                to_unit_cube(X_new, problem.bounds) - to_unit_cube(X[active], problem.bounds)
+            ).abs()
             frozen[active] = move.amax(dim=-1) < self.freeze_tol
             X, values = X.clone(), values.clone()
             X[active], values[active] = X_new, v_new
@@ -458,7 +491,9 @@ class SparsityPolicy(OptimizedPolicy):
             traced = self.trace(make_acqf, measure, problem, seed=history.seed + i, starts=starts)
             measure.exact = True
             seen = _stack(history.X, [] if pending is None else [pending])
-            x, meta = self.select(make_acqf(), traced, seen, problem, measure, history.seed + i, model)
+            x, meta = self.select(
+                make_acqf(), traced, seen, problem, measure, history.seed + i, model
+            )
             measure.exact = False
             chosen.append(x.unsqueeze(0))
             metadata.append({"acquisition": self.name, **context.get("metadata", {}), **meta})

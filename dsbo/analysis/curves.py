@@ -50,19 +50,25 @@ def user_curves(store: Store, problem: Problem) -> list[dict[str, Any]]:
         trial = trials.get(trial_id)
         status = trial.status if trial is not None else "pending"
         points = curves[trial_id]
-        out.append({
-            "trial": int(trial_id),
-            "status": status,
-            "steps": [int(s) for s, _ in points],
-            "values": [outcomes.user_objective(float(v)) for _, v in points],
-            "reason": trial.error if trial is not None and status == "stopped" else None,
-        })  # fmt: skip
+        out.append(
+            {
+                "trial": int(trial_id),
+                "status": status,
+                "steps": [int(s) for s, _ in points],
+                "values": [outcomes.user_objective(float(v)) for _, v in points],
+                "reason": trial.error if trial is not None and status == "stopped" else None,
+            }
+        )
     return out
 
 
 def curve_rows(curves: list[dict[str, Any]]) -> list[list[Any]]:
     """The curves as rows ``[trial, status, step, value]`` (:data:`COLUMNS`), trial by trial."""
-    return [[c["trial"], c["status"], s, v] for c in curves for s, v in zip(c["steps"], c["values"], strict=True)]
+    return [
+        [c["trial"], c["status"], s, v]
+        for c in curves
+        for s, v in zip(c["steps"], c["values"], strict=True)
+    ]
 
 
 def last_steps(curves: list[dict[str, Any]]) -> dict[int, int]:
@@ -105,4 +111,13 @@ def read_csv(path: str | Path) -> list[list[Any]]:
     return out
 
 
-__all__ = ["COLUMNS", "CURVES_NAME", "curve_rows", "last_steps", "outcome", "read_csv", "user_curves", "write_csv"]
+__all__ = [
+    "COLUMNS",
+    "CURVES_NAME",
+    "curve_rows",
+    "last_steps",
+    "outcome",
+    "read_csv",
+    "user_curves",
+    "write_csv",
+]

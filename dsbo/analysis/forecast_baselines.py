@@ -59,7 +59,9 @@ ETS_METHODS = ("ets", "ets_bottom_up", "ets_mint_shrink")
 BASELINES = ("seasonal_naive", *ETS_METHODS)
 
 
-def _check(values: np.ndarray, starts: Sequence[int], horizon: int, need: int, what: str) -> np.ndarray:
+def _check(
+    values: np.ndarray, starts: Sequence[int], horizon: int, need: int, what: str
+) -> np.ndarray:
     values = np.asarray(values, dtype=np.float64)
     if values.ndim != 2:
         raise DataError(f"{what}: values must be a T x N matrix, got shape {values.shape}")
@@ -69,13 +71,19 @@ def _check(values: np.ndarray, starts: Sequence[int], horizon: int, need: int, w
         raise ConfigError(f"{what}: no windows to forecast (starts is empty)")
     for s in starts:
         if int(s) < need:
-            raise DataError(f"{what}: the window starting at step {s} has {s} steps of history; it needs at least {need}")
+            raise DataError(
+                f"{what}: the window starting at step {s} has {s} steps of history; it needs at least {need}"
+            )
         if int(s) > values.shape[0]:
-            raise DataError(f"{what}: window start {s} lies past the {values.shape[0]} steps of the data")
+            raise DataError(
+                f"{what}: window start {s} lies past the {values.shape[0]} steps of the data"
+            )
     return values
 
 
-def seasonal_naive(values: np.ndarray, starts: Sequence[int], horizon: int, season: int) -> np.ndarray:
+def seasonal_naive(
+    values: np.ndarray, starts: Sequence[int], horizon: int, season: int
+) -> np.ndarray:
     r"""Seasonal naive forecasts of every node: :math:`\hat y_{s+h} = y_{s - m + (h \bmod m)}`.
 
     Args:
@@ -138,8 +146,12 @@ def ets_reconciled(
         raise ConfigError(f"ets_reconciled: season must be an integer >= 1, got {season!r}")
     values = _check(values, starts, horizon, max(2 * season, 4), "ets_reconciled")
     if values.shape[1] != hierarchy.num_nodes:
-        raise DataError(f"ets_reconciled: values have {values.shape[1]} columns for the {hierarchy.num_nodes} nodes of the hierarchy")
-    pd, StatsForecast, AutoETS, HierarchicalReconciliation, (BottomUp, MinTrace) = _require_forecast_extra()
+        raise DataError(
+            f"ets_reconciled: values have {values.shape[1]} columns for the {hierarchy.num_nodes} nodes of the hierarchy"
+        )
+    pd, StatsForecast, AutoETS, HierarchicalReconciliation, (BottomUp, MinTrace) = (
+        _require_forecast_extra()
+    )
     n = hierarchy.num_nodes
     ids = np.array([f"n{i:06d}" for i in range(n)])
     # hierarchicalforecast wants the bottom series last, as an identity block, in S's column order
@@ -148,32 +160,42 @@ def ets_reconciled(
     S_df = pd.DataFrame(hierarchy.S[order], columns=ids[hierarchy.leaf_index])
     S_df.insert(0, "unique_id", ids[order])
     tags = {name: ids[hierarchy.level == k] for k, name in enumerate(hierarchy.level_names)}
-    names = {"AutoETS": "ets", "AutoETS/BottomUp": "ets_bottom_up", "AutoETS/MinTrace_method-mint_shrink": "ets_mint_shrink"}
+    names = {
+        "AutoETS": "ets",
+        "AutoETS/BottomUp": "ets_bottom_up",
+        "AutoETS/MinTrace_method-mint_shrink": "ets_mint_shrink",
+    }
     out: dict[str, Any] = {key: np.empty((len(starts), n, horizon)) for key in names.values()}
     fitted_values: list[np.ndarray] = []
     for w, s in enumerate(int(s) for s in starts):
-        train = pd.DataFrame({
-            "unique_id": np.repeat(ids, s),
-            "ds": np.tile(np.arange(s), n),
-            "y": values[:s].T.reshape(-1),
-        })
+        train = pd.DataFrame(
+            {
+                "unique_id": np.repeat(ids, s),
+                "ds": np.tile(np.arange(s), n),
+                "y": values[:s].T.reshape(-1),
+            }
+        )
         sf = StatsForecast(models=[AutoETS(season_length=season)], freq=1, n_jobs=n_jobs)
         base = sf.forecast(df=train, h=horizon, fitted=True)
         fitted = sf.forecast_fitted_values()
         if insample:
             table = fitted.set_index(["unique_id", "ds"])["AutoETS"].unstack("ds").reindex(ids)
             fitted_values.append(table[sorted(table.columns)].to_numpy(dtype=np.float64))
-        reconciled = HierarchicalReconciliation([BottomUp(), MinTrace(method="mint_shrink")]).reconcile(
-            Y_hat_df=base, Y_df=fitted, S_df=S_df, tags=tags
-        )
+        reconciled = HierarchicalReconciliation(
+            [BottomUp(), MinTrace(method="mint_shrink")]
+        ).reconcile(Y_hat_df=base, Y_df=fitted, S_df=S_df, tags=tags)
         frame = reconciled.set_index(["unique_id", "ds"])
         for column, key in names.items():
             if column not in frame.columns:
-                raise DataError(f"ets_reconciled: hierarchicalforecast returned no column {column!r} (got {list(frame.columns)})")
+                raise DataError(
+                    f"ets_reconciled: hierarchicalforecast returned no column {column!r} (got {list(frame.columns)})"
+                )
             table = frame[column].unstack("ds").reindex(ids)
             table = table[sorted(table.columns)]
             if table.shape != (n, horizon) or not np.isfinite(table.to_numpy()).all():
-                raise DataError(f"ets_reconciled: {column} forecasts of the window starting at step {s} are incomplete or not finite")
+                raise DataError(
+                    f"ets_reconciled: {column} forecasts of the window starting at step {s} are incomplete or not finite"
+                )
             out[key][w] = table.to_numpy(dtype=np.float64)
     if insample:
         out["ets_insample"] = fitted_values
@@ -192,7 +214,9 @@ def model_forecasts(model: Any, dm: Any, starts: Sequence[int]) -> np.ndarray:
         for w, s in enumerate(int(s) for s in starts):
             for nodes in chunks:
                 batch = dm.make_batch(s, nodes)
-                out[w, nodes.numpy()] = (model(batch).double() * batch["scale"].double()[:, None]).numpy()
+                out[w, nodes.numpy()] = (
+                    model(batch).double() * batch["scale"].double()[:, None]
+                ).numpy()
     model.train(was_training)
     return out
 
@@ -206,14 +230,18 @@ def insample_starts(dm: Any) -> list[int]:
     return list(range(end - dm.horizon, first - 1, -dm.horizon))[::-1]
 
 
-def insample_residuals(forecasts: np.ndarray, values: np.ndarray, starts: Sequence[int]) -> np.ndarray:
+def insample_residuals(
+    forecasts: np.ndarray, values: np.ndarray, starts: Sequence[int]
+) -> np.ndarray:
     """``N x (W F)`` errors (target minus forecast) of ``W x N x F`` forecasts of the windows at ``starts``."""
     horizon = forecasts.shape[2]
-    targets = np.stack([np.asarray(values)[int(s): int(s) + horizon].T for s in starts])
+    targets = np.stack([np.asarray(values)[int(s) : int(s) + horizon].T for s in starts])
     return (targets - forecasts).transpose(1, 0, 2).reshape(forecasts.shape[1], -1)
 
 
-def mint_reconcile(hierarchy: Hierarchy, base: np.ndarray, residuals: np.ndarray, method: str = "mint_shrink") -> np.ndarray:
+def mint_reconcile(
+    hierarchy: Hierarchy, base: np.ndarray, residuals: np.ndarray, method: str = "mint_shrink"
+) -> np.ndarray:
     r"""Reconcile ``W x N x F`` base forecasts with hierarchicalforecast's ``MinTrace``:
     :math:`\tilde y = S (S^\top W^{-1} S)^{-1} S^\top W^{-1} \hat y`, :math:`W` estimated from
     ``residuals`` (``N x M`` in-sample errors of the same forecaster; ``mint_shrink``: the
@@ -223,7 +251,9 @@ def mint_reconcile(hierarchy: Hierarchy, base: np.ndarray, residuals: np.ndarray
     residuals = np.asarray(residuals, dtype=np.float64)
     n = hierarchy.num_nodes
     if base.ndim != 3 or base.shape[1] != n or residuals.ndim != 2 or residuals.shape[0] != n:
-        raise DataError(f"mint_reconcile: base must be W x {n} x F and residuals {n} x M, got {base.shape} and {residuals.shape}")
+        raise DataError(
+            f"mint_reconcile: base must be W x {n} x F and residuals {n} x M, got {base.shape} and {residuals.shape}"
+        )
     if not (np.isfinite(base).all() and np.isfinite(residuals).all()):
         raise DataError("mint_reconcile: base forecasts or residuals are not finite")
     _, _, _, _, (_, MinTrace) = _require_forecast_extra()
@@ -232,14 +262,22 @@ def mint_reconcile(hierarchy: Hierarchy, base: np.ndarray, residuals: np.ndarray
     S = np.asarray(hierarchy.S, dtype=np.float64)[order]
     out = np.empty_like(base)
     for w in range(base.shape[0]):
-        found = MinTrace(method=method).fit_predict(S=S, y_hat=base[w][order], y_insample=residuals[order],
-                                                    y_hat_insample=np.zeros_like(residuals))  # fmt: skip
+        found = MinTrace(method=method).fit_predict(
+            S=S,
+            y_hat=base[w][order],
+            y_insample=residuals[order],
+            y_hat_insample=np.zeros_like(residuals),
+        )
         out[w][order] = found["mean"]
     return out
 
 
 def baseline_forecasts(
-    dm: Any, split: str = "test", methods: Sequence[str] = BASELINES, season: int | None = None, n_jobs: int = 1
+    dm: Any,
+    split: str = "test",
+    methods: Sequence[str] = BASELINES,
+    season: int | None = None,
+    n_jobs: int = 1,
 ) -> dict[str, np.ndarray]:
     """Forecasts of the baselines for the windows of ``split`` of a ``HierarchicalDataModule``.
 
@@ -259,7 +297,11 @@ def baseline_forecasts(
         raise ConfigError(f"baseline_forecasts: unknown methods {unknown}; choose from {BASELINES}")
     if split not in ("val", "test"):
         raise ConfigError(f"baseline_forecasts: split must be 'val' or 'test', got {split!r}")
-    m = season if season is not None else (getattr(dm, "season", None) or season_of(dm.series.frequency))
+    m = (
+        season
+        if season is not None
+        else (getattr(dm, "season", None) or season_of(dm.series.frequency))
+    )
     starts = dm.forecast_starts(split)
     out: dict[str, np.ndarray] = {}
     if "seasonal_naive" in methods:
@@ -296,8 +338,10 @@ def score_forecasts(
         )
     horizon = forecasts.shape[2]
     if any(int(s) + horizon > values.shape[0] for s in starts):
-        raise DataError(f"score_forecasts: a window runs past the {values.shape[0]} steps of the data (no targets)")
-    targets = np.stack([values[int(s): int(s) + horizon].T for s in starts])
+        raise DataError(
+            f"score_forecasts: a window runs past the {values.shape[0]} steps of the data (no targets)"
+        )
+    targets = np.stack([values[int(s) : int(s) + horizon].T for s in starts])
     # nodes first, windows and steps pooled: N x (W * F)
     pred = torch.as_tensor(forecasts.transpose(1, 0, 2).reshape(hierarchy.num_nodes, -1))
     target = torch.as_tensor(targets.transpose(1, 0, 2).reshape(hierarchy.num_nodes, -1))
@@ -305,6 +349,8 @@ def score_forecasts(
     metrics = LevelMetrics(num_levels=hierarchy.num_levels)
     metrics.update(pred, target, level)
     out = {k: float(v) for k, v in metrics.compute().items()}
-    coherence = coherence_wape(pred, torch.as_tensor(hierarchy.S), level, torch.as_tensor(hierarchy.leaf_index))
+    coherence = coherence_wape(
+        pred, torch.as_tensor(hierarchy.S), level, torch.as_tensor(hierarchy.leaf_index)
+    )
     out.update({k: float(v) for k, v in coherence.items()})
     return out

@@ -89,7 +89,9 @@ def _output_model(model: Model, output: int) -> Model:
     return model
 
 
-def sobol_scores(model: Model, space: SearchSpace, output: int = 0, n: int = 1024, seed: int = 0) -> Tensor:
+def sobol_scores(
+    model: Model, space: SearchSpace, output: int = 0, n: int = 1024, seed: int = 0
+) -> Tensor:
     """Total-order Sobol indices of the posterior mean of ``output``, one per searched
     parameter (``n`` base samples, a power of two; ``n * (p + 2)`` model evaluations)."""
     import torch
@@ -128,7 +130,10 @@ def to_model_points(space: SearchSpace, U: Tensor) -> Tensor:
 
 
 def parameter_importance(
-    model: Model, space: SearchSpace, outcome_names: list[str] | tuple[str, ...], outputs: list[int] | None = None
+    model: Model,
+    space: SearchSpace,
+    outcome_names: list[str] | tuple[str, ...],
+    outputs: list[int] | None = None,
 ) -> list[Importance]:
     """The importance of every searched parameter for each output in ``outputs`` (default:
     the first), from lengthscales where the model has them, else Sobol indices."""
@@ -183,7 +188,12 @@ def marginal_moments(model: Model, X: Tensor) -> tuple[Tensor, Tensor]:
 
 
 def slices(
-    model: Model, space: SearchSpace, x: list[float], names: list[str], output: int = 0, num: int = 60
+    model: Model,
+    space: SearchSpace,
+    x: list[float],
+    names: list[str],
+    output: int = 0,
+    num: int = 60,
 ) -> list[Slice]:
     """Posterior mean and standard deviation of ``output`` along each parameter of ``names``
     through the model point ``x`` (the others held at ``x``); a parameter inactive at ``x``
@@ -202,6 +212,15 @@ def slices(
         X[:, cols] = torch.tensor([p.encode(v, "slice") for v in values], dtype=torch.double)
         with torch.no_grad():
             mu, var = marginal_moments(model, X)
-        out.append(Slice(name, values, mu[:, output].tolist(), var[:, output].sqrt().tolist(), point[name],
-                         categorical=isinstance(p, Choice), log=isinstance(p, Float | Int) and p.log))  # fmt: skip
+        out.append(
+            Slice(
+                name,
+                values,
+                mu[:, output].tolist(),
+                var[:, output].sqrt().tolist(),
+                point[name],
+                categorical=isinstance(p, Choice),
+                log=isinstance(p, Float | Int) and p.log,
+            )
+        )
     return out

@@ -75,8 +75,13 @@ def write_outputs(
     curves = campaign.store.curves()
     frame = result.history = add_steps(result.history, curves, campaign.problem)
     frame.to_csv(run_dir / "history.csv", index=False)
-    plot_trace(frame, campaign.problem, run_dir / "trace.png", sparsity=is_sparsity_aware(campaign.policy),
-               cost_axis=campaign.budget_cost is not None)  # fmt: skip
+    plot_trace(
+        frame,
+        campaign.problem,
+        run_dir / "trace.png",
+        sparsity=is_sparsity_aware(campaign.policy),
+        cost_axis=campaign.budget_cost is not None,
+    )
     max_steps = getattr(getattr(campaign, "early_stopping", None), "max_steps", None)
     info = summary(result, campaign.problem, frame, campaign.timings, max_steps=max_steps)
     info["budget_cost"] = campaign.budget_cost
@@ -94,5 +99,13 @@ def write_outputs(
             kept["panels"] = (report_cache.model_key(campaign.store), data)
         model_html = kept["model_html"] = panel_html(data)
         write_page(data, run_dir / REPORT_NAME, drawn, model_html)
-    report_cache.save(run_dir, digest, data, campaign.seed, result.best_x, report_cache.model_inputs(campaign), **kept)
+    report_cache.save(
+        run_dir,
+        digest,
+        data,
+        campaign.seed,
+        result.best_x,
+        report_cache.model_inputs(campaign),
+        **kept,
+    )
     return info

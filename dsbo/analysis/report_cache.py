@@ -56,10 +56,22 @@ FORMAT = 2
 #: ReportData fields kept as JSON values as they are (``space`` and ``frame`` are encoded;
 #: the model panels, the configuration and the environment are not kept).
 PLAIN_FIELDS = (
-    "title", "objective_names", "multi_objective", "signs", "optimal_value", "cost_budget", "sparsity",
-    "changes_from", "num_relevant", "context_names", "preference_boxes", "value_vs_changes", "surrogate",
-    "curves", "max_steps",
-)  # fmt: skip
+    "title",
+    "objective_names",
+    "multi_objective",
+    "signs",
+    "optimal_value",
+    "cost_budget",
+    "sparsity",
+    "changes_from",
+    "num_relevant",
+    "context_names",
+    "preference_boxes",
+    "value_vs_changes",
+    "surrogate",
+    "curves",
+    "max_steps",
+)
 #: Configurations kept per :func:`config_key` (the most recent ones).
 MAX_CONFIGS = 8
 #: The store's meta key of the campaign's fit states (:data:`dsbo.surrogates.warm_start.META_KEY`;
@@ -97,7 +109,11 @@ def trials_digest(store: Store) -> str:
     identity. A store whose trials reported nothing has the digest of its trials alone."""
     h = hashlib.sha256(json.dumps(store.get_meta("identity"), sort_keys=True, default=str).encode())
     for trial in store.trials():
-        row = {f.name: getattr(trial, f.name) for f in dataclasses.fields(trial) if f.name != "heartbeat_at"}
+        row = {
+            f.name: getattr(trial, f.name)
+            for f in dataclasses.fields(trial)
+            if f.name != "heartbeat_at"
+        }
         h.update(json.dumps(row, sort_keys=True, default=str).encode())
     curves = store.curves()
     if curves:
@@ -135,7 +151,9 @@ def model_key(store: Store) -> str:
             versions[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             versions[name] = None
-    text = json.dumps({"fit": store.get_meta(FIT_META_KEY), "versions": versions}, sort_keys=True, default=str)
+    text = json.dumps(
+        {"fit": store.get_meta(FIT_META_KEY), "versions": versions}, sort_keys=True, default=str
+    )
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -153,7 +171,12 @@ def decode_frame(value: Mapping[str, Any]) -> pd.DataFrame:
     import pandas as pd
 
     columns, dtypes, data = value["columns"], value["dtypes"], value["data"]
-    frame = pd.DataFrame({i: pd.Series(col, dtype=dtype) for i, (col, dtype) in enumerate(zip(data, dtypes, strict=True))})
+    frame = pd.DataFrame(
+        {
+            i: pd.Series(col, dtype=dtype)
+            for i, (col, dtype) in enumerate(zip(data, dtypes, strict=True))
+        }
+    )
     frame.columns = pd.Index(columns, dtype=object)
     return frame
 
@@ -276,7 +299,10 @@ class Cached:
         except (TypeError, KeyError):
             return False
         self.data.importance, self.data.slices = importance, slices
-        self.data.model_note, self.data.model_fit = self.panels["model_note"], self.panels["model_fit"]
+        self.data.model_note, self.data.model_fit = (
+            self.panels["model_note"],
+            self.panels["model_fit"],
+        )
         return True
 
     def campaign(self, store: Store) -> StoredCampaign | None:
@@ -303,10 +329,17 @@ def _read(run_dir: Path) -> dict[str, Any]:
 
 
 def _key(run_dir: Path, trials: str) -> dict[str, Any]:
-    return {"format": FORMAT, "dsbo": _version(), "config": file_digest(run_dir / "config.yaml"), "trials": trials}
+    return {
+        "format": FORMAT,
+        "dsbo": _version(),
+        "config": file_digest(run_dir / "config.yaml"),
+        "trials": trials,
+    }
 
 
-def load(run_dir: Path, trials: str, config: str | None = None) -> tuple[Cached | None, dict[str, Any] | None]:
+def load(
+    run_dir: Path, trials: str, config: str | None = None
+) -> tuple[Cached | None, dict[str, Any] | None]:
     """The cached data of ``run_dir`` if they were gathered from these trials (their
     :func:`trials_digest`) and the present ``config.yaml`` (else ``None``), and the
     configuration kept under :func:`config_key` ``config`` (else ``None``). The data come
@@ -319,10 +352,19 @@ def load(run_dir: Path, trials: str, config: str | None = None) -> tuple[Cached 
         return None, kept_config
     try:
         d = cache["data"]
-        space = SearchSpace.from_config(d["space"]["parameters"], d["space"].get("parameter_constraints", ()))
+        space = SearchSpace.from_config(
+            d["space"]["parameters"], d["space"].get("parameter_constraints", ())
+        )
         data = ReportData(space=space, frame=None, **{k: d[k] for k in PLAIN_FIELDS})  # type: ignore[arg-type]
         data.environment = environment(d["seed"])
-        cached = Cached(data, cache.get("best_x"), cache.get("model"), cache.get("panels"), d["frame"], cache.get("drawn"))
+        cached = Cached(
+            data,
+            cache.get("best_x"),
+            cache.get("model"),
+            cache.get("panels"),
+            d["frame"],
+            cache.get("drawn"),
+        )
         return cached, kept_config
     except Exception:  # a file of another layout: gathered afresh
         return None, kept_config
@@ -364,11 +406,15 @@ def save(
         kept = encoded is not None
         if kept:
             entry.update(encoded)
-            for k in ("panels", "drawn") if same else ():  # the same trials and config: still theirs
+            for k in (
+                ("panels", "drawn") if same else ()
+            ):  # the same trials and config: still theirs
                 if k in cache:
                     entry[k] = cache[k]
     elif same and "data" in cache:
-        entry.update({k: cache[k] for k in ("data", "best_x", "model", "panels", "drawn") if k in cache})
+        entry.update(
+            {k: cache[k] for k in ("data", "best_x", "model", "panels", "drawn") if k in cache}
+        )
     if panels is not None and "data" in entry:
         encoded_panels = _encode_panels(*panels)
         kept = kept and encoded_panels is not None
@@ -386,9 +432,13 @@ def save(
 
 def _encode_panels(key: str, data: ReportData) -> dict[str, Any] | None:
     """The model panels of ``data`` as JSON, or ``None`` when they do not read back equal."""
-    value = {"key": key, "importance": [dataclasses.asdict(i) for i in data.importance],
-             "slices": [dataclasses.asdict(s) for s in data.slices], "model_note": data.model_note,
-             "model_fit": list(data.model_fit)}  # fmt: skip
+    value = {
+        "key": key,
+        "importance": [dataclasses.asdict(i) for i in data.importance],
+        "slices": [dataclasses.asdict(s) for s in data.slices],
+        "model_note": data.model_note,
+        "model_fit": list(data.model_fit),
+    }
     try:
         back = json.loads(json.dumps(value, default=_plain))
     except (TypeError, ValueError):
@@ -396,7 +446,9 @@ def _encode_panels(key: str, data: ReportData) -> dict[str, Any] | None:
     return back if _same(back, value) else None
 
 
-def _encode(data: ReportData, seed: int | None, best_x: list[float] | None, model: dict[str, Any] | None) -> dict[str, Any] | None:
+def _encode(
+    data: ReportData, seed: int | None, best_x: list[float] | None, model: dict[str, Any] | None
+) -> dict[str, Any] | None:
     """The entry's data, or ``None`` when they do not read back equal."""
     import pandas as pd
 
@@ -409,7 +461,10 @@ def _encode(data: ReportData, seed: int | None, best_x: list[float] | None, mode
         frame = decode_frame(back["data"]["frame"])
         pd.testing.assert_frame_equal(frame, data.frame, check_exact=True)
         space = back["data"]["space"]
-        same_space = SearchSpace.from_config(space["parameters"], space.get("parameter_constraints", ())) == data.space
+        same_space = (
+            SearchSpace.from_config(space["parameters"], space.get("parameter_constraints", ()))
+            == data.space
+        )
     except (TypeError, ValueError, AssertionError, KeyError, ImportError):
         return None
     plain = all(_same(back["data"][k], d[k]) for k in PLAIN_FIELDS)

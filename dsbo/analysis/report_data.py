@@ -38,7 +38,16 @@ if TYPE_CHECKING:
     from dsbo.analysis.importance import Importance, Slice
 
 #: Packages whose versions the report lists.
-PACKAGES = ("dsbo", "torch", "botorch", "gpytorch", "pytorch-lightning", "plotly", "numpy", "pandas")
+PACKAGES = (
+    "dsbo",
+    "torch",
+    "botorch",
+    "gpytorch",
+    "pytorch-lightning",
+    "plotly",
+    "numpy",
+    "pandas",
+)
 
 
 @dataclass
@@ -102,7 +111,9 @@ class ReportData:
         columns = ["trial", "generator", *self.space.searched, *self.objective_names]
         if self.sparsity:
             columns.append("num_changed")
-        return done.sort_values(self.objective_names[0], ascending=self.sign(0) < 0).head(k)[columns]
+        return done.sort_values(self.objective_names[0], ascending=self.sign(0) < 0).head(k)[
+            columns
+        ]
 
     def stopped_trials(self, k: int = 50) -> pd.DataFrame:
         """The first ``k`` trials stopped early, in trial order: their parameters, last
@@ -114,7 +125,10 @@ class ReportData:
         columns = ["trial", "status", "generator", *self.space.searched, *self.objective_names]
         table = stopped.head(k)[columns].copy()
         curves = {c["trial"]: c for c in self.curves}
-        table["last step"] = [curves[t]["steps"][-1] if t in curves and curves[t]["steps"] else None for t in table["trial"]]
+        table["last step"] = [
+            curves[t]["steps"][-1] if t in curves and curves[t]["steps"] else None
+            for t in table["trial"]
+        ]
         table["reason"] = [curves[t].get("reason") if t in curves else None for t in table["trial"]]
         return table
 
@@ -127,12 +141,20 @@ def environment(seed: int | None = None) -> dict[str, Any]:
             versions[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             continue
-    return {"python": sys.version.split()[0], "platform": platform.platform(), "seed": seed, **versions}
+    return {
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "seed": seed,
+        **versions,
+    }
 
 
 def is_sparsity_aware(policy: Any) -> bool:
     """SEBO / IR / ER (a policy with a sparsity target) or a post-processor (BONSAI)."""
-    return getattr(policy, "sparsity_target", None) is not None or getattr(policy, "postprocessor", None) is not None
+    return (
+        getattr(policy, "sparsity_target", None) is not None
+        or getattr(policy, "postprocessor", None) is not None
+    )
 
 
 def _preference_boxes(policy: Any, problem: Any) -> list[list[list[float]]]:
@@ -141,15 +163,22 @@ def _preference_boxes(policy: Any, problem: Any) -> list[list[list[float]]]:
         return []
     signs = problem.outcomes.signs
     return [
-        [sorted([sign * float(lo), sign * float(hi)]) for lo, hi, sign in zip(r.lower, r.upper, signs, strict=True)]
+        [
+            sorted([sign * float(lo), sign * float(hi)])
+            for lo, hi, sign in zip(r.lower, r.upper, signs, strict=True)
+        ]
         for r in prior(problem).regions
     ]
 
 
 #: Surrogate options under which a factory that keeps fit states starts from the stored state
 #: of the campaign's last fit and fits once from there, whatever the restart schedule says.
-FROM_LAST_FIT = {"warm_start": True, "restart_every": 2**31 - 1, "restart_after_points": 2**31 - 1,
-                 "restart_drop": math.inf}  # fmt: skip
+FROM_LAST_FIT = {
+    "warm_start": True,
+    "restart_every": 2**31 - 1,
+    "restart_after_points": 2**31 - 1,
+    "restart_drop": math.inf,
+}
 
 
 def fit_campaign_model(campaign: Any, from_last_fit: bool = False) -> Any:
@@ -199,7 +228,11 @@ def from_campaign(
     problem, policy = campaign.problem, campaign.policy
     result = result if result is not None else campaign.result()
     curves = user_curves(campaign.store, problem)
-    frame = add_steps(result.history, {c["trial"]: list(zip(c["steps"], c["values"], strict=True)) for c in curves}, problem)
+    frame = add_steps(
+        result.history,
+        {c["trial"]: list(zip(c["steps"], c["values"], strict=True)) for c in curves},
+        problem,
+    )
     data = ReportData(
         title=problem.name,
         space=problem.space,
@@ -265,18 +298,28 @@ def fill_model_panels(data: ReportData, fit: Callable[[], Any], best_x: list[flo
             warnings.simplefilter("ignore")
             model = fit()
             if model is None:
-                data.model_note = "fewer than two completed trials: no surrogate to read importance from"
+                data.model_note = (
+                    "fewer than two completed trials: no surrogate to read importance from"
+                )
                 return True
             data.model_fit = [getattr(s, "start", None) for s in getattr(model, "fit_states", [])]
             m = len(data.objective_names)
-            data.importance = parameter_importance(model, data.space, data.objective_names, list(range(m)))
+            data.importance = parameter_importance(
+                model, data.space, data.objective_names, list(range(m))
+            )
             if best_x is not None and not data.multi_objective:
-                data.slices = slices(model, data.space, best_x, data.importance[0].ranking[:MAX_SLICES])
-                if data.sign(0) < 0:  # the model is fitted in the maximization sense: show the user's
+                data.slices = slices(
+                    model, data.space, best_x, data.importance[0].ranking[:MAX_SLICES]
+                )
+                if (
+                    data.sign(0) < 0
+                ):  # the model is fitted in the maximization sense: show the user's
                     for s in data.slices:
                         s.mean = [-v for v in s.mean]
     except Exception as exc:  # a report never fails because the surrogate does
         data.importance, data.slices = [], []
-        data.model_note = f"the {data.surrogate} surrogate could not be read: {type(exc).__name__}: {exc}"
+        data.model_note = (
+            f"the {data.surrogate} surrogate could not be read: {type(exc).__name__}: {exc}"
+        )
         return False
     return True

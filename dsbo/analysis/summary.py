@@ -32,11 +32,20 @@ def context_summary(frame: pd.DataFrame, problem: Problem) -> dict[str, Any] | N
     last = {}
     if len(bo):
         row = bo.iloc[-1]
-        last = {n: "optimized" if n in str(row["optimized"]).split() else "observed" if n in str(row["observed"]).split()
-                else "ignored" for n in problem.context_names}  # fmt: skip
+        last = {
+            n: "optimized"
+            if n in str(row["optimized"]).split()
+            else "observed"
+            if n in str(row["observed"]).split()
+            else "ignored"
+            for n in problem.context_names
+        }
     switched = bo[bo["phase"] == "optimization"]
-    return {"inclusion": inclusion, "last_roles": last,
-            "switch_trial": None if switched.empty else int(switched["trial"].iloc[0])}  # fmt: skip
+    return {
+        "inclusion": inclusion,
+        "last_roles": last,
+        "switch_trial": None if switched.empty else int(switched["trial"].iloc[0]),
+    }
 
 
 def timing_summary(frame: pd.DataFrame, timings: list[dict[str, float]]) -> dict[str, float]:
@@ -76,14 +85,21 @@ def value_vs_changes(frame: pd.DataFrame, problem: Problem) -> list[dict[str, fl
     import torch
 
     outcomes = problem.outcomes
-    Y = torch.tensor([outcomes.to_stored(dict(zip(outcomes.metrics, row, strict=True)))
-                      for row in done[list(outcomes.metrics)].to_numpy().tolist()], dtype=torch.double)  # fmt: skip
+    Y = torch.tensor(
+        [
+            outcomes.to_stored(dict(zip(outcomes.metrics, row, strict=True)))
+            for row in done[list(outcomes.metrics)].to_numpy().tolist()
+        ],
+        dtype=torch.double,
+    )
     feasible = done[problem.is_feasible(Y).numpy()]
     sign = outcomes.signs[0]  # the front in the user's direction: lower is better when minimizing
     front: list[dict[str, float]] = []
     best = -math.inf
     for k in sorted(feasible["num_changed"].dropna().unique()):
-        score = feasible.loc[feasible["num_changed"] <= k, outcomes.objective_names[0]].mul(sign).max()
+        score = (
+            feasible.loc[feasible["num_changed"] <= k, outcomes.objective_names[0]].mul(sign).max()
+        )
         if score > best:  # compared in the maximization sense, reported in the user's
             best = score
             front.append({"changed": int(k), "best_value": float(sign * score)})
@@ -94,7 +110,9 @@ def value_vs_changes(frame: pd.DataFrame, problem: Problem) -> list[dict[str, fl
 _RUNNING = ("pending",)
 
 
-def steps_summary(frame: pd.DataFrame, problem: Problem, max_steps: int | None = None) -> dict[str, Any] | None:
+def steps_summary(
+    frame: pd.DataFrame, problem: Problem, max_steps: int | None = None
+) -> dict[str, Any] | None:
     """The steps of a run whose trials reported intermediate values (``frame`` has the column
     ``steps``, :func:`~dsbo.campaign.history.add_steps`), ``None`` otherwise.
 
@@ -121,7 +139,11 @@ def steps_summary(frame: pd.DataFrame, problem: Problem, max_steps: int | None =
 
 
 def summary(
-    result: Any, problem: Problem, frame: pd.DataFrame, timings: list[dict[str, float]], max_steps: int | None = None
+    result: Any,
+    problem: Problem,
+    frame: pd.DataFrame,
+    timings: list[dict[str, float]],
+    max_steps: int | None = None,
 ) -> dict[str, Any]:
     """The numbers the CLI prints and writes to ``summary.json``, in the user's direction
     (``best_value``: lower is better for a minimized objective; ``objectives`` says which;

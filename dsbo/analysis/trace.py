@@ -37,7 +37,11 @@ def pyplot_agg() -> Any:
 
 
 def plot_trace(
-    frame: pd.DataFrame, problem: Problem, path: str | Path, sparsity: bool = False, cost_axis: bool = False
+    frame: pd.DataFrame,
+    problem: Problem,
+    path: str | Path,
+    sparsity: bool = False,
+    cost_axis: bool = False,
 ) -> Path:
     """Write the trace plot of a run's history to ``path`` (PNG) and return the path.
 
@@ -69,9 +73,13 @@ def plot_trace(
     else:
         name = problem.outcomes.objective_names[0]
         init = done["generator"].str.startswith("sobol") | (done["generator"] == "default")
-        ax.scatter(done.loc[init, step], done.loc[init, name], s=14, c="0.6", label="initial / random")
+        ax.scatter(
+            done.loc[init, step], done.loc[init, name], s=14, c="0.6", label="initial / random"
+        )
         ax.scatter(done.loc[~init, step], done.loc[~init, name], s=14, c="C0", label="BO")
-        ax.plot(done[step], done["best_so_far"], color="C3", drawstyle="steps-post", label="best so far")
+        ax.plot(
+            done[step], done["best_so_far"], color="C3", drawstyle="steps-post", label="best so far"
+        )
         if problem.optimal_value is not None:
             ax.axhline(problem.optimal_value, color="k", ls="--", lw=0.8, label="optimum")
         ax.set_ylabel(name)
@@ -80,7 +88,9 @@ def plot_trace(
         if sparsity:
             changed = axes[1]
             changed.bar(frame["trial"], frame["num_changed"].fillna(0), color="C2")
-            changed.axhline(len(problem.relevant_dims), color="k", ls="--", lw=0.8, label="relevant dims")
+            changed.axhline(
+                len(problem.relevant_dims), color="k", ls="--", lw=0.8, label="relevant dims"
+            )
             changed.set_ylabel("parameters changed from default")
             changed.set_title("sparsity: changed if |x - default| >= 1e-3 of the range")
             changed.legend(fontsize=8)
@@ -111,13 +121,25 @@ def plot_contextual_trace(frame: pd.DataFrame, problem: Problem, path: Path) -> 
     name = problem.outcomes.objective_names[0]
     fig, axes = plt.subplots(1, 3, figsize=(17, 4), gridspec_kw={"width_ratios": [1, 1, 1.3]})
     bo = ~done["generator"].isin(("sobol-init", "sobol-fallback", "default"))
-    axes[0].scatter(done.loc[~bo, "trial"], done.loc[~bo, name], s=14, c="0.6", label="initial (contexts observed)")
+    axes[0].scatter(
+        done.loc[~bo, "trial"],
+        done.loc[~bo, name],
+        s=14,
+        c="0.6",
+        label="initial (contexts observed)",
+    )
     axes[0].scatter(done.loc[bo, "trial"], done.loc[bo, name], s=14, c="C0", label="BO")
-    axes[0].plot(done["trial"], done["best_so_far"], color="C3", drawstyle="steps-post", label="best so far")
+    axes[0].plot(
+        done["trial"], done["best_so_far"], color="C3", drawstyle="steps-post", label="best so far"
+    )
     axes[0].set(xlabel="trial", ylabel=name, title=f"{problem.name}: {problem.outcomes.label(0)}")
     axes[0].legend(fontsize=8)
     if problem.optimal_value is not None:
-        axes[1].plot(done["cumulative_cost"], problem.optimal_value - done["best_so_far"], drawstyle="steps-post")
+        axes[1].plot(
+            done["cumulative_cost"],
+            problem.optimal_value - done["best_so_far"],
+            drawstyle="steps-post",
+        )
         axes[1].set(yscale="log", ylabel="optimum - best observed")
     else:
         axes[1].plot(done["cumulative_cost"], done["best_so_far"], drawstyle="steps-post")
@@ -125,9 +147,21 @@ def plot_contextual_trace(frame: pd.DataFrame, problem: Problem, path: Path) -> 
     axes[1].set(xlabel="cumulative cost", title="regret vs cost paid")
     roles = [[ROLE_CODES[role] for role in row.split()] for row in _role_rows(frame, problem)]
     if roles:
-        extent = (frame["trial"].min() - 0.5, frame["trial"].max() + 0.5, len(problem.contexts) - 0.5, -0.5)
-        image = axes[2].imshow(torch.tensor(roles).T.numpy(), aspect="auto", interpolation="nearest", extent=extent,
-                               cmap=ListedColormap(["white", "C0", "C3"]), vmin=0, vmax=2)
+        extent = (
+            frame["trial"].min() - 0.5,
+            frame["trial"].max() + 0.5,
+            len(problem.contexts) - 0.5,
+            -0.5,
+        )
+        image = axes[2].imshow(
+            torch.tensor(roles).T.numpy(),
+            aspect="auto",
+            interpolation="nearest",
+            extent=extent,
+            cmap=ListedColormap(["white", "C0", "C3"]),
+            vmin=0,
+            vmax=2,
+        )
         colorbar = plt.colorbar(image, ax=axes[2], ticks=[1 / 3, 1, 5 / 3])
         colorbar.ax.set_yticklabels(list(ROLE_CODES))
     axes[2].set_yticks(range(len(problem.context_names)), problem.context_names)
@@ -144,8 +178,12 @@ def _role_rows(frame: pd.DataFrame, problem: Problem) -> list[str]:
     rows = []
     for _, row in frame.iterrows():
         optimized, observed = set(str(row["optimized"]).split()), set(str(row["observed"]).split())
-        rows.append(" ".join("optimized" if n in optimized else "observed" if n in observed else "ignored"
-                             for n in problem.context_names))  # fmt: skip
+        rows.append(
+            " ".join(
+                "optimized" if n in optimized else "observed" if n in observed else "ignored"
+                for n in problem.context_names
+            )
+        )
     return rows
 
 

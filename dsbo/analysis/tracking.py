@@ -131,7 +131,9 @@ class WandbTracker:
             "reinit": "finish_previous",
         }
         if background if background is not None else mode == "offline":
-            self._starting = threading.Thread(target=self._start, args=(settings,), name="wandb-start", daemon=True)
+            self._starting = threading.Thread(
+                target=self._start, args=(settings,), name="wandb-start", daemon=True
+            )
             self._starting.start()
         else:
             self._start(settings)
@@ -153,8 +155,10 @@ class WandbTracker:
     def _raise_start_error(self) -> None:
         error, self._start_error = self._start_error, None
         if error is not None:
-            raise DsboError(f"W&B could not start the run ({type(error).__name__}: {error}); "
-                            "set wandb.mode to offline or disabled") from error
+            raise DsboError(
+                f"W&B could not start the run ({type(error).__name__}: {error}); "
+                "set wandb.mode to offline or disabled"
+            ) from error
 
     @property
     def run(self) -> Any:
@@ -198,14 +202,18 @@ class WandbTracker:
         self.columns = list(dict.fromkeys(names))
         for t in trials:
             params = problem.params(t.x)
-            outcomes = problem.outcomes.to_user(t.y) if t.y is not None else {}  # as the user reported them
+            outcomes = (
+                problem.outcomes.to_user(t.y) if t.y is not None else {}
+            )  # as the user reported them
             step: dict[str, Any] = {"trial": t.id, "failed": int(t.status == "failed"), **outcomes}
             curve = curves.get(t.id)
             if curve or t.status == "stopped":  # a run without curves logs what it always did
                 step["stopped"] = int(t.status == "stopped")
             if curve:
                 step["steps"] = curve[-1][0]
-                self.curves[t.id] = [[t.id, t.status, s, problem.outcomes.user_objective(v)] for s, v in curve]
+                self.curves[t.id] = [
+                    [t.id, t.status, s, problem.outcomes.user_objective(v)] for s, v in curve
+                ]
             step.update({f"param/{k}": v for k, v in params.items() if _is_number(v)})
             if best_value is not None:
                 step["best_so_far"] = best_value
@@ -247,7 +255,9 @@ class WandbTracker:
         if curve_rows:
             table = wandb.Table(columns=list(COLUMNS), data=curve_rows)
             media["curves"] = table
-            media["learning_curves"] = wandb.plot.line(table, "step", "value", stroke="trial", title="Learning curves")
+            media["learning_curves"] = wandb.plot.line(
+                table, "step", "value", stroke="trial", title="Learning curves"
+            )
         if trace_png is not None and trace_png.exists():
             media["trace"] = wandb.Image(str(trace_png))
         if report_html is not None and report_html.exists():

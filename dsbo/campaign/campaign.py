@@ -204,25 +204,46 @@ class Campaign(GivenPoints, TrialOutcomes, CampaignResults):
         self.early_stopping = EarlyStopping.build(early_stopping, max_steps, budget_steps)
         EarlyStopping.check_policy(self.policy, self.early_stopping)
         #: Freeze-thaw's proposals after the initial design (:mod:`dsbo.campaign.freeze_thaw`), or ``None``.
-        self.freeze_thaw = FreezeThawStep(self.early_stopping.freeze_thaw, max_steps) if self.early_stopping and self.early_stopping.freeze_thaw else None
+        self.freeze_thaw = (
+            FreezeThawStep(self.early_stopping.freeze_thaw, max_steps)
+            if self.early_stopping and self.early_stopping.freeze_thaw
+            else None
+        )
         if budget_steps is not None and budget_cost is not None:
             raise ConfigError("give budget_cost or budget_steps, not both")
-        source = STEPS if budget_steps is not None else cost_source(problem, self.policy, contextual=settings is not None)
+        source = (
+            STEPS
+            if budget_steps is not None
+            else cost_source(problem, self.policy, contextual=settings is not None)
+        )
         #: The budget (trials, cost units), what each trial is charged, and what is left.
-        self.ledger = Ledger(budget, budget_steps if budget_steps is not None else budget_cost,
-                             problem.design_cost, source, max_steps)  # fmt: skip
+        self.ledger = Ledger(
+            budget,
+            budget_steps if budget_steps is not None else budget_cost,
+            problem.design_cost,
+            source,
+            max_steps,
+        )
         self.q = positive_int("q", q)
         n_init_given = n_init
         if n_init is None:
             # counted in parameters, not model columns: a categorical's one-hot columns are one
             # counted in full trials when the budget is in steps
-            trials = self.budget if budget_steps is None or not max_steps else max(1, budget_steps // max_steps)
+            trials = (
+                self.budget
+                if budget_steps is None or not max_steps
+                else max(1, budget_steps // max_steps)
+            )
             n_init = max(2, min(trials // 3, max(5, 2 * len(problem.space.searched))))
         self.n_init = positive_int("n_init", n_init)
         if not isinstance(include_default, bool):
             raise ConfigError(f"include_default must be true or false, got {include_default!r}")
         self.include_default = include_default
-        if self.n_init + include_default > self.budget and n_init_given is None and budget is not None:
+        if (
+            self.n_init + include_default > self.budget
+            and n_init_given is None
+            and budget is not None
+        ):
             raise ConfigError(
                 f"budget={budget} is too small: the initial design alone takes {self.n_init + include_default} "
                 f"evaluations; give budget >= {self.n_init + include_default}"
@@ -232,32 +253,50 @@ class Campaign(GivenPoints, TrialOutcomes, CampaignResults):
                 f"n_init={n_init}"
                 + (" + the default point" if include_default else "")
                 + f" exceeds budget={self.budget}"
-                + ("" if budget is not None else f" (budget_cost={budget_cost:g} / design_cost={problem.design_cost:g}; set budget)")
+                + (
+                    ""
+                    if budget is not None
+                    else f" (budget_cost={budget_cost:g} / design_cost={problem.design_cost:g}; set budget)"
+                )
             )
         if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed <= MAX_SEED:
             raise ConfigError(f"seed must be an integer in [0, {MAX_SEED}], got {seed!r}")
         self.seed = seed
         #: How trials are evaluated: what the runtime reads to drive this campaign.
         self.execution = Execution(
-            evaluator=evaluator if evaluator is not None else problem, executor=executor,
-            eval_timeout=eval_timeout, worker_retries=worker_retries, parallel=parallel,
-            lease=lease, max_consecutive_failures=max_consecutive_failures,
-            on_pending=on_pending, callbacks=callbacks,
-        )  # fmt: skip
+            evaluator=evaluator if evaluator is not None else problem,
+            executor=executor,
+            eval_timeout=eval_timeout,
+            worker_retries=worker_retries,
+            parallel=parallel,
+            lease=lease,
+            max_consecutive_failures=max_consecutive_failures,
+            on_pending=on_pending,
+            callbacks=callbacks,
+        )
         #: The context step of a contextual campaign (``None`` for a plain one).
         self.context_step: ContextStep | None = None
         if settings is not None:
             from dsbo.campaign.contextual import ContextStep  # contexts load only when used
 
             self.context_step = ContextStep(
-                settings, problem, self.optimizer, seed, self.q, acquisition, postprocess, environment
+                settings,
+                problem,
+                self.optimizer,
+                seed,
+                self.q,
+                acquisition,
+                postprocess,
+                environment,
             )
             self.problem = self.context_step.problem
         if postprocess:
             self._attach_postprocessor(postprocess)
         self.sparsity_tol = sparsity_tol
         if outcome_warping is not None and outcome_warping not in WARPINGS:
-            raise ConfigError(f"outcome_warping={outcome_warping!r}: choose one of {', '.join(WARPINGS)} or None")
+            raise ConfigError(
+                f"outcome_warping={outcome_warping!r}: choose one of {', '.join(WARPINGS)} or None"
+            )
         self.outcome_warping = outcome_warping
         if self.context_step is None:
             check_campaign(
@@ -268,12 +307,20 @@ class Campaign(GivenPoints, TrialOutcomes, CampaignResults):
                 self.problem, self.surrogate, self.context_step.policy, seed, dry_run
             )
         self.changes_from, self.reference_point = sparsity_reference(self.policy, self.problem)
-        sequence = functools.partial(design_sequence, self.problem, self.optimizer, seed, include_default)
+        sequence = functools.partial(
+            design_sequence, self.problem, self.optimizer, seed, include_default
+        )
         self.ledger.bind(self.problem, sequence, self.n_init + self.include_default)
         self.worker = new_worker_id()
         self.store: Store = open_store(store)
-        check_store_identity(self.store, self.problem, {"seed": seed, "budget": self.budget, "budget_cost": self.budget_cost})
-        if self.early_stopping is not None:  # a resumed campaign, a worker joining: the ended curves once
+        check_store_identity(
+            self.store,
+            self.problem,
+            {"seed": seed, "budget": self.budget, "budget_cost": self.budget_cost},
+        )
+        if (
+            self.early_stopping is not None
+        ):  # a resumed campaign, a worker joining: the ended curves once
             self.early_stopping.load_ended(self.store)
         self.timings: list[dict[str, float]] = []
         #: The ask paths this campaign composes besides contexts and freeze-thaw.
@@ -426,7 +473,11 @@ class Campaign(GivenPoints, TrialOutcomes, CampaignResults):
         X, metadata = proposed.X, proposed.metadata
         self.problem.validate(X, what="proposed candidates")
         changed = num_changed(
-            X, self.reference_point, self.problem.bounds, self.sparsity_tol, self.problem.space.groups
+            X,
+            self.reference_point,
+            self.problem.bounds,
+            self.sparsity_tol,
+            self.problem.space.groups,
         )
         for meta, n in zip(metadata, changed.tolist(), strict=True):
             meta["num_changed"] = int(n)
@@ -499,10 +550,20 @@ class Campaign(GivenPoints, TrialOutcomes, CampaignResults):
             if X is None or Y is None:
                 X, Y = self.store.completed_data()
                 Y = warp_outcomes(Y, self.problem.num_objectives, self.outcome_warping)
-            if (related := self._related_model(X, Y)) is not None:  # a multi-task GP with related tasks
+            if (
+                related := self._related_model(X, Y)
+            ) is not None:  # a multi-task GP with related tasks
                 return related
             previous = self.store.get_meta(warm_start.META_KEY)
-            return fit_surrogate(self.surrogate, X, Y, self.problem.bounds, selection_seed=self.seed, previous_fits=previous, categorical_groups=self.problem.space.one_hot_groups)  # fmt: skip
+            return fit_surrogate(
+                self.surrogate,
+                X,
+                Y,
+                self.problem.bounds,
+                selection_seed=self.seed,
+                previous_fits=previous,
+                categorical_groups=self.problem.space.one_hot_groups,
+            )
 
 
 def _driver() -> Any:

@@ -62,9 +62,7 @@ class ContextStep:
         environment: Callable[[], ContextValues] | None,
     ) -> None:
         if q != 1:
-            raise ConfigError(
-                f"a contextual campaign proposes one point per iteration; got q={q}"
-            )
+            raise ConfigError(f"a contextual campaign proposes one point per iteration; got q={q}")
         if acquisition not in ("auto", None) and not (
             isinstance(acquisition, Mapping) and acquisition.get("name", "auto") == "auto"
         ):
@@ -78,8 +76,8 @@ class ContextStep:
             raise ConfigError(
                 f"environment must be a callable returning the contexts, got {environment!r}"
             )
-        self.problem, self.policy, self.fixed, self.observe_only = (
-            settings.resolve(problem, optimizer)
+        self.problem, self.policy, self.fixed, self.observe_only = settings.resolve(
+            problem, optimizer
         )
         self.environment = Environment(self.problem, seed, environment)
 
@@ -98,7 +96,9 @@ class ContextStep:
         if n_proposed < n_design or X_done.shape[0] < 2:
             if n_proposed < n_design:
                 x = campaign.initial_design()[n_proposed].clone()
-                generator = "default" if n_proposed == 0 and campaign.include_default else "sobol-init"
+                generator = (
+                    "default" if n_proposed == 0 and campaign.include_default else "sobol-init"
+                )
             else:  # too few completed points to fit: another random design point
                 x = draw_sobol_samples(problem.bounds, n=1, q=1, seed=seed).reshape(-1)
                 generator = "sobol-fallback"
@@ -107,7 +107,11 @@ class ContextStep:
             cost, metadata = problem.design_cost, {}
         else:
             every_trial = campaign.store.trials()
-            earlier = [t.metadata for t in every_trial if "phase" in t.metadata or "switch_check" in t.metadata]
+            earlier = [
+                t.metadata
+                for t in every_trial
+                if "phase" in t.metadata or "switch_check" in t.metadata
+            ]
             spent = campaign.cost_used
             affordable = (
                 math.inf
@@ -116,18 +120,31 @@ class ContextStep:
             )
             design_spent = (campaign.n_init + campaign.include_default) * problem.design_cost
             if campaign.budget_cost is not None:
-                cooling = (campaign.budget_cost - spent) / max(campaign.budget_cost - design_spent, 1e-12)
+                cooling = (campaign.budget_cost - spent) / max(
+                    campaign.budget_cost - design_spent, 1e-12
+                )
             else:
-                cooling = campaign.remaining / max(campaign.budget - campaign.n_init - campaign.include_default, 1)
+                cooling = campaign.remaining / max(
+                    campaign.budget - campaign.n_init - campaign.include_default, 1
+                )
             state = ContextState(
-                problem=problem, X=X_done, Y=Y_done[:, 0], z=z,
+                problem=problem,
+                X=X_done,
+                Y=Y_done[:, 0],
+                z=z,
                 t=sum(1 for t in every_trial if t.generator == self.policy.name) + 1,
-                seed=seed, surrogate=campaign.surrogate, optimizer=campaign.optimizer, affordable=affordable,
-                fixed=self.fixed, observe_only=self.observe_only,
-                phase="optimization" if any(m.get("phase") == "optimization" for m in earlier) else "observational",
+                seed=seed,
+                surrogate=campaign.surrogate,
+                optimizer=campaign.optimizer,
+                affordable=affordable,
+                fixed=self.fixed,
+                observe_only=self.observe_only,
+                phase="optimization"
+                if any(m.get("phase") == "optimization" for m in earlier)
+                else "observational",
                 checks=[m["switch_check"] for m in earlier if "switch_check" in m],
                 cost_cooling=min(max(cooling, 0.0), 1.0),
-            )  # fmt: skip
+            )
             torch.manual_seed(seed)
             t0 = time.perf_counter()
             proposal = self.policy.propose(state)
@@ -136,10 +153,14 @@ class ContextStep:
             generator = self.policy.name
         X = problem.validate(x.reshape(1, -1), what="proposed candidate")
         metadata = {
-            **metadata, "contexts": roles, "seed": seed,
+            **metadata,
+            "contexts": roles,
+            "seed": seed,
             "context_values": dict(zip(problem.context_names, z.tolist(), strict=True)),
-            "num_changed": int(num_changed(X, campaign.reference_point, problem.bounds, campaign.sparsity_tol)[0]),
-        }  # fmt: skip
+            "num_changed": int(
+                num_changed(X, campaign.reference_point, problem.bounds, campaign.sparsity_tol)[0]
+            ),
+        }
         [trial_id] = campaign.store.add_trials(
             X,
             generator,

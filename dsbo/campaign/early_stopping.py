@@ -115,11 +115,19 @@ class EarlyStopping:
     def rungs(self) -> list[int]:
         """The steps of BOHB's levels below full training: ``levels`` if given (e.g. a W&B
         sweep's hyperband brackets), else the rule's rungs (below ``max_steps``)."""
-        rungs = self.levels if self.levels is not None else [] if self.rule is None else self.rule.rungs(self.max_steps)
+        rungs = (
+            self.levels
+            if self.levels is not None
+            else []
+            if self.rule is None
+            else self.rule.rungs(self.max_steps)
+        )
         return sorted({r for r in rungs if self.max_steps is None or r < self.max_steps})
 
     @classmethod
-    def build(cls, spec: Any, max_steps: Any = None, budget_steps: Any = None) -> EarlyStopping | None:
+    def build(
+        cls, spec: Any, max_steps: Any = None, budget_steps: Any = None
+    ) -> EarlyStopping | None:
         """The settings from a campaign's arguments; ``None`` when nothing asks for them.
 
         ``spec`` is a rule (name, ``{"name": ..., **options}`` or a rule object), ``None``, or
@@ -134,33 +142,59 @@ class EarlyStopping:
             spec = dict(RECOMMENDED)
         elif spec is False:
             spec = None
-        if max_steps is not None and (isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1):
+        if max_steps is not None and (
+            isinstance(max_steps, bool) or not isinstance(max_steps, int) or max_steps < 1
+        ):
             raise ConfigError(f"max_steps must be an integer >= 1, got {max_steps!r}")
         if budget_steps is not None and max_steps is None:
-            raise ConfigError("budget_steps needs max_steps, the steps of a full trial (e.g. max_steps=27 epochs)")
+            raise ConfigError(
+                "budget_steps needs max_steps, the steps of a full trial (e.g. max_steps=27 epochs)"
+            )
         if spec is None and max_steps is None:
             return None
-        if spec == FREEZE_THAW or (isinstance(spec, Mapping) and FREEZE_THAW in (spec.get("name"), spec.get("rule"))):
-            options = {k: v for k, v in dict(spec if isinstance(spec, Mapping) else {}).items() if k not in ("name", "rule")}
-            return cls(None, max_steps, freeze_thaw=FreezeThawSettings.build(options, max_steps, budget_steps))
+        if spec == FREEZE_THAW or (
+            isinstance(spec, Mapping) and FREEZE_THAW in (spec.get("name"), spec.get("rule"))
+        ):
+            options = {
+                k: v
+                for k, v in dict(spec if isinstance(spec, Mapping) else {}).items()
+                if k not in ("name", "rule")
+            }
+            return cls(
+                None,
+                max_steps,
+                freeze_thaw=FreezeThawSettings.build(options, max_steps, budget_steps),
+            )
         model, min_points = DEFAULT_MODEL, None
         if isinstance(spec, Mapping):
             spec = dict(spec)
             model = spec.pop("model", DEFAULT_MODEL)
             min_points = spec.pop("min_points", None)
             if "rule" in spec:
-                spec = spec.pop("rule") if not spec.keys() - {"rule"} else {"name": spec.pop("rule"), **spec}
+                spec = (
+                    spec.pop("rule")
+                    if not spec.keys() - {"rule"}
+                    else {"name": spec.pop("rule"), **spec}
+                )
         if model not in MODELS:
             raise ConfigError(f"early_stopping model={model!r}: choose one of {', '.join(MODELS)}")
-        if min_points is not None and (isinstance(min_points, bool) or not isinstance(min_points, int) or min_points < 2):
-            raise ConfigError(f"early_stopping min_points must be an integer >= 2, got {min_points!r}")
+        if min_points is not None and (
+            isinstance(min_points, bool) or not isinstance(min_points, int) or min_points < 2
+        ):
+            raise ConfigError(
+                f"early_stopping min_points must be an integer >= 2, got {min_points!r}"
+            )
         return cls(_rule(spec, max_steps), max_steps, model, min_points)
 
     @staticmethod
     def check_policy(policy: Any, settings: EarlyStopping | None) -> None:
         """``mf-kg`` proposes from the fidelity surrogate only (a ConfigError otherwise)."""
-        if getattr(policy, "name", None) == "mf-kg" and (settings is None or settings.model != "fidelity"):
-            raise ConfigError("acquisition 'mf-kg' needs early_stopping with model: fidelity (and max_steps)")
+        if getattr(policy, "name", None) == "mf-kg" and (
+            settings is None or settings.model != "fidelity"
+        ):
+            raise ConfigError(
+                "acquisition 'mf-kg' needs early_stopping with model: fidelity (and max_steps)"
+            )
 
     def load_ended(self, store: Store) -> None:
         """Read the curves of the trials that have ended into the cache that :meth:`decide`
@@ -173,7 +207,9 @@ class EarlyStopping:
         """The curves not in the cache, by id, read from ``store``; ended ones join the cache.
         An ended trial's curve is read once (its status is checked: an abandoned trial told late
         becomes completed); running trials' curves are read at every decision."""
-        fresh = [i for i, s in statuses.items() if i not in self._ended or self._ended[i].status != s]
+        fresh = [
+            i for i, s in statuses.items() if i not in self._ended or self._ended[i].status != s
+        ]
         curves = store.curves(fresh)
         built = {}
         for i in fresh:
@@ -210,23 +246,38 @@ def training_data(store: Store, settings: EarlyStopping | None, dim: int) -> tup
     (the lower one on a tie); without any curve, the completed trials. Problems with several
     outcomes keep the completed trials (a curve holds the objective only)."""
     X, Y = store.completed_data()
-    if settings is not None and settings.model == "final" and X.shape[0] < 2 and settings.rule is not None:
+    if (
+        settings is not None
+        and settings.model == "final"
+        and X.shape[0] < 2
+        and settings.rule is not None
+    ):
         settings = dataclasses.replace(settings, model="bohb")  # until 2 trials are fully trained
     if settings is not None and settings.model == "last" and not (Y.numel() and Y.shape[1] != 1):
         import torch
 
         stopped = [(t.x, v) for t, _, v in _last_points(store, settings, ("stopped",))]
         if stopped:
-            X = torch.cat([X.reshape(-1, dim), torch.tensor([x for x, _ in stopped], dtype=torch.double)])
-            Y = torch.cat([Y.reshape(-1, 1), torch.tensor([[v] for _, v in stopped], dtype=torch.double)])
+            X = torch.cat(
+                [X.reshape(-1, dim), torch.tensor([x for x, _ in stopped], dtype=torch.double)]
+            )
+            Y = torch.cat(
+                [Y.reshape(-1, 1), torch.tensor([[v] for _, v in stopped], dtype=torch.double)]
+            )
         return X, Y
-    if settings is not None and settings.model == "fidelity" and not (Y.numel() and Y.shape[1] != 1):
+    if (
+        settings is not None
+        and settings.model == "fidelity"
+        and not (Y.numel() and Y.shape[1] != 1)
+    ):
         import torch
 
         latest = [(t.x, v) for t, _, v in _last_points(store, settings, ("completed", "stopped"))]
         if latest:
-            return (torch.tensor([x for x, _ in latest], dtype=torch.double),
-                    torch.tensor([[v] for _, v in latest], dtype=torch.double))  # fmt: skip
+            return (
+                torch.tensor([x for x, _ in latest], dtype=torch.double),
+                torch.tensor([[v] for _, v in latest], dtype=torch.double),
+            )
         return X, Y
     rungs = settings.rungs() if settings is not None and settings.model == "bohb" else []
     if not rungs or (Y.numel() and Y.shape[1] != 1):
@@ -246,23 +297,35 @@ def training_data(store: Store, settings: EarlyStopping | None, dim: int) -> tup
     levels.append([(x, y[0]) for x, y in zip(X.tolist(), Y.tolist(), strict=True)])  # full training
     need = settings.min_points or dim + 2
     enough = [k for k, points in enumerate(levels) if len(points) >= need]
-    chosen = levels[enough[-1] if enough else max(range(len(levels)), key=lambda k: (len(levels[k]), -k))]
+    chosen = levels[
+        enough[-1] if enough else max(range(len(levels)), key=lambda k: (len(levels[k]), -k))
+    ]
     if not chosen:
         return X, Y
-    return (torch.tensor([x for x, _ in chosen], dtype=torch.double),
-            torch.tensor([[v] for _, v in chosen], dtype=torch.double))  # fmt: skip
+    return (
+        torch.tensor([x for x, _ in chosen], dtype=torch.double),
+        torch.tensor([[v] for _, v in chosen], dtype=torch.double),
+    )
 
 
-def plan_steps(metadata: list[dict[str, Any]], settings: EarlyStopping | None) -> list[dict[str, Any]]:
+def plan_steps(
+    metadata: list[dict[str, Any]], settings: EarlyStopping | None
+) -> list[dict[str, Any]]:
     """Each multi-fidelity proposal's planned steps, ``ceil(fidelity * max_steps)``
     (metadata ``planned_steps``; :mod:`dsbo.acquisition.multi_fidelity`)."""
     if settings is None or settings.max_steps is None:
         return metadata
-    return [dict(m, planned_steps=max(1, math.ceil(m["fidelity"] * settings.max_steps - 1e-9)))
-            if "fidelity" in m else m for m in metadata]  # fmt: skip
+    return [
+        dict(m, planned_steps=max(1, math.ceil(m["fidelity"] * settings.max_steps - 1e-9)))
+        if "fidelity" in m
+        else m
+        for m in metadata
+    ]
 
 
-def _last_points(store: Store, settings: EarlyStopping, statuses: tuple[str, ...]) -> list[tuple[Trial, int, float]]:
+def _last_points(
+    store: Store, settings: EarlyStopping, statuses: tuple[str, ...]
+) -> list[tuple[Trial, int, float]]:
     """Each trial's last point ``(trial, step, value)``: its last report, or for a completed
     trial that reported nothing its outcome at ``max_steps``."""
     curves, out = store.curves(), []
@@ -287,14 +350,21 @@ def fit_fidelity_model(store: Store, settings: EarlyStopping, bounds: Tensor) ->
     from dsbo.surrogates.fidelity import fit_fidelity_gp
 
     if settings.max_steps is None:
-        raise ConfigError("early_stopping model 'fidelity' needs max_steps, the steps of a full trial")
+        raise ConfigError(
+            "early_stopping model 'fidelity' needs max_steps, the steps of a full trial"
+        )
     curves, rungs = store.curves(), set(settings.rungs())
     rows: list[tuple[list[float], int, float]] = []
     for trial in store.trials(("pending", "completed", "stopped")):
-        curve = [(step, value) for step, value in curves.get(trial.id, []) if step <= settings.max_steps]
+        curve = [
+            (step, value) for step, value in curves.get(trial.id, []) if step <= settings.max_steps
+        ]
         if curve:
-            rows += [(trial.x, step, value) for k, (step, value) in enumerate(curve)
-                     if not rungs or step in rungs or k == len(curve) - 1]  # fmt: skip
+            rows += [
+                (trial.x, step, value)
+                for k, (step, value) in enumerate(curve)
+                if not rungs or step in rungs or k == len(curve) - 1
+            ]
         elif trial.status == "completed" and trial.y is not None:
             rows.append((trial.x, settings.max_steps, trial.y[0]))
     X = torch.tensor([x for x, _, _ in rows], dtype=torch.double)
@@ -306,7 +376,9 @@ def fit_fidelity_model(store: Store, settings: EarlyStopping, bounds: Tensor) ->
 def curve_of(trial_id: int, status: str, points: list[tuple[int, float]]) -> TrialCurve:
     """A stored curve as a stopping rule reads it (the store checked its points when they
     were reported: ints, finite floats, increasing steps)."""
-    return TrialCurve.checked(trial_id, status, tuple(s for s, _ in points), tuple(v for _, v in points))
+    return TrialCurve.checked(
+        trial_id, status, tuple(s for s, _ in points), tuple(v for _, v in points)
+    )
 
 
 def _rule(spec: Any, max_steps: int | None) -> StoppingRule | None:
@@ -315,7 +387,9 @@ def _rule(spec: Any, max_steps: int | None) -> StoppingRule | None:
         spec = {"name": spec}
     if isinstance(spec, Mapping) and spec.get("name") == "hyperband" and "max_resource" not in spec:
         if max_steps is None:
-            raise ConfigError("the hyperband rule needs max_steps (its max_resource): the steps of a full trial")
+            raise ConfigError(
+                "the hyperband rule needs max_steps (its max_resource): the steps of a full trial"
+            )
         spec = {**spec, "max_resource": max_steps}
     try:
         return make_rule(spec)
@@ -324,6 +398,13 @@ def _rule(spec: Any, max_steps: int | None) -> StoppingRule | None:
 
 
 __all__ = [
-    "MODELS", "EarlyStopping", "RunningTrial", "TrialEvaluator", "curve_of", "fit_fidelity_model", "plan_steps", "takes_trial",
+    "MODELS",
+    "EarlyStopping",
+    "RunningTrial",
+    "TrialEvaluator",
+    "curve_of",
+    "fit_fidelity_model",
+    "plan_steps",
+    "takes_trial",
     "training_data",
 ]

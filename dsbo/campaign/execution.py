@@ -73,7 +73,9 @@ class Execution:
             raise ConfigError(f"worker_retries must be an integer >= 0, got {retries!r}")
         positive_int("parallel", self.parallel)
         if self.parallel > 1 and self.executor is None:
-            raise ConfigError(f"parallel={self.parallel} trials at once need an executor to run them")
+            raise ConfigError(
+                f"parallel={self.parallel} trials at once need an executor to run them"
+            )
         self.lease = _seconds("lease", self.lease)
         if not isinstance(self.callbacks, Sequence) or not all(callable(c) for c in self.callbacks):
             raise ConfigError(f"callbacks must be a list of callables, got {self.callbacks!r}")

@@ -114,7 +114,9 @@ class FreezeThawSettings:
     device: str = "cpu"
 
     @classmethod
-    def build(cls, spec: Mapping[str, Any], max_steps: int | None, budget_steps: int | None) -> FreezeThawSettings:
+    def build(
+        cls, spec: Mapping[str, Any], max_steps: int | None, budget_steps: int | None
+    ) -> FreezeThawSettings:
         """The settings from the ``early_stopping`` mapping (its ``name`` left out).
 
         Raises:
@@ -122,12 +124,16 @@ class FreezeThawSettings:
                 ``max_steps`` / ``budget_steps``.
         """
         if max_steps is None or budget_steps is None:
-            raise ConfigError("early_stopping freeze-thaw needs max_steps (the steps of a full trial) and budget_steps "
-                              "(the budget in steps: thaws cost steps, not trials)")  # fmt: skip
+            raise ConfigError(
+                "early_stopping freeze-thaw needs max_steps (the steps of a full trial) and budget_steps "
+                "(the budget in steps: thaws cost steps, not trials)"
+            )
         unknown = sorted(set(spec) - set(cls.__dataclass_fields__))
         if unknown:
-            raise ConfigError(f"early_stopping freeze-thaw: unknown option(s) {unknown}; "
-                              f"choose from {sorted(cls.__dataclass_fields__)}")  # fmt: skip
+            raise ConfigError(
+                f"early_stopping freeze-thaw: unknown option(s) {unknown}; "
+                f"choose from {sorted(cls.__dataclass_fields__)}"
+            )
         settings = cls(**spec)
         if settings.curve_model not in CURVE_MODELS:
             raise ConfigError(
@@ -135,12 +141,20 @@ class FreezeThawSettings:
                 + ", ".join(CURVE_MODELS.names())
             )
         if not isinstance(settings.options, Mapping):
-            raise ConfigError(f"early_stopping.options must be a mapping of the curve model's options, got {settings.options!r}")
+            raise ConfigError(
+                f"early_stopping.options must be a mapping of the curve model's options, got {settings.options!r}"
+            )
         k = settings.steps_per_thaw
-        if k is not None and (isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= max_steps):
-            raise ConfigError(f"early_stopping.steps_per_thaw must be an integer in [1, max_steps={max_steps}], got {k!r}")
+        if k is not None and (
+            isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= max_steps
+        ):
+            raise ConfigError(
+                f"early_stopping.steps_per_thaw must be an integer in [1, max_steps={max_steps}], got {k!r}"
+            )
         if settings.criterion not in CRITERIA:
-            raise ConfigError(f"early_stopping.criterion={settings.criterion!r}: choose one of {', '.join(CRITERIA)}")
+            raise ConfigError(
+                f"early_stopping.criterion={settings.criterion!r}: choose one of {', '.join(CRITERIA)}"
+            )
         n = settings.candidates
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise ConfigError(f"early_stopping.candidates must be an integer >= 1, got {n!r}")
@@ -155,7 +169,12 @@ class FreezeThawSettings:
 
 
 def candidates(
-    n: int, configs: Tensor, latest: Sequence[float], local: float, sobol: SobolEngine, generator: torch.Generator
+    n: int,
+    configs: Tensor,
+    latest: Sequence[float],
+    local: float,
+    sobol: SobolEngine,
+    generator: torch.Generator,
 ) -> Tensor:
     """``n`` new configurations in the unit cube: a share ``local`` are Gaussian steps (sd
     :data:`LOCAL_SD`, clipped) from the :data:`LOCAL_CENTERS` configurations with the best
@@ -211,8 +230,15 @@ class FreezeThawStep:
             from dsbo.surrogates.curve_model import CurveSurrogate
 
             s = self.settings
-            surrogate = CurveSurrogate(s.curve_model, dim, self.max_steps, s.options, epochs=s.epochs,
-                                       warm_epochs=s.warm_epochs, device=s.device)  # fmt: skip
+            surrogate = CurveSurrogate(
+                s.curve_model,
+                dim,
+                self.max_steps,
+                s.options,
+                epochs=s.epochs,
+                warm_epochs=s.warm_epochs,
+                device=s.device,
+            )
             self._policy = FreezeThaw(surrogate, steps_per_thaw=self.k, criterion=s.criterion)
         return self._policy
 
@@ -234,42 +260,104 @@ class FreezeThawStep:
         observed = [t for t in trials if curves.get(t.id) and curves[t.id][-1][0] >= 1]
         low, high = problem.bounds
         width = (high - low).clamp_min(1e-12)
-        configs = ((torch.tensor([t.x for t in observed], dtype=torch.float64) - low) / width).reshape(len(observed), -1)
-        values = [per_step(curves[t.id], min(curves[t.id][-1][0], self.max_steps)) for t in observed]
-        paused = [i for i, t in enumerate(observed) if t.status == "paused" and len(values[i]) < self.max_steps]
+        configs = (
+            (torch.tensor([t.x for t in observed], dtype=torch.float64) - low) / width
+        ).reshape(len(observed), -1)
+        values = [
+            per_step(curves[t.id], min(curves[t.id][-1][0], self.max_steps)) for t in observed
+        ]
+        paused = [
+            i
+            for i, t in enumerate(observed)
+            if t.status == "paused" and len(values[i]) < self.max_steps
+        ]
         seed = campaign.proposal_seed()
         generator = torch.Generator().manual_seed(seed)
         sobol = SobolEngine(problem.dim, scramble=True, seed=seed)
-        raw = candidates(self.settings.candidates, configs, [v[-1] for v in values], self.settings.local, sobol, generator)
+        raw = candidates(
+            self.settings.candidates,
+            configs,
+            [v[-1] for v in values],
+            self.settings.local,
+            sobol,
+            generator,
+        )
         snapped = problem.round_to_domain(low + raw * width)
         pool = (snapped - low) / width
-        if sum(map(len, values)) < 2:  # nothing to fit yet (the design's trials are still running): a Sobol start
-            choice = FreezeThawChoice("start", None, 0, pool[0], self.k, math.nan, math.nan, math.nan, 0.0, 0.0)
+        if (
+            sum(map(len, values)) < 2
+        ):  # nothing to fit yet (the design's trials are still running): a Sobol start
+            choice = FreezeThawChoice(
+                "start", None, 0, pool[0], self.k, math.nan, math.nan, math.nan, 0.0, 0.0
+            )
         else:
             with torch.random.fork_rng():
                 torch.manual_seed(seed)
-                choice = self.policy(problem.dim).choose(configs, values, paused, pool, budget_left=int(math.floor(left)))
+                choice = self.policy(problem.dim).choose(
+                    configs, values, paused, pool, budget_left=int(math.floor(left))
+                )
         seconds = time.perf_counter() - start
-        info = {"action": choice.action, "log_ei": choice.log_ei, "final_mean": choice.final_mean,
-                "final_sd": choice.final_sd, "fit_seconds": choice.fit_seconds, "seed": seed,
-                "observed_points": sum(map(len, values))}  # fmt: skip
+        info = {
+            "action": choice.action,
+            "log_ei": choice.log_ei,
+            "final_mean": choice.final_mean,
+            "final_sd": choice.final_sd,
+            "fit_seconds": choice.fit_seconds,
+            "seed": seed,
+            "observed_points": sum(map(len, values)),
+        }
         campaign.last_ask = timer.done(choice.fit_seconds, seconds - choice.fit_seconds)
         if choice.action == "continue":
             trial = observed[choice.index]
             done = len(values[choice.index])
             until = int(min(choice.until_step, done + math.floor(left)))
-            return [store.thaw(trial.id, until, cost=float(until), budget_cost=campaign.ledger.cost,
-                               worker=campaign.worker, metadata={"last_thaw": info, "cost_reserved": float(until),
-                                                                    "planned_steps": until})]  # fmt: skip
+            return [
+                store.thaw(
+                    trial.id,
+                    until,
+                    cost=float(until),
+                    budget_cost=campaign.ledger.cost,
+                    worker=campaign.worker,
+                    metadata={
+                        "last_thaw": info,
+                        "cost_reserved": float(until),
+                        "planned_steps": until,
+                    },
+                )
+            ]
         X = snapped[choice.candidate].unsqueeze(0)
         until = int(min(choice.until_step, math.floor(left)))
-        changed = num_changed(X, campaign.reference_point, problem.bounds, campaign.sparsity_tol, problem.space.groups)
-        metadata = [{"until_step": until, "planned_steps": until, "freeze_thaw": info, "num_changed": int(changed[0])}]
+        changed = num_changed(
+            X, campaign.reference_point, problem.bounds, campaign.sparsity_tol, problem.space.groups
+        )
+        metadata = [
+            {
+                "until_step": until,
+                "planned_steps": until,
+                "freeze_thaw": info,
+                "num_changed": int(changed[0]),
+            }
+        ]
         costs, _ = campaign.ledger.charge(problem, X, metadata, store)
-        ids = store.add_trials(X, GENERATOR, fit_time=choice.fit_seconds, acq_time=seconds - choice.fit_seconds,
-                               metadata=metadata, budget=campaign.budget, cost=costs,
-                               budget_cost=campaign.ledger.cost, worker=campaign.worker)  # fmt: skip
+        ids = store.add_trials(
+            X,
+            GENERATOR,
+            fit_time=choice.fit_seconds,
+            acq_time=seconds - choice.fit_seconds,
+            metadata=metadata,
+            budget=campaign.budget,
+            cost=costs,
+            budget_cost=campaign.ledger.cost,
+            worker=campaign.worker,
+        )
         return [store.get(i) for i in ids]
 
 
-__all__ = ["FREEZE_THAW", "GENERATOR", "FreezeThawSettings", "FreezeThawStep", "candidates", "per_step"]
+__all__ = [
+    "FREEZE_THAW",
+    "GENERATOR",
+    "FreezeThawSettings",
+    "FreezeThawStep",
+    "candidates",
+    "per_step",
+]

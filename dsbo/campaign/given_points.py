@@ -68,7 +68,12 @@ class ImportResult:
 class GivenPoints:
     """The :class:`~dsbo.campaign.Campaign` methods for points the user gives."""
 
-    def attach(self, x: Tensor | Sequence[float] | Mapping[str, Any], values: Any, generator: str = "manual") -> Trial:
+    def attach(
+        self,
+        x: Tensor | Sequence[float] | Mapping[str, Any],
+        values: Any,
+        generator: str = "manual",
+    ) -> Trial:
         """Add an observation made outside the campaign (e.g. the default configuration) at the
         model point ``x`` or the named user values ``{name: value}``, charged like a proposal
         (:meth:`~dsbo.campaign.ledger.Ledger.charge`; 0 where its cost is unusable).
@@ -84,7 +89,9 @@ class GivenPoints:
         self.store.complete(trial_id, y)
         return self.store.get(trial_id)
 
-    def import_trials(self, rows: Iterable[ImportedTrial | Mapping[str, Any]], strict: bool = False) -> ImportResult:
+    def import_trials(
+        self, rows: Iterable[ImportedTrial | Mapping[str, Any]], strict: bool = False
+    ) -> ImportResult:
         """Bring in trials run elsewhere as prior data: fitted like the campaign's own, never
         charged to the budget (generator ``"imported"``, cost 0), and each completed one takes
         the place of an initial-design point (with at least ``n_init`` of them the first
@@ -96,7 +103,9 @@ class GivenPoints:
         with the reason (``strict=True``: a :class:`~dsbo.errors.ConfigError` naming the first
         one, and nothing is imported).
         """
-        accepted: list[tuple[Tensor, ImportedTrial, list[float] | None, list[tuple[int, float]]]] = []
+        accepted: list[
+            tuple[Tensor, ImportedTrial, list[float] | None, list[tuple[int, float]]]
+        ] = []
         refused: list[tuple[int, str]] = []
         for index, row in enumerate(rows):
             try:
@@ -106,12 +115,21 @@ class GivenPoints:
                     raise ConfigError(f"imported row {index}: {exc}") from None
                 refused.append((index, str(exc)))
         if refused:
-            logger.warning("%d imported row(s) refused; the first, at position %d of the rows given: %s", len(refused), *refused[0])
+            logger.warning(
+                "%d imported row(s) refused; the first, at position %d of the rows given: %s",
+                len(refused),
+                *refused[0],
+            )
         result = ImportResult(refused=refused)
         if not accepted:
             return result
-        metadata = [{"imported": True, **({"source": r.source} if r.source else {})} for _, r, _, _ in accepted]
-        ids = self.store.add_trials(torch.cat([x for x, _, _, _ in accepted]), IMPORTED, metadata=metadata, cost=0.0)
+        metadata = [
+            {"imported": True, **({"source": r.source} if r.source else {})}
+            for _, r, _, _ in accepted
+        ]
+        ids = self.store.add_trials(
+            torch.cat([x for x, _, _, _ in accepted]), IMPORTED, metadata=metadata, cost=0.0
+        )
         for trial_id, (_, row, y, curve) in zip(ids, accepted, strict=True):
             for step, value in curve:
                 self.store.report(trial_id, step, value)
@@ -120,20 +138,32 @@ class GivenPoints:
             elif row.status == "failed":
                 self.store.fail(trial_id, row.error or "failed in the imported study")
             elif row.status == "stopped":
-                last = y if y is not None else ([curve[-1][1]] if curve and len(self.problem.outcome_names) == 1 else None)
+                last = (
+                    y
+                    if y is not None
+                    else (
+                        [curve[-1][1]] if curve and len(self.problem.outcome_names) == 1 else None
+                    )
+                )
                 self.store.stop(trial_id, last, reason=row.error or "stopped in the imported study")
         result.trials = [self.store.get(i) for i in ids]
         return result
 
-    def _imported_row(self, row: ImportedTrial | Mapping[str, Any]) -> tuple[Tensor, ImportedTrial, list[float] | None, list[tuple[int, float]]]:
+    def _imported_row(
+        self, row: ImportedTrial | Mapping[str, Any]
+    ) -> tuple[Tensor, ImportedTrial, list[float] | None, list[tuple[int, float]]]:
         """One row checked: its model point, stored outcomes and stored curve."""
         if isinstance(row, Mapping):
             unknown = set(row) - set(ImportedTrial.__dataclass_fields__)
             if unknown:
-                raise ConfigError(f"unknown field(s) {sorted(unknown)}; an imported trial has {list(ImportedTrial.__dataclass_fields__)}")
+                raise ConfigError(
+                    f"unknown field(s) {sorted(unknown)}; an imported trial has {list(ImportedTrial.__dataclass_fields__)}"
+                )
             row = ImportedTrial(**row)
         if row.status not in IMPORT_STATUSES:
-            raise ConfigError(f"status {row.status!r} cannot be imported; use one of {', '.join(IMPORT_STATUSES)}")
+            raise ConfigError(
+                f"status {row.status!r} cannot be imported; use one of {', '.join(IMPORT_STATUSES)}"
+            )
         if not isinstance(row.params, Mapping):
             raise ConfigError(f"params must be a mapping {{name: value}}, got {row.params!r}")
         x = self._point(row.params, "imported parameters")
@@ -148,15 +178,21 @@ class GivenPoints:
         curve, last = [], -1
         for step, value in row.curve:
             if isinstance(step, bool) or not isinstance(step, int) or step <= last:
-                raise ConfigError(f"curve steps must be increasing integers, got {step!r} after {last}")
+                raise ConfigError(
+                    f"curve steps must be increasing integers, got {step!r} after {last}"
+                )
             number = to_number(value, f"{objective.name} at step {step}")
             if not math.isfinite(number):
-                raise ConfigError(f"curve value at step {step} is {number}: intermediate values must be finite")
+                raise ConfigError(
+                    f"curve value at step {step} is {number}: intermediate values must be finite"
+                )
             curve.append((step, objective.sign * number + 0.0))
             last = step
         return x, row, y, curve
 
-    def add_related_task(self, name: str, rows: Iterable[ImportedTrial | Mapping[str, Any]], strict: bool = False) -> ImportResult:
+    def add_related_task(
+        self, name: str, rows: Iterable[ImportedTrial | Mapping[str, Any]], strict: bool = False
+    ) -> ImportResult:
         """Warm-start from a related task: the completed trials of an earlier campaign on other
         data, or of another version of the system, over the same space and outcomes (rows as
         for :meth:`import_trials`). While any are stored the surrogate is a multi-task GP over
@@ -173,16 +209,22 @@ class GivenPoints:
         """
         if not isinstance(name, str) or not name.strip():
             raise ConfigError(f"a related task needs a name, got {name!r}")
-        if getattr(self, "context_step", None) is not None or (self.early_stopping is not None and self.early_stopping.model == "fidelity"):
-            raise ConfigError("related tasks warm-start the campaign's own surrogate; a contextual campaign or the "
-                              "fidelity model of early stopping fits a model of its own")  # fmt: skip
+        if getattr(self, "context_step", None) is not None or (
+            self.early_stopping is not None and self.early_stopping.model == "fidelity"
+        ):
+            raise ConfigError(
+                "related tasks warm-start the campaign's own surrogate; a contextual campaign or the "
+                "fidelity model of early stopping fits a model of its own"
+            )
         result = ImportResult()
         X, Y = [], []
         for index, row in enumerate(rows):
             try:
                 x, checked, y, _ = self._imported_row(row)
                 if checked.status != "completed":
-                    raise ConfigError(f"status {checked.status!r}: only completed trials of a related task are used")
+                    raise ConfigError(
+                        f"status {checked.status!r}: only completed trials of a related task are used"
+                    )
             except DsboError as exc:
                 if strict:
                     raise ConfigError(f"related task {name!r}, row {index}: {exc}") from None
@@ -209,7 +251,13 @@ class GivenPoints:
         Xs, Ys = [X], [Y]
         for name in sorted(related):
             Xs.append(torch.tensor(related[name]["x"], dtype=torch.double))
-            Ys.append(warp_outcomes(torch.tensor(related[name]["y"], dtype=torch.double), self.problem.num_objectives, self.outcome_warping))
+            Ys.append(
+                warp_outcomes(
+                    torch.tensor(related[name]["y"], dtype=torch.double),
+                    self.problem.num_objectives,
+                    self.outcome_warping,
+                )
+            )
         return fit_multi_task_gp(Xs, Ys, self.problem.bounds)
 
     def design_size(self) -> int:
@@ -239,12 +287,20 @@ class GivenPoints:
         """
         if isinstance(index, bool) or not isinstance(index, int) or index < 0:
             raise ConfigError(f"a design point's index must be an integer >= 0, got {index!r}")
-        X = self.problem.round_to_domain(self.optimizer.apply_fixed_features(self.design_sequence(index + 1)[index:]))
+        X = self.problem.round_to_domain(
+            self.optimizer.apply_fixed_features(self.design_sequence(index + 1)[index:])
+        )
         X = self.problem.validate(X, what="x")
         costs, errors = self.ledger.charge(self.problem, X, [{}], self.store)
-        [trial_id] = self.store.add_trials(X, "sobol-init", metadata=[{"design_index": index}], budget=self.budget,
-                                           worker=self.worker, cost=[0.0 if errors[0] else costs[0]],
-                                           budget_cost=self.budget_cost)  # fmt: skip
+        [trial_id] = self.store.add_trials(
+            X,
+            "sobol-init",
+            metadata=[{"design_index": index}],
+            budget=self.budget,
+            worker=self.worker,
+            cost=[0.0 if errors[0] else costs[0]],
+            budget_cost=self.budget_cost,
+        )
         return self.store.get(trial_id)
 
     def enqueue(self, x: Tensor | Sequence[float] | Mapping[str, Any]) -> Trial:
@@ -259,20 +315,30 @@ class GivenPoints:
         """
         X = self._point(x, "enqueued parameters")
         if self.remaining < 1:
-            raise BudgetExhaustedError(f"the budget of {self.budget} evaluations is spent: nothing more can be enqueued")
+            raise BudgetExhaustedError(
+                f"the budget of {self.budget} evaluations is spent: nothing more can be enqueued"
+            )
         return self.store.get(self._add_given(X, "enqueued", {"enqueued": True}))
 
     def _point(self, x: Tensor | Sequence[float] | Mapping[str, Any], what: str) -> Tensor:
         if isinstance(x, Mapping):  # named user values
             x = self.problem.point(dict(x), what=what)
-        return self.problem.validate(torch.as_tensor(x, dtype=torch.double).reshape(1, -1), what="x")
+        return self.problem.validate(
+            torch.as_tensor(x, dtype=torch.double).reshape(1, -1), what="x"
+        )
 
     def _add_given(self, X: Tensor, generator: str, meta: dict[str, Any]) -> int:
         """A trial at a point the user gave, charged like a proposal (0 where its cost is unusable)."""
         costs, errors = self.ledger.charge(self.problem, X, [meta], self.store)
-        [trial_id] = self.store.add_trials(X, generator, metadata=[meta], budget=self.budget, worker=self.worker,
-                                           cost=[0.0 if e else c for c, e in zip(costs, errors, strict=True)],
-                                           budget_cost=self.budget_cost)  # fmt: skip
+        [trial_id] = self.store.add_trials(
+            X,
+            generator,
+            metadata=[meta],
+            budget=self.budget,
+            worker=self.worker,
+            cost=[0.0 if e else c for c, e in zip(costs, errors, strict=True)],
+            budget_cost=self.budget_cost,
+        )
         return trial_id
 
     @contextlib.contextmanager

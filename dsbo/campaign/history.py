@@ -103,7 +103,10 @@ CORE_COLUMNS = ("trial", "status", "generator", "num_changed", "cumulative_cost"
 
 def check_column_names(problem: Problem) -> None:
     """ConfigError for a parameter or outcome named like one of :data:`CORE_COLUMNS`."""
-    for kind, names in (("parameters", problem.space.names), ("outcomes", problem.outcomes.metrics)):
+    for kind, names in (
+        ("parameters", problem.space.names),
+        ("outcomes", problem.outcomes.metrics),
+    ):
         for name in names:
             if name in CORE_COLUMNS:
                 raise ConfigError(
@@ -115,10 +118,14 @@ def check_column_names(problem: Problem) -> None:
 def own_column(problem: Problem, name: str) -> str:
     """The history's name of a column of the trial's own (``batch``, ``cost``, ``error``,
     ``steps``, the times): ``trial_<name>`` where a parameter or outcome takes ``name``."""
-    return f"trial_{name}" if name in problem.space.names or name in problem.outcomes.metrics else name
+    return (
+        f"trial_{name}" if name in problem.space.names or name in problem.outcomes.metrics else name
+    )
 
 
-def add_steps(frame: pd.DataFrame, curves: Mapping[int, Sequence[tuple[int, float]]], problem: Problem) -> pd.DataFrame:
+def add_steps(
+    frame: pd.DataFrame, curves: Mapping[int, Sequence[tuple[int, float]]], problem: Problem
+) -> pd.DataFrame:
     """``frame`` (:func:`history_frame`) with the column ``steps`` (:func:`own_column`) after
     ``cost``: the last step each trial reported (``NaN`` for a trial that reported nothing),
     when any trial in it reported (``curves``: :meth:`Store.curves <dsbo.storage.base.Store.curves>`);
@@ -136,7 +143,9 @@ def add_steps(frame: pd.DataFrame, curves: Mapping[int, Sequence[tuple[int, floa
 
 
 def history_frame(
-    trials: Sequence[Trial], problem: Problem, curves: Mapping[int, Sequence[tuple[int, float]]] | None = None
+    trials: Sequence[Trial],
+    problem: Problem,
+    curves: Mapping[int, Sequence[tuple[int, float]]] | None = None,
 ) -> pd.DataFrame:
     """The trials as a DataFrame: one row per trial, a column per named parameter holding its
     user value (empty where a conditional parameter was inactive), then the outcomes as the
@@ -156,12 +165,26 @@ def history_frame(
 
     rows = []
     for t in trials:
-        row: dict[str, Any] = {"trial": t.id, own("batch"): t.batch, "generator": t.generator, "status": t.status}
+        row: dict[str, Any] = {
+            "trial": t.id,
+            own("batch"): t.batch,
+            "generator": t.generator,
+            "status": t.status,
+        }
         row.update(problem.params(t.x))
-        row.update(outcomes.to_user(t.y) if t.y is not None else dict.fromkeys(outcomes.metrics, math.nan))
-        row.update({"num_changed": t.metadata.get("num_changed"), own("fit_time"): t.fit_time,
-                    own("acq_time"): t.acq_time, own("eval_time"): t.eval_time, own("error"): t.error,
-                    own("cost"): t.cost})  # fmt: skip
+        row.update(
+            outcomes.to_user(t.y) if t.y is not None else dict.fromkeys(outcomes.metrics, math.nan)
+        )
+        row.update(
+            {
+                "num_changed": t.metadata.get("num_changed"),
+                own("fit_time"): t.fit_time,
+                own("acq_time"): t.acq_time,
+                own("eval_time"): t.eval_time,
+                own("error"): t.error,
+                own("cost"): t.cost,
+            }
+        )
         if problem.is_contextual:
             roles = t.metadata.get("contexts", {})
             row[own("optimized")] = " ".join(n for n, r in roles.items() if r == "optimized")
@@ -169,10 +192,16 @@ def history_frame(
             row[own("phase")] = t.metadata.get("phase", "")
         rows.append(row)
     columns = [
-        "trial", own("batch"), "generator", "status", *problem.space.names, *outcomes.metrics,
-        "num_changed", *map(own, ("fit_time", "acq_time", "eval_time", "error", "cost")),
+        "trial",
+        own("batch"),
+        "generator",
+        "status",
+        *problem.space.names,
+        *outcomes.metrics,
+        "num_changed",
+        *map(own, ("fit_time", "acq_time", "eval_time", "error", "cost")),
         *(map(own, ("optimized", "observed", "phase")) if problem.is_contextual else []),
-    ]  # fmt: skip
+    ]
     import pandas as pd  # here: a campaign that never asks for its history needs no pandas
 
     frame = pd.DataFrame(rows, columns=columns)

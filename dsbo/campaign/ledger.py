@@ -98,7 +98,9 @@ def cost_source(problem: Problem, policy: Any, contextual: bool = False) -> str:
     return DESIGN_COST
 
 
-def design_sequence(problem: Problem, optimizer: OptimizerSettings, seed: int, include_default: bool, n: int) -> Tensor:
+def design_sequence(
+    problem: Problem, optimizer: OptimizerSettings, seed: int, include_default: bool, n: int
+) -> Tensor:
     """The first ``n`` points of a campaign's sequence (:meth:`Campaign.design_sequence`): the
     default point (with ``include_default``), then scrambled Sobol points (``seed``), fixed
     features applied, rounded to the domain; each a prefix of the next. A function, so that
@@ -107,8 +109,11 @@ def design_sequence(problem: Problem, optimizer: OptimizerSettings, seed: int, i
     import torch
 
     n_sobol = n - include_default
-    design = (problem.sobol_design(n_sobol, seed, optimizer.apply_fixed_features) if n_sobol > 0
-              else torch.empty(0, problem.dim, dtype=torch.double))  # fmt: skip
+    design = (
+        problem.sobol_design(n_sobol, seed, optimizer.apply_fixed_features)
+        if n_sobol > 0
+        else torch.empty(0, problem.dim, dtype=torch.double)
+    )
     if include_default:
         design = torch.cat([problem.default_point.to(design).reshape(1, -1), design])
     return problem.round_to_domain(optimizer.apply_fixed_features(design))
@@ -160,7 +165,11 @@ class Ledger:
     """
 
     def __init__(
-        self, budget: int | None, budget_cost: float | None, design_cost: float, source: str = DESIGN_COST,
+        self,
+        budget: int | None,
+        budget_cost: float | None,
+        design_cost: float,
+        source: str = DESIGN_COST,
         max_steps: int | None = None,
     ) -> None:
         if budget_cost is not None and (
@@ -250,7 +259,11 @@ class Ledger:
     @staticmethod
     def measured(store: Store) -> list[float]:
         """Measured evaluation seconds (> 0) of the completed and failed trials."""
-        return [t.eval_time for t in store.trials(("completed", "failed")) if t.eval_time and t.eval_time > 0]
+        return [
+            t.eval_time
+            for t in store.trials(("completed", "failed"))
+            if t.eval_time and t.eval_time > 0
+        ]
 
     # ------------------------------------------------------------------ charges
     @staticmethod
@@ -323,7 +336,10 @@ class Ledger:
                 raise RuntimeError("Ledger.bind was not called")  # a programming error
             X = self._sequence(self._n_design + DENSE_POINTS)
             costs, errors = self.evaluation_costs(self._problem, X)
-            self._dense = X, [c if e is None else math.inf for c, e in zip(costs, errors, strict=True)]
+            self._dense = (
+                X,
+                [c if e is None else math.inf for c, e in zip(costs, errors, strict=True)],
+            )
         return self._dense
 
     def _screens(self) -> bool:
@@ -340,7 +356,8 @@ class Ledger:
         trials = [t for t in store.trials(BUDGETED) if t.generator != IMPORTED]
         indexed = [t.metadata["design_index"] + 1 for t in trials if "design_index" in t.metadata]
         unindexed = sum(
-            "design_index" not in t.metadata and (t.generator in DESIGN_GENERATORS or bool(t.metadata.get("attached")))
+            "design_index" not in t.metadata
+            and (t.generator in DESIGN_GENERATORS or bool(t.metadata.get("attached")))
             for t in trials
         )
         return max([*indexed, unindexed])

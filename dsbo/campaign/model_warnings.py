@@ -22,7 +22,14 @@ from types import TracebackType
 
 #: Packages whose warning categories are the model stack's (Lightning trains the zoo's curve
 #: models inside freeze-thaw proposals).
-MODEL_STACK = ("linear_operator", "gpytorch", "botorch", "lightning", "lightning_fabric", "pytorch_lightning")
+MODEL_STACK = (
+    "linear_operator",
+    "gpytorch",
+    "botorch",
+    "lightning",
+    "lightning_fabric",
+    "pytorch_lightning",
+)
 
 
 def from_model_stack(category: type[Warning]) -> bool:
@@ -58,7 +65,11 @@ class ModelWarnings:
                 self.counts[f"{caught.category.__name__}: {first_line}"] += 1
             else:
                 warnings.warn_explicit(
-                    caught.message, caught.category, caught.filename, caught.lineno, source=caught.source
+                    caught.message,
+                    caught.category,
+                    caught.filename,
+                    caught.lineno,
+                    source=caught.source,
                 )
 
 

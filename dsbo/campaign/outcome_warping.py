@@ -50,7 +50,9 @@ def copula_scores(y: Tensor) -> Tensor:
     values, inverse = torch.unique(y, return_inverse=True)
     if values.numel() < n:
         sums = torch.zeros(values.numel(), dtype=torch.double).index_add_(0, inverse, ranks)
-        counts = torch.zeros(values.numel(), dtype=torch.double).index_add_(0, inverse, torch.ones(n, dtype=torch.double))
+        counts = torch.zeros(values.numel(), dtype=torch.double).index_add_(
+            0, inverse, torch.ones(n, dtype=torch.double)
+        )
         ranks = (sums / counts)[inverse]
     u = (ranks - 0.5) / n
     return (torch.special.ndtri(u)).to(y.dtype)

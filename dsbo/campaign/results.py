@@ -26,7 +26,11 @@ class CampaignResults:
         """The best feasible objective in the user's direction (lower is better when
         minimizing), or the hypervolume (multi-objective); ``None`` before any."""
         value, _ = self.best()
-        return value if self.problem.is_multi_objective else self.problem.outcomes.user_objective(value)
+        return (
+            value
+            if self.problem.is_multi_objective
+            else self.problem.outcomes.user_objective(value)
+        )
 
     def history(self) -> pd.DataFrame:
         """Every trial as a row: parameters, outcomes, status, error, timings, best so far."""

@@ -57,7 +57,9 @@ class RunningTrial:
         self.reason: str | None = trial.error if self.stopped else None
         #: The last decision :meth:`should_stop` took (``None`` before any).
         self.decision: Decision | None = None
-        self._max_steps = None if campaign.early_stopping is None else campaign.early_stopping.max_steps
+        self._max_steps = (
+            None if campaign.early_stopping is None else campaign.early_stopping.max_steps
+        )
 
     @property
     def user_attrs(self) -> dict[str, Any]:
@@ -74,11 +76,15 @@ class RunningTrial:
         import json
 
         if not isinstance(key, str) or not key:
-            raise ReportError(f"trial {self.id}: a user attribute's key must be a non-empty string, got {key!r}")
+            raise ReportError(
+                f"trial {self.id}: a user attribute's key must be a non-empty string, got {key!r}"
+            )
         try:
             json.dumps(value, allow_nan=False)
         except (TypeError, ValueError) as exc:
-            raise ReportError(f"trial {self.id}: user attribute {key!r} must be JSON ({exc})") from None
+            raise ReportError(
+                f"trial {self.id}: user attribute {key!r} must be JSON ({exc})"
+            ) from None
         self._campaign.store.update_metadata(self.id, user_attrs={**self.user_attrs, key: value})
 
     @property
@@ -110,14 +116,18 @@ class RunningTrial:
             OutcomeError: for a value that is not a number.
         """
         if self.stopped:
-            raise TrialStoppedError(f"trial {self.id} was stopped ({self.reason}); it takes no more values")
+            raise TrialStoppedError(
+                f"trial {self.id} was stopped ({self.reason}); it takes no more values"
+            )
         step = as_step(step, self.id)
         objective = self._campaign.problem.outcomes.objectives[0]
         number = to_number(value, objective.name)
         if self.resumed_from is not None and step <= self.resumed_from:
             return  # a replay after a retry: the stored value stays
         if self._max_steps is not None and step > self._max_steps:
-            raise ReportError(f"trial {self.id}: step {step} is past max_steps={self._max_steps}, a full trial")
+            raise ReportError(
+                f"trial {self.id}: step {step} is past max_steps={self._max_steps}, a full trial"
+            )
         stored = objective.sign * number + 0.0 if math.isfinite(number) else number
         self._campaign.store.report(self.id, step, stored, segment=self.segment)
         self._previous = self._last[0] if self._last is not None else 0
@@ -137,21 +147,32 @@ class RunningTrial:
             self.decision = Decision(False, f"fully trained: step {self._last[0]} is max_steps")
             return False
         trial = campaign.store.get(self.id)
-        reserved, planned = campaign.ledger.reserved_steps(trial), trial.metadata.get("planned_steps")
+        reserved, planned = (
+            campaign.ledger.reserved_steps(trial),
+            trial.metadata.get("planned_steps"),
+        )
         full, until = settings.max_steps, trial.metadata.get("until_step")
-        if settings.freeze_thaw is not None:  # a segment ends where it was given steps to (its reservation)
+        if (
+            settings.freeze_thaw is not None
+        ):  # a segment ends where it was given steps to (its reservation)
             if until is None or self._last[0] < until:
                 self.decision = Decision(False, f"freeze-thaw: given steps to {until}")
                 return False
-            self.decision = Decision(True, f"freeze-thaw: paused at step {self._last[0]} (it was given steps to {until})")
+            self.decision = Decision(
+                True, f"freeze-thaw: paused at step {self._last[0]} (it was given steps to {until})"
+            )
             self._stop(self.decision.reason, paused=True)
             return True
         if planned is not None and full is not None and self._last[0] >= planned and planned < full:
-            decision = Decision(True, f"multi-fidelity: the proposal planned {planned} of {full} steps")
+            decision = Decision(
+                True, f"multi-fidelity: the proposal planned {planned} of {full} steps"
+            )
         elif (spent := self._budget_spent(reserved, full)) is not None:
             decision = spent
         else:
-            decision = settings.decide(campaign.store, self.id, campaign.problem.outcomes.objectives[0].sign)
+            decision = settings.decide(
+                campaign.store, self.id, campaign.problem.outcomes.objectives[0].sign
+            )
         self.decision = decision
         if decision.stop:
             self._stop(decision.reason)
@@ -164,7 +185,9 @@ class RunningTrial:
             return None
         if self._last[0] + self.report_interval() <= reserved:
             return None
-        return Decision(True, f"the step budget is spent: this trial had {reserved:g} of its {full} steps")
+        return Decision(
+            True, f"the step budget is spent: this trial had {reserved:g} of its {full} steps"
+        )
 
     def stop_if_budget_spent(self) -> bool:
         """Record the trial as stopped if its step budget ended short of a full trial (its
@@ -183,21 +206,36 @@ class RunningTrial:
 
     def _stop(self, reason: str, paused: bool = False) -> None:
         campaign = self._campaign
-        single = not campaign.problem.is_multi_objective and not campaign.problem.outcomes.constraints
+        single = (
+            not campaign.problem.is_multi_objective and not campaign.problem.outcomes.constraints
+        )
         y = [self._last[1]] if single and self._last is not None else None
-        seconds, cost = time.perf_counter() - self._started, campaign.ledger.settle(None, steps=self.last_step or 0)
+        seconds, cost = (
+            time.perf_counter() - self._started,
+            campaign.ledger.settle(None, steps=self.last_step or 0),
+        )
         if paused:
-            campaign.store.pause(self.id, y, eval_time=seconds, cost=cost, reason=reason, segment=self.segment)
+            campaign.store.pause(
+                self.id, y, eval_time=seconds, cost=cost, reason=reason, segment=self.segment
+            )
         else:
             campaign.store.stop(
-                self.id, y, eval_time=seconds, budget=campaign.budget, cost=cost, reason=reason, segment=self.segment
+                self.id,
+                y,
+                eval_time=seconds,
+                budget=campaign.budget,
+                cost=cost,
+                reason=reason,
+                segment=self.segment,
             )
         self.stopped, self.paused, self.reason = True, paused, reason
 
     def pause_at_last_report(self) -> None:
         """Pause the trial at its last report: a freeze-thaw evaluation that returned before
         ``max_steps`` ended its segment (:meth:`Campaign.tell <dsbo.campaign.Campaign.tell>`)."""
-        self._stop(f"freeze-thaw: paused at step {self.last_step} (the evaluation returned)", paused=True)
+        self._stop(
+            f"freeze-thaw: paused at step {self.last_step} (the evaluation returned)", paused=True
+        )
 
 
 def takes_trial(function: Callable[..., Any]) -> bool:

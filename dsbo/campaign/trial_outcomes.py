@@ -134,8 +134,15 @@ class TrialOutcomes:
     def evaluator_for(self, trial: Trial) -> Callable[[Any], Any]:
         """``x -> outcomes`` for ``trial``: the evaluator, given the running trial when it
         takes one (``f(x, trial)``; a problem that can report, the train-run one, only with early stopping)."""
-        evaluator, wanted = self.execution.evaluator, self.early_stopping is not None or not isinstance(self.execution.evaluator, Problem)
-        return TrialEvaluator(evaluator, self.running(trial)) if wanted and takes_trial(evaluator) else evaluator
+        evaluator, wanted = (
+            self.execution.evaluator,
+            self.early_stopping is not None or not isinstance(self.execution.evaluator, Problem),
+        )
+        return (
+            TrialEvaluator(evaluator, self.running(trial))
+            if wanted and takes_trial(evaluator)
+            else evaluator
+        )
 
 
 __all__ = ["TrialOutcomes"]

@@ -78,7 +78,9 @@ def check_fixed_features(
             raise ConfigError(f"{field}[{key}]={value}: dimension {key} takes integer values")
 
 
-def named_fixed_features(fixed: Any, problem: Problem, field: str = "acquisition.fixed_features") -> Any:
+def named_fixed_features(
+    fixed: Any, problem: Problem, field: str = "acquisition.fixed_features"
+) -> Any:
     """Fixed features given by parameter name (``{optimizer: adam, lr: 1e-3}``, user values) as
     ``{column: value}`` (a categorical fixes each of its one-hot columns); column keys pass
     through unchanged. Anything else is returned as it is, for :func:`check_fixed_features`.
@@ -95,12 +97,16 @@ def named_fixed_features(fixed: Any, problem: Problem, field: str = "acquisition
             columns[key] = value
             continue
         if key not in space.parameters:
-            raise ConfigError(f"{field}.{key}: there is no such parameter; parameters: {space.names}")
+            raise ConfigError(
+                f"{field}.{key}: there is no such parameter; parameters: {space.names}"
+            )
         parameter = space.parameters[key]
         if not parameter.width:
             raise ConfigError(f"{field}.{key}: {key} is fixed already")
         if parameter.conditions:
-            raise ConfigError(f"{field}.{key}: {key} is conditional; fix the parameters it depends on instead")
+            raise ConfigError(
+                f"{field}.{key}: {key} is conditional; fix the parameters it depends on instead"
+            )
         encoded = parameter.encode(value, f"{field}.{key}")
         for j, u in zip(range(space.dim)[space.slices[key]], encoded, strict=True):
             columns[j] = u
@@ -119,7 +125,9 @@ def with_fixed_features(optimizer: Any, fixed: Any, problem: Problem, field: str
     if not isinstance(fixed, dict) or not all(isinstance(k, str) for k in fixed):
         raise ConfigError(f"{field} must be a mapping {{parameter name: value}}, got {fixed!r}")
     columns = named_fixed_features(dict(fixed), problem, field=field)
-    return dataclasses.replace(optimizer, fixed_features={**(optimizer.fixed_features or {}), **columns})
+    return dataclasses.replace(
+        optimizer, fixed_features={**(optimizer.fixed_features or {}), **columns}
+    )
 
 
 def check_parameter_constraints(policy: Any, problem: Problem) -> None:
@@ -165,15 +173,18 @@ def check_campaign(
         warnings.simplefilter("ignore")
         history = synthetic_history(problem, optimizer, DRY_RUN_POINTS, seed)
         with _blame(f"surrogate {surrogate.name!r} with options {surrogate.options} failed to fit"):
-            model = fit_surrogate(surrogate.for_dry_run(), history.X, history.Y, bounds=problem.bounds)
+            model = fit_surrogate(
+                surrogate.for_dry_run(), history.X, history.Y, bounds=problem.bounds
+            )
         cheap = policy.for_dry_run() if hasattr(policy, "for_dry_run") else policy
         with _blame(f"acquisition {name!r} (check acquisition and postprocess options) failed on"):
             proposal = cheap.propose(model, history, problem, q)
             problem.validate(proposal.X, what=f"acquisition {name!r} candidates")
 
 
-def check_context_policy(problem: Problem, surrogate: SurrogateSpec, policy: Any, seed: int = 0,
-                         dry_run: bool = True) -> None:  # fmt: skip
+def check_context_policy(
+    problem: Problem, surrogate: SurrogateSpec, policy: Any, seed: int = 0, dry_run: bool = True
+) -> None:
     """The dry iteration of a contextual campaign: the context policy (a cheap copy: one
     restart, two q-UCB points) proposes once on synthetic data at a simulated context draw."""
     if not dry_run:
@@ -190,8 +201,16 @@ def check_context_policy(problem: Problem, surrogate: SurrogateSpec, policy: Any
         history = synthetic_history(problem, cheap.optimizer, DRY_RUN_POINTS, seed)
         low, high = problem.context_distribution()
         z = low + (high - low) * torch.rand(len(problem.contexts), dtype=torch.double)
-        state = ContextState(problem=problem, X=history.X, Y=history.Y[:, 0], z=z, t=2, seed=seed,
-                             surrogate=surrogate, optimizer=cheap.optimizer)  # fmt: skip
+        state = ContextState(
+            problem=problem,
+            X=history.X,
+            Y=history.Y[:, 0],
+            z=z,
+            t=2,
+            seed=seed,
+            surrogate=surrogate,
+            optimizer=cheap.optimizer,
+        )
         with _blame(f"contexts.policy {name!r} with surrogate {surrogate.name!r} failed on"):
             proposal = cheap.propose(state)
             problem.validate(proposal.x.reshape(1, -1), what=f"contexts.policy {name!r} candidate")
@@ -218,8 +237,6 @@ class _numpy_state:
 
     def __exit__(self, *exc: object) -> None:
         np.random.set_state(self.state)
-
-
 
 
 def check_store_identity(store: Store, problem: Problem, settings: dict[str, Any]) -> None:

@@ -117,8 +117,12 @@ def _trial_json(trial: Trial, campaign: Any, max_steps: int | None = None) -> di
         out["cost"] = trial.cost
     if max_steps is not None:  # the steps to train it at most: fewer when the budget in steps
         # has less left or a multi-fidelity proposal planned fewer (the trial is stopped there)
-        limits = [max_steps, campaign.ledger.reserved_steps(trial), trial.metadata.get("planned_steps"),
-                  trial.metadata.get("until_step")]  # fmt: skip
+        limits = [
+            max_steps,
+            campaign.ledger.reserved_steps(trial),
+            trial.metadata.get("planned_steps"),
+            trial.metadata.get("until_step"),
+        ]
         out["max_steps"] = int(min(limit for limit in limits if limit is not None))
         curve = campaign.store.curves([trial.id]).get(trial.id)
         if curve:  # a thawed (freeze-thaw) or retried trial: go on after the last step reported
@@ -180,7 +184,12 @@ def report(
         running.segment = segment
     running.report(step, value)
     if running.should_stop():
-        return {"trial": trial_id, "step": step, "decision": "pause" if running.paused else "stop", "reason": running.reason}
+        return {
+            "trial": trial_id,
+            "step": step,
+            "decision": "pause" if running.paused else "stop",
+            "reason": running.reason,
+        }
     settings = campaign.early_stopping
     if settings is None:
         reason = "no early stopping in the config"
@@ -196,8 +205,13 @@ def store_state(
     """What the run directory's outputs depend on: the trial counts by status, the cost spent
     and the budget they were computed for."""
     counts = {status: store.count(status) for status in COUNTED}
-    return {**counts, "cost_used": round(store.cost_used(), 9), "budget": budget, "budget_cost": budget_cost,
-            "budget_steps": budget_steps}  # fmt: skip
+    return {
+        **counts,
+        "cost_used": round(store.cost_used(), 9),
+        "budget": budget,
+        "budget_cost": budget_cost,
+        "budget_steps": budget_steps,
+    }
 
 
 def quick_status(cfg: Any) -> dict[str, Any] | None:
@@ -222,8 +236,13 @@ def quick_status(cfg: Any) -> dict[str, Any] | None:
     if saved is None or saved.get("state") != state:
         return None
     out = {k: summary.get(k) for k in ("best_value", "best_params", "best_x")}
-    out.update(completed=state["completed"], failed=state["failed"], stopped=state["stopped"], paused=state["paused"],
-               pending=state["pending"])  # fmt: skip
+    out.update(
+        completed=state["completed"],
+        failed=state["failed"],
+        stopped=state["stopped"],
+        paused=state["paused"],
+        pending=state["pending"],
+    )
     out["remaining_budget"] = saved["remaining_budget"]
     return out
 
@@ -232,34 +251,58 @@ def write_run_outputs(campaign: Any, run_dir: Path, cfg: Any) -> dict[str, Any]:
     """``history.csv``, ``trace.png`` and ``summary.json``, the summary marked with the
     store's state it describes (see :func:`quick_status`)."""
     state = store_state(campaign.store, cfg.budget, cfg.budget_cost, cfg.budget_steps)
-    return write_outputs(campaign, run_dir, {STATE_KEY: {"state": state, "remaining_budget": campaign.remaining}})
+    return write_outputs(
+        campaign, run_dir, {STATE_KEY: {"state": state, "remaining_budget": campaign.remaining}}
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m dsbo.blackbox", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m dsbo.blackbox", description=__doc__.split("\n")[0]
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     ask = sub.add_parser("ask", help="print pending and new trials as JSON")
-    ask.add_argument("--q", type=int, default=None, help="new trials to propose (default: config q)")
-    ask.add_argument("--contexts", default=None, help="the contexts now, {name: value} (contextual problems)")
+    ask.add_argument(
+        "--q", type=int, default=None, help="new trials to propose (default: config q)"
+    )
+    ask.add_argument(
+        "--contexts", default=None, help="the contexts now, {name: value} (contextual problems)"
+    )
     tell = sub.add_parser("tell", help="report the outcome of a trial")
     which = tell.add_mutually_exclusive_group(required=True)
     which.add_argument("--trial", type=int, help="the id of the trial (as ask printed it)")
-    which.add_argument("--parameters", help="or record an observation made outside: {name: value, ...}")
+    which.add_argument(
+        "--parameters", help="or record an observation made outside: {name: value, ...}"
+    )
     group = tell.add_mutually_exclusive_group(required=True)
     group.add_argument("--values", help="a number, a list, or a mapping {outcome: value}")
     group.add_argument("--failed", "--error", dest="error", help="the evaluation failed: why")
-    status = sub.add_parser("status", help="counts and best value (history.csv, trace.png are kept current)")
-    reporting = sub.add_parser("report", help="record an intermediate value of a running trial; prints continue or stop")
+    status = sub.add_parser(
+        "status", help="counts and best value (history.csv, trace.png are kept current)"
+    )
+    reporting = sub.add_parser(
+        "report", help="record an intermediate value of a running trial; prints continue or stop"
+    )
     reporting.add_argument("--trial", required=True, help="the id of the trial (as ask printed it)")
-    reporting.add_argument("--step", required=True, help="the step (epoch) just finished: 1, 2, ... increasing")
-    reporting.add_argument("--value", required=True, help="the objective's value at that step, as measured (a negative one: --value=-0.5)")
+    reporting.add_argument(
+        "--step", required=True, help="the step (epoch) just finished: 1, 2, ... increasing"
+    )
+    reporting.add_argument(
+        "--value",
+        required=True,
+        help="the objective's value at that step, as measured (a negative one: --value=-0.5)",
+    )
     for command in (tell, reporting):
         command.add_argument(
-            "--segment", type=int, default=None,
+            "--segment",
+            type=int,
+            default=None,
             help="the trial's segment as ask printed it (freeze-thaw: a result of a segment that has ended is ignored)",
         )
     for command in (ask, tell, status, reporting):
-        command.add_argument("--config", required=True, help="the campaign's YAML config (as for dsbo.optimize)")
+        command.add_argument(
+            "--config", required=True, help="the campaign's YAML config (as for dsbo.optimize)"
+        )
         add_run_dir_argument(command, "run directory (default: the config's run_dir)")
     args = parser.parse_args(argv)
 
@@ -267,14 +310,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "report":  # checked before anything is opened
             trial_id, step = _parse_int(args.trial, "--trial"), _parse_int(args.step, "--step")
             value = _parse_number(args.value)
-        cfg, _ = parse_config(["--config", args.config, "--progress", "false", *run_dir_override(args)])
+        cfg, _ = parse_config(
+            ["--config", args.config, "--progress", "false", *run_dir_override(args)]
+        )
         if args.command == "status":
             quick = quick_status(cfg)
             if quick is not None:
                 print(json.dumps(quick, indent=2))
                 return 0
         if args.command == "report" and _no_store_yet(cfg):  # nothing to report to: create nothing
-            raise StoreError(f"trial {trial_id} does not exist: the run directory holds no trials yet (ask first)")
+            raise StoreError(
+                f"trial {trial_id} does not exist: the run directory holds no trials yet (ask first)"
+            )
         if args.command == "report" and (view := quick_view(cfg)) is not None:
             try:  # no campaign built: no torch (dsbo.cli.blackbox_report)
                 out = report(view, trial_id, step, value, args.segment)
@@ -305,7 +352,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 raise OutcomeError("tell --parameters records an observation: give its --values")
             params = load_value(args.parameters, "--parameters")
             trial = campaign.attach(params, _parse_values(args.values))
-            out = {"trial": trial.id, "status": trial.status, "parameters": campaign.problem.params(trial.x)}
+            out = {
+                "trial": trial.id,
+                "status": trial.status,
+                "parameters": campaign.problem.params(trial.x),
+            }
         elif args.command == "tell":
             values = None if args.values is None else _parse_values(args.values)
             trial = campaign.tell(args.trial, values=values, error=args.error, segment=args.segment)
@@ -313,7 +364,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "status" or campaign.store.count() > 0:
             info = write_run_outputs(campaign, run_dir, cfg)
         if args.command == "status":
-            out = {k: info[k] for k in ("best_value", "best_params", "best_x", "completed", "failed")}
+            out = {
+                k: info[k] for k in ("best_value", "best_params", "best_x", "completed", "failed")
+            }
             out["stopped"] = campaign.store.count("stopped")
             out["paused"] = campaign.store.count("paused")
             out["pending"] = campaign.store.count("pending")

@@ -27,7 +27,14 @@ from dsbo.storage import Store, Trial, is_store_url, open_store
 
 #: The black-box problem options the quick path reads; any other (``contexts``, ``integer``,
 #: ...) sends the report through the campaign.
-OPTIONS = {"parameters", "objectives", "constraints", "direction", "parameter_constraints", "target"}
+OPTIONS = {
+    "parameters",
+    "objectives",
+    "constraints",
+    "direction",
+    "parameter_constraints",
+    "target",
+}
 
 
 @dataclass
@@ -63,26 +70,45 @@ def quick_view(cfg: Any) -> ReportView | None:
     """The report's view of the campaign ``cfg`` describes, or ``None`` where only the campaign
     itself can tell (another problem, contexts, a store recorded for another space)."""
     options = cfg.problem.options or {}
-    if cfg.problem.name != "black-box" or not isinstance(options, Mapping) or set(options) - OPTIONS:
+    if (
+        cfg.problem.name != "black-box"
+        or not isinstance(options, Mapping)
+        or set(options) - OPTIONS
+    ):
         return None
-    run_dir = Path(cfg.run_dir or f"runs/black-box-seed{cfg.seed}")  # as the campaign's (dsbo.cli.optimize)
+    run_dir = Path(
+        cfg.run_dir or f"runs/black-box-seed{cfg.seed}"
+    )  # as the campaign's (dsbo.cli.optimize)
     target = cfg.store if cfg.store is not None else run_dir / STORE_NAME
     if not is_store_url(str(target)) and not Path(target).is_file():
         return None
     try:
-        space = SearchSpace.from_config(dict(options["parameters"]), options.get("parameter_constraints") or ())
-        outcomes = Outcomes.declare(options["objectives"], options.get("constraints") or (),
-                                    options.get("direction", "maximize"), field="objectives")  # fmt: skip
+        space = SearchSpace.from_config(
+            dict(options["parameters"]), options.get("parameter_constraints") or ()
+        )
+        outcomes = Outcomes.declare(
+            options["objectives"],
+            options.get("constraints") or (),
+            options.get("direction", "maximize"),
+            field="objectives",
+        )
         early_stopping = EarlyStopping.build(cfg.early_stopping, cfg.max_steps, cfg.budget_steps)
     except (DsboError, KeyError, TypeError):
         return None  # the campaign's checks word it
     store = open_store(target)
     identity, settings = store.get_meta("identity"), store.get_meta("settings")
     names = list(outcomes.stored_names)
-    if (not isinstance(identity, dict) or not isinstance(settings, dict) or identity.get("space") != space.to_config()
-            or identity.get("outcomes") != names or not isinstance(settings.get("budget"), int)):  # fmt: skip
+    if (
+        not isinstance(identity, dict)
+        or not isinstance(settings, dict)
+        or identity.get("space") != space.to_config()
+        or identity.get("outcomes") != names
+        or not isinstance(settings.get("budget"), int)
+    ):
         store.close()
         return None
     source = STEPS if cfg.budget_steps is not None else DESIGN_COST  # a report settles steps only
     ledger = Ledger(settings["budget"], cfg.budget_steps, 1.0, source, cfg.max_steps)
-    return ReportView(ProblemView(space, outcomes), store, early_stopping, ledger, settings["budget"])
+    return ReportView(
+        ProblemView(space, outcomes), store, early_stopping, ledger, settings["budget"]
+    )

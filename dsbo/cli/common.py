@@ -46,19 +46,26 @@ PROGRAM_OPTIONS = {
 
 def deprecated(old: str, new: str) -> None:
     """Tell the user (stderr) that ``old`` is spelled ``new`` now."""
-    print(f"warning: {old} is deprecated; use {new} (the old spelling goes in dsbo 0.3)", file=sys.stderr)
+    print(
+        f"warning: {old} is deprecated; use {new} (the old spelling goes in dsbo 0.3)",
+        file=sys.stderr,
+    )
 
 
 class DeprecatedSpelling(argparse.Action):
     """An argparse action for an old spelling: stores like the new option, and warns."""
 
-    def __init__(self, option_strings: Sequence[str], dest: str, new: str, value: Any = None, **kwargs: Any) -> None:
+    def __init__(
+        self, option_strings: Sequence[str], dest: str, new: str, value: Any = None, **kwargs: Any
+    ) -> None:
         self.new, self.value = new, value
         if value is not None:
             kwargs["nargs"] = 0
         super().__init__(option_strings, dest, **kwargs)
 
-    def __call__(self, parser: Any, namespace: Any, values: Any, option_string: str | None = None) -> None:
+    def __call__(
+        self, parser: Any, namespace: Any, values: Any, option_string: str | None = None
+    ) -> None:
         deprecated(option_string or self.option_strings[0], self.new)
         setattr(namespace, self.dest, self.value if self.value is not None else values)
 

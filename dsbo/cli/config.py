@@ -59,7 +59,9 @@ class AcquisitionConfig(OptimizerSettings):
     options: dict[str, Any] = field(default_factory=dict)
 
     def optimizer_settings(self) -> OptimizerSettings:
-        return OptimizerSettings(**{f.name: getattr(self, f.name) for f in fields(OptimizerSettings)})
+        return OptimizerSettings(
+            **{f.name: getattr(self, f.name) for f in fields(OptimizerSettings)}
+        )
 
 
 @dataclass
@@ -166,7 +168,9 @@ def validate_config(cfg: OptimizeConfig) -> None:
 
     for name in ("problem", "surrogate", "acquisition", "wandb", "initial_design"):
         if getattr(cfg, name) is None:
-            raise ConfigError(f"{name} is null; give it a mapping (or leave it out for the default)")
+            raise ConfigError(
+                f"{name} is null; give it a mapping (or leave it out for the default)"
+            )
     if cfg.budget_cost is not None and not 0 < cfg.budget_cost < math.inf:
         raise ConfigError(f"budget_cost must be a number > 0, got {cfg.budget_cost}")
     if cfg.budget is None and cfg.budget_cost is None and cfg.budget_steps is None:
@@ -208,7 +212,9 @@ def validate_config(cfg: OptimizeConfig) -> None:
         from dsbo.storage import is_store_url
 
         if not isinstance(cfg.store, str) or not cfg.store.strip():
-            raise ConfigError(f"store must be a SQLite path or a postgresql:// URL, got {cfg.store!r}")
+            raise ConfigError(
+                f"store must be a SQLite path or a postgresql:// URL, got {cfg.store!r}"
+            )
         if "://" in cfg.store and not is_store_url(cfg.store):
             raise ConfigError(
                 f"store={cfg.store.split('://')[0]}://...: only postgresql:// URLs (or a SQLite "
@@ -218,7 +224,9 @@ def validate_config(cfg: OptimizeConfig) -> None:
         if cfg.executor.workers < 1:
             raise ConfigError(f"executor.workers must be >= 1, got {cfg.executor.workers}")
         if cfg.executor.address is not None and cfg.executor.kind != "dask":
-            raise ConfigError("executor.address is a Dask scheduler address: set executor.kind: dask")
+            raise ConfigError(
+                "executor.address is a Dask scheduler address: set executor.kind: dask"
+            )
         if cfg.q != 1:
             raise ConfigError(
                 f"executor runs trials one proposal at a time (each conditioned on the pending "
@@ -228,7 +236,9 @@ def validate_config(cfg: OptimizeConfig) -> None:
         raise ConfigError(f"eval_timeout must be a number of seconds > 0, got {cfg.eval_timeout}")
     for name in ("problem", "surrogate", "acquisition"):
         if not isinstance(getattr(cfg, name).options, dict):
-            raise ConfigError(f"{name}.options must be a mapping, got {getattr(cfg, name).options!r}")
+            raise ConfigError(
+                f"{name}.options must be a mapping, got {getattr(cfg, name).options!r}"
+            )
     if cfg.surrogate.name not in SURROGATES:
         raise ConfigError(
             f"surrogate.name={cfg.surrogate.name!r} is not registered; choose one of: "
@@ -268,7 +278,9 @@ def check_early_stopping(cfg: OptimizeConfig) -> None:
 
     for name in ("max_steps", "budget_steps"):
         value = getattr(cfg, name)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int) or value < 1
+        ):
             raise ConfigError(f"{name} must be an integer >= 1, got {value!r}")
     if cfg.budget_steps is not None and cfg.budget_cost is not None:
         raise ConfigError("budget_steps and budget_cost are two budgets: give one of them")
@@ -284,9 +296,9 @@ def check_early_stopping(cfg: OptimizeConfig) -> None:
     except ConfigError as exc:
         message = str(exc)
         if message.startswith("stopping."):
-            message = "early_stopping." + message[len("stopping."):]
+            message = "early_stopping." + message[len("stopping.") :]
         elif message.startswith("stopping "):
-            message = "early_stopping " + message[len("stopping "):]
+            message = "early_stopping " + message[len("stopping ") :]
         elif not message.startswith(("early_stopping", "max_steps", "budget_steps")):
             message = f"early_stopping: {message}"
         raise ConfigError(message) from None
@@ -306,7 +318,11 @@ def _field_types(cls: type, prefix: str = "") -> dict[str, Any]:
 
 def _check_literal(key: str, hint: Any, value: Any) -> None:
     """``value`` (as the strict YAML loader read it) fits the numeric or section field ``key``."""
-    args = typing.get_args(hint) if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union else (hint,)
+    args = (
+        typing.get_args(hint)
+        if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union
+        else (hint,)
+    )
     optional = type(None) in args
     if value is None:
         if not optional:
@@ -314,7 +330,11 @@ def _check_literal(key: str, hint: Any, value: Any) -> None:
         return
     if int in args and (isinstance(value, bool) or not isinstance(value, int)):
         raise ConfigError(f"{key} must be a decimal integer, got {value!r}")
-    if float in args and int not in args and (isinstance(value, bool) or not isinstance(value, int | float)):
+    if (
+        float in args
+        and int not in args
+        and (isinstance(value, bool) or not isinstance(value, int | float))
+    ):
         raise ConfigError(f"{key} must be a number, got {value!r}")
     if any(is_dataclass(a) for a in args) and not isinstance(value, dict):
         raise ConfigError(f"{key} must be a mapping, got {value!r}")

@@ -90,11 +90,13 @@ def build_parser() -> ArgumentParser:
     parser.add_argument("--config", action=ActionConfigFile, help="YAML config file")
     parser.add_argument("--list", action="store_true", help="list problems, surrogates, policies")
     parser.add_argument(
-        "--worker", action="store_true",
+        "--worker",
+        action="store_true",
         help="join the campaign on --store postgresql://... (its stored config unless --config)",
     )
     parser.add_argument(
-        "--dry_run", action="store_true",
+        "--dry_run",
+        action="store_true",
         help="check the config and every part with one dry iteration on synthetic data; run nothing",
     )
     parser.add_argument("--workers", type=int, help="evaluations at once (= --executor.workers)")
@@ -108,8 +110,12 @@ def parse_config(argv: Sequence[str] | None = None) -> tuple[OptimizeConfig, boo
     ``--workers N`` (the shared spelling of :mod:`dsbo.cli.common`) is ``--executor.workers N``.
     """
     argv = list(sys.argv[1:] if argv is None else argv)
-    argv = [("--executor.workers" + a[len("--workers"):]) if a == "--workers" or a.startswith("--workers=") else a
-            for a in argv]  # fmt: skip
+    argv = [
+        ("--executor.workers" + a[len("--workers") :])
+        if a == "--workers" or a.startswith("--workers=")
+        else a
+        for a in argv
+    ]
     check_literals(argv)
     parser = build_parser()
     try:
@@ -136,7 +142,10 @@ def print_registries(console: Console) -> None:
     for title, entries in (
         ("problems", available_problems()),
         ("surrogates", available_surrogates()),
-        ("acquisition", {"auto": "qlognei, or qlognehvi for several objectives", **available_policies()}),
+        (
+            "acquisition",
+            {"auto": "qlognei, or qlognehvi for several objectives", **available_policies()},
+        ),
         ("contexts.policy (contextual problems)", available_context_policies()),
     ):
         table = Table(title=title, show_header=False)
@@ -236,13 +245,19 @@ def build_campaign(
         resuming = store.count() > 0
     acq = cfg.acquisition
     postprocess = cfg.postprocess
-    if postprocess == DEFAULT_POSTPROCESS and (problem.is_contextual or not accepts_postprocessor(acq.name)):
+    if postprocess == DEFAULT_POSTPROCESS and (
+        problem.is_contextual or not accepts_postprocessor(acq.name)
+    ):
         # a contextual campaign chooses with its contexts policy; a policy that does not
         # optimize an acquisition function (thompson, mobo-rs, cost-ids, pool) is not pruned
         postprocess = None
     campaign = Campaign(
         problem,
-        surrogate={"name": cfg.surrogate.name, **cfg.surrogate.options, "selector": cfg.surrogate.selector},
+        surrogate={
+            "name": cfg.surrogate.name,
+            **cfg.surrogate.options,
+            "selector": cfg.surrogate.selector,
+        },
         acquisition={"name": acq.name, **acq.options},
         budget=cfg.budget,
         n_init=cfg.n_init,
@@ -336,8 +351,12 @@ def _run_optimize(
     )
 
     if resuming:  # the W&B table lists every trial, those of earlier sessions too
-        tracker.log_trials(store.trials(["completed", "failed", "stopped", "paused"]), campaign.best_value(), problem,
-                           curves=store.curves() or None)
+        tracker.log_trials(
+            store.trials(["completed", "failed", "stopped", "paused"]),
+            campaign.best_value(),
+            problem,
+            curves=store.curves() or None,
+        )
 
     progress = Progress(
         TextColumn("[bold]{task.description}"),
@@ -362,14 +381,23 @@ def _run_optimize(
         total = campaign.budget_cost if campaign.budget_cost is not None else campaign.budget
         unit = " (steps)" if cfg.budget_steps is not None else " (cost units)"
         label = problem.name + (unit if campaign.budget_cost is not None else "")
-        task = progress.add_task(label, total=total, completed=spent(campaign), best=best_text(), last="")
+        task = progress.add_task(
+            label, total=total, completed=spent(campaign), best=best_text(), last=""
+        )
 
         def on_batch(c: Campaign, trials: list) -> None:
             value = c.best_value()
-            tracker.log_trials(trials, value, problem, curves=c.store.curves([t.id for t in trials]) or None)
+            tracker.log_trials(
+                trials, value, problem, curves=c.store.curves([t.id for t in trials]) or None
+            )
             last = trials[-1] if trials else None
-            status = ("" if last is None or last.status == "completed"
-                      else f"[yellow]{last.status}: {last.error}" if last.status in ("stopped", "paused") else f"[red]failed: {last.error}")  # fmt: skip
+            status = (
+                ""
+                if last is None or last.status == "completed"
+                else f"[yellow]{last.status}: {last.error}"
+                if last.status in ("stopped", "paused")
+                else f"[red]failed: {last.error}"
+            )
             best = "-" if value is None else f"{value:.5g}"
             progress.update(task, completed=spent(c), best=best, last=status)
 
@@ -379,7 +407,11 @@ def _run_optimize(
 
     model_warnings = log_model_warnings(campaign, run_dir / "warnings.log")
     info = write_outputs(
-        campaign, run_dir, {"warnings": len(caught) + model_warnings}, report=True, config=cfg.to_dict()
+        campaign,
+        run_dir,
+        {"warnings": len(caught) + model_warnings},
+        report=True,
+        config=cfg.to_dict(),
     )
     tracker.finish(info, run_dir / "trace.png", report_html=run_dir / "report.html")
     print_summary(console, info, run_dir)
@@ -418,13 +450,18 @@ def print_summary(console: Console, info: dict[str, Any], run_dir: Path) -> None
         changed = info["num_changed_best"]
         table.add_row(
             "parameters changed (best)",
-            "-" if changed is None else f"{changed} of {info.get('num_parameters', info['dim'])} ({info['num_relevant_dims']} relevant), "
+            "-"
+            if changed is None
+            else f"{changed} of {info.get('num_parameters', info['dim'])} ({info['num_relevant_dims']} relevant), "
             f"from the {info.get('changes_from', 'problem default')}",
         )
         changes = info.get("changes_best") or []
         if 0 < len(changes) <= MAX_CHANGES_LISTED:
             table.add_row(
-                "changes (best)", "\n".join(f"{c['parameter']}: {_value(c['from'])} -> {_value(c['to'])}" for c in changes)
+                "changes (best)",
+                "\n".join(
+                    f"{c['parameter']}: {_value(c['from'])} -> {_value(c['to'])}" for c in changes
+                ),
             )
         front = info.get("value_vs_changes") or []
         if len(front) > 1:
@@ -432,12 +469,20 @@ def print_summary(console: Console, info: dict[str, Any], run_dir: Path) -> None
                 "best value with <= k changes",
                 ", ".join(f"k={p['changed']}: {p['best_value']:.4g}" for p in front),
             )
-    ended = "".join(f", {info[key]} {word}" for key, word in (("num_stopped", "stopped"), ("num_paused", "paused")) if info.get(key))
+    ended = "".join(
+        f", {info[key]} {word}"
+        for key, word in (("num_stopped", "stopped"), ("num_paused", "paused"))
+        if info.get(key)
+    )
     table.add_row("evaluations", f"{info['completed']} completed, {info['failed']} failed{ended}")
     regret = info.get("bayes_regret")
     if regret:
-        text = f"utility {regret['utility']:.4g}" + (f", regret {regret['regret']:.4g}" if "regret" in regret else "")
-        table.add_row("Bayes regret", f"{text} ({regret['scalarization']}, prior {regret['prior']})")
+        text = f"utility {regret['utility']:.4g}" + (
+            f", regret {regret['regret']:.4g}" if "regret" in regret else ""
+        )
+        table.add_row(
+            "Bayes regret", f"{text} ({regret['scalarization']}, prior {regret['prior']})"
+        )
     contexts = info.get("contexts")
     if contexts or info.get("budget_cost") is not None:
         budget = "" if info.get("budget_cost") is None else f" of {info['budget_cost']:g}"
@@ -445,10 +490,19 @@ def print_summary(console: Console, info: dict[str, Any], run_dir: Path) -> None
     if contexts:
         switch = contexts["switch_trial"]
         table.add_row("phase switch", "none" if switch is None else f"at trial {switch}")
-        table.add_row("contexts kept (last BO iteration)", ", ".join(
-            f"{name} ({role})" for name, role in contexts["last_roles"].items() if role != "ignored") or "none")
-        table.add_row("inclusion frequency (BO iterations)", ", ".join(
-            f"{name} {share:.2f}" for name, share in contexts["inclusion"].items()))
+        table.add_row(
+            "contexts kept (last BO iteration)",
+            ", ".join(
+                f"{name} ({role})"
+                for name, role in contexts["last_roles"].items()
+                if role != "ignored"
+            )
+            or "none",
+        )
+        table.add_row(
+            "inclusion frequency (BO iterations)",
+            ", ".join(f"{name} {share:.2f}" for name, share in contexts["inclusion"].items()),
+        )
     t = info["seconds_per_iteration"]
     if t["iterations"]:
         table.add_row(
@@ -481,7 +535,9 @@ def worker_argv(argv: Sequence[str]) -> list[str]:
     if url is None and "--store" in argv[:-1]:
         url = argv[argv.index("--store") + 1]
     if not is_store_url(url):
-        raise ConfigError("--worker joins a campaign on a shared store: give --store postgresql://...")
+        raise ConfigError(
+            "--worker joins a campaign on a shared store: give --store postgresql://..."
+        )
     if any(a == "--config" or a.startswith("--config=") for a in argv):
         return argv
     with open_store(url) as store:
@@ -522,8 +578,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"dry run: {campaign.problem.name} ({campaign.problem.dim} parameters), surrogate "
                 f"{cfg.surrogate.name}, acquisition {cfg.acquisition.name}, budget {campaign.budget}: "
                 f"every part passed a dry iteration on synthetic data; nothing was evaluated or "
-                f"written (the run would write {run_dir})", markup=False,
-            )  # fmt: skip
+                f"written (the run would write {run_dir})",
+                markup=False,
+            )
             return 0
         run_optimize(cfg, console, worker=worker)
     except DsboError as exc:

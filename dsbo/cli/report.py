@@ -61,7 +61,9 @@ def config_file_of(run_dir: Path) -> Path:
 def _parse(config_file: Path, run_dir: Path) -> Any:
     from dsbo.cli.optimize import parse_config
 
-    cfg, _ = parse_config(["--config", str(config_file), "--run_dir", str(run_dir), "--progress", "false"])
+    cfg, _ = parse_config(
+        ["--config", str(config_file), "--run_dir", str(run_dir), "--progress", "false"]
+    )
     return cfg
 
 
@@ -96,7 +98,9 @@ def write_run_report(run: Any, path: str | Path | None = None, model: bool = Tru
             return write_sweep_report(run_dir, path or run_dir / REPORT_NAME, model)
         config_file = config_file_of(run_dir)
         out = Path(path or run_dir / REPORT_NAME)
-        return report_from_cache(run_dir, config_file, out, model) or report_from_campaign(run_dir, out, model)
+        return report_from_cache(run_dir, config_file, out, model) or report_from_campaign(
+            run_dir, out, model
+        )
     campaign = getattr(run, "campaign", run)
     if not hasattr(campaign, "store") or not hasattr(campaign, "policy"):
         raise ConfigError(
@@ -105,7 +109,9 @@ def write_run_report(run: Any, path: str | Path | None = None, model: bool = Tru
     if path is None:
         store_path = getattr(campaign.store, "path", None)
         if store_path is None or str(store_path) == ":memory:" or is_store_url(str(store_path)):
-            raise ConfigError("this campaign has no run directory: give dsbo.report a path= for the HTML file")
+            raise ConfigError(
+                "this campaign has no run directory: give dsbo.report a path= for the HTML file"
+            )
         path = Path(store_path).parent / REPORT_NAME
     return write_report(campaign, path, model=model)
 
@@ -128,7 +134,9 @@ def _store_target(run_dir: Path, config_file: Path) -> str | Path | None:
     return target if target.is_file() else None
 
 
-def report_from_cache(run_dir: Path, config_file: Path, out: Path, model: bool = True) -> Path | None:
+def report_from_cache(
+    run_dir: Path, config_file: Path, out: Path, model: bool = True
+) -> Path | None:
     """Write the report from the data kept in ``run_dir`` (:mod:`dsbo.analysis.report_cache`)
     and return its path; ``None`` when they are missing or stale, or the surrogate cannot be
     fitted without the campaign (the caller then builds it: :func:`report_from_campaign`).
@@ -143,7 +151,9 @@ def report_from_cache(run_dir: Path, config_file: Path, out: Path, model: bool =
     if target is None:
         return None
     key = report_cache.config_key(config_file, run_dir)
-    store = open_store(target)  # a store another process holds: StoreLockedError, as the campaign's path
+    store = open_store(
+        target
+    )  # a store another process holds: StoreLockedError, as the campaign's path
     try:
         digest = report_cache.trials_digest(store)
         cached, config = report_cache.load(run_dir, digest, key)
@@ -216,19 +226,32 @@ def report_from_campaign(run_dir: Path, out: Path, model: bool = True) -> Path:
             if add_model_panels(data, campaign, result.best_x):
                 kept["panels"] = (report_cache.model_key(campaign.store), data)
             model_html = kept["model_html"] = panel_html(data)
-        report_cache.save(run_dir, digest, data, campaign.seed, result.best_x, report_cache.model_inputs(campaign),
-                          **kept)  # fmt: skip
+        report_cache.save(
+            run_dir,
+            digest,
+            data,
+            campaign.seed,
+            result.best_x,
+            report_cache.model_inputs(campaign),
+            **kept,
+        )
         return write_page(data, out, drawn, model_html)
     finally:
         campaign.store.close()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m dsbo.report", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m dsbo.report", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("run_dir", help="the run (or sweep) directory")
-    parser.add_argument("--out", default=None, help=f"the HTML file (default: RUN_DIR/{REPORT_NAME})")
     parser.add_argument(
-        "--no_model", action="store_true", help="do not fit the surrogate (no importance or slice panels)"
+        "--out", default=None, help=f"the HTML file (default: RUN_DIR/{REPORT_NAME})"
+    )
+    parser.add_argument(
+        "--no_model",
+        action="store_true",
+        help="do not fit the surrogate (no importance or slice panels)",
     )
     args = parser.parse_args(argv)
     try:

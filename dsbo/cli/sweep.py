@@ -72,21 +72,68 @@ def build_parser() -> argparse.ArgumentParser:
         prog="python -m dsbo.sweep",
         description="Run a W&B sweep file (grid, random, or bayes on dsbo's BO) locally, one offline W&B run per configuration.",
     )
-    parser.add_argument("--config", default=None, help="a W&B sweep YAML file (also valid for `wandb sweep`)")
-    parser.add_argument("--count", type=int, default=None, help="number of runs (random: required unless run_cap; grid: a prefix)")
+    parser.add_argument(
+        "--config", default=None, help="a W&B sweep YAML file (also valid for `wandb sweep`)"
+    )
+    parser.add_argument(
+        "--count",
+        type=int,
+        default=None,
+        help="number of runs (random: required unless run_cap; grid: a prefix)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of the search (default 0)")
-    parser.add_argument("--run_dir", default=None, help="the sweep's directory (default runs/sweeps/<name>-<timestamp>)")
-    parser.add_argument("--timeout", type=float, default=None, help="seconds before a run is stopped and recorded as timeout")
-    parser.add_argument("--workers", type=int, default=1, help="runs at once (bayes: each proposal sees the runs in flight)")
-    parser.add_argument("--dry_run", action="store_true", help="print the runs' commands, run nothing")
-    parser.add_argument("--progress", type=parse_bool, default=True, metavar="{true,false}",
-                        help="a progress bar (true, default) or one line per run (false)")  # fmt: skip
+    parser.add_argument(
+        "--run_dir",
+        default=None,
+        help="the sweep's directory (default runs/sweeps/<name>-<timestamp>)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        help="seconds before a run is stopped and recorded as timeout",
+    )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="runs at once (bayes: each proposal sees the runs in flight)",
+    )
+    parser.add_argument(
+        "--dry_run", action="store_true", help="print the runs' commands, run nothing"
+    )
+    parser.add_argument(
+        "--progress",
+        type=parse_bool,
+        default=True,
+        metavar="{true,false}",
+        help="a progress bar (true, default) or one line per run (false)",
+    )
     # the spellings from before the shared convention (dsbo.cli.common), for one release
     parser.add_argument("sweep_file", nargs="?", default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--sweep-dir", dest="run_dir", action=DeprecatedSpelling, new="--run_dir", help=argparse.SUPPRESS)
-    parser.add_argument("--dry-run", dest="dry_run", action=DeprecatedSpelling, new="--dry_run", value=True, help=argparse.SUPPRESS)
-    parser.add_argument("--no-progress", dest="progress", action=DeprecatedSpelling, new="--progress false", value=False,
-                        help=argparse.SUPPRESS)  # fmt: skip
+    parser.add_argument(
+        "--sweep-dir",
+        dest="run_dir",
+        action=DeprecatedSpelling,
+        new="--run_dir",
+        help=argparse.SUPPRESS,
+    )
+    parser.add_argument(
+        "--dry-run",
+        dest="dry_run",
+        action=DeprecatedSpelling,
+        new="--dry_run",
+        value=True,
+        help=argparse.SUPPRESS,
+    )
+    parser.add_argument(
+        "--no-progress",
+        dest="progress",
+        action=DeprecatedSpelling,
+        new="--progress false",
+        value=False,
+        help=argparse.SUPPRESS,
+    )
     return parser
 
 
@@ -110,8 +157,10 @@ def describe(parameter: Parameter) -> str:
     elif isinstance(parameter, Choice):
         seen = f"{parameter.width} one-hot columns"
     else:
-        (low, high), = parameter.bounds()
-        seen = f"searched in [{low:g}, {high:g}]" + (" (natural log)" if getattr(parameter, "log", False) else "")
+        ((low, high),) = parameter.bounds()
+        seen = f"searched in [{low:g}, {high:g}]" + (
+            " (natural log)" if getattr(parameter, "log", False) else ""
+        )
     return f"{parameter.kind} ({spec}): {seen}"
 
 
@@ -127,23 +176,46 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.dry_run and sweep.early_terminate is not None:
             bands = sweep.early_terminate.brackets
             shown = ", ".join(map(str, bands[:6])) + (", ..." if len(bands) > 6 else "")
-            console.print(f"early_terminate: hyperband brackets at iterations {shown} (eta {sweep.early_terminate.eta:g})", markup=False)
+            console.print(
+                f"early_terminate: hyperband brackets at iterations {shown} (eta {sweep.early_terminate.eta:g})",
+                markup=False,
+            )
         if args.dry_run and sweep.method == "bayes":
             _, space, options = bayes_problem(sweep, args.sweep_file)
             for name, parameter in space.parameters.items():
                 console.print(f"{name}: {describe(parameter)}", markup=False)
-            console.print(f"method bayes: a dsbo campaign ({options['surrogate']}, {options['acquisition']}) proposes each run; nothing was run (--dry_run)", markup=False)
+            console.print(
+                f"method bayes: a dsbo campaign ({options['surrogate']}, {options['acquisition']}) proposes each run; nothing was run (--dry_run)",
+                markup=False,
+            )
             return 0
         if args.dry_run:
             configs = expand_runs(sweep, args.count, args.seed)
             out = Console()
             for i, params in enumerate(configs):
-                out.print(f"run-{i:03d}: " + " ".join(build_command(sweep, params, Path(f"run-{i:03d}/args.json"))), soft_wrap=True, markup=False)
-            console.print(f"{len(configs)} run(s), method {sweep.method}; nothing was run (--dry_run)")
+                out.print(
+                    f"run-{i:03d}: "
+                    + " ".join(build_command(sweep, params, Path(f"run-{i:03d}/args.json"))),
+                    soft_wrap=True,
+                    markup=False,
+                )
+            console.print(
+                f"{len(configs)} run(s), method {sweep.method}; nothing was run (--dry_run)"
+            )
             return 0
         name = sweep.name or Path(args.sweep_file).stem
         sweep_dir = Path(args.run_dir or SWEEPS_ROOT / f"{name}-{datetime.now():%Y%m%d-%H%M%S}")
-        info = run_sweep(sweep, sweep_dir, args.count, args.seed, args.timeout, console, args.progress, args.sweep_file, args.workers)
+        info = run_sweep(
+            sweep,
+            sweep_dir,
+            args.count,
+            args.seed,
+            args.timeout,
+            console,
+            args.progress,
+            args.sweep_file,
+            args.workers,
+        )
         from dsbo.runtime.sweep_report import write_sweep_report  # torch, plotly: only now
 
         report = write_sweep_report(sweep_dir, sweep_dir / "report.html")
@@ -152,7 +224,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     statuses = [r["status"] for r in info["runs"]]
     summary = ", ".join(f"{statuses.count(s)} {s}" for s in dict.fromkeys(statuses))
-    console.print(f"{len(statuses)} run(s): {summary}; results in {info['sweep_dir']}/sweep.json, sweep.csv; report {report}", markup=False)
+    console.print(
+        f"{len(statuses)} run(s): {summary}; results in {info['sweep_dir']}/sweep.json, sweep.csv; report {report}",
+        markup=False,
+    )
     console.print(info["best_line"], soft_wrap=True, markup=False)
     return 0 if any(s in ("finished", "no_metric", "stopped") for s in statuses) else 1
 

@@ -23,6 +23,7 @@ from dsbo.errors import ConfigError
 #: Logged by a node forecaster next to ``val_wape``: the seasonal naive forecasts' validation WAPE.
 SNAIVE_METRIC = "val_wape_seasonal_naive"
 
+
 def derive_model_settings(cfg: Any) -> dict[str, int]:
     """Set the model's arguments that follow from the data module (its ``model_settings()``:
     HierarchicalDataModule's history, horizon, num_nodes, num_representatives) in the parsed
@@ -72,10 +73,14 @@ def write_node_forecasts(outputs: Sequence[dict[str, Tensor]], datamodule: Any, 
         forecast = out["forecast"].detach().cpu().double()
         B, F = forecast.shape
         nodes = out["nodes"].detach().cpu().long().repeat_interleave(F)
-        frame: dict[str, Any] = {"node": [names[i] for i in nodes.tolist()] if names is not None else nodes.numpy()}
+        frame: dict[str, Any] = {
+            "node": [names[i] for i in nodes.tolist()] if names is not None else nodes.numpy()
+        }
         frame["step"] = torch.arange(1, F + 1).repeat(B).numpy()
         if "t_fut" in out:
-            frame["t"] = out["t_fut"].detach().cpu().long().reshape(-1, F).expand(B, F).reshape(-1).numpy()
+            frame["t"] = (
+                out["t_fut"].detach().cpu().long().reshape(-1, F).expand(B, F).reshape(-1).numpy()
+            )
         frame["forecast"] = forecast.reshape(-1).numpy()
         if "target" in out:
             frame["target"] = out["target"].detach().cpu().double().reshape(-1).numpy()
@@ -101,7 +106,11 @@ def write_predictions(outputs: Any, datamodule: Any, path: Path) -> Path | None:
         elif isinstance(out, Tensor) and out.ndim in (1, 2):
             draws = out.detach().cpu().double().reshape(-1, out.shape[-1])
             means.append(draws.mean(dim=0))
-            stds.append(draws.std(dim=0) if draws.shape[0] > 1 else torch.zeros(draws.shape[1], dtype=torch.double))
+            stds.append(
+                draws.std(dim=0)
+                if draws.shape[0] > 1
+                else torch.zeros(draws.shape[1], dtype=torch.double)
+            )
         else:
             return None
     mean, std = torch.cat(means), torch.cat(stds)
@@ -116,15 +125,17 @@ def write_predictions(outputs: Any, datamodule: Any, path: Path) -> Path | None:
     return path
 
 
-
 def fit_warnings(summary: dict[str, Any], model: Any = None) -> list[str]:
     """Warnings about a fit's ``summary``: a best ``val_wape`` (``best_val_wape``, else the last
     ``val_wape``) worse than the seasonal naive forecasts' (:data:`SNAIVE_METRIC`); the message is
     the zoo's ``seasonal_naive_warning`` (``experiments/hired.py`` prints the same)."""
     from dsbo_zoo.hierarchical_forecaster import seasonal_naive_warning
 
-    found = seasonal_naive_warning(summary.get("best_val_wape", summary.get("val_wape")), summary.get(SNAIVE_METRIC),
-                                   bool(getattr(model, "uses_seasonal_naive", False)))  # fmt: skip
+    found = seasonal_naive_warning(
+        summary.get("best_val_wape", summary.get("val_wape")),
+        summary.get(SNAIVE_METRIC),
+        bool(getattr(model, "uses_seasonal_naive", False)),
+    )
     return [found] if found else []
 
 
@@ -140,13 +151,28 @@ def floor_choice(model: Any, metrics: dict[str, float], checkpoint: Any) -> dict
     from dsbo_zoo.hierarchical_forecaster import SEASONAL_NAIVE
 
     score, snaive = metrics.get("val_wape"), metrics.get(SNAIVE_METRIC)
-    if checkpoint is not None and checkpoint.monitor == "val_wape" and checkpoint.best_model_score is not None:
+    if (
+        checkpoint is not None
+        and checkpoint.monitor == "val_wape"
+        and checkpoint.best_model_score is not None
+    ):
         score = float(checkpoint.best_model_score)
     if score is None or snaive is None:
         return {}
     if score >= snaive:
         keep()
-    return {"selected": SEASONAL_NAIVE if score >= snaive else "trained", "best_val_wape": score, SNAIVE_METRIC: snaive}
+    return {
+        "selected": SEASONAL_NAIVE if score >= snaive else "trained",
+        "best_val_wape": score,
+        SNAIVE_METRIC: snaive,
+    }
 
 
-__all__ = ["SNAIVE_METRIC", "derive_model_settings", "fit_warnings", "floor_choice", "write_node_forecasts", "write_predictions"]
+__all__ = [
+    "SNAIVE_METRIC",
+    "derive_model_settings",
+    "fit_warnings",
+    "floor_choice",
+    "write_node_forecasts",
+    "write_predictions",
+]

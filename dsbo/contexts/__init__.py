@@ -20,7 +20,10 @@ from dsbo.registry import lazy_exports
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
-        **dict.fromkeys(("ContextPolicy", "ContextProposal", "ContextState", "make_context_policy"), "dsbo.contexts.policies"),
+        **dict.fromkeys(
+            ("ContextPolicy", "ContextProposal", "ContextState", "make_context_policy"),
+            "dsbo.contexts.policies",
+        ),
         "Environment": "dsbo.contexts.environment",
     },
 )

@@ -25,7 +25,9 @@ CATALOGUE: dict[str, tuple[str, ...]] = {
 CONTEXT_POLICIES: Registry[type[ContextPolicy]] = Registry("contexts.policy", CATALOGUE)
 
 
-def register_context_policy(name: str, description: str = "") -> Callable[[type[ContextPolicy]], type[ContextPolicy]]:
+def register_context_policy(
+    name: str, description: str = ""
+) -> Callable[[type[ContextPolicy]], type[ContextPolicy]]:
     """Decorator registering a context policy class under ``name``."""
     return CONTEXT_POLICIES.register(name, description)
 

@@ -129,8 +129,12 @@ class ContextPolicy(ABC):
 
     name = "context-policy"
 
-    def __init__(self, beta: float | str = "srinivas", delta: float = 0.05,
-                 optimizer: OptimizerSettings | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        beta: float | str = "srinivas",
+        delta: float = 0.05,
+        optimizer: OptimizerSettings | None = None,
+    ) -> None:
         if (
             isinstance(beta, str)
             and beta != "srinivas"
@@ -150,7 +154,9 @@ class ContextPolicy(ABC):
 
     def propose(self, state: ContextState) -> ContextProposal:
         modeled, optimized, metadata = self.decide(state)
-        optimized = self.affordable(state, [k for k in [*state.fixed, *optimized] if state.controllable(k)])
+        optimized = self.affordable(
+            state, [k for k in [*state.fixed, *optimized] if state.controllable(k)]
+        )
         modeled = sorted(set(modeled) | set(optimized))
         x, value = self.maximize_ucb(state, modeled, optimized)
         metadata["acq_value"] = value
@@ -217,8 +223,13 @@ class ContextPolicy(ABC):
         return state.problem.round_to_domain(x)
 
     @staticmethod
-    def proposal(state: ContextState, x: Tensor, modeled: list[int], optimized: list[int],
-                 metadata: dict[str, Any]) -> ContextProposal:  # fmt: skip
+    def proposal(
+        state: ContextState,
+        x: Tensor,
+        modeled: list[int],
+        optimized: list[int],
+        metadata: dict[str, Any],
+    ) -> ContextProposal:
         names = state.problem.context_names
         roles = {
             name: "optimized" if k in optimized else "observed" if k in modeled else "ignored"
@@ -228,8 +239,9 @@ class ContextPolicy(ABC):
         return ContextProposal(x=x, roles=roles, cost=cost, metadata=metadata)
 
 
-def make_context_policy(name: str, options: Mapping[str, Any] | None = None,
-                        optimizer: OptimizerSettings | None = None) -> ContextPolicy:  # fmt: skip
+def make_context_policy(
+    name: str, options: Mapping[str, Any] | None = None, optimizer: OptimizerSettings | None = None
+) -> ContextPolicy:
     """Instantiate the context policy ``name`` with its options."""
     factory = CONTEXT_POLICIES.get(name)
     options = dict(options or {})
@@ -288,8 +300,10 @@ class RelevancePolicy(ContextPolicy):
 
     def per_unit_cost(self, state: ContextState, scores: Tensor) -> Tensor:
         """Eq. (9): scores of controllable contexts divided by their cost, renormalized."""
-        costs = torch.tensor([state.cost(k) if state.controllable(k) else 1.0 for k in range(len(scores))],
-                             dtype=scores.dtype).clamp_min(1e-9)  # fmt: skip
+        costs = torch.tensor(
+            [state.cost(k) if state.controllable(k) else 1.0 for k in range(len(scores))],
+            dtype=scores.dtype,
+        ).clamp_min(1e-9)
         scaled = scores / costs
         return scaled / scaled.sum() if scaled.sum() > 0 else scaled
 
@@ -352,9 +366,19 @@ class SADCBO(RelevancePolicy):
 
     name = "sadcbo"
 
-    def __init__(self, eta: float = 0.8, gamma: float = 0.8, q_points: int = 10, switch: str = "regret-bound",
-                 top_set: str = "ratio", noise: bool = True, distance: str = "kl", normalize: str = "per-sample",
-                 switch_after: int | None = None, **kwargs: Any) -> None:  # fmt: skip
+    def __init__(
+        self,
+        eta: float = 0.8,
+        gamma: float = 0.8,
+        q_points: int = 10,
+        switch: str = "regret-bound",
+        top_set: str = "ratio",
+        noise: bool = True,
+        distance: str = "kl",
+        normalize: str = "per-sample",
+        switch_after: int | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(eta=eta, gamma=gamma, **kwargs)
         if switch not in SWITCH_RULES:
             raise ConfigError(f"contexts.options.switch={switch!r}; choose one of {SWITCH_RULES}")
@@ -366,9 +390,12 @@ class SADCBO(RelevancePolicy):
             )
         if isinstance(q_points, bool) or not isinstance(q_points, int) or q_points < 0:
             raise ConfigError(f"contexts.options.q_points={q_points!r} must be an integer >= 0")
-        if switch_after is not None and (isinstance(switch_after, bool) or not isinstance(switch_after, int)
-                                         or switch_after < 1):  # fmt: skip
-            raise ConfigError(f"contexts.options.switch_after={switch_after!r} must be an integer >= 1 or null")
+        if switch_after is not None and (
+            isinstance(switch_after, bool) or not isinstance(switch_after, int) or switch_after < 1
+        ):
+            raise ConfigError(
+                f"contexts.options.switch_after={switch_after!r} must be an integer >= 1 or null"
+            )
         self.q_points, self.switch, self.top_set = q_points, switch, top_set
         self.noise, self.distance, self.normalize = bool(noise), distance, normalize
         self.switch_after = switch_after
@@ -393,14 +420,24 @@ class SADCBO(RelevancePolicy):
             if self.switch_after is not None:
                 if state.t >= self.switch_after:
                     phase = "optimization"
-            elif state.t > 1 and n >= 3 and (self.previous_full is None or self.previous_full[0] < n):
+            elif (
+                state.t > 1 and n >= 3 and (self.previous_full is None or self.previous_full[0] < n)
+            ):
                 # (no new observation since the last check, e.g. a failed trial: nothing to test)
                 previous = self.full_model(state, n - 1)
                 check = regret_bound_check(
-                    full, previous, state.X, state.Y, problem.bounds, self.beta_at(state.t, problem.dim),
-                    self.delta, self.optimizer, state.seed, rule=self.switch,
+                    full,
+                    previous,
+                    state.X,
+                    state.Y,
+                    problem.bounds,
+                    self.beta_at(state.t, problem.dim),
+                    self.delta,
+                    self.optimizer,
+                    state.seed,
+                    rule=self.switch,
                     history=[c["delta_r"] for c in state.checks],
-                )  # fmt: skip
+                )
                 metadata["switch_check"] = check.as_dict()
                 if check.fired:
                     phase = "optimization"
@@ -416,10 +453,14 @@ class SADCBO(RelevancePolicy):
             scores = self.per_unit_cost(state, scores)
         kept = eta_cut(scores, self.eta)
         optimized = kept if phase == "optimization" else sorted(state.fixed)
-        metadata.update({
-            "phase": phase, "scores": self.named(state, scores), "kept": [problem.context_names[k] for k in kept],
-            "num_scored": int(points.shape[0]),
-        })  # fmt: skip
+        metadata.update(
+            {
+                "phase": phase,
+                "scores": self.named(state, scores),
+                "kept": [problem.context_names[k] for k in kept],
+                "num_scored": int(points.shape[0]),
+            }
+        )
         return kept, optimized, metadata
 
     def q_ucb_points(self, state: ContextState, model: Model) -> Tensor:
@@ -441,8 +482,15 @@ class CostCooledLogEI(AcquisitionFunction):
     ``c(v) = lambda_x + sum_j lambda_j (1 - exp(-(z_j - z~_j)^2 / (2 l^2)))`` (``l`` in unit-cube
     units, ``z~`` the environment's contexts) and CArBO's cost cooling ``alpha``."""
 
-    def __init__(self, model: Model, best_f: float, state: ContextState, dims: list[int], costs: Tensor,
-                 lengthscale: float) -> None:  # fmt: skip
+    def __init__(
+        self,
+        model: Model,
+        best_f: float,
+        state: ContextState,
+        dims: list[int],
+        costs: Tensor,
+        lengthscale: float,
+    ) -> None:
         super().__init__(model)
         self.logei = LogExpectedImprovement(model, best_f=best_f)
         self.state, self.dims, self.costs, self.lengthscale = state, dims, costs, lengthscale
@@ -492,8 +540,10 @@ class CaBO(ContextPolicy):
         x = X.detach().reshape(-1).clone()
         lb, ub = problem.bounds[:, dims]
         moved = ((x[dims] - state.z) / (ub - lb)).abs() > MOVED
-        ranked = sorted((k for k in movable if moved[k] or k in state.fixed),
-                        key=lambda k: -float(((x[dims[k]] - state.z[k]) / (ub[k] - lb[k])).abs()))  # fmt: skip
+        ranked = sorted(
+            (k for k in movable if moved[k] or k in state.fixed),
+            key=lambda k: -float(((x[dims[k]] - state.z[k]) / (ub[k] - lb[k])).abs()),
+        )
         optimized = self.affordable(state, ranked)
         for k in every:
             if k not in optimized:

@@ -72,8 +72,9 @@ class ContextSettings:
             return cls(**value)
         raise ConfigError(f"contexts must be a policy name or a mapping, got {value!r}")
 
-    def resolve(self, problem: Problem, optimizer: OptimizerSettings) -> tuple[Problem, ContextPolicy, frozenset[int],
-                                                                               frozenset[int]]:  # fmt: skip
+    def resolve(
+        self, problem: Problem, optimizer: OptimizerSettings
+    ) -> tuple[Problem, ContextPolicy, frozenset[int], frozenset[int]]:
         """Check every name and value against ``problem``; returns the problem with the cost
         overrides applied, the policy, and the fixed and observe-only context indices.
 

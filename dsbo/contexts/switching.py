@@ -69,8 +69,14 @@ class SwitchCheck:
     kl: float
 
     def as_dict(self) -> dict[str, float | str | bool]:
-        return {"delta_r": self.delta_r, "threshold": self.threshold, "rule": self.rule,
-                "fired": self.fired, "kappa": self.kappa, "kl": self.kl}  # fmt: skip
+        return {
+            "delta_r": self.delta_r,
+            "threshold": self.threshold,
+            "rule": self.rule,
+            "fired": self.fired,
+            "kappa": self.kappa,
+            "kl": self.kl,
+        }
 
 
 def joint_moments(model: Model, X: Tensor) -> tuple[Tensor, Tensor]:
@@ -79,7 +85,11 @@ def joint_moments(model: Model, X: Tensor) -> tuple[Tensor, Tensor]:
     n = X.shape[0]
     with torch.no_grad():
         posterior = model.posterior(X)
-        cov = posterior.mixture_covariance_matrix if isinstance(posterior, GaussianMixturePosterior) else None
+        cov = (
+            posterior.mixture_covariance_matrix
+            if isinstance(posterior, GaussianMixturePosterior)
+            else None
+        )
         if cov is None and getattr(posterior, "mvn", None) is not None:
             cov = posterior.mvn.covariance_matrix
         if cov is not None:

@@ -18,9 +18,13 @@ never surrogates, acquisition or anything above.
 from dsbo.registry import lazy_exports
 
 _HIERARCHICAL = (
-    "HierarchicalDataModule", "HierarchicalSeries", "Hierarchy", "read_hierarchical",
-    "synthetic_hierarchy", "write_hierarchical",
-)  # fmt: skip
+    "HierarchicalDataModule",
+    "HierarchicalSeries",
+    "Hierarchy",
+    "read_hierarchical",
+    "synthetic_hierarchy",
+    "write_hierarchical",
+)
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {

@@ -39,24 +39,42 @@ def infer_frequency(path: Path | str, dates: pd.DatetimeIndex) -> str:
     if len(dates) < 2:
         return "unknown"
     days = float(np.median(step_seconds(dates))) / 86400.0
-    for freq, lo, hi in (("h", 1 / 24 - 1e-6, 1 / 24 + 1e-6), ("D", 0.99, 1.01), ("W", 6.9, 7.1),
-                         ("M", 27.9, 31.1), ("Q", 89, 92.1), ("Y", 364.9, 366.1)):
+    for freq, lo, hi in (
+        ("h", 1 / 24 - 1e-6, 1 / 24 + 1e-6),
+        ("D", 0.99, 1.01),
+        ("W", 6.9, 7.1),
+        ("M", 27.9, 31.1),
+        ("Q", 89, 92.1),
+        ("Y", 364.9, 366.1),
+    ):
         if lo <= days <= hi:
             return freq
-    warnings.warn(f"{path}: dates {days:g} days apart match no known frequency; only the trend covariate is used",
-                  stacklevel=3)
+    warnings.warn(
+        f"{path}: dates {days:g} days apart match no known frequency; only the trend covariate is used",
+        stacklevel=3,
+    )
     return "unknown"
 
 
 #: Offsets to extend the dates past the data (predict on the future).
-_OFFSETS = {"h": pd.DateOffset(hours=1), "D": pd.DateOffset(days=1), "W": pd.DateOffset(weeks=1),
-            "M": pd.DateOffset(months=1), "Q": pd.DateOffset(months=3), "Y": pd.DateOffset(years=1)}
+_OFFSETS = {
+    "h": pd.DateOffset(hours=1),
+    "D": pd.DateOffset(days=1),
+    "W": pd.DateOffset(weeks=1),
+    "M": pd.DateOffset(months=1),
+    "Q": pd.DateOffset(months=3),
+    "Y": pd.DateOffset(years=1),
+}
 
 
 def extend_dates(dates: pd.DatetimeIndex, frequency: str, steps: int) -> pd.DatetimeIndex:
     """The ``steps`` dates after ``dates`` (``last + k * offset``, so month ends stay month ends)."""
     if frequency not in _OFFSETS:
-        spacing = pd.Timedelta(seconds=float(np.median(step_seconds(dates)))) if len(dates) > 1 else pd.Timedelta(days=1)
+        spacing = (
+            pd.Timedelta(seconds=float(np.median(step_seconds(dates))))
+            if len(dates) > 1
+            else pd.Timedelta(days=1)
+        )
         return pd.DatetimeIndex([dates[-1] + spacing * k for k in range(1, steps + 1)])
     offset = _OFFSETS[frequency]
     return pd.DatetimeIndex([dates[-1] + offset * k for k in range(1, steps + 1)])

@@ -68,12 +68,19 @@ class _EmbeddingDataModule(pl.LightningDataModule):
     def train_dataloader(self) -> DataLoader:
         self.setup()
         generator = torch.Generator().manual_seed(self.seed)
-        return DataLoader(TensorDataset(self.train_x, self.train_y), batch_size=self.batch_size,
-                          shuffle=True, drop_last=len(self.train_y) > self.batch_size, generator=generator)
+        return DataLoader(
+            TensorDataset(self.train_x, self.train_y),
+            batch_size=self.batch_size,
+            shuffle=True,
+            drop_last=len(self.train_y) > self.batch_size,
+            generator=generator,
+        )
 
     def _eval_loader(self) -> DataLoader:
         self.setup()
-        return DataLoader(TensorDataset(self.eval_x, self.eval_y), batch_size=max(self.batch_size, 1024))
+        return DataLoader(
+            TensorDataset(self.eval_x, self.eval_y), batch_size=max(self.batch_size, 1024)
+        )
 
     def val_dataloader(self) -> DataLoader:
         return self._eval_loader()
@@ -101,7 +108,9 @@ class DigitsDataModule(_EmbeddingDataModule):
         super().__init__(batch_size, seed)
         self.train_classes = _positive_int("DigitsDataModule", "train_classes", train_classes)
         if train_classes > 9:
-            raise ConfigError(f"DigitsDataModule: train_classes must be <= 9 (some digits must stay unseen), got {train_classes}")
+            raise ConfigError(
+                f"DigitsDataModule: train_classes must be <= 9 (some digits must stay unseen), got {train_classes}"
+            )
         self.save_hyperparameters()
 
     @property
@@ -150,13 +159,20 @@ class SyntheticClassesDataModule(_EmbeddingDataModule):
     ) -> None:
         super().__init__(batch_size, seed)
         owner = "SyntheticClassesDataModule"
-        for name, value, minimum in (("total_classes", total_classes, 2), ("train_classes", train_classes, 1),
-                                     ("eval_classes", eval_classes, 1), ("train_per_class", train_per_class, 1),
-                                     ("eval_per_class", eval_per_class, 2), ("latent_dim", latent_dim, 1),
-                                     ("in_dim", in_dim, 1)):
+        for name, value, minimum in (
+            ("total_classes", total_classes, 2),
+            ("train_classes", train_classes, 1),
+            ("eval_classes", eval_classes, 1),
+            ("train_per_class", train_per_class, 1),
+            ("eval_per_class", eval_per_class, 2),
+            ("latent_dim", latent_dim, 1),
+            ("in_dim", in_dim, 1),
+        ):
             _positive_int(owner, name, value, minimum)
         if train_classes + eval_classes > total_classes:
-            raise ConfigError(f"{owner}: train_classes + eval_classes = {train_classes + eval_classes} exceeds total_classes = {total_classes}")
+            raise ConfigError(
+                f"{owner}: train_classes + eval_classes = {train_classes + eval_classes} exceeds total_classes = {total_classes}"
+            )
         if not (isinstance(noise, int | float) and np.isfinite(noise) and noise >= 0):
             raise ConfigError(f"{owner}: noise must be a finite number >= 0, got {noise!r}")
         self.train_classes, self.eval_classes = train_classes, eval_classes
@@ -198,8 +214,12 @@ class SyntheticClassesDataModule(_EmbeddingDataModule):
         as_y = lambda a: torch.as_tensor(a, dtype=torch.long)  # noqa: E731
         # Evaluation labels are renumbered from 0 (they index no class weights).
         y_eval = y_eval - self.train_classes
-        return (as_x(x_train), as_y(y_train), as_x(np.concatenate([x_eval, x_dis])),
-                as_y(np.concatenate([y_eval, y_dis])))
+        return (
+            as_x(x_train),
+            as_y(y_train),
+            as_x(np.concatenate([x_eval, x_dis])),
+            as_y(np.concatenate([y_eval, y_dis])),
+        )
 
 
 __all__ = ["DigitsDataModule", "SyntheticClassesDataModule"]

@@ -58,7 +58,9 @@ def _check_ragged(path: Path, rows: list[list[str]], width: int, first_line: int
             )
 
 
-def _numeric(path: Path, rows: list[list[str]], columns: list[str], labels: list[str], first_line: int) -> np.ndarray:
+def _numeric(
+    path: Path, rows: list[list[str]], columns: list[str], labels: list[str], first_line: int
+) -> np.ndarray:
     """Cells (without the first column) to float64; names file, row and column of a bad cell."""
     frame = pd.DataFrame([row[1:] for row in rows], dtype=object)
     values = frame.apply(lambda col: pd.to_numeric(col, errors="coerce")).to_numpy(dtype=np.float64)
@@ -66,9 +68,14 @@ def _numeric(path: Path, rows: list[list[str]], columns: list[str], labels: list
     if len(bad):
         i, j = bad[0]
         cell = rows[i][j + 1]
-        what = "missing value" if not cell.strip() else (
-            f"non-numeric value {cell!r}" if np.isnan(values[i, j]) and cell.strip().lower() not in ("nan", "na", "null")
-            else f"non-finite value {cell!r}"
+        what = (
+            "missing value"
+            if not cell.strip()
+            else (
+                f"non-numeric value {cell!r}"
+                if np.isnan(values[i, j]) and cell.strip().lower() not in ("nan", "na", "null")
+                else f"non-finite value {cell!r}"
+            )
         )
         raise DataError(
             f"{path}: row {first_line + i} ({labels[i]}), column {j + 2} ({columns[j]!r}): {what}; "
@@ -77,7 +84,9 @@ def _numeric(path: Path, rows: list[list[str]], columns: list[str], labels: list
     return values
 
 
-def read_hierarchical(path: str | os.PathLike, coherence_rtol: float = COHERENCE_RTOL) -> HierarchicalSeries:
+def read_hierarchical(
+    path: str | os.PathLike, coherence_rtol: float = COHERENCE_RTOL
+) -> HierarchicalSeries:
     """Read ``data.csv``, ``agg_mat.csv`` and ``tags.csv`` from a folder (the common format).
 
     ``agg_mat.csv``'s rows must name ``data.csv``'s columns in the same order. Its columns are
@@ -102,7 +111,9 @@ def read_hierarchical(path: str | os.PathLike, coherence_rtol: float = COHERENCE
     rows = _read_rows(data_path)
     header, body = rows[0], rows[1:]
     if len(header) < 2:
-        raise DataError(f"{data_path}: row 1 (header) has {len(header)} field(s); expected a date column and one column per node")
+        raise DataError(
+            f"{data_path}: row 1 (header) has {len(header)} field(s); expected a date column and one column per node"
+        )
     if not body:
         raise DataError(f"{data_path}: no data rows after the header")
     _check_ragged(data_path, body, len(header), first_line=2)
@@ -112,10 +123,14 @@ def read_hierarchical(path: str | os.PathLike, coherence_rtol: float = COHERENCE
         if not name:
             raise DataError(f"{data_path}: row 1 (header), column {j + 2}: empty node name")
         if name in seen:
-            raise DataError(f"{data_path}: row 1 (header), columns {seen[name] + 2} and {j + 2}: node {name!r} appears twice")
+            raise DataError(
+                f"{data_path}: row 1 (header), columns {seen[name] + 2} and {j + 2}: node {name!r} appears twice"
+            )
         seen[name] = j
     date_cells = [row[0] for row in body]
-    values = _numeric(data_path, body, node_names, [f"date {d!r}" for d in date_cells], first_line=2)
+    values = _numeric(
+        data_path, body, node_names, [f"date {d!r}" for d in date_cells], first_line=2
+    )
     dates = _parse_dates(data_path, date_cells)
 
     # agg_mat.csv ----------------------------------------------------------------------------
@@ -134,9 +149,14 @@ def read_hierarchical(path: str | os.PathLike, coherence_rtol: float = COHERENCE
                 "agg_mat.csv's rows must name data.csv's columns in the same order"
             )
     if len(row_names) != len(node_names):
-        extra = (f"data.csv column {len(row_names) + 2} ({node_names[len(row_names)]!r}) has no row"
-                 if len(row_names) < len(node_names) else f"row {len(node_names) + 2} ({row_names[len(node_names)]!r}) is not a data.csv column")
-        raise DataError(f"{agg_path}: {len(row_names)} rows of S for the {len(node_names)} nodes of data.csv: {extra}")
+        extra = (
+            f"data.csv column {len(row_names) + 2} ({node_names[len(row_names)]!r}) has no row"
+            if len(row_names) < len(node_names)
+            else f"row {len(node_names) + 2} ({row_names[len(node_names)]!r}) is not a data.csv column"
+        )
+        raise DataError(
+            f"{agg_path}: {len(row_names)} rows of S for the {len(node_names)} nodes of data.csv: {extra}"
+        )
     S = _numeric(agg_path, agg_body, leaf_headers, [f"node {n!r}" for n in row_names], first_line=2)
     bad = np.argwhere((S != 0) & (S != 1))
     if len(bad):
@@ -149,7 +169,9 @@ def read_hierarchical(path: str | os.PathLike, coherence_rtol: float = COHERENCE
     empty = np.flatnonzero(~B.any(1))
     if len(empty):
         i = empty[0]
-        raise DataError(f"{agg_path}: row {i + 2} (node {row_names[i]!r}) selects no bottom series (all zeros)")
+        raise DataError(
+            f"{agg_path}: row {i + 2} (node {row_names[i]!r}) selects no bottom series (all zeros)"
+        )
     single = B.sum(1) == 1
     leaf_index = np.full(num_leaves, -1, dtype=np.int64)
     for p in np.flatnonzero(single):
@@ -175,9 +197,15 @@ def read_hierarchical(path: str | os.PathLike, coherence_rtol: float = COHERENCE
     paths = _read_tags(tags_path, leaf_names, B, leaf_index, agg_path)
 
     hierarchy = Hierarchy(S, tuple(node_names), leaf_index=leaf_index, paths=paths)
-    hierarchy.check_coherent(values, rtol=coherence_rtol, source=str(data_path),
-                             step_names=[f"row {t + 2}, date {d}" for t, d in enumerate(date_cells)])
-    return HierarchicalSeries(hierarchy, values, dates, infer_frequency(data_path, dates), folder.name, str(folder))
+    hierarchy.check_coherent(
+        values,
+        rtol=coherence_rtol,
+        source=str(data_path),
+        step_names=[f"row {t + 2}, date {d}" for t, d in enumerate(date_cells)],
+    )
+    return HierarchicalSeries(
+        hierarchy, values, dates, infer_frequency(data_path, dates), folder.name, str(folder)
+    )
 
 
 def _parse_dates(path: Path, cells: list[str]) -> pd.DatetimeIndex:
@@ -188,7 +216,9 @@ def _parse_dates(path: Path, cells: list[str]) -> pd.DatetimeIndex:
             try:
                 pd.Timestamp(cell)
             except (ValueError, TypeError):
-                raise DataError(f"{path}: row {i + 2}, column 1 (date): {cell!r} is not a date") from None
+                raise DataError(
+                    f"{path}: row {i + 2}, column 1 (date): {cell!r} is not a date"
+                ) from None
         raise DataError(f"{path}: column 1 (date): the dates do not parse as one format") from None
     if dates.isna().any():
         i = int(np.flatnonzero(dates.isna())[0])
@@ -196,11 +226,15 @@ def _parse_dates(path: Path, cells: list[str]) -> pd.DatetimeIndex:
     steps = step_seconds(dates)
     if len(steps) and (steps <= 0).any():
         i = int(np.flatnonzero(steps <= 0)[0])
-        raise DataError(f"{path}: row {i + 3}, column 1 (date): {cells[i + 1]!r} does not come after {cells[i]!r}")
+        raise DataError(
+            f"{path}: row {i + 3}, column 1 (date): {cells[i + 1]!r} does not come after {cells[i]!r}"
+        )
     return dates
 
 
-def _read_tags(path: Path, leaf_names: list[str], B: np.ndarray, leaf_index: np.ndarray, agg_path: Path) -> tuple:
+def _read_tags(
+    path: Path, leaf_names: list[str], B: np.ndarray, leaf_index: np.ndarray, agg_path: Path
+) -> tuple:
     rows = _read_rows(path)
     num_leaves = len(leaf_names)
     if len(rows) < num_leaves:
@@ -210,13 +244,17 @@ def _read_tags(path: Path, leaf_names: list[str], B: np.ndarray, leaf_index: np.
             f"(the {j + 1}th bottom column of data.csv) has no path (expected at row {j + 1})"
         )
     if len(rows) > num_leaves:
-        raise DataError(f"{path}: row {num_leaves + 1} is one row too many: there are {num_leaves} bottom series")
+        raise DataError(
+            f"{path}: row {num_leaves + 1} is one row too many: there are {num_leaves} bottom series"
+        )
     width = len(rows[0])
     _check_ragged(path, rows, width, first_line=1)
     for i, row in enumerate(rows):
         for k, cell in enumerate(row):
             if not cell.strip():
-                raise DataError(f"{path}: row {i + 1}, column {k + 1}: empty path element for bottom series {leaf_names[i]!r}")
+                raise DataError(
+                    f"{path}: row {i + 1}, column {k + 1}: empty path element for bottom series {leaf_names[i]!r}"
+                )
     paths = tuple(tuple(cell.strip() for cell in row) for row in rows)
     # each prefix must be the leaf set of a node of S (a path inconsistent with S is an error)
     row_sets = {B[p].tobytes() for p in range(B.shape[0])}
@@ -228,7 +266,9 @@ def _read_tags(path: Path, leaf_names: list[str], B: np.ndarray, leaf_index: np.
             mask = np.zeros(num_leaves, dtype=bool)
             mask[members] = True
             if mask.tobytes() not in row_sets:
-                rows_txt = ", ".join(str(m + 1) for m in members[:5]) + (" ..." if len(members) > 5 else "")
+                rows_txt = ", ".join(str(m + 1) for m in members[:5]) + (
+                    " ..." if len(members) > 5 else ""
+                )
                 raise DataError(
                     f"{path}: column {k + 1}, tag {prefix[-1]!r} (rows {rows_txt}): its {len(members)} bottom "
                     f"series are not the leaves of any node in {agg_path.name}"
@@ -241,9 +281,13 @@ def write_hierarchical(series: HierarchicalSeries, path: str | os.PathLike) -> P
     folder = Path(path)
     folder.mkdir(parents=True, exist_ok=True)
     h = series.hierarchy
-    data = pd.DataFrame(series.values, columns=list(h.node_names), index=series.dates.strftime("%Y-%m-%d"))
+    data = pd.DataFrame(
+        series.values, columns=list(h.node_names), index=series.dates.strftime("%Y-%m-%d")
+    )
     data.to_csv(folder / "data.csv", float_format="%.10g")
-    pd.DataFrame(h.S, index=list(h.node_names), columns=list(h.leaf_names)).to_csv(folder / "agg_mat.csv")
+    pd.DataFrame(h.S, index=list(h.node_names), columns=list(h.leaf_names)).to_csv(
+        folder / "agg_mat.csv"
+    )
     paths = h.paths if h.paths is not None else tuple((n,) for n in h.leaf_names)
     with (folder / "tags.csv").open("w", newline="") as fh:
         csv.writer(fh).writerows(paths)

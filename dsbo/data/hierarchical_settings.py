@@ -62,7 +62,14 @@ FREQUENCY_SETTINGS: dict[str, tuple[int, int, int, str]] = {
 }
 UNKNOWN_SETTINGS = (24, 4, 3, "tourism")
 FIELDS = ("history", "horizon", "val_windows", "test_windows")
-_NAMES = {"h": "hourly", "D": "daily", "W": "weekly", "M": "monthly", "Q": "quarterly", "Y": "yearly"}
+_NAMES = {
+    "h": "hourly",
+    "D": "daily",
+    "W": "weekly",
+    "M": "monthly",
+    "Q": "quarterly",
+    "Y": "yearly",
+}
 
 
 def season_of(frequency: str) -> int:
@@ -70,7 +77,9 @@ def season_of(frequency: str) -> int:
     return SEASONS.get(frequency, 1)
 
 
-def train_window_count(num_steps: int, history: int, horizon: int, val_windows: int, test_windows: int, season: int) -> int:
+def train_window_count(
+    num_steps: int, history: int, horizon: int, val_windows: int, test_windows: int, season: int
+) -> int:
     r"""Training windows: origins :math:`s` with :math:`\max(H, m) \le s \le T - (v + t) F - F`."""
     train_end = num_steps - (val_windows + test_windows) * horizon
     return max(0, train_end - horizon + 1 - max(history, season))
@@ -124,13 +133,26 @@ def data_settings(
         DataError: Derived settings would leave fewer than :data:`MIN_TRAIN_WINDOWS` training
             windows; the message names the fields to set.
     """
-    for arg, value in (("num_steps", num_steps), ("history", history), ("horizon", horizon),
-                       ("val_windows", val_windows), ("test_windows", test_windows), ("season", season)):  # fmt: skip
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+    for arg, value in (
+        ("num_steps", num_steps),
+        ("history", history),
+        ("horizon", horizon),
+        ("val_windows", val_windows),
+        ("test_windows", test_windows),
+        ("season", season),
+    ):
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int) or value < 1
+        ):
             raise ConfigError(f"data_settings: {arg} must be an integer >= 1, got {value!r}")
     H0, F0, W0, preset = FREQUENCY_SETTINGS.get(frequency, UNKNOWN_SETTINGS)
     m = season if season is not None else season_of(frequency)
-    given = {"history": history, "horizon": horizon, "val_windows": val_windows, "test_windows": test_windows}
+    given = {
+        "history": history,
+        "horizon": horizon,
+        "val_windows": val_windows,
+        "test_windows": test_windows,
+    }
     derived = tuple(k for k, v in given.items() if v is None)
     H = history if history is not None else H0
     F = horizon if horizon is not None else F0

@@ -93,22 +93,34 @@ class Hierarchy:
         bad = np.argwhere((S != 0) & (S != 1))
         if len(bad):
             r, c = bad[0]
-            raise DataError(f"S row {r} (node {names[r]!r}), column {c}: value {S[r, c]!r} is not 0 or 1")
+            raise DataError(
+                f"S row {r} (node {names[r]!r}), column {c}: value {S[r, c]!r} is not 0 or 1"
+            )
         B = S.astype(bool)
         leaf_count = B.sum(1)
         empty = np.flatnonzero(leaf_count == 0)
         if len(empty):
-            raise DataError(f"S row {empty[0]} (node {names[empty[0]]!r}) has no bottom series (all zeros)")
+            raise DataError(
+                f"S row {empty[0]} (node {names[empty[0]]!r}) has no bottom series (all zeros)"
+            )
         if self.leaf_index is None:
             leaf_index = _unit_rows(B, names)
         else:
             leaf_index = np.asarray(self.leaf_index, dtype=np.int64)
             if leaf_index.shape != (num_leaves,):
-                raise DataError(f"leaf_index must hold {num_leaves} node rows, got shape {leaf_index.shape}")
-            wrong = [j for j in range(num_leaves) if not (leaf_count[leaf_index[j]] == 1 and B[leaf_index[j], j])]
+                raise DataError(
+                    f"leaf_index must hold {num_leaves} node rows, got shape {leaf_index.shape}"
+                )
+            wrong = [
+                j
+                for j in range(num_leaves)
+                if not (leaf_count[leaf_index[j]] == 1 and B[leaf_index[j], j])
+            ]
             if wrong:
                 j = wrong[0]
-                raise DataError(f"leaf_index[{j}] = {leaf_index[j]} is not a row of S selecting only bottom series {j}")
+                raise DataError(
+                    f"leaf_index[{j}] = {leaf_index[j]} is not a row of S selecting only bottom series {j}"
+                )
         if self.paths is not None and len(self.paths) != num_leaves:
             raise DataError(f"paths has {len(self.paths)} entries for {num_leaves} bottom series")
         depth, parent, covers = _containment(B, leaf_count)
@@ -232,7 +244,9 @@ def _unit_rows(B: np.ndarray, names: tuple[str, ...]) -> np.ndarray:
     return leaf_index
 
 
-def _containment(B: np.ndarray, leaf_count: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[list[int]]]:
+def _containment(
+    B: np.ndarray, leaf_count: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, list[list[int]]]:
     """Depth (strict containers per node), first covering node, and all covering nodes of each node.
 
     Covering: ``a`` covers ``b`` if ``a`` is above ``b`` (leaf set strictly larger, or equal and

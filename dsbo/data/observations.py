@@ -106,7 +106,9 @@ class ObservationDataModule(pl.LightningDataModule):
         # different value (SimpleSMB's num_samples); dsbo.train logs them under "data".
         self.save_hyperparameters(logger=False)
         if (csv_path is None) == (problem is None):
-            raise ConfigError("data: set exactly one of csv_path (a CSV file) or problem (a registered problem name)")
+            raise ConfigError(
+                "data: set exactly one of csv_path (a CSV file) or problem (a registered problem name)"
+            )
         _check_fraction("val_fraction", val_fraction)
         _check_fraction("test_fraction", test_fraction)
         if val_fraction + test_fraction >= 1:
@@ -114,8 +116,12 @@ class ObservationDataModule(pl.LightningDataModule):
                 f"val_fraction + test_fraction = {val_fraction + test_fraction:g} must be < 1 "
                 "(no rows would be left for training)"
             )
-        if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1):
-            raise ConfigError(f"batch_size={batch_size!r} must be an integer >= 1 or None (full batch)")
+        if batch_size is not None and (
+            isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1
+        ):
+            raise ConfigError(
+                f"batch_size={batch_size!r} must be an integer >= 1 or None (full batch)"
+            )
         if isinstance(seed, bool) or not isinstance(seed, int):
             raise ConfigError(f"seed={seed!r} must be an integer")
         if nan_policy not in NAN_POLICIES:
@@ -125,19 +131,31 @@ class ObservationDataModule(pl.LightningDataModule):
         self.minimize = bool(minimize)
 
         if csv_path is not None:
-            for name, value in (("problem_options", problem_options), ("objective", objective), ("noise_std", noise_std)):
+            for name, value in (
+                ("problem_options", problem_options),
+                ("objective", objective),
+                ("noise_std", noise_std),
+            ):
                 if value is not None:
-                    raise ConfigError(f"{name} applies to problem samples, not to csv_path={csv_path!r}")
+                    raise ConfigError(
+                        f"{name} applies to problem samples, not to csv_path={csv_path!r}"
+                    )
             X, y, self.inputs, self.target = _read_csv(csv_path, target, inputs, nan_policy)
             if self.minimize:
                 y = -y
         else:
             if minimize:
-                raise ConfigError("minimize applies to a CSV target; problems are already in the maximization sense")
+                raise ConfigError(
+                    "minimize applies to a CSV target; problems are already in the maximization sense"
+                )
             if bounds is not None:
-                raise ConfigError(f"bounds: problem {problem!r} has its own bounds; set bounds only with csv_path")
+                raise ConfigError(
+                    f"bounds: problem {problem!r} has its own bounds; set bounds only with csv_path"
+                )
             if inputs is not None or target is not None:
-                raise ConfigError("inputs and target name CSV columns; with a problem use objective")
+                raise ConfigError(
+                    "inputs and target name CSV columns; with a problem use objective"
+                )
             X, y, self.inputs, self.target, problem_bounds = _sample_problem(
                 problem, problem_options or {}, objective, num_samples, noise_std, sampling, seed
             )
@@ -225,7 +243,12 @@ class ObservationDataModule(pl.LightningDataModule):
             return []
         batch_size = self.batch_size or len(data)
         generator = torch.Generator().manual_seed(self.seed) if shuffle else None
-        return DataLoader(data, batch_size=batch_size, shuffle=shuffle and batch_size < len(data), generator=generator)
+        return DataLoader(
+            data,
+            batch_size=batch_size,
+            shuffle=shuffle and batch_size < len(data),
+            generator=generator,
+        )
 
     def train_dataloader(self) -> DataLoader:
         return self._loader("train", shuffle=True)
@@ -277,9 +300,15 @@ def check_state(state: Any) -> dict[str, Any]:
     bounds = torch.as_tensor(state["bounds"], dtype=torch.double)
     d = len(state["inputs"])
     if bounds.shape != (2, d) or not bool((bounds[1] > bounds[0]).all()):
-        raise DataError(f"datamodule state: bounds must be 2 x {d} with lower < upper, got {state['bounds']}")
-    if not (math.isfinite(state["y_mean"]) and math.isfinite(state["y_std"]) and state["y_std"] > 0):
-        raise DataError(f"datamodule state: y_mean={state['y_mean']} and y_std={state['y_std']} must be finite, y_std > 0")
+        raise DataError(
+            f"datamodule state: bounds must be 2 x {d} with lower < upper, got {state['bounds']}"
+        )
+    if not (
+        math.isfinite(state["y_mean"]) and math.isfinite(state["y_std"]) and state["y_std"] > 0
+    ):
+        raise DataError(
+            f"datamodule state: y_mean={state['y_mean']} and y_std={state['y_std']} must be finite, y_std > 0"
+        )
     return state
 
 
@@ -302,7 +331,9 @@ def _read_csv(
     columns = [str(c) for c in frame.columns]
     frame.columns = columns
     if target is None:
-        raise ConfigError(f"target: required with csv_path={csv_path!r}; one of the columns {columns}")
+        raise ConfigError(
+            f"target: required with csv_path={csv_path!r}; one of the columns {columns}"
+        )
     if target not in columns:
         raise DataError(f"target={target!r} is not a column of {csv_path!r} (columns: {columns})")
     if inputs is None:
@@ -331,7 +362,9 @@ def _read_csv(
                 f"(line {row + 2}) holds {raw.iloc[row]!r}"
             )
         numeric[column] = values.to_numpy(dtype=float)
-    table = torch.from_numpy(np.stack([numeric[c] for c in [*inputs, target]], axis=1)).to(torch.double)
+    table = torch.from_numpy(np.stack([numeric[c] for c in [*inputs, target]], axis=1)).to(
+        torch.double
+    )
     finite = torch.isfinite(table)
     bad_rows = (~finite.all(dim=1)).nonzero().flatten().tolist()
     if bad_rows:
@@ -380,12 +413,18 @@ def _sample_problem(
             )
         objective = problem.objective_names[0]
     if objective not in problem.objective_names:
-        raise ConfigError(f"objective={objective!r} is not an objective of {name!r} ({problem.objective_names})")
+        raise ConfigError(
+            f"objective={objective!r} is not an objective of {name!r} ({problem.objective_names})"
+        )
     d = problem.dim
     if sampling == "sobol":
-        unit = torch.quasirandom.SobolEngine(d, scramble=True, seed=seed).draw(num_samples, dtype=torch.double)
+        unit = torch.quasirandom.SobolEngine(d, scramble=True, seed=seed).draw(
+            num_samples, dtype=torch.double
+        )
     else:
-        unit = torch.rand(num_samples, d, generator=torch.Generator().manual_seed(seed), dtype=torch.double)
+        unit = torch.rand(
+            num_samples, d, generator=torch.Generator().manual_seed(seed), dtype=torch.double
+        )
     lb, ub = problem.bounds
     X = problem.round_to_domain(lb + (ub - lb) * unit)
     with torch.random.fork_rng():
@@ -428,9 +467,13 @@ def _resolve_bounds(bounds: Any, X: Tensor, inputs: list[str], source: str) -> T
     try:
         B = torch.as_tensor(bounds, dtype=torch.double)
     except (TypeError, ValueError):
-        raise ConfigError(f"bounds={bounds!r} must be 2 x {d} numbers [[lower...], [upper...]]") from None
+        raise ConfigError(
+            f"bounds={bounds!r} must be 2 x {d} numbers [[lower...], [upper...]]"
+        ) from None
     if B.shape != (2, d):
-        raise ConfigError(f"bounds must be 2 x {d} (lower and upper row for inputs {inputs}), got shape {tuple(B.shape)}")
+        raise ConfigError(
+            f"bounds must be 2 x {d} (lower and upper row for inputs {inputs}), got shape {tuple(B.shape)}"
+        )
     if not torch.isfinite(B).all() or not bool((B[1] > B[0]).all()):
         raise ConfigError(f"bounds={bounds!r} must be finite with lower < upper in every column")
     outside = (X < B[0]) | (X > B[1])

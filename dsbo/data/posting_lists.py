@@ -58,20 +58,26 @@ def _jit(function: Any) -> Any:
 
 
 @_jit
-def _worse(score_a: float, id_a: int, score_b: float, id_b: int) -> bool:  # pragma: no cover - compiled
+def _worse(
+    score_a: float, id_a: int, score_b: float, id_b: int
+) -> bool:  # pragma: no cover - compiled
     """Ranking order: a lower score is worse; of equal scores the higher row id is worse."""
     return score_a < score_b or (score_a == score_b and id_a > id_b)
 
 
 @_jit
-def _sift_down(heap_scores: Any, heap_ids: Any, size: int, at: int) -> None:  # pragma: no cover - compiled
+def _sift_down(
+    heap_scores: Any, heap_ids: Any, size: int, at: int
+) -> None:  # pragma: no cover - compiled
     """Restore the heap below ``at`` (the worst kept row at the root)."""
     score, row = heap_scores[at], heap_ids[at]
     while True:
         child = 2 * at + 1
         if child >= size:
             break
-        if child + 1 < size and _worse(heap_scores[child + 1], heap_ids[child + 1], heap_scores[child], heap_ids[child]):
+        if child + 1 < size and _worse(
+            heap_scores[child + 1], heap_ids[child + 1], heap_scores[child], heap_ids[child]
+        ):
             child += 1
         if not _worse(heap_scores[child], heap_ids[child], score, row):
             break
@@ -81,7 +87,9 @@ def _sift_down(heap_scores: Any, heap_ids: Any, size: int, at: int) -> None:  # 
 
 
 @_jit
-def _offer(heap_scores: Any, heap_ids: Any, size: int, width: int, score: float, row: int) -> int:  # pragma: no cover - compiled
+def _offer(
+    heap_scores: Any, heap_ids: Any, size: int, width: int, score: float, row: int
+) -> int:  # pragma: no cover - compiled
     """Offer a row to a heap of at most ``width`` (the worst kept row at the root); returns its size."""
     if size < width:  # fill: sift the new row up
         at = size
@@ -110,9 +118,24 @@ def _heap_sort(heap_scores: Any, heap_ids: Any, size: int) -> None:  # pragma: n
 
 
 @_jit
-def _scan_queries(indptr: Any, indices: Any, data: Any, q_indptr: Any, q_indices: Any, q_data: Any,
-                  first: int, last: int, threshold: float, use_threshold: bool, k: int, width: int,
-                  out_scores: Any, out_ids: Any, out_kept: Any, buffer: Any) -> None:  # pragma: no cover - compiled
+def _scan_queries(
+    indptr: Any,
+    indices: Any,
+    data: Any,
+    q_indptr: Any,
+    q_indices: Any,
+    q_data: Any,
+    first: int,
+    last: int,
+    threshold: float,
+    use_threshold: bool,
+    k: int,
+    width: int,
+    out_scores: Any,
+    out_ids: Any,
+    out_kept: Any,
+    buffer: Any,
+) -> None:  # pragma: no cover - compiled
     """Queries ``first .. last - 1``: scores through the posting lists into ``buffer`` (all
     zeros on entry and on exit), then the best ``kept`` rows into row ``i - first`` of the
     outputs (sorted; ``kept = clip(count above threshold, k, width)``, or ``width``)."""
@@ -142,8 +165,18 @@ def _scan_queries(indptr: Any, indices: Any, data: Any, q_indptr: Any, q_indices
 
 
 @_jit
-def _dense_top(tile_starts: Any, indices: Any, data: Any, dims: Any, weights: Any, width: int, buffer: Any,
-               touched: Any, out_scores: Any, out_ids: Any) -> int:  # pragma: no cover - compiled
+def _dense_top(
+    tile_starts: Any,
+    indices: Any,
+    data: Any,
+    dims: Any,
+    weights: Any,
+    width: int,
+    buffer: Any,
+    touched: Any,
+    out_scores: Any,
+    out_ids: Any,
+) -> int:  # pragma: no cover - compiled
     """The ``width`` best rows scoring ``> 0`` of one dense query through the posting lists of
     ``dims``, sorted (score descending, ties by id); returns how many rows score ``> 0``. When
     that is at least ``width`` these are the ``width`` best of all rows (every row outside the
@@ -189,8 +222,9 @@ def _dense_top(tile_starts: Any, indices: Any, data: Any, dims: Any, weights: An
 
 
 @_jit
-def _accumulate_dense(indptr: Any, indices: Any, data: Any, dims: Any, weights: Any,
-                      scores: Any, touched: Any) -> None:  # pragma: no cover - compiled
+def _accumulate_dense(
+    indptr: Any, indices: Any, data: Any, dims: Any, weights: Any, scores: Any, touched: Any
+) -> None:  # pragma: no cover - compiled
     for e in range(dims.shape[0]):
         j, w = dims[e], weights[e]
         for p in range(indptr[j], indptr[j + 1]):
@@ -204,9 +238,14 @@ def unsigned_postings(postings: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray
     unsigned positions spare the compiled loops numpy's negative-index check on every entry
     (about a fifth of the scan's time here)."""
     if postings.shape[1] >= 2**32:
-        raise ValueError(f"the compiled scan indexes at most 2**32 - 1 rows, got {postings.shape[1]}")
-    return (postings.indptr.astype(np.uint64), postings.indices.astype(np.uint32),
-            np.ascontiguousarray(postings.data, dtype=np.float32))
+        raise ValueError(
+            f"the compiled scan indexes at most 2**32 - 1 rows, got {postings.shape[1]}"
+        )
+    return (
+        postings.indptr.astype(np.uint64),
+        postings.indices.astype(np.uint32),
+        np.ascontiguousarray(postings.data, dtype=np.float32),
+    )
 
 
 class PostingScanner:
@@ -219,7 +258,9 @@ class PostingScanner:
         self._buffers = [np.zeros(self.n, dtype=np.float32) for _ in range(self.threads)]
         self._pool = ThreadPoolExecutor(self.threads) if self.threads > 1 else None
 
-    def top(self, queries: Any, k: int, width: int, threshold: float | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def top(
+        self, queries: Any, k: int, width: int, threshold: float | None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(scores, ids, kept)`` of a block of CSR float32 queries: row ``i`` holds the
         ``kept[i]`` best rows (best first, ties by id); the places after them are unused
         (id 0, score 0)."""
@@ -234,9 +275,24 @@ class PostingScanner:
         cut = np.float32(threshold if use_threshold else 0.0)
 
         def scan(part: int, first: int, last: int) -> None:
-            _scan_queries(self.indptr, self.indices, self.data, q_indptr, q_indices, q_data, first, last,
-                          cut, use_threshold, k, width, scores[first:last], ids[first:last], kept[first:last],
-                          self._buffers[part])
+            _scan_queries(
+                self.indptr,
+                self.indices,
+                self.data,
+                q_indptr,
+                q_indices,
+                q_data,
+                first,
+                last,
+                cut,
+                use_threshold,
+                k,
+                width,
+                scores[first:last],
+                ids[first:last],
+                kept[first:last],
+                self._buffers[part],
+            )
 
         if self._pool is None or m < 2:
             scan(0, 0, m)
@@ -261,7 +317,9 @@ class DenseQueryScanner:
         n_tiles = -(-self.n // rows)
         # tile_starts[j, t]: where posting list j reaches row t * rows (its rows are sorted)
         lists = np.repeat(np.arange(d), np.diff(postings.indptr))
-        counts = np.bincount(lists * n_tiles + postings.indices // rows, minlength=d * n_tiles).reshape(d, n_tiles)
+        counts = np.bincount(
+            lists * n_tiles + postings.indices // rows, minlength=d * n_tiles
+        ).reshape(d, n_tiles)
         self.tile_starts = np.zeros((d, n_tiles + 1), dtype=np.uint64)
         self.tile_starts[:, 1:] = np.cumsum(counts, axis=1)
         self.tile_starts += self.indptr[:-1, None]
@@ -273,19 +331,37 @@ class DenseQueryScanner:
         of ``dims`` (with ``weights``) for every row ``r``, and a mask of the rows they list."""
         scores = np.zeros(self.n, dtype=np.float64)
         touched = np.zeros(self.n, dtype=np.bool_)
-        _accumulate_dense(self.indptr, self.indices, self.data, np.ascontiguousarray(dims, dtype=np.int64),
-                          np.ascontiguousarray(weights, dtype=np.float64), scores, touched)
+        _accumulate_dense(
+            self.indptr,
+            self.indices,
+            self.data,
+            np.ascontiguousarray(dims, dtype=np.int64),
+            np.ascontiguousarray(weights, dtype=np.float64),
+            scores,
+            touched,
+        )
         return scores, touched
 
-    def top(self, dims: np.ndarray, weights: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray] | None:
+    def top(
+        self, dims: np.ndarray, weights: np.ndarray, width: int
+    ) -> tuple[np.ndarray, np.ndarray] | None:
         """``(scores, ids)``: the ``width`` best rows of :math:`\\sum_e w_e D_{r, j_e}` (float64,
         best first, ties by id) when at least ``width`` rows score above 0; ``None`` otherwise
         (then zero-score rows belong to the answer: rank :meth:`scores`)."""
         scores = np.empty(width, dtype=np.float64)
         ids = np.empty(width, dtype=np.int64)
-        positive = _dense_top(self.tile_starts, self.indices, self.data, np.ascontiguousarray(dims, dtype=np.int64),
-                              np.ascontiguousarray(weights, dtype=np.float64), width, self._tile_buffer, self._touched,
-                              scores, ids)
+        positive = _dense_top(
+            self.tile_starts,
+            self.indices,
+            self.data,
+            np.ascontiguousarray(dims, dtype=np.int64),
+            np.ascontiguousarray(weights, dtype=np.float64),
+            width,
+            self._tile_buffer,
+            self._touched,
+            scores,
+            ids,
+        )
         return (scores, ids) if positive >= width else None
 
 

@@ -45,7 +45,9 @@ def successive_projection(M: np.ndarray, rank: int, normalize: bool = True) -> n
     if not np.isfinite(M).all():
         raise DataError("successive_projection: M holds NaN or inf")
     if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank <= M.shape[1]:
-        raise ConfigError(f"successive_projection: rank={rank!r} must be an integer in [0, {M.shape[1]}]")
+        raise ConfigError(
+            f"successive_projection: rank={rank!r} must be an integer in [0, {M.shape[1]}]"
+        )
     R = M.copy()
     if normalize:
         col = np.abs(R).sum(0)

@@ -44,12 +44,12 @@ def _tree_matrix(branching: list[int]) -> tuple[np.ndarray, list[str], list[tupl
     rows, names = [np.ones(num_leaves)], ["total"]
     labels: list[str] = ["total"]
     for d in range(len(branching)):
-        width = int(np.prod(branching[d + 1:])) if d + 1 < len(branching) else 1
+        width = int(np.prod(branching[d + 1 :])) if d + 1 < len(branching) else 1
         count = int(np.prod(branching[: d + 1]))
         new_labels = []
         for k in range(count):
             row = np.zeros(num_leaves)
-            row[k * width: (k + 1) * width] = 1
+            row[k * width : (k + 1) * width] = 1
             rows.append(row)
             new_labels.append(f"{labels[k // branching[d]]}/{k % branching[d]}" if d else f"n{k}")
         names += new_labels
@@ -100,7 +100,9 @@ def synthetic_hierarchy(
     """
     branching = [int(b) for b in branching]
     if frequency not in _FREQUENCIES:
-        raise ConfigError(f"synthetic_hierarchy: frequency={frequency!r}; choose one of {', '.join(_FREQUENCIES)}")
+        raise ConfigError(
+            f"synthetic_hierarchy: frequency={frequency!r}; choose one of {', '.join(_FREQUENCIES)}"
+        )
     if season is None:
         season = DEFAULT_SEASONS.get(frequency, 12)
     if isinstance(season, bool) or not isinstance(season, int) or season < 1:
@@ -137,30 +139,59 @@ def synthetic_hierarchy(
                 theta_node[p[d]] = theta_node[p[d - 1]] + spread * rng.standard_normal(num_bases)
     leaf_theta = np.stack([theta_node[p[-1]] for p in tree_paths])  # tree leaves x K
     if groups:
-        leaf_theta = np.repeat(leaf_theta, groups, axis=0) + spread * rng.standard_normal((num_tree_leaves * groups, num_bases))
-    bottom = offset + Bm @ leaf_theta.T + noise * rng.standard_normal((num_steps, leaf_theta.shape[0]))
+        leaf_theta = np.repeat(leaf_theta, groups, axis=0) + spread * rng.standard_normal(
+            (num_tree_leaves * groups, num_bases)
+        )
+    bottom = (
+        offset + Bm @ leaf_theta.T + noise * rng.standard_normal((num_steps, leaf_theta.shape[0]))
+    )
     bottom = np.maximum(bottom, 0.0)
     hierarchy = Hierarchy(S, tuple(names), paths=tuple(paths))
     values = hierarchy.aggregate(bottom)
     freq = _FREQUENCIES[frequency]
     dates = pd.date_range(start, periods=num_steps, freq=freq)
-    return HierarchicalSeries(hierarchy, values, dates, frequency, "synthetic", "synthetic",
-                              meta={"basis": Bm, "theta": leaf_theta})
+    return HierarchicalSeries(
+        hierarchy,
+        values,
+        dates,
+        frequency,
+        "synthetic",
+        "synthetic",
+        meta={"basis": Bm, "theta": leaf_theta},
+    )
 
 
 #: Named synthetic sets for experiments (keyword arguments of :func:`synthetic_hierarchy`).
 SYNTHETIC_SETS: dict[str, dict[str, Any]] = {
-    "synthetic-daily": {"branching": [3, 4, 5], "num_steps": 420, "frequency": "D", "season": 7,
-                        "noise": 0.5, "spread": 0.4, "start": "2020-01-06", "seed": 11},
-    "synthetic-weekly": {"branching": [2, 4, 6], "num_steps": 312, "frequency": "W", "season": 52,
-                         "noise": 0.5, "spread": 0.4, "start": "2015-01-04", "seed": 12},
-}  # fmt: skip
+    "synthetic-daily": {
+        "branching": [3, 4, 5],
+        "num_steps": 420,
+        "frequency": "D",
+        "season": 7,
+        "noise": 0.5,
+        "spread": 0.4,
+        "start": "2020-01-06",
+        "seed": 11,
+    },
+    "synthetic-weekly": {
+        "branching": [2, 4, 6],
+        "num_steps": 312,
+        "frequency": "W",
+        "season": 52,
+        "noise": 0.5,
+        "spread": 0.4,
+        "start": "2015-01-04",
+        "seed": 12,
+    },
+}
 
 
 def synthetic_set(name: str) -> HierarchicalSeries:
     """The named set of :data:`SYNTHETIC_SETS`."""
     if name not in SYNTHETIC_SETS:
-        raise ConfigError(f"unknown synthetic set {name!r}; choose one of {', '.join(SYNTHETIC_SETS)}")
+        raise ConfigError(
+            f"unknown synthetic set {name!r}; choose one of {', '.join(SYNTHETIC_SETS)}"
+        )
     return dataclasses.replace(synthetic_hierarchy(**SYNTHETIC_SETS[name]), name=name, source=name)
 
 

@@ -87,7 +87,9 @@ class ImportedStudy:
             match = re.match(r"imported row (\d+): (.*)", str(exc), re.S)
             if match is None:
                 raise
-            raise ConfigError(f"{self.source} row {self.labels[int(match[1])]}: {match[2]}") from None
+            raise ConfigError(
+                f"{self.source} row {self.labels[int(match[1])]}: {match[2]}"
+            ) from None
         refused = self.refused + [(self.labels[i], reason) for i, reason in result.refused]
         return ImportResult(trials=result.trials, refused=sorted(refused, key=lambda r: r[0]))
 
@@ -98,10 +100,14 @@ class ImportedStudy:
         from dsbo.runtime.tuner import Tuner
 
         if self.space is None:
-            raise ConfigError(f"{self.source or 'this study'} has no space: read it with space=... or import_into a Tuner")
+            raise ConfigError(
+                f"{self.source or 'this study'} has no space: read it with space=... or import_into a Tuner"
+            )
         settings: dict[str, Any] = {}
         if self.outcomes is not None and "objective" not in options:
-            settings["objectives"] = {o.name: (o.direction, o.threshold) for o in self.outcomes.objectives}
+            settings["objectives"] = {
+                o.name: (o.direction, o.threshold) for o in self.outcomes.objectives
+            }
             settings["constraints"] = [c.stored_name for c in self.outcomes.constraints]
             if "direction" in options:  # the user's direction for every objective
                 settings["objectives"] = [o.name for o in self.outcomes.objectives]
@@ -114,7 +120,9 @@ def campaign_of(source: Any) -> Campaign:
     """The campaign of a TunerResult, a Tuner or a Campaign."""
     campaign = getattr(source, "campaign", source)
     if not hasattr(campaign, "store") or not hasattr(campaign, "problem"):
-        raise ConfigError(f"expected a dsbo TunerResult, Tuner or Campaign, got {type(source).__name__}")
+        raise ConfigError(
+            f"expected a dsbo TunerResult, Tuner or Campaign, got {type(source).__name__}"
+        )
     return campaign
 
 
@@ -145,9 +153,17 @@ def trial_records(source: Any) -> tuple[Campaign, list[dict[str, Any]]]:
     records = []
     for t in campaign.store.trials():
         user = problem.outcomes.to_user(t.y) if t.y is not None else None
-        records.append({"trial": t.id, "params": problem.params(t.x), "values": user, "status": t.status,
-                        "generator": t.generator, "error": t.error,
-                        "curve": [(step, sign * value + 0.0) for step, value in curves.get(t.id, [])]})  # fmt: skip
+        records.append(
+            {
+                "trial": t.id,
+                "params": problem.params(t.x),
+                "values": user,
+                "status": t.status,
+                "generator": t.generator,
+                "error": t.error,
+                "curve": [(step, sign * value + 0.0) for step, value in curves.get(t.id, [])],
+            }
+        )
     return campaign, records
 
 
@@ -169,8 +185,9 @@ def to_csv(source: Any, path: str | Path) -> Path:
     problem = campaign.problem
     frame = history_frame(campaign.store.trials(), problem, campaign.store.curves())
     if any(r["curve"] for r in records):
-        frame[own_column(problem, "curve")] = [json.dumps([list(p) for p in r["curve"]]) if r["curve"] else ""
-                                               for r in records]  # fmt: skip
+        frame[own_column(problem, "curve")] = [
+            json.dumps([list(p) for p in r["curve"]]) if r["curve"] else "" for r in records
+        ]
     path = Path(path)
     frame.to_csv(path, index=False)
     return path
@@ -216,7 +233,9 @@ def _number(text: str, name: str) -> float:
         raise ConfigError(f"{name}={text!r} is not a number") from None
 
 
-def _csv_row(record: Mapping[str, str], space: SearchSpace, metrics: Sequence[str], source: str) -> ImportedTrial:
+def _csv_row(
+    record: Mapping[str, str], space: SearchSpace, metrics: Sequence[str], source: str
+) -> ImportedTrial:
     """One CSV record (every cell a string) as an :class:`ImportedTrial` (ConfigError if not one)."""
     params: dict[str, Any] = {}
     for name, parameter in space.parameters.items():
@@ -228,7 +247,9 @@ def _csv_row(record: Mapping[str, str], space: SearchSpace, metrics: Sequence[st
         params[name] = _cell(text, parameter, name)
     status = record.get("status", "").strip() or "completed"
     if status not in IMPORT_STATUSES:
-        raise ConfigError(f"status {status!r} cannot be imported; use one of {', '.join(IMPORT_STATUSES)}")
+        raise ConfigError(
+            f"status {status!r} cannot be imported; use one of {', '.join(IMPORT_STATUSES)}"
+        )
     cells = {m: record[m].strip() for m in metrics}
     values: Any = None
     if status in ("completed", "stopped") and any(cells.values()):
@@ -247,7 +268,9 @@ def _csv_row(record: Mapping[str, str], space: SearchSpace, metrics: Sequence[st
             curve = [(step, float(value)) for step, value in points]
         except (ValueError, TypeError):
             raise ConfigError(f"curve={text!r} is not a JSON list of [step, value]") from None
-    return ImportedTrial(params=params, values=values, status=status, error=error, curve=curve, source=source)
+    return ImportedTrial(
+        params=params, values=values, status=status, error=error, curve=curve, source=source
+    )
 
 
 def from_csv(
@@ -285,10 +308,14 @@ def from_csv(
     frame = pd.read_csv(path, dtype=str, keep_default_na=False)
     if columns:
         frame = frame.rename(columns=dict(columns))
-    needed = [n for n, p in space.parameters.items() if p.width and not p.conditions] + list(outcomes.metrics)
+    needed = [n for n, p in space.parameters.items() if p.width and not p.conditions] + list(
+        outcomes.metrics
+    )
     missing = [n for n in needed if n not in frame.columns]
     if missing:
-        raise ConfigError(f"{path}: no column {', '.join(map(repr, missing))}; its columns: {list(frame.columns)}")
+        raise ConfigError(
+            f"{path}: no column {', '.join(map(repr, missing))}; its columns: {list(frame.columns)}"
+        )
     rows, labels, refused = [], [], []
     name = Path(path).name
     for i, record in enumerate(frame.to_dict("records")):
@@ -301,8 +328,12 @@ def from_csv(
     return ImportedStudy(rows, labels, space, outcomes, refused, f"csv:{name}")
 
 
-def import_csv(target: Tuner | Campaign, path: str | Path, strict: bool = False,
-               columns: Mapping[str, str] | None = None) -> ImportResult:  # fmt: skip
+def import_csv(
+    target: Tuner | Campaign,
+    path: str | Path,
+    strict: bool = False,
+    columns: Mapping[str, str] | None = None,
+) -> ImportResult:
     """Read ``path`` (:func:`from_csv`) with the space and outcomes of ``target`` (a Tuner or
     Campaign) and import the rows."""
     problem = campaign_of(target).problem
@@ -321,10 +352,17 @@ def to_json(source: Any, path: str | Path) -> Path:
     campaign, records = trial_records(source)
     problem = campaign.problem
     for r in records:
-        r["values"] = None if r["values"] is None else {k: _finite(v) for k, v in r["values"].items()}
+        r["values"] = (
+            None if r["values"] is None else {k: _finite(v) for k, v in r["values"].items()}
+        )
         r["curve"] = [list(p) for p in r["curve"]]
-    document = {"format": JSON_FORMAT, "version": JSON_VERSION, "space": problem.space.to_config(),
-                "outcomes": problem.outcomes.to_config(), "trials": records}  # fmt: skip
+    document = {
+        "format": JSON_FORMAT,
+        "version": JSON_VERSION,
+        "space": problem.space.to_config(),
+        "outcomes": problem.outcomes.to_config(),
+        "trials": records,
+    }
     path = Path(path)
     path.write_text(json.dumps(document, indent=1, allow_nan=False))
     return path
@@ -340,10 +378,18 @@ def _json_row(entry: Any, metrics: Sequence[str], source: str) -> ImportedTrial:
         elif all(m in values for m in metrics):
             values = values_of(values, metrics)
     curve = entry.get("curve") or []
-    if not isinstance(curve, list) or not all(isinstance(p, list | tuple) and len(p) == 2 for p in curve):
+    if not isinstance(curve, list) or not all(
+        isinstance(p, list | tuple) and len(p) == 2 for p in curve
+    ):
         raise ConfigError(f"curve must be a list of [step, value], got {curve!r}")
-    return ImportedTrial(params=dict(entry["params"]), values=values, status=entry.get("status", "completed"),
-                         error=entry.get("error"), curve=[tuple(p) for p in curve], source=source)  # fmt: skip
+    return ImportedTrial(
+        params=dict(entry["params"]),
+        values=values,
+        status=entry.get("status", "completed"),
+        error=entry.get("error"),
+        curve=[tuple(p) for p in curve],
+        source=source,
+    )
 
 
 def from_json(path: str | Path) -> ImportedStudy:
@@ -355,11 +401,17 @@ def from_json(path: str | Path) -> ImportedStudy:
     except ValueError as exc:
         raise ConfigError(f"{path}: not JSON ({exc})") from None
     if not isinstance(document, Mapping) or document.get("format") != JSON_FORMAT:
-        raise ConfigError(f"{path}: not a {JSON_FORMAT} document (written by dsbo.integrations.studies.to_json)")
+        raise ConfigError(
+            f"{path}: not a {JSON_FORMAT} document (written by dsbo.integrations.studies.to_json)"
+        )
     space_config = document.get("space") or {}
-    space = SearchSpace.from_config(space_config.get("parameters"), space_config.get("parameter_constraints", ()))
+    space = SearchSpace.from_config(
+        space_config.get("parameters"), space_config.get("parameter_constraints", ())
+    )
     outcomes_config = document.get("outcomes") or {}
-    outcomes = Outcomes.declare(outcomes_config.get("objectives"), outcomes_config.get("constraints", ()))
+    outcomes = Outcomes.declare(
+        outcomes_config.get("objectives"), outcomes_config.get("constraints", ())
+    )
     rows, labels, refused = [], [], []
     for i, entry in enumerate(document.get("trials") or []):
         try:
@@ -377,8 +429,15 @@ def import_json(target: Tuner | Campaign, path: str | Path, strict: bool = False
     return from_json(path).import_into(target, strict=strict)
 
 
-def space_parameter(kind: str, low: Any = None, high: Any = None, log: bool = False, step: Any = None,
-                    choices: Sequence[Any] = (), ordered: bool = False) -> Parameter:  # fmt: skip
+def space_parameter(
+    kind: str,
+    low: Any = None,
+    high: Any = None,
+    log: bool = False,
+    step: Any = None,
+    choices: Sequence[Any] = (),
+    ordered: bool = False,
+) -> Parameter:
     """A dsbo parameter from another tool's description (``kind`` ``"float"``, ``"int"`` or
     ``"choice"``): a range of one value or a single choice is :class:`Fixed`."""
     if kind == "choice":

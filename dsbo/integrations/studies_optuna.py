@@ -43,10 +43,20 @@ if TYPE_CHECKING:
     from dsbo.runtime.tuner import Tuner
 
 #: Optuna trial states as dsbo's imported statuses (``WAITING``: never run, refused).
-OPTUNA_STATES = {"COMPLETE": "completed", "FAIL": "failed", "PRUNED": "stopped", "RUNNING": "pending"}
+OPTUNA_STATES = {
+    "COMPLETE": "completed",
+    "FAIL": "failed",
+    "PRUNED": "stopped",
+    "RUNNING": "pending",
+}
 #: Ax trial statuses as dsbo's imported statuses (others: never run, refused).
-AX_STATUSES = {"COMPLETED": "completed", "FAILED": "failed", "ABANDONED": "failed", "EARLY_STOPPED": "stopped",
-               "RUNNING": "pending"}  # fmt: skip
+AX_STATUSES = {
+    "COMPLETED": "completed",
+    "FAILED": "failed",
+    "ABANDONED": "failed",
+    "EARLY_STOPPED": "stopped",
+    "RUNNING": "pending",
+}
 
 
 # ----------------------------------------------------------------------------- Optuna in
@@ -58,7 +68,13 @@ def _optuna_parameter(distribution: Any) -> Parameter:
     if kind in ("FloatDistribution", "IntDistribution"):
         integer = kind == "IntDistribution"
         step = distribution.step if not integer or distribution.step != 1 else None
-        return space_parameter("int" if integer else "float", distribution.low, distribution.high, distribution.log, step)
+        return space_parameter(
+            "int" if integer else "float",
+            distribution.low,
+            distribution.high,
+            distribution.log,
+            step,
+        )
     raise ConfigError(f"cannot read Optuna's {kind}; pass space=")
 
 
@@ -71,9 +87,13 @@ def _merge(old: Any, new: Any, name: str) -> Any:
         return new
     if isinstance(old, optuna.distributions.CategoricalDistribution) and isinstance(new, type(old)):
         return type(old)(list(dict.fromkeys([*old.choices, *new.choices])))
-    same = type(old) is type(new) and not isinstance(old, optuna.distributions.CategoricalDistribution)
+    same = type(old) is type(new) and not isinstance(
+        old, optuna.distributions.CategoricalDistribution
+    )
     if not same or old.log != new.log or old.step != new.step:
-        raise ConfigError(f"the trials drew {name!r} from different distributions ({old} and {new}); pass space=")
+        raise ConfigError(
+            f"the trials drew {name!r} from different distributions ({old} and {new}); pass space="
+        )
     return type(old)(min(old.low, new.low), max(old.high, new.high), log=old.log, step=old.step)
 
 
@@ -94,12 +114,18 @@ def space_from_optuna(trials: Sequence[Any]) -> SearchSpace:
 
 
 def _fields(parameter: Parameter) -> dict[str, Any]:
-    names = {Float: ("low", "high", "log", "step"), Int: ("low", "high", "log", "step"),
-             Choice: ("values", "ordered"), Fixed: ("value",)}[type(parameter)]  # fmt: skip
+    names = {
+        Float: ("low", "high", "log", "step"),
+        Int: ("low", "high", "log", "step"),
+        Choice: ("values", "ordered"),
+        Fixed: ("value",),
+    }[type(parameter)]
     return {n: getattr(parameter, n) for n in names}
 
 
-def _condition(name: str, trials: Sequence[Any], parameters: Mapping[str, Parameter]) -> dict[str, list[Any]] | None:
+def _condition(
+    name: str, trials: Sequence[Any], parameters: Mapping[str, Parameter]
+) -> dict[str, list[Any]] | None:
     """``{parent: values}`` under which the trials have ``name``: a categorical parameter
     every trial with ``name`` has, none of whose values there occurs in a trial without it."""
     present = [t.params for t in trials if name in t.params]
@@ -107,9 +133,17 @@ def _condition(name: str, trials: Sequence[Any], parameters: Mapping[str, Parame
     if not absent or not present:
         return None
     for parent, parameter in parameters.items():
-        if parent == name or not isinstance(parameter, Choice) or not all(parent in p for p in present):
+        if (
+            parent == name
+            or not isinstance(parameter, Choice)
+            or not all(parent in p for p in present)
+        ):
             continue
-        on = [v for v in parameter.values if any(p[parent] == v and type(p[parent]) is type(v) for p in present)]
+        on = [
+            v
+            for v in parameter.values
+            if any(p[parent] == v and type(p[parent]) is type(v) for p in present)
+        ]
         if not any(p.get(parent) in on for p in absent if parent in p):
             return {parent: on}
     return None
@@ -144,23 +178,41 @@ def from_optuna(
     study = study_or_name
     if isinstance(study_or_name, str):
         if storage is None:
-            raise ConfigError(f"the study {study_or_name!r} is given by name: pass its storage= (e.g. 'sqlite:///study.db')")
+            raise ConfigError(
+                f"the study {study_or_name!r} is given by name: pass its storage= (e.g. 'sqlite:///study.db')"
+            )
         study = optuna.load_study(study_name=study_or_name, storage=storage)
     if not isinstance(study, optuna.Study):
-        raise ConfigError(f"expected an optuna.Study or a study name, got {type(study_or_name).__name__}")
+        raise ConfigError(
+            f"expected an optuna.Study or a study name, got {type(study_or_name).__name__}"
+        )
     trials = study.get_trials(deepcopy=False)
-    directions = ["minimize" if d == optuna.study.StudyDirection.MINIMIZE else "maximize" for d in study.directions]
-    names = list(objectives or study.metric_names or (["objective"] if len(directions) == 1
-                 else [f"objective_{i}" for i in range(len(directions))]))  # fmt: skip
+    directions = [
+        "minimize" if d == optuna.study.StudyDirection.MINIMIZE else "maximize"
+        for d in study.directions
+    ]
+    names = list(
+        objectives
+        or study.metric_names
+        or (
+            ["objective"]
+            if len(directions) == 1
+            else [f"objective_{i}" for i in range(len(directions))]
+        )
+    )
     if len(names) != len(directions):
-        raise ConfigError(f"the study has {len(directions)} objective(s); objectives= names {len(names)}: {names}")
+        raise ConfigError(
+            f"the study has {len(directions)} objective(s); objectives= names {len(names)}: {names}"
+        )
     outcomes = Outcomes.declare(dict(zip(names, directions, strict=True)), list(constraints))
     space = as_space(space) if space is not None else space_from_optuna(trials)
     rows, labels, refused = [], [], []
     for trial in trials:
         status = OPTUNA_STATES.get(trial.state.name)
         if status is None:
-            refused.append((trial.number, f"state {trial.state.name} (never run) cannot be imported"))
+            refused.append(
+                (trial.number, f"state {trial.state.name} (never run) cannot be imported")
+            )
             continue
         values = None
         if trial.values is not None:
@@ -171,21 +223,38 @@ def from_optuna(
                 refused.append((trial.number, f"no user_attrs for the outcome(s) {missing}"))
                 continue
             if not missing:
-                values = values_of({**user, **{m: trial.user_attrs[m] for m in extra}}, outcomes.metrics)
+                values = values_of(
+                    {**user, **{m: trial.user_attrs[m] for m in extra}}, outcomes.metrics
+                )
         error = trial.user_attrs.get("dsbo_error") or trial.system_attrs.get("fail_reason")
         curve = sorted(trial.intermediate_values.items()) if len(names) == 1 else []
-        rows.append(ImportedTrial(params=dict(trial.params), values=values, status=status, error=error, curve=curve,
-                                  source=f"optuna:{study.study_name}#{trial.number}"))  # fmt: skip
+        rows.append(
+            ImportedTrial(
+                params=dict(trial.params),
+                values=values,
+                status=status,
+                error=error,
+                curve=curve,
+                source=f"optuna:{study.study_name}#{trial.number}",
+            )
+        )
         labels.append(trial.number)
     return ImportedStudy(rows, labels, space, outcomes, refused, f"optuna:{study.study_name}")
 
 
-def import_optuna(target: Tuner | Campaign, study_or_name: Any, storage: Any = None, strict: bool = False) -> ImportResult:
+def import_optuna(
+    target: Tuner | Campaign, study_or_name: Any, storage: Any = None, strict: bool = False
+) -> ImportResult:
     """Import an Optuna study's trials into ``target`` (a Tuner or Campaign): its objectives
     named as the target's, in order; its constrained outcomes read from ``user_attrs``."""
     outcomes = campaign_of(target).problem.outcomes
-    study = from_optuna(study_or_name, storage, space=campaign_of(target).problem.space,
-                        objectives=list(outcomes.objective_names), constraints=[c.stored_name for c in outcomes.constraints])  # fmt: skip
+    study = from_optuna(
+        study_or_name,
+        storage,
+        space=campaign_of(target).problem.space,
+        objectives=list(outcomes.objective_names),
+        constraints=[c.stored_name for c in outcomes.constraints],
+    )
     return study.import_into(target, strict=strict)
 
 
@@ -199,7 +268,12 @@ def optuna_distribution(parameter: Parameter) -> Any:
         step = None if parameter.log else parameter.step
         return FloatDistribution(parameter.low, parameter.high, log=parameter.log, step=step)
     if isinstance(parameter, Int):
-        return IntDistribution(parameter.low, parameter.high, log=parameter.log, step=1 if parameter.log else parameter.step)
+        return IntDistribution(
+            parameter.low,
+            parameter.high,
+            log=parameter.log,
+            step=1 if parameter.log else parameter.step,
+        )
     if isinstance(parameter, Choice):
         return CategoricalDistribution(list(parameter.values))
     return CategoricalDistribution([parameter.value])  # type: ignore[attr-defined]
@@ -224,10 +298,18 @@ def to_optuna(source: Any, study_name: str | None = None, storage: Any = None) -
 
     campaign, records = trial_records(source)
     outcomes = campaign.problem.outcomes
-    with warnings.catch_warnings():  # Optuna trims a range its step does not divide (as dsbo's grid does)
+    with (
+        warnings.catch_warnings()
+    ):  # Optuna trims a range its step does not divide (as dsbo's grid does)
         warnings.simplefilter("ignore", UserWarning)
-        distributions = {n: optuna_distribution(p) for n, p in campaign.problem.space.parameters.items()}
-    states = {"completed": TrialState.COMPLETE, "failed": TrialState.FAIL, "stopped": TrialState.PRUNED}
+        distributions = {
+            n: optuna_distribution(p) for n, p in campaign.problem.space.parameters.items()
+        }
+    states = {
+        "completed": TrialState.COMPLETE,
+        "failed": TrialState.FAIL,
+        "stopped": TrialState.PRUNED,
+    }
     objectives = outcomes.objective_names
     frozen = []
     for r in records:
@@ -239,12 +321,21 @@ def to_optuna(source: Any, study_name: str | None = None, storage: Any = None) -
         attrs.update({m: user[m] for m in outcomes.metrics if m not in objectives and m in user})
         if r["error"]:
             attrs["dsbo_error"] = r["error"]
-        frozen.append(create_trial(
-            state=states[r["status"]], values=[user[n] for n in objectives] if known and r["status"] != "failed" else None,
-            params=r["params"], distributions={n: distributions[n] for n in r["params"]}, user_attrs=attrs,
-            intermediate_values=dict(r["curve"]) if len(objectives) == 1 else None,
-        ))  # fmt: skip
-    study = optuna.create_study(study_name=study_name, storage=storage, directions=[o.direction for o in outcomes.objectives])
+        frozen.append(
+            create_trial(
+                state=states[r["status"]],
+                values=[user[n] for n in objectives] if known and r["status"] != "failed" else None,
+                params=r["params"],
+                distributions={n: distributions[n] for n in r["params"]},
+                user_attrs=attrs,
+                intermediate_values=dict(r["curve"]) if len(objectives) == 1 else None,
+            )
+        )
+    study = optuna.create_study(
+        study_name=study_name,
+        storage=storage,
+        directions=[o.direction for o in outcomes.objectives],
+    )
     study.add_trials(frozen)
     return study
 
@@ -255,10 +346,14 @@ def _ax_parameter(parameter: Any) -> Parameter:
     if kind == "FixedParameter":
         return Fixed(parameter.value)
     if kind == "ChoiceParameter":
-        return space_parameter("choice", choices=parameter.values, ordered=bool(parameter.is_ordered))
+        return space_parameter(
+            "choice", choices=parameter.values, ordered=bool(parameter.is_ordered)
+        )
     if kind == "RangeParameter":
         integer = parameter.parameter_type.name == "INT"
-        return space_parameter("int" if integer else "float", parameter.lower, parameter.upper, parameter.log_scale)
+        return space_parameter(
+            "int" if integer else "float", parameter.lower, parameter.upper, parameter.log_scale
+        )
     raise ConfigError(f"cannot read Ax's {kind} {parameter.name!r}; pass space=")
 
 
@@ -266,11 +361,17 @@ def _ax_outcomes(experiment: Any) -> Outcomes:
     """The objectives (and outcome constraints with an absolute bound) of an Ax experiment."""
     config = experiment.optimization_config
     if config is None:
-        raise ConfigError(f"the Ax experiment {experiment.name!r} has no optimization config: no objective to read")
+        raise ConfigError(
+            f"the Ax experiment {experiment.name!r} has no optimization config: no objective to read"
+        )
     objective = config.objective
     if getattr(objective, "is_scalarized_objective", False):
-        raise ConfigError(f"the Ax experiment {experiment.name!r} optimizes a weighted sum of metrics: give its objectives to a Tuner and import_ax into it")
-    declared = {name: "minimize" if weight < 0 else "maximize" for name, weight in _weights(objective)}
+        raise ConfigError(
+            f"the Ax experiment {experiment.name!r} optimizes a weighted sum of metrics: give its objectives to a Tuner and import_ax into it"
+        )
+    declared = {
+        name: "minimize" if weight < 0 else "maximize" for name, weight in _weights(objective)
+    }
     constraints = []
     for c in getattr(config, "outcome_constraints", ()) or ():
         if getattr(c, "relative", False):
@@ -279,7 +380,9 @@ def _ax_outcomes(experiment: Any) -> Outcomes:
         op, bound = "<=" if c.op.name == "LEQ" else ">=", float(c.bound)
         bound = int(bound) if bound.is_integer() else bound  # "memory <= 8", as the user wrote it
         factor = int(weight) if weight.is_integer() else weight
-        constraints.append(f"{name} {op} {bound}" if weight == 1 else f"{factor} * {name} {op} {bound}")
+        constraints.append(
+            f"{name} {op} {bound}" if weight == 1 else f"{factor} * {name} {op} {bound}"
+        )
     return Outcomes.declare(declared, constraints)
 
 
@@ -292,7 +395,9 @@ def _weights(objective: Any) -> list[tuple[str, float]]:
     return [(objective.metric.name, -1.0 if getattr(objective, "minimize", False) else 1.0)]
 
 
-def from_ax(path_or_experiment: Any, space: SearchSpace | Mapping[str, Any] | None = None) -> ImportedStudy:
+def from_ax(
+    path_or_experiment: Any, space: SearchSpace | Mapping[str, Any] | None = None
+) -> ImportedStudy:
     """The trials of an Ax experiment as rows (the module docstring).
 
     Args:
@@ -314,10 +419,14 @@ def from_ax(path_or_experiment: Any, space: SearchSpace | Mapping[str, Any] | No
 
         experiment = load_experiment(str(experiment))
     if not hasattr(experiment, "trials") or not hasattr(experiment, "lookup_data"):
-        raise ConfigError(f"expected an Ax experiment or the path of one saved as JSON, got {type(path_or_experiment).__name__}")
+        raise ConfigError(
+            f"expected an Ax experiment or the path of one saved as JSON, got {type(path_or_experiment).__name__}"
+        )
     outcomes = _ax_outcomes(experiment)
     if space is None:
-        space = SearchSpace({n: _ax_parameter(p) for n, p in experiment.search_space.parameters.items()})
+        space = SearchSpace(
+            {n: _ax_parameter(p) for n, p in experiment.search_space.parameters.items()}
+        )
     data = experiment.lookup_data()
     frame = getattr(data, "full_df", data.df)  # every step's value (df: the latest only)
     objective = outcomes.objective_names[0]
@@ -339,9 +448,16 @@ def from_ax(path_or_experiment: Any, space: SearchSpace | Mapping[str, Any] | No
                 missing = [m for m in outcomes.metrics if m not in means]
                 refused.append((index, f"arm {arm.name}: no data for the metric(s) {missing}"))
                 continue
-            rows.append(ImportedTrial(params=dict(arm.parameters), values=values, status=status, error=error,
-                                      curve=curve if status in ("stopped", "pending") else [],
-                                      source=f"ax:{experiment.name}#{index}:{arm.name}"))  # fmt: skip
+            rows.append(
+                ImportedTrial(
+                    params=dict(arm.parameters),
+                    values=values,
+                    status=status,
+                    error=error,
+                    curve=curve if status in ("stopped", "pending") else [],
+                    source=f"ax:{experiment.name}#{index}:{arm.name}",
+                )
+            )
             labels.append(index)
     return ImportedStudy(rows, labels, as_space(space), outcomes, refused, f"ax:{experiment.name}")
 
@@ -356,14 +472,30 @@ def _ax_means(data: Any, objective: str) -> tuple[dict[str, float], list[tuple[i
         rows = rows.sort_values("step", na_position="last") if has_step else rows
         means[str(metric)] = float(rows["mean"].iloc[-1])
         if metric == objective and has_step:
-            curve = [(int(s), float(m)) for s, m in zip(rows["step"], rows["mean"], strict=True) if s == s]
+            curve = [
+                (int(s), float(m))
+                for s, m in zip(rows["step"], rows["mean"], strict=True)
+                if s == s
+            ]
     return means, curve
 
 
-def import_ax(target: Tuner | Campaign, path_or_experiment: Any, strict: bool = False) -> ImportResult:
+def import_ax(
+    target: Tuner | Campaign, path_or_experiment: Any, strict: bool = False
+) -> ImportResult:
     """Import an Ax experiment's trials into ``target`` (a Tuner or Campaign), read in the
     target's space; its metrics must be named as the target's outcomes."""
-    return from_ax(path_or_experiment, space=campaign_of(target).problem.space).import_into(target, strict=strict)
+    return from_ax(path_or_experiment, space=campaign_of(target).problem.space).import_into(
+        target, strict=strict
+    )
 
 
-__all__ = ["from_ax", "from_optuna", "import_ax", "import_optuna", "optuna_distribution", "space_from_optuna", "to_optuna"]
+__all__ = [
+    "from_ax",
+    "from_optuna",
+    "import_ax",
+    "import_optuna",
+    "optuna_distribution",
+    "space_from_optuna",
+    "to_optuna",
+]

@@ -154,7 +154,9 @@ class Problem:
                 f"returns {n_obj} objective(s) and {n_con} constraint(s)"
             )
         if self.space is None:
-            self.space = SearchSpace.from_box(self.parameter_names, self.bounds.T.tolist(), self.integer_dims)
+            self.space = SearchSpace.from_box(
+                self.parameter_names, self.bounds.T.tolist(), self.integer_dims
+            )
         self.validate(self.default_point.unsqueeze(0), what="default_point")
         self._check_contexts()
 
@@ -329,7 +331,9 @@ class Problem:
             return self.round_to_domain(transform(X))
         size = max(64, 8 * n)
         while True:
-            X = self.round_to_domain(transform(draw_sobol_samples(self.bounds, n=size, q=1, seed=seed).squeeze(1)))
+            X = self.round_to_domain(
+                transform(draw_sobol_samples(self.bounds, n=size, q=1, seed=seed).squeeze(1))
+            )
             ok = torch.tensor([self.space.feasible(u) for u in X.tolist()], dtype=torch.bool)
             if int(ok.sum()) >= n or size >= 2**16:
                 break
@@ -383,7 +387,9 @@ class Problem:
         X = torch.as_tensor(x, dtype=torch.double).reshape(1, -1)
         if trial is not None and self.takes_trial:
             row = self.round_to_domain(self.validate(X))[0]
-            return torch.tensor(self.test_problem.run_with_trial(row.tolist(), trial), dtype=torch.double)
+            return torch.tensor(
+                self.test_problem.run_with_trial(row.tolist(), trial), dtype=torch.double
+            )
         return self.evaluate(X)[0]
 
     def evaluation_cost(self, X: Tensor) -> Tensor:
@@ -400,7 +406,9 @@ class Problem:
         try:
             cost = torch.as_tensor(self.cost_function(X), dtype=torch.double)
         except Exception as exc:  # a broken cost model is the cost's failure, named as such
-            raise CostError(f"{self.name}: the cost function failed: {type(exc).__name__}: {exc}") from exc
+            raise CostError(
+                f"{self.name}: the cost function failed: {type(exc).__name__}: {exc}"
+            ) from exc
         if cost.shape != X.shape[:-1]:
             raise CostError(
                 f"{self.name}: the cost function returned shape {tuple(cost.shape)} for "

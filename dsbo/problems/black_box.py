@@ -106,7 +106,9 @@ def make_black_box(
         space = SearchSpace(parameters, parameter_constraints)
     else:
         if not isinstance(parameters, Mapping):
-            raise ConfigError(f"black-box: options.parameters must be a mapping {{name: parameter}}, got {parameters!r}")
+            raise ConfigError(
+                f"black-box: options.parameters must be a mapping {{name: parameter}}, got {parameters!r}"
+            )
         specs = dict(parameters)
         unknown = [n for n in integer if n not in specs]
         if unknown:
@@ -123,10 +125,14 @@ def make_black_box(
     clash = sorted(set(outcomes.metrics) & set(space.names))
     if clash:
         raise ConfigError(f"black-box: {clash[0]!r} names both a parameter and an outcome")
-    test_problem = ExternalBlackBox(space.bounds, len(outcomes.objectives), len(outcomes.constraints), space.integer_columns)
+    test_problem = ExternalBlackBox(
+        space.bounds, len(outcomes.objectives), len(outcomes.constraints), space.integer_columns
+    )
     if isinstance(target, Mapping):
         default = torch.tensor(space.default(target, where="target"), dtype=torch.double)
-    elif target == "center":  # the middle of each range (an integer's rounded, a choice's first value)
+    elif (
+        target == "center"
+    ):  # the middle of each range (an integer's rounded, a choice's first value)
         default = torch.tensor(space.default({}, where="target"), dtype=torch.double)
     else:
         default = resolve_target(target, test_problem.bounds, "black-box")
@@ -145,10 +151,17 @@ def _as_integer(name: str, spec: Any) -> Any:
     """A ``[lower, upper]`` pair named in ``integer`` as an int parameter."""
     if isinstance(spec, Sequence) and not isinstance(spec, str) and len(spec) == 2:
         low, high = spec
-        if not all(isinstance(v, int | float) and not isinstance(v, bool) and float(v).is_integer() for v in spec):
-            raise ConfigError(f"black-box: parameters.{name}={list(spec)!r} is listed in integer; give integer bounds")
+        if not all(
+            isinstance(v, int | float) and not isinstance(v, bool) and float(v).is_integer()
+            for v in spec
+        ):
+            raise ConfigError(
+                f"black-box: parameters.{name}={list(spec)!r} is listed in integer; give integer bounds"
+            )
         return Int(int(low), int(high))
-    raise ConfigError(f"black-box: options.integer lists {name}; write it as {{type: int, low: ..., high: ...}} instead")
+    raise ConfigError(
+        f"black-box: options.integer lists {name}; write it as {{type: int, low: ..., high: ...}} instead"
+    )
 
 
 def _declared_contexts(contexts: Mapping[str, object], space: SearchSpace) -> tuple[Context, ...]:
@@ -156,24 +169,38 @@ def _declared_contexts(contexts: Mapping[str, object], space: SearchSpace) -> tu
     (a context is a float on a linear scale: the environment draws it uniformly)."""
     names = space.names
     if not isinstance(contexts, Mapping):
-        raise ConfigError(f"black-box: options.contexts must be a mapping {{name: cost}}, got {contexts!r}")
+        raise ConfigError(
+            f"black-box: options.contexts must be a mapping {{name: cost}}, got {contexts!r}"
+        )
     declared = []
     for name, spec in contexts.items():
         if name not in names:
-            raise ConfigError(f"black-box: options.contexts names {name!r}, which is not a parameter; parameters: {names}")
+            raise ConfigError(
+                f"black-box: options.contexts names {name!r}, which is not a parameter; parameters: {names}"
+            )
         if isinstance(spec, Mapping):
             unknown = sorted(set(spec) - {"cost", "observe_only"})
             if unknown:
-                raise ConfigError(f"black-box: options.contexts.{name} has no field(s) {unknown}; use cost, observe_only")
+                raise ConfigError(
+                    f"black-box: options.contexts.{name} has no field(s) {unknown}; use cost, observe_only"
+                )
             cost, observe_only = spec.get("cost", 1.0), spec.get("observe_only", False)
         else:
             cost, observe_only = spec, False
         if isinstance(cost, bool) or not isinstance(cost, int | float) or not cost >= 0:
-            raise ConfigError(f"black-box: options.contexts.{name}: cost must be a number >= 0, got {cost!r}")
+            raise ConfigError(
+                f"black-box: options.contexts.{name}: cost must be a number >= 0, got {cost!r}"
+            )
         if not isinstance(observe_only, bool):
-            raise ConfigError(f"black-box: options.contexts.{name}.observe_only must be true or false")
+            raise ConfigError(
+                f"black-box: options.contexts.{name}.observe_only must be true or false"
+            )
         p = space.parameters[name]
         if not isinstance(p, Float) or p.log or p.step is not None or p.conditions:
-            raise ConfigError(f"black-box: options.contexts.{name}: a context must be a float on a linear scale, without step or condition")
-        declared.append(Context(dim=space.slices[name].start, cost=float(cost), controllable=not observe_only))
+            raise ConfigError(
+                f"black-box: options.contexts.{name}: a context must be a float on a linear scale, without step or condition"
+            )
+        declared.append(
+            Context(dim=space.slices[name].start, cost=float(cost), controllable=not observe_only)
+        )
     return tuple(sorted(declared, key=lambda c: c.dim))

@@ -142,9 +142,7 @@ def make_hartmann6(noise_std: float | None = None, target: Target = "center") ->
         3.32237
     """
     f = Hartmann(dim=6, noise_std=check_noise_std(noise_std), negate=True, dtype=torch.double)
-    return from_test_problem(
-        "hartmann6", f, target=target, description=_summary(make_hartmann6)
-    )
+    return from_test_problem("hartmann6", f, target=target, description=_summary(make_hartmann6))
 
 
 @register_problem("ackley")
@@ -226,4 +224,3 @@ def make_schwefel(
         [0.0, 0.0]
     """
     return _scalable("schwefel", Schwefel, dim, noise_std, target, _summary(make_schwefel))
-

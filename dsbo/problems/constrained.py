@@ -55,7 +55,9 @@ class RoundedPressureVessel(PressureVessel):
     def rounded(self, X: Tensor) -> Tensor:
         X = X.clone()
         for j in (0, 1):
-            X[..., j] = round_nearest(X[..., j], increment=THICKNESS_INCREMENT, bounds=self._bounds[j])
+            X[..., j] = round_nearest(
+                X[..., j], increment=THICKNESS_INCREMENT, bounds=self._bounds[j]
+            )
         return X
 
     def _evaluate_slack_true(self, X: Tensor) -> Tensor:

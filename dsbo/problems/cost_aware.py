@@ -54,10 +54,14 @@ def make_cost_branin(noise_std: float | None = None, target: str = "zero") -> Pr
     r"""Branin minus log-iterations l, evaluation cost exp(l), l in [0, log 100] (Paria thesis sec. 4.6)."""
     f = CostBranin(noise_std=check_noise_std(noise_std), negate=True, dtype=torch.double)
     return from_test_problem(
-        "cost-branin", f, target=target, parameter_names=("x1", "x2", "log_iterations"),
+        "cost-branin",
+        f,
+        target=target,
+        parameter_names=("x1", "x2", "log_iterations"),
         description=make_cost_branin.__doc__.strip().split("\n")[0],
-        cost_function=training_cost, design_cost=1.0,
-    )  # fmt: skip
+        cost_function=training_cost,
+        design_cost=1.0,
+    )
 
 
 __all__ = ["CostBranin", "make_cost_branin", "training_cost"]

@@ -56,12 +56,18 @@ def _faiss():
 
 
 @functools.cache
-def embedding_set(n_base: int, dim: int, data_seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def embedding_set(
+    n_base: int, dim: int, data_seed: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(base, queries, exact top-10 ids)`` of a clustered Gaussian mixture (float32)."""
     rng = np.random.default_rng(data_seed)
     centres = rng.normal(size=(NUM_CLUSTERS, dim)).astype(np.float32) * 3.0
+
     def draw(n: int) -> np.ndarray:
-        return (centres[rng.integers(NUM_CLUSTERS, size=n)] + rng.normal(size=(n, dim))).astype(np.float32)
+        return (centres[rng.integers(NUM_CLUSTERS, size=n)] + rng.normal(size=(n, dim))).astype(
+            np.float32
+        )
+
     base, queries = draw(n_base), draw(NUM_QUERIES)
     faiss = _faiss()
     exact = faiss.IndexFlatL2(dim)
@@ -103,14 +109,21 @@ class FaissIVFPQ(MultiObjectiveTestProblem):
                 start = time.perf_counter()
                 _, found = index.search(queries, TOP_K)
                 seconds.append(time.perf_counter() - start)
-            recall = np.mean([len(set(f) & set(t)) / TOP_K for f, t in zip(found, truth, strict=True)])
+            recall = np.mean(
+                [len(set(f) & set(t)) / TOP_K for f, t in zip(found, truth, strict=True)]
+            )
             memory = faiss.serialize_index(index).nbytes / 2**20
             rows.append([-1000.0 * min(seconds) / NUM_QUERIES, recall - 1.0, -memory])
         return torch.tensor(rows, dtype=X.dtype).reshape(*X.shape[:-1], 3)
 
 
-@register_problem("faiss-ivf-tuning", "faiss IVF-PQ index parameters: query time, 1 - recall@10, memory (3 objectives)")
-def make_faiss_tuning(n_base: int = 10_000, dim: int = 64, data_seed: int = 0, target: str = "center") -> Problem:
+@register_problem(
+    "faiss-ivf-tuning",
+    "faiss IVF-PQ index parameters: query time, 1 - recall@10, memory (3 objectives)",
+)
+def make_faiss_tuning(
+    n_base: int = 10_000, dim: int = 64, data_seed: int = 0, target: str = "center"
+) -> Problem:
     """faiss ``IndexIVFPQ`` tuning on a synthetic clustered embedding set (see the module doc).
 
     Args:
@@ -122,18 +135,25 @@ def make_faiss_tuning(n_base: int = 10_000, dim: int = 64, data_seed: int = 0, t
     n_base = check_int(n_base, "faiss-ivf-tuning: n_base", minimum=39 * 256)
     dim = check_int(dim, "faiss-ivf-tuning: dim", minimum=32)
     if dim % 32:
-        raise ConfigError(f"faiss-ivf-tuning: dim={dim} must be a multiple of 32 (pq_m up to 32 divides it)")
+        raise ConfigError(
+            f"faiss-ivf-tuning: dim={dim} must be a multiple of 32 (pq_m up to 32 divides it)"
+        )
     seed = check_int(data_seed, "faiss-ivf-tuning: data_seed", minimum=0)
     _faiss()
     f = FaissIVFPQ(n_base, dim, seed)
     default = torch.tensor([6.0, 3.0, 3.0] if target == "center" else target, dtype=torch.double)
     return Problem(
-        name="faiss-ivf-tuning", test_problem=f, default_point=default, relevant_dims=(0, 1, 2),
-        objective_names=("neg_query_ms", "recall_minus_one", "neg_memory_mb"), parameter_names=PARAMETERS,
-        integer_dims=(0, 1, 2), ref_point=torch.tensor(FaissIVFPQ._ref_point, dtype=torch.double),
+        name="faiss-ivf-tuning",
+        test_problem=f,
+        default_point=default,
+        relevant_dims=(0, 1, 2),
+        objective_names=("neg_query_ms", "recall_minus_one", "neg_memory_mb"),
+        parameter_names=PARAMETERS,
+        integer_dims=(0, 1, 2),
+        ref_point=torch.tensor(FaissIVFPQ._ref_point, dtype=torch.double),
         description=make_faiss_tuning.__doc__.strip().split("\n")[0],
         metadata={"n_base": n_base, "dim": dim, "data_seed": seed},
-    )  # fmt: skip
+    )
 
 
 __all__ = ["FaissIVFPQ", "embedding_set", "make_faiss_tuning"]

@@ -39,7 +39,9 @@ def _split(dataset: str, split_seed: int) -> tuple[np.ndarray, ...]:
     from sklearn.preprocessing import StandardScaler
 
     X, y = getattr(datasets, f"load_{dataset}")(return_X_y=True)
-    X_train, X_val, y_train, y_val = train_test_split(X, y, test_size=0.25, stratify=y, random_state=split_seed)
+    X_train, X_val, y_train, y_val = train_test_split(
+        X, y, test_size=0.25, stratify=y, random_state=split_seed
+    )
     scaler = StandardScaler().fit(X_train)
     return scaler.transform(X_train), scaler.transform(X_val), y_train, y_val
 
@@ -67,8 +69,12 @@ class SVMValidationError(BaseTestProblem):
         return torch.tensor(scores, dtype=X.dtype).reshape(X.shape[:-1])
 
 
-@register_problem("svm-hpo", "RBF-SVM hyperparameters (log2 C, log2 gamma) on a bundled scikit-learn dataset")
-def make_svm_hpo(dataset: str = "digits", split_seed: int = 0, target: str | list[float] = "center") -> Problem:
+@register_problem(
+    "svm-hpo", "RBF-SVM hyperparameters (log2 C, log2 gamma) on a bundled scikit-learn dataset"
+)
+def make_svm_hpo(
+    dataset: str = "digits", split_seed: int = 0, target: str | list[float] = "center"
+) -> Problem:
     """SVM tuning: maximize ``accuracy - 1`` on a validation split.
 
     Args:

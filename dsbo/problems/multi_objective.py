@@ -71,7 +71,10 @@ def make_dtlz2(noise_std: float | None = None, target: str | Sequence[float] = "
         torch.Size([1, 2])
     """
     f = DTLZ2(
-        dim=6, num_objectives=2, noise_std=check_noise_std(noise_std), negate=True,
+        dim=6,
+        num_objectives=2,
+        noise_std=check_noise_std(noise_std),
+        negate=True,
         dtype=torch.double,
     )
     return from_test_problem(

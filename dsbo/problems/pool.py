@@ -62,25 +62,38 @@ class CandidatePool:
             matrix = sp.csr_matrix(features, dtype=np.float64)
             bad = ~np.isfinite(matrix.data)
             if bad.any():
-                rows = np.unique(np.searchsorted(matrix.indptr, np.flatnonzero(bad), side="right") - 1)
+                rows = np.unique(
+                    np.searchsorted(matrix.indptr, np.flatnonzero(bad), side="right") - 1
+                )
                 raise DataError(f"{name}: features have NaN or inf in rows {rows[:10].tolist()}")
         else:
-            dense = np.asarray(features.detach().cpu() if isinstance(features, Tensor) else features, dtype=np.float64)
+            dense = np.asarray(
+                features.detach().cpu() if isinstance(features, Tensor) else features,
+                dtype=np.float64,
+            )
             if dense.ndim != 2:
-                raise DataError(f"{name}: features must be a 2-D matrix (rows x dimensions), got shape {dense.shape}")
+                raise DataError(
+                    f"{name}: features must be a 2-D matrix (rows x dimensions), got shape {dense.shape}"
+                )
             finite = np.isfinite(dense).all(axis=1)
             if not finite.all():
-                raise DataError(f"{name}: features have NaN or inf in rows {np.flatnonzero(~finite)[:10].tolist()}")
+                raise DataError(
+                    f"{name}: features have NaN or inf in rows {np.flatnonzero(~finite)[:10].tolist()}"
+                )
             matrix = sp.csr_matrix(dense)
         if matrix.shape[0] == 0:
             raise DataError(f"{name}: the pool has zero rows")
         if matrix.shape[1] == 0:
             raise DataError(f"{name}: the pool has zero columns")
-        values = np.asarray(values.detach().cpu() if isinstance(values, Tensor) else values, dtype=np.float64).reshape(-1)
+        values = np.asarray(
+            values.detach().cpu() if isinstance(values, Tensor) else values, dtype=np.float64
+        ).reshape(-1)
         if len(values) != matrix.shape[0]:
             raise DataError(f"{name}: {len(values)} values for {matrix.shape[0]} candidate rows")
         if not np.isfinite(values).all():
-            raise DataError(f"{name}: values are NaN or inf in rows {np.flatnonzero(~np.isfinite(values))[:10].tolist()}")
+            raise DataError(
+                f"{name}: values are NaN or inf in rows {np.flatnonzero(~np.isfinite(values))[:10].tolist()}"
+            )
         matrix.sum_duplicates()
         matrix.sort_indices()
         self.name = name
@@ -107,7 +120,9 @@ class CandidatePool:
 
     def rows_of(self, X: Tensor | np.ndarray) -> np.ndarray:
         """The pool row of each row of ``X`` (``-1`` where ``X`` is not a candidate)."""
-        X = np.asarray(X.detach().cpu() if isinstance(X, Tensor) else X, dtype=np.float64).reshape(-1, self.dim)
+        X = np.asarray(X.detach().cpu() if isinstance(X, Tensor) else X, dtype=np.float64).reshape(
+            -1, self.dim
+        )
         keys = X @ self._projection
         tol = 1e-9 * (1.0 + np.abs(keys))
         lo = np.searchsorted(self._keys, keys - tol, side="left")
@@ -115,21 +130,31 @@ class CandidatePool:
         out = np.full(len(X), -1, dtype=np.int64)
         # every candidate row whose key matches, compared with its point in one gather
         owner = np.repeat(np.arange(len(X)), hi - lo)
-        rows = self._order[np.concatenate([np.arange(a, b) for a, b in zip(lo, hi, strict=True)] or [np.zeros(0, np.int64)])]
+        rows = self._order[
+            np.concatenate(
+                [np.arange(a, b) for a, b in zip(lo, hi, strict=True)] or [np.zeros(0, np.int64)]
+            )
+        ]
         if len(rows):
             equal = (self.features[rows].toarray() == X[owner]).all(axis=1)
-            for i, row in zip(owner[equal][::-1], rows[equal][::-1], strict=True):  # the first match wins
+            for i, row in zip(
+                owner[equal][::-1], rows[equal][::-1], strict=True
+            ):  # the first match wins
                 out[i] = row
         return out
 
     def nearest(self, X: Tensor | np.ndarray) -> np.ndarray:
         """The pool row nearest (Euclidean) to each row of ``X``."""
-        X = np.asarray(X.detach().cpu() if isinstance(X, Tensor) else X, dtype=np.float64).reshape(-1, self.dim)
+        X = np.asarray(X.detach().cpu() if isinstance(X, Tensor) else X, dtype=np.float64).reshape(
+            -1, self.dim
+        )
         best = np.full(len(X), np.inf)
         arg = np.zeros(len(X), dtype=np.int64)
         for start in range(0, self.size, CHUNK):
-            block = self.features[start:start + CHUNK]
-            d2 = self._sq_norms[start:start + CHUNK, None] - 2 * (block @ X.T)  # + ||x||^2, constant per column
+            block = self.features[start : start + CHUNK]
+            d2 = self._sq_norms[start : start + CHUNK, None] - 2 * (
+                block @ X.T
+            )  # + ||x||^2, constant per column
             j = d2.argmin(axis=0)
             better = d2[j, np.arange(len(X))] < best
             best[better] = d2[j, np.arange(len(X))][better]
@@ -157,7 +182,9 @@ class PoolTestProblem(BaseTestProblem):
         rows = self.pool.rows_of(X)
         missing = np.flatnonzero(rows < 0)
         if len(missing):
-            raise ProblemError(f"{self.pool.name}: row {int(missing[0])} of X is not a candidate of the pool")
+            raise ProblemError(
+                f"{self.pool.name}: row {int(missing[0])} of X is not a candidate of the pool"
+            )
         return torch.as_tensor(self.pool.values[rows], dtype=X.dtype)
 
 
@@ -182,7 +209,9 @@ class PoolProblem(Problem):
         return torch.as_tensor(self.pool.dense(rows), dtype=torch.double).reshape(X.shape)
 
 
-def generate_pool(size: int, dim: int, density: float, seed: int) -> tuple[sp.csr_matrix, np.ndarray]:
+def generate_pool(
+    size: int, dim: int, density: float, seed: int
+) -> tuple[sp.csr_matrix, np.ndarray]:
     """``size x dim`` sparse unit-norm non-negative codes with ``round(density * dim)``
     uniformly drawn active dimensions per row, and linear values ``c^T w*`` (module docstring)."""
     rng = np.random.default_rng([seed, 17])
@@ -209,10 +238,14 @@ def _load(path: str | Path, what: str) -> object:
             return np.load(path, allow_pickle=False)
     except (OSError, ValueError) as exc:
         raise DataError(f"pool: cannot read {what} file {str(path)!r}: {exc}") from exc
-    raise ConfigError(f"pool: options.{what}={str(path)!r} must be a .npy array or a scipy .npz sparse matrix")
+    raise ConfigError(
+        f"pool: options.{what}={str(path)!r} must be a .npy array or a scipy .npz sparse matrix"
+    )
 
 
-@register_problem("pool", "a finite candidate pool (feature-matrix file, or generated sparse codes)")
+@register_problem(
+    "pool", "a finite candidate pool (feature-matrix file, or generated sparse codes)"
+)
 def make_pool_problem(
     features: str | None = None,
     values: str | None = None,
@@ -234,8 +267,12 @@ def make_pool_problem(
     """
     if features is not None:
         if values is None:
-            raise ConfigError("pool: options.values (a .npy file of objective values) is required with options.features")
-        pool = CandidatePool(_load(features, "features"), _load(values, "values"), name=f"pool {features}")
+            raise ConfigError(
+                "pool: options.values (a .npy file of objective values) is required with options.features"
+            )
+        pool = CandidatePool(
+            _load(features, "features"), _load(values, "values"), name=f"pool {features}"
+        )
     else:
         if values is not None:
             raise ConfigError("pool: options.values needs options.features (the candidates)")

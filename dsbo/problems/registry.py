@@ -40,16 +40,33 @@ MAX_DIM = 10_000
 #: The modules that register the problems dsbo ships (``tests/test_registries.py`` checks it).
 CATALOGUE: dict[str, tuple[str, ...]] = {
     "dsbo.problems.classic": (
-        "branin", "hartmann6", "ackley", "ackley-{D}d", "levy", "levy-{D}d", "rastrigin",
-        "rastrigin-{D}d", "griewank", "griewank-{D}d", "schwefel", "schwefel-{D}d",
+        "branin",
+        "hartmann6",
+        "ackley",
+        "ackley-{D}d",
+        "levy",
+        "levy-{D}d",
+        "rastrigin",
+        "rastrigin-{D}d",
+        "griewank",
+        "griewank-{D}d",
+        "schwefel",
+        "schwefel-{D}d",
     ),
     "dsbo.problems.embedded": (
-        "branin-{D}d", "hartmann6-{D}d", "dtlz2-{D}d", "pressure-vessel-{D}d", "branin-currin-{D}d",
+        "branin-{D}d",
+        "hartmann6-{D}d",
+        "dtlz2-{D}d",
+        "pressure-vessel-{D}d",
+        "branin-currin-{D}d",
     ),
     "dsbo.problems.multi_objective": ("branin-currin", "dtlz2"),
     "dsbo.problems.constrained": ("pressure-vessel",),
     "dsbo.problems.contextual": (
-        "contextual-ackley", "contextual-eggholder", "contextual-hartmann4", "contextual-hartmann6",
+        "contextual-ackley",
+        "contextual-eggholder",
+        "contextual-hartmann4",
+        "contextual-hartmann6",
     ),
     "dsbo.problems.scalarization": ("circle-front", "branin4-currin4", "gp-samples-6"),
     "dsbo.problems.cost_aware": ("cost-branin",),
@@ -59,7 +76,7 @@ CATALOGUE: dict[str, tuple[str, ...]] = {
     "dsbo.problems.hpo": ("svm-hpo",),
     "dsbo.problems.train_run": ("train-run",),
     "dsbo.problems.registry": ("sourcing",),
-}  # fmt: skip
+}
 
 PROBLEMS: Registry[ProblemFactory] = Registry("problem", CATALOGUE)
 
@@ -82,7 +99,9 @@ def register_problem(
         ...     return from_test_problem("my-branin", Branin(negate=True), target=target)
     """
     if name.count(DIM_PATTERN) > 1 or (DIM_PATTERN in name and not name.endswith("-{D}d")):
-        raise ConfigError(f"problem name {name!r}: the pattern {DIM_PATTERN} may only end a name as '-{{D}}d'")
+        raise ConfigError(
+            f"problem name {name!r}: the pattern {DIM_PATTERN} may only end a name as '-{{D}}d'"
+        )
 
     return PROBLEMS.register(name, description)
 
@@ -107,7 +126,11 @@ def _lookup(name: str) -> tuple[str, ProblemFactory, dict[str, int]]:
                     f"got {dim}"
                 )
             return family, PROBLEMS.get(family), {"dim": dim}
-    return name, PROBLEMS.get(name, hint=" (where -{D}d stands for a dimension, e.g. branin-50d)"), {}
+    return (
+        name,
+        PROBLEMS.get(name, hint=" (where -{D}d stands for a dimension, e.g. branin-50d)"),
+        {},
+    )
 
 
 def get_problem(name: str, **options: Any) -> Problem:
@@ -132,7 +155,9 @@ def get_problem(name: str, **options: Any) -> Problem:
     if not isinstance(name, str):
         raise ConfigError(f"problem name must be a string, got {name!r}")
     registered, factory, implied = _lookup(name.strip().lower())
-    PROBLEMS.check_options(registered, options, reserved=("dim",) if DIM_PATTERN in registered else ())
+    PROBLEMS.check_options(
+        registered, options, reserved=("dim",) if DIM_PATTERN in registered else ()
+    )
     return factory(**implied, **options)
 
 

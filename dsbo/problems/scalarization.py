@@ -54,7 +54,11 @@ def currin(x1: Tensor, x2: Tensor) -> Tensor:
     """Currin's exponential function on ``[0, 1]^2`` (maximum about 13.8)."""
     x2 = x2.clamp_min(1e-12)  # the limit at x2 = 0 is 1 - exp(-inf) = 1
     factor = 1 - torch.exp(-1 / (2 * x2))
-    return factor * (2300 * x1**3 + 1900 * x1**2 + 2092 * x1 + 60) / (100 * x1**3 + 500 * x1**2 + 4 * x1 + 20)
+    return (
+        factor
+        * (2300 * x1**3 + 1900 * x1**2 + 2092 * x1 + 60)
+        / (100 * x1**3 + 500 * x1**2 + 4 * x1 + 20)
+    )
 
 
 class CircleFront(MultiObjectiveTestProblem):
@@ -90,8 +94,15 @@ class BraninCurrin4(MultiObjectiveTestProblem):
 class GPSamples(MultiObjectiveTestProblem):
     """``m`` draws of a squared-exponential GP on [0, 1]^d by random Fourier features."""
 
-    def __init__(self, dim: int = 6, num_objectives: int = 6, lengthscale: float = 0.3,
-                 features: int = 512, seed: int = 0, noise_std: float | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        dim: int = 6,
+        num_objectives: int = 6,
+        lengthscale: float = 0.3,
+        features: int = 512,
+        seed: int = 0,
+        noise_std: float | None = None,
+    ) -> None:
         self.dim = dim
         self.continuous_inds = list(range(dim))
         self.num_objectives = num_objectives
@@ -99,9 +110,18 @@ class GPSamples(MultiObjectiveTestProblem):
         self._ref_point = [-10.0] * num_objectives
         super().__init__(noise_std=noise_std, dtype=torch.double)
         g = torch.Generator().manual_seed(seed)
-        self.register_buffer("omega", torch.randn(num_objectives, features, dim, generator=g, dtype=torch.double) / lengthscale)
-        self.register_buffer("phase", 2 * math.pi * torch.rand(num_objectives, features, generator=g, dtype=torch.double))
-        self.register_buffer("amplitude", torch.randn(num_objectives, features, generator=g, dtype=torch.double))
+        self.register_buffer(
+            "omega",
+            torch.randn(num_objectives, features, dim, generator=g, dtype=torch.double)
+            / lengthscale,
+        )
+        self.register_buffer(
+            "phase",
+            2 * math.pi * torch.rand(num_objectives, features, generator=g, dtype=torch.double),
+        )
+        self.register_buffer(
+            "amplitude", torch.randn(num_objectives, features, generator=g, dtype=torch.double)
+        )
         self.features = features
 
     def _evaluate_true(self, X: Tensor) -> Tensor:
@@ -138,11 +158,17 @@ def make_circle_front(noise_std: float | None = None, target: str = "center") ->
     r"""Two objectives x y and y sqrt(1 - x^2) on [0, 1]^2 (Paria thesis fig. 2.3); quarter-circle front."""
     f = CircleFront(noise_std=check_noise_std(noise_std))
     return from_test_problem(
-        "circle-front", f, target=target, objective_names=("f1", "f2"),
+        "circle-front",
+        f,
+        target=target,
+        objective_names=("f1", "f2"),
         description=make_circle_front.__doc__.strip().split("\n")[0],
-        metadata={"max_hv": math.pi / 4, "objective_bounds": [[0.0, 0.0], [1.0, 1.0]],
-                  "pareto_front": circle_front},
-    )  # fmt: skip
+        metadata={
+            "max_hv": math.pi / 4,
+            "objective_bounds": [[0.0, 0.0], [1.0, 1.0]],
+            "pareto_front": circle_front,
+        },
+    )
 
 
 @functools.cache
@@ -157,11 +183,14 @@ def make_branin_currin4(noise_std: float | None = None, target: str = "center") 
     f = BraninCurrin4(noise_std=check_noise_std(noise_std))
     bounds, _ = _branin_currin4_facts()
     return from_test_problem(
-        "branin4-currin4", f, target=target, objective_names=("neg_branin4", "currin4"),
+        "branin4-currin4",
+        f,
+        target=target,
+        objective_names=("neg_branin4", "currin4"),
         description=make_branin_currin4.__doc__.strip().split("\n")[0],
         metadata={"objective_bounds": bounds, "pareto_front": lambda: _branin_currin4_facts()[1]},
         ref_point=torch.tensor(bounds[0], dtype=torch.double),
-    )  # fmt: skip
+    )
 
 
 @functools.cache
@@ -172,23 +201,35 @@ def _gp_samples_facts(dim: int, m: int, lengthscale: float, seed: int) -> tuple[
 
 @register_problem("gp-samples-6")
 def make_gp_samples(
-    noise_std: float | None = None, target: str = "center", num_objectives: int = 6,
-    lengthscale: float = 0.3, seed: int = 0,
-) -> Problem:  # fmt: skip
+    noise_std: float | None = None,
+    target: str = "center",
+    num_objectives: int = 6,
+    lengthscale: float = 0.3,
+    seed: int = 0,
+) -> Problem:
     r"""Six GP-sample objectives (squared-exponential, random Fourier features) on [0, 1]^6 (Paria sec. 2.4)."""
     m = check_int(num_objectives, "num_objectives", 2)
-    if isinstance(lengthscale, bool) or not isinstance(lengthscale, int | float) or not lengthscale > 0:
+    if (
+        isinstance(lengthscale, bool)
+        or not isinstance(lengthscale, int | float)
+        or not lengthscale > 0
+    ):
         raise ConfigError(f"lengthscale={lengthscale!r} must be a number > 0")
     seed = check_int(seed, "seed", 0)
     f = GPSamples(6, m, float(lengthscale), seed=seed, noise_std=check_noise_std(noise_std))
     bounds, _ = _gp_samples_facts(6, m, float(lengthscale), seed)
     return from_test_problem(
-        "gp-samples-6", f, target=target, objective_names=tuple(f"f{k + 1}" for k in range(m)),
+        "gp-samples-6",
+        f,
+        target=target,
+        objective_names=tuple(f"f{k + 1}" for k in range(m)),
         description=make_gp_samples.__doc__.strip().split("\n")[0],
-        metadata={"objective_bounds": bounds,
-                  "pareto_front": lambda: _gp_samples_facts(6, m, float(lengthscale), seed)[1]},
+        metadata={
+            "objective_bounds": bounds,
+            "pareto_front": lambda: _gp_samples_facts(6, m, float(lengthscale), seed)[1],
+        },
         ref_point=torch.tensor(bounds[0], dtype=torch.double),
-    )  # fmt: skip
+    )
 
 
 __all__ = ["BraninCurrin4", "CircleFront", "GPSamples", "branin", "currin", "sampled_front"]

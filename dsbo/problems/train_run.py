@@ -71,8 +71,14 @@ def _metric_names(metrics: Any, goal: str) -> tuple[tuple[str, ...], tuple[str, 
     """``(metric names, objective names)``; minimized metrics are negated (``neg_<name>``)."""
     if isinstance(metrics, str):
         metrics = [metrics]
-    if not isinstance(metrics, list | tuple) or not metrics or not all(isinstance(m, str) and m for m in metrics):
-        raise ConfigError(f"train-run: metrics must be a non-empty list of summary.json keys, got {metrics!r}")
+    if (
+        not isinstance(metrics, list | tuple)
+        or not metrics
+        or not all(isinstance(m, str) and m for m in metrics)
+    ):
+        raise ConfigError(
+            f"train-run: metrics must be a non-empty list of summary.json keys, got {metrics!r}"
+        )
     if len(set(metrics)) != len(metrics):
         raise ConfigError(f"train-run: metrics {list(metrics)} repeat a name")
     if goal not in ("minimize", "maximize"):
@@ -113,7 +119,16 @@ class TrainingRun(BaseTestProblem):
         """The run's command line for the hyperparameters ``params``."""
         values = {**params, **{flag: params[source] for flag, source in self.tied.items()}}
         flags = [f"--{name}={value}" for name, value in values.items()]
-        return [sys.executable, "-m", "dsbo.train", "fit", "--config", self.config, *self.args, *flags]
+        return [
+            sys.executable,
+            "-m",
+            "dsbo.train",
+            "fit",
+            "--config",
+            self.config,
+            *self.args,
+            *flags,
+        ]
 
     def run(self, params: Mapping[str, Any], trial: Any = None) -> list[float]:
         """Train once with ``params``; the requested metrics from the run's ``summary.json``.
@@ -122,23 +137,39 @@ class TrainingRun(BaseTestProblem):
         (:mod:`dsbo.problems.trial_channel`); a trial that trained before (a freeze-thaw thaw,
         a retry) resumes from its run's ``last.ckpt`` (:meth:`_run_dir`)."""
         run_dir, resume = self._run_dir(params, trial)
-        env = {**os.environ, "DSBO_RUN_DIR": str(run_dir), "WANDB_DIR": str(run_dir), "WANDB_SILENT": "true"}
+        env = {
+            **os.environ,
+            "DSBO_RUN_DIR": str(run_dir),
+            "WANDB_DIR": str(run_dir),
+            "WANDB_SILENT": "true",
+        }
         env.setdefault("WANDB_MODE", "offline")
         if trial is not None:
             (run_dir / "trial").mkdir(exist_ok=True)
-            for name in ("reports.jsonl", "decisions.jsonl"):  # a resumed run's channel starts empty
+            for name in (
+                "reports.jsonl",
+                "decisions.jsonl",
+            ):  # a resumed run's channel starts empty
                 (run_dir / "trial" / name).unlink(missing_ok=True)
             env.update({CHANNEL_ENV: str(run_dir / "trial"), MONITOR_ENV: self.metrics[0]})
         command = self.command(params) + ([] if resume is None else [f"--ckpt_path={resume}"])
         try:
             with (run_dir / "output.log").open("w" if resume is None else "a") as log:
                 if trial is None:
-                    proc = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                          timeout=self.timeout, check=False)  # fmt: skip
+                    proc = subprocess.run(
+                        command,
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                        env=env,
+                        timeout=self.timeout,
+                        check=False,
+                    )
                 else:
                     proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
                     try:
-                        refused = relay(run_dir / "trial", trial, proc, sign=self.sign, timeout=self.timeout)
+                        refused = relay(
+                            run_dir / "trial", trial, proc, sign=self.sign, timeout=self.timeout
+                        )
                     finally:
                         if proc.poll() is None:
                             proc.kill()
@@ -146,13 +177,19 @@ class TrainingRun(BaseTestProblem):
                     if refused is not None:
                         raise refused
         except subprocess.TimeoutExpired:
-            raise EvaluationError(f"training run {run_dir} gave no result within {self.timeout} s") from None
+            raise EvaluationError(
+                f"training run {run_dir} gave no result within {self.timeout} s"
+            ) from None
         if proc.returncode != 0:
-            raise EvaluationError(f"training run {run_dir} exited with {proc.returncode}: {log_tail(run_dir / 'output.log')}")
+            raise EvaluationError(
+                f"training run {run_dir} exited with {proc.returncode}: {log_tail(run_dir / 'output.log')}"
+            )
         values = {m: read_metric(run_dir, m) for m in self.metrics}
         missing = [m for m, v in values.items() if v is None]
         if missing:
-            raise EvaluationError(f"training run {run_dir} wrote no finite {missing} to summary.json")
+            raise EvaluationError(
+                f"training run {run_dir} wrote no finite {missing} to summary.json"
+            )
         return [self.sign * values[m] for m in self.metrics]
 
     def _run_dir(self, params: Mapping[str, Any], trial: Any) -> tuple[Path, Path | None]:
@@ -160,7 +197,9 @@ class TrainingRun(BaseTestProblem):
         (``trial.last_step``: thawed by freeze-thaw, or retried) and whose run directory (user
         attribute ``run_dir``) holds ``checkpoints/last.ckpt`` goes on in that directory from
         it; otherwise a new directory, recorded with the trial."""
-        previous = (getattr(trial, "user_attrs", None) or {}).get("run_dir") if trial is not None else None
+        previous = (
+            (getattr(trial, "user_attrs", None) or {}).get("run_dir") if trial is not None else None
+        )
         if previous and getattr(trial, "last_step", None) is not None:
             last = Path(previous) / "checkpoints" / "last.ckpt"
             if last.is_file():
@@ -190,7 +229,10 @@ class MultiMetricTrainingRun(TrainingRun, MultiObjectiveTestProblem):
         super().__init__(*args, **kwargs)
 
 
-@register_problem("train-run", "a `python -m dsbo.train fit` run per evaluation: tune a zoo model's hyperparameters")
+@register_problem(
+    "train-run",
+    "a `python -m dsbo.train fit` run per evaluation: tune a zoo model's hyperparameters",
+)
 def make_train_run(
     config: str | None = None,
     parameters: Mapping[str, Any] | None = None,
@@ -225,19 +267,31 @@ def make_train_run(
     if not isinstance(config, str) or not config:
         raise ConfigError("train-run: config must name a dsbo.train config file")
     if not Path(config).is_file():
-        raise ConfigError(f"train-run: config={config!r} is not a file (paths are relative to {Path.cwd()})")
+        raise ConfigError(
+            f"train-run: config={config!r} is not a file (paths are relative to {Path.cwd()})"
+        )
     if not isinstance(parameters, Mapping) or not parameters:
-        raise ConfigError("train-run: parameters must map dsbo.train options to W&B-style ranges, e.g. "
-                          "{model.init_args.lr: {distribution: log_uniform_values, min: 1e-3, max: 0.1}}")
+        raise ConfigError(
+            "train-run: parameters must map dsbo.train options to W&B-style ranges, e.g. "
+            "{model.init_args.lr: {distribution: log_uniform_values, min: 1e-3, max: 0.1}}"
+        )
     if isinstance(args, str) or not all(isinstance(a, str) for a in args):
         raise ConfigError(f"train-run: args must be a list of strings, got {args!r}")
-    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0):
+    if timeout is not None and (
+        isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0
+    ):
         raise ConfigError(f"train-run: timeout={timeout!r} must be a positive number of seconds")
     names, objectives = _metric_names(metrics, goal)
-    space = search_space([parse_parameter(name, spec) for name, spec in parameters.items()], "train-run")
+    space = search_space(
+        [parse_parameter(name, spec) for name, spec in parameters.items()], "train-run"
+    )
     tied = {} if tied is None else tied
-    if not isinstance(tied, Mapping) or not all(isinstance(k, str) and v in space.names for k, v in tied.items()):
-        raise ConfigError(f"train-run: tied must map options to parameters of {space.names}, got {tied!r}")
+    if not isinstance(tied, Mapping) or not all(
+        isinstance(k, str) and v in space.names for k, v in tied.items()
+    ):
+        raise ConfigError(
+            f"train-run: tied must map options to parameters of {space.names}, got {tied!r}"
+        )
     clash = sorted(set(tied) & set(space.names))
     if clash:
         raise ConfigError(f"train-run: tied option(s) {clash} are parameters themselves")
@@ -245,28 +299,53 @@ def make_train_run(
         default_point = torch.tensor(space.default(), dtype=torch.double)
     else:
         if not isinstance(default, Mapping):
-            raise ConfigError(f"train-run: default must map each searched parameter to its value, got {default!r}")
-        default_point = torch.tensor(space.encode(dict(default), where="train-run: default"), dtype=torch.double)
+            raise ConfigError(
+                f"train-run: default must map each searched parameter to its value, got {default!r}"
+            )
+        default_point = torch.tensor(
+            space.encode(dict(default), where="train-run: default"), dtype=torch.double
+        )
     sign = 1.0 if goal == "maximize" else -1.0
-    common = dict(space=space, config=config, args=list(args), metrics=names, sign=sign, runs_dir=runs_dir, timeout=timeout,
-                  tied=dict(tied))
+    common = dict(
+        space=space,
+        config=config,
+        args=list(args),
+        metrics=names,
+        sign=sign,
+        runs_dir=runs_dir,
+        timeout=timeout,
+        tied=dict(tied),
+    )
     ref = None
     if len(names) > 1:
         if ref_point is None:
             ref_point = [-1.0 if goal == "minimize" else 0.0] * len(names)
         if len(ref_point) != len(names):
-            raise ConfigError(f"train-run: ref_point has {len(ref_point)} entries for {len(names)} metrics")
+            raise ConfigError(
+                f"train-run: ref_point has {len(ref_point)} entries for {len(names)} metrics"
+            )
         f: TrainingRun = MultiMetricTrainingRun(**common, ref_point=ref_point)
         ref = torch.tensor(list(ref_point), dtype=torch.double)
     else:
         f = TrainingRun(**common)
     fixed = {n: p.value for n, p in space.parameters.items() if isinstance(p, Fixed)}
     return Problem(
-        name="train-run", test_problem=f, default_point=default_point, relevant_dims=tuple(range(f.dim)),
-        objective_names=objectives, ref_point=ref, description=make_train_run.__doc__.strip().split("\n")[0],
-        metadata={"config": config, "args": list(args), "metrics": list(names), "fixed": fixed, "tied": dict(tied)},
+        name="train-run",
+        test_problem=f,
+        default_point=default_point,
+        relevant_dims=tuple(range(f.dim)),
+        objective_names=objectives,
+        ref_point=ref,
+        description=make_train_run.__doc__.strip().split("\n")[0],
+        metadata={
+            "config": config,
+            "args": list(args),
+            "metrics": list(names),
+            "fixed": fixed,
+            "tied": dict(tied),
+        },
         space=space,
-    )  # fmt: skip
+    )
 
 
 __all__ = ["MultiMetricTrainingRun", "TrainingRun", "make_train_run"]

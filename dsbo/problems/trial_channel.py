@@ -70,7 +70,10 @@ class ChannelTrial:
     def report(self, step: int, value: float) -> None:
         self._last_step = int(step)
         number = float(value)
-        _append(self.folder / "reports.jsonl", {"step": int(step), "value": number if math.isfinite(number) else str(number)})
+        _append(
+            self.folder / "reports.jsonl",
+            {"step": int(step), "value": number if math.isfinite(number) else str(number)},
+        )
 
     def should_stop(self) -> bool:
         """The parent's decision on the last report (``False`` after :data:`DECISION_TIMEOUT`)."""
@@ -86,8 +89,13 @@ class ChannelTrial:
         return False
 
 
-def relay(folder: str | Path, trial: Any, process: subprocess.Popen, sign: float = 1.0,
-          timeout: float | None = None) -> BaseException | None:  # fmt: skip
+def relay(
+    folder: str | Path,
+    trial: Any,
+    process: subprocess.Popen,
+    sign: float = 1.0,
+    timeout: float | None = None,
+) -> BaseException | None:
     """The campaign's side: until ``process`` ends, hand each report in ``folder`` to the
     running ``trial`` (``sign * value``: the metric in the objective's direction) and write its
     decision. Returns the first error the trial raised on a report (the run was told to stop),
@@ -105,8 +113,14 @@ def relay(folder: str | Path, trial: Any, process: subprocess.Popen, sign: float
                     stop = trial.should_stop()
                 except Exception as exc:  # noqa: BLE001 - the trial's refusal fails the trial
                     error = exc
-            paused = {"pause": True} if stop and error is None and getattr(trial, "paused", False) is True else {}
-            _append(folder / "decisions.jsonl", {"step": line["step"], "stop": bool(stop), **paused})
+            paused = (
+                {"pause": True}
+                if stop and error is None and getattr(trial, "paused", False) is True
+                else {}
+            )
+            _append(
+                folder / "decisions.jsonl", {"step": line["step"], "stop": bool(stop), **paused}
+            )
         if ended:
             return error
         if timeout is not None and time.monotonic() - start > timeout:

@@ -45,7 +45,9 @@ def evaluate(campaign: Campaign, trials: Sequence[Trial]) -> list[Trial]:
         segment = segment_of(by_id[trial_id].metadata)
         if error is None:
             try:
-                done.append(campaign.tell(trial_id, values=value, eval_time=seconds, segment=segment))
+                done.append(
+                    campaign.tell(trial_id, values=value, eval_time=seconds, segment=segment)
+                )
                 return
             except EvaluationError as exc:  # the evaluator returned something malformed
                 error = exc
@@ -74,7 +76,9 @@ def resume_pending(campaign: Campaign) -> list[Trial]:
             campaign.store.abandon_pending(ids=[t.id for t in pending])
             return []
         return evaluate(campaign, pending) if pending else []
-    pending = [t for t in campaign.store.trials("pending") if t.generator != IMPORTED]  # imported: run elsewhere
+    pending = [
+        t for t in campaign.store.trials("pending") if t.generator != IMPORTED
+    ]  # imported: run elsewhere
     if not pending:
         return []
     if campaign.execution.on_pending == "abandon":
@@ -92,8 +96,10 @@ def step(campaign: Campaign) -> list[Trial]:
     t0 = time.perf_counter()
     store_before = campaign.store.busy_seconds
     failed = [t for t in trials if t.status == "failed"]  # their cost failed (ask)
-    done = sorted(evaluate(campaign, [t for t in trials if t.status == "pending"]) + failed,
-                  key=lambda t: t.id)  # fmt: skip
+    done = sorted(
+        evaluate(campaign, [t for t in trials if t.status == "pending"]) + failed,
+        key=lambda t: t.id,
+    )
     timing = dict(campaign.last_ask)
     timing["store"] += campaign.store.busy_seconds - store_before
     timing["evaluate"] = time.perf_counter() - t0 - (campaign.store.busy_seconds - store_before)

@@ -385,7 +385,9 @@ def open_executor(
     try:
         from dask.distributed import Client, LocalCluster
     except ImportError:
-        raise ConfigError("executor.kind: dask needs dask.distributed: pip install 'dsbo[scale]'") from None
+        raise ConfigError(
+            "executor.kind: dask needs dask.distributed: pip install 'dsbo[scale]'"
+        ) from None
     cluster = None
     try:
         if address is None:

@@ -87,7 +87,12 @@ class Stop:
 
 
 # ---------------------------------------------------------------------- the rule
-def brackets(min_iter: int | None = None, max_iter: int | None = None, s: int | None = None, eta: float = DEFAULT_ETA) -> list[int]:
+def brackets(
+    min_iter: int | None = None,
+    max_iter: int | None = None,
+    s: int | None = None,
+    eta: float = DEFAULT_ETA,
+) -> list[int]:
     """W&B's bracket schedule: from ``max_iter`` and ``s`` if given, else from ``min_iter``."""
     out: list[int] = []
     if max_iter is not None:
@@ -107,7 +112,9 @@ def brackets(min_iter: int | None = None, max_iter: int | None = None, s: int | 
     return sorted(set(out))
 
 
-def thresholds(bands: Sequence[int], histories: Iterable[Sequence[float]], eta: float) -> list[float]:
+def thresholds(
+    bands: Sequence[int], histories: Iterable[Sequence[float]], eta: float
+) -> list[float]:
     """Each bracket's threshold over ``histories`` (lower is better): ``inf`` where no run
     has reached the bracket."""
     histories = [h for h in histories if h]
@@ -119,7 +126,9 @@ def thresholds(bands: Sequence[int], histories: Iterable[Sequence[float]], eta: 
     return out
 
 
-def stop_rule(history: Sequence[float], bands: Sequence[int], limits: Sequence[float], strict: bool = True) -> Stop | None:
+def stop_rule(
+    history: Sequence[float], bands: Sequence[int], limits: Sequence[float], strict: bool = True
+) -> Stop | None:
     """W&B's decision for one running run (``history`` lower-is-better): a :class:`Stop` at
     its latest bracket, or None (no bracket reached yet, or not worse than the threshold)."""
     closest = None
@@ -134,11 +143,16 @@ def stop_rule(history: Sequence[float], bands: Sequence[int], limits: Sequence[f
     return Stop(band, value, limit, len(history)) if value > limit else None
 
 
-def runs_to_stop(histories: Mapping[str, Sequence[float]], running: Iterable[str], hyperband: Hyperband) -> dict[str, Stop]:
+def runs_to_stop(
+    histories: Mapping[str, Sequence[float]], running: Iterable[str], hyperband: Hyperband
+) -> dict[str, Stop]:
     """The ``running`` runs that W&B's hyperband stops, given every run's history (lower is
     better; runs that are not running count toward the thresholds)."""
     limits = thresholds(hyperband.brackets, histories.values(), hyperband.eta)
-    decisions = {name: stop_rule(histories.get(name, ()), hyperband.brackets, limits, hyperband.strict) for name in running}
+    decisions = {
+        name: stop_rule(histories.get(name, ()), hyperband.brackets, limits, hyperband.strict)
+        for name in running
+    }
     return {name: stop for name, stop in decisions.items() if stop is not None}
 
 
@@ -150,39 +164,68 @@ def _positive_int(raw: dict[str, Any], key: str, where: str) -> int:
     return value
 
 
-def parse_early_terminate(raw: Any, metric: dict[str, Any] | None, source: str = "sweep") -> Hyperband | None:
+def parse_early_terminate(
+    raw: Any, metric: dict[str, Any] | None, source: str = "sweep"
+) -> Hyperband | None:
     """The ``early_terminate`` block of a sweep file (None when absent); a ConfigError naming
     the key for anything W&B's schema refuses or its code would not use."""
     if raw is None:
         return None
     where = f"{source}: early_terminate"
     if not isinstance(raw, dict) or raw.get("type") != "hyperband":
-        raise ConfigError(f"{where} must be a mapping with type: hyperband (W&B's only stopping algorithm), got {raw!r}")
+        raise ConfigError(
+            f"{where} must be a mapping with type: hyperband (W&B's only stopping algorithm), got {raw!r}"
+        )
     unknown = sorted(set(raw) - set(KEYS))
     if unknown:
-        raise ConfigError(f"{where}: unknown key(s) {unknown}; W&B's hyperband keys are {list(KEYS)}")
+        raise ConfigError(
+            f"{where}: unknown key(s) {unknown}; W&B's hyperband keys are {list(KEYS)}"
+        )
     if metric is None:
-        raise ConfigError(f"{where}: hyperband compares the runs' metric; give metric: {{name: ..., goal: ...}}")
+        raise ConfigError(
+            f"{where}: hyperband compares the runs' metric; give metric: {{name: ..., goal: ...}}"
+        )
     eta = raw.get("eta", DEFAULT_ETA)
-    if isinstance(eta, bool) or not isinstance(eta, int | float) or not math.isfinite(eta) or eta <= 1:
-        raise ConfigError(f"{where}.eta={eta!r} must be a number > 1 (runs kept at a bracket: the best 1/eta)")
+    if (
+        isinstance(eta, bool)
+        or not isinstance(eta, int | float)
+        or not math.isfinite(eta)
+        or eta <= 1
+    ):
+        raise ConfigError(
+            f"{where}.eta={eta!r} must be a number > 1 (runs kept at a bracket: the best 1/eta)"
+        )
     strict = raw.get("strict", True)
     if not isinstance(strict, bool):
         raise ConfigError(f"{where}.strict={strict!r} must be true or false")
     if "min_iter" in raw and "max_iter" in raw:
-        raise ConfigError(f"{where}: give min_iter or max_iter (with s), not both (W&B would use max_iter, ignoring min_iter)")
+        raise ConfigError(
+            f"{where}: give min_iter or max_iter (with s), not both (W&B would use max_iter, ignoring min_iter)"
+        )
     if "max_iter" in raw:
         if "s" not in raw:
-            raise ConfigError(f"{where}: max_iter needs s, the number of brackets below it (W&B's schema requires it)")
-        bands = brackets(max_iter=_positive_int(raw, "max_iter", where), s=_positive_int(raw, "s", where), eta=eta)
+            raise ConfigError(
+                f"{where}: max_iter needs s, the number of brackets below it (W&B's schema requires it)"
+            )
+        bands = brackets(
+            max_iter=_positive_int(raw, "max_iter", where),
+            s=_positive_int(raw, "s", where),
+            eta=eta,
+        )
         if not bands:
-            raise ConfigError(f"{where}: max_iter={raw['max_iter']} / eta={eta} is below 1: no bracket; raise max_iter or lower eta")
+            raise ConfigError(
+                f"{where}: max_iter={raw['max_iter']} / eta={eta} is below 1: no bracket; raise max_iter or lower eta"
+            )
     elif "min_iter" in raw:
         if "s" in raw:
-            raise ConfigError(f"{where}.s counts brackets down from max_iter; with min_iter W&B ignores it, drop it")
+            raise ConfigError(
+                f"{where}.s counts brackets down from max_iter; with min_iter W&B ignores it, drop it"
+            )
         bands = brackets(min_iter=_positive_int(raw, "min_iter", where), eta=eta)
     else:
-        raise ConfigError(f"{where}: missing min_iter (the first bracket) or max_iter with s (W&B needs one of them)")
+        raise ConfigError(
+            f"{where}: missing min_iter (the first bracket) or max_iter with s (W&B needs one of them)"
+        )
     return Hyperband(tuple(bands), float(eta), strict)
 
 
@@ -266,10 +309,16 @@ class HyperbandMonitor:
         run killed) after ``timeout`` seconds."""
         self.observe(run, [])
         started = time.monotonic()
-        proc = subprocess.Popen(command, stdout=stdout, stderr=subprocess.STDOUT, env=env, process_group=0)
+        proc = subprocess.Popen(
+            command, stdout=stdout, stderr=subprocess.STDOUT, env=env, process_group=0
+        )
         try:
             while True:
-                wait = self.poll if timeout is None else max(0.0, min(self.poll, started + timeout - time.monotonic()))
+                wait = (
+                    self.poll
+                    if timeout is None
+                    else max(0.0, min(self.poll, started + timeout - time.monotonic()))
+                )
                 try:
                     code = proc.wait(timeout=wait)
                 except subprocess.TimeoutExpired:

@@ -95,16 +95,21 @@ def acquire(campaign: Campaign, q: int = 1) -> list[Trial]:
     store = campaign.store
     with store.proposal_lock():
         if store.shared:
-            while claimed := store.claim_expired(campaign.worker, campaign.execution.lease, limit=1):
+            while claimed := store.claim_expired(
+                campaign.worker, campaign.execution.lease, limit=1
+            ):
                 [trial] = claimed
                 retries = trial.metadata.get("lease_retries", 0)
                 if campaign.execution.on_pending == "abandon":
                     store.abandon_pending(ids=[trial.id])
                 elif retries > campaign.execution.worker_retries:
-                    campaign.tell(trial.id, error=WorkerDiedError(
-                        f"the workers evaluating it stopped renewing their lease "
-                        f"({campaign.execution.lease:g} s) {retries} times: {trial.metadata.get('lease_lost_by')}"
-                    ))  # fmt: skip
+                    campaign.tell(
+                        trial.id,
+                        error=WorkerDiedError(
+                            f"the workers evaluating it stopped renewing their lease "
+                            f"({campaign.execution.lease:g} s) {retries} times: {trial.metadata.get('lease_lost_by')}"
+                        ),
+                    )
                 else:
                     return [trial]
         return campaign.ask(q=q)
@@ -229,7 +234,9 @@ def _run_with_executor(campaign: Campaign) -> None:
         for future in in_flight:
             if future not in started and (future.running() or future.done()):
                 started[future] = now
-        finished, _ = wait(list(in_flight), timeout=0.05 if timeout else 1.0, return_when=FIRST_COMPLETED)
+        finished, _ = wait(
+            list(in_flight), timeout=0.05 if timeout else 1.0, return_when=FIRST_COMPLETED
+        )
         done: list[Trial] = []
         for future in finished:
             trial = in_flight.pop(future)
@@ -286,7 +293,9 @@ def _tell(campaign: Campaign, trial: Trial, **kwargs: Any) -> Trial | None:
         raise
 
 
-def ideal_wall_time(budget: int, eval_seconds: float, workers: int, proposal_seconds: float) -> float:
+def ideal_wall_time(
+    budget: int, eval_seconds: float, workers: int, proposal_seconds: float
+) -> float:
     """The least wall time of a campaign of ``budget`` evaluations of ``eval_seconds`` each on
     ``workers`` workers whose proposals took ``proposal_seconds`` in all: the evaluations
     divide among the workers, the proposals do not (they hold the proposal lock one after

@@ -20,8 +20,10 @@ def too_many_failures(campaign: Campaign, consecutive: int) -> TooManyFailuresEr
     completed = campaign.store.count("completed")
     where = getattr(campaign.store, "path", None)
     if where in (None, ":memory:"):
-        keep = (f"{completed} completed evaluation(s) are in this error's .result; this store is in memory: "
-                "pass store='trials.sqlite' to keep every evaluation on disk and resume after fixing the function")  # fmt: skip
+        keep = (
+            f"{completed} completed evaluation(s) are in this error's .result; this store is in memory: "
+            "pass store='trials.sqlite' to keep every evaluation on disk and resume after fixing the function"
+        )
     else:
         keep = f"everything is saved in {where}: fix the evaluator and run again to resume"
     message = f"{consecutive} evaluations in a row failed (last error: {last.error}); stopping. {keep[0].upper()}{keep[1:]}."

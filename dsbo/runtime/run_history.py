@@ -60,7 +60,9 @@ class MetricHistory:
         self.source: Path | None = None
         self._broken: str | None = None
         self._offset = 0
-        self._chunks = b""  # the FIRST/MIDDLE parts of a W&B record whose LAST part is still to come
+        self._chunks = (
+            b""  # the FIRST/MIDDLE parts of a W&B record whose LAST part is still to come
+        )
         self._record: Any = None
 
     # ------------------------------------------------------------------ reading
@@ -86,7 +88,9 @@ class MetricHistory:
         jsonl = self.run_dir / HISTORY_FILE
         if jsonl.is_file():
             return jsonl
-        logs = sorted(self.run_dir.glob(WANDB_LOG_GLOB), key=lambda p: p.stat().st_mtime, reverse=True)
+        logs = sorted(
+            self.run_dir.glob(WANDB_LOG_GLOB), key=lambda p: p.stat().st_mtime, reverse=True
+        )
         return logs[0] if logs else None
 
     def _read_lines(self, data: bytes) -> int:
@@ -129,8 +133,13 @@ class MetricHistory:
             if len(data) - start < length:
                 return used
             payload = data[start : start + length]
-            if kind not in (_FULL, _FIRST, _MIDDLE, _LAST) or zlib.crc32(payload, _TYPE_CRC[kind]) != checksum:
-                self._broken = f"{self.source}: a record at byte {self._offset + used} fails its checksum"
+            if (
+                kind not in (_FULL, _FIRST, _MIDDLE, _LAST)
+                or zlib.crc32(payload, _TYPE_CRC[kind]) != checksum
+            ):
+                self._broken = (
+                    f"{self.source}: a record at byte {self._offset + used} fails its checksum"
+                )
                 return used
             used = start + length
             self._chunks = payload if kind in (_FULL, _FIRST) else self._chunks + payload

@@ -44,8 +44,12 @@ def write_sweep_report(sweep_dir: Path, path: str | Path, model: bool = True) ->
     if sweep.method == "bayes":
         store = sweep_dir / "trials.sqlite"
         if not store.is_file():
-            raise ConfigError(f"{sweep_dir} has no store (trials.sqlite): the bayes sweep never ran")
-        campaign = bayes_campaign(sweep, sweep_dir, int(payload["num_runs"]), int(payload.get("seed", 0)))
+            raise ConfigError(
+                f"{sweep_dir} has no store (trials.sqlite): the bayes sweep never ran"
+            )
+        campaign = bayes_campaign(
+            sweep, sweep_dir, int(payload["num_runs"]), int(payload.get("seed", 0))
+        )
         try:
             return write_report(campaign, path, sweep.raw, model)
         finally:
@@ -84,18 +88,38 @@ def sweep_report_data(
     for i, run in enumerate(runs, start=1):
         value = run.get("metric")
         # a run hyperband stopped early counts with its last logged value (as W&B reports it)
-        ok = run.get("status") in ("finished", "stopped") and value is not None and math.isfinite(value)
+        ok = (
+            run.get("status") in ("finished", "stopped")
+            and value is not None
+            and math.isfinite(value)
+        )
         status = "completed" if ok else STATUS.get(run.get("status"), "failed")
         if ok:
             best = max(best, sign * value)
-        rows.append({"trial": i, "generator": sweep.method, "status": status,
-                     **{n: run["params"].get(n) for n in space.names}, name: sign * value if ok else math.nan,
-                     "num_changed": math.nan, "error": run.get("error"), "cost": run.get("seconds", 0.0),
-                     "best_so_far": best if best > -math.inf else math.nan})  # fmt: skip
+        rows.append(
+            {
+                "trial": i,
+                "generator": sweep.method,
+                "status": status,
+                **{n: run["params"].get(n) for n in space.names},
+                name: sign * value if ok else math.nan,
+                "num_changed": math.nan,
+                "error": run.get("error"),
+                "cost": run.get("seconds", 0.0),
+                "best_so_far": best if best > -math.inf else math.nan,
+            }
+        )
     frame = pd.DataFrame(rows)
     frame["cumulative_cost"] = frame["cost"].cumsum() if len(frame) else []
-    data = ReportData(title=sweep.name or "sweep", space=space, frame=frame, objective_names=[name],
-                      surrogate="gp", config=sweep.raw, environment=environment(seed))  # fmt: skip
+    data = ReportData(
+        title=sweep.name or "sweep",
+        space=space,
+        frame=frame,
+        objective_names=[name],
+        surrogate="gp",
+        config=sweep.raw,
+        environment=environment(seed),
+    )
     if model:
         _add_gp_panels(data)
     return data
@@ -115,7 +139,10 @@ def _add_gp_panels(data: ReportData) -> None:
         return
     name = data.objective_names[0]
     try:
-        X = torch.tensor([data.space.encode(_present(row, data.space)) for _, row in done.iterrows()], dtype=torch.double)
+        X = torch.tensor(
+            [data.space.encode(_present(row, data.space)) for _, row in done.iterrows()],
+            dtype=torch.double,
+        )
         Y = torch.tensor(done[name].to_numpy(), dtype=torch.double).unsqueeze(-1)
         bounds = torch.tensor(data.space.bounds, dtype=torch.double).T
         with warnings.catch_warnings():

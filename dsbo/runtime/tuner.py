@@ -45,7 +45,6 @@ from dsbo.space import Outcomes, Parameter, SearchSpace
 from dsbo.storage import IMPORTED
 
 if TYPE_CHECKING:
-
     from dsbo.campaign.early_stopping import RunningTrial
     from dsbo.storage import Trial
 
@@ -82,11 +81,15 @@ def optimizer_settings(optimizer: Any) -> Any:
     if optimizer is None or isinstance(optimizer, OptimizerSettings):
         return optimizer
     if not isinstance(optimizer, Mapping):
-        raise ConfigError(f"optimizer must be OptimizerSettings or a mapping of its fields, got {optimizer!r}")
+        raise ConfigError(
+            f"optimizer must be OptimizerSettings or a mapping of its fields, got {optimizer!r}"
+        )
     fields = OptimizerSettings.__dataclass_fields__
     unknown = sorted(set(optimizer) - set(fields))
     if unknown:
-        raise ConfigError(f"optimizer.{unknown[0]} is not a setting; the settings are {', '.join(fields)}")
+        raise ConfigError(
+            f"optimizer.{unknown[0]} is not a setting; the settings are {', '.join(fields)}"
+        )
     return OptimizerSettings(**optimizer)
 
 
@@ -200,14 +203,18 @@ class Tuner:
             raise ConfigError(f"objective must be a non-empty name, got {objective!r}")
         if objectives is not None and objective != "objective":
             raise ConfigError("give objective= (one) or objectives= (several), not both")
-        outcomes = Outcomes.declare(objective if objectives is None else objectives, constraints, direction)
+        outcomes = Outcomes.declare(
+            objective if objectives is None else objectives, constraints, direction
+        )
         space = space if isinstance(space, SearchSpace) else SearchSpace(space)
         if isinstance(parameter_constraints, str):
             parameter_constraints = [parameter_constraints]
         if default is not None:
             if not isinstance(default, Mapping):
                 raise ConfigError(f"default must be a mapping {{name: value}}, got {default!r}")
-            space.default(default, where="default")  # an unknown name or bad value, in the user's words
+            space.default(
+                default, where="default"
+            )  # an unknown name or bad value, in the user's words
         problem = get_problem(
             "black-box",
             parameters=space,
@@ -221,14 +228,18 @@ class Tuner:
         if isinstance(surrogate, str) and surrogate == "auto":
             surrogate = auto_surrogate(self.space)
         if not isinstance(bonsai, bool | Mapping):
-            raise ConfigError(f"bonsai must be true, false or a mapping of BONSAI options, got {bonsai!r}")
+            raise ConfigError(
+                f"bonsai must be true, false or a mapping of BONSAI options, got {bonsai!r}"
+            )
         postprocess = None
         if bonsai is not False:
             options = dict(bonsai) if isinstance(bonsai, Mapping) else {}
             if default is not None:
                 options.setdefault("default", dict(default))
             postprocess = {"bonsai": options}
-        if threads is not None and (not isinstance(threads, int) or isinstance(threads, bool) or threads < 1):
+        if threads is not None and (
+            not isinstance(threads, int) or isinstance(threads, bool) or threads < 1
+        ):
             raise ConfigError(f"threads must be an integer >= 1 or None, got {threads!r}")
         self.threads = threads
         optimizer = optimizer_settings(optimizer)
@@ -245,13 +256,28 @@ class Tuner:
         self._handed_out: set[int] = set()
         with self._torch_threads():  # the dry iteration fits and proposes too
             self.campaign = Campaign(
-                problem, surrogate=surrogate, acquisition=acquisition, budget=budget, n_init=n_init, q=q,
-                seed=seed, store=store, evaluator=self._evaluate, executor=executor, optimizer=optimizer,
-                callbacks=callbacks, postprocess=postprocess, eval_timeout=eval_timeout,
-                include_default=include_default, dry_run=dry_run, parallel=workers,
-                outcome_warping=outcome_warping, early_stopping=early_stopping, max_steps=max_steps,
+                problem,
+                surrogate=surrogate,
+                acquisition=acquisition,
+                budget=budget,
+                n_init=n_init,
+                q=q,
+                seed=seed,
+                store=store,
+                evaluator=self._evaluate,
+                executor=executor,
+                optimizer=optimizer,
+                callbacks=callbacks,
+                postprocess=postprocess,
+                eval_timeout=eval_timeout,
+                include_default=include_default,
+                dry_run=dry_run,
+                parallel=workers,
+                outcome_warping=outcome_warping,
+                early_stopping=early_stopping,
+                max_steps=max_steps,
                 budget_steps=budget_steps,
-            )  # fmt: skip
+            )
 
     @property
     def direction(self) -> str:
@@ -299,14 +325,19 @@ class Tuner:
             raise ConfigError(f"n must be an integer >= 1, got {n!r}")
         trials = []
         if fixed is None and not self.campaign.store.shared:
-            trials = [t for t in self.campaign.store.trials("pending")
-                      if t.id not in self._handed_out and t.generator != IMPORTED][:k]  # fmt: skip
+            trials = [
+                t
+                for t in self.campaign.store.trials("pending")
+                if t.id not in self._handed_out and t.generator != IMPORTED
+            ][:k]
         while len(trials) < k:  # the initial design's last points may come before proposals
             with self._torch_threads():
                 new = self.campaign.ask(q=k - len(trials), fixed=fixed)
             if not new:
                 break
-            trials += [t for t in new if t.status == "pending"]  # a trial whose cost failed is recorded already
+            trials += [
+                t for t in new if t.status == "pending"
+            ]  # a trial whose cost failed is recorded already
         self._handed_out.update(t.id for t in trials)
         suggestions = [self._suggestion(t) for t in trials]
         if n is None:
@@ -374,7 +405,9 @@ class Tuner:
 
     def _evaluate(self, x: Any, trial: RunningTrial) -> Any:
         if self._function is None:
-            raise ConfigError("this Tuner has no function to evaluate: use ask/tell, or dsbo.minimize/maximize")
+            raise ConfigError(
+                "this Tuner has no function to evaluate: use ask/tell, or dsbo.minimize/maximize"
+            )
         if self._takes_trial:
             return self._function(self.campaign.problem.params(x), trial)
         return self._function(self.campaign.problem.params(x))
@@ -394,7 +427,11 @@ class Tuner:
         from dsbo.campaign.early_stopping import takes_trial
 
         self._function, self._takes_trial = function, takes_trial(function)
-        if self.campaign.early_stopping is not None and self.campaign.early_stopping.rule is not None and not self._takes_trial:
+        if (
+            self.campaign.early_stopping is not None
+            and self.campaign.early_stopping.rule is not None
+            and not self._takes_trial
+        ):
             raise ConfigError(
                 "early_stopping needs a function that takes the trial, f(params, trial), and calls "
                 "trial.report(step, value) and trial.should_stop()"
@@ -418,14 +455,19 @@ class Tuner:
         result = self.campaign.result()
         problem = self.campaign.problem
         front = pareto_trials(self.campaign.store.trials("completed"), problem)
-        best_trials = [BestTrial(t.id, problem.params(t.x), self.outcomes.to_user(t.y)) for t in front]
+        best_trials = [
+            BestTrial(t.id, problem.params(t.x), self.outcomes.to_user(t.y)) for t in front
+        ]
         columns = ["trial", *self.space.names, *self.outcomes.metrics]
         table = result.history
-        pareto_front = table[table["trial"].isin([t.trial_id for t in best_trials])][columns].reset_index(drop=True)
+        pareto_front = table[table["trial"].isin([t.trial_id for t in best_trials])][
+            columns
+        ].reset_index(drop=True)
         several = problem.is_multi_objective
         return TunerResult(
             best_params=None if several else result.best_params,
-            best_value=None if several or result.best_value is None or not math.isfinite(result.best_value)
+            best_value=None
+            if several or result.best_value is None or not math.isfinite(result.best_value)
             else result.best_value,
             history=result.history,
             num_completed=result.num_completed,
@@ -489,14 +531,29 @@ def _check_options(options: Mapping[str, Any], caller: str) -> None:
     import difflib
     import inspect
 
-    known = [p for p in inspect.signature(Tuner.__init__).parameters if p not in ("self", "space", "direction")]
+    known = [
+        p
+        for p in inspect.signature(Tuner.__init__).parameters
+        if p not in ("self", "space", "direction")
+    ]
     for name in options:
         if name == "direction":
-            raise ConfigError(f"{caller}() sets the direction; call dsbo.{'maximize' if caller == 'minimize' else 'minimize'} for the other one")
+            raise ConfigError(
+                f"{caller}() sets the direction; call dsbo.{'maximize' if caller == 'minimize' else 'minimize'} for the other one"
+            )
         if name not in known:
             close = difflib.get_close_matches(name, known, n=1)
             hint = f"; did you mean {close[0]!r}?" if close else f"; options: {', '.join(known)}"
             raise ConfigError(f"{caller}() has no option {name!r}{hint}")
 
 
-__all__ = ["AUTO_GP_MAX_PARAMETERS", "BestTrial", "Suggestion", "Tuner", "TunerResult", "auto_surrogate", "maximize", "minimize"]
+__all__ = [
+    "AUTO_GP_MAX_PARAMETERS",
+    "BestTrial",
+    "Suggestion",
+    "Tuner",
+    "TunerResult",
+    "auto_surrogate",
+    "maximize",
+    "minimize",
+]

@@ -57,11 +57,15 @@ def _side(text: str, where: str) -> tuple[dict[str, float], float]:
     while pos < len(text):
         m = _TERM.match(text, pos)
         if m is None or m.end() == pos or (not first and m.group("sign") is None):
-            raise ConfigError(f"{where}: cannot read {text[pos:]!r}; write terms like '2 * x' joined by + or -")
+            raise ConfigError(
+                f"{where}: cannot read {text[pos:]!r}; write terms like '2 * x' joined by + or -"
+            )
         sign = -1.0 if m.group("sign") == "-" else 1.0
         coef, name = m.group("coef"), m.group("name")
         if coef is None and name is None:
-            raise ConfigError(f"{where}: cannot read {text[pos:]!r}; write terms like '2 * x' joined by + or -")
+            raise ConfigError(
+                f"{where}: cannot read {text[pos:]!r}; write terms like '2 * x' joined by + or -"
+            )
         if m.group("times") and name is None:
             raise ConfigError(f"{where}: '*' must be followed by a parameter name")
         value = sign * (float(coef) if coef is not None else 1.0)
@@ -83,7 +87,9 @@ def parse_constraint(text: str, field: str = "parameter_constraints") -> LinearC
     """
     where = f"{field}: {text!r}"
     if not isinstance(text, str):
-        raise ConfigError(f"{field}: each constraint is a string such as 'x + y <= 1', got {text!r}")
+        raise ConfigError(
+            f"{field}: each constraint is a string such as 'x + y <= 1', got {text!r}"
+        )
     ops = re.findall(r"<=|>=|==|<|>|=", text)
     if len(ops) != 1 or ops[0] not in ("<=", ">="):
         raise ConfigError(f"{where}: write one comparison, <= or >=, e.g. 'x + y <= 1'")

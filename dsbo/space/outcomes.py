@@ -67,14 +67,22 @@ def to_number(value: Any, name: str) -> float:
     if hasattr(value, "dtype") and hasattr(value, "reshape"):  # a NumPy array/scalar or a tensor
         size = value.numel() if hasattr(value, "numel") else getattr(value, "size", 1)
         if size != 1:
-            raise OutcomeError(f"outcome {name!r} must be one number, got an array of {size} values")
-        if hasattr(value, "is_floating_point"):  # torch: any real dtype (bfloat16 has no NumPy twin)
+            raise OutcomeError(
+                f"outcome {name!r} must be one number, got an array of {size} values"
+            )
+        if hasattr(
+            value, "is_floating_point"
+        ):  # torch: any real dtype (bfloat16 has no NumPy twin)
             if value.is_complex() or str(value.dtype) == "torch.bool":
-                raise OutcomeError(f"outcome {name!r} must be a real number, got a tensor of {value.dtype}")
+                raise OutcomeError(
+                    f"outcome {name!r} must be a real number, got a tensor of {value.dtype}"
+                )
             return float(value.detach().reshape(-1)[0].item())
         kind = getattr(value.dtype, "kind", None)
         if kind not in ("i", "u", "f"):
-            raise OutcomeError(f"outcome {name!r} must be a real number, got a value of dtype {value.dtype}")
+            raise OutcomeError(
+                f"outcome {name!r} must be a real number, got a value of dtype {value.dtype}"
+            )
         return float(value.reshape(-1)[0])
     if isinstance(value, Real):
         return float(value)
@@ -100,7 +108,8 @@ def parse_outcomes(values: Any, names: Sequence[str]) -> list[float]:
         unknown = [k for k in values if k not in names]
         if missing or unknown:
             raise OutcomeError(
-                "outcomes must be exactly " + ", ".join(names)
+                "outcomes must be exactly "
+                + ", ".join(names)
                 + (f"; missing {missing}" if missing else "")
                 + (f"; unknown {unknown}" if unknown else "")
             )
@@ -117,9 +126,14 @@ def parse_outcomes(values: Any, names: Sequence[str]) -> list[float]:
         items = list(values)
     else:
         items = [values]
-    numbers = [to_number(v, n) if not isinstance(v, list | tuple) else _not_a_number(n, v) for n, v in zip(names, items, strict=False)]
+    numbers = [
+        to_number(v, n) if not isinstance(v, list | tuple) else _not_a_number(n, v)
+        for n, v in zip(names, items, strict=False)
+    ]
     if len(items) != m:
-        raise OutcomeError(f"outcomes must be {m} number(s) ({', '.join(names)}), got {len(items)} value(s)")
+        raise OutcomeError(
+            f"outcomes must be {m} number(s) ({', '.join(names)}), got {len(items)} value(s)"
+        )
     return numbers
 
 
@@ -209,7 +223,9 @@ class Outcomes:
             another outcome.
     """
 
-    def __init__(self, objectives: Sequence[Objective], constraints: Sequence[OutcomeConstraint] = ()) -> None:
+    def __init__(
+        self, objectives: Sequence[Objective], constraints: Sequence[OutcomeConstraint] = ()
+    ) -> None:
         if not objectives:
             raise ConfigError("objectives: name at least one objective")
         self.objectives = tuple(objectives)
@@ -224,17 +240,26 @@ class Outcomes:
         #: The names the evaluator reports, in order: the objectives, then the other
         #: constrained outcomes.
         self.metrics: tuple[str, ...] = tuple(metrics)
-        stored = [o.stored_name for o in self.objectives] + [c.stored_name for c in self.constraints]
+        stored = [o.stored_name for o in self.objectives] + [
+            c.stored_name for c in self.constraints
+        ]
         if len(set(stored)) != len(stored):
-            raise ConfigError(f"outcome names must be unique (objectives, then constraints), got {stored}")
+            raise ConfigError(
+                f"outcome names must be unique (objectives, then constraints), got {stored}"
+            )
         #: The store's outcome names: objectives (``-<name>`` when minimized), then the slacks.
         self.stored_names: tuple[str, ...] = tuple(stored)
 
     # ------------------------------------------------------------------ construction
     @classmethod
-    def maximized(cls, objective_names: Sequence[str], constraint_names: Sequence[str] = ()) -> Outcomes:
+    def maximized(
+        cls, objective_names: Sequence[str], constraint_names: Sequence[str] = ()
+    ) -> Outcomes:
         """Stored outcomes shown as they are: maximized objectives, slacks by their names."""
-        return cls([Objective(n) for n in objective_names], [OutcomeConstraint(n) for n in constraint_names])
+        return cls(
+            [Objective(n) for n in objective_names],
+            [OutcomeConstraint(n) for n in constraint_names],
+        )
 
     @classmethod
     def declare(
@@ -261,7 +286,9 @@ class Outcomes:
         if isinstance(objectives, str):
             objectives = [objectives]
         if isinstance(objectives, Mapping):
-            items = [(name, _objective_spec(name, spec, field)) for name, spec in objectives.items()]
+            items = [
+                (name, _objective_spec(name, spec, field)) for name, spec in objectives.items()
+            ]
             declared = [Objective(_name(name, field), d, t) for name, (d, t) in items]
         elif isinstance(objectives, Sequence) and all(isinstance(n, str) for n in objectives):
             declared = [Objective(_name(n, field), direction) for n in objectives]
@@ -272,8 +299,12 @@ class Outcomes:
             )
         if isinstance(constraints, str):
             constraints = [constraints]
-        if not isinstance(constraints, Sequence) or not all(isinstance(c, str) for c in constraints):
-            raise ConfigError(f"constraints: give outcome constraints as strings such as 'memory <= 8', got {constraints!r}")
+        if not isinstance(constraints, Sequence) or not all(
+            isinstance(c, str) for c in constraints
+        ):
+            raise ConfigError(
+                f"constraints: give outcome constraints as strings such as 'memory <= 8', got {constraints!r}"
+            )
         return cls(declared, [parse_outcome_constraint(c) for c in constraints])
 
     # ------------------------------------------------------------------ facts
@@ -290,7 +321,9 @@ class Outcomes:
     def declares_directions(self) -> bool:
         """Whether anything differs from the stored view (a minimized objective or a
         constraint written as a comparison)."""
-        return any(o.direction == "minimize" for o in self.objectives) or any(c.text for c in self.constraints)
+        return any(o.direction == "minimize" for o in self.objectives) or any(
+            c.text for c in self.constraints
+        )
 
     def finite_or_error(self, y: Sequence[float]) -> None:
         """Raise :class:`~dsbo.errors.EvaluationError` naming the outcomes (as the user named
@@ -298,7 +331,9 @@ class Outcomes:
         from dsbo.errors import EvaluationError
 
         sources = [o.name for o in self.objectives] + [c.metric for c in self.constraints]
-        bad = list(dict.fromkeys(n for n, v in zip(sources, y, strict=True) if not math.isfinite(v)))
+        bad = list(
+            dict.fromkeys(n for n, v in zip(sources, y, strict=True) if not math.isfinite(v))
+        )
         if bad:
             raise EvaluationError(f"evaluation returned a non-finite value for {bad}")
 
@@ -344,12 +379,18 @@ class Outcomes:
     def to_config(self) -> dict[str, Any]:
         """The declaration, as the config and the store's identity record it."""
         return {
-            "objectives": {o.name: o.direction if o.threshold is None else [o.direction, o.threshold] for o in self.objectives},
+            "objectives": {
+                o.name: o.direction if o.threshold is None else [o.direction, o.threshold]
+                for o in self.objectives
+            },
             "constraints": [c.stored_name for c in self.constraints],
         }
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, Outcomes) and (self.objectives, self.constraints) == (other.objectives, other.constraints)
+        return isinstance(other, Outcomes) and (self.objectives, self.constraints) == (
+            other.objectives,
+            other.constraints,
+        )
 
     def __repr__(self) -> str:
         return f"Outcomes({self.to_config()})"
@@ -363,7 +404,9 @@ def parse_outcome_constraint(text: str) -> OutcomeConstraint:
         ConfigError: for anything else, naming the constraint.
     """
     if not isinstance(text, str):
-        raise ConfigError(f"constraints: each outcome constraint is a string such as 'memory <= 8', got {text!r}")
+        raise ConfigError(
+            f"constraints: each outcome constraint is a string such as 'memory <= 8', got {text!r}"
+        )
     if OUTCOME_NAME.match(text.strip()):
         return OutcomeConstraint(text.strip())
     parsed: LinearConstraint = parse_constraint(text, field="constraints")
@@ -384,7 +427,9 @@ def _direction(value: Any, field: str) -> str:
 
 def _name(name: Any, field: str) -> str:
     if not isinstance(name, str) or not OUTCOME_NAME.match(name):
-        raise ConfigError(f"{field}: an outcome name must match {OUTCOME_NAME.pattern}, got {name!r}")
+        raise ConfigError(
+            f"{field}: an outcome name must match {OUTCOME_NAME.pattern}, got {name!r}"
+        )
     return name
 
 
@@ -404,7 +449,11 @@ def _objective_spec(name: str, spec: Any, field: str) -> tuple[str, float | None
         raise ConfigError(f"{where}: give 'min', 'max' or ['min', threshold], got {spec!r}")
     direction = _direction(direction, f"{where}.direction")
     if threshold is not None:
-        if isinstance(threshold, bool) or not isinstance(threshold, Real) or not math.isfinite(float(threshold)):
+        if (
+            isinstance(threshold, bool)
+            or not isinstance(threshold, Real)
+            or not math.isfinite(float(threshold))
+        ):
             raise ConfigError(f"{where}: the threshold must be a finite number, got {threshold!r}")
         threshold = float(threshold)
     return direction, threshold

@@ -284,13 +284,23 @@ class Choice(Parameter):
                 f"Choice: values must list at least two values, got {list(values)}"
                 + ("; use Fixed for one" if values else "")
             )
-        bad = [v for v in values if not isinstance(v, CHOICE_TYPES) or (isinstance(v, float) and not math.isfinite(v))]
+        bad = [
+            v
+            for v in values
+            if not isinstance(v, CHOICE_TYPES) or (isinstance(v, float) and not math.isfinite(v))
+        ]
         if bad:
-            raise ConfigError(f"Choice: values must be strings, numbers, booleans or null, got {bad[0]!r}")
+            raise ConfigError(
+                f"Choice: values must be strings, numbers, booleans or null, got {bad[0]!r}"
+            )
         for i, v in enumerate(values):
             twins = [w for w in values[:i] if _same(v, w)]
             if twins:
-                same = f"values repeat {v!r}" if repr(twins[0]) == repr(v) else f"{twins[0]!r} and {v!r} are the same number"
+                same = (
+                    f"values repeat {v!r}"
+                    if repr(twins[0]) == repr(v)
+                    else f"{twins[0]!r} and {v!r} are the same number"
+                )
                 raise ConfigError(f"Choice: {same}; list each value once")
         if not isinstance(self.ordered, bool):
             raise ConfigError(f"Choice: ordered must be true or false, got {self.ordered!r}")
@@ -345,7 +355,10 @@ class Fixed(Parameter):
         return []
 
     def encode(self, value: Any, where: str = "value") -> list[float]:
-        if not (_same(value, self.value) or (is_number(value) and is_number(self.value) and value == self.value)):
+        if not (
+            _same(value, self.value)
+            or (is_number(value) and is_number(self.value) and value == self.value)
+        ):
             raise ConfigError(f"{where}={value!r} differs from its fixed value {self.value!r}")
         return []
 
@@ -387,7 +400,9 @@ def parameter_from_config(name: str, spec: Any) -> Parameter:
                 "{type: choice, values: [...]}"
             )
     if not isinstance(spec, Mapping):
-        raise ConfigError(f"{where} must be a mapping such as {{type: float, low: 0, high: 1}}, got {spec!r}")
+        raise ConfigError(
+            f"{where} must be a mapping such as {{type: float, low: 0, high: 1}}, got {spec!r}"
+        )
     spec = dict(spec)
     kind = spec.pop("type", None)
     if kind is None:
@@ -398,7 +413,12 @@ def parameter_from_config(name: str, spec: Any) -> Parameter:
     unknown = sorted(set(spec) - allowed)
     if unknown:
         raise ConfigError(f"{where}: {kind} takes {', '.join(sorted(allowed))}; unknown {unknown}")
-    required = {"float": ("low", "high"), "int": ("low", "high"), "choice": ("values",), "fixed": ("value",)}[kind]
+    required = {
+        "float": ("low", "high"),
+        "int": ("low", "high"),
+        "choice": ("values",),
+        "fixed": ("value",),
+    }[kind]
     missing = [k for k in required if k not in spec]
     if missing:
         raise ConfigError(f"{where}: a {kind} needs {', '.join(missing)}")

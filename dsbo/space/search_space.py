@@ -51,7 +51,11 @@ MAX_REPAIRS = 256
 def _matches(value: Any, allowed: Sequence[Any]) -> bool:
     """Whether ``value`` is one of ``allowed``, as :class:`Choice` compares values: equal
     numbers match (``1`` and ``1.0``), a boolean or a string only its own type."""
-    return any((type(value) is type(a) and value == a) or (is_number(value) and is_number(a) and value == a) for a in allowed)
+    return any(
+        (type(value) is type(a) and value == a)
+        or (is_number(value) and is_number(a) and value == a)
+        for a in allowed
+    )
 
 
 class SearchSpace:
@@ -82,7 +86,9 @@ class SearchSpace:
         self.parameters: dict[str, Parameter] = {}
         for name, spec in parameters.items():
             if not isinstance(name, str) or not PARAMETER_NAME.match(name):
-                raise ConfigError(f"parameters.{name}: a parameter name must match {PARAMETER_NAME.pattern}")
+                raise ConfigError(
+                    f"parameters.{name}: a parameter name must match {PARAMETER_NAME.pattern}"
+                )
             self.parameters[name] = parameter_from_config(name, spec)
         self._order = self._check_conditions()
         self.slices: dict[str, slice] = {}
@@ -111,7 +117,10 @@ class SearchSpace:
     # ------------------------------------------------------------------ construction
     @classmethod
     def from_box(
-        cls, names: Sequence[str], bounds: Sequence[tuple[float, float]], integer: Iterable[int] = ()
+        cls,
+        names: Sequence[str],
+        bounds: Sequence[tuple[float, float]],
+        integer: Iterable[int] = (),
     ) -> SearchSpace:
         """The space of a plain box: a :class:`Float` per dimension, an :class:`Int` for the
         ``integer`` ones (the model columns are the box itself)."""
@@ -132,10 +141,14 @@ class SearchSpace:
                 if parent == name:
                     raise ConfigError(f"{where}: a parameter cannot depend on itself")
                 if parent not in self.parameters:
-                    raise ConfigError(f"{where}: there is no parameter {parent!r}; parameters: {list(self.parameters)}")
+                    raise ConfigError(
+                        f"{where}: there is no parameter {parent!r}; parameters: {list(self.parameters)}"
+                    )
                 q = self.parameters[parent]
                 if isinstance(q, Float):
-                    raise ConfigError(f"{where}: a condition needs a choice, int or fixed parameter; {parent} is a float")
+                    raise ConfigError(
+                        f"{where}: a condition needs a choice, int or fixed parameter; {parent} is a float"
+                    )
                 bad = [v for v in allowed if not q.allows(v)]
                 if bad:
                     values = list(q.values) if isinstance(q, Choice) else q.to_config()
@@ -147,7 +160,9 @@ class SearchSpace:
             if name in order:
                 return
             if name in visiting:
-                raise ConfigError(f"parameters: the conditions form a circle: {' -> '.join((*path, name))}")
+                raise ConfigError(
+                    f"parameters: the conditions form a circle: {' -> '.join((*path, name))}"
+                )
             visiting.add(name)
             for parent in self.parameters[name].conditions:
                 visit(parent, (*path, name))
@@ -162,15 +177,25 @@ class SearchSpace:
         where = f"parameter_constraints: {c.text!r}"
         for name in c.coefficients:
             if name not in self.parameters:
-                raise ConfigError(f"{where}: there is no parameter {name!r}; parameters: {list(self.parameters)}")
+                raise ConfigError(
+                    f"{where}: there is no parameter {name!r}; parameters: {list(self.parameters)}"
+                )
             p = self.parameters[name]
             if not isinstance(p, Float | Int):
-                raise ConfigError(f"{where}: {name} is a {p.kind}; constraints take float and int parameters")
+                raise ConfigError(
+                    f"{where}: {name} is a {p.kind}; constraints take float and int parameters"
+                )
             if p.conditions:
-                raise ConfigError(f"{where}: {name} is conditional; a constraint cannot bind a parameter that may not exist")
+                raise ConfigError(
+                    f"{where}: {name} is conditional; a constraint cannot bind a parameter that may not exist"
+                )
         logs = [n for n in c.coefficients if self.parameters[n].log]
         if not logs:
-            return [self.slices[n].start for n in c.coefficients], list(c.coefficients.values()), c.rhs
+            return (
+                [self.slices[n].start for n in c.coefficients],
+                list(c.coefficients.values()),
+                c.rhs,
+            )
         ratio = log_ratio_form(c)
         if len(logs) == len(c.coefficients) and ratio is not None:
             p, r, log_c = ratio
@@ -192,7 +217,9 @@ class SearchSpace:
         result = linprog([0.0] * self.dim, A_ub=A, b_ub=b, bounds=self.bounds, method="highs")
         if result.status != 0:
             texts = "; ".join(repr(c.text) for c in self.constraints)
-            raise ConfigError(f"parameter_constraints: no point of the parameters' ranges satisfies {texts}")
+            raise ConfigError(
+                f"parameter_constraints: no point of the parameters' ranges satisfies {texts}"
+            )
 
     # ------------------------------------------------------------------ facts
     @property
@@ -231,7 +258,11 @@ class SearchSpace:
     @property
     def one_hot_groups(self) -> list[list[int]]:
         """The columns of each unordered choice's one-hot block (what a categorical kernel reads)."""
-        return [list(range(self.dim))[self.slices[n]] for n in self.categorical if self.parameters[n].width]
+        return [
+            list(range(self.dim))[self.slices[n]]
+            for n in self.categorical
+            if self.parameters[n].width
+        ]
 
     @property
     def conditional(self) -> list[str]:
@@ -244,16 +275,15 @@ class SearchSpace:
         if self.constraints or self.conditional:
             return False
         return all(
-            (isinstance(p, Float) and not p.log and p.step is None) or (isinstance(p, Int) and p.is_integer_column)
+            (isinstance(p, Float) and not p.log and p.step is None)
+            or (isinstance(p, Int) and p.is_integer_column)
             for p in self.parameters.values()
         )
 
     # ------------------------------------------------------------------ maps
     def _active(self, name: str, values: Mapping[str, Any], active: Mapping[str, bool]) -> bool:
         return all(
-            active.get(parent, False)
-            and parent in values
-            and _matches(values[parent], allowed)
+            active.get(parent, False) and parent in values and _matches(values[parent], allowed)
             for parent, allowed in self.parameters[name].conditions.items()
         )
 
@@ -270,7 +300,9 @@ class SearchSpace:
                 values[name] = self.parameters[name].decode(u[self.slices[name]])
         return {n: values[n] for n in self.parameters if n in values}
 
-    def encode(self, values: Mapping[str, Any], where: str = "parameters", partial: bool = False) -> list[float]:
+    def encode(
+        self, values: Mapping[str, Any], where: str = "parameters", partial: bool = False
+    ) -> list[float]:
         """The model point of ``values`` (``{name: value}`` for every active searched parameter;
         fixed ones may be given if equal to their value).
 
@@ -286,7 +318,9 @@ class SearchSpace:
             raise ConfigError(f"{where} must be a mapping {{name: value}}, got {values!r}")
         unknown = [k for k in values if k not in self.parameters]
         if unknown:
-            raise ConfigError(f"{where}.{unknown[0]}: there is no such parameter; parameters: {list(self.parameters)}")
+            raise ConfigError(
+                f"{where}.{unknown[0]}: there is no such parameter; parameters: {list(self.parameters)}"
+            )
         u = [0.0] * self.dim
         full: dict[str, Any] = {}
         active: dict[str, bool] = {}
@@ -296,7 +330,9 @@ class SearchSpace:
             if not active[name]:
                 if name in values and p.width:
                     parents = {k: full.get(k) for k in p.conditions}
-                    raise ConfigError(f"{where}.{name}: {name} is inactive when {parents}; leave it out")
+                    raise ConfigError(
+                        f"{where}.{name}: {name} is inactive when {parents}; leave it out"
+                    )
                 u[self.slices[name]] = p.inactive()
                 continue
             if name in values:
@@ -320,14 +356,17 @@ class SearchSpace:
             snapped = self._repair(u, values, snapped)
         return snapped
 
-    def _repair(self, u: Sequence[float], values: dict[str, Any], snapped: list[float]) -> list[float]:
+    def _repair(
+        self, u: Sequence[float], values: dict[str, Any], snapped: list[float]
+    ) -> list[float]:
         """The rounding (floor or ceiling of each integer or stepped float in a constraint)
         closest to ``u`` that satisfies the constraints; ``snapped`` if none does."""
         bound = {
             n
             for c in self.constraints
             for n in c.coefficients
-            if isinstance(self.parameters[n], Int) or getattr(self.parameters[n], "step", None) is not None
+            if isinstance(self.parameters[n], Int)
+            or getattr(self.parameters[n], "step", None) is not None
         }
         options = []
         for n in sorted(bound):
@@ -336,14 +375,18 @@ class SearchSpace:
             k = (raw - p.low) / p.step
             if isinstance(p, Int):
                 top = (p.high - p.low) // p.step
-                grid = {int(p.low + p.step * min(max(0, f(k)), top)) for f in (math.floor, math.ceil)}
+                grid = {
+                    int(p.low + p.step * min(max(0, f(k)), top)) for f in (math.floor, math.ceil)
+                }
             else:  # a stepped float: its grid points as decode gives them
                 points = (p.low + p.step * f(k) for f in (math.floor, math.ceil))
                 grid = {p.decode([math.log(v) if p.log else v]) for v in points}
             options.append((n, sorted(grid)))
         best, best_distance = snapped, math.inf
         for combo in itertools.islice(itertools.product(*(o for _, o in options)), MAX_REPAIRS):
-            trial = self.encode({**values, **dict(zip([n for n, _ in options], combo, strict=True))})
+            trial = self.encode(
+                {**values, **dict(zip([n for n, _ in options], combo, strict=True))}
+            )
             if self.feasible(trial):
                 distance = sum((a - b) ** 2 for a, b in zip(trial, u, strict=True))
                 if distance < best_distance:
@@ -353,7 +396,8 @@ class SearchSpace:
     def feasible(self, u: Sequence[float], tol: float = 1e-9) -> bool:
         """Whether the model point ``u`` satisfies every linear constraint."""
         return all(
-            sum(a * u[j] for j, a in zip(cols, coefs, strict=True)) >= rhs - tol * max(1.0, abs(rhs))
+            sum(a * u[j] for j, a in zip(cols, coefs, strict=True))
+            >= rhs - tol * max(1.0, abs(rhs))
             for cols, coefs, rhs in self._model_constraints
         )
 
@@ -362,7 +406,9 @@ class SearchSpace:
         (BoTorch's ``inequality_constraints``, as plain lists)."""
         return [(list(c), list(a), float(r)) for c, a, r in self._model_constraints]
 
-    def default(self, values: Mapping[str, Any] | None = None, where: str = "default") -> list[float]:
+    def default(
+        self, values: Mapping[str, Any] | None = None, where: str = "default"
+    ) -> list[float]:
         """The model point of a default configuration that may name only some parameters (the
         others at the middle of their range)."""
         return self.encode(values or {}, where=where, partial=True)
@@ -386,7 +432,9 @@ class SearchSpace:
         if constraints is None:
             constraints = ()
         if isinstance(constraints, str) or not isinstance(constraints, Sequence):
-            raise ConfigError("parameter_constraints must be a list of strings such as ['x + y <= 1']")
+            raise ConfigError(
+                "parameter_constraints must be a list of strings such as ['x + y <= 1']"
+            )
         return cls(parameters, constraints)
 
     def __repr__(self) -> str:

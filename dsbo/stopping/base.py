@@ -61,7 +61,9 @@ class TrialCurve:
         if not isinstance(self.trial_id, Integral) or isinstance(self.trial_id, bool):
             raise DataError(f"{where}: trial_id must be an int, got {type(self.trial_id).__name__}")
         if self.status not in STATUSES:
-            raise DataError(f"{where}: status must be one of {', '.join(STATUSES)}; got {self.status!r}")
+            raise DataError(
+                f"{where}: status must be one of {', '.join(STATUSES)}; got {self.status!r}"
+            )
         steps, values = tuple(self.steps), tuple(self.values)
         if len(steps) != len(values):
             raise DataError(f"{where}: {len(steps)} steps but {len(values)} values")
@@ -78,12 +80,19 @@ class TrialCurve:
         object.__setattr__(self, "values", tuple(float(v) for v in values))
 
     @classmethod
-    def checked(cls, trial_id: int, status: str, steps: tuple[int, ...], values: tuple[float, ...]) -> TrialCurve:
+    def checked(
+        cls, trial_id: int, status: str, steps: tuple[int, ...], values: tuple[float, ...]
+    ) -> TrialCurve:
         """A curve from points that were checked when they were stored (ints, finite floats,
         increasing steps): built without checking each point again (a decision reads every
         trial's curve; checking 8,100 points took about 30 ms)."""
         curve = object.__new__(cls)
-        for name, value in (("trial_id", trial_id), ("status", status), ("steps", steps), ("values", values)):
+        for name, value in (
+            ("trial_id", trial_id),
+            ("status", status),
+            ("steps", steps),
+            ("values", values),
+        ):
             object.__setattr__(curve, name, value)
         return curve
 
@@ -206,7 +215,9 @@ def fmt(value: float) -> str:
 def check_int(field: str, value: object, minimum: int) -> int:
     """``value`` if it is an int ``>= minimum`` (not a bool, not a float, not a string)."""
     if not isinstance(value, Integral) or isinstance(value, bool):
-        raise ConfigError(f"stopping.{field} must be an int >= {minimum}, got {value!r} ({type(value).__name__})")
+        raise ConfigError(
+            f"stopping.{field} must be an int >= {minimum}, got {value!r} ({type(value).__name__})"
+        )
     if value < minimum:
         raise ConfigError(f"stopping.{field} must be an int >= {minimum}, got {value!r}")
     return int(value)
@@ -216,7 +227,11 @@ def check_real(field: str, value: object, low: float, high: float) -> float:
     """``value`` as a float if it is a real number in ``[low, high]`` (not a bool, not a
     string, not NaN)."""
     if not isinstance(value, Real) or isinstance(value, bool):
-        raise ConfigError(f"stopping.{field} must be a number in [{low:g}, {high:g}], got {value!r} ({type(value).__name__})")
+        raise ConfigError(
+            f"stopping.{field} must be a number in [{low:g}, {high:g}], got {value!r} ({type(value).__name__})"
+        )
     if not low <= value <= high:  # NaN fails too
-        raise ConfigError(f"stopping.{field} must be a number in [{low:g}, {high:g}], got {value!r}")
+        raise ConfigError(
+            f"stopping.{field} must be a number in [{low:g}, {high:g}], got {value!r}"
+        )
     return float(value)

@@ -108,11 +108,21 @@ class FreezeThaw:
         criterion: ``"mf-ei"`` (DyHPO, at the next step) or ``"final"`` (at the last step).
     """
 
-    def __init__(self, surrogate: CurveSurrogate, steps_per_thaw: int = 1, criterion: str = "mf-ei") -> None:
-        if isinstance(steps_per_thaw, bool) or not isinstance(steps_per_thaw, int) or steps_per_thaw < 1:
-            raise ConfigError(f"freeze-thaw: steps_per_thaw must be an integer >= 1, got {steps_per_thaw!r}")
+    def __init__(
+        self, surrogate: CurveSurrogate, steps_per_thaw: int = 1, criterion: str = "mf-ei"
+    ) -> None:
+        if (
+            isinstance(steps_per_thaw, bool)
+            or not isinstance(steps_per_thaw, int)
+            or steps_per_thaw < 1
+        ):
+            raise ConfigError(
+                f"freeze-thaw: steps_per_thaw must be an integer >= 1, got {steps_per_thaw!r}"
+            )
         if criterion not in CRITERIA:
-            raise ConfigError(f"freeze-thaw: criterion={criterion!r}; choose one of {', '.join(CRITERIA)}")
+            raise ConfigError(
+                f"freeze-thaw: criterion={criterion!r}; choose one of {', '.join(CRITERIA)}"
+            )
         self.surrogate, self.steps_per_thaw, self.criterion = surrogate, steps_per_thaw, criterion
 
     @property
@@ -147,7 +157,9 @@ class FreezeThaw:
         T, k = self.max_steps, self.steps_per_thaw
         for i in paused:
             if not 0 < len(curves[i]) < T:
-                raise DataError(f"freeze-thaw: curve {i} has {len(curves[i])} of {T} steps; it cannot be continued")
+                raise DataError(
+                    f"freeze-thaw: curve {i} has {len(curves[i])} of {T} steps; it cannot be continued"
+                )
         if not len(paused) and not len(candidates):
             raise DataError("freeze-thaw: no paused trial and no candidate to choose from")
         model = self.surrogate.fit(configs, curves)
@@ -155,8 +167,10 @@ class FreezeThaw:
         configs = torch.as_tensor(configs, dtype=torch.float64)
         candidates = torch.as_tensor(candidates, dtype=torch.float64).reshape(-1, configs.shape[-1])
         rows = torch.cat([configs[list(paused)], candidates])
-        next_steps = torch.tensor([min(len(curves[i]) + k, T) for i in paused] + [min(k, T)] * len(candidates),
-                                  dtype=torch.float64)  # fmt: skip
+        next_steps = torch.tensor(
+            [min(len(curves[i]) + k, T) for i in paused] + [min(k, T)] * len(candidates),
+            dtype=torch.float64,
+        )
         steps = torch.full_like(next_steps, float(T)) if self.criterion == "final" else next_steps
         log_ei = self._log_ei(model, rows, steps, best_at_steps(curves, steps))
         best = int(torch.argmax(log_ei))
@@ -164,7 +178,9 @@ class FreezeThaw:
         if finish is not None:
             best = list(paused).index(finish)
             next_steps[best] = float(T)
-        final = model.posterior(torch.cat([rows[best], torch.tensor([float(T)], dtype=torch.float64)]).reshape(1, 1, -1))
+        final = model.posterior(
+            torch.cat([rows[best], torch.tensor([float(T)], dtype=torch.float64)]).reshape(1, 1, -1)
+        )
         continued = best < len(paused)
         return FreezeThawChoice(
             action="continue" if continued else "start",
@@ -180,15 +196,24 @@ class FreezeThaw:
         )
 
     def _endgame(
-        self, model: CurveModel, configs: Tensor, curves: Sequence[Sequence[float]], paused: Sequence[int],
+        self,
+        model: CurveModel,
+        configs: Tensor,
+        curves: Sequence[Sequence[float]],
+        paused: Sequence[int],
         budget_left: int | None,
-    ) -> int | None:  # fmt: skip
+    ) -> int | None:
         """The paused trial to finish now (module docstring of :meth:`choose`), or ``None``."""
         T, k = self.max_steps, self.steps_per_thaw
-        finishable = [i for i in paused if budget_left is not None and T - len(curves[i]) <= budget_left]
+        finishable = [
+            i for i in paused if budget_left is not None and T - len(curves[i]) <= budget_left
+        ]
         if not finishable:
             return None
-        X = torch.cat([configs[finishable], torch.full((len(finishable), 1), float(T), dtype=torch.float64)], -1)
+        X = torch.cat(
+            [configs[finishable], torch.full((len(finishable), 1), float(T), dtype=torch.float64)],
+            -1,
+        )
         with torch.no_grad():
             predicted = model.posterior(X.unsqueeze(-2)).mean.reshape(-1)
         chosen = finishable[int(torch.argmax(predicted))]
@@ -199,7 +224,9 @@ class FreezeThaw:
         """``log EI`` of each ``(configs[i], steps[i])`` against ``best[i]`` (one t-batch each)."""
         X = torch.cat([configs, steps.unsqueeze(-1)], dim=-1).unsqueeze(-2)  # c x 1 x (d + 1)
         with torch.no_grad():
-            return LogExpectedImprovement(model, best_f=best.unsqueeze(-1)).forward(X)  # b x m incumbents
+            return LogExpectedImprovement(model, best_f=best.unsqueeze(-1)).forward(
+                X
+            )  # b x m incumbents
 
 
 __all__ = ["CRITERIA", "FreezeThaw", "FreezeThawChoice", "best_at_steps"]

@@ -379,9 +379,12 @@ class Store(CurveMethods, SegmentMethods, abc.ABC):
         """Mark every pending trial (or the pending ones among ``ids``) ``abandoned``;
         returns their ids. Imported pending trials run elsewhere: they are left as they are."""
         with self._transaction() as execute:
-            pending = [int(r["id"]) for r in execute(
-                "SELECT id FROM trials WHERE status = 'pending' AND generator <> 'imported' ORDER BY id"
-            )]  # fmt: skip
+            pending = [
+                int(r["id"])
+                for r in execute(
+                    "SELECT id FROM trials WHERE status = 'pending' AND generator <> 'imported' ORDER BY id"
+                )
+            ]
             if ids is not None:
                 pending = [i for i in pending if i in set(ids)]
             for i in pending:
@@ -399,9 +402,7 @@ class Store(CurveMethods, SegmentMethods, abc.ABC):
                 raise StoreError(f"trial {trial_id} does not exist")
             metadata = json.loads(rows[0]["metadata"])
             metadata.update(items)
-            execute(
-                "UPDATE trials SET metadata = ? WHERE id = ?", (json.dumps(metadata), trial_id)
-            )
+            execute("UPDATE trials SET metadata = ? WHERE id = ?", (json.dumps(metadata), trial_id))
 
     def _finish(
         self,
@@ -416,7 +417,9 @@ class Store(CurveMethods, SegmentMethods, abc.ABC):
         segment: int | None = None,
     ) -> None:
         if cost is not None and not 0 <= cost < math.inf:
-            raise StoreError(f"trial {trial_id}: a settled cost must be a finite number >= 0, got {cost!r}")
+            raise StoreError(
+                f"trial {trial_id}: a settled cost must be a finite number >= 0, got {cost!r}"
+            )
         with self._transaction() as execute:
             rows = execute("SELECT status, metadata FROM trials WHERE id = ?", (trial_id,))
             if not rows:
@@ -519,7 +522,9 @@ class Store(CurveMethods, SegmentMethods, abc.ABC):
     @staticmethod
     def _count(execute: Callable[..., list[Any]], statuses: Sequence[str]) -> int:
         marks = ",".join("?" * len(statuses))
-        rows = execute(f"SELECT COUNT(*) AS n FROM trials WHERE status IN ({marks})", list(statuses))
+        rows = execute(
+            f"SELECT COUNT(*) AS n FROM trials WHERE status IN ({marks})", list(statuses)
+        )
         return int(rows[0]["n"])
 
     @_timed
@@ -532,7 +537,8 @@ class Store(CurveMethods, SegmentMethods, abc.ABC):
     def _budget_used(execute: Callable[..., list[Any]]) -> int:
         marks = ",".join("?" * len(BUDGETED))
         rows = execute(
-            f"SELECT COUNT(*) AS n FROM trials WHERE status IN ({marks}) AND generator <> ?", [*BUDGETED, IMPORTED]
+            f"SELECT COUNT(*) AS n FROM trials WHERE status IN ({marks}) AND generator <> ?",
+            [*BUDGETED, IMPORTED],
         )
         return int(rows[0]["n"])
 

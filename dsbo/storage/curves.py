@@ -31,7 +31,9 @@ def as_step(step: Any, trial_id: int) -> int:
     try:
         number = operator.index(step)
     except TypeError:
-        raise ReportError(f"trial {trial_id}: a step must be an integer >= 0, got {step!r}") from None
+        raise ReportError(
+            f"trial {trial_id}: a step must be an integer >= 0, got {step!r}"
+        ) from None
     if number < 0:
         raise ReportError(f"trial {trial_id}: a step must be an integer >= 0, got {step!r}")
     return number
@@ -56,8 +58,14 @@ class CurveMethods:
             StoreError: if the trial does not exist or has ended otherwise.
         """
         step = as_step(step, trial_id)
-        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-            raise ReportError(f"trial {trial_id}: the value reported at step {step} must be a finite number, got {value!r}")
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not math.isfinite(value)
+        ):
+            raise ReportError(
+                f"trial {trial_id}: the value reported at step {step} must be a finite number, got {value!r}"
+            )
         with self._transaction() as execute:
             rows = execute("SELECT status, metadata FROM trials WHERE id = ?", (trial_id,))
             if not rows:
@@ -65,10 +73,16 @@ class CurveMethods:
             check_segment(trial_id, rows[0]["metadata"], segment)
             status = rows[0]["status"]
             if status == "stopped":
-                raise TrialStoppedError(f"trial {trial_id} was stopped; a stopped trial takes no more values")
+                raise TrialStoppedError(
+                    f"trial {trial_id} was stopped; a stopped trial takes no more values"
+                )
             if status != "pending":
-                raise StoreError(f"trial {trial_id} is {status}; only a running (pending) trial reports values")
-            last = execute("SELECT MAX(step) AS s FROM intermediate_values WHERE trial_id = ?", (trial_id,))[0]["s"]
+                raise StoreError(
+                    f"trial {trial_id} is {status}; only a running (pending) trial reports values"
+                )
+            last = execute(
+                "SELECT MAX(step) AS s FROM intermediate_values WHERE trial_id = ?", (trial_id,)
+            )[0]["s"]
             if last is not None and step <= last:
                 raise ReportError(
                     f"trial {trial_id}: step {step} does not come after the last reported step {last}; "
@@ -84,7 +98,9 @@ class CurveMethods:
         """The reported ``(step, value)`` pairs by trial id, in step order (trials that reported
         nothing are left out); only ``trial_ids`` when given."""
         if trial_ids is None:
-            rows = self._read("SELECT trial_id, step, value FROM intermediate_values ORDER BY trial_id, step")
+            rows = self._read(
+                "SELECT trial_id, step, value FROM intermediate_values ORDER BY trial_id, step"
+            )
         else:
             ids = [int(i) for i in trial_ids]
             if not ids:
@@ -97,10 +113,15 @@ class CurveMethods:
             )
         curves: dict[int, list[tuple[int, float]]] = {}
         for row in rows:
-            curves.setdefault(int(row["trial_id"]), []).append((int(row["step"]), float(row["value"])))
+            curves.setdefault(int(row["trial_id"]), []).append(
+                (int(row["step"]), float(row["value"]))
+            )
         return curves
 
     @_timed
     def statuses(self) -> dict[int, str]:
         """Every trial's status by id (what a stopping rule reads beside the curves)."""
-        return {int(r["id"]): r["status"] for r in self._read("SELECT id, status FROM trials ORDER BY id")}
+        return {
+            int(r["id"]): r["status"]
+            for r in self._read("SELECT id, status FROM trials ORDER BY id")
+        }

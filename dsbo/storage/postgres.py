@@ -164,7 +164,8 @@ class PostgresStore(Store):
                 for ddl in _UPGRADE_STATUSES:
                     self._conn.execute(ddl)
                 self._conn.execute(
-                    "UPDATE meta SET value = %s WHERE key = 'schema_version'", (json.dumps(SCHEMA_VERSION),)
+                    "UPDATE meta SET value = %s WHERE key = 'schema_version'",
+                    (json.dumps(SCHEMA_VERSION),),
                 )
                 version = SCHEMA_VERSION
         if version is not None and int(version) != SCHEMA_VERSION:

@@ -73,7 +73,15 @@ class SegmentMethods:
         as for :meth:`~dsbo.storage.base.Store.complete`."""
         values = None if y is None else json.dumps([float(v) for v in y], allow_nan=False)
         self._finish(
-            trial_id, "paused", values, reason, eval_time, None, cost, only_pending=True, segment=segment
+            trial_id,
+            "paused",
+            values,
+            reason,
+            eval_time,
+            None,
+            cost,
+            only_pending=True,
+            segment=segment,
         )
 
     @_timed
@@ -97,13 +105,17 @@ class SegmentMethods:
                 pass it (checked inside the write transaction); nothing changes.
         """
         if not 0 <= cost < math.inf:
-            raise StoreError(f"trial {trial_id}: a reserved cost must be a finite number >= 0, got {cost!r}")
+            raise StoreError(
+                f"trial {trial_id}: a reserved cost must be a finite number >= 0, got {cost!r}"
+            )
         with self._transaction() as execute:
             rows = execute("SELECT status, cost, metadata FROM trials WHERE id = ?", (trial_id,))
             if not rows:
                 raise StoreError(f"trial {trial_id} does not exist")
             if rows[0]["status"] != "paused":
-                raise StoreError(f"trial {trial_id} is {rows[0]['status']}; only a paused trial is thawed")
+                raise StoreError(
+                    f"trial {trial_id} is {rows[0]['status']}; only a paused trial is thawed"
+                )
             if budget_cost is not None:
                 spent = self._cost(execute) - float(rows[0]["cost"])
                 if spent + cost > budget_cost + 1e-9:

@@ -60,8 +60,10 @@ CREATE TABLE IF NOT EXISTS intermediate_values (
 );
 """.replace("{statuses}", ",".join(f"'{s}'" for s in STATUSES))
 #: The columns of the trials table, in order (a schema-3 store's table is rebuilt with them).
-_COLUMNS = ("id, batch, generator, status, x, y, error, created_at, completed_at, fit_time, acq_time, "
-            "eval_time, metadata, cost, worker, heartbeat_at")
+_COLUMNS = (
+    "id, batch, generator, status, x, y, error, created_at, completed_at, fit_time, acq_time, "
+    "eval_time, metadata, cost, worker, heartbeat_at"
+)
 
 
 class TrialStore(Store):
@@ -98,7 +100,9 @@ class TrialStore(Store):
         try:
             # one connection shared by the threads of this process (a thread executor's trials
             # report their curves from their own threads); _guard serializes its use
-            self._conn = sqlite3.connect(self.path, isolation_level=None, timeout=30.0, check_same_thread=False)
+            self._conn = sqlite3.connect(
+                self.path, isolation_level=None, timeout=30.0, check_same_thread=False
+            )
             self._conn.row_factory = sqlite3.Row
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=FULL")
@@ -126,18 +130,28 @@ class TrialStore(Store):
         The ``intermediate_values`` table was created with the schema."""
         columns = {r["name"] for r in self._conn.execute("PRAGMA table_info(trials)")}
         with self._transaction() as execute:
-            for name, ddl in (("cost", "REAL NOT NULL DEFAULT 1.0"), ("worker", "TEXT"), ("heartbeat_at", "REAL")):
+            for name, ddl in (
+                ("cost", "REAL NOT NULL DEFAULT 1.0"),
+                ("worker", "TEXT"),
+                ("heartbeat_at", "REAL"),
+            ):
                 if name not in columns:
                     execute(f"ALTER TABLE trials ADD COLUMN {name} {ddl}")
-            [table] = execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'trials'")
+            [table] = execute(
+                "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'trials'"
+            )
             if "'paused'" not in table["sql"]:
-                create = _SQLITE_SCHEMA.split("CREATE TABLE IF NOT EXISTS trials (", 1)[1].split(");", 1)[0]
+                create = _SQLITE_SCHEMA.split("CREATE TABLE IF NOT EXISTS trials (", 1)[1].split(
+                    ");", 1
+                )[0]
                 execute(f"CREATE TABLE trials_upgraded ({create})")
                 execute(f"INSERT INTO trials_upgraded ({_COLUMNS}) SELECT {_COLUMNS} FROM trials")
                 execute("DROP TABLE trials")
                 execute("ALTER TABLE trials_upgraded RENAME TO trials")
                 execute("CREATE INDEX IF NOT EXISTS trials_status ON trials (status)")
-            execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),))
+            execute(
+                "UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION),)
+            )
 
     def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         with self._guard:
@@ -148,7 +162,9 @@ class TrialStore(Store):
         with self._guard:
             self._conn.execute("BEGIN IMMEDIATE")
             try:
-                yield lambda sql, params=(): self._conn.execute(self._sql(sql), tuple(params)).fetchall()
+                yield lambda sql, params=(): self._conn.execute(
+                    self._sql(sql), tuple(params)
+                ).fetchall()
             except BaseException:
                 self._conn.execute("ROLLBACK")
                 raise

@@ -25,7 +25,8 @@ from dsbo.registry import lazy_exports
 from dsbo.surrogates.catalogue import available_surrogates, register_surrogate
 
 __getattr__, __dir__ = lazy_exports(
-    __name__, {"SurrogateSpec": "dsbo.surrogates.registry", "fit_surrogate": "dsbo.surrogates.registry"}
+    __name__,
+    {"SurrogateSpec": "dsbo.surrogates.registry", "fit_surrogate": "dsbo.surrogates.registry"},
 )
 
 __all__ = ["SurrogateSpec", "available_surrogates", "fit_surrogate", "register_surrogate"]

@@ -157,7 +157,9 @@ def _tanh_erf_mixture_expectations(q1: Tensor, q2: Tensor, c: Tensor) -> tuple[T
         arg = ((2 * cc)[:, None, None] * r1[:, :, None] * r2[:, None, :]).clamp(-1.0, 1.0)
         e_phi.append((((torch.arcsin(arg) @ w) * w).sum(-1)) * (2 / math.pi))
         inv = torch.rsqrt((1 - arg * arg).clamp_min(_TINY))
-        e_dphi.append((((inv @ (w * r2)[:, :, None]).squeeze(-1) * (w * r1)).sum(-1)) * (4 / math.pi))
+        e_dphi.append(
+            (((inv @ (w * r2)[:, :, None]).squeeze(-1) * (w * r1)).sum(-1)) * (4 / math.pi)
+        )
     return torch.cat(e_phi).reshape(shape), torch.cat(e_dphi).reshape(shape)
 
 
@@ -184,7 +186,9 @@ def _tanh_gauss_hermite_expectations(
         a = cc / s1
         b = torch.sqrt((a_q2 - a * a).clamp_min(_TINY))
         t_u = torch.tanh(s1[:, None] * z_row)  # chunk x half
-        t_v = torch.tanh(a[:, None, None] * z_row[:, None] + b[:, None, None] * z)  # chunk x half x n
+        t_v = torch.tanh(
+            a[:, None, None] * z_row[:, None] + b[:, None, None] * z
+        )  # chunk x half x n
         e_phi.append(((t_v @ w) * t_u) @ w_row)
         e_dphi.append((((1 - t_v * t_v) @ w) * (1 - t_u * t_u)) @ w_row)
     return torch.cat(e_phi).reshape(shape), torch.cat(e_dphi).reshape(shape)

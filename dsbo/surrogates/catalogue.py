@@ -22,7 +22,13 @@ SurrogateFactory = Callable[..., "Model"]
 CATALOGUE: dict[str, tuple[str, ...]] = {
     "dsbo.surrogates.gp": ("gp", "map-saas", "saasbo", "ibnn"),
     "dsbo.surrogates.ntk": ("ntk-gp", "nngp-gp"),
-    "dsbo.surrogates.neural": ("simple-smb", "posterior-smb", "neural-ensemble", "neural-lints", "neural-ucb"),
+    "dsbo.surrogates.neural": (
+        "simple-smb",
+        "posterior-smb",
+        "neural-ensemble",
+        "neural-lints",
+        "neural-ucb",
+    ),
     "dsbo.surrogates.sparse_gp": ("vfe", "fitc"),
     "dsbo.surrogates.sparse_linear": ("sparse-linear",),
 }
@@ -30,7 +36,9 @@ CATALOGUE: dict[str, tuple[str, ...]] = {
 SURROGATES: Registry[SurrogateFactory] = Registry("surrogate", CATALOGUE)
 
 
-def register_surrogate(name: str, description: str = "") -> Callable[[SurrogateFactory], SurrogateFactory]:
+def register_surrogate(
+    name: str, description: str = ""
+) -> Callable[[SurrogateFactory], SurrogateFactory]:
     """Decorator: register a surrogate factory under ``name`` (lower case, dashes)."""
     return SURROGATES.register(name, description)
 

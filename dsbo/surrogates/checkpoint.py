@@ -72,7 +72,9 @@ def read_checkpoint(checkpoint_path: str | Path) -> dict[str, Any]:
     try:
         return torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # pickle/zip errors of many kinds: a file that is not a checkpoint
-        raise DataError(f"checkpoint_path={str(checkpoint_path)!r} is not a loadable checkpoint: {exc}") from None
+        raise DataError(
+            f"checkpoint_path={str(checkpoint_path)!r} is not a loadable checkpoint: {exc}"
+        ) from None
 
 
 def current_class_path(class_path: str) -> str:
@@ -83,7 +85,9 @@ def current_class_path(class_path: str) -> str:
     return class_path
 
 
-def module_class(checkpoint: dict[str, Any], checkpoint_path: str | Path) -> type[pl.LightningModule]:
+def module_class(
+    checkpoint: dict[str, Any], checkpoint_path: str | Path
+) -> type[pl.LightningModule]:
     """The LightningModule class a LightningCLI checkpoint names (``_class_path``).
 
     Classes of the zoo (``dsbo_zoo.*``; ``models.*`` in checkpoints saved before the rename)
@@ -102,7 +106,9 @@ def module_class(checkpoint: dict[str, Any], checkpoint_path: str | Path) -> typ
     class_path = current_class_path(str(class_path))
     module_name, _, name = class_path.rpartition(".")
     if module_name not in sys.modules:
-        if not f"{module_name}.".startswith(TRUSTED_PACKAGES):  # the zoo package itself or a module of it
+        if not f"{module_name}.".startswith(
+            TRUSTED_PACKAGES
+        ):  # the zoo package itself or a module of it
             raise ConfigError(
                 f"checkpoint model class {class_path!r} is outside the zoo {TRUSTED_PACKAGES}: "
                 f"import {module_name} first or pass model_class"

@@ -47,7 +47,9 @@ class TargetFidelityModel(FixedColumnModel):
         return self.with_column(X)
 
 
-def fit_fidelity_gp(X: Tensor, steps: Tensor, Y: Tensor, bounds: Tensor, max_steps: int) -> TargetFidelityModel:
+def fit_fidelity_gp(
+    X: Tensor, steps: Tensor, Y: Tensor, bounds: Tensor, max_steps: int
+) -> TargetFidelityModel:
     """Fit the multi-fidelity GP on curve points: configurations ``X`` (``n x d``, in the
     box ``bounds``), the ``steps`` at which they were observed (``n``) and the values ``Y``
     (``n x 1``, maximized); returns it read at full training (``steps = max_steps``).
@@ -70,7 +72,9 @@ def fit_fidelity_gp(X: Tensor, steps: Tensor, Y: Tensor, bounds: Tensor, max_ste
         raise DataError("curve values must be finite")
     lower, upper = bounds[0].to(X), bounds[1].to(X)
     train_X = torch.cat([(X - lower) / (upper - lower), s], dim=-1)
-    gp = SingleTaskMultiFidelityGP(train_X, Y, iteration_fidelity=X.shape[-1], linear_truncated=False)
+    gp = SingleTaskMultiFidelityGP(
+        train_X, Y, iteration_fidelity=X.shape[-1], linear_truncated=False
+    )
     fit_gpytorch_mll(ExactMarginalLogLikelihood(gp.likelihood, gp))
     return TargetFidelityModel(gp, bounds.to(X))
 

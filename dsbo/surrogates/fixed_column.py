@@ -53,9 +53,12 @@ class FixedColumnModel(Model):
         **kwargs: Any,
     ) -> Posterior:
         return self.model.posterior(
-            self.with_column(X), output_indices=output_indices, observation_noise=observation_noise,
-            posterior_transform=posterior_transform, **kwargs,
-        )  # fmt: skip
+            self.with_column(X),
+            output_indices=output_indices,
+            observation_noise=observation_noise,
+            posterior_transform=posterior_transform,
+            **kwargs,
+        )
 
 
 __all__ = ["FixedColumnModel"]

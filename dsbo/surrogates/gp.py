@@ -191,7 +191,9 @@ def fit_gp(
     if warm_start is None:
         warm_start = mixed
     if mixed:
-        covar_module = mixed_covar_module(train_X.shape[-1], categorical_groups, use_rbf_kernel=kernel == "rbf")
+        covar_module = mixed_covar_module(
+            train_X.shape[-1], categorical_groups, use_rbf_kernel=kernel == "rbf"
+        )
     else:
         covar_module = get_covar_module_with_dim_scaled_prior(
             ard_num_dims=train_X.shape[-1], use_rbf_kernel=kernel == "rbf"
@@ -205,7 +207,11 @@ def fit_gp(
         outcome_transform=outcome_transform,
     )
     previous = FitState.from_json(previous_fit, "gp") if warm_start else None
-    reason = restart_reason(previous, train_X, restart_every, restart_after_points) if warm_start else "warm start off"
+    reason = (
+        restart_reason(previous, train_X, restart_every, restart_after_points)
+        if warm_start
+        else "warm start off"
+    )
     if reason is None and not load_parameters(model, previous.parameters):
         reason = "the previous fit does not fit this model"
     model = _fit_exact_mll(model)
@@ -310,9 +316,17 @@ def fit_map_saas(
     restart_every = _check_int("map-saas", "restart_every", restart_every, 1)
     restart_after_points = _check_int("map-saas", "restart_after_points", restart_after_points, 0)
     if not isinstance(warm_start, bool):
-        raise ConfigError(f"surrogate 'map-saas': option warm_start={warm_start!r} must be true or false")
-    if isinstance(restart_drop, bool) or not isinstance(restart_drop, int | float) or not restart_drop >= 0:
-        raise ConfigError(f"surrogate 'map-saas': option restart_drop={restart_drop!r} must be a number >= 0")
+        raise ConfigError(
+            f"surrogate 'map-saas': option warm_start={warm_start!r} must be true or false"
+        )
+    if (
+        isinstance(restart_drop, bool)
+        or not isinstance(restart_drop, int | float)
+        or not restart_drop >= 0
+    ):
+        raise ConfigError(
+            f"surrogate 'map-saas': option restart_drop={restart_drop!r} must be a number >= 0"
+        )
     if seed is not None:
         _check_int("map-saas", "seed", seed, 0)
     previous = FitState.from_json(previous_fit, "map-saas") if warm_start else None
@@ -340,8 +354,10 @@ def fit_map_saas(
             )
 
         n = train_X.shape[0]
-        reason = "warm start off" if not warm_start else restart_reason(
-            previous, train_X, restart_every, restart_after_points
+        reason = (
+            "warm start off"
+            if not warm_start
+            else restart_reason(previous, train_X, restart_every, restart_after_points)
         )
         if reason is None:
             taus = torch.tensor(previous.extra["taus"]).to(train_X)
@@ -351,7 +367,9 @@ def fit_map_saas(
                 objective = map_saas_member_objective(warm) / n
                 drop = float((torch.tensor(previous.log_posterior).to(objective) - objective).max())
                 if drop <= restart_drop:
-                    return _with_fit_state(warm, train_X, taus, previous.fits_since_restart + 1, "warm", objective)
+                    return _with_fit_state(
+                        warm, train_X, taus, previous.fits_since_restart + 1, "warm", objective
+                    )
                 reason = f"log posterior per point fell by {drop:.3g} (more than {restart_drop:g})"
             else:
                 reason = "the previous fit does not fit this model"
@@ -359,7 +377,9 @@ def fit_map_saas(
         return _with_fit_state(model, train_X, fresh_taus, 0, reason)
 
 
-def _full_map_saas_fit(build: Callable[..., EnsembleMapSaasSingleTaskGP], num_taus: int, fit_restarts: int):
+def _full_map_saas_fit(
+    build: Callable[..., EnsembleMapSaasSingleTaskGP], num_taus: int, fit_restarts: int
+):
     """The full MAP-SAAS fit of :func:`fit_map_saas`: the default start and ``fit_restarts``
     random starts batched in one model, each member keeping its best, then every member from
     the best member's lengthscales."""

@@ -77,16 +77,16 @@ def resolve_device(device: str, name: str = "surrogate") -> torch.device:
     except (RuntimeError, TypeError):
         resolved = None
     if resolved is None or resolved.type not in LIGHTNING_ACCELERATORS:
-        raise ConfigError(
-            f"{name}: option device={device!r}; use auto, cpu, cuda, cuda:N or mps"
-        )
+        raise ConfigError(f"{name}: option device={device!r}; use auto, cpu, cuda, cuda:N or mps")
     available = {
         "cpu": True,
         "cuda": torch.cuda.is_available() and (resolved.index or 0) < torch.cuda.device_count(),
         "mps": bool(getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()),
     }[resolved.type]
     if not available:
-        raise ConfigError(f"{name}: option device={device!r} is not available on this machine; use cpu or auto")
+        raise ConfigError(
+            f"{name}: option device={device!r} is not available on this machine; use cpu or auto"
+        )
     return torch.device("cuda", resolved.index or 0) if resolved.type == "cuda" else resolved
 
 
@@ -187,7 +187,12 @@ def train_module(
     callbacks = [_StopAtTolerance(train_tol)] if train_tol > 0 else []
     module.train()  # a warm-started module comes back from the cache in eval mode
     if repeated:
-        saved = (module.log_metrics, module.automatic_optimization, module.steps_per_batch, module.train_tol)
+        saved = (
+            module.log_metrics,
+            module.automatic_optimization,
+            module.steps_per_batch,
+            module.train_tol,
+        )
         # self.log costs milliseconds per step and nothing reads it inside a BO step
         module.log_metrics = False
         module.automatic_optimization = False
@@ -209,7 +214,12 @@ def train_module(
             trainer.fit(module, loader)
         finally:
             if repeated:
-                module.log_metrics, module.automatic_optimization, module.steps_per_batch, module.train_tol = saved
+                (
+                    module.log_metrics,
+                    module.automatic_optimization,
+                    module.steps_per_batch,
+                    module.train_tol,
+                ) = saved
     module.to(device)
     return module.eval()
 
@@ -227,7 +237,9 @@ class WarmStartCache:
     max_entries = 8
 
     def __init__(self) -> None:
-        self._entries: OrderedDict[int, tuple[Hashable, Tensor, Tensor, torch.nn.Module]] = OrderedDict()
+        self._entries: OrderedDict[int, tuple[Hashable, Tensor, Tensor, torch.nn.Module]] = (
+            OrderedDict()
+        )
         self._next = 0
 
     def __len__(self) -> int:
@@ -287,13 +299,21 @@ class TrainingOptions:
     def check(self, name: str) -> torch.dtype:
         """The torch dtype; a ConfigError naming the option if any value is invalid."""
         resolve_device(self.device, f"surrogate {name!r}")
-        if isinstance(self.max_epochs, bool) or not isinstance(self.max_epochs, int) or self.max_epochs < 1:
-            raise ConfigError(f"surrogate {name!r}: option max_epochs={self.max_epochs!r} must be an integer >= 1")
+        if (
+            isinstance(self.max_epochs, bool)
+            or not isinstance(self.max_epochs, int)
+            or self.max_epochs < 1
+        ):
+            raise ConfigError(
+                f"surrogate {name!r}: option max_epochs={self.max_epochs!r} must be an integer >= 1"
+            )
         tol = self.train_tol
         if isinstance(tol, bool) or not isinstance(tol, int | float) or not tol >= 0:
             raise ConfigError(f"surrogate {name!r}: option train_tol={tol!r} must be a number >= 0")
         if self.dtype not in DTYPES:
-            raise ConfigError(f"surrogate {name!r}: option dtype={self.dtype!r}; choose one of {sorted(DTYPES)}")
+            raise ConfigError(
+                f"surrogate {name!r}: option dtype={self.dtype!r}; choose one of {sorted(DTYPES)}"
+            )
         return DTYPES[self.dtype]
 
 
@@ -312,7 +332,9 @@ def fit_zoo_surrogate(
     registered factory."""
     torch_dtype = training.check(name)
     if train_Y.ndim != 2 or train_Y.shape[-1] != 1:
-        raise DataError(f"surrogate {name!r} fits one output at a time; got train_Y of shape {tuple(train_Y.shape)}")
+        raise DataError(
+            f"surrogate {name!r} fits one output at a time; got train_Y of shape {tuple(train_Y.shape)}"
+        )
     try:
         module = cls(train_X.shape[-1], **module_options)
     except (ValueError, TypeError) as err:
@@ -328,13 +350,16 @@ def fit_zoo_surrogate(
     X_unit = input_transform(train_X)
     Y_std, _ = outcome_transform(train_Y)
     train_module(
-        module, X_unit, Y_std.squeeze(-1), max_epochs=training.max_epochs,
-        train_tol=training.train_tol, device=resolve_device(training.device),
-    )  # fmt: skip
+        module,
+        X_unit,
+        Y_std.squeeze(-1),
+        max_epochs=training.max_epochs,
+        train_tol=training.train_tol,
+        device=resolve_device(training.device),
+    )
     if module.warm_start:
         WARM_START_CACHE.store(key, train_X, train_Y, copy.deepcopy(module))
     return model_from_module(module, input_transform, outcome_transform)
-
 
 
 __all__ = [

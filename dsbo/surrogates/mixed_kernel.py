@@ -50,7 +50,9 @@ class OneHotCategoricalKernel(Kernel):
     has_lengthscale = True
 
     def __init__(self, groups: Sequence[Sequence[int]], **kwargs) -> None:
-        super().__init__(ard_num_dims=len(groups), lengthscale_constraint=GreaterThan(1e-6), **kwargs)
+        super().__init__(
+            ard_num_dims=len(groups), lengthscale_constraint=GreaterThan(1e-6), **kwargs
+        )
         # one lengthscale per group, read from the groups' columns: gpytorch's check that the
         # inputs have one column per lengthscale does not apply
         self.ard_num_dims = None
@@ -63,21 +65,29 @@ class OneHotCategoricalKernel(Kernel):
         """``... x 1 x columns``: each one-hot column's group lengthscale."""
         return self.lengthscale @ self.membership.to(self.lengthscale).transpose(-1, -2)
 
-    def forward(self, x1: Tensor, x2: Tensor, diag: bool = False, last_dim_is_batch: bool = False, **params) -> Tensor:
+    def forward(
+        self, x1: Tensor, x2: Tensor, diag: bool = False, last_dim_is_batch: bool = False, **params
+    ) -> Tensor:
         membership = self.membership.to(x1)
         if diag:
             matches = (x1 * x2) @ membership  # ... x n x G
         else:
             # matches_g(x, x') = sum over the group's columns of x_j x'_j
             matches = torch.einsum("...ij,...kj,jg->...ikg", x1, x2, membership)
-        lengthscale = self.lengthscale if diag else self.lengthscale.unsqueeze(-2)  # ... x 1 (x 1) x G
+        lengthscale = (
+            self.lengthscale if diag else self.lengthscale.unsqueeze(-2)
+        )  # ... x 1 (x 1) x G
         scaled = (1.0 - matches) / lengthscale
-        if last_dim_is_batch:  # one kernel per categorical: ... x G x n (x m), as BoTorch's per column
+        if (
+            last_dim_is_batch
+        ):  # one kernel per categorical: ... x G x n (x m), as BoTorch's per column
             return torch.exp(-scaled.movedim(-1, -2 if diag else -3))
         return torch.exp(-scaled.mean(-1))
 
 
-def mixed_covar_module(d: int, groups: Sequence[Sequence[int]], use_rbf_kernel: bool = False) -> Kernel:
+def mixed_covar_module(
+    d: int, groups: Sequence[Sequence[int]], use_rbf_kernel: bool = False
+) -> Kernel:
     """``MixedSingleTaskGP``'s sum-and-product kernel with :class:`OneHotCategoricalKernel`
     over the one-hot ``groups`` (absolute column indices of ``d`` inputs) and BoTorch's
     dimension-scaled Matern-5/2 (or RBF) over the other columns."""

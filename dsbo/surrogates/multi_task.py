@@ -70,25 +70,43 @@ def fit_multi_task_gp(Xs: Sequence[Tensor], Ys: Sequence[Tensor], bounds: Tensor
     from gpytorch.mlls import ExactMarginalLogLikelihood
 
     if len(Xs) != len(Ys) or len(Xs) < 2:
-        raise DataError("a multi-task GP needs this campaign's data and at least one related task's")
+        raise DataError(
+            "a multi-task GP needs this campaign's data and at least one related task's"
+        )
     if Xs[0].shape[0] < 2:
-        raise DataError(f"a multi-task GP needs at least 2 trials of this campaign, got {Xs[0].shape[0]}")
+        raise DataError(
+            f"a multi-task GP needs at least 2 trials of this campaign, got {Xs[0].shape[0]}"
+        )
     m = Ys[0].shape[-1]
-    if any(Y.shape[-1] != m for Y in Ys) or any(X.shape[0] != Y.shape[0] for X, Y in zip(Xs, Ys, strict=True)):
+    if any(Y.shape[-1] != m for Y in Ys) or any(
+        X.shape[0] != Y.shape[0] for X, Y in zip(Xs, Ys, strict=True)
+    ):
         raise DataError("every task needs one row of the same outcomes per trial")
     lower, upper = bounds[0].to(torch.double), bounds[1].to(torch.double)
-    rows = [torch.cat([(X.to(torch.double) - lower) / (upper - lower),
-                       torch.full((X.shape[0], 1), float(t), dtype=torch.double)], dim=-1)  # fmt: skip
-            for t, X in enumerate(Xs)]
+    rows = [
+        torch.cat(
+            [
+                (X.to(torch.double) - lower) / (upper - lower),
+                torch.full((X.shape[0], 1), float(t), dtype=torch.double),
+            ],
+            dim=-1,
+        )
+        for t, X in enumerate(Xs)
+    ]
     train_X, train_Y = torch.cat(rows), torch.cat([Y.to(torch.double) for Y in Ys])
     if not torch.isfinite(train_Y).all():
         raise DataError("multi-task GP: every value must be finite")
     d, tasks = train_X.shape[-1] - 1, torch.arange(len(Xs))
     models = []
     for j in range(m):
-        gp = MultiTaskGP(train_X, train_Y[:, j : j + 1], task_feature=d, output_tasks=[TARGET_TASK],
-                         likelihood=get_gaussian_likelihood_with_lognormal_prior(),
-                         outcome_transform=StratifiedStandardize(stratification_idx=d, all_task_values=tasks))  # fmt: skip
+        gp = MultiTaskGP(
+            train_X,
+            train_Y[:, j : j + 1],
+            task_feature=d,
+            output_tasks=[TARGET_TASK],
+            likelihood=get_gaussian_likelihood_with_lognormal_prior(),
+            outcome_transform=StratifiedStandardize(stratification_idx=d, all_task_values=tasks),
+        )
         fit_gpytorch_mll(ExactMarginalLogLikelihood(gp.likelihood, gp))
         models.append(TargetTaskModel(gp, bounds))
     return models[0] if m == 1 else ModelList(*models)

@@ -85,7 +85,9 @@ class ZooSurrogate:
         defaults: Option values overriding the class's and the training defaults.
     """
 
-    def __init__(self, name: str, class_path: str | type, description: str, defaults: dict[str, Any]) -> None:
+    def __init__(
+        self, name: str, class_path: str | type, description: str, defaults: dict[str, Any]
+    ) -> None:
         self.name, self.description, self.defaults = name, description, dict(defaults)
         if isinstance(class_path, type):
             self.__dict__["zoo_class"] = class_path
@@ -122,8 +124,13 @@ class ZooSurrogate:
         training = fields(TrainingOptions)
         unknown = set(self.defaults) - {p.name for p in module_params} - {f.name for f in training}
         if unknown:
-            raise ConfigError(f"register_zoo_surrogate({self.name!r}): unknown defaults {sorted(unknown)}")
-        positional, keyword = inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY
+            raise ConfigError(
+                f"register_zoo_surrogate({self.name!r}): unknown defaults {sorted(unknown)}"
+            )
+        positional, keyword = (
+            inspect.Parameter.POSITIONAL_OR_KEYWORD,
+            inspect.Parameter.KEYWORD_ONLY,
+        )
         fixed = [
             inspect.Parameter("train_X", positional, annotation=Tensor),
             inspect.Parameter("train_Y", positional, annotation=Tensor),
@@ -132,9 +139,12 @@ class ZooSurrogate:
             inspect.Parameter("train_Yvar", keyword, default=None),
         ]
         options = [
-            p.replace(kind=keyword, default=self.defaults.get(p.name, p.default)) for p in module_params
+            p.replace(kind=keyword, default=self.defaults.get(p.name, p.default))
+            for p in module_params
         ] + [
-            inspect.Parameter(f.name, keyword, default=self.defaults.get(f.name, f.default), annotation=f.type)
+            inspect.Parameter(
+                f.name, keyword, default=self.defaults.get(f.name, f.default), annotation=f.type
+            )
             for f in training
         ]
         return inspect.Signature(fixed + options, return_annotation=Model)
@@ -154,46 +164,76 @@ class ZooSurrogate:
         self.__signature__  # noqa: B018  (checks the defaults against the class)
         options = {**self.defaults, **options}
         training_names = {f.name for f in fields(TrainingOptions)}
-        training = TrainingOptions(**{k: options.pop(k) for k in list(options) if k in training_names})
+        training = TrainingOptions(
+            **{k: options.pop(k) for k in list(options) if k in training_names}
+        )
         return fit_zoo_surrogate(
-            self.name, self.zoo_class, train_X, train_Y, input_transform, outcome_transform, options, training
+            self.name,
+            self.zoo_class,
+            train_X,
+            train_Y,
+            input_transform,
+            outcome_transform,
+            options,
+            training,
         )
 
 
-def register_zoo_surrogate(name: str, zoo_class: str | type, description: str, **defaults: Any) -> ZooSurrogate:
+def register_zoo_surrogate(
+    name: str, zoo_class: str | type, description: str, **defaults: Any
+) -> ZooSurrogate:
     """Register the zoo class ``zoo_class`` (a ``"package.module.Class"`` path, imported when
     the surrogate is first fitted, or the class) as the surrogate ``name``; ``defaults``
     override the class's options and the training options (:class:`ZooSurrogate`)."""
-    return register_surrogate(name, description)(ZooSurrogate(name, zoo_class, description, defaults))
+    return register_surrogate(name, description)(
+        ZooSurrogate(name, zoo_class, description, defaults)
+    )
 
 
 fit_simple_smb = register_zoo_surrogate(
-    "simple-smb", "dsbo_zoo.smb.SimpleSMB",
+    "simple-smb",
+    "dsbo_zoo.smb.SimpleSMB",
     "SimpleSMB (Paria thesis Alg. 3.2): networks trained from a fresh NTK init",
-)  # fmt: skip
+)
 fit_posterior_smb = register_zoo_surrogate(
-    "posterior-smb", "dsbo_zoo.smb.PosteriorSMB",
+    "posterior-smb",
+    "dsbo_zoo.smb.PosteriorSMB",
     "PosteriorSMB (Paria thesis Alg. 3.3): SimpleSMB + NTK posterior correction",
-)  # fmt: skip
+)
 fit_neural_ensemble = register_zoo_surrogate(
-    "neural-ensemble", "dsbo_zoo.neural_ensemble.NeuralEnsemble",
+    "neural-ensemble",
+    "dsbo_zoo.neural_ensemble.NeuralEnsemble",
     "Deep ensemble of 10 MSE-trained networks, warm-started across fits",
-)  # fmt: skip
+)
 fit_neural_lints = register_zoo_surrogate(
-    "neural-lints", "dsbo_zoo.neural_lints.NeuralLinTS",
-    "NeuralLinTS: Bayesian linear regression on a trained network's features", dtype="float64",
-)  # fmt: skip
+    "neural-lints",
+    "dsbo_zoo.neural_lints.NeuralLinTS",
+    "NeuralLinTS: Bayesian linear regression on a trained network's features",
+    dtype="float64",
+)
 fit_neural_ucb = register_zoo_surrogate(
-    "neural-ucb", "dsbo_zoo.neural_ucb.NeuralUCB",
-    "NeuralUCB: network mean, covariance g^T Z^-1 g / m from gradient features", dtype="float64",
-)  # fmt: skip
+    "neural-ucb",
+    "dsbo_zoo.neural_ucb.NeuralUCB",
+    "NeuralUCB: network mean, covariance g^T Z^-1 g / m from gradient features",
+    dtype="float64",
+)
 
 #: Names of the training bridge, re-exported here and imported (with Lightning) on first use.
 _BRIDGE = (
-    "DTYPES", "LIGHTNING_ACCELERATORS", "STEPS_PER_BATCH", "WARM_START_CACHE", "TrainingOptions",
-    "WarmStartCache", "clear_warm_start_cache", "fit_zoo_surrogate", "resolve_device", "train_module",
-)  # fmt: skip
-__getattr__, __dir__ = lazy_exports(__name__, dict.fromkeys(_BRIDGE, "dsbo.surrogates.lightning_bridge"))
+    "DTYPES",
+    "LIGHTNING_ACCELERATORS",
+    "STEPS_PER_BATCH",
+    "WARM_START_CACHE",
+    "TrainingOptions",
+    "WarmStartCache",
+    "clear_warm_start_cache",
+    "fit_zoo_surrogate",
+    "resolve_device",
+    "train_module",
+)
+__getattr__, __dir__ = lazy_exports(
+    __name__, dict.fromkeys(_BRIDGE, "dsbo.surrogates.lightning_bridge")
+)
 
 __all__ = [
     "GAUSSIAN_JITTER",

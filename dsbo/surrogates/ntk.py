@@ -173,12 +173,18 @@ class _NeuralKernel(Kernel):
         if isinstance(depth, bool) or not isinstance(depth, int) or depth < 0:
             raise ConfigError(f"depth must be an integer >= 0, got {depth!r}")
         if activation not in KERNEL_ACTIVATIONS:
-            raise ConfigError(f"activation={activation!r}: choose one of {list(KERNEL_ACTIVATIONS)}")
+            raise ConfigError(
+                f"activation={activation!r}: choose one of {list(KERNEL_ACTIVATIONS)}"
+            )
         if final_bias not in FINAL_BIAS:
             raise ConfigError(f"final_bias={final_bias!r}: choose one of {list(FINAL_BIAS)}")
         if tanh_method not in TANH_METHODS:
             raise ConfigError(f"tanh_method={tanh_method!r}: choose one of {list(TANH_METHODS)}")
-        if isinstance(quadrature_order, bool) or not isinstance(quadrature_order, int) or quadrature_order < 2:
+        if (
+            isinstance(quadrature_order, bool)
+            or not isinstance(quadrature_order, int)
+            or quadrature_order < 2
+        ):
             raise ConfigError(f"quadrature_order must be an integer >= 2, got {quadrature_order!r}")
         if not sigma_w > 0:
             raise ConfigError(f"sigma_w must be > 0, got {sigma_w!r}")
@@ -191,7 +197,9 @@ class _NeuralKernel(Kernel):
             low, high = SIGMA_BOUNDS
             for name, value in (("sigma_w", sigma_w), ("sigma_b", sigma_b)):
                 if not low < value < high:
-                    raise ConfigError(f"learnable {name} must start inside {SIGMA_BOUNDS}, got {value}")
+                    raise ConfigError(
+                        f"learnable {name} must start inside {SIGMA_BOUNDS}, got {value}"
+                    )
                 self.register_parameter(f"raw_{name}", torch.nn.Parameter(torch.zeros(())))
                 self.register_constraint(f"raw_{name}", Interval(low, high))
             self._set_sigmas(float(sigma_w), float(sigma_b))
@@ -276,7 +284,9 @@ def _gamma_option(name: str, gamma: float | str) -> tuple[float, bool]:
     if gamma == "fit":
         return 1.0, True
     if isinstance(gamma, bool) or not isinstance(gamma, int | float) or not gamma > 0:
-        raise ConfigError(f"surrogate {name!r}: option gamma={gamma!r} must be a number > 0 or 'fit'")
+        raise ConfigError(
+            f"surrogate {name!r}: option gamma={gamma!r} must be a number > 0 or 'fit'"
+        )
     return float(gamma), False
 
 
@@ -306,7 +316,9 @@ def _fit_neural_gp(
     for field, value in (("activation", activation), ("final_bias", final_bias)):
         allowed = KERNEL_ACTIVATIONS if field == "activation" else FINAL_BIAS
         if value not in allowed:
-            raise ConfigError(f"surrogate {name!r}: option {field}={value!r}; choose one of {list(allowed)}")
+            raise ConfigError(
+                f"surrogate {name!r}: option {field}={value!r}; choose one of {list(allowed)}"
+            )
     sw = gamma_value if sigma_w is None else sigma_w
     sb = gamma_value if sigma_b is None else sigma_b
     for field, value in (("sigma_w", sw), ("sigma_b", sb)):
@@ -337,7 +349,9 @@ def _fit_neural_gp(
     likelihood = None
     if train_Yvar is None and noise != "fit":
         if isinstance(noise, bool) or not isinstance(noise, int | float) or not noise >= 0:
-            raise ConfigError(f"surrogate {name!r}: option noise={noise!r} must be a number >= 0 or 'fit'")
+            raise ConfigError(
+                f"surrogate {name!r}: option noise={noise!r} must be a number >= 0 or 'fit'"
+            )
         likelihood = GaussianLikelihood(noise_constraint=GreaterThan(MIN_NOISE / 2))
         # Proposition 3.2: kernel nu^2 Theta with noise nu^2 sigma^2 (the mean does not depend on
         # nu); with nu="fit" the noise is taken as the absolute variance sigma^2.

@@ -42,8 +42,15 @@ from dsbo.surrogates.catalogue import (
 )
 from dsbo.surrogates.selection import Selector, make_selector
 
-_RESERVED = ("train_X", "train_Y", "input_transform", "outcome_transform", "train_Yvar", "previous_fit",
-             "categorical_groups")
+_RESERVED = (
+    "train_X",
+    "train_Y",
+    "input_transform",
+    "outcome_transform",
+    "train_Yvar",
+    "previous_fit",
+    "categorical_groups",
+)
 
 
 @dataclass
@@ -68,7 +75,9 @@ class SurrogateSpec:
         if isinstance(spec, Mapping):
             spec = dict(spec)
             if "name" not in spec:
-                raise ConfigError("surrogate.name is missing (one of: " + ", ".join(SURROGATES.names()) + ")")
+                raise ConfigError(
+                    "surrogate.name is missing (one of: " + ", ".join(SURROGATES.names()) + ")"
+                )
             name = spec.pop("name")
             selector = spec.pop("selector", None)
             options = dict(spec.pop("options", {}) or {})
@@ -101,7 +110,9 @@ def _validate(X: Tensor, Y: Tensor, Yvar: Tensor | None, bounds: Tensor) -> None
         bad = (~torch.isfinite(Y)).any(dim=-1).nonzero().flatten().tolist()
         raise DataError(f"train_Y contains NaN or inf in rows {bad[:10]}; drop failed trials first")
     if Yvar is not None and Yvar.shape != Y.shape:
-        raise DataError(f"train_Yvar must have the shape of train_Y {tuple(Y.shape)}, got {tuple(Yvar.shape)}")
+        raise DataError(
+            f"train_Yvar must have the shape of train_Y {tuple(Y.shape)}, got {tuple(Yvar.shape)}"
+        )
     if bounds.shape != (2, X.shape[-1]):
         raise DataError(f"bounds must be 2 x {X.shape[-1]}, got {tuple(bounds.shape)}")
     if not (bounds[1] > bounds[0]).all():
@@ -172,7 +183,9 @@ def fit_surrogate(
     for j in range(Y.shape[-1]):
         options = dict(spec.options)
         if warm:
-            options["previous_fit"] = previous_fits[j] if previous_fits is not None and j < len(previous_fits) else None
+            options["previous_fit"] = (
+                previous_fits[j] if previous_fits is not None and j < len(previous_fits) else None
+            )
         if categorical_groups and "categorical_groups" in accepted:
             options["categorical_groups"] = [list(g) for g in categorical_groups]
         model = factory(

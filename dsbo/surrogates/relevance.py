@@ -28,7 +28,9 @@ def member_lengthscales(model: Model, d: int) -> Tensor | None:
     has an infinite lengthscale on the others); ``None`` if it has none."""
     found: list[Tensor] = []
     for module in model.modules():
-        lengthscale = getattr(module, "lengthscale", None) if hasattr(module, "ard_num_dims") else None
+        lengthscale = (
+            getattr(module, "lengthscale", None) if hasattr(module, "ard_num_dims") else None
+        )
         if not isinstance(lengthscale, Tensor):
             continue
         if hasattr(module, "column_lengthscales"):  # one lengthscale per categorical's columns

@@ -67,8 +67,14 @@ class Selector:
             raise ConfigError(f"surrogate.selector.name={self.name!r}; choose one of {SELECTORS}")
         for field_name in ("alpha", "start", "refresh"):
             value = getattr(self, field_name)
-            if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < math.inf:
-                raise ConfigError(f"surrogate.selector.{field_name} must be a number > 0, got {value!r}")
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or not 0 < value < math.inf
+            ):
+                raise ConfigError(
+                    f"surrogate.selector.{field_name} must be a number > 0, got {value!r}"
+                )
 
     # ------------------------------------------------------------------ schedule
     def last_refresh(self, n: int, d: int) -> int | None:
@@ -140,6 +146,7 @@ def make_selector(spec: Selector | Mapping[str, Any] | str | None) -> Selector |
         raise ConfigError(f"surrogate.selector must be a name or a mapping, got {spec!r}")
     unknown = sorted(set(spec) - {"name", "alpha", "start", "refresh"})
     if unknown:
-        raise ConfigError(f"surrogate.selector has no option(s) {unknown}; options: name, alpha, start, refresh")
+        raise ConfigError(
+            f"surrogate.selector has no option(s) {unknown}; options: name, alpha, start, refresh"
+        )
     return Selector(**spec)
-

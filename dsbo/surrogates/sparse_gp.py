@@ -309,7 +309,9 @@ class VFEKernel(_SparseKernel):
 
     diagonal_correction = False
 
-    def forward(self, x1: Tensor, x2: Tensor, diag: bool = False, **kwargs) -> LinearOperator | Tensor:
+    def forward(
+        self, x1: Tensor, x2: Tensor, diag: bool = False, **kwargs
+    ) -> LinearOperator | Tensor:
         if self.training:
             return super().forward(x1, x2, diag=diag, **kwargs)
         return self._predictive_forward(x1, x2, diag)
@@ -332,7 +334,9 @@ class FITCKernel(_SparseKernel):
 
     diagonal_correction = True
 
-    def forward(self, x1: Tensor, x2: Tensor, diag: bool = False, **kwargs) -> LinearOperator | Tensor:
+    def forward(
+        self, x1: Tensor, x2: Tensor, diag: bool = False, **kwargs
+    ) -> LinearOperator | Tensor:
         if not self.training:
             return self._predictive_forward(x1, x2, diag)
         if not torch.equal(x1, x2):
@@ -379,7 +383,9 @@ def build_sparse_gp(
     """
     kernel_classes = {"vfe": VFEKernel, "fitc": FITCKernel}
     if method not in kernel_classes:
-        raise ConfigError(f"sparse GP method {method!r} is unknown; choose one of {list(kernel_classes)}")
+        raise ConfigError(
+            f"sparse GP method {method!r} is unknown; choose one of {list(kernel_classes)}"
+        )
     if kernel not in SPARSE_KERNELS:
         raise ConfigError(
             f"surrogate {method!r}: option kernel={kernel!r} is unknown; choose one of {list(SPARSE_KERNELS)}"
@@ -420,9 +426,7 @@ def woodbury_log_prob() -> settings.fast_computations:
     (``O(n^3)``), which would defeat the sparse approximation. Only ``log_prob`` is switched
     back on: for these operators its fast path is exact (no CG or Lanczos).
     """
-    return settings.fast_computations(
-        covar_root_decomposition=False, log_prob=True, solves=False
-    )
+    return settings.fast_computations(covar_root_decomposition=False, log_prob=True, solves=False)
 
 
 def _fit(model: SparseSingleTaskGP, method: str, maxiter: int | None) -> SparseSingleTaskGP:
@@ -478,9 +482,9 @@ def fit_sparse_gp(
     return _fit(model, method, maxiter)
 
 
-fit_vfe = register_surrogate("vfe", "Sparse GP, Titsias' variational free energy (SGPR), 5d inducing points")(
-    functools.partial(fit_sparse_gp, "vfe")
-)
-fit_fitc = register_surrogate("fitc", "Sparse GP, FITC (Snelson & Ghahramani) marginal likelihood, 5d inducing points")(
-    functools.partial(fit_sparse_gp, "fitc")
-)
+fit_vfe = register_surrogate(
+    "vfe", "Sparse GP, Titsias' variational free energy (SGPR), 5d inducing points"
+)(functools.partial(fit_sparse_gp, "vfe"))
+fit_fitc = register_surrogate(
+    "fitc", "Sparse GP, FITC (Snelson & Ghahramani) marginal likelihood, 5d inducing points"
+)(functools.partial(fit_sparse_gp, "fitc"))

@@ -80,9 +80,17 @@ class FeatureMap:
             from dsbo_zoo.sparse_embedding import SparseEmbedding
 
             try:
-                self.module = SparseEmbedding.load_from_checkpoint(path, map_location="cpu", weights_only=True).double().eval()
+                self.module = (
+                    SparseEmbedding.load_from_checkpoint(
+                        path, map_location="cpu", weights_only=True
+                    )
+                    .double()
+                    .eval()
+                )
             except Exception as exc:  # a checkpoint of another model, or a corrupt file
-                raise ConfigError(f"sparse-linear: cannot load a SparseEmbedding from {str(path)!r}: {exc}") from exc
+                raise ConfigError(
+                    f"sparse-linear: cannot load a SparseEmbedding from {str(path)!r}: {exc}"
+                ) from exc
 
     @property
     def key(self) -> str:
@@ -107,7 +115,7 @@ class FeatureMap:
             return sp.csr_matrix(features, dtype=np.float64)
         blocks = []
         for start in range(0, features.shape[0], EMBED_CHUNK):
-            block = features[start:start + EMBED_CHUNK]
+            block = features[start : start + EMBED_CHUNK]
             block = block.toarray() if sp.issparse(block) else np.asarray(block)
             with torch.no_grad():
                 out = self.module(torch.as_tensor(block, dtype=torch.double)).numpy()
@@ -115,7 +123,9 @@ class FeatureMap:
         return sp.vstack(blocks).tocsr()
 
 
-def blr_posterior(Phi: Tensor, y: Tensor, prior_var: float, noise_var: float) -> tuple[Tensor, Tensor, Tensor]:
+def blr_posterior(
+    Phi: Tensor, y: Tensor, prior_var: float, noise_var: float
+) -> tuple[Tensor, Tensor, Tensor]:
     r"""Weight posterior :math:`(\mu, \Sigma)` of Bayesian linear regression (module
     docstring), and the lower Cholesky factor :math:`L` of the precision
     :math:`\Lambda = \Sigma^{-1} = L L^\top`: a posterior draw is :math:`\mu + L^{-\top} z`,
@@ -133,10 +143,19 @@ def log_evidence(Phi: Tensor, y: Tensor, prior_var: float, noise_var: float) -> 
     r""":math:`\log \mathcal N(y; 0, v \Phi\Phi^\top + s^2 I)`, the marginal likelihood."""
     n = len(y)
     K = prior_var * Phi @ Phi.T + noise_var * torch.eye(n, dtype=Phi.dtype)
-    return float(torch.distributions.MultivariateNormal(torch.zeros(n, dtype=Phi.dtype), K).log_prob(y))
+    return float(
+        torch.distributions.MultivariateNormal(torch.zeros(n, dtype=Phi.dtype), K).log_prob(y)
+    )
 
 
-def fit_evidence(Phi: Tensor, y: Tensor, prior_var: float, noise_var: float, max_iter: int = 200, tol: float = 1e-8) -> tuple[float, float]:
+def fit_evidence(
+    Phi: Tensor,
+    y: Tensor,
+    prior_var: float,
+    noise_var: float,
+    max_iter: int = 200,
+    tol: float = 1e-8,
+) -> tuple[float, float]:
     """MacKay's fixed point for ``(prior_var, noise_var)`` (module docstring)."""
     n = len(y)
     eig = torch.linalg.eigvalsh(Phi.T @ Phi).clamp_min(0)
@@ -167,9 +186,16 @@ class SparseLinearModel(Model):
             the fit (:func:`blr_posterior`): :meth:`sample_weights` draws with it.
     """
 
-    def __init__(self, feature_map: FeatureMap, weight_mean: Tensor, weight_cov: Tensor,
-                 precision_cholesky: Tensor, prior_var: float, noise_var: float,
-                 outcome_transform: OutcomeTransform | None = None) -> None:
+    def __init__(
+        self,
+        feature_map: FeatureMap,
+        weight_mean: Tensor,
+        weight_cov: Tensor,
+        precision_cholesky: Tensor,
+        prior_var: float,
+        noise_var: float,
+        outcome_transform: OutcomeTransform | None = None,
+    ) -> None:
         super().__init__()
         self.feature_map = feature_map
         self.weight_mean, self.weight_cov = weight_mean, weight_cov
@@ -190,8 +216,14 @@ class SparseLinearModel(Model):
         step = solve_triangular(self.precision_cholesky.numpy(), z, lower=True, trans="T")
         return (mu if step.ndim == 1 else mu[:, None]) + step
 
-    def posterior(self, X: Tensor, output_indices: list[int] | None = None, observation_noise: bool | Tensor = False,
-                  posterior_transform: PosteriorTransform | None = None, **kwargs: Any) -> GPyTorchPosterior:
+    def posterior(
+        self,
+        X: Tensor,
+        output_indices: list[int] | None = None,
+        observation_noise: bool | Tensor = False,
+        posterior_transform: PosteriorTransform | None = None,
+        **kwargs: Any,
+    ) -> GPyTorchPosterior:
         """The joint Gaussian posterior at ``X`` (``batch x q x d`` or ``q x d``, raw inputs)."""
         if output_indices is not None and list(output_indices) != [0]:
             raise UnsupportedError(f"the model has one output; got output_indices={output_indices}")
@@ -207,7 +239,9 @@ class SparseLinearModel(Model):
         return posterior_transform(posterior) if posterior_transform is not None else posterior
 
 
-@register_surrogate("sparse-linear", "Bayesian linear regression on a trained sparse embedding (Paria ch. 5)")
+@register_surrogate(
+    "sparse-linear", "Bayesian linear regression on a trained sparse embedding (Paria ch. 5)"
+)
 def make_sparse_linear(
     train_X: Tensor,
     train_Y: Tensor,
@@ -223,18 +257,32 @@ def make_sparse_linear(
 ) -> SparseLinearModel:
     """Fit the ``sparse-linear`` surrogate (module docstring); ``input_transform`` is unused."""
     for name, value in (("prior_var", prior_var), ("noise_var", noise_var)):
-        if isinstance(value, bool) or not isinstance(value, int | float) or not (math.isfinite(value) and value > 0):
-            raise ConfigError(f"sparse-linear: option {name} must be a finite number > 0, got {value!r}")
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not (math.isfinite(value) and value > 0)
+        ):
+            raise ConfigError(
+                f"sparse-linear: option {name} must be a finite number > 0, got {value!r}"
+            )
     if not isinstance(fit_hyperparameters, bool):
-        raise ConfigError(f"sparse-linear: option fit_hyperparameters must be true or false, got {fit_hyperparameters!r}")
+        raise ConfigError(
+            f"sparse-linear: option fit_hyperparameters must be true or false, got {fit_hyperparameters!r}"
+        )
     if isinstance(max_iter, bool) or not isinstance(max_iter, int) or max_iter < 1:
-        raise ConfigError(f"sparse-linear: option max_iter must be a positive integer, got {max_iter!r}")
+        raise ConfigError(
+            f"sparse-linear: option max_iter must be a positive integer, got {max_iter!r}"
+        )
     if train_Yvar is not None:
-        raise ConfigError("sparse-linear: known observation noise (Yvar) is not supported; the noise variance is fitted")
+        raise ConfigError(
+            "sparse-linear: known observation noise (Yvar) is not supported; the noise variance is fitted"
+        )
     feature_map = FeatureMap(checkpoint)
     expected = feature_map.in_dim()
     if expected is not None and train_X.shape[-1] != expected:
-        raise DataError(f"sparse-linear: the embedding takes {expected} input dimensions, train_X has {train_X.shape[-1]}")
+        raise DataError(
+            f"sparse-linear: the embedding takes {expected} input dimensions, train_X has {train_X.shape[-1]}"
+        )
     y = train_Y
     if outcome_transform is not None:
         outcome_transform.train()
@@ -242,10 +290,26 @@ def make_sparse_linear(
     y = y.reshape(-1).to(torch.double)
     Phi = feature_map(train_X)
     if fit_hyperparameters:
-        prior_var, noise_var = fit_evidence(Phi, y, float(prior_var), float(noise_var), max_iter=max_iter)
+        prior_var, noise_var = fit_evidence(
+            Phi, y, float(prior_var), float(noise_var), max_iter=max_iter
+        )
     mean, cov, precision_cholesky = blr_posterior(Phi, y, float(prior_var), float(noise_var))
-    return SparseLinearModel(feature_map, mean, cov, precision_cholesky, float(prior_var), float(noise_var),
-                             outcome_transform)
+    return SparseLinearModel(
+        feature_map,
+        mean,
+        cov,
+        precision_cholesky,
+        float(prior_var),
+        float(noise_var),
+        outcome_transform,
+    )
 
 
-__all__ = ["FeatureMap", "SparseLinearModel", "blr_posterior", "fit_evidence", "log_evidence", "make_sparse_linear"]
+__all__ = [
+    "FeatureMap",
+    "SparseLinearModel",
+    "blr_posterior",
+    "fit_evidence",
+    "log_evidence",
+    "make_sparse_linear",
+]

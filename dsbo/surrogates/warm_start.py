@@ -59,7 +59,9 @@ class FitState:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, value: Mapping[str, Any] | FitState | None, surrogate: str) -> FitState | None:
+    def from_json(
+        cls, value: Mapping[str, Any] | FitState | None, surrogate: str
+    ) -> FitState | None:
         """The state in ``value`` if it is a well-formed state of ``surrogate``, else ``None``
         (a state of another surrogate, or of an older dsbo, is ignored: the fit starts cold)."""
         if isinstance(value, FitState):
@@ -74,12 +76,16 @@ class FitState:
 
 def digest(X: Tensor) -> str:
     """A SHA-256 digest of the rows of ``X`` (float64 bytes), for prefix checks."""
-    return hashlib.sha256(X.detach().to(torch.double).contiguous().cpu().numpy().tobytes()).hexdigest()
+    return hashlib.sha256(
+        X.detach().to(torch.double).contiguous().cpu().numpy().tobytes()
+    ).hexdigest()
 
 
 def parameters_of(model: torch.nn.Module) -> dict[str, Any]:
     """The model's named parameters as float64 nested lists."""
-    return {name: p.detach().to(torch.double).cpu().tolist() for name, p in model.named_parameters()}
+    return {
+        name: p.detach().to(torch.double).cpu().tolist() for name, p in model.named_parameters()
+    }
 
 
 def load_parameters(model: torch.nn.Module, parameters: Mapping[str, Any]) -> bool:

@@ -231,7 +231,9 @@ def model_from_module(
         return NeuralEnsembleModel(module, input_transform, outcome_transform)
     if kind == "gaussian":
         if not callable(getattr(module, "predict_mean_cov", None)):
-            raise ConfigError(f"{type(module).__name__} has posterior_kind 'gaussian' but no predict_mean_cov")
+            raise ConfigError(
+                f"{type(module).__name__} has posterior_kind 'gaussian' but no predict_mean_cov"
+            )
         return NeuralGaussianModel(module, input_transform, outcome_transform)
     raise ConfigError(
         f"{type(module).__name__}.posterior_kind={kind!r}: a zoo surrogate needs one of {POSTERIOR_KINDS}"

@@ -27,11 +27,14 @@ BOUNDS = torch.tensor([[-5.0, 0.0], [10.0, 15.0]], dtype=torch.double)
 CENTER = torch.tensor([2.0, 3.0], dtype=torch.double)
 
 
-@pytest.mark.parametrize("settings", [
-    OptimizerSettings(num_restarts=2, raw_samples=16),
-    OptimizerSettings.thesis(),
-    OptimizerSettings(method="adam", lr=0.1, maxiter=300, initial="uniform", num_restarts=3),
-])
+@pytest.mark.parametrize(
+    "settings",
+    [
+        OptimizerSettings(num_restarts=2, raw_samples=16),
+        OptimizerSettings.thesis(),
+        OptimizerSettings(method="adam", lr=0.1, maxiter=300, initial="uniform", num_restarts=3),
+    ],
+)
 def test_every_method_finds_the_maximum_of_a_quadratic(settings):
     X, value = settings.maximize(CountingQuadratic(CENTER), BOUNDS, q=1, seed=0)
     assert torch.allclose(X.reshape(-1), CENTER, atol=1e-2)
@@ -57,15 +60,24 @@ def test_uniform_starts_are_seeded_and_respect_fixed_features():
 
 def test_thesis_preset_is_the_papers_optimizer():
     t = OptimizerSettings.thesis()
-    assert (t.num_restarts, t.maxiter, t.method, t.lr, t.initial) == (10, 500, "sgd", 0.01, "uniform")
+    assert (t.num_restarts, t.maxiter, t.method, t.lr, t.initial) == (
+        10,
+        500,
+        "sgd",
+        0.01,
+        "uniform",
+    )
 
 
-@pytest.mark.parametrize("field,value,message", [
-    ("method", "newton", "acquisition.method='newton'"),
-    ("initial", "grid", "acquisition.initial='grid'"),
-    ("lr", 0.0, "acquisition.lr must be"),
-    ("lr", float("nan"), "acquisition.lr must be"),
-])
+@pytest.mark.parametrize(
+    "field,value,message",
+    [
+        ("method", "newton", "acquisition.method='newton'"),
+        ("initial", "grid", "acquisition.initial='grid'"),
+        ("lr", 0.0, "acquisition.lr must be"),
+        ("lr", float("nan"), "acquisition.lr must be"),
+    ],
+)
 def test_bad_settings_are_named(field, value, message):
     with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(".", r"\.")):
         OptimizerSettings(**{field: value}).validate()

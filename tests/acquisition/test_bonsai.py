@@ -34,12 +34,29 @@ from dsbo.problems import get_problem
 from dsbo.surrogates import fit_surrogate
 
 PROPERTY = settings(max_examples=40, deadline=None, derandomize=True)
-PRUNERS = {"greedy": greedy_prune, "exact": exact_prune, "prefix": functools.partial(greedy_prune, prefix=True)}
+PRUNERS = {
+    "greedy": greedy_prune,
+    "exact": exact_prune,
+    "prefix": functools.partial(greedy_prune, prefix=True),
+}
 META_KEYS = {
-    "postprocess", "prune_mode", "exact_fallback", "rho", "num_active", "pruned_dims",
-    "incremental_value", "tau", "gap", "relative_gap", "acq_evaluations", "prune_skipped",
-    "skip_reason", "duplicate_fallback", "prune_time", "batch_conditioning",
-}  # fmt: skip
+    "postprocess",
+    "prune_mode",
+    "exact_fallback",
+    "rho",
+    "num_active",
+    "pruned_dims",
+    "incremental_value",
+    "tau",
+    "gap",
+    "relative_gap",
+    "acq_evaluations",
+    "prune_skipped",
+    "skip_reason",
+    "duplicate_fallback",
+    "prune_time",
+    "batch_conditioning",
+}
 
 
 def fast(**kwargs) -> OptimizerSettings:
@@ -160,11 +177,17 @@ def test_greedy_equals_exact_for_an_additive_acquisition(weights: list[int], tau
     alpha_star = float(w.sum())
     xg, greedy = greedy_prune(score, x_star, default, tau, range(d), alpha_star=alpha_star)
     xe, exact = exact_prune(score, x_star, default, tau, range(d), alpha_star=alpha_star)
-    xp, prefix = greedy_prune(score, x_star, default, tau, range(d), alpha_star=alpha_star, prefix=True)
+    xp, prefix = greedy_prune(
+        score, x_star, default, tau, range(d), alpha_star=alpha_star, prefix=True
+    )
     assert len(greedy.pruned) == len(exact.pruned)
     assert greedy.gap == exact.gap
     # the prefix speed-up is exactly greedy on an additive acquisition, in at most 2 calls + rounds
-    assert torch.equal(xp, xg) and sorted(prefix.pruned) == sorted(greedy.pruned) and prefix.gap == greedy.gap
+    assert (
+        torch.equal(xp, xg)
+        and sorted(prefix.pruned) == sorted(greedy.pruned)
+        and prefix.gap == greedy.gap
+    )
     # The sum of the k smallest weights is the least gap of k resets.
     assert greedy.gap == sum(sorted(weights)[: len(greedy.pruned)])
 
@@ -441,10 +464,14 @@ def test_batch_points_after_the_first_are_measured_against_the_batch_so_far(bran
     def joint(X, P):
         return g(X) + (0.0 if P is None else float(g(P).sum()))
 
-    evaluated = branin15.default_point + 0.3 * (branin15.bounds[1] - branin15.bounds[0]) * (torch.arange(15) % 2)
+    evaluated = branin15.default_point + 0.3 * (branin15.bounds[1] - branin15.bounds[0]) * (
+        torch.arange(15) % 2
+    )
     X = branin15.default_point + 0.4 * (branin15.bounds[1] - branin15.bounds[0]) * torch.ones(2, 15)
     X[1, :7] = branin15.default_point[:7]
-    proposal = Bonsai(rho=0.0)(FakeAcqf(joint, pending=True), X, history_at(evaluated[None]), branin15, fast(), False)
+    proposal = Bonsai(rho=0.0)(
+        FakeAcqf(joint, pending=True), X, history_at(evaluated[None]), branin15, fast(), False
+    )
     first, second = proposal.metadata
     assert first["baseline"] == "evaluated points" and second["baseline"] == "previous batch point"
     assert first["incremental_value"] == pytest.approx(float(g(X[:1]) - g(evaluated[None])))
@@ -498,9 +525,13 @@ def test_call_time_errors_name_the_option(branin15) -> None:
     sourcing = get_problem("sourcing")
     with pytest.raises(ConfigError, match="bonsai.default must be integer-valued"):
         Bonsai(default=[0.5] * sourcing.dim)(
-            acqf, torch.zeros(1, sourcing.dim), history_at(torch.zeros(1, sourcing.dim)),
-            sourcing, fast(), False,
-        )  # fmt: skip
+            acqf,
+            torch.zeros(1, sourcing.dim),
+            history_at(torch.zeros(1, sourcing.dim)),
+            sourcing,
+            fast(),
+            False,
+        )
     with pytest.raises(ConfigError, match=r"inequality_constraints\[0\]: index 15"):
         Bonsai(inequality_constraints=[([15], [1.0], 0.0)])(
             acqf, X, history, branin15, fast(), False
@@ -538,9 +569,14 @@ def test_campaign_with_bonsai_changes_fewer_coordinates(branin15) -> None:
     changed = {}
     for name, postprocess in (("plain", None), ("bonsai", {"bonsai": {"rho": 0.2}})):
         campaign = Campaign(
-            branin15, surrogate="gp", acquisition="qlognei", postprocess=postprocess,
-            budget=12, n_init=11, optimizer=fast(),
-        )  # fmt: skip
+            branin15,
+            surrogate="gp",
+            acquisition="qlognei",
+            postprocess=postprocess,
+            budget=12,
+            n_init=11,
+            optimizer=fast(),
+        )
         campaign.run()
         [trial] = [t for t in campaign.store.trials() if t.generator == "qlognei"]
         changed[name] = trial.metadata["num_changed"]
@@ -559,25 +595,42 @@ def test_linear_constraints_reach_the_optimizer_of_the_dense_candidate(branin15)
     and its dense candidate satisfy it."""
     constraint = ([0, 1], [1.0, 1.0], 1.6)
     campaign = Campaign(
-        branin15, surrogate="gp", acquisition="qlognei", budget=13, n_init=11, optimizer=fast(),
+        branin15,
+        surrogate="gp",
+        acquisition="qlognei",
+        budget=13,
+        n_init=11,
+        optimizer=fast(),
         postprocess={"bonsai": {"rho": 0.2, "inequality_constraints": [constraint]}},
-    )  # fmt: skip
+    )
     campaign.run()
     bo = [t for t in campaign.store.trials() if t.generator == "qlognei"]
     assert len(bo) == 2
     for trial in bo:
         assert trial.x[0] + trial.x[1] >= 1.6 - 1e-6
     with pytest.raises(ConfigError, match="acquisition.method='lbfgsb'"):
-        Campaign(branin15, surrogate="gp", acquisition="qlognei", budget=13, n_init=11,
-                 optimizer=fast(method="adam"),
-                 postprocess={"bonsai": {"inequality_constraints": [constraint]}})  # fmt: skip
+        Campaign(
+            branin15,
+            surrogate="gp",
+            acquisition="qlognei",
+            budget=13,
+            n_init=11,
+            optimizer=fast(method="adam"),
+            postprocess={"bonsai": {"inequality_constraints": [constraint]}},
+        )
 
 
 def test_campaign_batch_with_fixed_features(branin15) -> None:
     campaign = Campaign(
-        branin15, surrogate="gp", acquisition="qlognei", postprocess={"bonsai": {}}, q=2,
-        budget=13, n_init=11, optimizer=fast(fixed_features={0: 0.9, 3: 0.1}),
-    )  # fmt: skip
+        branin15,
+        surrogate="gp",
+        acquisition="qlognei",
+        postprocess={"bonsai": {}},
+        q=2,
+        budget=13,
+        n_init=11,
+        optimizer=fast(fixed_features={0: 0.9, 3: 0.1}),
+    )
     campaign.run()
     trials = [t for t in campaign.store.trials() if t.generator == "qlognei"]
     assert len(trials) == 2 and trials[0].x != trials[1].x
@@ -590,9 +643,14 @@ def test_campaign_batch_with_fixed_features(branin15) -> None:
 
 def test_campaign_ucb_with_the_one_over_t_schedule(branin15) -> None:
     campaign = Campaign(
-        branin15, surrogate="gp", acquisition="ucb", postprocess={"bonsai": {"rho": "1/t"}},
-        budget=12, n_init=11, optimizer=fast(),
-    )  # fmt: skip
+        branin15,
+        surrogate="gp",
+        acquisition="ucb",
+        postprocess={"bonsai": {"rho": "1/t"}},
+        budget=12,
+        n_init=11,
+        optimizer=fast(),
+    )
     campaign.run()
     meta = campaign.store.trials()[-1].metadata
     assert meta["rho"] == pytest.approx(1 / 11)  # t = 11 completed observations
@@ -669,7 +727,9 @@ def test_qlognehvi_batch_on_dtlz2() -> None:
     first = proposal.metadata[0]
     assert not first["prune_skipped"] and first["pruned_dims"]  # pruning really ran
     assert first["gap"] <= first["tau"]
-    assert torch.equal(proposal.X[0, first["pruned_dims"]], problem.default_point[first["pruned_dims"]])
+    assert torch.equal(
+        proposal.X[0, first["pruned_dims"]], problem.default_point[first["pruned_dims"]]
+    )
     for meta in proposal.metadata:
         assert META_KEYS <= set(meta)
         assert meta["prune_skipped"] or meta["gap"] <= meta["tau"]

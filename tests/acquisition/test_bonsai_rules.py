@@ -65,7 +65,11 @@ def settings() -> OptimizerSettings:
 
 
 def test_the_default_rule_is_the_outcome_floor() -> None:
-    assert (Bonsai().rule, Bonsai().outcome_floor, Bonsai().repeat_tol) == ("outcome-floor", 1e-2, 0.01)
+    assert (Bonsai().rule, Bonsai().outcome_floor, Bonsai().repeat_tol) == (
+        "outcome-floor",
+        1e-2,
+        0.01,
+    )
     assert RULES == ("incremental", "dense-scale", "outcome-floor")
 
 
@@ -103,7 +107,9 @@ def test_tau_in_the_metadata_follows_the_rule(branin15, rule: str) -> None:
     history = History(
         X=torch.full((2, 15), 0.6, dtype=torch.double), Y=torch.tensor([[0.0], [400.0]])
     )  # std(y) = 282.8: the floor 0.283 beats rho alpha~
-    proposal = Bonsai(rho=0.2, rule=rule, outcome_floor=1e-3)(FakeAcqf(value), x_star, history, branin15, settings(), False)
+    proposal = Bonsai(rho=0.2, rule=rule, outcome_floor=1e-3)(
+        FakeAcqf(value), x_star, history, branin15, settings(), False
+    )
     [meta] = proposal.metadata
     alpha_star, baseline = float(value(x_star)[0]), float(value(history.X)[0])
     incremental = alpha_star - baseline
@@ -162,7 +168,9 @@ def test_new_rules_prune_when_x_star_does_not_beat_the_evaluated_points(branin15
         return torch.where((X == 0.1).all(-1), 2.0, converged_value(X))
 
     history = History(X=better, Y=torch.zeros(3, 1))  # outcome-floor: std 0, no floor
-    [meta] = Bonsai(rule="dense-scale")(FakeAcqf(value), x_star, history, branin15, settings(), False).metadata
+    [meta] = Bonsai(rule="dense-scale")(
+        FakeAcqf(value), x_star, history, branin15, settings(), False
+    ).metadata
     assert not meta["prune_skipped"] and meta["relative_gap"] is None
     assert len(meta["pruned_dims"]) == 13
 
@@ -220,29 +228,45 @@ def test_a_near_repeat_for_the_model_is_not_proposed(branin15) -> None:
 
     seen = torch.full((15,), 0.5, dtype=torch.double)
     seen[RELEVANT[0]], seen[0] = 0.8, 0.9  # the sparsest point, tried with x_0 changed
-    history = History(X=torch.stack([torch.full((15,), 0.5, dtype=torch.double), seen]), Y=torch.tensor([[0.0], [5.0]]))
+    history = History(
+        X=torch.stack([torch.full((15,), 0.5, dtype=torch.double), seen]),
+        Y=torch.tensor([[0.0], [5.0]]),
+    )
     acqf = FakeAcqf(value)
     acqf.model = ModelWithLengthscales()
-    plain = Bonsai(rule="dense-scale", repeat_tol=0)(acqf, x_star, history, branin15, settings(), False)
+    plain = Bonsai(rule="dense-scale", repeat_tol=0)(
+        acqf, x_star, history, branin15, settings(), False
+    )
     assert int((plain.X[0] != 0.5).sum()) == 1 and not plain.metadata[0]["duplicate_fallback"]
-    guarded = Bonsai(rule="dense-scale", repeat_tol=0.01)(acqf, x_star, history, branin15, settings(), False)
+    guarded = Bonsai(rule="dense-scale", repeat_tol=0.01)(
+        acqf, x_star, history, branin15, settings(), False
+    )
     assert torch.nonzero(guarded.X[0] != 0.5).reshape(-1).tolist() == list(RELEVANT)
     seen_dense = x_star[0].clone()
     seen_dense[0] = 0.9  # x* is a near-repeat of this point: it does not count, the other does
     history = History(X=torch.cat([history.X, seen_dense[None]]), Y=torch.zeros(3, 1))
-    again = Bonsai(rule="dense-scale", repeat_tol=0.01)(acqf, x_star, history, branin15, settings(), False)
+    again = Bonsai(rule="dense-scale", repeat_tol=0.01)(
+        acqf, x_star, history, branin15, settings(), False
+    )
     assert torch.equal(again.X, guarded.X)
     history = History(X=torch.stack([history.X[0], seen_dense]), Y=torch.zeros(2, 1))
-    alone = Bonsai(rule="dense-scale", repeat_tol=0.01)(acqf, x_star, history, branin15, settings(), False)
+    alone = Bonsai(rule="dense-scale", repeat_tol=0.01)(
+        acqf, x_star, history, branin15, settings(), False
+    )
     assert int((alone.X[0] != 0.5).sum()) == 1  # nothing else tried: the rule prunes as without
 
 
 @pytest.mark.parametrize(
     ("options", "field"),
-    [({"rule": "dense"}, "rule"), ({"rule": None}, "rule"), ({"outcome_floor": 1.5}, "outcome_floor"),
-     ({"outcome_floor": True}, "outcome_floor"), ({"repeat_tol": -0.1}, "repeat_tol"),
-     ({"repeat_tol": "0.01"}, "repeat_tol")],
-)  # fmt: skip
+    [
+        ({"rule": "dense"}, "rule"),
+        ({"rule": None}, "rule"),
+        ({"outcome_floor": 1.5}, "outcome_floor"),
+        ({"outcome_floor": True}, "outcome_floor"),
+        ({"repeat_tol": -0.1}, "repeat_tol"),
+        ({"repeat_tol": "0.01"}, "repeat_tol"),
+    ],
+)
 def test_rule_option_errors_name_the_field(options: dict, field: str) -> None:
     with pytest.raises(ConfigError, match=f"postprocess.bonsai.{field}"):
         make_postprocessor("bonsai", options)
@@ -255,9 +279,14 @@ def test_the_rule_flows_from_configs(branin15) -> None:
     with pytest.raises(ConfigError, match="postprocess.bonsai.rule"):
         Campaign(branin15, surrogate="gp", postprocess={"bonsai": {"rule": "nope"}}, budget=5)
     campaign = Campaign(
-        branin15, surrogate="gp", postprocess={"bonsai": {"rule": "dense-scale"}}, budget=6,
-        n_init=5, seed=0, optimizer=settings(),
-    )  # fmt: skip
+        branin15,
+        surrogate="gp",
+        postprocess={"bonsai": {"rule": "dense-scale"}},
+        budget=6,
+        n_init=5,
+        seed=0,
+        optimizer=settings(),
+    )
     campaign.run()
     meta = campaign.store.trials()[-1].metadata
     assert meta["rule"] == "dense-scale"
@@ -283,7 +312,9 @@ def test_sparse_protocol_rules_smoke(tmp_path) -> None:
     arms = result["parts"]["bonsai"]["arms"]
     assert arms["qlognei"]["seeds"] == 2 and arms["bonsai-incremental"]["seeds"] == 1
     assert arms["bonsai-dense-scale-0.3"]["seeds"] == 2
-    assert {"mean_changed_after_found", "mean_changed_last10"} <= set(arms["qlognei"]["per_seed"][0])
+    assert {"mean_changed_after_found", "mean_changed_last10"} <= set(
+        arms["qlognei"]["per_seed"][0]
+    )
     assert (tmp_path / "results_branin-10d.md").read_text().count("| bonsai-dense-scale-0.3 |") == 3
     assert not (tmp_path / "results.md").exists()
 
@@ -294,15 +325,20 @@ def test_outcome_floor_on_log_acquisitions(branin15) -> None:
     against any floor, and everything but the duplicate of an evaluated point is reset."""
     x_star, history = converged_case()
     bonsai = Bonsai(rule="outcome-floor", outcome_floor=0.01)
+
     def positive(X):  # the evaluated default has a negative converged_value
         return converged_value(X) + 1.0
 
     plain = bonsai(FakeAcqf(positive), x_star, history, branin15, settings(), False)
-    logged = bonsai(FakeAcqf(lambda X: positive(X).log()), x_star, history, branin15, settings(), True)
+    logged = bonsai(
+        FakeAcqf(lambda X: positive(X).log()), x_star, history, branin15, settings(), True
+    )
     assert plain.metadata[0]["pruned_dims"] and not logged.metadata[0]["prune_skipped"]
     assert torch.equal(plain.X, logged.X)
     assert logged.metadata[0]["outcome_scale"] == pytest.approx(50**0.5)
-    tiny = bonsai(FakeAcqf(lambda X: positive(X).log() - 800), x_star, history, branin15, settings(), True)
+    tiny = bonsai(
+        FakeAcqf(lambda X: positive(X).log() - 800), x_star, history, branin15, settings(), True
+    )
     [meta] = tiny.metadata
     assert meta["tau"] is None  # infinite in scoring units: not a JSON number
     assert len(meta["pruned_dims"]) >= 14
@@ -313,7 +349,9 @@ def test_outcome_floor_is_the_papers_rule_on_multi_objective_problems() -> None:
     dtlz2 = get_problem("dtlz2")
     w = torch.linspace(0.1, 1.0, dtlz2.dim, dtype=torch.double)
     acqf = FakeAcqf(lambda X: 1.0 + ((X - 0.5).abs() * w).sum(-1))
-    history = History(X=torch.full((1, dtlz2.dim), 0.6, dtype=torch.double), Y=torch.rand(1, 2) * 100)
+    history = History(
+        X=torch.full((1, dtlz2.dim), 0.6, dtype=torch.double), Y=torch.rand(1, 2) * 100
+    )
     X = torch.full((1, dtlz2.dim), 0.9, dtype=torch.double)
     paper = Bonsai(rule="incremental")(acqf, X, history, dtlz2, settings(), False)
     default = Bonsai()(acqf, X, history, dtlz2, settings(), False)
@@ -327,9 +365,13 @@ def test_outcome_floor_without_a_floor_is_the_papers_rule(branin15) -> None:
     x_star, history = converged_case()
     acqf = FakeAcqf(converged_value)
     paper = Bonsai(rule="incremental")(acqf, x_star, history, branin15, settings(), False)
-    zero = Bonsai(rule="outcome-floor", outcome_floor=0.0)(acqf, x_star, history, branin15, settings(), False)
+    zero = Bonsai(rule="outcome-floor", outcome_floor=0.0)(
+        acqf, x_star, history, branin15, settings(), False
+    )
     assert torch.equal(paper.X, zero.X) and zero.metadata[0]["tau"] == paper.metadata[0]["tau"]
     flat = FakeAcqf(lambda X: torch.ones(X.shape[0], dtype=X.dtype))
     same_y = History(X=history.X, Y=torch.ones(2, 1))
-    [meta] = Bonsai(rule="outcome-floor")(flat, x_star, same_y, branin15, settings(), False).metadata
+    [meta] = Bonsai(rule="outcome-floor")(
+        flat, x_star, same_y, branin15, settings(), False
+    ).metadata
     assert meta["prune_skipped"] and "<= 0" in meta["skip_reason"]

@@ -46,7 +46,9 @@ def test_information_ratio_is_at_least_beta_and_beta_at_the_ucb_maximizer(fitted
         R = information_ratio(model, X, U)
         # R_t(x) = (U - mu)^2 / sigma^2 >= beta since U >= mu + sqrt(beta) sigma everywhere
         assert (R >= beta * (1 - 1e-6)).all()
-        r_star = information_ratio(model, x_ucb.reshape(1, -1), float(ObjectiveUCB(model, beta)(x_ucb.reshape(1, 1, -1))))
+        r_star = information_ratio(
+            model, x_ucb.reshape(1, -1), float(ObjectiveUCB(model, beta)(x_ucb.reshape(1, 1, -1)))
+        )
     assert float(r_star) == pytest.approx(beta, rel=1e-9)
 
 
@@ -76,10 +78,16 @@ def test_larger_rho_picks_cheaper_points_within_its_ratio(fitted):
     costs = []
     for rho in (1.0, 2.0, 8.0, 32.0):
         meta = propose(fitted, rho=rho).metadata[0]
-        assert meta["information_ratio"] <= rho * meta["beta"] * (1 + 1e-6)  # the constraint of eq. 4.5
+        assert meta["information_ratio"] <= rho * meta["beta"] * (
+            1 + 1e-6
+        )  # the constraint of eq. 4.5
         costs.append(meta["predicted_cost"])
-    assert all(a >= b - 1e-9 for a, b in zip(costs, costs[1:], strict=False))  # non-increasing in rho
-    assert costs[0] == pytest.approx(100.0) and costs[-1] == pytest.approx(1.0)  # UCB pays the most, rho 32 the least
+    assert all(
+        a >= b - 1e-9 for a, b in zip(costs, costs[1:], strict=False)
+    )  # non-increasing in rho
+    assert costs[0] == pytest.approx(100.0) and costs[-1] == pytest.approx(
+        1.0
+    )  # UCB pays the most, rho 32 the least
 
 
 def test_learned_cost_model_fits_log_times(fitted):
@@ -115,7 +123,9 @@ def test_cost_aware_baselines_propose(fitted, fast_optimizer):
         acqf = policy.build(model, history, problem, 1)  # seeded by history.seed: the same function
         with torch.no_grad():
             at_x, at_observed = float(acqf(X.unsqueeze(0))), acqf(history.X.unsqueeze(1))
-        assert math.isfinite(at_x) and meta["acq_value"] == pytest.approx(at_x, rel=1e-6, abs=1e-9), name
+        assert math.isfinite(at_x) and meta["acq_value"] == pytest.approx(
+            at_x, rel=1e-6, abs=1e-9
+        ), name
         assert at_x > float(at_observed.max()), name
         cost[name] = float(training_cost(X)[0])
     assert all(1.0 - 1e-9 <= c <= 100.0 + 1e-9 for c in cost.values())
@@ -143,8 +153,13 @@ def test_beta_schedule_and_metadata(fitted):
     assert propose(fitted).metadata[0]["beta"] == pytest.approx(0.125 * math.log(49))
 
 
-@pytest.mark.parametrize("surrogate", [{"name": "neural-ensemble", "width": 32, "max_epochs": 30},
-                                       {"name": "neural-lints", "width": 32, "max_epochs": 30}])  # fmt: skip
+@pytest.mark.parametrize(
+    "surrogate",
+    [
+        {"name": "neural-ensemble", "width": 32, "max_epochs": 30},
+        {"name": "neural-lints", "width": 32, "max_epochs": 30},
+    ],
+)
 def test_cost_ids_and_mobo_rs_run_on_neural_surrogates(fitted, surrogate, fast_optimizer):
     """Any Gaussian (or moment-matched ensemble) posterior serves CostIDS; MOBO-RS's TS draws
     one ensemble member (one network) per proposal."""
@@ -152,14 +167,20 @@ def test_cost_ids_and_mobo_rs_run_on_neural_surrogates(fitted, surrogate, fast_o
     name, options = surrogate["name"], {k: v for k, v in surrogate.items() if k != "name"}
     torch.manual_seed(0)
     model = fit_surrogate({"name": name, **options}, history.X, history.Y, bounds=problem.bounds)
-    meta = make_policy("cost-ids", {"rho": 4.0}, fast_optimizer).propose(model, history, problem, 1).metadata[0]
+    meta = (
+        make_policy("cost-ids", {"rho": 4.0}, fast_optimizer)
+        .propose(model, history, problem, 1)
+        .metadata[0]
+    )
     assert meta["information_ratio"] <= 4.0 * meta["beta"] * (1 + 1e-6)
     mo = get_problem("circle-front")
     X = draw_sobol_samples(mo.bounds, n=12, q=1, seed=0).squeeze(1)
     Y = mo.evaluate_true(X)
     torch.manual_seed(0)
     model = fit_surrogate({"name": name, **options}, X, Y, bounds=mo.bounds)
-    proposal = make_policy("mobo-rs", {"n_candidates": 256}, fast_optimizer).propose(model, History(X, Y, seed=2, t=12), mo, 1)
+    proposal = make_policy("mobo-rs", {"n_candidates": 256}, fast_optimizer).propose(
+        model, History(X, Y, seed=2, t=12), mo, 1
+    )
     assert proposal.metadata[0]["maximized_on"] == "sobol set"
     mo.validate(proposal.X)
 
@@ -175,8 +196,14 @@ def test_candidates_whose_cost_is_invalid_are_infeasible(fitted, rho):
     """Issue 32, item 2: a cost of 0 (log 0 = -inf) or NaN on part of the box is never the
     argmin; before the fix every proposal landed there."""
     _, model, history = fitted
-    zero = _with_cost(lambda X: torch.where(X[..., 0] > 2.5, torch.zeros_like(X[..., 0]), torch.exp(X[..., 2])))
-    nan = _with_cost(lambda X: torch.where(X[..., 1] < 7.5, torch.full_like(X[..., 0], torch.nan), torch.exp(X[..., 2])))
+    zero = _with_cost(
+        lambda X: torch.where(X[..., 0] > 2.5, torch.zeros_like(X[..., 0]), torch.exp(X[..., 2]))
+    )
+    nan = _with_cost(
+        lambda X: torch.where(
+            X[..., 1] < 7.5, torch.full_like(X[..., 0], torch.nan), torch.exp(X[..., 2])
+        )
+    )
     for problem in (zero, nan):
         proposal = make_policy("cost-ids", {"rho": rho}, SMALL).propose(model, history, problem, 1)
         cost = float(problem.evaluation_cost(proposal.X)[0])  # raises CostError on an invalid cost
@@ -194,15 +221,26 @@ def test_a_raising_cost_function_never_escapes_the_policy(fitted):
             raise RuntimeError("no cost model there")
         return torch.exp(X[..., 2])
 
-    proposal = make_policy("cost-ids", {"rho": 8.0}, SMALL).propose(model, history, _with_cost(partly), 1)
-    assert float(proposal.X[0, 0]) <= 2.5 and "no cost model there" in proposal.metadata[0]["cost_error"]
+    proposal = make_policy("cost-ids", {"rho": 8.0}, SMALL).propose(
+        model, history, _with_cost(partly), 1
+    )
+    assert (
+        float(proposal.X[0, 0]) <= 2.5
+        and "no cost model there" in proposal.metadata[0]["cost_error"]
+    )
 
     def broken(X):
         raise RuntimeError("cost service down")
 
-    proposal = make_policy("cost-ids", {"rho": 8.0}, SMALL).propose(model, history, _with_cost(broken), 1)
+    proposal = make_policy("cost-ids", {"rho": 8.0}, SMALL).propose(
+        model, history, _with_cost(broken), 1
+    )
     meta = proposal.metadata[0]
-    assert meta["chose_ucb_maximizer"] and meta["predicted_cost"] is None and "cost service down" in meta["cost_error"]
+    assert (
+        meta["chose_ucb_maximizer"]
+        and meta["predicted_cost"] is None
+        and "cost service down" in meta["cost_error"]
+    )
 
 
 @pytest.mark.parametrize("rho", [1.0, 8.0])

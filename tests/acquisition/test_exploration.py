@@ -30,7 +30,9 @@ def _history(values, n_design):
         ([4, 3, 2, 1], 0, 3),  # no design: the first one is the best
     ],
 )
-def test_stalled_for_counts_observations_since_the_last_strict_improvement(values, n_design, stalled):
+def test_stalled_for_counts_observations_since_the_last_strict_improvement(
+    values, n_design, stalled
+):
     assert stalled_for(_history(values, n_design)) == stalled
 
 
@@ -57,8 +59,13 @@ FAST = {"num_restarts": 2, "raw_samples": 32, "maxiter": 20, "mc_samples": 16}
 def _flat_campaign(patience):
     """A plateau: every configuration scores the same, so the search never improves."""
     problem = get_problem("black-box", parameters=PARAMETERS, objectives=["score"])
-    campaign = Campaign(problem, budget=10, n_init=3, evaluator=lambda x: 1.0,
-                        optimizer=OptimizerSettings(stall_patience=patience, **FAST))  # fmt: skip
+    campaign = Campaign(
+        problem,
+        budget=10,
+        n_init=3,
+        evaluator=lambda x: 1.0,
+        optimizer=OptimizerSettings(stall_patience=patience, **FAST),
+    )
     campaign.run()
     return campaign.store.trials()
 
@@ -68,7 +75,9 @@ def test_a_stalled_campaign_explores_every_patience_proposals_and_says_so():
     generators = [t.generator for t in trials]
     assert generators[:3] == ["sobol-init"] * 3
     # BO proposals 1..7 see 0..6 stalled observations: draws at 3 and 6
-    assert generators[3:] == ["qlognei"] * 3 + ["qlognei+explore"] + ["qlognei"] * 2 + ["qlognei+explore"]
+    assert generators[3:] == ["qlognei"] * 3 + ["qlognei+explore"] + ["qlognei"] * 2 + [
+        "qlognei+explore"
+    ]
     explored = [t for t in trials if t.generator == "qlognei+explore"]
     assert [t.metadata["stalled_for"] for t in explored] == [3, 6]
     assert all(t.metadata["acquisition"] == "thompson" and t.metadata["explore"] for t in explored)

@@ -27,8 +27,12 @@ def setup():
 def test_thompson_through_the_index_equals_brute_force_argmax(setup, seed):
     problem, X, Y, model = setup
     history = History(X, Y, seed=seed)
-    index = make_policy("pool", {"rule": "thompson", "search": "index", "shortlist": 5}).propose(model, history, problem, 3)
-    dense = make_policy("pool", {"rule": "thompson", "search": "dense"}).propose(model, history, problem, 3)
+    index = make_policy("pool", {"rule": "thompson", "search": "index", "shortlist": 5}).propose(
+        model, history, problem, 3
+    )
+    dense = make_policy("pool", {"rule": "thompson", "search": "dense"}).propose(
+        model, history, problem, 3
+    )
     rows = [m["pool_row"] for m in index.metadata]
     assert rows == [m["pool_row"] for m in dense.metadata]
     # brute force with the same draws: w = mu + L^-T z (L L^T = the precision), z from the seed
@@ -40,35 +44,54 @@ def test_thompson_through_the_index_equals_brute_force_argmax(setup, seed):
     for _ in range(3):
         scores = Z @ (mu + np.linalg.solve(L.T, rng.standard_normal(len(mu))))
         order = np.argsort(-scores, kind="stable")
-        expected.append(next(int(i) for i in order if int(i) not in seen and int(i) not in expected))
+        expected.append(
+            next(int(i) for i in order if int(i) not in seen and int(i) not in expected)
+        )
     assert rows == expected
     np.testing.assert_array_equal(problem.pool.rows_of(index.X), rows)
 
 
 def test_truncated_query_scores_are_exact_after_re_ranking(setup):
     problem, X, Y, model = setup
-    proposal = make_policy("pool", {"query_nnz": 6, "shortlist": 200}).propose(model, History(X, Y, seed=5), problem, 1)
+    proposal = make_policy("pool", {"query_nnz": 6, "shortlist": 200}).propose(
+        model, History(X, Y, seed=5), problem, 1
+    )
     rng = np.random.default_rng(5)
     mu, L = model.weight_mean.numpy(), model.precision_cholesky.numpy()
     w = mu + np.linalg.solve(L.T, rng.standard_normal(len(mu)))
     row = proposal.metadata[0]["pool_row"]
-    assert proposal.metadata[0]["score_std_units"] == pytest.approx(float(problem.pool.dense([row])[0] @ w), rel=1e-4)
+    assert proposal.metadata[0]["score_std_units"] == pytest.approx(
+        float(problem.pool.dense([row])[0] @ w), rel=1e-4
+    )
 
 
 def test_ucb_with_a_full_shortlist_equals_the_dense_ucb(setup):
     problem, X, Y, model = setup
     history = History(X, Y, seed=0)
-    full = make_policy("pool", {"rule": "ucb", "shortlist": 3000}).propose(model, history, problem, 2)
-    dense = make_policy("pool", {"rule": "ucb", "search": "dense"}).propose(model, history, problem, 2)
+    full = make_policy("pool", {"rule": "ucb", "shortlist": 3000}).propose(
+        model, history, problem, 2
+    )
+    dense = make_policy("pool", {"rule": "ucb", "search": "dense"}).propose(
+        model, history, problem, 2
+    )
     assert [m["pool_row"] for m in full.metadata] == [m["pool_row"] for m in dense.metadata]
-    short = make_policy("pool", {"rule": "ucb", "shortlist": 50}).propose(model, history, problem, 1)
+    short = make_policy("pool", {"rule": "ucb", "shortlist": 50}).propose(
+        model, history, problem, 1
+    )
     assert short.metadata[0]["score_std_units"] <= dense.metadata[0]["score_std_units"] + 1e-6
 
 
 def test_campaign_on_a_pool_evaluates_only_rows(tmp_path):
     problem = get_problem("pool", size=2000, dim=16, density=0.2, seed=4)
-    campaign = Campaign(problem, surrogate="sparse-linear", acquisition={"name": "pool", "rule": "thompson"},
-                        budget=14, n_init=4, seed=0, store=tmp_path / "store.db")
+    campaign = Campaign(
+        problem,
+        surrogate="sparse-linear",
+        acquisition={"name": "pool", "rule": "thompson"},
+        budget=14,
+        n_init=4,
+        seed=0,
+        store=tmp_path / "store.db",
+    )
     campaign.run()
     frame = campaign.history()
     X = torch.as_tensor(frame[list(problem.parameter_names)].to_numpy().copy())
@@ -82,9 +105,17 @@ def test_compiled_and_scipy_scans_propose_the_same_rows(setup, query_nnz):
     problem, X, Y, model = setup
     for seed in range(4):
         history = History(X, Y, seed=seed)
-        rows = {kernel: [m["pool_row"] for m in make_policy(
-            "pool", {"query_nnz": query_nnz, "shortlist": 40, "kernel": kernel}).propose(model, history, problem, 3).metadata]
-            for kernel in ("compiled", "scipy")}
+        rows = {
+            kernel: [
+                m["pool_row"]
+                for m in make_policy(
+                    "pool", {"query_nnz": query_nnz, "shortlist": 40, "kernel": kernel}
+                )
+                .propose(model, history, problem, 3)
+                .metadata
+            ]
+            for kernel in ("compiled", "scipy")
+        }
         assert rows["compiled"] == rows["scipy"], seed
 
 

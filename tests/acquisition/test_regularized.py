@@ -91,7 +91,10 @@ def test_closed_form_ir_equals_monte_carlo(branin15, surrogate):
 def test_ir_uses_monte_carlo_for_batches_and_on_request(branin15):
     problem, model, history = branin15
     measure = InternalRegularization().make_measure(problem)
-    for policy, q in ((InternalRegularization(), 2), (InternalRegularization(acquisition_function="qlognei"), 1)):
+    for policy, q in (
+        (InternalRegularization(), 2),
+        (InternalRegularization(acquisition_function="qlognei"), 1),
+    ):
         context = policy.prepare(model, history, problem, q, measure)
         acqf = policy.acquisition(model, history, problem, measure, None, context)
         assert isinstance(acqf, qLogNoisyExpectedImprovement)
@@ -194,8 +197,15 @@ def test_multi_objective_is_refused_with_a_pointer_to_sebo():
 
 def run(acquisition, optimizer):
     problem = get_problem("branin-15d", target="zero")
-    campaign = Campaign(problem, surrogate="gp", acquisition=acquisition, budget=9, n_init=6,
-                        optimizer=optimizer, seed=0)  # fmt: skip
+    campaign = Campaign(
+        problem,
+        surrogate="gp",
+        acquisition=acquisition,
+        budget=9,
+        n_init=6,
+        optimizer=optimizer,
+        seed=0,
+    )
     campaign.run()
     metas = [t.metadata for t in campaign.store.trials("completed")[6:]]
     return sum(m["num_changed"] for m in metas) / len(metas), metas

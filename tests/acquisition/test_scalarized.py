@@ -34,7 +34,9 @@ def test_linear_scalarization_is_the_weighted_sum():
 
 def test_chebyshev_with_alpha_zero_is_the_thesis_definition():
     z = torch.tensor([0.1, -0.2])
-    expected = torch.stack([torch.min(W * (y - z)) for y in Y])  # eq. 2.8: min_k lambda_k (y_k - z_k)
+    expected = torch.stack(
+        [torch.min(W * (y - z)) for y in Y]
+    )  # eq. 2.8: min_k lambda_k (y_k - z_k)
     assert torch.allclose(chebyshev_scalarization(Y, W, z), expected)
     augmented = chebyshev_scalarization(Y, W, z, augmentation=0.05)
     assert torch.allclose(augmented, expected + 0.05 * (W * (Y - z)).sum(-1))
@@ -80,11 +82,15 @@ def test_box_prior_follows_the_thesis_heuristic():
     ratio = lin[:, 0] / lin[:, 1]  # u_1 / u_2 with u_k ~ U(a_k, b_k)
     assert ratio.min() >= 0.2 / 1.0 - 1e-9 and ratio.max() <= 0.4 / 0.8 + 1e-9
     tch, _ = prior.sample(500, Scalarization("chebyshev"), scale, torch.Generator().manual_seed(0))
-    assert torch.allclose(tch, (1 / lin) / (1 / lin).sum(-1, keepdim=True))  # lambda_tch = (1/lambda) / ||1/lambda||_1
+    assert torch.allclose(
+        tch, (1 / lin) / (1 / lin).sum(-1, keepdim=True)
+    )  # lambda_tch = (1/lambda) / ||1/lambda||_1
 
 
 def test_mixture_prior_draws_each_region_by_weight():
-    prior = WeightPrior.parse({"mixture": [{"box": [[0, 1], [0, 1]], "weight": 3}, {"box": [[1, 2], [1, 2]]}]}, 2)
+    prior = WeightPrior.parse(
+        {"mixture": [{"box": [[0, 1], [0, 1]], "weight": 3}, {"box": [[1, 2], [1, 2]]}]}, 2
+    )
     scale = ObjectiveScale(torch.zeros(2), 2 * torch.ones(2))
     _, region = prior.sample(4000, Scalarization("linear"), scale, torch.Generator().manual_seed(0))
     assert (region == 0).double().mean() == pytest.approx(0.75, abs=0.03)
@@ -120,9 +126,16 @@ def test_bad_policy_options_are_named():
         policy.check(get_problem("circle-front"))
     with pytest.raises(ConfigError, match="needs >= 2 objectives"):
         make_policy("mobo-rs").check(get_problem("branin"))
-    with pytest.raises(ConfigError, match="box"):  # a wrong prior fails before anything is evaluated
-        Campaign(get_problem("circle-front"), surrogate="gp",
-                 acquisition={"name": "mobo-rs", "prior": {"box": [[0, 1]]}}, budget=6, n_init=3)  # fmt: skip
+    with pytest.raises(
+        ConfigError, match="box"
+    ):  # a wrong prior fails before anything is evaluated
+        Campaign(
+            get_problem("circle-front"),
+            surrogate="gp",
+            acquisition={"name": "mobo-rs", "prior": {"box": [[0, 1]]}},
+            budget=6,
+            n_init=3,
+        )
 
 
 def test_ucb_beta_is_the_thesis_schedule():
@@ -140,13 +153,21 @@ def circle_model():
 
 @pytest.mark.parametrize("strategy", ["ts", "ucb"])
 @pytest.mark.parametrize("scalarization", ["linear", "chebyshev"])
-def test_proposals_land_in_the_requested_region_of_a_known_front(circle_model, strategy, scalarization):
+def test_proposals_land_in_the_requested_region_of_a_known_front(
+    circle_model, strategy, scalarization
+):
     """On the quarter-circle front, a box around the direction (0.3, 0.95) (linear: lambda ~ u,
     optimum f ~ lambda) or its Chebyshev counterpart puts the proposals near that direction."""
     problem, model, history = circle_model
-    policy = make_policy("mobo-rs", {"strategy": strategy, "scalarization": scalarization,
-                                     "prior": {"box": [[0.25, 0.35], [0.9, 1.0]]}},
-                         OptimizerSettings(num_restarts=4, raw_samples=128, maxiter=50))  # fmt: skip
+    policy = make_policy(
+        "mobo-rs",
+        {
+            "strategy": strategy,
+            "scalarization": scalarization,
+            "prior": {"box": [[0.25, 0.35], [0.9, 1.0]]},
+        },
+        OptimizerSettings(num_restarts=4, raw_samples=128, maxiter=50),
+    )
     angles = []
     for seed in range(4):
         h = History(history.X, history.Y, seed=seed, t=history.t)
@@ -163,10 +184,14 @@ def test_ts_on_a_surrogate_without_sample_paths_uses_a_sobol_draw(circle_model):
     torch.manual_seed(0)
     model = fit_surrogate("map-saas", history.X[:12], history.Y[:12], bounds=problem.bounds)
     policy = make_policy("mobo-rs", {"n_candidates": 128})
-    proposal = policy.propose(model, History(history.X[:12], history.Y[:12], seed=1, t=12), problem, 2)
+    proposal = policy.propose(
+        model, History(history.X[:12], history.Y[:12], seed=1, t=12), problem, 2
+    )
     assert proposal.X.shape == (2, 2)
     assert {m["maximized_on"] for m in proposal.metadata} == {"sobol set"}
-    assert proposal.metadata[0]["weights"] != proposal.metadata[1]["weights"]  # one lambda per point
+    assert (
+        proposal.metadata[0]["weights"] != proposal.metadata[1]["weights"]
+    )  # one lambda per point
 
 
 def test_bayes_regret_is_zero_on_the_front_and_positive_off_it():
@@ -176,7 +201,9 @@ def test_bayes_regret_is_zero_on_the_front_and_positive_off_it():
     scale = ObjectiveScale.for_problem(problem)
     on = bayes_regret(front, prior, s, scale, front=front)
     off = bayes_regret(0.5 * front[::100], prior, s, scale, front=front)
-    clustered = bayes_regret(front[:20], prior, s, scale, front=front)  # Pareto optimal but clustered
+    clustered = bayes_regret(
+        front[:20], prior, s, scale, front=front
+    )  # Pareto optimal but clustered
     assert on["regret"] == pytest.approx(0.0, abs=1e-12)
     assert off["regret"] > 0.05 and clustered["regret"] > 0.05  # fig. 2.2: off the front; clustered
     assert off["utility"] < on["utility"]
@@ -185,8 +212,14 @@ def test_bayes_regret_is_zero_on_the_front_and_positive_off_it():
 def test_every_multi_objective_campaign_reports_its_bayes_regret(fast_optimizer):
     problem = get_problem("circle-front")
     for acquisition in ("qparego", {"name": "mobo-rs", "strategy": "ucb"}):
-        campaign = Campaign(problem, surrogate="gp", acquisition=acquisition, budget=6, n_init=4,
-                            optimizer=fast_optimizer)  # fmt: skip
+        campaign = Campaign(
+            problem,
+            surrogate="gp",
+            acquisition=acquisition,
+            budget=6,
+            n_init=4,
+            optimizer=fast_optimizer,
+        )
         result = campaign.run()
         assert result.bayes_regret["regret"] >= 0 and result.bayes_regret["num_weights"] == 1000
         assert result.bayes_regret["prior"] == "flat"
@@ -197,8 +230,12 @@ def test_every_multi_objective_campaign_reports_its_bayes_regret(fast_optimizer)
 
 def test_mobo_rs_preferences_are_written_in_the_objectives_own_directions():
     """A minimized loss's box [0, 0.5] (its values) is [-0.5, 0] in the stored, maximized sense."""
-    problem = get_problem("black-box", parameters={"x": [0.0, 1.0]}, objectives={"loss": "min", "acc": "max"})
-    policy = make_policy("mobo-rs", {"prior": {"box": [[0.0, 0.5], [0.8, 0.9]]}, "reference": [1.0, 0.5]})
+    problem = get_problem(
+        "black-box", parameters={"x": [0.0, 1.0]}, objectives={"loss": "min", "acc": "max"}
+    )
+    policy = make_policy(
+        "mobo-rs", {"prior": {"box": [[0.0, 0.5], [0.8, 0.9]]}, "reference": [1.0, 0.5]}
+    )
     [region] = policy.prior(problem).regions
     assert region.lower.tolist() == [-0.5, 0.8] and region.upper.tolist() == [0.0, 0.9]
     assert policy.stored_reference(problem).tolist() == [-1.0, 0.5]

@@ -72,8 +72,15 @@ def test_homotopy_finds_the_sparse_optimum_of_figure_2_where_a_fixed_small_a_fai
 
     # The same optimizer at a fixed a = 1e-3: the relaxation is flat almost everywhere and the
     # restarts end in a dense local optimum with a lower true acquisition value.
-    fixed = SEBO(ref_point=FIG2_REF, a_start=1e-3, a_end=1e-3, num_steps=1,
-                 num_restarts_homotopy=4, optimizer=FIG2_OPT, starts="sobol")  # fmt: skip
+    fixed = SEBO(
+        ref_point=FIG2_REF,
+        a_start=1e-3,
+        a_end=1e-3,
+        num_steps=1,
+        num_restarts_homotopy=4,
+        optimizer=FIG2_OPT,
+        starts="sobol",
+    )
     stuck = fixed.propose(model, history, problem, q=1)
     assert abs(stuck.X.item() - 0.5) > 0.05 and stuck.metadata[0]["xi"] == 1.0
     assert stuck.metadata[0]["acq_value"] < meta["acq_value"] - 1.0
@@ -83,8 +90,9 @@ def test_sebo_does_not_repropose_an_evaluated_point():
     # With the sparse point 0.5 already evaluated (noiseless), the homotopy still pulls the
     # restarts onto it; without the guard SEBO proposes it again.
     problem, model, history = figure2([0.0, 0.25, 0.5, 0.75, 1.0])
-    unguarded = SEBO(num_steps=10, num_restarts_homotopy=4, dedup_tol=0.0, repeat_tol=0.0,
-                     optimizer=FIG2_OPT)
+    unguarded = SEBO(
+        num_steps=10, num_restarts_homotopy=4, dedup_tol=0.0, repeat_tol=0.0, optimizer=FIG2_OPT
+    )
     assert unguarded.propose(model, history, problem, q=1).X.item() == 0.5
 
     guarded = SEBO(num_steps=10, num_restarts_homotopy=4, optimizer=FIG2_OPT)
@@ -136,7 +144,10 @@ def test_batches_fixed_features_bounds_and_determinism(branin15, fast_optimizer)
 def test_l1_and_group_penalties_need_no_homotopy(branin15, fast_optimizer):
     problem, model, history = branin15
     groups = [list(range(i, i + 3)) for i in range(0, 15, 3)]
-    norms = {"l1": lambda x: x.abs().sum(), "group": lambda x: sum(len(g) ** 0.5 * x[g].norm() for g in groups)}
+    norms = {
+        "l1": lambda x: x.abs().sum(),
+        "group": lambda x: sum(len(g) ** 0.5 * x[g].norm() for g in groups),
+    }
     for options in ({"penalty": "l1"}, {"penalty": "group", "groups": groups}):
         policy = SEBO(optimizer=fast_optimizer, **options)
         proposal = policy.propose(model, history, problem, q=1)
@@ -188,7 +199,9 @@ def test_constrained_problem_uses_the_slacks(fast_optimizer):
     unconstrained.constraint_indices = []
     with torch.no_grad():
         posterior = model.posterior(X)
-        log_feasible = torch.special.log_ndtr(posterior.mean[:, 1:5] / posterior.variance[:, 1:5].sqrt()).sum(-1)
+        log_feasible = torch.special.log_ndtr(
+            posterior.mean[:, 1:5] / posterior.variance[:, 1:5].sqrt()
+        ).sum(-1)
         values, base = acqf(X.unsqueeze(-2)), unconstrained(X.unsqueeze(-2))
     assert torch.allclose(values, base + log_feasible, rtol=1e-6, atol=1e-8)
     assert (log_feasible < -1e-3).any()
@@ -233,8 +246,15 @@ def test_options_are_checked(options, match):
 
 def run(acquisition, optimizer, budget=9):
     problem = get_problem("branin-15d", target="zero")
-    campaign = Campaign(problem, surrogate="gp", acquisition=acquisition, budget=budget, n_init=6,
-                        optimizer=optimizer, seed=0)  # fmt: skip
+    campaign = Campaign(
+        problem,
+        surrogate="gp",
+        acquisition=acquisition,
+        budget=budget,
+        n_init=6,
+        optimizer=optimizer,
+        seed=0,
+    )
     campaign.run()
     trials = campaign.store.trials("completed")
     X = torch.tensor([t.x for t in trials])
@@ -342,7 +362,9 @@ def test_homotopy_starts_are_sparse_and_near_the_front(branin15, fast_optimizer)
     X = starts.squeeze(1)
     assert ((X >= problem.bounds[0]) & (X <= problem.bounds[1])).all()
     at_target = (X == measure.target).sum(-1)
-    assert (at_target > 0).sum() >= 10 and at_target.float().mean() < 12  # sparse, mostly not all target
+    assert (
+        at_target > 0
+    ).sum() >= 10 and at_target.float().mean() < 12  # sparse, mostly not all target
     assert torch.equal(starts, policy.homotopy_starts(history, problem, measure, seed=0))
     # the second half lies within a few percent of the range of observed points (or on the target)
     near = (X[10:, None, :] - history.X[None]).abs() <= 0.25
@@ -360,11 +382,15 @@ def test_cheap_homotopy_freezes_still_restarts_and_lands_where_the_full_one_does
     # there, and proposes the same sparse optimum x = 0.5.
     problem, model, history = figure2([0.0, 0.25, 0.75, 1.0])
     common = dict(ref_point=FIG2_REF, optimizer=FIG2_OPT, starts="sobol")
-    full = SEBO(freeze_tol=0.0, homotopy_maxiter=None, **common).propose(model, history, problem, q=1)
+    full = SEBO(freeze_tol=0.0, homotopy_maxiter=None, **common).propose(
+        model, history, problem, q=1
+    )
     cheap = SEBO(**common).propose(model, history, problem, q=1)
     assert len(full.metadata[0]["a_values"]) == 30
     assert len(cheap.metadata[0]["a_values"]) < 30
-    assert cheap.metadata[0]["a_values"][-1] == full.metadata[0]["a_values"][-1] == pytest.approx(1e-3)
+    assert (
+        cheap.metadata[0]["a_values"][-1] == full.metadata[0]["a_values"][-1] == pytest.approx(1e-3)
+    )
     assert cheap.X.item() == full.X.item() == 0.5
     assert cheap.metadata[0]["acq_value"] == pytest.approx(full.metadata[0]["acq_value"])
 
@@ -374,7 +400,9 @@ def test_homotopy_restarts_follow_the_optimizer_and_a_different_count_warns(recw
     assert policy.num_restarts_homotopy == 4 and not recwarn.list
     with pytest.warns(UserWarning, match="num_restarts_homotopy=20 .* num_restarts=4"):
         SEBO(num_restarts_homotopy=20, optimizer=OptimizerSettings(num_restarts=4))
-    SEBO(penalty="l1", num_restarts_homotopy=20, optimizer=OptimizerSettings(num_restarts=4))  # no homotopy
+    SEBO(
+        penalty="l1", num_restarts_homotopy=20, optimizer=OptimizerSettings(num_restarts=4)
+    )  # no homotopy
     assert not recwarn.list
 
 
@@ -391,16 +419,20 @@ class FirstCoordinateOnly(SyntheticTestFunction):
 
 
 def test_near_repeats_differ_only_where_the_surrogate_sees_no_effect():
-    problem = Problem("first-only", FirstCoordinateOnly(), default_point=torch.zeros(3), relevant_dims=(0,))
+    problem = Problem(
+        "first-only", FirstCoordinateOnly(), default_point=torch.zeros(3), relevant_dims=(0,)
+    )
     X = draw_sobol_samples(problem.bounds, n=16, q=1, seed=0).squeeze(1)
     torch.manual_seed(0)
     model = fit_surrogate("map-saas", X, problem.evaluate(X), bounds=problem.bounds)
     seen = X[:1]
-    candidates = torch.stack([
-        seen[0],                                              # the same point
-        torch.cat([seen[0, :1], 1 - seen[0, 1:]]),            # same x_0, irrelevant inputs moved
-        torch.cat([seen[0, :1] + 0.2, seen[0, 1:]]),          # x_0 moved
-    ]).clamp(0, 1)  # fmt: skip
+    candidates = torch.stack(
+        [
+            seen[0],  # the same point
+            torch.cat([seen[0, :1], 1 - seen[0, 1:]]),  # same x_0, irrelevant inputs moved
+            torch.cat([seen[0, :1] + 0.2, seen[0, 1:]]),  # x_0 moved
+        ]
+    ).clamp(0, 1)
     policy = SEBO()
     duplicate, near = policy.repeats(candidates, seen, problem, model)
     assert duplicate.tolist() == [True, False, False]

@@ -39,7 +39,9 @@ def test_batch_limit_changes_the_speed_not_the_optimum():
     """BoTorch's batched L-BFGS-B keeps every restart its own problem."""
     bounds = torch.tensor([[0.0] * 3, [1.0] * 3])
     found = [
-        OptimizerSettings(raw_samples=64, num_restarts=6, batch_limit=limit).maximize(_acqf(), bounds, q=1, seed=3)
+        OptimizerSettings(raw_samples=64, num_restarts=6, batch_limit=limit).maximize(
+            _acqf(), bounds, q=1, seed=3
+        )
         for limit in (1, 3, 6)
     ]
     for X, value in found[1:]:

@@ -98,9 +98,12 @@ def test_fixed_features_hold_on_every_candidate(fitted):
 
 def test_integer_dimensions_are_rounded():
     problem = Problem(
-        "branin-int", Branin(negate=True), default_point=[0.0, 5.0], relevant_dims=(0, 1),
+        "branin-int",
+        Branin(negate=True),
+        default_point=[0.0, 5.0],
+        relevant_dims=(0, 1),
         integer_dims=(1,),
-    )  # fmt: skip
+    )
     X = draw_sobol_samples(problem.bounds, n=10, q=1, seed=1).squeeze(1)
     X = problem.round_to_domain(X)
     model = fit_surrogate("gp", X, problem.evaluate(X), bounds=problem.bounds)
@@ -140,8 +143,9 @@ def test_constrained_problem_proposes_sampled_feasible_points():
 def test_ensemble_model_and_multi_objective_errors(fitted):
     problem, _, history = fitted
     torch.manual_seed(0)
-    ensemble = fit_surrogate({"name": "map-saas", "num_taus": 3}, history.X, history.Y,
-                             bounds=problem.bounds)  # fmt: skip
+    ensemble = fit_surrogate(
+        {"name": "map-saas", "num_taus": 3}, history.X, history.Y, bounds=problem.bounds
+    )
     X = propose(problem, ensemble, history, q=2, n_candidates=128).X
     assert X.shape == (2, 2)
     mo = get_problem("branin-currin")

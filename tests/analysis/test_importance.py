@@ -23,7 +23,11 @@ def _gp_with_lengthscales(lengthscales):
     d = len(lengthscales)
     X = torch.rand(8, d, dtype=torch.double)
     model = SingleTaskGP(X, X.sum(-1, keepdim=True))
-    kernel = model.covar_module if hasattr(model.covar_module, "lengthscale") else model.covar_module.base_kernel
+    kernel = (
+        model.covar_module
+        if hasattr(model.covar_module, "lengthscale")
+        else model.covar_module.base_kernel
+    )
     kernel.lengthscale = torch.tensor([lengthscales], dtype=torch.double)
     return model
 
@@ -68,19 +72,31 @@ def test_sobol_sees_a_categorical_as_one_parameter():
 
 def test_unit_points_map_to_ranges_and_one_hots():
     space = SearchSpace({"lr": Float(1e-4, 1e-1, log=True), "kind": Choice(["a", "b", "c"])})
-    X = to_model_points(space, torch.tensor([[0.0, 0.0], [1.0, 0.5], [0.5, 0.99]], dtype=torch.double))
-    assert X[:, 0].tolist() == pytest.approx([math.log(1e-4), math.log(1e-1), (math.log(1e-4) + math.log(1e-1)) / 2])
+    X = to_model_points(
+        space, torch.tensor([[0.0, 0.0], [1.0, 0.5], [0.5, 0.99]], dtype=torch.double)
+    )
+    assert X[:, 0].tolist() == pytest.approx(
+        [math.log(1e-4), math.log(1e-1), (math.log(1e-4) + math.log(1e-1)) / 2]
+    )
     assert X[:, 1:].tolist() == [[1, 0, 0], [0, 1, 0], [0, 0, 1]]
 
 
 def test_slices_run_through_the_point_in_user_values():
-    space = SearchSpace({
-        "lr": Float(1e-4, 1e-1, log=True), "width": Int(1, 4), "opt": Choice(["adam", "sgd"]),
-        "momentum": Float(0, 1, when={"opt": "sgd"}),
-    })  # fmt: skip
-    model = _deterministic(lambda X: X[..., 0] + 10 * X[..., 1] + 100 * X[..., 3])  # ln lr + 10 width + 100 [sgd]
+    space = SearchSpace(
+        {
+            "lr": Float(1e-4, 1e-1, log=True),
+            "width": Int(1, 4),
+            "opt": Choice(["adam", "sgd"]),
+            "momentum": Float(0, 1, when={"opt": "sgd"}),
+        }
+    )
+    model = _deterministic(
+        lambda X: X[..., 0] + 10 * X[..., 1] + 100 * X[..., 3]
+    )  # ln lr + 10 width + 100 [sgd]
     x = space.encode({"lr": 1e-2, "width": 2, "opt": "adam"})
-    by_name = {s.parameter: s for s in slices(model, space, x, ["lr", "width", "opt", "momentum"], num=5)}
+    by_name = {
+        s.parameter: s for s in slices(model, space, x, ["lr", "width", "opt", "momentum"], num=5)
+    }
     assert "momentum" not in by_name  # inactive at the point: no slice
     lr = by_name["lr"]
     assert lr.log and lr.values[0] == pytest.approx(1e-4) and lr.values[-1] == pytest.approx(1e-1)

@@ -61,15 +61,30 @@ def panel_traces(page: str, panel: str) -> list[dict]:
 def run(tmp_path_factory):
     """The early-stopped run, its outputs written (report included) as a CLI run's would be."""
     root = tmp_path_factory.mktemp("curves")
-    result = dsbo.minimize(train, SPACE, budget=8, early_stopping="asha", max_steps=MAX_STEPS,
-                           store=str(root / "trials.sqlite"), **FAST)  # fmt: skip
+    result = dsbo.minimize(
+        train,
+        SPACE,
+        budget=8,
+        early_stopping="asha",
+        max_steps=MAX_STEPS,
+        store=str(root / "trials.sqlite"),
+        **FAST,
+    )
     campaign = result.campaign
     out = root / "out"
     out.mkdir()
-    (out / "config.yaml").write_text("budget: 8\n")  # so the report's data are kept (report_data.json)
+    (out / "config.yaml").write_text(
+        "budget: 8\n"
+    )  # so the report's data are kept (report_data.json)
     info = write_outputs(campaign, out, report=True)
-    yield {"result": result, "campaign": campaign, "store": campaign.store, "out": out, "info": info,
-           "page": (out / "report.html").read_text()}  # fmt: skip
+    yield {
+        "result": result,
+        "campaign": campaign,
+        "store": campaign.store,
+        "out": out,
+        "info": info,
+        "page": (out / "report.html").read_text(),
+    }
     campaign.store.close()
 
 
@@ -92,15 +107,21 @@ def test_history_shows_stopped_trials_with_their_last_value_reason_and_steps(run
         assert row["status"] == trial.status
         assert row["steps"] == curves[trial.id][-1][0]
         if trial.status == "stopped":
-            assert row["objective"] == pytest.approx(-curves[trial.id][-1][1])  # the loss, not -loss
+            assert row["objective"] == pytest.approx(
+                -curves[trial.id][-1][1]
+            )  # the loss, not -loss
             assert row["error"] == trial.error and trial.error.startswith("asha")
     # the best so far counts the completed trials only: never a stopped trial's partial value
     done = history["status"] == "completed"
-    assert history.loc[done, "best_so_far"].tolist() == pytest.approx(history.loc[done, "objective"].cummin().tolist())
+    assert history.loc[done, "best_so_far"].tolist() == pytest.approx(
+        history.loc[done, "objective"].cummin().tolist()
+    )
     best_partial = history.loc[history["status"] == "stopped", "objective"].min()
     best = history.loc[done, "objective"].min()
     assert history["best_so_far"].min() == pytest.approx(best)
-    assert run["info"]["best_value"] == pytest.approx(best) and run["result"].best_value == pytest.approx(best)
+    assert run["info"]["best_value"] == pytest.approx(best) and run[
+        "result"
+    ].best_value == pytest.approx(best)
     assert not math.isnan(best_partial)
 
 
@@ -124,14 +145,18 @@ def test_summary_counts_the_steps_used_and_saved(run):
     assert info["steps_used"] == used
     assert info["steps_full"] == len(ended) * MAX_STEPS
     assert info["steps_saved"] == len(ended) * MAX_STEPS - used > 0
-    assert json.loads((run["out"] / "summary.json").read_text())["steps_saved"] == info["steps_saved"]
+    assert (
+        json.loads((run["out"] / "summary.json").read_text())["steps_saved"] == info["steps_saved"]
+    )
     assert info["completed"] == store.count("completed")
 
 
 def test_curves_csv_holds_every_reported_value_in_the_users_direction(run):
     store = run["store"]
     statuses = {t.id: t.status for t in store.trials()}
-    expected = [[i, statuses[i], s, -v] for i, points in sorted(store.curves().items()) for s, v in points]
+    expected = [
+        [i, statuses[i], s, -v] for i, points in sorted(store.curves().items()) for s, v in points
+    ]
     assert read_csv(run["out"] / CURVES_NAME) == expected
 
 
@@ -146,8 +171,13 @@ def test_the_report_draws_one_curve_per_trial_coloured_by_outcome(run):
         trial = trace["meta"]
         assert trace["x"] == [s for s, _ in curves[trial]]
         assert trace["y"] == pytest.approx([-v for _, v in curves[trial]], rel=1e-5)
-        assert trace["name"] == statuses[trial] and trace["line"]["color"] == CURVE_COLOURS[statuses[trial]]
-    assert sum(t["showlegend"] for t in lines) == len(set(statuses.values()))  # a legend entry per outcome
+        assert (
+            trace["name"] == statuses[trial]
+            and trace["line"]["color"] == CURVE_COLOURS[statuses[trial]]
+        )
+    assert sum(t["showlegend"] for t in lines) == len(
+        set(statuses.values())
+    )  # a legend entry per outcome
     [marks] = [t for t in traces if t["name"] == "stopped here"]
     stopped = sorted(i for i, s in statuses.items() if s == "stopped")
     assert marks["customdata"] == stopped and marks["marker"]["symbol"] == "x"
@@ -169,7 +199,7 @@ def test_the_report_draws_steps_spent_against_the_best_fully_trained_value(run):
 
 def test_the_report_lists_the_stopped_trials_with_their_reason(run):
     page = run["page"]
-    section = page[page.index("<h2>Stopped trials</h2>"):]
+    section = page[page.index("<h2>Stopped trials</h2>") :]
     section = section[: section.index("</section>")]
     for trial in run["store"].trials("stopped"):
         assert f"<td>{trial.id}</td><td>stopped</td>" in section
@@ -193,7 +223,9 @@ def test_the_kept_report_data_hold_the_curves_and_a_new_report_makes_them_stale(
     data = from_campaign(run["campaign"], model=False)
     assert cached.data.curves == data.curves and cached.data.max_steps == MAX_STEPS
     # a running trial's new report changes no trial row, yet the kept data are stale
-    tuner = dsbo.Tuner(SPACE, max_steps=MAX_STEPS, early_stopping=None, store=str(tmp_path / "t.sqlite"), **FAST)
+    tuner = dsbo.Tuner(
+        SPACE, max_steps=MAX_STEPS, early_stopping=None, store=str(tmp_path / "t.sqlite"), **FAST
+    )
     trial = tuner.ask()
     before = report_cache.trials_digest(tuner.campaign.store)
     trial.report(1, 0.5)
@@ -205,7 +237,9 @@ def test_the_kept_report_data_hold_the_curves_and_a_new_report_makes_them_stale(
 
 
 def test_a_run_without_curves_keeps_its_outputs_as_they_were(tmp_path):
-    result = dsbo.minimize(lambda p: loss_at(p, MAX_STEPS), SPACE, budget=5, store=str(tmp_path / "t.sqlite"), **FAST)
+    result = dsbo.minimize(
+        lambda p: loss_at(p, MAX_STEPS), SPACE, budget=5, store=str(tmp_path / "t.sqlite"), **FAST
+    )
     out = tmp_path / "out"
     out.mkdir()
     info = write_outputs(result.campaign, out, report=True)
@@ -220,14 +254,32 @@ def test_a_run_without_curves_keeps_its_outputs_as_they_were(tmp_path):
 
 def _data(curves, frame=None, max_steps=None) -> ReportData:
     if frame is None:
-        frame = pd.DataFrame({"trial": [c["trial"] for c in curves], "status": [c["status"] for c in curves],
-                              "best_so_far": [1.0] * len(curves)})  # fmt: skip
-    return ReportData(title="t", space=SearchSpace({"x": dsbo.Float(0.0, 1.0)}), frame=frame, objective_names=["loss"],
-                      signs=[-1.0], curves=curves, max_steps=max_steps)  # fmt: skip
+        frame = pd.DataFrame(
+            {
+                "trial": [c["trial"] for c in curves],
+                "status": [c["status"] for c in curves],
+                "best_so_far": [1.0] * len(curves),
+            }
+        )
+    return ReportData(
+        title="t",
+        space=SearchSpace({"x": dsbo.Float(0.0, 1.0)}),
+        frame=frame,
+        objective_names=["loss"],
+        signs=[-1.0],
+        curves=curves,
+        max_steps=max_steps,
+    )
 
 
 CURVES = [
-    {"trial": 1, "status": "completed", "steps": [1, 2, 3], "values": [3.0, 2.0, 1.0], "reason": None},
+    {
+        "trial": 1,
+        "status": "completed",
+        "steps": [1, 2, 3],
+        "values": [3.0, 2.0, 1.0],
+        "reason": None,
+    },
     {"trial": 2, "status": "stopped", "steps": [1], "values": [4.0], "reason": "median: worse"},
     {"trial": 3, "status": "failed", "steps": [1, 2], "values": [5.0, 6.0], "reason": None},
     {"trial": 4, "status": "pending", "steps": [1, 2], "values": [2.5, 1.5], "reason": None},
@@ -238,9 +290,11 @@ def test_every_outcome_has_its_colour_and_a_running_trial_is_running():
     fig = learning_curves(_data(CURVES, max_steps=3))
     lines = [t for t in fig.data if t.mode == "lines"]
     assert [(t.meta, t.name, t.line.color) for t in lines] == [
-        (1, "completed", CURVE_COLOURS["completed"]), (2, "stopped", CURVE_COLOURS["stopped"]),
-        (3, "failed", CURVE_COLOURS["failed"]), (4, "running", CURVE_COLOURS["running"]),
-    ]  # fmt: skip
+        (1, "completed", CURVE_COLOURS["completed"]),
+        (2, "stopped", CURVE_COLOURS["stopped"]),
+        (3, "failed", CURVE_COLOURS["failed"]),
+        (4, "running", CURVE_COLOURS["running"]),
+    ]
     [marks] = [t for t in fig.data if t.mode == "markers"]
     assert list(marks.x) == [1] and list(marks.y) == [4.0] and list(marks.text) == ["median: worse"]
     assert "lower is better" in fig.layout.yaxis.title.text
@@ -250,10 +304,20 @@ def test_many_curves_are_drawn_as_one_trace_per_outcome(monkeypatch):
     from dsbo.analysis import report_curves
 
     monkeypatch.setattr(report_curves, "MAX_CURVE_TRACES", 2)
-    many = [*CURVES, {"trial": 5, "status": "completed", "steps": [1, 2], "values": [9.0, 8.0], "reason": None}]
+    many = [
+        *CURVES,
+        {"trial": 5, "status": "completed", "steps": [1, 2], "values": [9.0, 8.0], "reason": None},
+    ]
     lines = [t for t in learning_curves(_data(many)).data if t.mode == "lines"]
     assert [t.name for t in lines] == ["completed", "stopped", "failed", "running"]
-    assert list(lines[0].x) == [1, 2, 3, None, 1, 2] and list(lines[0].customdata) == [1, 1, 1, None, 5, 5]
+    assert list(lines[0].x) == [1, 2, 3, None, 1, 2] and list(lines[0].customdata) == [
+        1,
+        1,
+        1,
+        None,
+        5,
+        5,
+    ]
 
 
 def test_no_curves_no_panels():
@@ -261,10 +325,23 @@ def test_no_curves_no_panels():
 
 
 def test_a_trial_that_reported_nothing_counts_its_full_steps_when_completed():
-    frame = pd.DataFrame({"trial": [1, 2, 3], "status": ["completed", "completed", "stopped"],
-                          "best_so_far": [2.0, 1.0, 1.0]})  # fmt: skip
-    curves = [{"trial": 1, "status": "completed", "steps": [1, 2, 4], "values": [3.0, 2.0, 2.0], "reason": None},
-              {"trial": 3, "status": "stopped", "steps": [1], "values": [5.0], "reason": "r"}]  # fmt: skip
+    frame = pd.DataFrame(
+        {
+            "trial": [1, 2, 3],
+            "status": ["completed", "completed", "stopped"],
+            "best_so_far": [2.0, 1.0, 1.0],
+        }
+    )
+    curves = [
+        {
+            "trial": 1,
+            "status": "completed",
+            "steps": [1, 2, 4],
+            "values": [3.0, 2.0, 2.0],
+            "reason": None,
+        },
+        {"trial": 3, "status": "stopped", "steps": [1], "values": [5.0], "reason": "r"},
+    ]
     spent, full = steps_vs_best(_data(curves, frame, max_steps=4)).data
     assert list(spent.x) == [4, 8, 9] and list(full.x) == [4, 8, 12]
 
@@ -291,7 +368,10 @@ def test_wandb_offline_run_logs_the_curve_table_and_the_stopped_status(run, tmp_
     steps = {}
     for record in records(wandb_run):
         if record.WhichOneof("record_type") == "history":
-            items = {"/".join(i.nested_key) or i.key: json.loads(i.value_json) for i in record.history.item}
+            items = {
+                "/".join(i.nested_key) or i.key: json.loads(i.value_json)
+                for i in record.history.item
+            }
             steps.setdefault(items.get("trial"), {}).update(items)
     for trial in store.trials():
         assert steps[trial.id]["stopped"] == int(trial.status == "stopped")
@@ -306,10 +386,14 @@ def test_wandb_offline_run_logs_the_curve_table_and_the_stopped_status(run, tmp_
     fields = charts["learning_curves"]["panel_config"]["fieldSettings"]
     assert fields == {"x": "step", "y": "value", "stroke": "trial"}
     summary_keys = {"num_stopped", "steps_used", "steps_full", "steps_saved"}
-    assert {k: final_summary(wandb_run)[k] for k in summary_keys} == {k: run["info"][k] for k in summary_keys}
+    assert {k: final_summary(wandb_run)[k] for k in summary_keys} == {
+        k: run["info"][k] for k in summary_keys
+    }
 
 
-def test_wandb_takes_the_curves_given_to_log_trials_without_a_curves_csv(run, tmp_path, monkeypatch):
+def test_wandb_takes_the_curves_given_to_log_trials_without_a_curves_csv(
+    run, tmp_path, monkeypatch
+):
     from test_tracking import offline_env, offline_run
 
     from dsbo.analysis.tracking import WandbTracker

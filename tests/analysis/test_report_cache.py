@@ -15,17 +15,41 @@ from dsbo.space import Choice, Float, Int, SearchSpace
 
 
 def _data(frame: pd.DataFrame | None = None) -> ReportData:
-    space = SearchSpace({"lr": Float(1e-4, 0.1, log=True), "n": Int(1, 8), "opt": Choice(["adam", "sgd"]),
-                         "momentum": Float(0.0, 0.9, when={"opt": "sgd"})})  # fmt: skip
+    space = SearchSpace(
+        {
+            "lr": Float(1e-4, 0.1, log=True),
+            "n": Int(1, 8),
+            "opt": Choice(["adam", "sgd"]),
+            "momentum": Float(0.0, 0.9, when={"opt": "sgd"}),
+        }
+    )
     if frame is None:
-        frame = pd.DataFrame({
-            "trial": [0, 1, 2], "generator": ["sobol-init", "qlognei", "qlognei"],
-            "status": ["completed", "failed", "pending"], "lr": [1e-3, 0.05, 2e-4], "n": [3, 8, 1],
-            "opt": ["sgd", "adam", "sgd"], "momentum": [0.5, math.nan, 0.1], "loss": [0.25, math.nan, math.nan],
-            "num_changed": [None, 2, 1], "error": [None, "diverged", None], "flag": [True, False, True],
-        })  # fmt: skip
-    return ReportData(title="t", space=space, frame=frame, objective_names=["loss"], signs=[-1.0], optimal_value=None,
-                      sparsity=True, value_vs_changes=[{"changed": 1, "best_value": 0.25}], surrogate="gp")  # fmt: skip
+        frame = pd.DataFrame(
+            {
+                "trial": [0, 1, 2],
+                "generator": ["sobol-init", "qlognei", "qlognei"],
+                "status": ["completed", "failed", "pending"],
+                "lr": [1e-3, 0.05, 2e-4],
+                "n": [3, 8, 1],
+                "opt": ["sgd", "adam", "sgd"],
+                "momentum": [0.5, math.nan, 0.1],
+                "loss": [0.25, math.nan, math.nan],
+                "num_changed": [None, 2, 1],
+                "error": [None, "diverged", None],
+                "flag": [True, False, True],
+            }
+        )
+    return ReportData(
+        title="t",
+        space=space,
+        frame=frame,
+        objective_names=["loss"],
+        signs=[-1.0],
+        optimal_value=None,
+        sparsity=True,
+        value_vs_changes=[{"changed": 1, "best_value": 0.25}],
+        surrogate="gp",
+    )
 
 
 def test_frame_round_trip_is_exact():
@@ -37,8 +61,13 @@ def test_frame_round_trip_is_exact():
 def test_saved_data_load_back_for_the_same_trials_and_config(tmp_path):
     (tmp_path / "config.yaml").write_text("budget: 3\n")
     data = _data()
-    model = {"surrogate": {"name": "gp", "options": {}}, "seed": 0, "outcome_warping": None,
-             "bounds": [[0.0], [1.0]], "num_objectives": 1}  # fmt: skip
+    model = {
+        "surrogate": {"name": "gp", "options": {}},
+        "seed": 0,
+        "outcome_warping": None,
+        "bounds": [[0.0], [1.0]],
+        "num_objectives": 1,
+    }
     assert report_cache.save(tmp_path, "abc", data, seed=3, best_x=[0.1, 0.2], model=model)
     cached, config = report_cache.load(tmp_path, "abc")
     assert config is None and cached is not None
@@ -57,11 +86,15 @@ def test_saved_data_load_back_for_the_same_trials_and_config(tmp_path):
     assert report_cache.load(tmp_path, "abd")[0] is None
     (tmp_path / "config.yaml").write_text("budget: 4\n")
     cached, config = report_cache.load(tmp_path, "abc", key)
-    assert cached is None and config == {"budget": 3}  # the old key still names the old file's config
+    assert cached is None and config == {
+        "budget": 3
+    }  # the old key still names the old file's config
     (tmp_path / "config.yaml").write_text("budget: 3\n")
     assert report_cache.load(tmp_path, "abc")[0] is not None
     raw = json.loads((tmp_path / report_cache.CACHE_NAME).read_text())
-    (tmp_path / report_cache.CACHE_NAME).write_text(json.dumps({**raw, "format": report_cache.FORMAT + 1}))
+    (tmp_path / report_cache.CACHE_NAME).write_text(
+        json.dumps({**raw, "format": report_cache.FORMAT + 1})
+    )
     assert report_cache.load(tmp_path, "abc") == (None, None)
 
 
@@ -80,8 +113,11 @@ def test_no_config_file_no_cache(tmp_path):
 
 def test_drawn_parts_are_kept_for_the_code_that_drew_them(tmp_path, monkeypatch):
     (tmp_path / "config.yaml").write_text("budget: 3\n")
-    drawn = {"counts": {"completed": 2, "failed": 1}, "best": "<section>best</section>",
-             "panels": {"history": "<section>h</section>", "pareto": None}}  # fmt: skip
+    drawn = {
+        "counts": {"completed": 2, "failed": 1},
+        "best": "<section>best</section>",
+        "panels": {"history": "<section>h</section>", "pareto": None},
+    }
     assert report_cache.save(tmp_path, "abc", _data(), drawn=drawn)
     cached, _ = report_cache.load(tmp_path, "abc")
     assert cached.drawn == drawn and cached.data.frame is None  # the frame is decoded on demand

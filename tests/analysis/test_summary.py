@@ -10,7 +10,18 @@ from dsbo.problems import get_problem
 
 
 def frame(rows):
-    return pd.DataFrame(rows, columns=["trial", "status", "objective", "num_changed", "fit_time", "acq_time", "eval_time"])
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "trial",
+            "status",
+            "objective",
+            "num_changed",
+            "fit_time",
+            "acq_time",
+            "eval_time",
+        ],
+    )
 
 
 def test_value_vs_changes_keeps_only_improvements():
@@ -35,8 +46,18 @@ def test_value_vs_changes_ignores_infeasible_points():
     names = list(problem.outcome_names)
     rows = pd.DataFrame(
         [
-            dict(trial=1, status="completed", num_changed=1, **dict(zip(names, [-10.0, 1, 1, 1, -1], strict=True))),
-            dict(trial=2, status="completed", num_changed=2, **dict(zip(names, [-20.0, 1, 1, 1, 1], strict=True))),
+            dict(
+                trial=1,
+                status="completed",
+                num_changed=1,
+                **dict(zip(names, [-10.0, 1, 1, 1, -1], strict=True)),
+            ),
+            dict(
+                trial=2,
+                status="completed",
+                num_changed=2,
+                **dict(zip(names, [-20.0, 1, 1, 1, 1], strict=True)),
+            ),
         ]
     )
     assert value_vs_changes(rows, problem) == [{"changed": 2, "best_value": -20.0}]
@@ -53,8 +74,14 @@ def test_timing_summary_splits_model_iterations():
 
 
 def test_value_vs_changes_of_a_minimized_objective_is_in_its_own_direction():
-    problem = get_problem("black-box", parameters={"x": [0.0, 1.0], "y": [0.0, 1.0]}, objectives={"loss": "min"})
-    frame = pd.DataFrame({"status": ["completed"] * 4, "num_changed": [2, 1, 2, 0], "loss": [0.5, 0.9, 0.2, 1.5]})
+    problem = get_problem(
+        "black-box", parameters={"x": [0.0, 1.0], "y": [0.0, 1.0]}, objectives={"loss": "min"}
+    )
+    frame = pd.DataFrame(
+        {"status": ["completed"] * 4, "num_changed": [2, 1, 2, 0], "loss": [0.5, 0.9, 0.2, 1.5]}
+    )
     assert value_vs_changes(frame, problem) == [
-        {"changed": 0, "best_value": 1.5}, {"changed": 1, "best_value": 0.9}, {"changed": 2, "best_value": 0.2}
+        {"changed": 0, "best_value": 1.5},
+        {"changed": 1, "best_value": 0.9},
+        {"changed": 2, "best_value": 0.2},
     ]

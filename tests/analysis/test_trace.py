@@ -10,11 +10,18 @@ from dsbo.problems import get_problem
 def frame(rows):
     columns = ["trial", "status", "objective", "num_changed", "fit_time", "acq_time", "eval_time"]
     data = pd.DataFrame(rows, columns=columns)
-    return data.assign(generator=["sobol", "sobol", "qlognei"], best_so_far=[-9.0, -6.0, -6.0],
-                       cumulative_cost=[2.0, 5.0, 9.0])  # fmt: skip
+    return data.assign(
+        generator=["sobol", "sobol", "qlognei"],
+        best_so_far=[-9.0, -6.0, -6.0],
+        cumulative_cost=[2.0, 5.0, 9.0],
+    )
 
 
-ROWS = [(1, "completed", -9.0, 0, 0, 0, 0), (2, "completed", -6.0, 1, 0, 0, 0), (3, "completed", -7.0, 2, 0, 0, 0)]
+ROWS = [
+    (1, "completed", -9.0, 0, 0, 0, 0),
+    (2, "completed", -6.0, 1, 0, 0, 0),
+    (3, "completed", -7.0, 2, 0, 0, 0),
+]
 
 
 @pytest.fixture

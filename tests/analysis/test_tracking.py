@@ -30,8 +30,20 @@ SPACE = {
     "momentum": dsbo.Float(0.0, 0.99, when={"optimizer": "sgd"}),
     "activation": dsbo.Fixed("relu"),
 }
-COLUMNS = ["trial", "status", "lr", "width", "optimizer", "momentum", "activation", "accuracy",
-           "num_changed", "cost", "generator", "error"]
+COLUMNS = [
+    "trial",
+    "status",
+    "lr",
+    "width",
+    "optimizer",
+    "momentum",
+    "activation",
+    "accuracy",
+    "num_changed",
+    "cost",
+    "generator",
+    "error",
+]
 #: Shaped like summary.json: scalars, nested dicts, lists, None.
 SUMMARY = {
     "problem": "black-box",
@@ -65,8 +77,13 @@ def offline_env(mp: pytest.MonkeyPatch, root: Path) -> None:
     """Offline, silent W&B writing everything (runs, artifact staging, cache) under ``root``."""
     mp.setenv("WANDB_MODE", "offline")
     mp.setenv("WANDB_SILENT", "true")
-    for var, sub in [("WANDB_DIR", ""), ("WANDB_DATA_DIR", "data"), ("WANDB_CACHE_DIR", "cache"),
-                     ("WANDB_ARTIFACT_DIR", "artifacts"), ("WANDB_CONFIG_DIR", "config")]:
+    for var, sub in [
+        ("WANDB_DIR", ""),
+        ("WANDB_DATA_DIR", "data"),
+        ("WANDB_CACHE_DIR", "cache"),
+        ("WANDB_ARTIFACT_DIR", "artifacts"),
+        ("WANDB_CONFIG_DIR", "config"),
+    ]:
         (root / sub).mkdir(exist_ok=True)
         mp.setenv(var, str(root / sub))
 
@@ -168,7 +185,10 @@ def test_each_trial_is_a_history_step_with_its_numeric_parameters(full_run, camp
     steps = {}
     for record in records(run):
         if record.WhichOneof("record_type") == "history":
-            items = {"/".join(i.nested_key) or i.key: json.loads(i.value_json) for i in record.history.item}
+            items = {
+                "/".join(i.nested_key) or i.key: json.loads(i.value_json)
+                for i in record.history.item
+            }
             steps.setdefault(items["trial"], {}).update(items)
     for trial in trials:
         step = steps[trial.id]
@@ -187,7 +207,9 @@ def test_the_summary_has_summary_json_names(full_run):
     summary = final_summary(run)
     flat = flatten_summary(SUMMARY)
     assert {k: summary[k] for k in flat} == flat
-    assert summary["seconds_per_iteration/fit"] == 0.25 and summary["best_params/optimizer"] == "sgd"
+    assert (
+        summary["seconds_per_iteration/fit"] == 0.25 and summary["best_params/optimizer"] == "sgd"
+    )
     assert json.loads(summary["value_vs_changes"]) == SUMMARY["value_vs_changes"]
     assert summary["contexts"] is None and "seconds_per_iteration" not in summary
     assert summary["failed"] == 1  # summary.json's count, not the last step's 0/1 flag
@@ -207,7 +229,9 @@ def test_the_report_is_an_html_panel_and_an_artifact(full_run):
 def test_without_trials_or_report_only_the_summary_is_logged(tmp_path, monkeypatch):
     offline_env(monkeypatch, tmp_path)
     tracker = WandbTracker(tmp_path, {})
-    tracker.finish({"best_value": None, "seconds_per_iteration": {"fit": 1.5}}, None, tmp_path / "missing.html")
+    tracker.finish(
+        {"best_value": None, "seconds_per_iteration": {"fit": 1.5}}, None, tmp_path / "missing.html"
+    )
     run = offline_run(tmp_path)
     assert not (run / "files" / "media").exists()
     assert not [r for r in records(run) if r.WhichOneof("record_type") == "artifact"]
@@ -216,13 +240,21 @@ def test_without_trials_or_report_only_the_summary_is_logged(tmp_path, monkeypat
 
 
 def test_flatten_summary_nests_with_slashes_and_encodes_lists():
-    assert flatten_summary({"a": {"b": {"c": 1}, "d": []}, "e": True, "f": {}}) == {"a/b/c": 1, "a/d": "[]", "e": True}
+    assert flatten_summary({"a": {"b": {"c": 1}, "d": []}, "e": True, "f": {}}) == {
+        "a/b/c": 1,
+        "a/d": "[]",
+        "e": True,
+    }
 
 
 def test_a_column_of_mixed_types_becomes_text():
     """A W&B table refuses a column mixing types (a choice of ``[16, "auto"]``)."""
     rows = [[1, 16, 0.5, True], [2, "auto", 1, None], [3, None, None, False]]
-    assert one_type_per_column(rows) == [[1, "16", 0.5, True], [2, "auto", 1, None], [3, None, None, False]]
+    assert one_type_per_column(rows) == [
+        [1, "16", 0.5, True],
+        [2, "auto", 1, None],
+        [3, None, None, False],
+    ]
     assert one_type_per_column([]) == []
 
 
@@ -245,7 +277,10 @@ def history_trials(run: Path) -> list[int]:
     ids = []
     for record in records(run):
         if record.WhichOneof("record_type") == "history":
-            items = {"/".join(i.nested_key) or i.key: json.loads(i.value_json) for i in record.history.item}
+            items = {
+                "/".join(i.nested_key) or i.key: json.loads(i.value_json)
+                for i in record.history.item
+            }
             if "trial" in items:
                 ids.append(items["trial"])
     return ids
@@ -291,7 +326,9 @@ def test_a_run_that_cannot_start_says_so_where_it_is_used(tmp_path, monkeypatch)
 
     monkeypatch.setattr(wandb, "init", broken_init)
     tracker = WandbTracker(tmp_path, {})
-    with pytest.raises(dsbo.errors.DsboError, match="W&B could not start the run .*no space left.*wandb.mode"):
+    with pytest.raises(
+        dsbo.errors.DsboError, match="W&B could not start the run .*no space left.*wandb.mode"
+    ):
         tracker.finish({"best_value": None}, None)
     # an online run starts before the command goes on: its error comes from the constructor
     with pytest.raises(dsbo.errors.DsboError, match="no space left"):

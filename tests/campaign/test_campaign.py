@@ -28,7 +28,9 @@ def test_run_reaches_budget_and_improves(fast_optimizer):
     assert len(frame) == 10 and (frame["status"] == "completed").all()
     assert list(frame["generator"][:4]) == ["sobol-init"] * 4
     # the model proposed every trial after the design (a Thompson draw when the search stalled)
-    assert set(frame["generator"][4:]) <= {"qlognei", "qlognei+explore"} and "qlognei" in set(frame["generator"])
+    assert set(frame["generator"][4:]) <= {"qlognei", "qlognei+explore"} and "qlognei" in set(
+        frame["generator"]
+    )
     assert result.best_value == pytest.approx(frame["objective"].max())
     assert frame["best_so_far"].is_monotonic_increasing
     # BO steps record their fit and acquisition time, the Sobol steps do not
@@ -158,7 +160,9 @@ def test_pending_trials_after_a_crash(tmp_path, fast_optimizer):
     crashed = small_campaign(fast_optimizer, store=path2, budget=5)
     crashed.ask(2)
     crashed.store.close()
-    abandon = small_campaign(fast_optimizer, store=TrialStore(path2), budget=5, on_pending="abandon")
+    abandon = small_campaign(
+        fast_optimizer, store=TrialStore(path2), budget=5, on_pending="abandon"
+    )
     abandon.run()
     assert abandon.store.count("abandoned") == 2 and abandon.store.count("completed") == 5
 
@@ -247,7 +251,9 @@ def test_ucb_beta_schedule(fast_optimizer):
     assert make_policy("ucb", {"beta": 0.5}, fast_optimizer).beta_at(10) == 0.5
     with pytest.raises(ConfigError, match="beta='sqrt'"):
         make_policy("ucb", {"beta": "sqrt"}, fast_optimizer)
-    result = small_campaign(fast_optimizer, acquisition={"name": "ucb", "beta": "log(t+2)"}, budget=6).run()
+    result = small_campaign(
+        fast_optimizer, acquisition={"name": "ucb", "beta": "log(t+2)"}, budget=6
+    ).run()
     assert result.num_completed == 6
 
 
@@ -260,7 +266,9 @@ def test_postprocess_needs_a_registered_name_and_an_optimized_policy(fast_optimi
 
 def test_the_default_point_can_lead_the_initial_design(fast_optimizer):
     problem = get_problem("branin-6d")  # default: the box centre
-    campaign = small_campaign(fast_optimizer, problem=problem, budget=7, n_init=4, include_default=True, q=3)
+    campaign = small_campaign(
+        fast_optimizer, problem=problem, budget=7, n_init=4, include_default=True, q=3
+    )
     result = campaign.run()
     frame = result.history
     assert list(frame["generator"][:5]) == ["default"] + ["sobol-init"] * 4
@@ -281,14 +289,25 @@ def test_changes_are_counted_from_the_policy_target(fast_optimizer):
     assert result.changes_from == "acquisition target"
     # the best point's changes, named, from the target
     best = torch.tensor(result.best_x, dtype=torch.double)
-    expected = [j for j in range(6) if abs(float(best[j])) > 1e-3 * float(problem.bounds[1, j] - problem.bounds[0, j])]
+    expected = [
+        j
+        for j in range(6)
+        if abs(float(best[j])) > 1e-3 * float(problem.bounds[1, j] - problem.bounds[0, j])
+    ]
     assert [c["parameter"] for c in result.changes_best] == [f"x{j}" for j in expected]
-    assert all(c["from"] == 0.0 and c["to"] == float(best[int(c["parameter"][1:])]) for c in result.changes_best)
+    assert all(
+        c["from"] == 0.0 and c["to"] == float(best[int(c["parameter"][1:])])
+        for c in result.changes_best
+    )
     assert len(result.changes_best) == result.num_changed_best
     plain = small_campaign(fast_optimizer, problem=problem, budget=5, n_init=4)
     assert plain.changes_from == "problem default"
     bonsai = small_campaign(
-        fast_optimizer, problem=problem, budget=5, n_init=4, postprocess={"bonsai": {"default": [0.25] * 6}}
+        fast_optimizer,
+        problem=problem,
+        budget=5,
+        n_init=4,
+        postprocess={"bonsai": {"default": [0.25] * 6}},
     )
     assert bonsai.changes_from == "postprocess default"
 
@@ -301,9 +320,16 @@ def test_a_noisy_campaign_is_reproducible_whatever_ran_before_in_the_process():
 
     def observed(draws_before: int) -> list[float]:
         torch.rand(draws_before)
-        campaign = Campaign(get_problem("branin", noise_std=1.0), surrogate="gp", acquisition="logei", budget=6,
-                            n_init=4, seed=3, optimizer=OptimizerSettings(num_restarts=2, raw_samples=32, maxiter=20),
-                            dry_run=False)  # fmt: skip
+        campaign = Campaign(
+            get_problem("branin", noise_std=1.0),
+            surrogate="gp",
+            acquisition="logei",
+            budget=6,
+            n_init=4,
+            seed=3,
+            optimizer=OptimizerSettings(num_restarts=2, raw_samples=32, maxiter=20),
+            dry_run=False,
+        )
         campaign.run()
         return [t.y[0] for t in campaign.store.trials()]
 
@@ -333,7 +359,10 @@ def test_campaigns_in_two_threads_propose_one_at_a_time(fast_optimizer, monkeypa
 
     from dsbo.campaign import campaign as campaign_module
 
-    alone = [small_campaign(fast_optimizer, seed=s, budget=6).run().history[["x0", "x1"]].to_numpy() for s in (3, 4)]
+    alone = [
+        small_campaign(fast_optimizer, seed=s, budget=6).run().history[["x0", "x1"]].to_numpy()
+        for s in (3, 4)
+    ]
     spans: list[tuple[float, float]] = []
     fit = campaign_module.fit_surrogate
 
@@ -354,7 +383,9 @@ def test_campaigns_in_two_threads_propose_one_at_a_time(fast_optimizer, monkeypa
         thread.join(timeout=120)
     spans.sort()
     assert len(spans) == 4
-    assert all(end <= next_start for (_, end), (next_start, _) in zip(spans, spans[1:], strict=False))
+    assert all(
+        end <= next_start for (_, end), (next_start, _) in zip(spans, spans[1:], strict=False)
+    )
     for c, X in zip(campaigns, alone, strict=True):
         assert (c.result().history[["x0", "x1"]].to_numpy() == X).all()
     assert gpytorch.settings.lazily_evaluate_kernels._state is None

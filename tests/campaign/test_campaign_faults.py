@@ -76,7 +76,9 @@ def test_a_late_tell_on_an_abandoned_trial_counts_within_the_budget(tmp_path):
     resumed.run()
     assert resumed.num_used == 4
     # the other arrives after the budget is spent: refused, nothing changes
-    with pytest.raises(BudgetExhaustedError, match=f"trial {lost[1].id} was abandoned.*budget of 4"):
+    with pytest.raises(
+        BudgetExhaustedError, match=f"trial {lost[1].id} was abandoned.*budget of 4"
+    ):
         resumed.tell(lost[1].id, [2.0])
     assert resumed.store.get(lost[1].id).status == "abandoned"
     assert resumed.store.count("completed") == 4
@@ -95,13 +97,19 @@ def hang_on_the_second_call():
 
 
 def test_a_hanging_evaluation_is_timed_out_and_recorded(tmp_path):
-    campaign = campaign_on(tmp_path / "s.sqlite", budget=5, evaluator=hang_on_the_second_call(), eval_timeout=0.5)
+    campaign = campaign_on(
+        tmp_path / "s.sqlite", budget=5, evaluator=hang_on_the_second_call(), eval_timeout=0.5
+    )
     start = time.perf_counter()
     result = campaign.run()
     assert time.perf_counter() - start < 30
     assert result.num_completed == 4 and result.num_failed == 1
     [failed] = campaign.store.trials("failed")
-    assert failed.id == 2 and "EvaluationTimeout" in failed.error and "eval_timeout=0.5" in failed.error
+    assert (
+        failed.id == 2
+        and "EvaluationTimeout" in failed.error
+        and "eval_timeout=0.5" in failed.error
+    )
     assert 0.4 < failed.eval_time < 5
 
 
@@ -155,7 +163,9 @@ def test_a_worker_killed_mid_evaluation_retries_only_its_own_trial(tmp_path):
     marks.mkdir()
     evaluator = functools.partial(_marked_slow_branin, marks)
     with WorkerPool(workers=2) as pool:
-        campaign = campaign_on(tmp_path / "s.sqlite", budget=2, n_init=2, q=2, executor=pool, evaluator=evaluator)
+        campaign = campaign_on(
+            tmp_path / "s.sqlite", budget=2, n_init=2, q=2, executor=pool, evaluator=evaluator
+        )
         killer = threading.Thread(target=kill_a_worker_once_both_run, args=(marks,))
         killer.start()
         campaign.run()
@@ -170,9 +180,14 @@ def test_a_hung_evaluation_in_a_worker_is_killed_at_the_timeout(tmp_path):
     # the workers import the evaluator's module at start, not inside the first timed evaluation
     with WorkerPool(workers=2, initializer=importlib.import_module, initargs=[__name__]) as pool:
         campaign = campaign_on(
-            tmp_path / "s.sqlite", budget=4, n_init=4, q=2, executor=pool,
-            evaluator=_hang_when_x0_is_large, eval_timeout=3.0,
-        )  # fmt: skip
+            tmp_path / "s.sqlite",
+            budget=4,
+            n_init=4,
+            q=2,
+            executor=pool,
+            evaluator=_hang_when_x0_is_large,
+            eval_timeout=3.0,
+        )
         start = time.perf_counter()
         result = campaign.run()
         assert time.perf_counter() - start < 40
@@ -213,7 +228,9 @@ def test_no_orphaned_workers_after_the_driver_is_killed(tmp_path):
     script.write_text(POOL_DRIVER.format(tests=os.path.dirname(__file__)))
     driver = subprocess.Popen([sys.executable, str(script), str(marks), str(tmp_path / "s.sqlite")])
     try:
-        deadline = time.time() + 240  # a wait, not a time limit: two spawned workers import torch on a loaded box
+        deadline = (
+            time.time() + 240
+        )  # a wait, not a time limit: two spawned workers import torch on a loaded box
         while time.time() < deadline and len(list(marks.iterdir())) < 2:
             time.sleep(0.05)
         workers = [int(p.name.split("-")[0]) for p in marks.iterdir()]

@@ -14,6 +14,8 @@ from dsbo.problems import get_problem
 from dsbo.storage import TrialStore
 
 BUDGET = 12
+
+
 def test_sigkill_mid_run_then_resume(tmp_path, slow_campaign_script):
     store_path = tmp_path / "trials.sqlite"
     proc = subprocess.Popen(
@@ -41,11 +43,19 @@ def test_sigkill_mid_run_then_resume(tmp_path, slow_campaign_script):
         assert 5 <= len(before) < BUDGET, "killed mid-run"
 
     problem = get_problem("branin")
-    opt = OptimizerSettings(num_restarts=2, raw_samples=32, maxiter=25, batch_limit=2, mc_samples=32)
+    opt = OptimizerSettings(
+        num_restarts=2, raw_samples=32, maxiter=25, batch_limit=2, mc_samples=32
+    )
     campaign = Campaign(
-        problem, surrogate="gp", budget=BUDGET, n_init=4, q=2, seed=7,
-        store=TrialStore(store_path), optimizer=opt,
-    )  # fmt: skip
+        problem,
+        surrogate="gp",
+        budget=BUDGET,
+        n_init=4,
+        q=2,
+        seed=7,
+        store=TrialStore(store_path),
+        optimizer=opt,
+    )
     campaign.run()
     trials = campaign.store.trials()
     completed = [t for t in trials if t.status == "completed"]

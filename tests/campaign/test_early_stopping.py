@@ -39,7 +39,9 @@ def make_train(max_steps=9, log=None):
 
 
 def test_asha_stops_trials_and_stores_their_curves_in_the_stored_sense():
-    result = dsbo.minimize(make_train(), SPACE, budget=12, early_stopping="asha", max_steps=9, **FAST)
+    result = dsbo.minimize(
+        make_train(), SPACE, budget=12, early_stopping="asha", max_steps=9, **FAST
+    )
     store = result.campaign.store
     stopped = store.trials("stopped")
     assert stopped and store.count("completed") >= 1 and store.count("failed") == 0
@@ -51,7 +53,11 @@ def test_asha_stops_trials_and_stores_their_curves_in_the_stored_sense():
         # minimized: the store keeps -loss, the history shows the loss
         assert curves[trial.id][-1][1] == pytest.approx(-loss_at(params, steps[-1]))
         if trial.status == "stopped":
-            assert steps[-1] < 9 and trial.y == [curves[trial.id][-1][1]] and trial.error.startswith("asha")
+            assert (
+                steps[-1] < 9
+                and trial.y == [curves[trial.id][-1][1]]
+                and trial.error.startswith("asha")
+            )
         else:
             assert steps[-1] == 9
     history = result.history.set_index("trial")
@@ -62,7 +68,9 @@ def test_asha_stops_trials_and_stores_their_curves_in_the_stored_sense():
 
 def test_a_budget_in_steps_charges_what_each_trial_used():
     fast = {k: v for k, v in FAST.items() if k != "n_init"}
-    result = dsbo.minimize(make_train(), SPACE, early_stopping="asha", max_steps=9, budget_steps=60, **fast)
+    result = dsbo.minimize(
+        make_train(), SPACE, early_stopping="asha", max_steps=9, budget_steps=60, **fast
+    )
     assert result.campaign.n_init == 2  # a third of the 6 full trials the steps pay for
     assert result.campaign.budget == 1000  # no trial cap but the steps
     store = result.campaign.store
@@ -109,8 +117,12 @@ def test_nan_and_backward_steps_are_failed_trials_with_the_reason():
     result = dsbo.minimize(broken, SPACE, budget=6, early_stopping="median", max_steps=9, **FAST)
     errors = [t.error for t in result.campaign.store.trials("failed")]
     assert len(errors) == 6
-    assert all("ReportError" in e and ("finite number" in e or "does not come after" in e) for e in errors)
-    assert any("finite number" in e for e in errors) and any("does not come after" in e for e in errors)
+    assert all(
+        "ReportError" in e and ("finite number" in e or "does not come after" in e) for e in errors
+    )
+    assert any("finite number" in e for e in errors) and any(
+        "does not come after" in e for e in errors
+    )
 
 
 def test_a_report_after_the_stop_ends_the_trial_as_stopped():
@@ -141,9 +153,20 @@ def run_with_crash(path, crash_at=None):
                 break
         return loss_at(params, 9)
 
-    problem = get_problem("black-box", parameters=dsbo.SearchSpace(SPACE), objectives={"loss": ("min", None)})
-    kwargs = dict(surrogate="gp", budget=10, n_init=4, seed=3, store=path, evaluator=train, dry_run=False,
-                  early_stopping="asha", max_steps=9)
+    problem = get_problem(
+        "black-box", parameters=dsbo.SearchSpace(SPACE), objectives={"loss": ("min", None)}
+    )
+    kwargs = dict(
+        surrogate="gp",
+        budget=10,
+        n_init=4,
+        seed=3,
+        store=path,
+        evaluator=train,
+        dry_run=False,
+        early_stopping="asha",
+        max_steps=9,
+    )
     if crash_at is not None:
         with pytest.raises(KeyboardInterrupt):
             Campaign(problem, **kwargs).run()
@@ -165,13 +188,28 @@ def test_a_campaign_opening_a_store_reads_its_ended_curves_once(tmp_path, monkey
     curves when it opens the store; its decisions read only the running trials' curves."""
     path = str(tmp_path / "s.sqlite")
     run_with_crash(path)
-    problem = get_problem("black-box", parameters=dsbo.SearchSpace(SPACE), objectives={"loss": ("min", None)})
+    problem = get_problem(
+        "black-box", parameters=dsbo.SearchSpace(SPACE), objectives={"loss": ("min", None)}
+    )
     read: list[list[int] | None] = []
     curves = TrialStore.curves
-    monkeypatch.setattr(TrialStore, "curves", lambda self, ids=None: read.append(None if ids is None else list(ids)) or curves(self, ids))
+    monkeypatch.setattr(
+        TrialStore,
+        "curves",
+        lambda self, ids=None: read.append(None if ids is None else list(ids)) or curves(self, ids),
+    )
     # model "final": its proposals read no curve, so every read after opening is a decision's
-    campaign = Campaign(problem, surrogate="gp", budget=12, n_init=4, seed=3, store=path, dry_run=False,
-                        early_stopping={"name": "asha", "model": "final"}, max_steps=9)
+    campaign = Campaign(
+        problem,
+        surrogate="gp",
+        budget=12,
+        n_init=4,
+        seed=3,
+        store=path,
+        dry_run=False,
+        early_stopping={"name": "asha", "model": "final"},
+        max_steps=9,
+    )
     ended = [t.id for t in campaign.store.trials()]
     assert read == [ended]
     [trial] = campaign.ask()
@@ -182,7 +220,13 @@ def test_a_campaign_opening_a_store_reads_its_ended_curves_once(tmp_path, monkey
 
 
 def test_tuner_ask_tell_reports_and_stops():
-    tuner = dsbo.Tuner(SPACE, budget=8, early_stopping={"name": "median", "n_startup_trials": 2}, max_steps=5, **FAST)
+    tuner = dsbo.Tuner(
+        SPACE,
+        budget=8,
+        early_stopping={"name": "median", "n_startup_trials": 2},
+        max_steps=5,
+        **FAST,
+    )
     finals = []
     for _ in range(8):
         s = tuner.ask()
@@ -193,15 +237,26 @@ def test_tuner_ask_tell_reports_and_stops():
         finals.append(s.should_stop())
         tuner.tell(s, loss_at(s.params, 5))
     store = tuner.campaign.store
-    assert sum(finals) == store.count("stopped") and store.count("completed") + store.count("stopped") == 8
+    assert (
+        sum(finals) == store.count("stopped")
+        and store.count("completed") + store.count("stopped") == 8
+    )
     with pytest.raises(TrialStoppedError):
         stopped = next(t for t in store.trials("stopped"))
         tuner.campaign.running(stopped).report(99, 0.1)
 
 
 def test_a_resumed_evaluation_replays_steps_it_already_holds(tmp_path):
-    campaign = Campaign(get_problem("branin"), surrogate="gp", budget=3, n_init=3, dry_run=False, max_steps=9,
-                        budget_steps=27, early_stopping=None)  # fmt: skip
+    campaign = Campaign(
+        get_problem("branin"),
+        surrogate="gp",
+        budget=3,
+        n_init=3,
+        dry_run=False,
+        max_steps=9,
+        budget_steps=27,
+        early_stopping=None,
+    )
     [trial] = campaign.ask(q=1)
     first = campaign.running(trial)
     for epoch in (1, 2, 3):
@@ -228,7 +283,12 @@ def test_last_fits_the_completed_outcomes_and_the_stopped_trials_last_values():
     settings = EarlyStopping.build({"name": "asha", "model": "last"}, max_steps=9)
     X, Y = training_data(store, settings, dim=2)
     assert Y.squeeze(-1).tolist() == [-2.5, -12.0, -31.0, -41.0]
-    assert torch.equal(X, torch.tensor([store.get(i).x for i in (ids[0], ids[1], ids[3], ids[4])], dtype=torch.double))
+    assert torch.equal(
+        X,
+        torch.tensor(
+            [store.get(i).x for i in (ids[0], ids[1], ids[3], ids[4])], dtype=torch.double
+        ),
+    )
     final = EarlyStopping.build({"name": "asha", "model": "final"}, max_steps=9)
     assert training_data(store, final, dim=2)[1].squeeze(-1).tolist() == [-2.5, -12.0]
 
@@ -243,14 +303,28 @@ def test_bohb_fits_on_the_highest_rung_with_enough_trials(tmp_path):
     settings = EarlyStopping.build({"name": "asha", "model": "bohb", "min_points": 4}, max_steps=9)
     assert settings.rungs() == [1, 3]  # below max_steps
     X, Y = training_data(store, settings, dim=2)
-    assert X.shape == (6, 2) and Y.squeeze(-1).tolist() == [10 * i + 3.0 for i in range(6)]  # rung 3: all six
+    assert X.shape == (6, 2) and Y.squeeze(-1).tolist() == [
+        10 * i + 3.0 for i in range(6)
+    ]  # rung 3: all six
     store.complete(ids[4], [-1.0])
     store.complete(ids[5], [-2.0])
     settings.min_points = 2
     X, Y = training_data(store, settings, dim=2)
-    assert Y.squeeze(-1).tolist() == [-1.0, -2.0]  # full training: the two completed trials' outcomes
-    sweep = EarlyStopping(None, model="bohb", levels=(2, 5), min_points=3)  # a sweep's brackets, no rule
-    assert training_data(store, sweep, dim=2)[1].squeeze(-1).tolist() == [2.0, 12.0, 22.0, 32.0, 42.0, 52.0]
+    assert Y.squeeze(-1).tolist() == [
+        -1.0,
+        -2.0,
+    ]  # full training: the two completed trials' outcomes
+    sweep = EarlyStopping(
+        None, model="bohb", levels=(2, 5), min_points=3
+    )  # a sweep's brackets, no rule
+    assert training_data(store, sweep, dim=2)[1].squeeze(-1).tolist() == [
+        2.0,
+        12.0,
+        22.0,
+        32.0,
+        42.0,
+        52.0,
+    ]
     sweep.min_points = 2
     assert training_data(store, sweep, dim=2)[1].squeeze(-1).tolist() == [-1.0, -2.0]
     store = open_store(None)
@@ -285,7 +359,9 @@ def test_bad_settings_are_refused_before_anything_runs(kwargs, match):
 
 def test_a_rule_needs_a_function_that_takes_the_trial():
     with pytest.raises(ConfigError, match=r"f\(params, trial\)"):
-        dsbo.minimize(lambda params: 1.0, SPACE, budget=4, early_stopping="median", max_steps=3, **FAST)
+        dsbo.minimize(
+            lambda params: 1.0, SPACE, budget=4, early_stopping="median", max_steps=3, **FAST
+        )
     assert takes_trial(lambda params, trial: 0) and not takes_trial(lambda params, trial=None: 0)
     assert not takes_trial(len)
 
@@ -298,32 +374,56 @@ def test_a_fully_trained_trial_is_never_stopped():
             trial.report(epoch, loss_at(params, epoch))
         return loss_at(params, 9) if not trial.should_stop() else math.nan
 
-    result = dsbo.minimize(asks_at_the_end, SPACE, budget=6, early_stopping={"name": "asha", "min_resource": 9},
-                           max_steps=9, **FAST)
+    result = dsbo.minimize(
+        asks_at_the_end,
+        SPACE,
+        budget=6,
+        early_stopping={"name": "asha", "min_resource": 9},
+        max_steps=9,
+        **FAST,
+    )
     assert result.campaign.store.count("completed") == 6
 
 
 def test_threads_report_their_own_curves():
-    result = dsbo.minimize(make_train(), SPACE, budget=8, early_stopping="asha", max_steps=9, workers=2, **FAST)
+    result = dsbo.minimize(
+        make_train(), SPACE, budget=8, early_stopping="asha", max_steps=9, workers=2, **FAST
+    )
     store = result.campaign.store
     curves = store.curves()
     assert len(curves) == 8 and all(t.status in ("completed", "stopped") for t in store.trials())
 
 
 def test_the_fidelity_model_proposes_from_the_curves_at_the_rungs():
-    result = dsbo.minimize(make_train(), SPACE, budget=9, early_stopping={"name": "asha", "model": "fidelity"},
-                           max_steps=9, **FAST)
+    result = dsbo.minimize(
+        make_train(),
+        SPACE,
+        budget=9,
+        early_stopping={"name": "asha", "model": "fidelity"},
+        max_steps=9,
+        **FAST,
+    )
     campaign = result.campaign
     model = campaign.fit_model()
     from dsbo.surrogates.fidelity import TargetFidelityModel
 
-    curves = campaign.store.curves().values()  # ASHA's rungs below 9 steps: 1 and 3, and each last point
+    curves = (
+        campaign.store.curves().values()
+    )  # ASHA's rungs below 9 steps: 1 and 3, and each last point
     n_points = sum(len([s for s, _ in c if s in (1, 3)]) + (c[-1][0] not in (1, 3)) for c in curves)
     assert n_points < sum(len(c) for c in curves)
-    assert isinstance(model, TargetFidelityModel) and model.model.train_inputs[0].shape == (n_points, 3)
+    assert isinstance(model, TargetFidelityModel) and model.model.train_inputs[0].shape == (
+        n_points,
+        3,
+    )
     X, Y = training_data(campaign.store, campaign.early_stopping, dim=2)
-    assert X.shape == (9, 2) and Y.shape == (9, 1)  # each trial's last point: the history of the proposals
-    assert [t.generator.removesuffix("+explore") for t in campaign.store.trials()][4:] == ["qlognei"] * 5
+    assert X.shape == (9, 2) and Y.shape == (
+        9,
+        1,
+    )  # each trial's last point: the history of the proposals
+    assert [t.generator.removesuffix("+explore") for t in campaign.store.trials()][4:] == [
+        "qlognei"
+    ] * 5
 
 
 def test_the_fidelity_model_is_fitted_with_exact_solves(monkeypatch):
@@ -333,12 +433,21 @@ def test_the_fidelity_model_is_fitted_with_exact_solves(monkeypatch):
 
     from dsbo.campaign import campaign as campaign_module
 
-    result = dsbo.minimize(make_train(), SPACE, budget=5, early_stopping={"name": "asha", "model": "fidelity"},
-                           max_steps=9, **FAST)
+    result = dsbo.minimize(
+        make_train(),
+        SPACE,
+        budget=5,
+        early_stopping={"name": "asha", "model": "fidelity"},
+        max_steps=9,
+        **FAST,
+    )
     seen = []
     fit = campaign_module.fit_fidelity_model
-    monkeypatch.setattr(campaign_module, "fit_fidelity_model",
-                        lambda *a, **k: seen.append(gpytorch.settings.max_cholesky_size.value()) or fit(*a, **k))
+    monkeypatch.setattr(
+        campaign_module,
+        "fit_fidelity_model",
+        lambda *a, **k: seen.append(gpytorch.settings.max_cholesky_size.value()) or fit(*a, **k),
+    )
     result.campaign.fit_model()
     assert seen == [campaign_module.EXACT_CHOLESKY_SIZE]
 
@@ -346,9 +455,21 @@ def test_the_fidelity_model_is_fitted_with_exact_solves(monkeypatch):
 def test_mf_kg_plans_each_trials_steps_and_stops_it_there():
     from dsbo.acquisition import OptimizerSettings
 
-    cheap = OptimizerSettings(num_restarts=2, raw_samples=16, maxiter=20, batch_limit=2, mc_samples=32)
-    tuner = dsbo.Tuner(SPACE, 6, early_stopping={"name": "asha", "model": "fidelity"}, acquisition="mf-kg",
-                       max_steps=9, budget_steps=45, optimizer=cheap, surrogate="gp", n_init=3, outcome_warping=None)
+    cheap = OptimizerSettings(
+        num_restarts=2, raw_samples=16, maxiter=20, batch_limit=2, mc_samples=32
+    )
+    tuner = dsbo.Tuner(
+        SPACE,
+        6,
+        early_stopping={"name": "asha", "model": "fidelity"},
+        acquisition="mf-kg",
+        max_steps=9,
+        budget_steps=45,
+        optimizer=cheap,
+        surrogate="gp",
+        n_init=3,
+        outcome_warping=None,
+    )
     result = tuner.run(make_train())
     store = result.campaign.store
     proposed = [t for t in store.trials() if t.generator == "mf-kg"]
@@ -377,7 +498,9 @@ def test_a_step_past_max_steps_is_refused_and_the_last_decision_is_kept():
     with pytest.raises(ReportError, match="past max_steps=3"):
         s.report(4, 0.3)
     with pytest.raises(ConfigError, match="early_stopping.reduction_factor"):
-        dsbo.Tuner(SPACE, 4, early_stopping={"name": "asha", "reduction_factor": 1}, max_steps=3, **FAST)
+        dsbo.Tuner(
+            SPACE, 4, early_stopping={"name": "asha", "reduction_factor": 1}, max_steps=3, **FAST
+        )
 
 
 @pytest.mark.parametrize("kind", ["numpy", "torch"])
@@ -396,7 +519,9 @@ def test_steps_of_any_integer_type_are_taken_and_floats_refused(kind):
         return params["x"]
 
     space = {"x": dsbo.Float(0.0, 1.0)}
-    result = dsbo.minimize(train, space, budget=6, early_stopping="median", max_steps=9, surrogate="gp", dry_run=False)
+    result = dsbo.minimize(
+        train, space, budget=6, early_stopping="median", max_steps=9, surrogate="gp", dry_run=False
+    )
     store = result.campaign.store
     assert store.count("failed") == 0
     assert all(isinstance(s, int) for curve in store.curves().values() for s, _ in curve)
@@ -405,5 +530,7 @@ def test_steps_of_any_integer_type_are_taken_and_floats_refused(kind):
         trial.report(1.0, params["x"])
         return params["x"]
 
-    result = dsbo.minimize(floats, space, budget=3, early_stopping="median", max_steps=9, dry_run=False)
+    result = dsbo.minimize(
+        floats, space, budget=3, early_stopping="median", max_steps=9, dry_run=False
+    )
     assert "a step must be an integer" in result.campaign.store.trials("failed")[0].error

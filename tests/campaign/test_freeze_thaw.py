@@ -20,8 +20,14 @@ from dsbo.storage import open_store
 SPACE = {"lr": dsbo.Float(1e-3, 1.0, log=True), "width": dsbo.Int(1, 8)}
 MAX_STEPS = 9
 #: A small, quick curve model (the power-law ensemble, few Adam steps).
-QUICK = {"name": "freeze-thaw", "curve_model": "power-law-ensemble", "steps_per_thaw": 3, "epochs": 40,
-         "warm_epochs": 10, "candidates": 64}  # fmt: skip
+QUICK = {
+    "name": "freeze-thaw",
+    "curve_model": "power-law-ensemble",
+    "steps_per_thaw": 3,
+    "epochs": 40,
+    "warm_epochs": 10,
+    "candidates": 64,
+}
 FAST = {"surrogate": "gp", "dry_run": False, "n_init": 4, "outcome_warping": None}
 
 
@@ -43,7 +49,9 @@ class Trainer:
     def __call__(self, params, trial):
         self.segments.append((trial.id, trial.last_step))
         start = trial.last_step or 0
-        assert self.trained.get(trial.id, [])[-1:] in ([], [start]), "resumed where the checkpoint is"
+        assert self.trained.get(trial.id, [])[-1:] in ([], [start]), (
+            "resumed where the checkpoint is"
+        )
         loss = math.inf
         for epoch in range(start + 1, MAX_STEPS + 1):
             if self.crash and start and epoch == start + 2:
@@ -61,14 +69,18 @@ def check_steps_charged_once(store, trainer, budget_steps):
     curves = store.curves()
     for trial in store.trials():
         steps = [s for s, _ in curves[trial.id]]
-        assert steps == list(range(1, len(steps) + 1)) == trainer.trained[trial.id], "each step trained and stored once"
+        assert steps == list(range(1, len(steps) + 1)) == trainer.trained[trial.id], (
+            "each step trained and stored once"
+        )
         assert trial.cost == steps[-1], "a trial costs the steps it used"
     assert store.cost_used() == sum(len(c) for c in curves.values()) <= budget_steps
 
 
 def test_trials_are_paused_and_thawed_and_every_step_is_charged_once():
     trainer = Trainer()
-    result = dsbo.minimize(trainer, SPACE, early_stopping=QUICK, max_steps=MAX_STEPS, budget_steps=60, **FAST)
+    result = dsbo.minimize(
+        trainer, SPACE, early_stopping=QUICK, max_steps=MAX_STEPS, budget_steps=60, **FAST
+    )
     store = result.campaign.store
     trials = store.trials()
     statuses = {t.status for t in trials}
@@ -79,7 +91,8 @@ def test_trials_are_paused_and_thawed_and_every_step_is_charged_once():
     assert thawed, "some trial was continued where it paused"
     for trial in thawed:
         assert [s for tid, s in trainer.segments if tid == trial.id][1:] == [
-            step for step in range(3, MAX_STEPS, 3)][: trial.metadata["thaws"]], "each thaw resumes at its pause"
+            step for step in range(3, MAX_STEPS, 3)
+        ][: trial.metadata["thaws"]], "each thaw resumes at its pause"
         assert trial.metadata["last_thaw"]["action"] == "continue"
     for trial in store.trials("paused"):
         steps = store.curves([trial.id])[trial.id]
@@ -87,7 +100,9 @@ def test_trials_are_paused_and_thawed_and_every_step_is_charged_once():
     new = [t for t in trials if t.generator == "freeze-thaw"]
     assert new and all(t.metadata["freeze_thaw"]["action"] == "start" for t in new)
     design = [t for t in trials if t.generator == "sobol-init"]
-    assert len(design) == 4 and all(len(store.curves([t.id])[t.id]) == 3 for t in design if not t.metadata.get("thaws"))
+    assert len(design) == 4 and all(
+        len(store.curves([t.id])[t.id]) == 3 for t in design if not t.metadata.get("thaws")
+    )
     completed = store.trials("completed")
     best = min(-t.y[0] for t in completed)
     assert result.best_value == pytest.approx(best), "the best is a fully trained trial"
@@ -96,10 +111,19 @@ def test_trials_are_paused_and_thawed_and_every_step_is_charged_once():
 
 
 def test_a_crash_in_a_thawed_segment_resumes_it_without_charging_a_step_twice(tmp_path):
-    problem = get_problem("black-box", parameters=dsbo.SearchSpace(SPACE), objectives={"loss": ("min", None)})
+    problem = get_problem(
+        "black-box", parameters=dsbo.SearchSpace(SPACE), objectives={"loss": ("min", None)}
+    )
     trainer = Trainer(crash=True)
-    kwargs = dict(early_stopping=QUICK, max_steps=MAX_STEPS, budget_steps=45, store=str(tmp_path / "t.sqlite"), seed=2,
-                  evaluator=lambda x, trial: trainer(problem.params(x), trial), **FAST)  # fmt: skip
+    kwargs = dict(
+        early_stopping=QUICK,
+        max_steps=MAX_STEPS,
+        budget_steps=45,
+        store=str(tmp_path / "t.sqlite"),
+        seed=2,
+        evaluator=lambda x, trial: trainer(problem.params(x), trial),
+        **FAST,
+    )
     with pytest.raises(KeyboardInterrupt):
         Campaign(problem, **kwargs).run()
     crashed, thawed_from = trainer.segments[-1]
@@ -107,7 +131,10 @@ def test_a_crash_in_a_thawed_segment_resumes_it_without_charging_a_step_twice(tm
     campaign = Campaign(problem, **kwargs)
     campaign.run()
     store = campaign.store
-    assert trainer.segments[trainer.segments.index((crashed, thawed_from)) + 1] == (crashed, thawed_from + 1)
+    assert trainer.segments[trainer.segments.index((crashed, thawed_from)) + 1] == (
+        crashed,
+        thawed_from + 1,
+    )
     assert store.get(crashed).status in ("paused", "completed")
     check_steps_charged_once(store, trainer, 45)
     assert store.cost_used() == 45
@@ -133,8 +160,16 @@ def test_two_workers_on_one_store_never_thaw_a_trial_twice(postgres_url):  # noq
 
     def worker():
         try:
-            dsbo.minimize(train, SPACE, early_stopping=QUICK, max_steps=MAX_STEPS, budget_steps=48,
-                          store=postgres_url, seed=0, **FAST)  # fmt: skip
+            dsbo.minimize(
+                train,
+                SPACE,
+                early_stopping=QUICK,
+                max_steps=MAX_STEPS,
+                budget_steps=48,
+                store=postgres_url,
+                seed=0,
+                **FAST,
+            )
         except Exception as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
 
@@ -166,8 +201,14 @@ def test_two_workers_on_one_store_never_thaw_a_trial_twice(postgres_url):  # noq
 def test_bad_freeze_thaw_settings_are_refused_before_anything_runs(spec, steps, match):
     calls = []
     with pytest.raises(ConfigError, match=match):
-        dsbo.minimize(lambda p, t: calls.append(p), SPACE, early_stopping=spec, max_steps=MAX_STEPS,
-                      budget_steps=steps, **FAST)  # fmt: skip
+        dsbo.minimize(
+            lambda p, t: calls.append(p),
+            SPACE,
+            early_stopping=spec,
+            max_steps=MAX_STEPS,
+            budget_steps=steps,
+            **FAST,
+        )
     assert not calls
 
 
@@ -178,18 +219,28 @@ def test_the_default_thaw_is_a_third_of_a_trial():
 
 def test_a_stored_curve_has_one_value_per_step_from_step_one():
     assert per_step([(1, 0.5), (2, 0.25)], 2) == [0.5, 0.25]
-    assert per_step([(2, 0.5), (4, 0.1)], 5) == [0.5, 0.5, 0.5, 0.1, 0.1]  # gaps keep the last value
+    assert per_step([(2, 0.5), (4, 0.1)], 5) == [
+        0.5,
+        0.5,
+        0.5,
+        0.1,
+        0.1,
+    ]  # gaps keep the last value
 
 
 def test_candidates_mix_sobol_points_and_steps_around_the_best_trials():
-    best = 0.5 + 0.02 * torch.randn(8, 2, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    best = 0.5 + 0.02 * torch.randn(
+        8, 2, generator=torch.Generator().manual_seed(1), dtype=torch.float64
+    )
     configs = torch.cat([best, torch.tensor([[0.0, 0.0], [1.0, 1.0]], dtype=torch.float64)])
     latest = [1.0] * 8 + [-5.0, -6.0]  # the two corner trials are the worst
     generator = torch.Generator().manual_seed(0)
     points = candidates(200, configs, latest, 0.5, SobolEngine(2, scramble=True, seed=0), generator)
     assert points.shape == (200, 2) and bool(((points >= 0) & (points <= 1)).all())
     local, sobol = points[100:], points[:100]
-    assert (local - 0.5).abs().max() < 0.6 and bool(((local - 0.5).abs().max(-1).values < 0.45).all())
+    assert (local - 0.5).abs().max() < 0.6 and bool(
+        ((local - 0.5).abs().max(-1).values < 0.45).all()
+    )
     assert (sobol - 0.5).abs().max(-1).values.max() > 0.45, "the Sobol half covers the cube"
     only_sobol = candidates(16, configs, [], 0.5, SobolEngine(2, scramble=True, seed=0), generator)
     assert only_sobol.shape == (16, 2)
@@ -234,7 +285,9 @@ def test_a_late_tell_of_a_paused_segment_never_completes_the_thawed_trial():
     """The audit's Tuner sequence (issue 57): two trials trained to their pause, one told, the
     next ask thaws the other, then the other's first segment is told late. Before, that late
     tell completed the thawed trial at step 3 of 9 and its next report failed."""
-    tuner = dsbo.Tuner(SPACE, early_stopping=QUICK, max_steps=MAX_STEPS, budget_steps=36, **{**FAST, "n_init": 2})
+    tuner = dsbo.Tuner(
+        SPACE, early_stopping=QUICK, max_steps=MAX_STEPS, budget_steps=36, **{**FAST, "n_init": 2}
+    )
     a, b = tuner.ask(n=2)
     values = {s.trial_id: train_segment(s) for s in (a, b)}
     assert a.paused and b.paused
@@ -259,7 +312,9 @@ def test_a_late_tell_of_a_paused_segment_never_completes_the_thawed_trial():
 def test_a_returned_segment_short_of_max_steps_is_paused_not_completed():
     """A freeze-thaw evaluation that returns at the end of its segment without asking
     ``should_stop`` is paused at its last report: no trial completes before its last segment."""
-    tuner = dsbo.Tuner(SPACE, early_stopping=QUICK, max_steps=MAX_STEPS, budget_steps=18, **{**FAST, "n_init": 2})
+    tuner = dsbo.Tuner(
+        SPACE, early_stopping=QUICK, max_steps=MAX_STEPS, budget_steps=18, **{**FAST, "n_init": 2}
+    )
     trial = tuner.ask()
     for epoch in (1, 2, 3):
         trial.report(epoch, loss_at(trial.params, epoch))
@@ -273,10 +328,19 @@ def test_two_thread_workers_complete_no_trial_before_its_last_segment(seed):
     a segment's tell can come after its trial was thawed (issue 57 saw 1 seed in 9)."""
     trainer = Trainer()
     result = dsbo.minimize(
-        trainer, SPACE, early_stopping=QUICK, max_steps=MAX_STEPS, budget_steps=45, seed=seed, workers=2, **FAST
+        trainer,
+        SPACE,
+        early_stopping=QUICK,
+        max_steps=MAX_STEPS,
+        budget_steps=45,
+        seed=seed,
+        workers=2,
+        **FAST,
     )
     store = result.campaign.store
     curves = store.curves()
     for trial in store.trials("completed"):
-        assert curves[trial.id][-1][0] == MAX_STEPS, f"trial {trial.id} completed at its last segment's end"
+        assert curves[trial.id][-1][0] == MAX_STEPS, (
+            f"trial {trial.id} completed at its last segment's end"
+        )
     check_steps_charged_once(store, trainer, 45)

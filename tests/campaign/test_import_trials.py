@@ -19,7 +19,10 @@ def tuner(**options):
 
 def prior_rows(k=5):
     return [
-        {"params": {"x": -1.5 + 0.6 * i, "kind": "ab"[i % 2], "n": 1 + i % 8}, "values": (-1.5 + 0.6 * i - 0.3) ** 2}
+        {
+            "params": {"x": -1.5 + 0.6 * i, "kind": "ab"[i % 2], "n": 1 + i % 8},
+            "values": (-1.5 + 0.6 * i - 0.3) ** 2,
+        }
         for i in range(k)
     ]
 
@@ -65,14 +68,22 @@ def test_bad_rows_are_refused_with_the_reason_and_strict_refuses_all():
         {"params": {"x": 0.0, "kind": "a", "n": 2}, "values": float("nan")},
         {"params": {"x": 0.0, "kind": "a", "n": 2}, "status": "running"},
         {"params": {"x": 0.0, "kind": "a", "n": 2}, "values": 1.0, "colour": "red"},
-        {"params": {"x": 0.0, "kind": "a", "n": 2}, "status": "stopped", "curve": [(2, 1.0), (1, 0.5)]},
+        {
+            "params": {"x": 0.0, "kind": "a", "n": 2},
+            "status": "stopped",
+            "curve": [(2, 1.0), (1, 0.5)],
+        },
     ]
     result = tuner().import_trials(rows)
     assert len(result.trials) == 2
     reasons = dict(result.refused)
     assert sorted(reasons) == list(range(2, 10))
     assert "outside" in reasons[2] and "not one of" in reasons[3] and "integer" in reasons[4]
-    assert "needs its values" in reasons[5] and "status 'running'" in reasons[7] and "colour" in reasons[8]
+    assert (
+        "needs its values" in reasons[5]
+        and "status 'running'" in reasons[7]
+        and "colour" in reasons[8]
+    )
     assert "increasing" in reasons[9]
     strict = tuner()
     with pytest.raises(ConfigError, match="imported row 2"):
@@ -82,10 +93,17 @@ def test_bad_rows_are_refused_with_the_reason_and_strict_refuses_all():
 
 def test_failed_and_stopped_rows_keep_their_error_and_curve_in_the_stored_sense():
     search = tuner()
-    result = search.import_trials([
-        ImportedTrial({"x": 0.0, "kind": "a", "n": 1}, status="failed", error="diverged"),
-        ImportedTrial({"x": 0.5, "kind": "b", "n": 2}, status="stopped", curve=[(1, 3.0), (2, 2.0)], source="optuna:s#3"),
-    ])  # fmt: skip
+    result = search.import_trials(
+        [
+            ImportedTrial({"x": 0.0, "kind": "a", "n": 1}, status="failed", error="diverged"),
+            ImportedTrial(
+                {"x": 0.5, "kind": "b", "n": 2},
+                status="stopped",
+                curve=[(1, 3.0), (2, 2.0)],
+                source="optuna:s#3",
+            ),
+        ]
+    )
     failed, stopped = result.trials
     assert failed.status == "failed" and failed.error == "diverged"
     assert stopped.status == "stopped" and stopped.y == [-2.0]  # minimized: stored negated
@@ -97,7 +115,9 @@ def test_failed_and_stopped_rows_keep_their_error_and_curve_in_the_stored_sense(
 def test_imported_pending_trials_run_elsewhere():
     search = tuner(n_init=2)
     search.import_trials(prior_rows(3))
-    [pending] = search.import_trials([{"params": {"x": 0.3, "kind": "a", "n": 3}, "status": "pending"}]).trials
+    [pending] = search.import_trials(
+        [{"params": {"x": 0.3, "kind": "a", "n": 3}, "status": "pending"}]
+    ).trials
     store = search.campaign.store
     s = search.ask()
     assert s.trial_id != pending.id  # never handed out
@@ -105,7 +125,9 @@ def test_imported_pending_trials_run_elsewhere():
     assert store.claim_expired("other", lease=-1.0, limit=5) == [store.get(s.trial_id)]
     assert store.abandon_pending() == [s.trial_id]  # never abandoned
     search.tell(pending.id, 0.01)  # its outcome arrives later, still not charged
-    assert store.get(pending.id).status == "completed" and search.campaign.num_used == 0  # the own one: abandoned
+    assert (
+        store.get(pending.id).status == "completed" and search.campaign.num_used == 0
+    )  # the own one: abandoned
     assert search.result().best_value == pytest.approx(0.01)
 
 
@@ -132,8 +154,12 @@ def test_a_related_task_warm_starts_the_surrogate_and_is_never_this_campaigns_tr
 
     path = tmp_path / "run.db"
     search = tuner(store=path, n_init=2)
-    rows = prior_rows(6) + [{"params": {"x": 0.0, "kind": "a", "n": 2}, "status": "failed", "error": "x"}]
-    result = search.campaign.add_related_task("last-month", [{**r, "values": r["values"] + 10.0} if "values" in r else r for r in rows])
+    rows = prior_rows(6) + [
+        {"params": {"x": 0.0, "kind": "a", "n": 2}, "status": "failed", "error": "x"}
+    ]
+    result = search.campaign.add_related_task(
+        "last-month", [{**r, "values": r["values"] + 10.0} if "values" in r else r for r in rows]
+    )
     assert result.trials == [] and [i for i, _ in result.refused] == [6]
     assert "only completed trials" in result.refused[0][1]
     assert search.campaign.store.count() == 0 and search.campaign.num_used == 0
@@ -142,7 +168,9 @@ def test_a_related_task_warm_starts_the_surrogate_and_is_never_this_campaigns_tr
         search.tell(s.trial_id, (s.params["x"] - 0.3) ** 2)
     assert isinstance(search.campaign.fit_model(), TargetTaskModel)
     best = search.result().best_value
-    assert best < 10.0 and len(search.result().history) == 3  # the related values (>= 10) are not this task's
+    assert (
+        best < 10.0 and len(search.result().history) == 3
+    )  # the related values (>= 10) are not this task's
     search.campaign.store.close()
     again = tuner(store=path, n_init=2)
     assert isinstance(again.campaign.fit_model(), TargetTaskModel)  # kept across a resume

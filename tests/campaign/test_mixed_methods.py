@@ -21,8 +21,12 @@ NEURAL = {"width": 16, "num_members": 2, "max_epochs": 5}
 
 
 def _problem(objectives=("score",)):
-    return get_problem("black-box", parameters=PARAMETERS, objectives=list(objectives),
-                       target={"lr": 1e-3, "width": 64, "optimizer": "adam"})  # fmt: skip
+    return get_problem(
+        "black-box",
+        parameters=PARAMETERS,
+        objectives=list(objectives),
+        target={"lr": 1e-3, "width": 64, "optimizer": "adam"},
+    )
 
 
 def _evaluator(problem, m=1):
@@ -40,7 +44,9 @@ def _evaluator(problem, m=1):
 
 
 def _one_step(problem, m=1, **kwargs):
-    campaign = Campaign(problem, budget=5, n_init=4, optimizer=FAST, evaluator=_evaluator(problem, m), **kwargs)
+    campaign = Campaign(
+        problem, budget=5, n_init=4, optimizer=FAST, evaluator=_evaluator(problem, m), **kwargs
+    )
     result = campaign.run()
     bo = [t for t in campaign.store.trials() if t.generator != "sobol-init"]
     assert result.num_completed == 5 and len(bo) == 1, campaign.store.trials("failed")
@@ -64,7 +70,13 @@ def test_multi_objective_policies_propose_on_a_mixed_space(acquisition):
 
 @pytest.mark.parametrize(
     "surrogate",
-    ["gp", "map-saas", "ibnn", {"name": "vfe", "num_inducing": 4}, {"name": "neural-ensemble", **NEURAL}],
+    [
+        "gp",
+        "map-saas",
+        "ibnn",
+        {"name": "vfe", "num_inducing": 4},
+        {"name": "neural-ensemble", **NEURAL},
+    ],
     ids=lambda s: s if isinstance(s, str) else s["name"],
 )
 def test_surrogates_fit_a_mixed_space(surrogate):
@@ -72,10 +84,19 @@ def test_surrogates_fit_a_mixed_space(surrogate):
 
 
 def test_bonsai_and_relaxed_categoricals_on_a_mixed_space():
-    optimizer = OptimizerSettings(num_restarts=2, raw_samples=32, maxiter=20, mc_samples=16, categorical="relax")
+    optimizer = OptimizerSettings(
+        num_restarts=2, raw_samples=32, maxiter=20, mc_samples=16, categorical="relax"
+    )
     problem = _problem()
-    campaign = Campaign(problem, surrogate="gp", budget=6, n_init=4, optimizer=optimizer,
-                        evaluator=_evaluator(problem), postprocess={"bonsai": {"default": {"optimizer": "adam"}}})  # fmt: skip
+    campaign = Campaign(
+        problem,
+        surrogate="gp",
+        budget=6,
+        n_init=4,
+        optimizer=optimizer,
+        evaluator=_evaluator(problem),
+        postprocess={"bonsai": {"default": {"optimizer": "adam"}}},
+    )
     campaign.run()
     for trial in campaign.store.trials()[4:]:
         assert trial.status == "completed"
@@ -85,9 +106,11 @@ def test_bonsai_and_relaxed_categoricals_on_a_mixed_space():
 def test_no_configuration_is_evaluated_twice_with_bonsai_and_conditions():
     """Resetting a categorical makes its conditional children inactive; the pruned point is checked
     for repeats after snapping, so an evaluated configuration is never proposed again."""
-    space = {"k": {"type": "choice", "values": ["a", "b"]},
-             "g": {"type": "float", "low": 0.1, "high": 10.0, "log": True, "when": {"k": "a"}},
-             "x": [0.0, 1.0]}  # fmt: skip
+    space = {
+        "k": {"type": "choice", "values": ["a", "b"]},
+        "g": {"type": "float", "low": 0.1, "high": 10.0, "log": True, "when": {"k": "a"}},
+        "x": [0.0, 1.0],
+    }
     problem = get_problem("black-box", parameters=space, target={"k": "a", "g": 1.0, "x": 0.5})
 
     def negated_loss(x):
@@ -96,8 +119,15 @@ def test_no_configuration_is_evaluated_twice_with_bonsai_and_conditions():
             return -(0.3 + 0.01 * (p["x"] - 0.5) ** 2)
         return -(0.5 + (p["x"] - 0.9) ** 2 + math.log(p["g"]) ** 2)
 
-    campaign = Campaign(problem, surrogate="gp", budget=10, n_init=4, optimizer=FAST, evaluator=negated_loss,
-                        postprocess={"bonsai": {}})  # fmt: skip
+    campaign = Campaign(
+        problem,
+        surrogate="gp",
+        budget=10,
+        n_init=4,
+        optimizer=FAST,
+        evaluator=negated_loss,
+        postprocess={"bonsai": {}},
+    )
     campaign.run()
     points = [tuple(t.x) for t in campaign.store.trials()]
     assert len(set(points)) == len(points)
@@ -109,7 +139,9 @@ def test_a_snapped_repeat_is_replaced_by_the_best_new_point():
     from dsbo.acquisition import History
     from dsbo.acquisition.plain import replace_repeats
 
-    problem = get_problem("black-box", parameters={"n": {"type": "int", "low": 0, "high": 9}, "x": [0.0, 1.0]})
+    problem = get_problem(
+        "black-box", parameters={"n": {"type": "int", "low": 0, "high": 9}, "x": [0.0, 1.0]}
+    )
     evaluated = torch.tensor([[3.0, 0.5]], dtype=torch.double)
     history = History(X=evaluated, Y=torch.zeros(1, 1, dtype=torch.double), seed=0, t=1)
 

@@ -60,7 +60,10 @@ def campaign(problem, fast_optimizer, **kwargs):
 def user_values(frame, names):
     """The named parameter columns of a history, NaN (an inactive parameter) as None."""
     rows = frame[names].astype(object).to_dict("records")
-    return [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()} for r in rows]
+    return [
+        {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()}
+        for r in rows
+    ]
 
 
 # ---------------------------------------------------------------------------- conditions
@@ -75,7 +78,10 @@ def test_inactive_conditional_parameter_never_reaches_the_evaluator(fast_optimiz
     # the history shows the user values, the conditional empty where it was inactive
     assert list(frame.columns[4:8]) == ["lr", "optimizer", "momentum", "layers"]
     assert (frame["momentum"].notna() == (frame["optimizer"] == "sgd")).all()
-    assert [{k: v for k, v in row.items() if v is not None} for row in user_values(frame, list(TRAINING))] == trainer.calls
+    assert [
+        {k: v for k, v in row.items() if v is not None}
+        for row in user_values(frame, list(TRAINING))
+    ] == trainer.calls
     assert all(isinstance(v["layers"], int) and 1e-4 <= v["lr"] <= 1e-1 for v in trainer.calls)
 
 
@@ -119,11 +125,36 @@ def one_line(match, fn, *args, **kwargs):
 
 def test_black_box_target_is_checked_by_name():
     problem = make_black_box(parameters=TRAINING, target={"optimizer": "sgd", "momentum": 0.9})
-    assert problem.params(problem.default_point) == {"lr": pytest.approx(10**-2.5), "optimizer": "sgd", "momentum": 0.9, "layers": 5}
-    one_line("target.lr=1.0 is outside [0.0001, 0.1]", make_black_box, parameters=TRAINING, target={"lr": 1.0})
-    one_line("target.epochs: there is no such parameter", make_black_box, parameters=TRAINING, target={"epochs": 3})
-    one_line("target.layers=2.5 must be an integer", make_black_box, parameters=TRAINING, target={"layers": 2.5})
-    one_line("target.momentum: momentum is inactive", make_black_box, parameters=TRAINING, target={"momentum": 0.9})
+    assert problem.params(problem.default_point) == {
+        "lr": pytest.approx(10**-2.5),
+        "optimizer": "sgd",
+        "momentum": 0.9,
+        "layers": 5,
+    }
+    one_line(
+        "target.lr=1.0 is outside [0.0001, 0.1]",
+        make_black_box,
+        parameters=TRAINING,
+        target={"lr": 1.0},
+    )
+    one_line(
+        "target.epochs: there is no such parameter",
+        make_black_box,
+        parameters=TRAINING,
+        target={"epochs": 3},
+    )
+    one_line(
+        "target.layers=2.5 must be an integer",
+        make_black_box,
+        parameters=TRAINING,
+        target={"layers": 2.5},
+    )
+    one_line(
+        "target.momentum: momentum is inactive",
+        make_black_box,
+        parameters=TRAINING,
+        target={"momentum": 0.9},
+    )
     one_line(
         "parameters.lr: a log scale needs low > 0",
         make_black_box,
@@ -143,7 +174,9 @@ def test_bonsai_default_is_checked_by_name(fast_optimizer):
         ({"epochs": 3}, "postprocess.bonsai.default.epochs: there is no such parameter"),
         ({"optimizer": "nag"}, "postprocess.bonsai.default.optimizer='nag' is not one of"),
     ]:
-        one_line(words, campaign, problem, fast_optimizer, postprocess={"bonsai": {"default": default}})
+        one_line(
+            words, campaign, problem, fast_optimizer, postprocess={"bonsai": {"default": default}}
+        )
 
 
 def test_attach_named_values_of_the_wrong_type_is_refused(fast_optimizer):
@@ -170,13 +203,17 @@ def test_attach_named_values_of_the_wrong_type_is_refused(fast_optimizer):
 def test_resume_on_a_sqlite_store_shows_the_same_named_values(fast_optimizer, tmp_path):
     store = tmp_path / "trials.sqlite"
     problem = training_problem()
-    first = campaign(problem, fast_optimizer, budget=5, n_init=4, store=store, evaluator=Trainer(problem))
+    first = campaign(
+        problem, fast_optimizer, budget=5, n_init=4, store=store, evaluator=Trainer(problem)
+    )
     first.run()
     before = user_values(first.history(), list(TRAINING))
     first.store.close()
 
     problem = training_problem()  # rebuilt from the same config, as a new process would
-    again = campaign(problem, fast_optimizer, budget=6, n_init=4, store=store, evaluator=Trainer(problem))
+    again = campaign(
+        problem, fast_optimizer, budget=6, n_init=4, store=store, evaluator=Trainer(problem)
+    )
     assert user_values(again.history(), list(TRAINING)) == before
     again.run()
     after = user_values(again.history(), list(TRAINING))
@@ -209,8 +246,13 @@ def test_bonsai_prunes_whole_parameters_of_a_mixed_space(fast_optimizer):
         v = problem.params(x)
         return -((math.log10(v["lr"]) + 2) ** 2) - 0.1 * (math.log2(v["width"]) - 5) ** 2
 
-    run = campaign(problem, fast_optimizer, seed=1, evaluator=evaluate,
-                   postprocess={"bonsai": {"default": DEFAULT, "rho": 1.0}})  # fmt: skip
+    run = campaign(
+        problem,
+        fast_optimizer,
+        seed=1,
+        evaluator=evaluate,
+        postprocess={"bonsai": {"default": DEFAULT, "rho": 1.0}},
+    )
     run.run()
     assert run.changes_from == "postprocess default"
     assert problem.params(run.reference_point) == DEFAULT
@@ -235,11 +277,15 @@ def test_bonsai_prunes_whole_parameters_of_a_mixed_space(fast_optimizer):
 
 
 @pytest.mark.parametrize("policy", ["sebo", "ir", "er"])
-def test_sparsity_policies_refuse_categoricals_before_any_evaluation(fast_optimizer, tmp_path, policy):
+def test_sparsity_policies_refuse_categoricals_before_any_evaluation(
+    fast_optimizer, tmp_path, policy
+):
     problem = make_black_box(parameters=MIXED)
     calls = []
     store = tmp_path / "trials.sqlite"
-    with pytest.raises(ConfigError, match=f"acquisition '{policy}'.*categorical \\(optimizer\\)") as info:
+    with pytest.raises(
+        ConfigError, match=f"acquisition '{policy}'.*categorical \\(optimizer\\)"
+    ) as info:
         campaign(problem, fast_optimizer, acquisition=policy, evaluator=calls.append, store=store)
     assert "\n" not in str(info.value)
     assert calls == [] and not store.exists()
@@ -249,7 +295,9 @@ def test_sparsity_policies_refuse_categoricals_before_any_evaluation(fast_optimi
 def test_named_fixed_features_keep_every_proposal_at_the_value(fast_optimizer):
     problem = training_problem()
     trainer = Trainer(problem)
-    optimizer = dataclasses.replace(fast_optimizer, fixed_features={"optimizer": "adam", "layers": 2})
+    optimizer = dataclasses.replace(
+        fast_optimizer, fixed_features={"optimizer": "adam", "layers": 2}
+    )
     run = campaign(problem, optimizer, evaluator=trainer)
     assert run.optimizer.fixed_features == {1: 1.0, 2: 0.0, 3: 0.0, 5: 2.0}
     frame = run.run().history
@@ -267,15 +315,20 @@ def test_named_fixed_features_are_checked_by_name(fast_optimizer):
         ({"momentum": 0.9}, "acquisition.fixed_features.momentum: momentum is conditional"),
         ({"layers": 2.5}, "acquisition.fixed_features.layers=2.5 must be an integer"),
     ]:
-        optimizer = OptimizerSettings(**{**dataclasses.asdict(fast_optimizer), "fixed_features": fixed})
+        optimizer = OptimizerSettings(
+            **{**dataclasses.asdict(fast_optimizer), "fixed_features": fixed}
+        )
         one_line(words, campaign, problem, optimizer)
 
 
 def test_a_parameter_named_like_a_history_column_keeps_its_name():
     """A sweep over ``batch`` and an outcome called ``cost``: the trial's own columns step aside
     (``trial_batch``, ``trial_cost``) so every column of the history is one thing."""
-    problem = make_black_box(parameters={"batch": {"type": "int", "low": 16, "high": 64}},
-                             objectives=["cost"], target={"batch": 32})  # fmt: skip
+    problem = make_black_box(
+        parameters={"batch": {"type": "int", "low": 16, "high": 64}},
+        objectives=["cost"],
+        target={"batch": 32},
+    )
     campaign = Campaign(problem, acquisition="sobol", budget=3, n_init=3, seed=0, dry_run=False)
     for x in campaign.initial_design()[:2]:
         campaign.attach(x.tolist(), [1.5])
@@ -288,6 +341,10 @@ def test_a_parameter_named_like_a_history_column_keeps_its_name():
 
 @pytest.mark.parametrize("name", ["status", "trial", "best_so_far"])
 def test_a_parameter_may_not_take_a_core_history_column_name(name):
-    problem = make_black_box(parameters={name: {"type": "float", "low": 0, "high": 1}}, objectives=["y"])
-    with pytest.raises(ConfigError, match=f"parameters.{name}: .* is a column of the run's history"):
+    problem = make_black_box(
+        parameters={name: {"type": "float", "low": 0, "high": 1}}, objectives=["y"]
+    )
+    with pytest.raises(
+        ConfigError, match=f"parameters.{name}: .* is a column of the run's history"
+    ):
         Campaign(problem, acquisition="sobol", budget=3)

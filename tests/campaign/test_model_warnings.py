@@ -31,7 +31,15 @@ def test_model_stack_warnings_are_counted_and_others_pass_through():
     counts = Counter()
     with pytest.warns(UserWarning, match="yours"):
         with ModelWarnings(counts):
-            warnings.warn("A not p.d., added jitter of 1.0e-08 to the diagonal", NumericalWarning, stacklevel=1)
-            warnings.warn("A not p.d., added jitter of 1.0e-08 to the diagonal", NumericalWarning, stacklevel=1)
+            warnings.warn(
+                "A not p.d., added jitter of 1.0e-08 to the diagonal",
+                NumericalWarning,
+                stacklevel=1,
+            )
+            warnings.warn(
+                "A not p.d., added jitter of 1.0e-08 to the diagonal",
+                NumericalWarning,
+                stacklevel=1,
+            )
             warnings.warn("yours", UserWarning, stacklevel=1)
     assert counts == {"NumericalWarning: A not p.d., added jitter of 1.0e-08 to the diagonal": 2}

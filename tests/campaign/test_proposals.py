@@ -60,7 +60,9 @@ def repeats_of_ended(store, tol):
         if trial.generator in ("sobol-init", "default", "sobol-fallback"):
             continue
         # a trial stopped before this one was proposed has a smaller id and ended before it
-        ended = [t for t in trials[:i] if t.status in ENDED_EARLY and t.completed_at <= trial.created_at]
+        ended = [
+            t for t in trials[:i] if t.status in ENDED_EARLY and t.completed_at <= trial.created_at
+        ]
         x = torch.tensor(trial.x)
         if any(float((torch.tensor(t.x) - x).abs().max()) < tol for t in ended):
             bad.append(trial.id)
@@ -72,7 +74,9 @@ def test_the_readme_recipe_never_reproposes_a_stopped_configuration():
     100 BO proposals repeated an earlier trial, because a stopped trial was neither fitted nor
     pending."""
     f = Curves(max_steps=9)
-    result = dsbo.minimize(f, SPACE, early_stopping="asha", max_steps=9, budget_steps=90, seed=0, **FAST)
+    result = dsbo.minimize(
+        f, SPACE, early_stopping="asha", max_steps=9, budget_steps=90, seed=0, **FAST
+    )
     store = result.campaign.store
     assert store.count("stopped") > 5, "the rule stopped trials"
     bo = [t for t in store.trials() if t.generator not in ("sobol-init", "sobol-fallback")]
@@ -82,13 +86,22 @@ def test_the_readme_recipe_never_reproposes_a_stopped_configuration():
 
 def test_stopped_trials_the_model_did_not_fit_are_pending_points(tmp_path):
     store = open_store(str(tmp_path / "t.sqlite"))
-    ids = store.add_trials(torch.tensor([[0.1, 0.1], [0.5, 0.5], [0.9, 0.9]]), "sobol-init", metadata=[{}] * 3)
+    ids = store.add_trials(
+        torch.tensor([[0.1, 0.1], [0.5, 0.5], [0.9, 0.9]]), "sobol-init", metadata=[{}] * 3
+    )
     store.complete(ids[0], [1.0])
     store.stop(ids[1], [2.0], reason="asha")
     store.stop(ids[2], [3.0], reason="asha")
-    X_fitted = torch.tensor([[0.1, 0.1], [0.9, 0.9]], dtype=torch.double)  # "last": stopped ones fitted
+    X_fitted = torch.tensor(
+        [[0.1, 0.1], [0.9, 0.9]], dtype=torch.double
+    )  # "last": stopped ones fitted
     assert unfitted_ended(store, X_fitted).tolist() == [[0.5, 0.5]]
-    assert unfitted_ended(store, torch.tensor([[0.1, 0.1], [0.5, 0.5], [0.9, 0.9]], dtype=torch.double)) is None
+    assert (
+        unfitted_ended(
+            store, torch.tensor([[0.1, 0.1], [0.5, 0.5], [0.9, 0.9]], dtype=torch.double)
+        )
+        is None
+    )
 
 
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -112,8 +125,15 @@ def test_no_proposal_repeats_an_ended_trial_and_steps_are_charged_exactly(
     f = Curves(max_steps, every=every, crossing=crossing)
     spec = {"name": rule, "model": model}
     result = dsbo.minimize(
-        f, SPACE, early_stopping=spec, max_steps=max_steps, budget_steps=budget_steps, seed=seed,
-        workers=workers, n_init=3, **FAST,
+        f,
+        SPACE,
+        early_stopping=spec,
+        max_steps=max_steps,
+        budget_steps=budget_steps,
+        seed=seed,
+        workers=workers,
+        n_init=3,
+        **FAST,
     )
     store = result.campaign.store
     assert repeats_of_ended(store, repeat_tolerance(OptimizerSettings())) == []
@@ -126,7 +146,9 @@ def test_no_proposal_repeats_an_ended_trial_and_steps_are_charged_exactly(
 def test_a_trial_never_trains_past_its_reservation(every):
     """The audit's case: validating every 3 epochs, ``budget_steps=20, max_steps=9`` spent 21."""
     f = Curves(max_steps=9, every=every)
-    result = dsbo.minimize(f, SPACE, early_stopping="median", max_steps=9, budget_steps=20, seed=1, n_init=2, **FAST)
+    result = dsbo.minimize(
+        f, SPACE, early_stopping="median", max_steps=9, budget_steps=20, seed=1, n_init=2, **FAST
+    )
     store = result.campaign.store
     assert sum(f.trained.values()) == store.cost_used() <= 20
     for trial in store.trials():

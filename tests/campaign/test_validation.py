@@ -24,8 +24,14 @@ CHEAP_OPTIONS = {
     "fitc": {"maxiter": 20},
 }
 #: A problem each policy is meant for.
-PROBLEM_FOR = {"qlognehvi": "branin-currin", "qparego": "branin-currin", "mobo-rs": "branin-currin", "sebo": "branin-6d",
-               "cost-ids": "cost-branin", "pool": "pool"}
+PROBLEM_FOR = {
+    "qlognehvi": "branin-currin",
+    "qparego": "branin-currin",
+    "mobo-rs": "branin-currin",
+    "sebo": "branin-6d",
+    "cost-ids": "cost-branin",
+    "pool": "pool",
+}
 PROBLEM_OPTIONS = {"pool": {"size": 2000, "dim": 16, "density": 0.25}}
 
 
@@ -67,7 +73,9 @@ def test_the_dry_run_leaves_the_campaign_unchanged():
     assert torch.equal(torch.rand(3), expected), "the global RNG is restored"
 
     def proposals(dry_run):
-        campaign = Campaign(problem, surrogate="gp", budget=6, n_init=3, seed=5, optimizer=FAST, dry_run=dry_run)
+        campaign = Campaign(
+            problem, surrogate="gp", budget=6, n_init=3, seed=5, optimizer=FAST, dry_run=dry_run
+        )
         return campaign.run().history[["x0", "x1"]].to_numpy()
 
     assert (proposals(True) == proposals(False)).all()
@@ -76,7 +84,9 @@ def test_the_dry_run_leaves_the_campaign_unchanged():
 def test_dry_run_failures_name_the_part():
     problem = get_problem("branin")
     with pytest.raises(ConfigError, match="surrogate 'gp'.*kernel='foo'"):
-        check_campaign(problem, SurrogateSpec("gp", {"kernel": "foo"}), make_policy("qlognei"), FAST, 1)
+        check_campaign(
+            problem, SurrogateSpec("gp", {"kernel": "foo"}), make_policy("qlognei"), FAST, 1
+        )
     bad = make_policy("qlognehvi", {}, FAST)
     with pytest.raises(ConfigError, match="needs >= 2 objectives"):
         check_campaign(problem, SurrogateSpec("gp"), bad, FAST, 1)

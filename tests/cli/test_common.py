@@ -57,7 +57,15 @@ def test_sweep_dir_is_run_dir(tmp_path, capsys):
 
 def test_optimize_dry_run_checks_and_writes_nothing(tmp_path, capsys):
     run_dir = tmp_path / "run"
-    argv = ["--problem.name", "branin", "--surrogate.name", "gp", "--run_dir", str(run_dir), "--dry_run"]
+    argv = [
+        "--problem.name",
+        "branin",
+        "--surrogate.name",
+        "gp",
+        "--run_dir",
+        str(run_dir),
+        "--dry_run",
+    ]
     assert optimize.main(argv) == 0
     assert "nothing was evaluated or written" in capsys.readouterr().err
     assert not run_dir.exists()
@@ -70,34 +78,57 @@ def test_optimize_workers_is_executor_workers():
 
 
 def test_errors_keep_text_in_brackets(capsys):
-    assert optimize.main(["--problem.name", "black-box", "--problem.options", "{parameters: {a: [1]}}"]) == 2
+    assert (
+        optimize.main(
+            ["--problem.name", "black-box", "--problem.options", "{parameters: {a: [1]}}"]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert "[" in err and "]" in err, err
 
 
 def black_box_config(tmp_path) -> Path:
     cfg = {
-        "problem": {"name": "black-box", "options": {"parameters": {"a": [0.0, 1.0]}, "objectives": ["y"]}},
-        "surrogate": {"name": "gp"}, "acquisition": {"num_restarts": 2, "raw_samples": 16},
-        "postprocess": None, "budget": 4, "n_init": 2, "run_dir": str(tmp_path / "run"),
+        "problem": {
+            "name": "black-box",
+            "options": {"parameters": {"a": [0.0, 1.0]}, "objectives": ["y"]},
+        },
+        "surrogate": {"name": "gp"},
+        "acquisition": {"num_restarts": 2, "raw_samples": 16},
+        "postprocess": None,
+        "budget": 4,
+        "n_init": 2,
+        "run_dir": str(tmp_path / "run"),
         "wandb": {"mode": "disabled"},
-    }  # fmt: skip
+    }
     path = tmp_path / "lab.yaml"
     path.write_text(yaml.safe_dump(cfg))
     return path
 
 
-def test_status_is_answered_from_the_store_while_the_outputs_are_current(tmp_path, capsys, monkeypatch):
+def test_status_is_answered_from_the_store_while_the_outputs_are_current(
+    tmp_path, capsys, monkeypatch
+):
     config = str(black_box_config(tmp_path))
     assert blackbox.main(["ask", "--config", config]) == 0
     [trial] = json.loads(capsys.readouterr().out)["trials"]
-    assert blackbox.main(["tell", "--config", config, "--trial", str(trial["trial"]), "--values", "0.5"]) == 0
+    assert (
+        blackbox.main(
+            ["tell", "--config", config, "--trial", str(trial["trial"]), "--values", "0.5"]
+        )
+        == 0
+    )
     capsys.readouterr()
     rebuilt = []
-    monkeypatch.setattr(blackbox, "build_campaign", lambda *a, **k: rebuilt.append(1) or pytest.fail("rebuilt"))
+    monkeypatch.setattr(
+        blackbox, "build_campaign", lambda *a, **k: rebuilt.append(1) or pytest.fail("rebuilt")
+    )
     assert blackbox.main(["status", "--config", config]) == 0
     status = json.loads(capsys.readouterr().out)
-    assert status["completed"] == 1 and status["best_value"] == 0.5 and status["remaining_budget"] == 3
+    assert (
+        status["completed"] == 1 and status["best_value"] == 0.5 and status["remaining_budget"] == 3
+    )
     assert not rebuilt
 
 

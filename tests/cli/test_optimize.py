@@ -14,14 +14,21 @@ from dsbo.problems import get_problem
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs" / "bo"
 FAST = [
-    "--problem.name", "branin",
-    "--surrogate.name", "gp",
-    "--n_init", "3",
-    "--acquisition.num_restarts", "2",
-    "--acquisition.raw_samples", "32",
-    "--acquisition.maxiter", "25",
-    "--progress", "false",
-]  # fmt: skip
+    "--problem.name",
+    "branin",
+    "--surrogate.name",
+    "gp",
+    "--n_init",
+    "3",
+    "--acquisition.num_restarts",
+    "2",
+    "--acquisition.raw_samples",
+    "32",
+    "--acquisition.maxiter",
+    "25",
+    "--progress",
+    "false",
+]
 
 
 def test_end_to_end_run_writes_the_run_directory_and_resumes(tmp_path):
@@ -36,10 +43,14 @@ def test_end_to_end_run_writes_the_run_directory_and_resumes(tmp_path):
 
     # the same command with a larger budget resumes: the 5 trials are kept, 2 are added
     before = pd.read_csv(run_dir / "history.csv")
-    assert main([*FAST, "--budget", "7", "--run_dir", str(run_dir), "--wandb.mode", "disabled"]) == 0
+    assert (
+        main([*FAST, "--budget", "7", "--run_dir", str(run_dir), "--wandb.mode", "disabled"]) == 0
+    )
     after = pd.read_csv(run_dir / "history.csv")
     assert len(after) == 7 and after["trial"].is_unique
-    pd.testing.assert_frame_equal(after.iloc[:5][["x0", "x1", "objective"]], before[["x0", "x1", "objective"]])
+    pd.testing.assert_frame_equal(
+        after.iloc[:5][["x0", "x1", "objective"]], before[["x0", "x1", "objective"]]
+    )
 
 
 def test_builtin_default_matches_configs_bo_default_yaml():
@@ -111,7 +122,10 @@ def test_a_malformed_config_gets_an_error_naming_the_field(tmp_path, capsys, yam
 
 def test_list_shows_the_registries():
     out = subprocess.run(
-        [sys.executable, "-m", "dsbo.optimize", "--list"], capture_output=True, text=True, check=True
+        [sys.executable, "-m", "dsbo.optimize", "--list"],
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     for name in ("branin-{D}d", "sourcing", "map-saas", "qlognei", "qlognehvi", "sobol"):
         assert name in out
@@ -119,8 +133,21 @@ def test_list_shows_the_registries():
 
 def test_initial_design_with_the_default_point_from_the_command_line(tmp_path):
     run_dir = tmp_path / "run"
-    args = [*FAST, "--problem.name", "branin-4d", "--budget", "5", "--n_init", "3",
-            "--initial_design.include_default", "true", "--run_dir", str(run_dir), "--wandb.mode", "disabled"]  # fmt: skip
+    args = [
+        *FAST,
+        "--problem.name",
+        "branin-4d",
+        "--budget",
+        "5",
+        "--n_init",
+        "3",
+        "--initial_design.include_default",
+        "true",
+        "--run_dir",
+        str(run_dir),
+        "--wandb.mode",
+        "disabled",
+    ]
     assert main(args) == 0
     frame = pd.read_csv(run_dir / "history.csv")
     assert list(frame["generator"][:4]) == ["default", "sobol-init", "sobol-init", "sobol-init"]
@@ -132,36 +159,66 @@ def test_initial_design_with_the_default_point_from_the_command_line(tmp_path):
 def test_outcome_warping_from_the_config_reaches_the_campaign(tmp_path):
     from dsbo.cli.optimize import build_campaign
 
-    cfg, _ = parse_config([*FAST, "--problem.name", "branin", "--outcome_warping", "copula",
-                           "--run_dir", str(tmp_path / "run"), "--wandb.mode", "disabled"])  # fmt: skip
+    cfg, _ = parse_config(
+        [
+            *FAST,
+            "--problem.name",
+            "branin",
+            "--outcome_warping",
+            "copula",
+            "--run_dir",
+            str(tmp_path / "run"),
+            "--wandb.mode",
+            "disabled",
+        ]
+    )
     campaign, _, _ = build_campaign(cfg, dry_run=False, write=False)
     assert campaign.outcome_warping == "copula"
     assert parse_config([])[0].outcome_warping is None
 
 
 CONTEXTUAL = [
-    "--problem.name", "contextual-hartmann4",
-    "--surrogate.name", "gp",
-    "--n_init", "6",
-    "--budget", "null",
-    "--acquisition.num_restarts", "2",
-    "--acquisition.raw_samples", "32",
-    "--acquisition.maxiter", "25",
-    "--progress", "false",
-    "--wandb.mode", "disabled",
-]  # fmt: skip
+    "--problem.name",
+    "contextual-hartmann4",
+    "--surrogate.name",
+    "gp",
+    "--n_init",
+    "6",
+    "--budget",
+    "null",
+    "--acquisition.num_restarts",
+    "2",
+    "--acquisition.raw_samples",
+    "32",
+    "--acquisition.maxiter",
+    "25",
+    "--progress",
+    "false",
+    "--wandb.mode",
+    "disabled",
+]
 
 
 def test_a_contextual_run_spends_its_cost_budget_and_reports_the_contexts(tmp_path, capsys):
     run_dir = tmp_path / "run"
-    args = [*CONTEXTUAL, "--contexts.policy", "vbo", "--budget_cost", "14", "--run_dir", str(run_dir)]
+    args = [
+        *CONTEXTUAL,
+        "--contexts.policy",
+        "vbo",
+        "--budget_cost",
+        "14",
+        "--run_dir",
+        str(run_dir),
+    ]
     assert main(args) == 0
     frame = pd.read_csv(run_dir / "history.csv")
     summary = json.loads((run_dir / "summary.json").read_text())
     # 6 observed initial points cost 1 each; VBO then optimizes the 5 contexts (1 + 5 = 6),
     # and the last iteration can afford one context only (1 + 1 = 2)
     assert list(frame["cost"]) == [1.0] * 6 + [6.0, 2.0]
-    assert frame["cumulative_cost"].iloc[-1] == summary["cost_used"] == 14.0 == summary["budget_cost"]
+    assert (
+        frame["cumulative_cost"].iloc[-1] == summary["cost_used"] == 14.0 == summary["budget_cost"]
+    )
     assert frame["optimized"].iloc[-2].split() == ["z2", "z3", "n1", "n2", "n3"]
     assert len(frame["optimized"].iloc[-1].split()) == 1
     assert summary["contexts"]["last_roles"]["z2"] == "optimized"
@@ -172,8 +229,17 @@ def test_a_contextual_run_spends_its_cost_budget_and_reports_the_contexts(tmp_pa
 
 def test_the_sadcbo_config_runs_with_its_default_policy(tmp_path):
     run_dir = tmp_path / "run"
-    args = ["--config", str(CONFIGS / "sadcbo-hartmann6.yaml"), *CONTEXTUAL[2:], "--budget_cost", "9",
-            "--contexts.options", "{q_points: 2}", "--run_dir", str(run_dir)]  # fmt: skip
+    args = [
+        "--config",
+        str(CONFIGS / "sadcbo-hartmann6.yaml"),
+        *CONTEXTUAL[2:],
+        "--budget_cost",
+        "9",
+        "--contexts.options",
+        "{q_points: 2}",
+        "--run_dir",
+        str(run_dir),
+    ]
     assert main(args) == 0
     frame = pd.read_csv(run_dir / "history.csv")
     assert list(frame["generator"]) == ["sobol-init"] * 6 + ["sadcbo"] * 3
@@ -214,7 +280,17 @@ PLAIN = [*FAST, "--postprocess", "null", "--wandb.mode", "disabled"]
 def test_dask_local_cluster_executor_runs_the_campaign(tmp_path):
     pytest.importorskip("dask.distributed", reason="the `scale` extra (dask) is not installed")
     run_dir = tmp_path / "dask"
-    args = [*PLAIN, "--budget", "6", "--executor.kind", "dask", "--executor.workers", "2", "--run_dir", str(run_dir)]
+    args = [
+        *PLAIN,
+        "--budget",
+        "6",
+        "--executor.kind",
+        "dask",
+        "--executor.workers",
+        "2",
+        "--run_dir",
+        str(run_dir),
+    ]
     assert main(args) == 0
     summary = json.loads((run_dir / "summary.json").read_text())
     history = pd.read_csv(run_dir / "history.csv")
@@ -223,21 +299,52 @@ def test_dask_local_cluster_executor_runs_the_campaign(tmp_path):
 
 
 def test_dask_executor_at_a_scheduler_address(tmp_path):
-    distributed = pytest.importorskip("dask.distributed", reason="the `scale` extra (dask) is not installed")
+    distributed = pytest.importorskip(
+        "dask.distributed", reason="the `scale` extra (dask) is not installed"
+    )
     # a cluster started elsewhere (here: in this process, workers as threads); the campaign
     # only gets its scheduler's address
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None) as cluster:
-        args = [*PLAIN, "--budget", "4", "--executor.kind", "dask", "--executor.address", cluster.scheduler_address,
-                "--run_dir", str(tmp_path / "addr")]  # fmt: skip
+    with distributed.LocalCluster(
+        n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None
+    ) as cluster:
+        args = [
+            *PLAIN,
+            "--budget",
+            "4",
+            "--executor.kind",
+            "dask",
+            "--executor.address",
+            cluster.scheduler_address,
+            "--run_dir",
+            str(tmp_path / "addr"),
+        ]
         assert main(args) == 0
     assert json.loads((tmp_path / "addr" / "summary.json").read_text())["completed"] == 4
 
 
 def test_a_worker_joins_a_postgres_campaign_from_its_stored_config(postgres_url, tmp_path, capsys):  # noqa: F811
-    assert main([*PLAIN, "--budget", "5", "--store", postgres_url, "--run_dir", str(tmp_path / "first")]) == 0
+    assert (
+        main(
+            [*PLAIN, "--budget", "5", "--store", postgres_url, "--run_dir", str(tmp_path / "first")]
+        )
+        == 0
+    )
     assert not (tmp_path / "first" / "trials.sqlite").exists(), "the trials live in PostgreSQL"
     # the worker gives only the store: problem, budget and settings come from the database
-    assert main(["--store", postgres_url, "--worker", "--run_dir", str(tmp_path / "w"), "--progress", "false"]) == 0
+    assert (
+        main(
+            [
+                "--store",
+                postgres_url,
+                "--worker",
+                "--run_dir",
+                str(tmp_path / "w"),
+                "--progress",
+                "false",
+            ]
+        )
+        == 0
+    )
     [worker_dir] = (tmp_path / "w").glob("worker-*")
     summary = json.loads((worker_dir / "summary.json").read_text())
     assert summary["completed"] == 5 and summary["problem"] == "branin"
@@ -246,7 +353,12 @@ def test_a_worker_joins_a_postgres_campaign_from_its_stored_config(postgres_url,
 
 def test_worker_and_store_errors_are_named_before_anything_runs(postgres_server, tmp_path, capsys):  # noqa: F811
     run_dir = tmp_path / "never"
-    assert main([*PLAIN, "--store", "postgresql://dsbo:secret@127.0.0.1:1/c", "--run_dir", str(run_dir)]) == 2
+    assert (
+        main(
+            [*PLAIN, "--store", "postgresql://dsbo:secret@127.0.0.1:1/c", "--run_dir", str(run_dir)]
+        )
+        == 2
+    )
     err = " ".join(capsys.readouterr().err.split())
     assert "cannot open the store postgresql://dsbo@127.0.0.1:1/c" in err and "secret" not in err
     assert not (run_dir / "config.yaml").exists()
@@ -262,7 +374,10 @@ def test_worker_and_store_errors_are_named_before_anything_runs(postgres_server,
 @pytest.mark.parametrize(
     ("args", "match"),
     [
-        (["--executor.kind", "process", "--executor.address", "tcp://x:1"], "executor.address is a Dask"),
+        (
+            ["--executor.kind", "process", "--executor.address", "tcp://x:1"],
+            "executor.address is a Dask",
+        ),
         (["--executor.workers", "0"], "executor.workers must be >= 1"),
         (["--executor.workers", "2", "--q", "2"], "set q: 1"),
         (["--store", "mysql://u@h/db"], "only postgresql://"),
@@ -279,23 +394,65 @@ def test_the_early_stopping_keys_parse_and_reach_the_campaign():
     from dsbo.stopping import ASHARule, MedianRule
 
     cfg, _ = parse_config(["--config", str(CONFIGS / "black-box-early-stopping.yaml")])
-    assert cfg.early_stopping == {"name": "asha", "min_resource": 1, "reduction_factor": 3, "model": "bohb"}
+    assert cfg.early_stopping == {
+        "name": "asha",
+        "min_resource": 1,
+        "reduction_factor": 3,
+        "model": "bohb",
+    }
     assert (cfg.max_steps, cfg.budget_steps, cfg.budget) == (27, 270, None)
     campaign, _, _ = build_campaign(cfg, dry_run=False, write=False, ask_tell=True)
     settings = campaign.early_stopping
-    assert settings.rule == ASHARule(min_resource=1, reduction_factor=3) and settings.model == "bohb"
-    assert settings.max_steps == 27 and campaign.ledger.source == "steps" and campaign.budget_cost == 270
+    assert (
+        settings.rule == ASHARule(min_resource=1, reduction_factor=3) and settings.model == "bohb"
+    )
+    assert (
+        settings.max_steps == 27
+        and campaign.ledger.source == "steps"
+        and campaign.budget_cost == 270
+    )
     # the command line overrides them, as any key
-    cfg, _ = parse_config(["--config", str(CONFIGS / "black-box-early-stopping.yaml"), "--early_stopping",
-                           "{name: median, n_warmup_steps: 2}", "--max_steps", "9", "--budget_steps", "null", "--budget", "20"])  # fmt: skip
+    cfg, _ = parse_config(
+        [
+            "--config",
+            str(CONFIGS / "black-box-early-stopping.yaml"),
+            "--early_stopping",
+            "{name: median, n_warmup_steps: 2}",
+            "--max_steps",
+            "9",
+            "--budget_steps",
+            "null",
+            "--budget",
+            "20",
+        ]
+    )
     campaign, _, _ = build_campaign(cfg, dry_run=False, write=False, ask_tell=True)
-    assert campaign.early_stopping.rule == MedianRule(n_warmup_steps=2) and campaign.early_stopping.max_steps == 9
+    assert (
+        campaign.early_stopping.rule == MedianRule(n_warmup_steps=2)
+        and campaign.early_stopping.max_steps == 9
+    )
     assert campaign.ledger.source != "steps"
     assert parse_config([])[0].early_stopping is None  # off unless asked for
 
 
 def test_early_stopping_of_a_problem_that_reports_nothing_is_refused(tmp_path, capsys):
     run_dir = tmp_path / "run"
-    code = main([*FAST, "--budget", "4", "--early_stopping", "asha", "--run_dir", str(run_dir), "--wandb.mode", "disabled"])
-    assert code == 2 and "early_stopping: problem.name='branin' reports no intermediate values" in capsys.readouterr().err
+    code = main(
+        [
+            *FAST,
+            "--budget",
+            "4",
+            "--early_stopping",
+            "asha",
+            "--run_dir",
+            str(run_dir),
+            "--wandb.mode",
+            "disabled",
+        ]
+    )
+    assert (
+        code == 2
+        and "early_stopping: problem.name='branin' reports no intermediate values"
+        in capsys.readouterr().err
+    )
     assert not run_dir.exists()

@@ -26,9 +26,17 @@ FAST_SADCBO = {"q_points": 1}
 
 def campaign(policy, budget_cost, n_init=8, store=None, seed=0, problem=None, **settings):
     contexts = {"policy": policy, **settings}
-    return Campaign(problem or get_problem("contextual-hartmann4"), surrogate="gp", n_init=n_init,
-                    budget_cost=budget_cost, seed=seed, optimizer=CHEAP, contexts=contexts, store=store,
-                    dry_run=False)  # fmt: skip
+    return Campaign(
+        problem or get_problem("contextual-hartmann4"),
+        surrogate="gp",
+        n_init=n_init,
+        budget_cost=budget_cost,
+        seed=seed,
+        optimizer=CHEAP,
+        contexts=contexts,
+        store=store,
+        dry_run=False,
+    )
 
 
 def check_ledger(c: Campaign) -> list:
@@ -37,12 +45,18 @@ def check_ledger(c: Campaign) -> list:
     trials = c.store.trials()
     problem = c.problem  # with the cost overrides applied
     costs = dict(zip(problem.context_names, (ctx.cost for ctx in problem.contexts), strict=True))
-    assert c.cost_used == c.store.cost_used() == pytest.approx(sum(t.cost for t in trials), abs=1e-12)
+    assert (
+        c.cost_used == c.store.cost_used() == pytest.approx(sum(t.cost for t in trials), abs=1e-12)
+    )
     expected = 0.0
     for t in trials:
         roles = t.metadata["contexts"]
-        assert set(roles) == set(problem.context_names) and set(roles.values()) <= set(CONTEXT_ROLES)
-        paid = problem.design_cost + sum(costs[n] for n, role in roles.items() if role == "optimized")
+        assert set(roles) == set(problem.context_names) and set(roles.values()) <= set(
+            CONTEXT_ROLES
+        )
+        paid = problem.design_cost + sum(
+            costs[n] for n, role in roles.items() if role == "optimized"
+        )
         assert t.cost == pytest.approx(paid, abs=1e-12)
         expected += paid
         for name, ctx in zip(problem.context_names, problem.contexts, strict=True):
@@ -105,18 +119,25 @@ def test_a_fixed_context_is_optimized_every_iteration():
     assert len(cbo) == 3
     for t in cbo:
         roles = t.metadata["contexts"]
-        assert roles.pop("z3") == "optimized" and set(roles.values()) == {"observed"} and t.cost == 2.0
+        assert (
+            roles.pop("z3") == "optimized" and set(roles.values()) == {"observed"} and t.cost == 2.0
+        )
 
 
 def test_cost_overrides_enter_the_ledger():
     c = campaign("vbo", budget_cost=8 + 7.5, costs={"z2": 2.5})
-    assert c.problem.contexts[0].cost == 2.5 and get_problem("contextual-hartmann4").contexts[0].cost == 1.0
+    assert (
+        c.problem.contexts[0].cost == 2.5
+        and get_problem("contextual-hartmann4").contexts[0].cost == 1.0
+    )
     c.run()
     trials = check_ledger(c)
     assert [t.cost for t in trials[8:]] == [7.5]
 
 
-@pytest.mark.parametrize("policy, options", [("sadcbo", FAST_SADCBO), ("cabo", {}), ("dropout", {}), ("mmdbo", {})])
+@pytest.mark.parametrize(
+    "policy, options", [("sadcbo", FAST_SADCBO), ("cabo", {}), ("dropout", {}), ("mmdbo", {})]
+)
 def test_every_policy_keeps_the_ledger(policy, options):
     c = campaign(policy, budget_cost=10, n_init=6, options=options)
     c.run()
@@ -124,7 +145,9 @@ def test_every_policy_keeps_the_ledger(policy, options):
     assert len(bo_trials(trials, policy)) >= 1
     if policy == "dropout":  # half of the 5 contexts, rounded up, while affordable
         first = bo_trials(trials, policy)[0]
-        assert list(first.metadata["contexts"].values()).count("optimized") == 3 and first.cost == 4.0
+        assert (
+            list(first.metadata["contexts"].values()).count("optimized") == 3 and first.cost == 4.0
+        )
 
 
 # ---------------------------------------------------------------- SADCBO's phases
@@ -150,7 +173,9 @@ def test_switch_after_forces_the_optimization_phase_from_that_iteration():
 
 def test_the_switch_fires_at_most_once_and_then_no_more_checks():
     # delta and beta chosen so that the regret-bound rule fires early on this seed
-    c = campaign("sadcbo", budget_cost=16, n_init=6, options={"q_points": 1, "delta": 1e-12, "beta": 0.2})
+    c = campaign(
+        "sadcbo", budget_cost=16, n_init=6, options={"q_points": 1, "delta": 1e-12, "beta": 0.2}
+    )
     c.run()
     trials = check_ledger(c)
     sad = bo_trials(trials, "sadcbo")
@@ -178,8 +203,13 @@ def test_the_median_rule_never_switches_in_fewer_than_twenty_iterations():
 # ---------------------------------------------------------------- resuming
 def test_a_resumed_campaign_keeps_its_ledger_and_its_phase(tmp_path):
     path = tmp_path / "trials.sqlite"
-    first = campaign("sadcbo", budget_cost=16, n_init=6, store=TrialStore(path),
-                     options={**FAST_SADCBO, "switch_after": 2})  # fmt: skip
+    first = campaign(
+        "sadcbo",
+        budget_cost=16,
+        n_init=6,
+        store=TrialStore(path),
+        options={**FAST_SADCBO, "switch_after": 2},
+    )
     while len(first.store.trials()) < 8:
         first.step()
     before = {t.id: t.cost for t in first.store.trials()}
@@ -187,7 +217,9 @@ def test_a_resumed_campaign_keeps_its_ledger_and_its_phase(tmp_path):
     first.store.close()
 
     # no switch_after now: the phase comes from the store, so no check is made any more
-    resumed = campaign("sadcbo", budget_cost=16, n_init=6, store=TrialStore(path), options=FAST_SADCBO)
+    resumed = campaign(
+        "sadcbo", budget_cost=16, n_init=6, store=TrialStore(path), options=FAST_SADCBO
+    )
     resumed.run()
     trials = check_ledger(resumed)
     assert {t.id: t.cost for t in trials[:8]} == before
@@ -205,7 +237,11 @@ def test_a_resumed_campaign_continues_the_switch_checks(tmp_path, monkeypatch):
     first = campaign("sadcbo", budget_cost=8, n_init=4, store=TrialStore(path), options=options)
     for _ in range(6):
         first.step()
-    earlier = [t.metadata["switch_check"]["delta_r"] for t in first.store.trials() if "switch_check" in t.metadata]
+    earlier = [
+        t.metadata["switch_check"]["delta_r"]
+        for t in first.store.trials()
+        if "switch_check" in t.metadata
+    ]
     assert len(earlier) == 1
     first.store.close()
 
@@ -235,8 +271,16 @@ def problem():
 def make_state(problem, **overrides):
     history = synthetic_history(problem, CHEAP, 10, seed=0)
     z = torch.tensor([0.1, 0.2, 0.3, 0.4, 0.6], dtype=torch.double)
-    fields = dict(problem=problem, X=history.X, Y=history.Y[:, 0], z=z, t=3, seed=0,
-                  surrogate=SurrogateSpec("gp", {}), optimizer=CHEAP)  # fmt: skip
+    fields = dict(
+        problem=problem,
+        X=history.X,
+        Y=history.Y[:, 0],
+        z=z,
+        t=3,
+        seed=0,
+        surrogate=SurrogateSpec("gp", {}),
+        optimizer=CHEAP,
+    )
     return ContextState(**{**fields, **overrides})
 
 
@@ -254,7 +298,9 @@ def test_beta_follows_srinivas_or_a_number():
     assert make_context_policy("cbo", {"beta": 0.2}, CHEAP).beta_at(3, 7) == 0.2
 
 
-@pytest.mark.parametrize("name, roles", [("cubo", {"ignored"}), ("cbo", {"observed"}), ("vbo", {"optimized"})])
+@pytest.mark.parametrize(
+    "name, roles", [("cubo", {"ignored"}), ("cbo", {"observed"}), ("vbo", {"optimized"})]
+)
 def test_baseline_roles_and_the_environments_values(problem, name, roles):
     state = make_state(problem)
     proposal = make_context_policy(name, {}, CHEAP).propose(state)
@@ -275,14 +321,25 @@ def test_cubo_models_the_design_only_and_vbo_everything(problem):
 def test_observe_only_contexts_are_not_optimized_by_vbo(problem):
     state = make_state(problem, observe_only=frozenset({0, 2}))
     proposal = make_context_policy("vbo", {}, CHEAP).propose(state)
-    assert proposal.roles == {"z2": "observed", "z3": "optimized", "n1": "observed", "n2": "optimized", "n3": "optimized"}
-    assert proposal.x[problem.contexts[0].dim] == state.z[0] and proposal.x[problem.contexts[2].dim] == state.z[2]
+    assert proposal.roles == {
+        "z2": "observed",
+        "z3": "optimized",
+        "n1": "observed",
+        "n2": "optimized",
+        "n3": "optimized",
+    }
+    assert (
+        proposal.x[problem.contexts[0].dim] == state.z[0]
+        and proposal.x[problem.contexts[2].dim] == state.z[2]
+    )
     assert proposal.cost == 1.0 + 2.0 + 1.0 + 1.0
 
 
 def test_sadcbo_scores_per_unit_cost_eq_9(problem):
     policy = make_context_policy("sadcbo", {}, CHEAP)
-    scaled = policy.per_unit_cost(make_state(problem), torch.tensor([0.4, 0.4, 0.2, 0.0, 0.0], dtype=torch.double))
+    scaled = policy.per_unit_cost(
+        make_state(problem), torch.tensor([0.4, 0.4, 0.2, 0.0, 0.0], dtype=torch.double)
+    )
     # costs 1, 2, 1, 1, 1: [0.4, 0.2, 0.2, 0, 0] / 0.8
     assert torch.allclose(scaled, torch.tensor([0.5, 0.25, 0.25, 0.0, 0.0], dtype=torch.double))
 
@@ -302,10 +359,16 @@ def test_sadcbo_observational_phase_observes_the_kept(problem):
     state = make_state(problem, t=1)
     proposal = make_context_policy("sadcbo", {"q_points": 2}, CHEAP).propose(state)
     meta = proposal.metadata
-    assert meta["phase"] == "observational" and "switch_check" not in meta  # t = 1: no earlier model
+    assert (
+        meta["phase"] == "observational" and "switch_check" not in meta
+    )  # t = 1: no earlier model
     assert {n for n, r in proposal.roles.items() if r == "observed"} == set(meta["kept"])
     assert proposal.cost == 1.0
-    top = int(torch.count_nonzero((state.Y - state.Y.min()) / (state.Y.max() - state.Y.min()) >= 0.8 - 1e-12))
+    top = int(
+        torch.count_nonzero(
+            (state.Y - state.Y.min()) / (state.Y.max() - state.Y.min()) >= 0.8 - 1e-12
+        )
+    )
     assert meta["num_scored"] == top + 2
 
 
@@ -328,10 +391,15 @@ def test_context_settings_coerce():
     assert settings.policy == "cbo" and settings.fixed == ["z3"]
 
 
-@pytest.mark.parametrize("name, options, phase, seed", [("sadcbo", {"q_points": 2}, "optimization", 0),
-                                                        ("mmdbo", {}, "observational", 0),
-                                                        ("dropout", {}, "observational", 2),
-                                                        ("cabo", {}, "observational", 0)])  # fmt: skip
+@pytest.mark.parametrize(
+    "name, options, phase, seed",
+    [
+        ("sadcbo", {"q_points": 2}, "optimization", 0),
+        ("mmdbo", {}, "observational", 0),
+        ("dropout", {}, "observational", 2),
+        ("cabo", {}, "observational", 0),
+    ],
+)
 def test_fixed_contexts_are_optimized_by_every_policy(problem, name, options, phase, seed):
     # ContextSettings / policies docstrings: "contexts marked fixed are optimized (and paid for)
     # every iteration", whatever the policy would choose on its own

@@ -40,7 +40,10 @@ def test_kl_matches_the_closed_form_torch_and_monte_carlo():
     # KL(N(0, 1) || N(1, 4)) = 1/2 [log 4 + (1 + 1) / 4 - 1]
     kl = float(gaussian_kl(tensor(0.0), tensor(1.0), tensor(1.0), tensor(4.0)))
     assert kl == pytest.approx(0.5 * (math.log(4.0) + 0.5 - 1.0), rel=1e-12)
-    p, q = torch.distributions.Normal(tensor(0.0), tensor(1.0)), torch.distributions.Normal(tensor(1.0), tensor(2.0))
+    p, q = (
+        torch.distributions.Normal(tensor(0.0), tensor(1.0)),
+        torch.distributions.Normal(tensor(1.0), tensor(2.0)),
+    )
     assert kl == pytest.approx(float(torch.distributions.kl_divergence(p, q)), rel=1e-12)
     # Monte Carlo E_p[log p - log q]: the order of the arguments matters (KL is asymmetric)
     samples = p.sample(torch.Size([200_000]))
@@ -52,7 +55,10 @@ def test_kl_matches_the_closed_form_torch_and_monte_carlo():
 
 @settings(max_examples=200, deadline=None)
 @given(
-    st.floats(-10, 10), st.floats(1e-4, 1e2), st.floats(-10, 10), st.floats(1e-4, 1e2),
+    st.floats(-10, 10),
+    st.floats(1e-4, 1e2),
+    st.floats(-10, 10),
+    st.floats(1e-4, 1e2),
 )
 def test_kl_is_nonnegative(mean_p, var_p, mean_q, var_q):
     kl = gaussian_kl(tensor(mean_p), tensor(var_p), tensor(mean_q), tensor(var_q))
@@ -80,7 +86,9 @@ def test_collapsing_an_inert_context_has_near_zero_relevance(collapse_model):
     assert float(scores.sum()) == pytest.approx(1.0, abs=1e-12)
     assert float(scores[1]) < 0.1 and float(scores[0]) > 0.9
     # sqrt-kl is the elementwise root of the same divergences
-    assert torch.allclose(collapse_divergences(model, X[:20], [1, 2], bounds, distance="sqrt-kl"), r.sqrt())
+    assert torch.allclose(
+        collapse_divergences(model, X[:20], [1, 2], bounds, distance="sqrt-kl"), r.sqrt()
+    )
 
 
 def test_collapse_divergences_are_the_kl_of_the_predictives(collapse_model):
@@ -137,28 +145,39 @@ def test_per_sample_and_average_first_differ_where_the_order_matters():
     # per sample: rows [1, 0] and [0.9, 0.1], averaged -> [0.95, 0.05]
     assert torch.allclose(normalized_scores(r, "per-sample"), tensor([0.95, 0.05]), atol=1e-15)
     # average first: means [5, 0.5] normalized -> [10/11, 1/11]
-    assert torch.allclose(normalized_scores(r, "average-first"), tensor([10 / 11, 1 / 11]), atol=1e-15)
+    assert torch.allclose(
+        normalized_scores(r, "average-first"), tensor([10 / 11, 1 / 11]), atol=1e-15
+    )
 
 
 def test_zero_rows_are_skipped_and_all_zero_is_uniform():
     r = tensor([[0.0, 0.0, 0.0], [1.0, 3.0, 0.0]])
     assert torch.allclose(normalized_scores(r), tensor([0.25, 0.75, 0.0]))
-    assert torch.allclose(normalized_scores(torch.zeros(4, 3, dtype=T)), torch.full((3,), 1 / 3, dtype=T))
-    assert torch.allclose(normalized_scores(torch.zeros(4, 3, dtype=T), "average-first"), torch.full((3,), 1 / 3, dtype=T))
+    assert torch.allclose(
+        normalized_scores(torch.zeros(4, 3, dtype=T)), torch.full((3,), 1 / 3, dtype=T)
+    )
+    assert torch.allclose(
+        normalized_scores(torch.zeros(4, 3, dtype=T), "average-first"),
+        torch.full((3,), 1 / 3, dtype=T),
+    )
     with pytest.raises(ConfigError, match="normalize"):
         normalized_scores(r, "mean")
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.lists(st.floats(0, 100), min_size=3, max_size=3), min_size=1, max_size=8),
-       st.sampled_from(["per-sample", "average-first"]))
+@given(
+    st.lists(st.lists(st.floats(0, 100), min_size=3, max_size=3), min_size=1, max_size=8),
+    st.sampled_from(["per-sample", "average-first"]),
+)
 def test_scores_sum_to_one(rows, normalize):
     scores = normalized_scores(tensor(rows), normalize)
     assert float(scores.sum()) == pytest.approx(1.0, abs=1e-9) and (scores >= 0).all()
 
 
 # ---------------------------------------------------------------- eta cut (Algorithm 1, line 7)
-@pytest.mark.parametrize("eta, kept", [(0.8, [1, 2]), (0.5, [1]), (0.81, [1, 2, 0]), (1.0, [1, 2, 0, 3]), (0.05, [1])])
+@pytest.mark.parametrize(
+    "eta, kept", [(0.8, [1, 2]), (0.5, [1]), (0.81, [1, 2, 0]), (1.0, [1, 2, 0, 3]), (0.05, [1])]
+)
 def test_eta_cut_keeps_the_smallest_descending_prefix(eta, kept):
     assert eta_cut(tensor([0.1, 0.5, 0.3, 0.1]), eta) == kept
 
@@ -177,7 +196,9 @@ def test_eta_outside_the_unit_interval_is_refused(eta):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.floats(0, 10, allow_subnormal=False), min_size=1, max_size=8), st.floats(0.01, 1.0))
+@given(
+    st.lists(st.floats(0, 10, allow_subnormal=False), min_size=1, max_size=8), st.floats(0.01, 1.0)
+)
 def test_eta_cut_is_the_smallest_prefix_reaching_eta(values, eta):
     scores = tensor(values)
     kept = eta_cut(scores, eta)
@@ -197,7 +218,11 @@ def test_eta_cut_is_the_smallest_prefix_reaching_eta(values, eta):
 def test_ratio_rule_is_y_over_y_best_when_the_minimum_is_zero():
     y = tensor([0.0, 0.3, 0.85, 1.0, 0.79, 0.8, 0.5, 0.95])
     mask = top_value_mask(y, 0.8, "ratio")
-    assert mask.tolist() == (y / y.max() >= 0.8).tolist() == [False, False, True, True, False, True, False, True]
+    assert (
+        mask.tolist()
+        == (y / y.max() >= 0.8).tolist()
+        == [False, False, True, True, False, True, False, True]
+    )
     # the ratio is scale free: y / y_best with y_best = 2
     assert top_value_mask(2 * y, 0.8, "ratio").tolist() == mask.tolist()
     # min-max scaled: an affine shift does not change the set
@@ -205,7 +230,9 @@ def test_ratio_rule_is_y_over_y_best_when_the_minimum_is_zero():
     assert top_value_mask(torch.ones(3, dtype=T), 0.8).all()  # all equal: every point is top
 
 
-@pytest.mark.parametrize("gamma, n, k", [(0.8, 10, 2), (0.75, 10, 3), (0.9, 7, 1), (0.0, 5, 5), (1.0, 5, 1), (0.5, 9, 5)])
+@pytest.mark.parametrize(
+    "gamma, n, k", [(0.8, 10, 2), (0.75, 10, 3), (0.9, 7, 1), (0.0, 5, 5), (1.0, 5, 1), (0.5, 9, 5)]
+)
 def test_rank_rule_keeps_the_best_ceil_one_minus_gamma_n(gamma, n, k):
     y = torch.randperm(n, generator=torch.Generator().manual_seed(n)).to(T)
     mask = top_value_mask(y, gamma, "rank")
@@ -242,11 +269,20 @@ def brute_force_hsic(a, b, bandwidth):
 @pytest.mark.parametrize("seed, n, bandwidth", [(0, 6, 0.3), (1, 9, 1.0), (2, 12, 0.05)])
 def test_hsic_equals_the_triple_sum_of_eq_s5(seed, n, bandwidth):
     generator = torch.Generator().manual_seed(seed)
-    a, b = torch.randn(n, generator=generator, dtype=T), torch.randn(n, generator=generator, dtype=T)
+    a, b = (
+        torch.randn(n, generator=generator, dtype=T),
+        torch.randn(n, generator=generator, dtype=T),
+    )
     expected = brute_force_hsic(a.tolist(), b.tolist(), bandwidth)
     assert abs(float(hsic(a, b, bandwidth)) - expected) < 1e-10
     indicator = (b > 0).to(T)
-    assert abs(float(hsic(a, indicator, bandwidth)) - brute_force_hsic(a.tolist(), indicator.tolist(), bandwidth)) < 1e-10
+    assert (
+        abs(
+            float(hsic(a, indicator, bandwidth))
+            - brute_force_hsic(a.tolist(), indicator.tolist(), bandwidth)
+        )
+        < 1e-10
+    )
 
 
 def test_hsic_is_near_zero_for_independent_and_larger_for_dependent_data():

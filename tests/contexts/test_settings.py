@@ -30,8 +30,16 @@ def refused(match, problem="contextual-hartmann4", contexts="cbo", **kwargs):
         calls.append(x)
         return 0.5
 
-    settings = dict(surrogate="gp", n_init=4, budget_cost=10, seed=0, optimizer=CHEAP, store=store,
-                    evaluator=evaluator, contexts=contexts)  # fmt: skip
+    settings = dict(
+        surrogate="gp",
+        n_init=4,
+        budget_cost=10,
+        seed=0,
+        optimizer=CHEAP,
+        store=store,
+        evaluator=evaluator,
+        contexts=contexts,
+    )
     with pytest.raises(ConfigError, match=match):
         Campaign(get_problem(problem), **{**settings, **kwargs}).run()
     assert store.count() == 0 and calls == []
@@ -44,10 +52,16 @@ def refused(match, problem="contextual-hartmann4", contexts="cbo", **kwargs):
         ({"policy": "cbo", "observed": ["x1"]}, r"contexts\.observed: \['x1'\]"),
         ({"policy": "cbo", "fixed": ["z7"]}, r"contexts\.fixed: \['z7'\]"),
         ({"policy": "cbo", "observed": "z2"}, r"contexts\.observed must be a list"),
-        ({"policy": "vbo", "costs": {"z2": -1.0}}, r"contexts\.costs\.z2 must be a finite number >= 0"),
+        (
+            {"policy": "vbo", "costs": {"z2": -1.0}},
+            r"contexts\.costs\.z2 must be a finite number >= 0",
+        ),
         ({"policy": "vbo", "costs": {"n1": math.nan}}, r"contexts\.costs\.n1"),
         ({"policy": "vbo", "costs": {"n1": "cheap"}}, r"contexts\.costs\.n1"),
-        ({"policy": "cbo", "fixed": ["z3"], "observed": ["z3", "z2"]}, r"\['z3'\] cannot be both fixed"),
+        (
+            {"policy": "cbo", "fixed": ["z3"], "observed": ["z3", "z2"]},
+            r"\['z3'\] cannot be both fixed",
+        ),
         ({"policy": "sadcbo", "options": {"eta": 0}}, "eta"),
         ({"policy": "sadcbo", "options": {"eta": 1.5}}, "eta"),
         ({"policy": "mmdbo", "options": {"eta": 0.0}}, "eta"),
@@ -95,7 +109,9 @@ def test_contexts_on_a_problem_without_contexts_are_refused():
 
 def test_resolve_applies_costs_and_returns_the_indices():
     problem = get_problem("contextual-hartmann4")
-    settings = ContextSettings(policy="vbo", costs={"z3": 4.0, "n2": 0.0}, observed=["n1"], fixed=["z2", "n3"])
+    settings = ContextSettings(
+        policy="vbo", costs={"z3": 4.0, "n2": 0.0}, observed=["n1"], fixed=["z2", "n3"]
+    )
     resolved, policy, fixed, observed = settings.resolve(problem, CHEAP)
     assert [c.cost for c in resolved.contexts] == [1.0, 4.0, 1.0, 0.0, 1.0]
     assert [c.cost for c in problem.contexts] == [1.0] * 5  # the problem itself is untouched
@@ -105,14 +121,24 @@ def test_resolve_applies_costs_and_returns_the_indices():
 
 def test_an_uncontrollable_context_cannot_be_fixed_and_is_never_optimized():
     base = get_problem("contextual-hartmann4")
-    contexts = tuple(Context(c.dim, c.cost, controllable=(k != 1)) for k, c in enumerate(base.contexts))
+    contexts = tuple(
+        Context(c.dim, c.cost, controllable=(k != 1)) for k, c in enumerate(base.contexts)
+    )
     problem = dataclasses.replace(base, contexts=contexts)
     with pytest.raises(ConfigError, match=r"contexts\.fixed: \['z3'\] can only be observed"):
         ContextSettings(policy="cbo", fixed=["z3"]).resolve(problem, CHEAP)
     history = synthetic_history(problem, CHEAP, 8, seed=0)
     z = torch.full((5,), 0.25, dtype=torch.double)
-    state = ContextState(problem=problem, X=history.X, Y=history.Y[:, 0], z=z, t=2, seed=0,
-                         surrogate=SurrogateSpec("gp", {}), optimizer=CHEAP)  # fmt: skip
+    state = ContextState(
+        problem=problem,
+        X=history.X,
+        Y=history.Y[:, 0],
+        z=z,
+        t=2,
+        seed=0,
+        surrogate=SurrogateSpec("gp", {}),
+        optimizer=CHEAP,
+    )
     proposal = make_context_policy("vbo", {}, CHEAP).propose(state)
     assert proposal.roles["z3"] == "observed" and proposal.x[problem.contexts[1].dim] == 0.25
     assert proposal.cost == 5.0
@@ -129,9 +155,15 @@ def environment():
     [
         ({"z2": 0.1, "z3": 0.2, "n1": 0.3, "n2": 0.4}, r"missing \['n3'\]"),
         ({"z2": 0.1, "z3": 0.2, "n1": 0.3, "n2": 0.4, "n3": 0.5, "x1": 0.5}, r"unknown \['x1'\]"),
-        ({"z2": 1.5, "z3": 0.2, "n1": 0.3, "n2": 0.4, "n3": 0.5}, r"contexts\.z2=1\.5 is outside its bounds"),
+        (
+            {"z2": 1.5, "z3": 0.2, "n1": 0.3, "n2": 0.4, "n3": 0.5},
+            r"contexts\.z2=1\.5 is outside its bounds",
+        ),
         ({"z2": 0.1, "z3": -0.01, "n1": 0.3, "n2": 0.4, "n3": 0.5}, r"contexts\.z3"),
-        ({"z2": 0.1, "z3": 0.2, "n1": math.nan, "n2": 0.4, "n3": 0.5}, r"contexts\.n1=nan must be a finite number"),
+        (
+            {"z2": 0.1, "z3": 0.2, "n1": math.nan, "n2": 0.4, "n3": 0.5},
+            r"contexts\.n1=nan must be a finite number",
+        ),
         ({"z2": 0.1, "z3": 0.2, "n1": 0.3, "n2": math.inf, "n3": 0.5}, r"contexts\.n2"),
         ({"z2": True, "z3": 0.2, "n1": 0.3, "n2": 0.4, "n3": 0.5}, r"contexts\.z2"),
         ({"z2": "0.1", "z3": 0.2, "n1": 0.3, "n2": 0.4, "n3": 0.5}, r"contexts\.z2"),
@@ -162,16 +194,31 @@ def test_simulated_draws_are_reproducible_and_within_p_z(environment):
 
 def test_a_campaign_uses_its_environment_and_given_contexts():
     reading = {"z2": 0.9, "z3": 0.1, "n1": 0.2, "n2": 0.3, "n3": 0.4}
-    c = Campaign(get_problem("contextual-hartmann4"), surrogate="gp", n_init=3, budget_cost=5, seed=0,
-                 optimizer=CHEAP, contexts="cbo", environment=lambda: reading)  # fmt: skip
+    c = Campaign(
+        get_problem("contextual-hartmann4"),
+        surrogate="gp",
+        n_init=3,
+        budget_cost=5,
+        seed=0,
+        optimizer=CHEAP,
+        contexts="cbo",
+        environment=lambda: reading,
+    )
     c.run()
     problem = c.problem
     for t in c.store.trials():
         assert t.metadata["context_values"] == reading
         assert [t.x[d] for d in problem.context_dims] == list(reading.values())
     # given values (a black box that reports its contexts) override the environment
-    other = Campaign(get_problem("contextual-hartmann4"), surrogate="gp", n_init=3, budget_cost=5, seed=0,
-                     optimizer=CHEAP, contexts="cbo")  # fmt: skip
+    other = Campaign(
+        get_problem("contextual-hartmann4"),
+        surrogate="gp",
+        n_init=3,
+        budget_cost=5,
+        seed=0,
+        optimizer=CHEAP,
+        contexts="cbo",
+    )
     [trial] = other.ask(contexts=[0.5, 0.5, 0.5, 0.5, 0.125])
     assert [trial.x[d] for d in problem.context_dims] == [0.5, 0.5, 0.5, 0.5, 0.125]
     with pytest.raises(ConfigError, match="outside its bounds"):

@@ -21,13 +21,27 @@ def state(name: str, options: dict, n: int = 8) -> ContextState:
     problem = get_problem("contextual-eggholder")
     history = synthetic_history(problem, CHEAP, n, seed=0)
     z = torch.full((len(problem.contexts),), 0.3, dtype=torch.double)
-    return ContextState(problem=problem, X=history.X, Y=history.Y[:, 0], z=z, t=3, seed=0,
-                        surrogate=SurrogateSpec(name, options), optimizer=CHEAP)  # fmt: skip
+    return ContextState(
+        problem=problem,
+        X=history.X,
+        Y=history.Y[:, 0],
+        z=z,
+        t=3,
+        seed=0,
+        surrogate=SurrogateSpec(name, options),
+        optimizer=CHEAP,
+    )
 
 
 @pytest.mark.parametrize(
     "name, options",
-    [("gp", {}), ("map-saas", {}), ("neural-lints", NEURAL), ("neural-ucb", NEURAL), ("neural-ensemble", NEURAL)],
+    [
+        ("gp", {}),
+        ("map-saas", {}),
+        ("neural-lints", NEURAL),
+        ("neural-ucb", NEURAL),
+        ("neural-ensemble", NEURAL),
+    ],
 )
 def test_sadcbo_proposes_with_every_surrogate(name, options):
     warnings.simplefilter("ignore")
@@ -44,14 +58,30 @@ def test_sadcbo_proposes_with_every_surrogate(name, options):
         assert proposal.x[context.dim] == s.z[k]
 
 
-@pytest.mark.parametrize("name, options, rule", [("gp", {}, "regret-bound"), ("neural-lints", NEURAL, "regret-bound"),
-                                                 ("neural-ucb", NEURAL, "median")])  # fmt: skip
+@pytest.mark.parametrize(
+    "name, options, rule",
+    [
+        ("gp", {}, "regret-bound"),
+        ("neural-lints", NEURAL, "regret-bound"),
+        ("neural-ucb", NEURAL, "median"),
+    ],
+)
 def test_the_regret_bound_rule_needs_a_noise_model(name, options, rule):
     warnings.simplefilter("ignore")
     s = state(name, options)
     full = fit_surrogate(s.surrogate, s.X, s.Y.unsqueeze(-1), bounds=s.problem.bounds)
     previous = fit_surrogate(s.surrogate, s.X[:-1], s.Y[:-1].unsqueeze(-1), bounds=s.problem.bounds)
     assert (noise_variance(previous, s.X[-1]) > 1e-10) == (rule == "regret-bound")
-    check = regret_bound_check(full, previous, s.X, s.Y, s.problem.bounds, beta=2.0, delta=0.05, optimizer=CHEAP,
-                               seed=0, rule="regret-bound")  # fmt: skip
+    check = regret_bound_check(
+        full,
+        previous,
+        s.X,
+        s.Y,
+        s.problem.bounds,
+        beta=2.0,
+        delta=0.05,
+        optimizer=CHEAP,
+        seed=0,
+        rule="regret-bound",
+    )
     assert check.rule == rule

@@ -55,15 +55,21 @@ def test_fixed_hyperparameters_are_the_same_as_conditioning(data):
     conditioned = previous.condition_on_observations(X[-1:], y[-1:].unsqueeze(-1))
     probe = torch.rand(5, 2, generator=torch.Generator().manual_seed(1), dtype=T)
     with torch.no_grad():
-        assert torch.allclose(model.posterior(probe).mean, conditioned.posterior(probe).mean, atol=1e-9)
-        assert torch.allclose(model.posterior(probe).variance, conditioned.posterior(probe).variance, atol=1e-9)
+        assert torch.allclose(
+            model.posterior(probe).mean, conditioned.posterior(probe).mean, atol=1e-9
+        )
+        assert torch.allclose(
+            model.posterior(probe).variance, conditioned.posterior(probe).variance, atol=1e-9
+        )
     assert noise_variance(previous, X[-1]) == pytest.approx(NOISE, rel=1e-6)
 
 
 def test_closed_form_kl_is_the_kl_of_the_marginals_of_f(data):
     X, y = data
     model, previous = models(X, y)
-    check = regret_bound_check(model, previous, X, y, BOUNDS, beta=2.0, delta=0.05, optimizer=CHEAP, seed=0)
+    check = regret_bound_check(
+        model, previous, X, y, BOUNDS, beta=2.0, delta=0.05, optimizer=CHEAP, seed=0
+    )
     assert check.rule == "regret-bound"
     with torch.no_grad():
         new, old = model.posterior(X[-1:]), previous.posterior(X[-1:])
@@ -83,7 +89,9 @@ def test_regret_bound_terms_by_hand(data):
     X, y = data
     model, previous = models(X, y)
     beta, delta = 2.0, 0.05
-    check = regret_bound_check(model, previous, X, y, BOUNDS, beta=beta, delta=delta, optimizer=CHEAP, seed=0)
+    check = regret_bound_check(
+        model, previous, X, y, BOUNDS, beta=beta, delta=delta, optimizer=CHEAP, seed=0
+    )
     best_new, best_old = int(y.argmax()), int(y[:-1].argmax())
     assert best_new == 6 and best_old != 6
     with torch.no_grad():
@@ -93,7 +101,9 @@ def test_regret_bound_terms_by_hand(data):
         var_old_new = float(previous.posterior(X[-1:]).variance)
         var_old_at_best = float(previous.posterior(X[best_new : best_new + 1]).variance)
         lcb = model.posterior(X[:-1])
-        max_lcb = float((lcb.mean.reshape(-1) - math.sqrt(beta) * lcb.variance.reshape(-1).sqrt()).max())
+        max_lcb = float(
+            (lcb.mean.reshape(-1) - math.sqrt(beta) * lcb.variance.reshape(-1).sqrt()).max()
+        )
     delta_mu = float(mean[0]) - mu_old_best
     v = math.sqrt(float(cov[0, 0] - 2 * cov[0, 1] + cov[1, 1]))
     g = delta_mu / v
@@ -103,12 +113,19 @@ def test_regret_bound_terms_by_hand(data):
     # kappa = max_V UCB - max_{D_{t-1}} LCB >= UCB at any data point - max LCB
     with torch.no_grad():
         ucb_points = model.posterior(X)
-        ucb = (ucb_points.mean.reshape(-1) + math.sqrt(beta) * ucb_points.variance.reshape(-1).sqrt()).max()
+        ucb = (
+            ucb_points.mean.reshape(-1) + math.sqrt(beta) * ucb_points.variance.reshape(-1).sqrt()
+        ).max()
     assert kappa >= float(ucb) - max_lcb - 1e-3
     expected_dr = v * (phi + g * Phi) + abs(delta_mu) + kappa * math.sqrt(check.kl / 2)  # eq. (11)
     assert check.delta_r == pytest.approx(expected_dr, rel=1e-9)
-    threshold = ((math.sqrt(var_old_at_best) + kappa / 2) * math.sqrt(var_old_new) * math.sqrt(NOISE)
-                 * math.sqrt(-2 * math.log(delta)) / (var_old_new + NOISE))  # eq. (12)
+    threshold = (
+        (math.sqrt(var_old_at_best) + kappa / 2)
+        * math.sqrt(var_old_new)
+        * math.sqrt(NOISE)
+        * math.sqrt(-2 * math.log(delta))
+        / (var_old_new + NOISE)
+    )  # eq. (12)
     assert check.threshold == pytest.approx(threshold, rel=1e-7)
     assert check.fired == (check.delta_r <= check.threshold)
     assert set(check.as_dict()) == {"delta_r", "threshold", "rule", "fired", "kappa", "kl"}
@@ -126,8 +143,19 @@ def test_joint_moments_have_the_cross_covariance(data):
 def median_check(data, history):
     X, y = data
     model, previous = models(X, y)
-    return regret_bound_check(model, previous, X, y, BOUNDS, beta=2.0, delta=0.05, optimizer=CHEAP, seed=0,
-                              rule="median", history=history)  # fmt: skip
+    return regret_bound_check(
+        model,
+        previous,
+        X,
+        y,
+        BOUNDS,
+        beta=2.0,
+        delta=0.05,
+        optimizer=CHEAP,
+        seed=0,
+        rule="median",
+        history=history,
+    )
 
 
 def test_median_rule_fires_with_twenty_values_and_a_small_newest(data):

@@ -19,8 +19,17 @@ def test_digits_split_by_class():
 
 
 def test_synthetic_classes_are_unseen_deterministic_and_have_distractors():
-    kwargs = dict(total_classes=50, train_classes=30, eval_classes=10, train_per_class=4, eval_per_class=3,
-                  latent_dim=8, in_dim=12, batch_size=32, seed=3)
+    kwargs = dict(
+        total_classes=50,
+        train_classes=30,
+        eval_classes=10,
+        train_per_class=4,
+        eval_per_class=3,
+        latent_dim=8,
+        in_dim=12,
+        batch_size=32,
+        seed=3,
+    )
     dm = SyntheticClassesDataModule(**kwargs)
     x, y = dm.split("train")
     xe, ye = dm.split("eval")
@@ -56,13 +65,37 @@ def test_train_cli_takes_a_datamodule_by_class(tmp_path):
 
     from dsbo.cli.train import main, names_datamodule_class
 
-    args = ["fit", "--model", "SparseEmbedding", "--model.num_classes", "7", "--model.embedding_dim", "6",
-            "--model.hidden", "[8]", "--model.lam", "1.0", "--data", "dsbo.data.DigitsDataModule",
-            "--data.batch_size", "256", "--trainer.max_epochs", "1",
-            # a logger merges model and data hparams: a shared name must not disagree
-            "--trainer.logger", "pytorch_lightning.loggers.CSVLogger", "--trainer.logger.save_dir", str(tmp_path),
-            "--trainer.enable_progress_bar", "false", "--run_dir", str(tmp_path)]
-    assert names_datamodule_class(args) and not names_datamodule_class(["fit", "--data.problem", "branin"])
+    args = [
+        "fit",
+        "--model",
+        "SparseEmbedding",
+        "--model.num_classes",
+        "7",
+        "--model.embedding_dim",
+        "6",
+        "--model.hidden",
+        "[8]",
+        "--model.lam",
+        "1.0",
+        "--data",
+        "dsbo.data.DigitsDataModule",
+        "--data.batch_size",
+        "256",
+        "--trainer.max_epochs",
+        "1",
+        # a logger merges model and data hparams: a shared name must not disagree
+        "--trainer.logger",
+        "pytorch_lightning.loggers.CSVLogger",
+        "--trainer.logger.save_dir",
+        str(tmp_path),
+        "--trainer.enable_progress_bar",
+        "false",
+        "--run_dir",
+        str(tmp_path),
+    ]
+    assert names_datamodule_class(args) and not names_datamodule_class(
+        ["fit", "--data.problem", "branin"]
+    )
     assert main(args) == 0
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert 0 <= summary["val_recall@1"] <= 1 and summary["val_nnz"] <= 6
@@ -76,11 +109,33 @@ def test_synthetic_train_config_fits_with_a_logger(tmp_path):
     from dsbo.cli.train import main
 
     config = Path(__file__).resolve().parents[2] / "configs/train/sparse-embedding-synthetic.yaml"
-    args = ["fit", "--config", str(config), "--data.total_classes", "60", "--data.train_classes", "40",
-            "--data.eval_classes", "10", "--data.train_per_class", "4", "--model.num_classes", "40",
-            "--model.embedding_dim", "16", "--trainer.max_epochs", "1", "--trainer.enable_progress_bar", "false",
-            "--trainer.logger", "pytorch_lightning.loggers.CSVLogger", "--trainer.logger.save_dir", str(tmp_path),
-            "--run_dir", str(tmp_path)]
+    args = [
+        "fit",
+        "--config",
+        str(config),
+        "--data.total_classes",
+        "60",
+        "--data.train_classes",
+        "40",
+        "--data.eval_classes",
+        "10",
+        "--data.train_per_class",
+        "4",
+        "--model.num_classes",
+        "40",
+        "--model.embedding_dim",
+        "16",
+        "--trainer.max_epochs",
+        "1",
+        "--trainer.enable_progress_bar",
+        "false",
+        "--trainer.logger",
+        "pytorch_lightning.loggers.CSVLogger",
+        "--trainer.logger.save_dir",
+        str(tmp_path),
+        "--run_dir",
+        str(tmp_path),
+    ]
     with pytest.warns(UserWarning, match="no validation epoch was eligible"):
         assert main(args) == 0
     assert (tmp_path / "checkpoints" / "final.ckpt").is_file()

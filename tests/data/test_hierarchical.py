@@ -56,7 +56,9 @@ def real_folder(name):
     for candidate in (Path(REAL) / name, Path(REAL) / "hierarchical" / name):
         if (candidate / "data.csv").is_file():
             return candidate
-    pytest.skip(f"real data set {name!r} not found under DSBO_DATA={REAL} (docs/data.md says where to get it)")
+    pytest.skip(
+        f"real data set {name!r} not found under DSBO_DATA={REAL} (docs/data.md says where to get it)"
+    )
 
 
 @pytest.fixture
@@ -140,7 +142,9 @@ def test_synthetic_is_coherent_by_construction(groups):
     # mean property (6.1) in leaf-count units
     mean_units = s.values / h.leaf_count
     for p in range(h.num_nodes):
-        np.testing.assert_allclose(mean_units[:, p], mean_units[:, h.leaves_of(p)].mean(1), rtol=1e-12)
+        np.testing.assert_allclose(
+            mean_units[:, p], mean_units[:, h.leaves_of(p)].mean(1), rtol=1e-12
+        )
     broken = s.values.copy()
     broken[7, 1] += 1.0
     with pytest.raises(DataError, match=rf"node {h.node_names[1]!r} at step 7"):
@@ -201,14 +205,20 @@ def test_missing_file(folder):
 
 def test_S_rows_not_matching_data_columns(folder):
     edit_csv(folder / "agg_mat.csv", 3, 0, "elsewhere")
-    with pytest.raises(DataError, match=r"agg_mat\.csv: row 4, column 1: node 'elsewhere', but data\.csv column 4 is 'n1'"):
+    with pytest.raises(
+        DataError,
+        match=r"agg_mat\.csv: row 4, column 1: node 'elsewhere', but data\.csv column 4 is 'n1'",
+    ):
         read_hierarchical(folder)
 
 
 def test_S_with_a_row_too_few(folder):
     lines = (folder / "agg_mat.csv").read_text().splitlines()
     (folder / "agg_mat.csv").write_text("\n".join(lines[:-1]) + "\n")
-    with pytest.raises(DataError, match=r"8 rows of S for the 9 nodes of data\.csv: data\.csv column 10 \('n1/2'\) has no row"):
+    with pytest.raises(
+        DataError,
+        match=r"8 rows of S for the 9 nodes of data\.csv: data\.csv column 10 \('n1/2'\) has no row",
+    ):
         read_hierarchical(folder)
 
 
@@ -216,8 +226,14 @@ def test_S_with_a_row_too_few(folder):
     ("cell", "match"),
     [
         ("", r"data\.csv: row 5 \(date '2000-04-01'\), column 3 \('n0'\): missing value"),
-        ("abc", r"data\.csv: row 5 \(date '2000-04-01'\), column 3 \('n0'\): non-numeric value 'abc'"),
-        ("nan", r"data\.csv: row 5 \(date '2000-04-01'\), column 3 \('n0'\): non-finite value 'nan'"),
+        (
+            "abc",
+            r"data\.csv: row 5 \(date '2000-04-01'\), column 3 \('n0'\): non-numeric value 'abc'",
+        ),
+        (
+            "nan",
+            r"data\.csv: row 5 \(date '2000-04-01'\), column 3 \('n0'\): non-finite value 'nan'",
+        ),
     ],
 )
 def test_bad_values_name_file_row_column(folder, cell, match):
@@ -239,31 +255,44 @@ def test_bottom_series_without_a_path(folder):
     path = folder / "tags.csv"
     lines = path.read_text().splitlines()
     path.write_text("\n".join(lines[:-1]) + "\n")
-    with pytest.raises(DataError, match=r"tags\.csv: 5 rows for 6 bottom series: bottom series 'n1/2'"):
+    with pytest.raises(
+        DataError, match=r"tags\.csv: 5 rows for 6 bottom series: bottom series 'n1/2'"
+    ):
         read_hierarchical(folder)
 
 
 def test_empty_path_element(folder):
     edit_csv(folder / "tags.csv", 2, 1, "")
-    with pytest.raises(DataError, match=r"tags\.csv: row 3, column 2: empty path element for bottom series 'n0/2'"):
+    with pytest.raises(
+        DataError, match=r"tags\.csv: row 3, column 2: empty path element for bottom series 'n0/2'"
+    ):
         read_hierarchical(folder)
 
 
 def test_path_inconsistent_with_S(folder):
     edit_csv(folder / "tags.csv", 0, 1, "n1")  # leaf n0/0 claimed by n1
-    with pytest.raises(DataError, match=r"tags\.csv: column 2, tag 'n1' \(rows 1, 4, 5, 6\): its 4 bottom series are not the leaves"):
+    with pytest.raises(
+        DataError,
+        match=r"tags\.csv: column 2, tag 'n1' \(rows 1, 4, 5, 6\): its 4 bottom series are not the leaves",
+    ):
         read_hierarchical(folder)
 
 
 def test_S_value_not_zero_one(folder):
     edit_csv(folder / "agg_mat.csv", 2, 3, "2.0")
-    with pytest.raises(DataError, match=r"agg_mat\.csv: row 3 \(node 'n0'\), column 4 \('n0/2'\): value '2.0'; S holds only 0 and 1"):
+    with pytest.raises(
+        DataError,
+        match=r"agg_mat\.csv: row 3 \(node 'n0'\), column 4 \('n0/2'\): value '2.0'; S holds only 0 and 1",
+    ):
         read_hierarchical(folder)
 
 
 def test_bottom_series_without_a_row(folder):
     edit_csv(folder / "agg_mat.csv", 9, 5, "1.0")  # n1/2's row now selects two bottom series
-    with pytest.raises(DataError, match=r"agg_mat\.csv: column 7 \('n1/2'\): no row selects only this bottom series"):
+    with pytest.raises(
+        DataError,
+        match=r"agg_mat\.csv: column 7 \('n1/2'\): no row selects only this bottom series",
+    ):
         read_hierarchical(folder)
 
 
@@ -271,13 +300,17 @@ def test_incoherent_aggregate_names_worst_node_and_step(folder, small_series):
     values = small_series.values
     edit_csv(folder / "data.csv", 11, 2, str(float(values[10, 1] * 1.5)))
     edit_csv(folder / "data.csv", 20, 1, str(float(values[19, 0] * 1.01)))
-    with pytest.raises(DataError, match=r"not coherent: node 'n0' at step 10 \(row 12, date 2000-11-01\)"):
+    with pytest.raises(
+        DataError, match=r"not coherent: node 'n0' at step 10 \(row 12, date 2000-11-01\)"
+    ):
         read_hierarchical(folder)
 
 
 def test_unparsable_and_unordered_dates(folder):
     edit_csv(folder / "data.csv", 3, 0, "2000-01-15")
-    with pytest.raises(DataError, match=r"row 4, column 1 \(date\): '2000-01-15' does not come after '2000-02-01'"):
+    with pytest.raises(
+        DataError, match=r"row 4, column 1 \(date\): '2000-01-15' does not come after '2000-02-01'"
+    ):
         read_hierarchical(folder)
     edit_csv(folder / "data.csv", 3, 0, "someday")
     with pytest.raises(DataError, match=r"row 4, column 1 \(date\): 'someday' is not a date"):
@@ -285,8 +318,12 @@ def test_unparsable_and_unordered_dates(folder):
 
 
 def test_too_few_steps(folder):
-    with pytest.raises(DataError, match=r"60 steps are too few for history 41 \+ horizon 4 .* = 61"):
-        HierarchicalDataModule(path=str(folder), history=41, horizon=4, val_windows=2, test_windows=2)
+    with pytest.raises(
+        DataError, match=r"60 steps are too few for history 41 \+ horizon 4 .* = 61"
+    ):
+        HierarchicalDataModule(
+            path=str(folder), history=41, horizon=4, val_windows=2, test_windows=2
+        )
 
 
 # ------------------------------------------------------------------------------------- config
@@ -315,19 +352,39 @@ def test_name_needs_dsbo_data(monkeypatch, folder):
         HierarchicalDataModule(name="toy")
     monkeypatch.setenv("DSBO_DATA", str(folder.parent))
     dm = HierarchicalDataModule(name="toy", history=12)
-    assert dm.num_nodes == 9 and (dm.horizon, dm.val_windows, dm.test_windows) == (4, 3, 3)  # paper defaults
+    assert dm.num_nodes == 9 and (dm.horizon, dm.val_windows, dm.test_windows) == (
+        4,
+        3,
+        3,
+    )  # paper defaults
 
 
 # ------------------------------------------------------------------------------------- scaling
 def test_scaling_and_batch_format():
-    dm = HierarchicalDataModule(synthetic={"branching": [2, 3], "num_steps": 80, "seed": 2}, history=12, horizon=4,
-                                num_representatives=3)
+    dm = HierarchicalDataModule(
+        synthetic={"branching": [2, 3], "num_steps": 80, "seed": 2},
+        history=12,
+        horizon=4,
+        num_representatives=3,
+    )
     h = dm.hierarchy
     batch = next(iter(dm.val_dataloader()))
     B, H, F, D, R = dm.num_nodes, 12, 4, dm.in_dim, 3
-    shapes = {"y_hist": (B, H), "y_fut": (B, F), "nodes": (B,), "level": (B,), "scale": (B,),
-              "x_hist": (H, D), "x_fut": (F, D), "z_hist": (H, R), "t_fut": (F,), "y_snaive": (B, F)}
-    assert {k: tuple(v.shape) for k, v in batch.items()} == shapes and set(shapes) == set(BATCH_KEYS)
+    shapes = {
+        "y_hist": (B, H),
+        "y_fut": (B, F),
+        "nodes": (B,),
+        "level": (B,),
+        "scale": (B,),
+        "x_hist": (H, D),
+        "x_fut": (F, D),
+        "z_hist": (H, R),
+        "t_fut": (F,),
+        "y_snaive": (B, F),
+    }
+    assert {k: tuple(v.shape) for k, v in batch.items()} == shapes and set(shapes) == set(
+        BATCH_KEYS
+    )
     for key in ("y_hist", "y_fut", "scale", "x_hist", "x_fut", "z_hist", "y_snaive"):
         assert batch[key].dtype == torch.float32
     for key in ("nodes", "level", "t_fut"):
@@ -335,15 +392,21 @@ def test_scaling_and_batch_format():
     start = dm.forecast_starts("val")[0]
     assert batch["t_fut"].tolist() == list(range(start, start + F))
     # scaled * scale = original units; scale = leaf count x global sigma
-    original = torch.as_tensor(dm.Y[start: start + F, batch["nodes"].numpy()].T)
-    torch.testing.assert_close((batch["y_fut"] * batch["scale"][:, None]).double(), original, rtol=1e-5, atol=1e-4)
-    torch.testing.assert_close(batch["scale"].double(), torch.as_tensor(h.leaf_count * dm.global_scale), rtol=1e-6, atol=0)
+    original = torch.as_tensor(dm.Y[start : start + F, batch["nodes"].numpy()].T)
+    torch.testing.assert_close(
+        (batch["y_fut"] * batch["scale"][:, None]).double(), original, rtol=1e-5, atol=1e-4
+    )
+    torch.testing.assert_close(
+        batch["scale"].double(), torch.as_tensor(h.leaf_count * dm.global_scale), rtol=1e-6, atol=0
+    )
     # sigma: std of the leaf-count-scaled training values
     assert dm.global_scale == pytest.approx(float((dm.Y[: dm.train_end] / h.leaf_count).std()))
     # mean property in scaled units (6.1)
     y = batch["y_fut"].double()
     for p in range(h.num_nodes):
-        torch.testing.assert_close(y[p], y[torch.as_tensor(h.leaves_of(p))].mean(0), rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(
+            y[p], y[torch.as_tensor(h.leaves_of(p))].mean(0), rtol=1e-5, atol=1e-6
+        )
     # representatives' scaled histories
     torch.testing.assert_close(batch["z_hist"], batch["y_hist"][dm.representatives].T)
     assert batch["level"].tolist() == h.level.tolist()
@@ -358,35 +421,53 @@ def test_calendar_covariates_monthly_and_quarterly():
     assert X[0, 2] == -0.5 and X[-1, 2] == 0.5
     quarters = pd.date_range("2001-03-31", periods=8, freq="QE")
     Xq, names_q = calendar_covariates(quarters, "Q", trend=False)
-    assert names_q == ("quarter_sin", "quarter_cos") and np.allclose(Xq[0], Xq[4]) and not np.allclose(Xq[0], Xq[1])
+    assert (
+        names_q == ("quarter_sin", "quarter_cos")
+        and np.allclose(Xq[0], Xq[4])
+        and not np.allclose(Xq[0], Xq[1])
+    )
     future = extend_dates(quarters, "Q", 3)
     assert [d.strftime("%Y-%m-%d") for d in future] == ["2003-03-31", "2003-06-30", "2003-09-30"]
 
 
 # ------------------------------------------------------------------------------------- windows
 def test_windows_tile_the_ranges():
-    dm = HierarchicalDataModule(synthetic={"num_steps": 100}, history=10, horizon=5, val_windows=2, test_windows=3)
+    dm = HierarchicalDataModule(
+        synthetic={"num_steps": 100}, history=10, horizon=5, val_windows=2, test_windows=3
+    )
     assert dm.ranges() == {"train": (0, 75), "val": (75, 85), "test": (85, 100)}
     assert dm.forecast_starts("val") == [75, 80] and dm.forecast_starts("test") == [85, 90, 95]
     # origins from max(H, season) = max(10, 12): y_snaive needs a full season before the origin
     assert dm.season == 12 and dm.forecast_starts("train") == list(range(12, 71))
-    dm = HierarchicalDataModule(synthetic={"num_steps": 100}, history=14, horizon=5, val_windows=2, test_windows=3)
+    dm = HierarchicalDataModule(
+        synthetic={"num_steps": 100}, history=14, horizon=5, val_windows=2, test_windows=3
+    )
     assert dm.forecast_starts("train") == list(range(14, 71))
 
 
 def test_windows_never_leak_test_or_validation_values():
     base = synthetic_hierarchy(branching=(2, 3), num_steps=70, seed=4)
     h = base.hierarchy
-    dm_args = {"history": 8, "horizon": 4, "val_windows": 2, "test_windows": 2, "batch_nodes": 4, "num_representatives": 4}
+    dm_args = {
+        "history": 8,
+        "horizon": 4,
+        "val_windows": 2,
+        "test_windows": 2,
+        "batch_nodes": 4,
+        "num_representatives": 4,
+    }
     # mark the held-out steps: validation values + 1e4, test values + 1e6 (leaves, then aggregated: coherent)
     bottom = base.values[:, h.leaf_index].copy()
-    bottom[70 - 16: 70 - 8] += 1e4
-    bottom[70 - 8:] += 1e6
+    bottom[70 - 16 : 70 - 8] += 1e4
+    bottom[70 - 8 :] += 1e6
     marked = HierarchicalSeries(h, h.aggregate(bottom), base.dates, "M", "marked", "test")
     dm = HierarchicalDataModule.from_series(marked, **dm_args)
 
     def max_original(batch):
-        out = [dm.unscale(batch["y_hist"], batch["nodes"]).max(), dm.unscale(batch["y_fut"], batch["nodes"]).max()]
+        out = [
+            dm.unscale(batch["y_hist"], batch["nodes"]).max(),
+            dm.unscale(batch["y_fut"], batch["nodes"]).max(),
+        ]
         z = batch["z_hist"] * dm.scale[dm.representatives].float()
         return max(float(x) for x in [*out, z.max()])
 
@@ -403,27 +484,39 @@ def test_windows_never_leak_test_or_validation_values():
 
 
 def test_validation_chunks_cover_every_node_per_window():
-    dm = HierarchicalDataModule(synthetic={"branching": [3, 3], "num_steps": 60}, history=8, horizon=4,
-                                val_windows=2, test_windows=1, batch_nodes=5)
+    dm = HierarchicalDataModule(
+        synthetic={"branching": [3, 3], "num_steps": 60},
+        history=8,
+        horizon=4,
+        val_windows=2,
+        test_windows=1,
+        batch_nodes=5,
+    )
     batches = list(dm.val_dataloader())
     assert len(batches) == 2 * 3  # 13 nodes in chunks of 5
     for w, start in enumerate(dm.forecast_starts("val")):
-        chunk = batches[3 * w: 3 * w + 3]
+        chunk = batches[3 * w : 3 * w + 3]
         assert all(b["t_fut"][0] == start and len(b["nodes"]) <= 5 for b in chunk)
         assert torch.cat([b["nodes"] for b in chunk]).tolist() == list(range(13))
 
 
 def test_predict_future_window():
-    dm = HierarchicalDataModule(synthetic={"num_steps": 50}, history=8, horizon=4, predict_split="future")
+    dm = HierarchicalDataModule(
+        synthetic={"num_steps": 50}, history=8, horizon=4, predict_split="future"
+    )
     (batch,) = list(dm.predict_dataloader())
     assert "y_fut" not in batch and batch["t_fut"].tolist() == [50, 51, 52, 53]
-    assert batch["x_fut"].shape == (4, dm.in_dim) and batch["x_fut"][:, -1].min() > 0.5  # trend past the data
+    assert (
+        batch["x_fut"].shape == (4, dm.in_dim) and batch["x_fut"][:, -1].min() > 0.5
+    )  # trend past the data
     torch.testing.assert_close(batch["y_hist"], dm.Y_scaled[-8:].T)
 
 
 def test_training_batches_reproducible_by_seed():
     def first(seed):
-        dm = HierarchicalDataModule(synthetic={"num_steps": 60}, history=8, horizon=4, batch_nodes=3, seed=seed)
+        dm = HierarchicalDataModule(
+            synthetic={"num_steps": 60}, history=8, horizon=4, batch_nodes=3, seed=seed
+        )
         return [(int(b["t_fut"][0]), b["nodes"].tolist()) for b in dm.train_dataloader()]
 
     assert first(0) == first(0) and first(0) != first(1)
@@ -458,10 +551,17 @@ def test_successive_projection_recovers_separable_columns():
 
 # ------------------------------------------------------------------------------------- sampling
 def test_level_weighted_sampling_matches_alpha_power_minus_depth():
-    dm = HierarchicalDataModule(synthetic={"branching": [2, 3], "num_steps": 40}, history=8, horizon=4,
-                                val_windows=1, test_windows=1, alpha=3.0, batch_nodes=9)
+    dm = HierarchicalDataModule(
+        synthetic={"branching": [2, 3], "num_steps": 40},
+        history=8,
+        horizon=4,
+        val_windows=1,
+        test_windows=1,
+        alpha=3.0,
+        batch_nodes=9,
+    )
     depth = dm.hierarchy.depth
-    expected = 3.0 ** -depth / (3.0 ** -depth).sum()
+    expected = 3.0**-depth / (3.0**-depth).sum()
     np.testing.assert_allclose(level_weights(depth, 3.0), expected)
     g = torch.Generator().manual_seed(123)
     counts = np.bincount(torch.cat([dm.sample_nodes(g) for _ in range(2000)]).numpy(), minlength=9)
@@ -476,12 +576,24 @@ def test_level_weighted_sampling_matches_alpha_power_minus_depth():
 
 
 def test_alpha_one_is_a_subset_without_replacement():
-    dm = HierarchicalDataModule(synthetic={"branching": [2, 3], "num_steps": 40}, history=8, horizon=4,
-                                val_windows=1, test_windows=1, batch_nodes=512)
+    dm = HierarchicalDataModule(
+        synthetic={"branching": [2, 3], "num_steps": 40},
+        history=8,
+        horizon=4,
+        val_windows=1,
+        test_windows=1,
+        batch_nodes=512,
+    )
     for batch in dm.train_dataloader():
         assert sorted(batch["nodes"].tolist()) == list(range(9))
-    small = HierarchicalDataModule(synthetic={"branching": [2, 3], "num_steps": 40}, history=8, horizon=4,
-                                   val_windows=1, test_windows=1, batch_nodes=4)
+    small = HierarchicalDataModule(
+        synthetic={"branching": [2, 3], "num_steps": 40},
+        history=8,
+        horizon=4,
+        val_windows=1,
+        test_windows=1,
+        batch_nodes=4,
+    )
     for batch in small.train_dataloader():
         assert len(set(batch["nodes"].tolist())) == 4
 

@@ -22,7 +22,9 @@ def table(tmp_path):
 
 
 def test_problem_samples_batches_and_transforms():
-    dm = ObservationDataModule(problem="branin", num_samples=40, seed=3, val_fraction=0.1, test_fraction=0.1)
+    dm = ObservationDataModule(
+        problem="branin", num_samples=40, seed=3, val_fraction=0.1, test_fraction=0.1
+    )
     assert dm.in_dim == 2 and dm.target == "objective" and dm.inputs == ["x0", "x1"]
     x, y, index = next(iter(dm.train_dataloader()))
     n_train = len(dm.split_index["train"])
@@ -50,9 +52,15 @@ def test_seeded_split_and_sampling():
 
 
 def test_noise_is_seeded_and_objective_is_checked():
-    a = ObservationDataModule(problem="branin", num_samples=10, noise_std=1.0, seed=0, val_fraction=0, test_fraction=0)
-    b = ObservationDataModule(problem="branin", num_samples=10, noise_std=1.0, seed=0, val_fraction=0, test_fraction=0)
-    clean = ObservationDataModule(problem="branin", num_samples=10, seed=0, val_fraction=0, test_fraction=0)
+    a = ObservationDataModule(
+        problem="branin", num_samples=10, noise_std=1.0, seed=0, val_fraction=0, test_fraction=0
+    )
+    b = ObservationDataModule(
+        problem="branin", num_samples=10, noise_std=1.0, seed=0, val_fraction=0, test_fraction=0
+    )
+    clean = ObservationDataModule(
+        problem="branin", num_samples=10, seed=0, val_fraction=0, test_fraction=0
+    )
     assert torch.equal(a.y_raw, b.y_raw) and not torch.allclose(a.y_raw, clean.y_raw)
     with pytest.raises(ConfigError, match="objective"):
         ObservationDataModule(problem="branin-currin", num_samples=10)
@@ -73,7 +81,9 @@ def test_csv_defaults_minimize_and_data_range(table):
     dm = ObservationDataModule(csv_path=table, target="y", val_fraction=0, test_fraction=0)
     assert dm.inputs == ["a", "b"] and dm.in_dim == 2
     assert dm.bounds.tolist() == [[0.0, 0.0], [19.0, 9.0]]
-    low = ObservationDataModule(csv_path=table, target="y", minimize=True, val_fraction=0, test_fraction=0)
+    low = ObservationDataModule(
+        csv_path=table, target="y", minimize=True, val_fraction=0, test_fraction=0
+    )
     assert torch.equal(low.y_raw, -dm.y_raw)
     x, _, _ = next(iter(dm.predict_dataloader()))
     assert x[:, 0].min() == 0 and x[:, 0].max() == 1
@@ -82,7 +92,10 @@ def test_csv_defaults_minimize_and_data_range(table):
 def test_csv_given_bounds_and_inputs(table):
     dm = ObservationDataModule(csv_path=table, target="y", inputs=["a"], bounds=[[0], [40]])
     assert dm.in_dim == 1
-    assert torch.allclose(dm.transform_x(torch.tensor([[20.0]], dtype=torch.double)), torch.tensor([[0.5]], dtype=torch.double))
+    assert torch.allclose(
+        dm.transform_x(torch.tensor([[20.0]], dtype=torch.double)),
+        torch.tensor([[0.5]], dtype=torch.double),
+    )
     with pytest.raises(DataError, match=r"row 11 has a=11 outside the bounds \[0, 10\]"):
         ObservationDataModule(csv_path=table, target="y", inputs=["a"], bounds=[[0], [10]])
     with pytest.raises(ConfigError, match="bounds must be 2 x 1"):
@@ -102,13 +115,33 @@ def test_nan_rows_dropped_with_warning_or_rejected(tmp_path):
     ("text", "kwargs", "error", "match"),
     [
         ("a,y\n1,2\n", {"target": "z"}, DataError, "target='z' is not a column"),
-        ("a,y\n1,2\n", {"target": "y", "inputs": ["q"]}, DataError, r"inputs \['q'\] are not columns"),
-        ("a,y\n1,2\nx,3\n4,5\n", {"target": "y"}, DataError, r"inputs: column 'a'.*row 1 \(line 3\) holds 'x'"),
+        (
+            "a,y\n1,2\n",
+            {"target": "y", "inputs": ["q"]},
+            DataError,
+            r"inputs \['q'\] are not columns",
+        ),
+        (
+            "a,y\n1,2\nx,3\n4,5\n",
+            {"target": "y"},
+            DataError,
+            r"inputs: column 'a'.*row 1 \(line 3\) holds 'x'",
+        ),
         ("a,y\n1,2\n3,oops\n", {"target": "y"}, DataError, "target: column 'y'"),
         ("a,y\n1,2\n2,3\n3,4\n", {"target": "y"}, DataError, "need at least 2 training rows"),
-        ("a,b,y\n1,0,2\n2,0,3\n3,0,4\n4,0,1\n", {"target": "y", "val_fraction": 0, "test_fraction": 0}, ConfigError, r"inputs \['b'\] are constant"),
+        (
+            "a,b,y\n1,0,2\n2,0,3\n3,0,4\n4,0,1\n",
+            {"target": "y", "val_fraction": 0, "test_fraction": 0},
+            ConfigError,
+            r"inputs \['b'\] are constant",
+        ),
         ("a,y\n1,2\n", {}, ConfigError, "target: required"),
-        ("a,y\n1,2\n", {"target": "y", "inputs": ["y"]}, ConfigError, "must not contain the target"),
+        (
+            "a,y\n1,2\n",
+            {"target": "y", "inputs": ["y"]},
+            ConfigError,
+            "must not contain the target",
+        ),
     ],
 )
 def test_csv_errors_name_the_field(tmp_path, text, kwargs, error, match):
@@ -146,7 +179,11 @@ def test_state_dict_round_trip_and_checks(table):
     assert state["inputs"] == ["a", "b"] and state["minimize"] is True
     other = ObservationDataModule(csv_path=table, target="y", bounds=[[-10, -10], [30, 30]])
     other.load_state_dict(state)
-    assert torch.equal(other.bounds, dm.bounds) and other.y_mean == dm.y_mean and other.y_std == dm.y_std
+    assert (
+        torch.equal(other.bounds, dm.bounds)
+        and other.y_mean == dm.y_mean
+        and other.y_std == dm.y_std
+    )
     narrow = ObservationDataModule(csv_path=table, target="y", inputs=["a"])
     with pytest.raises(DataError, match=r"trained on inputs \['a', 'b'\]"):
         narrow.load_state_dict(state)

@@ -10,7 +10,9 @@ from dsbo.data import posting_lists
 from dsbo.data.retrieval import SparseIndex
 from dsbo.errors import ConfigError
 
-pytestmark = pytest.mark.skipif(not posting_lists.available(), reason="numba is not installed (the retrieval extra)")
+pytestmark = pytest.mark.skipif(
+    not posting_lists.available(), reason="numba is not installed (the retrieval extra)"
+)
 
 
 def codes(n, d, density, seed, signed):
@@ -26,21 +28,29 @@ def codes(n, d, density, seed, signed):
 def test_compiled_scan_equals_the_scipy_path_bitwise(signed, threads):
     D, Q = codes(3000, 64, 0.08, 1, signed), codes(150, 64, 0.1, 2, signed)
     rng = np.random.default_rng(3)
-    dense, dense_q = rng.standard_normal((3000, 8)).astype(np.float32), rng.standard_normal((150, 8)).astype(np.float32)
+    dense, dense_q = (
+        rng.standard_normal((3000, 8)).astype(np.float32),
+        rng.standard_normal((150, 8)).astype(np.float32),
+    )
     compiled = SparseIndex(D, dense=dense, kernel="compiled", threads=threads)
     scipy_path = SparseIndex(D, dense=dense, kernel="scipy")
     compiled.chunk = scipy_path.chunk = 32  # several blocks
-    cases = [dict(k=5), dict(k=5, shortlist=40, dense_queries=dense_q),
-             dict(k=3, shortlist=50, threshold=0.0, dense_queries=dense_q),
-             dict(k=3, shortlist=20, threshold=0.3, dense_queries=dense_q),
-             dict(k=10, shortlist=10, threshold=5.0, dense_queries=dense_q),  # nearly no row passes
-             dict(k=4, shortlist=30, threshold=-0.2, dense_queries=dense_q),  # a negative threshold
-             dict(k=7, threshold=0.3)]  # without a re-rank a threshold changes nothing
+    cases = [
+        dict(k=5),
+        dict(k=5, shortlist=40, dense_queries=dense_q),
+        dict(k=3, shortlist=50, threshold=0.0, dense_queries=dense_q),
+        dict(k=3, shortlist=20, threshold=0.3, dense_queries=dense_q),
+        dict(k=10, shortlist=10, threshold=5.0, dense_queries=dense_q),  # nearly no row passes
+        dict(k=4, shortlist=30, threshold=-0.2, dense_queries=dense_q),  # a negative threshold
+        dict(k=7, threshold=0.3),
+    ]  # without a re-rank a threshold changes nothing
     for case in cases:
         scores, ids = compiled.search(Q, **case)
         ref_scores, ref_ids = scipy_path.search(Q, **case)
         np.testing.assert_array_equal(ids, ref_ids, err_msg=str(case))
-        if "dense_queries" in case:  # BLAS float32 products: the last bit depends on the batch shape
+        if (
+            "dense_queries" in case
+        ):  # BLAS float32 products: the last bit depends on the batch shape
             np.testing.assert_allclose(scores, ref_scores, rtol=1e-6, atol=1e-6, err_msg=str(case))
         else:
             np.testing.assert_array_equal(scores, ref_scores, err_msg=str(case))
@@ -52,7 +62,9 @@ def test_ties_go_to_the_lowest_row_id():
     scores, ids = index.search(np.array([[1.0, 0.0]]), k=4)
     np.testing.assert_array_equal(ids, [[1, 2, 4, 0]])
     np.testing.assert_array_equal(scores, [[2, 2, 2, 1]])
-    scores, ids = index.search(np.array([[0.0, -1.0]]), k=3)  # implicit zeros before a negative score
+    scores, ids = index.search(
+        np.array([[0.0, -1.0]]), k=3
+    )  # implicit zeros before a negative score
     np.testing.assert_array_equal(ids, [[0, 1, 2]])
 
 
@@ -60,7 +72,12 @@ def test_shortlist_is_the_rows_above_the_threshold_completed_to_k():
     D = sp.csr_matrix(np.array([[0.9], [0.1], [0.5], [0.7], [0.2]], dtype=np.float32))
     scanner = posting_lists.PostingScanner(SparseIndex(D, kernel="compiled").postings)
     Q = sp.csr_matrix(np.array([[1.0], [1.0]], dtype=np.float32))
-    for threshold, k, width, kept in [(0.6, 1, 4, 2), (0.6, 3, 4, 3), (0.0, 1, 4, 4), (None, 1, 3, 3)]:
+    for threshold, k, width, kept in [
+        (0.6, 1, 4, 2),
+        (0.6, 3, 4, 3),
+        (0.0, 1, 4, 4),
+        (None, 1, 3, 3),
+    ]:
         scores, ids, counts = scanner.top(Q, k, width, threshold)
         assert counts.tolist() == [kept, kept], (threshold, k, width)
         np.testing.assert_array_equal(ids[0, :kept], [0, 3, 2, 4][:kept])
@@ -102,10 +119,15 @@ def test_dense_query_top_in_small_tiles_with_cancelling_sums(monkeypatch, tile):
     D = sp.csr_matrix(dense)
     compiled, scipy_path = SparseIndex(D, kernel="compiled"), SparseIndex(D, kernel="scipy")
     for seed in range(9):
-        w = np.random.default_rng(seed).choice([1.0, -1.0, 0.5, 2.0], size=12)  # dyadic: cancellations are exact
+        w = np.random.default_rng(seed).choice(
+            [1.0, -1.0, 0.5, 2.0], size=12
+        )  # dyadic: cancellations are exact
         # every dimension (tiles read whole), four (some tiles listed), two (tiles listed)
         dims = [None, np.array([3, 0, 7, 5]), np.array([3, 0])][seed % 3]
         for width in (1, 5, 40):
-            got, ref = compiled.dense_query_top(w, dims, width), scipy_path.dense_query_top(w, dims, width)
+            got, ref = (
+                compiled.dense_query_top(w, dims, width),
+                scipy_path.dense_query_top(w, dims, width),
+            )
             np.testing.assert_array_equal(got[1], ref[1])
             np.testing.assert_array_equal(got[0], ref[0])

@@ -61,7 +61,10 @@ def test_queries_with_few_matches_are_padded_with_zero_score_rows():
 def test_threshold_shortlist_and_dense_rerank():
     db = random_codes(300, 20, 0.2, 2)
     rng = np.random.default_rng(3)
-    dense_db, dense_q = rng.standard_normal((300, 8)).astype(np.float32), rng.standard_normal((5, 8)).astype(np.float32)
+    dense_db, dense_q = (
+        rng.standard_normal((300, 8)).astype(np.float32),
+        rng.standard_normal((5, 8)).astype(np.float32),
+    )
     q = random_codes(5, 20, 0.3, 4)
     index = SparseIndex(db, dense=dense_db)
     scores, ids = index.search(q, k=3, shortlist=20, threshold=0.1, dense_queries=dense_q)
@@ -69,7 +72,9 @@ def test_threshold_shortlist_and_dense_rerank():
     checked = 0
     for i in range(5):
         row = sparse_scores[i]
-        shortlist = np.argsort(-np.where(row > 0.1, row, -np.inf), kind="stable")[: min(20, (row > 0.1).sum())]
+        shortlist = np.argsort(-np.where(row > 0.1, row, -np.inf), kind="stable")[
+            : min(20, (row > 0.1).sum())
+        ]
         if len(shortlist) < 3:
             continue
         best = shortlist[np.argsort(-(dense_db[shortlist] @ dense_q[i]))[:3]]
@@ -81,7 +86,10 @@ def test_threshold_shortlist_and_dense_rerank():
 
 def test_dense_baselines_agree():
     rng = np.random.default_rng(5)
-    db, q = rng.standard_normal((500, 16)).astype(np.float32), rng.standard_normal((7, 16)).astype(np.float32)
+    db, q = (
+        rng.standard_normal((500, 16)).astype(np.float32),
+        rng.standard_normal((7, 16)).astype(np.float32),
+    )
     ref_scores, ref_ids = DenseIndex(db).search(q, 5)
     for index in (TorchDenseIndex(db), FaissFlatIndex(db), FaissIVFIndex(db, nlist=8, nprobe=8)):
         scores, ids = index.search(q, 5)
@@ -118,11 +126,15 @@ def test_dense_query_scores_through_the_posting_lists():
     db = random_codes(300, 20, 0.2, 6, signed=True)
     w = np.random.default_rng(7).standard_normal(20)
     index = SparseIndex(db)
-    np.testing.assert_allclose(index.dense_query_scores(w), db @ w.astype(np.float32), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        index.dense_query_scores(w), db @ w.astype(np.float32), rtol=1e-5, atol=1e-6
+    )
     dims = np.array([1, 5, 7])
     truncated = np.zeros(20)
     truncated[dims] = w[dims]
-    np.testing.assert_allclose(index.dense_query_scores(w, dims), db @ truncated, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        index.dense_query_scores(w, dims), db @ truncated, rtol=1e-5, atol=1e-6
+    )
     # hits: exactly the rows with a non-zero in one of the query's dimensions
     scores, hits = index.dense_query_scores(w, dims, hits=True)
     np.testing.assert_array_equal(hits, np.flatnonzero((db[:, dims].toarray() != 0).any(axis=1)))
@@ -188,25 +200,36 @@ def test_exact_top_k_in_the_sparse_signed_regime(k, shortlist):
     D, Q = signed_sparse_codes(300, 512, 3, 0), signed_sparse_codes(150, 512, 3, 1)
     ref_scores, ref_ids = dense_top_k(Q, D, k)
     everything = dense_top_k(Q, D, 300)[0]
-    assert (everything[:, 0] == 0).any() and (everything[:, 0] > 0).any()  # some queries match no row
+    assert (everything[:, 0] == 0).any() and (
+        everything[:, 0] > 0
+    ).any()  # some queries match no row
     assert (ref_scores < 0).any() == (k > 250)  # with k near n the list reaches the negative scores
     index = SparseIndex(D)
     index.chunk = 16  # several blocks
     scores, ids = index.search(Q, k, shortlist=shortlist)
-    assert scores.shape == ids.shape == (150, k) and scores.dtype == np.float32 and ids.dtype == np.int64
+    assert (
+        scores.shape == ids.shape == (150, k)
+        and scores.dtype == np.float32
+        and ids.dtype == np.int64
+    )
     np.testing.assert_array_equal(scores, ref_scores)
     np.testing.assert_array_equal(ids, ref_ids)
 
 
 def test_exact_top_k_for_continuous_signed_codes():
     """Continuous signed values: scores equal the dense brute force, ids equal up to ties."""
-    D, Q = random_codes(3000, 128, 3 / 128, 2, signed=True), random_codes(200, 128, 3 / 128, 3, signed=True)
+    D, Q = (
+        random_codes(3000, 128, 3 / 128, 2, signed=True),
+        random_codes(200, 128, 3 / 128, 3, signed=True),
+    )
     k = 10
     ref_scores, _ = dense_top_k(Q, D, k)
     scores, ids = SparseIndex(D).search(Q, k)
     np.testing.assert_allclose(scores, ref_scores, rtol=1e-5, atol=1e-6)
     full = np.asarray(Q.toarray(), dtype=np.float64) @ np.asarray(D.toarray(), dtype=np.float64).T
-    np.testing.assert_allclose(np.take_along_axis(full, ids, axis=1), ref_scores, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        np.take_along_axis(full, ids, axis=1), ref_scores, rtol=1e-5, atol=1e-6
+    )
     assert all(len(set(row)) == k for row in ids.tolist())
 
 
@@ -215,20 +238,27 @@ def test_threshold_keeps_scores_above_it_and_completes_with_the_next_best():
     with fewer than k such rows is completed by the next best sparse scores (ties by id)."""
     D, Q = signed_sparse_codes(500, 32, 3, 4), signed_sparse_codes(40, 32, 3, 5)
     rng = np.random.default_rng(6)
-    dense_db, dense_q = rng.standard_normal((500, 8)).astype(np.float32), rng.standard_normal((40, 8)).astype(np.float32)
+    dense_db, dense_q = (
+        rng.standard_normal((500, 8)).astype(np.float32),
+        rng.standard_normal((40, 8)).astype(np.float32),
+    )
     index = SparseIndex(D, dense=dense_db)
     k, shortlist, threshold = 5, 30, 1.0
-    scores, ids = index.search(Q, k, shortlist=shortlist, threshold=threshold, dense_queries=dense_q)
+    scores, ids = index.search(
+        Q, k, shortlist=shortlist, threshold=threshold, dense_queries=dense_q
+    )
     sparse_scores, sparse_ids = dense_top_k(Q, D, 500)
     for i in range(40):
         passing = int((sparse_scores[i] > threshold).sum())
-        candidates = sparse_ids[i, :min(shortlist, max(k, passing))]
+        candidates = sparse_ids[i, : min(shortlist, max(k, passing))]
         dense = dense_db[candidates] @ dense_q[i]
         best = candidates[np.lexsort((candidates, -dense))[:k]]
         np.testing.assert_array_equal(ids[i], best)
         np.testing.assert_allclose(scores[i], dense_db[best] @ dense_q[i], rtol=1e-5, atol=1e-6)
     # without re-ranking a threshold does not change the (exact) top-k
-    np.testing.assert_array_equal(index.search(Q, k, shortlist=shortlist, threshold=threshold)[1], sparse_ids[:, :k])
+    np.testing.assert_array_equal(
+        index.search(Q, k, shortlist=shortlist, threshold=threshold)[1], sparse_ids[:, :k]
+    )
 
 
 @pytest.mark.parametrize("threshold", [0.0, 0.5, 2.0])
@@ -241,17 +271,23 @@ def test_threshold_path_from_stored_scores_equals_the_brute_force(threshold, k, 
     scores; then the dense re-rank, ties by id)."""
     D, Q = signed_sparse_codes(400, 48, 3, 21), signed_sparse_codes(90, 48, 3, 22)
     rng = np.random.default_rng(23)
-    dense_db = rng.choice([-1.0, 0.0, 1.0], size=(400, 4)).astype(np.float32)  # ties in the re-rank too
+    dense_db = rng.choice([-1.0, 0.0, 1.0], size=(400, 4)).astype(
+        np.float32
+    )  # ties in the re-rank too
     dense_q = rng.choice([-1.0, 1.0], size=(90, 4)).astype(np.float32)
     index = SparseIndex(D, dense=dense_db)
     index.chunk = 16
-    scores, ids = index.search(Q, k, shortlist=shortlist, threshold=threshold, dense_queries=dense_q)
+    scores, ids = index.search(
+        Q, k, shortlist=shortlist, threshold=threshold, dense_queries=dense_q
+    )
     sparse_scores, sparse_ids = dense_top_k(Q, D, 400)
     passing = (sparse_scores > threshold).sum(axis=1)
     if (k, shortlist, threshold) == (3, 3, 2.0):
-        assert (passing < k).any() and (passing > shortlist).any()  # both the completion and the cut happen
+        assert (passing < k).any() and (
+            passing > shortlist
+        ).any()  # both the completion and the cut happen
     for i in range(90):
-        candidates = sparse_ids[i, :min(shortlist, max(k, passing[i]))]
+        candidates = sparse_ids[i, : min(shortlist, max(k, passing[i]))]
         dense = dense_db[candidates] @ dense_q[i]
         best = candidates[np.lexsort((candidates, -dense))[:k]]
         np.testing.assert_array_equal(ids[i], best)
@@ -276,7 +312,12 @@ def test_search_has_no_per_query_python_loop():
         def profile(frame, event, arg):
             if event in ("call", "c_call"):
                 count[0] += 1
-        for kwargs in ({}, {"shortlist": 50, "dense_queries": dq}, {"shortlist": 50, "threshold": 0.5, "dense_queries": dq}):
+
+        for kwargs in (
+            {},
+            {"shortlist": 50, "dense_queries": dq},
+            {"shortlist": 50, "threshold": 0.5, "dense_queries": dq},
+        ):
             sys.setprofile(profile)
             try:
                 index.search(Q, 3, **kwargs)
@@ -325,7 +366,9 @@ def test_search_timings_parts_add_up_to_the_total_of_the_call():
         outside = time.perf_counter() - started
         assert set(timings) == {*TIMING_PARTS, "total"}
         assert all(timings[part] > 0 for part in TIMING_PARTS), timings
-        assert sum(timings[part] for part in TIMING_PARTS) == pytest.approx(timings["total"], rel=1e-9, abs=1e-12)
+        assert sum(timings[part] for part in TIMING_PARTS) == pytest.approx(
+            timings["total"], rel=1e-9, abs=1e-12
+        )
         assert timings["total"] <= outside
         gaps.append(outside - timings["total"])
     assert min(gaps) < 1e-3, gaps
@@ -337,8 +380,12 @@ def test_search_timings_parts_add_up_to_the_total_of_the_call():
 
 def test_search_results_do_not_depend_on_timings_and_no_dense_means_no_rerank_time():
     index, Q, dq = timing_setup()
-    for kwargs in ({}, {"shortlist": 50}, {"shortlist": 50, "dense_queries": dq},
-                   {"shortlist": 50, "threshold": 0.5, "dense_queries": dq}):
+    for kwargs in (
+        {},
+        {"shortlist": 50},
+        {"shortlist": 50, "dense_queries": dq},
+        {"shortlist": 50, "threshold": 0.5, "dense_queries": dq},
+    ):
         timings = {}
         scores, ids = index.search(Q, 5, **kwargs)
         timed_scores, timed_ids = index.search(Q, 5, timings=timings, **kwargs)
@@ -346,7 +393,11 @@ def test_search_results_do_not_depend_on_timings_and_no_dense_means_no_rerank_ti
         np.testing.assert_array_equal(timed_ids, ids)
         # the compiled scan selects while it scores: its top-k time is the re-ranked part only
         topk_timed = index.kernel == "scipy" or "dense_queries" in kwargs
-        assert timings["scoring"] > 0 and (timings["topk"] > 0) == topk_timed and timings["overhead"] >= 0
+        assert (
+            timings["scoring"] > 0
+            and (timings["topk"] > 0) == topk_timed
+            and timings["overhead"] >= 0
+        )
         assert (timings["rerank"] > 0) == ("dense_queries" in kwargs), (kwargs, timings)
         if "dense_queries" not in kwargs:
             assert timings["rerank"] == 0.0
@@ -366,6 +417,7 @@ def test_search_reads_no_clock_without_timings():
         def profile(frame, event, arg):
             if event == "c_call" and arg is time.perf_counter:
                 count[0] += 1
+
         # no garbage collection inside: a finalizer of another test's objects (a store that
         # times its calls) would read the clock in this thread
         gc.collect()

@@ -23,9 +23,16 @@ def tree_hierarchy(branching: tuple[int, ...] = (2, 2)) -> SimpleNamespace:
         levels.append([p + (k,) for p in levels[-1] for k in range(b)])
     nodes = [n for lvl in levels for n in lvl]
     leaves = levels[-1]
-    S = torch.tensor([[float(leaf[: len(n)] == n) for leaf in leaves] for n in nodes], dtype=torch.float64)
+    S = torch.tensor(
+        [[float(leaf[: len(n)] == n) for leaf in leaves] for n in nodes], dtype=torch.float64
+    )
     index = {n: k for k, n in enumerate(nodes)}
-    leaf_pairs = [(index[n], index[leaf]) for n in nodes for leaf in leaves if leaf[: len(n)] == n and n != leaf]
+    leaf_pairs = [
+        (index[n], index[leaf])
+        for n in nodes
+        for leaf in leaves
+        if leaf[: len(n)] == n and n != leaf
+    ]
     child_pairs = [(index[n[:-1]], index[n]) for n in nodes if n]
     name = lambda n: "T" + "".join(f"-{k}" for k in n)  # noqa: E731
     return SimpleNamespace(
@@ -49,7 +56,9 @@ def seasonal_naive_window(series, history: int, horizon: int, season: int):
     return series[:, history - season + (h % season)]
 
 
-def coherent_window(hierarchy, history=24, horizon=4, in_dim=3, reps=6, seed=0, dtype=torch.float32, season=6) -> dict:
+def coherent_window(
+    hierarchy, history=24, horizon=4, in_dim=3, reps=6, seed=0, dtype=torch.float32, season=6
+) -> dict:
     """One window of every node: smooth leaf series (seasonal + level + noise), each node the
     mean of its leaves (Eq. 6.1), covariates a calendar-like sine/cosine set, ``z_hist`` the
     first ``reps`` nodes' histories, ``scale`` the leaf counts, ``y_snaive`` the seasonal naive
@@ -60,17 +69,25 @@ def coherent_window(hierarchy, history=24, horizon=4, in_dim=3, reps=6, seed=0, 
     t = torch.arange(history + horizon, dtype=torch.float64)
     phase = torch.rand(L, 1, generator=g, dtype=torch.float64) * 6.28
     level = 1 + torch.rand(L, 1, generator=g, dtype=torch.float64)
-    leaves = level + 0.5 * torch.sin(2 * torch.pi * t / 6 + phase) + 0.05 * torch.randn(L, len(t), generator=g, dtype=torch.float64)
+    leaves = (
+        level
+        + 0.5 * torch.sin(2 * torch.pi * t / 6 + phase)
+        + 0.05 * torch.randn(L, len(t), generator=g, dtype=torch.float64)
+    )
     series = (S / S.sum(1, keepdim=True)) @ leaves  # N x (H + F), the data mean property
     cov = torch.stack([torch.sin(2 * torch.pi * (t + k) / 12) for k in range(in_dim)], dim=-1)
     N = S.shape[0]
     batch = {
-        "y_hist": series[:, :history], "y_fut": series[:, history:],
+        "y_hist": series[:, :history],
+        "y_fut": series[:, history:],
         "y_snaive": seasonal_naive_window(series, history, horizon, season),
-        "nodes": torch.arange(N), "level": torch.as_tensor(hierarchy.level).long(),
-        "scale": S.sum(1), "x_hist": cov[:history], "x_fut": cov[history:],
+        "nodes": torch.arange(N),
+        "level": torch.as_tensor(hierarchy.level).long(),
+        "scale": S.sum(1),
+        "x_hist": cov[:history],
+        "x_fut": cov[history:],
         "z_hist": series[:reps, :history].T.contiguous(),
-    }  # fmt: skip
+    }
     return {k: v.to(dtype) if v.dtype.is_floating_point else v for k, v in batch.items()}
 
 
@@ -87,7 +104,9 @@ class Repeat(IterableDataset):
 class WindowData(pl.LightningDataModule):
     """A datamodule with a ``hierarchy`` and fixed batches (train, val, test, predict)."""
 
-    def __init__(self, hierarchy, train: list[dict], val: list[dict] | None = None, times: int = 1) -> None:
+    def __init__(
+        self, hierarchy, train: list[dict], val: list[dict] | None = None, times: int = 1
+    ) -> None:
         super().__init__()
         self.hierarchy, self.train, self.val, self.times = hierarchy, train, val or train, times
 
@@ -105,7 +124,12 @@ class WindowData(pl.LightningDataModule):
 
 
 def quiet_trainer(**kwargs) -> pl.Trainer:
-    options = dict(logger=False, enable_checkpointing=False, enable_progress_bar=False,
-                   enable_model_summary=False, num_sanity_val_steps=0)
+    options = dict(
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        num_sanity_val_steps=0,
+    )
     options.update(kwargs)
     return pl.Trainer(**options)

@@ -95,7 +95,9 @@ def test_old_checkpoints_without_the_head_flag_still_load(tmp_path):
     del checkpoint["state_dict"]["head_fitted"]  # as written by earlier dsbo versions
     torch.save(checkpoint, tmp_path / "old.ckpt")
     loaded = NeuralLinTS.load_from_checkpoint(tmp_path / "old.ckpt", weights_only=True).double()
-    torch.testing.assert_close(loaded.predict_mean_cov(x.unsqueeze(-2))[0], module.predict_mean_cov(x.unsqueeze(-2))[0])
+    torch.testing.assert_close(
+        loaded.predict_mean_cov(x.unsqueeze(-2))[0], module.predict_mean_cov(x.unsqueeze(-2))[0]
+    )
 
 
 @pytest.mark.parametrize("cls", [SimpleSMB, NeuralEnsemble, NeuralLinTS, NeuralUCB])
@@ -119,8 +121,12 @@ def test_validation_metrics_mean_the_same_across_the_zoo():
         float((members.mean(0) - y[18:]).pow(2).mean()), rel=1e-6
     ), "val_mse is the error of the predictive (ensemble) mean"
     per_member = (members - y[18:]).pow(2).mean(-1)
-    assert float(t.callback_metrics["val_member_mse"]) == pytest.approx(float(per_member.mean()), rel=1e-6)
-    assert float(t.callback_metrics["val_member_mse_std"]) == pytest.approx(float(per_member.std()), rel=1e-6)
+    assert float(t.callback_metrics["val_member_mse"]) == pytest.approx(
+        float(per_member.mean()), rel=1e-6
+    )
+    assert float(t.callback_metrics["val_member_mse_std"]) == pytest.approx(
+        float(per_member.std()), rel=1e-6
+    )
     assert float(t.callback_metrics["val_member_mse"]) >= float(t.callback_metrics["val_mse"])
 
 

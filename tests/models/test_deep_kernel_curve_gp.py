@@ -17,8 +17,12 @@ def _rows(n: int, d: int = 2, T: int = 10, seed: int = 0) -> tuple[torch.Tensor,
     layout = CurveLayout(d, T)
     steps = torch.randint(1, T + 1, (n,), generator=g).double()
     lengths = torch.floor(torch.rand(n, generator=g, dtype=torch.float64) * steps)
-    rows = layout.rows(torch.rand(n, d, generator=g, dtype=torch.float64), steps,
-                       torch.randn(n, T, generator=g, dtype=torch.float64), lengths)  # fmt: skip
+    rows = layout.rows(
+        torch.rand(n, d, generator=g, dtype=torch.float64),
+        steps,
+        torch.randn(n, T, generator=g, dtype=torch.float64),
+        lengths,
+    )
     return rows.float(), torch.randn(n, generator=g)
 
 
@@ -74,8 +78,13 @@ def _power_law_curves(m: int, T: int, seed: int) -> tuple[torch.Tensor, torch.Te
 
 def _fit(gp: DeepKernelCurveGP, rows: torch.Tensor, y: torch.Tensor, steps: int) -> None:
     data = DataLoader(TensorDataset(rows, y, torch.arange(len(y))), batch_size=len(y))
-    trainer = pl.Trainer(max_epochs=steps, logger=False, enable_checkpointing=False,
-                         enable_progress_bar=False, enable_model_summary=False)  # fmt: skip
+    trainer = pl.Trainer(
+        max_epochs=steps,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+    )
     trainer.fit(gp, data)
 
 
@@ -87,16 +96,22 @@ def test_a_fitted_model_extrapolates_prefixes_to_the_final_step():
     lengths = torch.randint(2, T, (m,))
     curves = [full[i, : lengths[i]].tolist() for i in range(m)]
     layout = CurveLayout(2, T)
-    rows, y = layout.training_rows(X, curves, truncate=0.3, generator=torch.Generator().manual_seed(0))
+    rows, y = layout.training_rows(
+        X, curves, truncate=0.3, generator=torch.Generator().manual_seed(0)
+    )
     gp = DeepKernelCurveGP(2, T, inducing=64)  # sparse: more observations than inducing inputs
     _fit(gp, rows, y, 200)
     assert gp._sparse_for(len(y))
     prefixes = torch.zeros(m, T)
     for i, curve in enumerate(curves):
         prefixes[i, : len(curve)] = torch.tensor(curve)
-    mean, cov = gp.predict_mean_cov(layout.rows(X, torch.full((m,), float(T)), prefixes, lengths.float()))
+    mean, cov = gp.predict_mean_cov(
+        layout.rows(X, torch.full((m,), float(T)), prefixes, lengths.float())
+    )
     truth, last = full[:, -1].double(), torch.tensor([c[-1] for c in curves]).double()
-    assert (mean - truth).abs().median() < 0.75 * (last - truth).abs().median()  # better than the last value
+    assert (mean - truth).abs().median() < 0.75 * (
+        last - truth
+    ).abs().median()  # better than the last value
     sd = (cov.diagonal() + gp.noise_var).sqrt()
     assert ((truth - mean).abs() <= 1.645 * sd).double().mean() >= 0.6
 
@@ -110,7 +125,9 @@ def test_warm_start_continues_and_cold_start_reinitializes():
         after_first = {k: v.clone() for k, v in gp.state_dict().items() if "train" not in k}
         gp._fitted_once = True
         gp.on_fit_start()  # what the second trainer.fit runs first
-        same = all(torch.equal(after_first[k], v) for k, v in gp.state_dict().items() if k in after_first)
+        same = all(
+            torch.equal(after_first[k], v) for k, v in gp.state_dict().items() if k in after_first
+        )
         assert same is warm
 
 

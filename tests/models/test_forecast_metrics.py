@@ -79,7 +79,14 @@ def test_unseen_level_is_absent_and_mean_over_seen_levels():
     metric = LevelMetrics(num_levels=4)
     metric.update(torch.tensor([[1.0], [4.0]]), torch.tensor([[2.0], [5.0]]), torch.tensor([0, 3]))
     out = metric.compute()
-    assert set(out) == {"wape/level0", "smape/level0", "wape/level3", "smape/level3", "wape_mean", "smape_mean"}
+    assert set(out) == {
+        "wape/level0",
+        "smape/level0",
+        "wape/level3",
+        "smape/level3",
+        "wape_mean",
+        "smape_mean",
+    }
     torch.testing.assert_close(out["wape_mean"], torch.tensor((0.5 + 0.2) / 2))
     assert all(torch.isfinite(v) for v in out.values())
 
@@ -131,10 +138,20 @@ def test_coherence_with_explicit_leaf_index():
     ("pred", "target", "level", "match"),
     [
         (torch.zeros(3, 2), torch.zeros(3, 3), torch.zeros(3, dtype=torch.long), "shape"),
-        (torch.zeros(3, 2), torch.zeros(3, 2), torch.zeros(2, dtype=torch.long), "one entry per node"),
+        (
+            torch.zeros(3, 2),
+            torch.zeros(3, 2),
+            torch.zeros(2, dtype=torch.long),
+            "one entry per node",
+        ),
         (torch.zeros(3, 2), torch.zeros(3, 2), torch.zeros(3), "integer"),
         (torch.zeros(3, 2), torch.zeros(3, 2), torch.tensor([0, 1, 5]), "outside"),
-        (torch.full((3, 2), float("nan")), torch.zeros(3, 2), torch.zeros(3, dtype=torch.long), "finite"),
+        (
+            torch.full((3, 2), float("nan")),
+            torch.zeros(3, 2),
+            torch.zeros(3, dtype=torch.long),
+            "finite",
+        ),
     ],
 )
 def test_bad_inputs_are_named(pred, target, level, match):

@@ -79,7 +79,9 @@ def test_ereg_is_zero_when_children_equal_parents_and_positive_otherwise():
     pairs_rest = h.leaf_pairs[:, h.leaf_pairs[0] != 0]
     assert embedding_regularizer(theta, pairs_rest) == 0
     # the root's pairs: each of the 3 leaves of the first subtree is off by (1, 1, 1, 1)
-    assert float(embedding_regularizer(theta, pairs_root)) == pytest.approx(4.0 * int(leaves_of_first.sum()))
+    assert float(embedding_regularizer(theta, pairs_root)) == pytest.approx(
+        4.0 * int(leaves_of_first.sum())
+    )
     assert embedding_regularizer(theta, h.leaf_pairs) > 0
 
 
@@ -94,7 +96,9 @@ def test_mean_property_minimizes_ereg_for_fixed_leaves():
     torch.testing.assert_close(grad[internal], torch.zeros_like(grad[internal]))
     moved = theta.detach().clone()
     moved[0] += 0.1  # any move of an internal node away from the mean increases E_reg
-    assert embedding_regularizer(moved, h.leaf_pairs) > embedding_regularizer(theta.detach(), h.leaf_pairs)
+    assert embedding_regularizer(moved, h.leaf_pairs) > embedding_regularizer(
+        theta.detach(), h.leaf_pairs
+    )
 
 
 # ---------------------------------------------------------------------- relative regularizer
@@ -109,15 +113,26 @@ def test_relative_regularizer_on_a_hand_example():
     theta = torch.tensor([[0.0], [1.0], [-1.0], [1.0], [2.0], [-1.0], [-2.0]], dtype=torch.float64)
     # pairs: root with the 4 leaves (1 + 4 + 1 + 4 = 10), node 1 with 3, 4 (0 + 1), node 2 with 5, 6 (0 + 1)
     assert float(embedding_regularizer(theta, h.leaf_pairs)) == pytest.approx(12.0)
-    assert float(embedding_regularizer(theta, h.leaf_pairs, reduction="mean")) == pytest.approx(12.0 / 8)
+    assert float(embedding_regularizer(theta, h.leaf_pairs, reduction="mean")) == pytest.approx(
+        12.0 / 8
+    )
     # leaf variance: leaves 1, 2, -1, -2 (mean 0): (1 + 4 + 1 + 4) / 4 = 2.5
     R = relative_embedding_regularizer(theta, h.leaf_pairs, leaf_rows(h))
     assert float(R) == pytest.approx(12.0 / 8 / 2.5)
     # invariant to scale and to a common shift (what the scale-free lambda_e needs)
-    torch.testing.assert_close(relative_embedding_regularizer(3.0 * theta + 7.0, h.leaf_pairs, leaf_rows(h)), R)
+    torch.testing.assert_close(
+        relative_embedding_regularizer(3.0 * theta + 7.0, h.leaf_pairs, leaf_rows(h)), R
+    )
     # all embeddings equal: 0 (no division by zero); no pairs: 0
-    assert float(relative_embedding_regularizer(torch.ones(7, 2), h.leaf_pairs, leaf_rows(h))) == 0.0
-    assert float(relative_embedding_regularizer(theta, torch.zeros(2, 0, dtype=torch.long), leaf_rows(h))) == 0.0
+    assert (
+        float(relative_embedding_regularizer(torch.ones(7, 2), h.leaf_pairs, leaf_rows(h))) == 0.0
+    )
+    assert (
+        float(
+            relative_embedding_regularizer(theta, torch.zeros(2, 0, dtype=torch.long), leaf_rows(h))
+        )
+        == 0.0
+    )
     with pytest.raises(ValueError, match="reduction"):
         embedding_regularizer(theta, h.leaf_pairs, reduction="max")
 
@@ -140,7 +155,9 @@ def test_relative_regularizer_is_minimized_by_the_mean_property_between_L_over_P
     # leaves equal within each subtree of the root: only the root's pairs are left, R = L / P
     clustered = torch.cat([leaves[:1].expand(3, 4), leaves[3:4].expand(3, 4)])
     theta = mean_property_embeddings(clustered, torch.as_tensor(h.S))
-    assert float(relative_embedding_regularizer(theta, h.leaf_pairs, leaf_rows(h))) == pytest.approx(L / P)
+    assert float(
+        relative_embedding_regularizer(theta, h.leaf_pairs, leaf_rows(h))
+    ) == pytest.approx(L / P)
 
 
 def test_model_regularizer_is_lambda_times_the_relative_term_and_lambda_0_is_none():
@@ -191,7 +208,11 @@ def test_untrained_residual_model_is_seasonal_naive_and_learns(components):
     torch.testing.assert_close(pred, batch["y_snaive"], rtol=0, atol=0)
     # not stuck at zero: the zero layers get gradients, and one step moves the forecast
     (pred - batch["y_fut"]).abs().mean().backward()
-    for name in {"both": ("ar_w2", "basis_output.weight"), "ar": ("ar_w2",), "basis": ("basis_output.weight",)}[components]:
+    for name in {
+        "both": ("ar_w2", "basis_output.weight"),
+        "ar": ("ar_w2",),
+        "basis": ("basis_output.weight",),
+    }[components]:
         assert float(model.get_parameter(name).grad.abs().sum()) > 0, name
     torch.optim.SGD(model.parameters(), lr=0.1).step()
     with torch.no_grad():
@@ -216,14 +237,16 @@ def test_tvar_alone_is_exactly_coherent(baseline):
     model = randomize_residual(model_for(h, components="ar", baseline=baseline))
     with torch.no_grad():
         pred = model(batch)
-        if baseline == "seasonal_naive":  # the residual is not zero (the check below is not seasonal naive's)
+        if (
+            baseline == "seasonal_naive"
+        ):  # the residual is not zero (the check below is not seasonal naive's)
             assert (pred - batch["y_snaive"]).abs().max() > 1e-2
-    torch.testing.assert_close(pred, mean_matrix(h) @ pred[-h.S.shape[1]:], rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(pred, mean_matrix(h) @ pred[-h.S.shape[1] :], rtol=1e-12, atol=1e-12)
     # non-coherent histories give non-coherent forecasts (the check can fail)
     batch["y_hist"] = batch["y_hist"] + torch.randn_like(batch["y_hist"])
     with torch.no_grad():
         pred = model(batch)
-    assert (pred - mean_matrix(h) @ pred[-h.S.shape[1]:]).abs().max() > 1e-3
+    assert (pred - mean_matrix(h) @ pred[-h.S.shape[1] :]).abs().max() > 1e-3
 
 
 def test_residual_tvar_is_free_of_the_level():
@@ -237,8 +260,12 @@ def test_residual_tvar_is_free_of_the_level():
     thesis = randomize_residual(model_for(h, components="ar", baseline="none"))
     with torch.no_grad():
         weights = residual.ar_weights(batch["x_hist"], batch["x_fut"], batch["z_hist"])
-        torch.testing.assert_close(weights.sum(-1), torch.zeros_like(weights[:, 0]), rtol=0, atol=1e-12)
-        torch.testing.assert_close(residual.parts(shifted)[0], residual.parts(batch)[0], rtol=1e-10, atol=1e-10)
+        torch.testing.assert_close(
+            weights.sum(-1), torch.zeros_like(weights[:, 0]), rtol=0, atol=1e-12
+        )
+        torch.testing.assert_close(
+            residual.parts(shifted)[0], residual.parts(batch)[0], rtol=1e-10, atol=1e-10
+        )
         assert (thesis.parts(shifted)[0] - thesis.parts(batch)[0]).abs().max() > 1e-3
 
 
@@ -250,7 +277,9 @@ def test_bd_is_coherent_with_the_mean_property(components):
     L = h.S.shape[1]
     with torch.no_grad():
         # set_hierarchy gave the embeddings the mean property
-        torch.testing.assert_close(model.theta, mean_property_embeddings(model.theta[-L:], torch.as_tensor(h.S)))
+        torch.testing.assert_close(
+            model.theta, mean_property_embeddings(model.theta[-L:], torch.as_tensor(h.S))
+        )
         pred = model(batch)
         torch.testing.assert_close(pred, mean_matrix(h) @ pred[-L:], rtol=1e-10, atol=1e-10)
         model.theta.add_(0.3 * torch.randn_like(model.theta))  # break the mean property
@@ -281,7 +310,10 @@ def test_ablations_remove_their_part():
     # lambda_E = 0: the regularizer leaves the loss; embeddings outside the batch get no gradient
     for lam, moved in ((0.0, False), (1.0, True)):
         model = randomize_residual(model_for(h, lambda_e=lam))
-        half = {k: (v[:3] if k in ("y_hist", "y_fut", "y_snaive", "nodes", "level", "scale") else v) for k, v in batch.items()}
+        half = {
+            k: (v[:3] if k in ("y_hist", "y_fut", "y_snaive", "nodes", "level", "scale") else v)
+            for k, v in batch.items()
+        }
         loss = (model(half) - half["y_fut"]).abs().mean() + model.regularizer()
         loss.backward()
         assert bool(model.theta.grad[3:].abs().sum() > 0) == moved
@@ -291,26 +323,52 @@ def test_ablations_remove_their_part():
 def test_regularizer_pairs_children_uses_the_tree_edges():
     h = tree_hierarchy((2, 3))
     leaves, children = model_for(h), model_for(h, regularizer_pairs="children")
-    assert torch.equal(leaves.leaf_pairs, h.leaf_pairs) and torch.equal(children.leaf_pairs, h.child_pairs)
+    assert torch.equal(leaves.leaf_pairs, h.leaf_pairs) and torch.equal(
+        children.leaf_pairs, h.child_pairs
+    )
     with torch.no_grad():
         children.theta.copy_(leaves.theta)
-    torch.testing.assert_close(children.regularizer_value(), relative_embedding_regularizer(leaves.theta, h.child_pairs, leaf_rows(h)))
+    torch.testing.assert_close(
+        children.regularizer_value(),
+        relative_embedding_regularizer(leaves.theta, h.child_pairs, leaf_rows(h)),
+    )
     assert not torch.allclose(children.regularizer_value(), leaves.regularizer_value())
     assert "leaf_pairs" not in leaves.state_dict()  # rebuilt from the hierarchy, not checkpointed
 
 
 def test_presets_are_table_6_5():
-    assert PRESETS["tourism"] == dict(history=24, horizon=4, hidden_dim=14, embedding_dim=6, num_representatives=6,
-                                      decoder_hidden=12, lambda_e=DEFAULT_LAMBDA_E, lr=0.07)
+    assert PRESETS["tourism"] == dict(
+        history=24,
+        horizon=4,
+        hidden_dim=14,
+        embedding_dim=6,
+        num_representatives=6,
+        decoder_hidden=12,
+        lambda_e=DEFAULT_LAMBDA_E,
+        lr=0.07,
+    )
     assert TABLE_6_5_LAMBDA_E == {"tourism": 7.2498e-8, "m5": 3.4e-6, "favorita": 4.644e-4}
     default = HiReD(in_dim=2)
     for key, value in PRESETS["tourism"].items():
         assert default.hparams[key] == value  # constructor defaults = the Tourism column
     m5 = HiReD.preset("m5", in_dim=2, lambda_e=0.0)
-    assert (m5.hparams.hidden_dim, m5.hparams.embedding_dim, m5.hparams.num_representatives) == (42, 8, 12)
-    assert (m5.hparams.history, m5.hparams.horizon, m5.hparams.lr, m5.hparams.lambda_e) == (28, 7, 0.004, 0.0)
+    assert (m5.hparams.hidden_dim, m5.hparams.embedding_dim, m5.hparams.num_representatives) == (
+        42,
+        8,
+        12,
+    )
+    assert (m5.hparams.history, m5.hparams.horizon, m5.hparams.lr, m5.hparams.lambda_e) == (
+        28,
+        7,
+        0.004,
+        0.0,
+    )
     fav = HiReD.preset("favorita", in_dim=2)
-    assert (fav.hparams.decoder_hidden, fav.hparams.lambda_e, fav.hparams.num_representatives) == (16, DEFAULT_LAMBDA_E, 4)
+    assert (fav.hparams.decoder_hidden, fav.hparams.lambda_e, fav.hparams.num_representatives) == (
+        16,
+        DEFAULT_LAMBDA_E,
+        4,
+    )
     h = tree_hierarchy((2, 2))
     fav.set_hierarchy(h)
     batch = coherent_window(h, history=28, horizon=7, in_dim=2, reps=4, dtype=torch.float32)
@@ -324,15 +382,24 @@ def test_presets_are_table_6_5():
 
 
 # ---------------------------------------------------------------------- training
-@pytest.mark.parametrize(("baseline", "lr", "factor"), [("none", 0.01, 10), ("seasonal_naive", 0.003, 2)])
+@pytest.mark.parametrize(
+    ("baseline", "lr", "factor"), [("none", 0.01, 10), ("seasonal_naive", 0.003, 2)]
+)
 def test_tiny_model_overfits_one_window(baseline, lr, factor):
     """From its random start (error ~1.3) the thesis' model gets 10x closer; the residual starts
     at seasonal naive (error 0.042, the window's noise) and still halves it."""
     torch.manual_seed(0)
     h = tree_hierarchy((2, 2))
     batch = coherent_window(h, dtype=torch.float32)
-    model = HiReD(in_dim=3, hidden_dim=8, decoder_hidden=8, embedding_dim=4, lr=lr, early_stopping_patience=None,
-                  baseline=baseline)
+    model = HiReD(
+        in_dim=3,
+        hidden_dim=8,
+        decoder_hidden=8,
+        embedding_dim=4,
+        lr=lr,
+        early_stopping_patience=None,
+        baseline=baseline,
+    )
     model.set_hierarchy(h)
     model = model.float()
     with torch.no_grad():
@@ -354,14 +421,34 @@ def test_fit_logs_metrics_that_match_an_independent_computation(tmp_path):
     for s in (10, 11):
         w = coherent_window(h, seed=s)
         for part in (slice(0, 5), slice(5, None)):
-            val.append({k: (v[part] if k in ("y_hist", "y_fut", "y_snaive", "nodes", "level", "scale") else v) for k, v in w.items()})
+            val.append(
+                {
+                    k: (
+                        v[part]
+                        if k in ("y_hist", "y_fut", "y_snaive", "nodes", "level", "scale")
+                        else v
+                    )
+                    for k, v in w.items()
+                }
+            )
     model = HiReD(in_dim=3, lr=0.01, early_stopping_patience=None).float()
     trainer = quiet_trainer(max_epochs=2)
     trainer.fit(model, datamodule=WindowData(h, train, val))
     assert model.hparams.num_nodes == h.S.shape[0]  # taken from the datamodule's hierarchy
     logged = trainer.callback_metrics
-    assert {"train_loss", "train_mae", "train_ereg", "train_reg_share", "val_wape", "val_smape", "val_coherence",
-            "val_wape_level0", "val_wape_level2", "val_coherence_level1", "val_wape_seasonal_naive"} <= set(logged)
+    assert {
+        "train_loss",
+        "train_mae",
+        "train_ereg",
+        "train_reg_share",
+        "val_wape",
+        "val_smape",
+        "val_coherence",
+        "val_wape_level0",
+        "val_wape_level2",
+        "val_coherence_level1",
+        "val_wape_seasonal_naive",
+    } <= set(logged)
     with torch.no_grad():
         preds = [model(b) * b["scale"][:, None] for b in val]
     pred, target = torch.cat(preds), torch.cat([b["y_fut"] * b["scale"][:, None] for b in val])
@@ -372,7 +459,9 @@ def test_fit_logs_metrics_that_match_an_independent_computation(tmp_path):
     assert float(logged["val_smape"]) == pytest.approx(float(expect["smape_mean"]), rel=1e-5)
     windows = torch.cat([torch.cat(preds[0:2]), torch.cat(preds[2:4])], dim=1).double()
     coherence = coherence_wape(windows, torch.as_tensor(h.S), h.level)
-    assert float(logged["val_coherence"]) == pytest.approx(float(coherence["coherence/mean"]), rel=1e-4)
+    assert float(logged["val_coherence"]) == pytest.approx(
+        float(coherence["coherence/mean"]), rel=1e-4
+    )
     ereg = float(relative_embedding_regularizer(model.theta.detach(), h.leaf_pairs, leaf_rows(h)))
     assert float(logged["train_ereg"]) == pytest.approx(ereg, rel=0.5)
     assert 0 < float(logged["train_reg_share"]) < 1
@@ -393,24 +482,40 @@ def test_val_wape_seasonal_naive_matches_forecast_baselines():
     H, F, m = 24, 4, 5
     batch = coherent_window(h, history=H, horizon=F, season=m, seed=4)
     scale = batch["scale"][:, None]
-    values = (torch.cat([batch["y_hist"], batch["y_fut"]], dim=1) * scale).T.double().numpy()  # T x N, original units
+    values = (
+        (torch.cat([batch["y_hist"], batch["y_fut"]], dim=1) * scale).T.double().numpy()
+    )  # T x N, original units
     expected = torch.as_tensor(seasonal_naive(values, [H], F, m)[0])  # N x F
-    torch.testing.assert_close(batch["y_snaive"] * scale, expected.float())  # the helper's y_snaive is seasonal naive
+    torch.testing.assert_close(
+        batch["y_snaive"] * scale, expected.float()
+    )  # the helper's y_snaive is seasonal naive
     target = batch["y_fut"] * scale
     wape = float(level_metrics(expected, target.double(), batch["level"])["wape_mean"])
-    manual = sum(float((expected - target)[batch["level"] == k].abs().sum() / target[batch["level"] == k].abs().sum())
-                 for k in range(3)) / 3  # WAPE per level, mean over levels
+    manual = (
+        sum(
+            float(
+                (expected - target)[batch["level"] == k].abs().sum()
+                / target[batch["level"] == k].abs().sum()
+            )
+            for k in range(3)
+        )
+        / 3
+    )  # WAPE per level, mean over levels
     assert wape == pytest.approx(manual, rel=1e-6) and wape > 0.01
 
     model = HiReD(in_dim=3, history=H, horizon=F, early_stopping_patience=None).float()
     trainer = quiet_trainer()
     logged = trainer.validate(model, datamodule=WindowData(h, [batch]), verbose=False)[0]
     assert logged["val_wape_seasonal_naive"] == pytest.approx(wape, rel=1e-5)
-    assert logged["val_wape"] == pytest.approx(wape, rel=1e-5)  # untrained: the seasonal naive forecast
+    assert logged["val_wape"] == pytest.approx(
+        wape, rel=1e-5
+    )  # untrained: the seasonal naive forecast
     logged = trainer.test(model, datamodule=WindowData(h, [batch]), verbose=False)[0]
     assert logged["test_wape_seasonal_naive"] == pytest.approx(wape, rel=1e-5)
     # without y_snaive in the batches (the thesis' model): no seasonal-naive metric
-    none = HiReD(in_dim=3, history=H, horizon=F, baseline="none", early_stopping_patience=None).float()
+    none = HiReD(
+        in_dim=3, history=H, horizon=F, baseline="none", early_stopping_patience=None
+    ).float()
     without = {k: v for k, v in batch.items() if k != "y_snaive"}
     logged = quiet_trainer().validate(none, datamodule=WindowData(h, [without]), verbose=False)[0]
     assert "val_wape" in logged and "val_wape_seasonal_naive" not in logged
@@ -488,7 +593,12 @@ def test_num_nodes_must_match_the_hierarchy():
     with pytest.raises(ValueError, match="num_nodes=5 but the hierarchy has 7 nodes"):
         model.set_hierarchy(tree_hierarchy((2, 2)))
     with pytest.raises(ValueError, match="num_nodes is unknown"):
-        quiet_trainer(max_epochs=1).fit(HiReD(in_dim=3), train_dataloaders=torch.utils.data.DataLoader([coherent_window(tree_hierarchy())], batch_size=None))
+        quiet_trainer(max_epochs=1).fit(
+            HiReD(in_dim=3),
+            train_dataloaders=torch.utils.data.DataLoader(
+                [coherent_window(tree_hierarchy())], batch_size=None
+            ),
+        )
 
 
 # ---------------------------------------------------------------------- theory: Algorithm 6.2
@@ -541,11 +651,15 @@ def test_algorithm_6_2_closed_form_matches_monte_carlo():
     assert float(mc) == pytest.approx(expected_leaf_error(B, deltas, lam, sigma, L), rel=0.05)
     # the root's OLS error is sigma^2 K / (T L) (Step I, noise variance sigma^2 / L)
     e0 = theta0_hat - theta0
-    assert float(torch.einsum("rk,kj,rj->r", e0, Sigma, e0).mean()) == pytest.approx(sigma**2 * K / (T * L), rel=0.06)
+    assert float(torch.einsum("rk,kj,rj->r", e0, Sigma, e0).mean()) == pytest.approx(
+        sigma**2 * K / (T * L), rel=0.06
+    )
     # lambda_E = 0 is the unregularized estimator of Eq. 6.8: sigma^2 K / T
     _, ols = hierarchical_ridge(B, y_root, y_leaves, 0.0)
     err = ols - thetas
-    assert float(torch.einsum("rnk,kj,rnj->rn", err, Sigma, err).mean()) == pytest.approx(sigma**2 * K / T, rel=0.05)
+    assert float(torch.einsum("rnk,kj,rnj->rn", err, Sigma, err).mean()) == pytest.approx(
+        sigma**2 * K / T, rel=0.05
+    )
 
 
 def test_algorithm_6_2_leaf_error_falls_like_one_over_L():
@@ -562,10 +676,14 @@ def test_algorithm_6_2_leaf_error_falls_like_one_over_L():
         errors.append(err)
         unregularized.append(expected_leaf_error(B, deltas, 0.0, sigma, L))
         r = float(B.norm(dim=1).max())
-        bound = 3 * sigma**2 * K / T / (1 + sigma**2 * K / (T * r**2 * beta**2)) + 6 * sigma**2 * K / (T * L)
+        bound = 3 * sigma**2 * K / T / (
+            1 + sigma**2 * K / (T * r**2 * beta**2)
+        ) + 6 * sigma**2 * K / (T * L)
         assert err <= bound
         assert err < unregularized[-1]
-    torch.testing.assert_close(torch.tensor(unregularized), torch.full((len(Ls),), sigma**2 * K / T, dtype=torch.float64))
+    torch.testing.assert_close(
+        torch.tensor(unregularized), torch.full((len(Ls),), sigma**2 * K / T, dtype=torch.float64)
+    )
     x, y = torch.tensor(Ls, dtype=torch.float64).log(), torch.tensor(errors).log()
     slope = float(((x - x.mean()) * (y - y.mean())).sum() / ((x - x.mean()) ** 2).sum())
     assert -1.1 < slope < -0.9, slope
@@ -574,8 +692,11 @@ def test_algorithm_6_2_leaf_error_falls_like_one_over_L():
     assert float(gains[-1] / gains[0]) == pytest.approx(Ls[-1] / Ls[0], rel=0.25)
     # the 1/L rate needs beta = O(sqrt(K / (L T))): with beta fixed, the error levels off at
     # the bias term 3 sigma^2 K / T / (1 + sigma^2 K / (T r^2 beta^2)) of Eq. 6.9
-    fixed = [expected_leaf_error(B, d, lam, sigma, L) for L in Ls[-4:]
-             for B, _, d, _, lam in [leaf_problem(L, beta=math.sqrt(3 / 40))]]
+    fixed = [
+        expected_leaf_error(B, d, lam, sigma, L)
+        for L in Ls[-4:]
+        for B, _, d, _, lam in [leaf_problem(L, beta=math.sqrt(3 / 40))]
+    ]
     x = torch.tensor(Ls[-4:], dtype=torch.float64).log()
     y = torch.tensor(fixed).log()
     assert float(((x - x.mean()) * (y - y.mean())).sum() / ((x - x.mean()) ** 2).sum()) > -0.2
@@ -590,8 +711,15 @@ def test_on_the_data_sides_synthetic_hierarchy(groups):
     computation over the validation windows (grouped by t_fut)."""
     from dsbo.data import HierarchicalDataModule
 
-    dm = HierarchicalDataModule(synthetic={"branching": [2, 3], "groups": groups, "num_steps": 72}, history=12,
-                                horizon=4, val_windows=2, test_windows=1, batch_nodes=5, num_representatives=3)
+    dm = HierarchicalDataModule(
+        synthetic={"branching": [2, 3], "groups": groups, "num_steps": 72},
+        history=12,
+        horizon=4,
+        val_windows=2,
+        test_windows=1,
+        batch_nodes=5,
+        num_representatives=3,
+    )
     h = dm.hierarchy
     assert int(dense_mask(h).sum()) == h.leaf_pairs.shape[1]
     M = torch.zeros(h.num_nodes, h.num_nodes, dtype=torch.float64)
@@ -599,8 +727,14 @@ def test_on_the_data_sides_synthetic_hierarchy(groups):
     torch.testing.assert_close(M, dense_mask(h))
 
     torch.manual_seed(0)
-    model = HiReD(in_dim=dm.in_dim, history=12, horizon=4, num_representatives=3, lr=0.01,
-                  early_stopping_patience=None).float()
+    model = HiReD(
+        in_dim=dm.in_dim,
+        history=12,
+        horizon=4,
+        num_representatives=3,
+        lr=0.01,
+        early_stopping_patience=None,
+    ).float()
     trainer = quiet_trainer(max_epochs=2, limit_train_batches=6)
     trainer.fit(model, datamodule=dm)
     assert model.hparams.num_nodes == h.num_nodes and "val_coherence" in trainer.callback_metrics
@@ -610,16 +744,28 @@ def test_on_the_data_sides_synthetic_hierarchy(groups):
         preds = [model(b) * b["scale"][:, None] for b in batches]
     pred, target = torch.cat(preds), torch.cat([b["y_fut"] * b["scale"][:, None] for b in batches])
     expect = level_metrics(pred, target, torch.cat([b["level"] for b in batches]))
-    assert float(trainer.callback_metrics["val_wape"]) == pytest.approx(float(expect["wape_mean"]), rel=1e-5)
+    assert float(trainer.callback_metrics["val_wape"]) == pytest.approx(
+        float(expect["wape_mean"]), rel=1e-5
+    )
     per_window = {}
     for b, p in zip(batches, preds, strict=True):
-        per_window.setdefault(int(b["t_fut"][0]), torch.zeros(h.num_nodes, 4, dtype=p.dtype))[b["nodes"]] = p
+        per_window.setdefault(int(b["t_fut"][0]), torch.zeros(h.num_nodes, 4, dtype=p.dtype))[
+            b["nodes"]
+        ] = p
     windows = torch.cat(list(per_window.values()), dim=1).double()
-    expect = coherence_wape(windows, torch.as_tensor(h.S), torch.as_tensor(h.level), torch.as_tensor(h.leaf_index))
-    assert float(trainer.callback_metrics["val_coherence"]) == pytest.approx(float(expect["coherence/mean"]), rel=1e-4)
+    expect = coherence_wape(
+        windows, torch.as_tensor(h.S), torch.as_tensor(h.level), torch.as_tensor(h.leaf_index)
+    )
+    assert float(trainer.callback_metrics["val_coherence"]) == pytest.approx(
+        float(expect["coherence/mean"]), rel=1e-4
+    )
 
     # TVAR alone: coherent on the data side's (coherent, scaled) windows, up to float32 rounding
-    ar = randomize_residual(HiReD(in_dim=dm.in_dim, history=12, horizon=4, num_representatives=3, components="ar").double())
+    ar = randomize_residual(
+        HiReD(
+            in_dim=dm.in_dim, history=12, horizon=4, num_representatives=3, components="ar"
+        ).double()
+    )
     ar.set_hierarchy(h)
     batch = next(iter(dm.train_dataloader()))
     full = dm.make_batch(int(batch["t_fut"][0]), torch.arange(h.num_nodes))
@@ -641,13 +787,27 @@ def test_selection_falls_back_to_seasonal_naive_when_training_made_it_worse():
     from dsbo.data import HierarchicalDataModule
     from dsbo_zoo.hired import SEASONAL_NAIVE, SeasonalNaiveForecaster, select_on_validation
 
-    dm = HierarchicalDataModule(synthetic={"branching": [2, 3], "num_steps": 72, "seed": 0}, history=12, horizon=4,
-                                val_windows=1, test_windows=1, num_representatives=3, seed=0)
+    dm = HierarchicalDataModule(
+        synthetic={"branching": [2, 3], "num_steps": 72, "seed": 0},
+        history=12,
+        horizon=4,
+        val_windows=1,
+        test_windows=1,
+        num_representatives=3,
+        seed=0,
+    )
     bad = {}
     for baseline in ("seasonal_naive", "none"):
         torch.manual_seed(0)
-        bad[baseline[:8]] = HiReD(in_dim=dm.in_dim, history=12, horizon=4, num_representatives=3, lr=5.0,
-                              early_stopping_patience=None, baseline=baseline).float()
+        bad[baseline[:8]] = HiReD(
+            in_dim=dm.in_dim,
+            history=12,
+            horizon=4,
+            num_representatives=3,
+            lr=5.0,
+            early_stopping_patience=None,
+            baseline=baseline,
+        ).float()
         quiet_trainer(max_epochs=1, limit_train_batches=5).fit(bad[baseline[:8]], datamodule=dm)
     name, chosen, scores = select_on_validation(bad, dm)
     assert set(scores) == {SEASONAL_NAIVE, "seasonal", "none"}
@@ -664,9 +824,18 @@ def test_selection_falls_back_to_seasonal_naive_when_training_made_it_worse():
     # that validates better is kept, and without the floor the best trained candidate is returned
     untrained = HiReD(in_dim=dm.in_dim, history=12, horizon=4, num_representatives=3).float()
     name, _, scores = select_on_validation({"untrained": untrained}, dm)
-    assert name == SEASONAL_NAIVE and scores["untrained"] == pytest.approx(scores[SEASONAL_NAIVE], rel=1e-6)
+    assert name == SEASONAL_NAIVE and scores["untrained"] == pytest.approx(
+        scores[SEASONAL_NAIVE], rel=1e-6
+    )
     torch.manual_seed(0)
-    good = HiReD(in_dim=dm.in_dim, history=12, horizon=4, num_representatives=3, lr=0.01, early_stopping_patience=None).float()
+    good = HiReD(
+        in_dim=dm.in_dim,
+        history=12,
+        horizon=4,
+        num_representatives=3,
+        lr=0.01,
+        early_stopping_patience=None,
+    ).float()
     quiet_trainer(max_epochs=8).fit(good, datamodule=dm)
     name, chosen, scores = select_on_validation({"good": good, **bad}, dm)
     assert scores["good"] < scores[SEASONAL_NAIVE] and name == "good" and chosen is good

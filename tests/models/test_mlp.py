@@ -35,15 +35,26 @@ def test_relu_init_covariance_matches_the_arc_cosine_nngp(parameterization):
     """At init the outputs are GP(0, K^NN); for relu K^NN has the arc-cosine closed form."""
     torch.manual_seed(1)
     x = torch.tensor([[0.1, 0.2], [0.5, -0.3], [-0.7, 0.4]], dtype=torch.double)
-    net = EnsembleMLP(2, width=1000, num_members=4000, gamma=1.3, activation="relu",
-                      parameterization=parameterization, final_bias="random").double()
+    net = EnsembleMLP(
+        2,
+        width=1000,
+        num_members=4000,
+        gamma=1.3,
+        activation="relu",
+        parameterization=parameterization,
+        final_bias="random",
+    ).double()
     with torch.no_grad():
         empirical = torch.cov(net(x).T)
     sw2 = sb2 = 1.3**2
     k0 = sb2 + sw2 * x @ x.T / 2
     norm = k0.diag().sqrt()
     theta = torch.acos((k0 / torch.outer(norm, norm)).clamp(-1, 1))
-    k1 = torch.outer(norm, norm) / (2 * math.pi) * (torch.sin(theta) + (math.pi - theta) * torch.cos(theta))
+    k1 = (
+        torch.outer(norm, norm)
+        / (2 * math.pi)
+        * (torch.sin(theta) + (math.pi - theta) * torch.cos(theta))
+    )
     analytic = sb2 + sw2 * k1
     # 4000 members: relative Monte Carlo error of a covariance ~ sqrt(2/4000) ~ 2%.
     torch.testing.assert_close(empirical, analytic, rtol=0.08, atol=0.05)
@@ -60,7 +71,10 @@ def test_zero_final_bias_and_distance_to_init():
     assert dist[0] == 0 and dist[1] == pytest.approx(8.0)
 
 
-@pytest.mark.parametrize("bad", [{"activation": "gelu"}, {"parameterization": "mup"}, {"width": 0}, {"final_bias": "one"}])
+@pytest.mark.parametrize(
+    "bad",
+    [{"activation": "gelu"}, {"parameterization": "mup"}, {"width": 0}, {"final_bias": "one"}],
+)
 def test_bad_settings_name_the_field(bad):
     with pytest.raises(ValueError, match=next(iter(bad))):
         EnsembleMLP(2, **bad)

@@ -44,7 +44,9 @@ def test_warm_start_continues_and_cold_start_reinitializes():
     assert (cold.net.weights[0].detach() - before).abs().max() > 0.1
 
 
-@pytest.mark.parametrize("field, value", [("lr", 0.0), ("optimizer", "rmsprop"), ("num_members", 0), ("warm_start", 1)])
+@pytest.mark.parametrize(
+    "field, value", [("lr", 0.0), ("optimizer", "rmsprop"), ("num_members", 0), ("warm_start", 1)]
+)
 def test_bad_arguments_name_the_field(field, value):
     with pytest.raises(ValueError, match=field):
         NeuralEnsemble(2, **{field: value})

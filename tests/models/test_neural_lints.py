@@ -19,7 +19,9 @@ def test_blr_posterior_equals_the_kernel_form_closed_form():
     k = 10.0 * phi @ phi.T + 0.1 * torch.eye(7)
     kxs = 10.0 * phis @ phi.T  # 3 x 4 x 7
     mean_gp = kxs @ torch.linalg.solve(k, y)
-    cov_gp = 10.0 * phis @ phis.transpose(-1, -2) - kxs @ torch.linalg.solve(k, kxs.transpose(-1, -2))
+    cov_gp = 10.0 * phis @ phis.transpose(-1, -2) - kxs @ torch.linalg.solve(
+        k, kxs.transpose(-1, -2)
+    )
     torch.testing.assert_close(mean, mean_gp)
     torch.testing.assert_close(cov, cov_gp)
     # and the weight-space formulas of the docstring
@@ -32,7 +34,9 @@ def test_fit_trains_the_network_then_the_head_and_is_differentiable_in_x():
     g = torch.Generator().manual_seed(1)
     x = 2 * torch.rand(8, 2, generator=g) - 1
     y = torch.sin(3 * x).sum(-1)
-    lints = fit(NeuralLinTS(2, width=32, lr=1e-2, noise_var=1e-3, prior_var=1000.0), x, y, epochs=300)
+    lints = fit(
+        NeuralLinTS(2, width=32, lr=1e-2, noise_var=1e-3, prior_var=1000.0), x, y, epochs=300
+    )
     assert float(lints.train_mse) < 0.05
     mean, cov = lints.predict_mean_cov(x.unsqueeze(1))
     assert (mean.squeeze(-1) - y).abs().max() < 0.1
@@ -46,13 +50,18 @@ def test_fit_trains_the_network_then_the_head_and_is_differentiable_in_x():
 
 def test_blr_buffers_stay_float64_when_the_network_is_float32():
     lints = NeuralLinTS(2, width=8).float()
-    assert lints.net.weights[0].dtype == torch.float32 and lints.blr_precision_chol.dtype == torch.float64
+    assert (
+        lints.net.weights[0].dtype == torch.float32
+        and lints.blr_precision_chol.dtype == torch.float64
+    )
     lints.fit_posterior(torch.rand(5, 2, dtype=torch.float32), torch.randn(5, dtype=torch.float32))
     mean, cov = lints.predict_mean_cov(torch.rand(1, 2, 2))
     assert mean.dtype == cov.dtype == torch.float64
 
 
-@pytest.mark.parametrize("field, value", [("prior_var", 0.0), ("noise_var", -1.0), ("depth", 0), ("optimizer", "x")])
+@pytest.mark.parametrize(
+    "field, value", [("prior_var", 0.0), ("noise_var", -1.0), ("depth", 0), ("optimizer", "x")]
+)
 def test_bad_arguments_name_the_field(field, value):
     with pytest.raises(ValueError, match=field):
         NeuralLinTS(2, **{field: value})

@@ -66,7 +66,9 @@ def test_training_fits_and_the_posterior_is_differentiable_in_x():
     assert cov_far[0, 0, 0] > cov_train[0].diagonal().max()
 
 
-@pytest.mark.parametrize("field, value", [("reg_lambda", 0.0), ("confidence_scale", -1.0), ("lr", True)])
+@pytest.mark.parametrize(
+    "field, value", [("reg_lambda", 0.0), ("confidence_scale", -1.0), ("lr", True)]
+)
 def test_bad_arguments_name_the_field(field, value):
     with pytest.raises(ValueError, match=field):
         NeuralUCB(2, **{field: value})

@@ -118,9 +118,19 @@ def test_warm_start_keeps_weights_and_cold_start_reinitializes(warm_start):
 
 @pytest.mark.parametrize(
     "field, value",
-    [("num_params", 0), ("max_steps", 0), ("num_members", 0), ("width", 0), ("depth", -1),
-     ("activation", "sigmoid"), ("lr", 0.0), ("weight_decay", -1.0), ("lr", math.nan), ("warm_start", 1)],
-)  # fmt: skip
+    [
+        ("num_params", 0),
+        ("max_steps", 0),
+        ("num_members", 0),
+        ("width", 0),
+        ("depth", -1),
+        ("activation", "sigmoid"),
+        ("lr", 0.0),
+        ("weight_decay", -1.0),
+        ("lr", math.nan),
+        ("warm_start", 1),
+    ],
+)
 def test_bad_arguments_name_the_field(field, value):
     arguments = {"num_params": 2, "max_steps": 10} | {field: value}
     with pytest.raises(ValueError, match=field):

@@ -24,11 +24,16 @@ def test_shared_weights_no_node_identity():
         assert pred.shape == (9, 4)
         # a node's forecast depends on its own history only: permuting rows permutes forecasts
         perm = torch.randperm(9, generator=torch.Generator().manual_seed(0))
-        permuted = {k: (v[perm] if k in ("y_hist", "y_fut", "y_snaive", "nodes", "level", "scale") else v) for k, v in batch.items()}
+        permuted = {
+            k: (v[perm] if k in ("y_hist", "y_fut", "y_snaive", "nodes", "level", "scale") else v)
+            for k, v in batch.items()
+        }
         torch.testing.assert_close(model(permuted), pred[perm])
         torch.testing.assert_close(model(dict(batch, nodes=batch["nodes"].flip(0))), pred)
         # z_hist is not an input of the baseline, nor y_snaive (no seasonal-naive residual): it may be absent
-        torch.testing.assert_close(model(dict(batch, z_hist=torch.randn_like(batch["z_hist"]))), pred)
+        torch.testing.assert_close(
+            model(dict(batch, z_hist=torch.randn_like(batch["z_hist"]))), pred
+        )
         torch.testing.assert_close(model({k: v for k, v in batch.items() if k != "y_snaive"}), pred)
     # about table 6.5's 8k parameters at the Tourism sizes
     assert 6000 < sum(p.numel() for p in Seq2SeqRNN(in_dim=2).parameters()) < 10000
@@ -50,15 +55,27 @@ def test_overfits_one_window_and_logs_hired_metric_names(tmp_path):
     after = float((pred - batch["y_fut"]).abs().mean())
     assert after < before / 10, (before, after)
     logged = trainer.callback_metrics
-    assert {"train_loss", "train_mae", "train_ereg", "val_wape", "val_smape", "val_coherence", "val_wape_level2"} <= set(logged)
+    assert {
+        "train_loss",
+        "train_mae",
+        "train_ereg",
+        "val_wape",
+        "val_smape",
+        "val_coherence",
+        "val_wape_level2",
+    } <= set(logged)
     assert float(logged["train_ereg"]) == 0.0
     scale = batch["scale"][:, None]
     expect = level_metrics(pred * scale, batch["y_fut"] * scale, batch["level"])
     assert float(logged["val_wape"]) == pytest.approx(float(expect["wape_mean"]), rel=1e-5)
     # no residual, but the seasonal-naive WAPE of the batches' y_snaive is logged for comparison
     snaive = level_metrics(batch["y_snaive"] * scale, batch["y_fut"] * scale, batch["level"])
-    assert float(logged["val_wape_seasonal_naive"]) == pytest.approx(float(snaive["wape_mean"]), rel=1e-5)
-    assert float(logged["val_wape_seasonal_naive"]) != pytest.approx(float(logged["val_wape"]), rel=1e-3)
+    assert float(logged["val_wape_seasonal_naive"]) == pytest.approx(
+        float(snaive["wape_mean"]), rel=1e-5
+    )
+    assert float(logged["val_wape_seasonal_naive"]) != pytest.approx(
+        float(logged["val_wape"]), rel=1e-3
+    )
 
     path = tmp_path / "rnn.ckpt"
     trainer.save_checkpoint(path)

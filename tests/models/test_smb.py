@@ -125,9 +125,19 @@ def test_delta_equals_its_chain_rule_closed_form_for_one_hidden_layer():
     assert torch.equal(tt["biases.1"], torch.zeros(3, 1))
     sw = sb = 1.4
     # f = sw/sqrt(16) W1 tanh(sw/sqrt(2) W0 x + sb b0) + sb b1; the last layer's tangent is 0
-    pre = sw / math.sqrt(2) * torch.einsum("mhi,ni->mnh", th["weights.0"], x) + sb * th["biases.0"][:, None]
-    dpre = sw / math.sqrt(2) * torch.einsum("mhi,ni->mnh", tt["weights.0"], x) + sb * tt["biases.0"][:, None]
-    closed = sw / 4 * torch.einsum("mh,mnh->mn", th["weights.1"][:, 0], (1 - torch.tanh(pre) ** 2) * dpre)
+    pre = (
+        sw / math.sqrt(2) * torch.einsum("mhi,ni->mnh", th["weights.0"], x)
+        + sb * th["biases.0"][:, None]
+    )
+    dpre = (
+        sw / math.sqrt(2) * torch.einsum("mhi,ni->mnh", tt["weights.0"], x)
+        + sb * tt["biases.0"][:, None]
+    )
+    closed = (
+        sw
+        / 4
+        * torch.einsum("mh,mnh->mn", th["weights.1"][:, 0], (1 - torch.tanh(pre) ** 2) * dpre)
+    )
     torch.testing.assert_close(smb.delta(x), closed)
     # the surrogate adds delta before scaling by nu, and stays differentiable in x
     smb.nu = 2.0
@@ -149,7 +159,9 @@ def test_posterior_smb_trains_against_delta():
 def test_sgd_trains_300_members_in_float64_in_one_module():
     torch.manual_seed(0)
     x, y = data(n=4, d=2)
-    smb = PosteriorSMB(2, num_samples=300, width=32, optimizer="sgd", lr=1e-3, noise_var=0.1).double()
+    smb = PosteriorSMB(
+        2, num_samples=300, width=32, optimizer="sgd", lr=1e-3, noise_var=0.1
+    ).double()
     assert isinstance(smb.configure_optimizers(), torch.optim.SGD)
     smb.reinitialize()
     smb.eps, smb._num_train = torch.zeros(300, 4), 4
@@ -163,8 +175,16 @@ def test_sgd_trains_300_members_in_float64_in_one_module():
 
 @pytest.mark.parametrize(
     "field, value",
-    [("num_samples", 0), ("noise_var", -1.0), ("nu", 0.0), ("lr", -1e-3), ("optimizer", "lbfgs"),
-     ("warm_start", "yes"), ("width", 0), ("activation", "gelu")],
+    [
+        ("num_samples", 0),
+        ("noise_var", -1.0),
+        ("nu", 0.0),
+        ("lr", -1e-3),
+        ("optimizer", "lbfgs"),
+        ("warm_start", "yes"),
+        ("width", 0),
+        ("activation", "gelu"),
+    ],
 )
 def test_bad_arguments_name_the_field(field, value):
     with pytest.raises(ValueError, match=field):

@@ -98,7 +98,9 @@ def test_warmup_schedule_values():
 
 
 def test_sthresh_and_arcface_logits():
-    torch.testing.assert_close(SThresh(0.5)(torch.tensor([-2.0, -0.3, 0.2, 0.7])), torch.tensor([-1.5, 0.0, 0.0, 0.2]))
+    torch.testing.assert_close(
+        SThresh(0.5)(torch.tensor([-2.0, -0.3, 0.2, 0.7])), torch.tensor([-1.5, 0.0, 0.0, 0.2])
+    )
     torch.manual_seed(0)
     loss = ArcFaceLoss(4, 3, s=64.0, m=0.5)
     e = torch.nn.functional.normalize(torch.randn(5, 4), dim=1)
@@ -106,7 +108,15 @@ def test_sthresh_and_arcface_logits():
     w = torch.nn.functional.normalize(loss.weight.detach(), dim=1)
     cos = e @ w.T
     theta = torch.acos(cos.gather(1, labels[:, None]).clamp(-1, 1))
-    expected = 64 * cos.scatter(1, labels[:, None], torch.where(theta + 0.5 < math.pi, torch.cos(theta + 0.5), cos.gather(1, labels[:, None]) - 0.5 * math.sin(0.5)))
+    expected = 64 * cos.scatter(
+        1,
+        labels[:, None],
+        torch.where(
+            theta + 0.5 < math.pi,
+            torch.cos(theta + 0.5),
+            cos.gather(1, labels[:, None]) - 0.5 * math.sin(0.5),
+        ),
+    )
     torch.testing.assert_close(loss.logits(e, labels), expected, atol=1e-4, rtol=1e-4)
     assert torch.isfinite(loss(e, labels))
 
@@ -156,7 +166,10 @@ class _Record(pl.Callback):
         self.weights.append(pl_module.reg_weight)
 
 
-@pytest.mark.parametrize("regularizer,loss,activation", [("flops", "arcface", "relu"), ("l1", "triplet", "sthresh"), ("none", "arcface", "none")])
+@pytest.mark.parametrize(
+    "regularizer,loss,activation",
+    [("flops", "arcface", "relu"), ("l1", "triplet", "sthresh"), ("none", "arcface", "none")],
+)
 def test_fit_logs_every_epoch_metric_and_warms_up(regularizer, loss, activation):
     torch.manual_seed(0)
     g = torch.Generator().manual_seed(0)
@@ -165,21 +178,53 @@ def test_fit_logs_every_epoch_metric_and_warms_up(regularizer, loss, activation)
     train_x = centers[train_y] + 0.1 * torch.randn(48, 10, generator=g)
     eval_y = torch.cat([torch.arange(6, 12).repeat(3), torch.tensor([-1, -2])])
     eval_x = centers[eval_y.clamp_min(0)] + 0.1 * torch.randn(20, 10, generator=g)
-    model = SparseEmbedding(10, 6, embedding_dim=5, hidden=(16,), activation=activation, regularizer=regularizer,
-                            lam=2.0, loss=loss, lr=1e-2)
+    model = SparseEmbedding(
+        10,
+        6,
+        embedding_dim=5,
+        hidden=(16,),
+        activation=activation,
+        regularizer=regularizer,
+        lam=2.0,
+        loss=loss,
+        lr=1e-2,
+    )
     record = _Record()
-    trainer = pl.Trainer(max_epochs=3, logger=False, enable_checkpointing=False, enable_progress_bar=False,
-                         enable_model_summary=False, num_sanity_val_steps=0, callbacks=[LambdaWarmup(steps=4), record])
+    trainer = pl.Trainer(
+        max_epochs=3,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        num_sanity_val_steps=0,
+        callbacks=[LambdaWarmup(steps=4), record],
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        trainer.fit(model, DataLoader(TensorDataset(train_x, train_y), batch_size=16), DataLoader(TensorDataset(eval_x, eval_y), batch_size=64))
+        trainer.fit(
+            model,
+            DataLoader(TensorDataset(train_x, train_y), batch_size=16),
+            DataLoader(TensorDataset(eval_x, eval_y), batch_size=64),
+        )
     assert record.weights == [2.0 * min(1.0, (t / 4) ** 2) for t in range(9)]
-    for key in ("train_loss", "train_regularizer", "train_nnz", "val_recall@1", "val_precision@4", "val_flops",
-                "val_flops_unbiased", "val_r_sub", "val_nnz", "val_dead"):
+    for key in (
+        "train_loss",
+        "train_regularizer",
+        "train_nnz",
+        "val_recall@1",
+        "val_precision@4",
+        "val_flops",
+        "val_flops_unbiased",
+        "val_r_sub",
+        "val_nnz",
+        "val_dead",
+    ):
         assert key in trainer.callback_metrics and torch.isfinite(trainer.callback_metrics[key])
     codes = model(eval_x)
     norms = codes.detach().norm(dim=1)
-    assert torch.all(((norms - 1).abs() < 1e-6) | (norms == 0))  # unit norm; an all-zero code stays 0
+    assert torch.all(
+        ((norms - 1).abs() < 1e-6) | (norms == 0)
+    )  # unit norm; an all-zero code stays 0
     if activation == "none":
         assert trainer.callback_metrics["val_nnz"] == 5  # dense
 
@@ -191,7 +236,9 @@ def test_bad_options_are_named():
         SparseEmbedding(64, 3, backbone="cnn", image_shape=(1, 4, 4))
     with pytest.raises(ValueError, match="lam"):
         SparseEmbedding(4, 3, lam=-1.0)
-    cnn = SparseEmbedding(64, 3, backbone="cnn", image_shape=(1, 8, 8), hidden=(4,), embedding_dim=6)
+    cnn = SparseEmbedding(
+        64, 3, backbone="cnn", image_shape=(1, 8, 8), hidden=(4,), embedding_dim=6
+    )
     assert cnn(torch.rand(2, 64)).shape == (2, 6)
 
 
@@ -202,8 +249,16 @@ class _EpochMetrics(pl.Callback):
     def on_validation_end(self, trainer, pl_module):
         if not trainer.sanity_checking:
             m = trainer.callback_metrics
-            self.rows.append({"epoch": trainer.current_epoch, "reg_weight": pl_module.reg_weight,
-                              **{k: float(m[f"val_{k}"]) for k in ("recall@1", "nnz", "flops", "recall_in_budget", "eligible")}})
+            self.rows.append(
+                {
+                    "epoch": trainer.current_epoch,
+                    "reg_weight": pl_module.reg_weight,
+                    **{
+                        k: float(m[f"val_{k}"])
+                        for k in ("recall@1", "nnz", "flops", "recall_in_budget", "eligible")
+                    },
+                }
+            )
 
 
 def _selection_fit(tmp_path, **selection):
@@ -220,16 +275,29 @@ def _selection_fit(tmp_path, **selection):
     train_x = centers[train_y] + 0.3 * torch.randn(64, 12, generator=g)
     eval_y = torch.cat([torch.arange(8, 16).repeat(3), torch.tensor([-1, -2, -3, -4])])
     eval_x = centers[eval_y.clamp_min(0)] + 0.3 * torch.randn(28, 12, generator=g)
-    model = SparseEmbedding(12, 8, embedding_dim=16, hidden=(32,), regularizer="flops", lam=1000.0, lr=1e-2, **selection)
+    model = SparseEmbedding(
+        12, 8, embedding_dim=16, hidden=(32,), regularizer="flops", lam=1000.0, lr=1e-2, **selection
+    )
     assert SparseEmbedding.checkpoint_monitor == ("val_recall_in_budget", "max")
     record = _EpochMetrics()
-    best = ModelCheckpoint(dirpath=tmp_path, monitor="val_recall_in_budget", mode="max", save_top_k=1)
-    trainer = pl.Trainer(max_epochs=5, logger=False, enable_progress_bar=False, enable_model_summary=False,
-                         num_sanity_val_steps=0, callbacks=[LambdaWarmup(steps=6), record, best])
+    best = ModelCheckpoint(
+        dirpath=tmp_path, monitor="val_recall_in_budget", mode="max", save_top_k=1
+    )
+    trainer = pl.Trainer(
+        max_epochs=5,
+        logger=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        num_sanity_val_steps=0,
+        callbacks=[LambdaWarmup(steps=6), record, best],
+    )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        trainer.fit(model, DataLoader(TensorDataset(train_x, train_y), batch_size=16),
-                    DataLoader(TensorDataset(eval_x, eval_y), batch_size=64))
+        trainer.fit(
+            model,
+            DataLoader(TensorDataset(train_x, train_y), batch_size=16),
+            DataLoader(TensorDataset(eval_x, eval_y), batch_size=64),
+        )
     epoch = int(re.search(r"epoch=(\d+)", best.best_model_path).group(1))
     return model, record.rows, epoch, float(best.best_model_score), caught
 
@@ -242,7 +310,9 @@ def test_checkpoint_selection_does_not_pick_the_dense_warmup_epoch(tmp_path, sel
     model, rows, epoch, score, _ = _selection_fit(tmp_path, **selection)
     budget = selection.get("select_max_flops", math.inf)
     after = not selection or selection.get("select_after_warmup", True)
-    eligible = [r for r in rows if (not after or r["reg_weight"] >= 1000.0) and r["flops"] <= budget]
+    eligible = [
+        r for r in rows if (not after or r["reg_weight"] >= 1000.0) and r["flops"] <= budget
+    ]
     assert [r["epoch"] for r in eligible] == model.eligible_epochs
     dense = rows[0]
     assert dense not in eligible and dense["eligible"] == 0 and dense["recall_in_budget"] == -1

@@ -17,7 +17,9 @@ def loader(x: torch.Tensor, y: torch.Tensor, batch_size: int | None = None, shuf
     return DataLoader(data, batch_size=batch_size or len(y), shuffle=shuffle)
 
 
-def fit(module: pl.LightningModule, x, y, epochs: int, batch_size=None, shuffle=False, callbacks=()):
+def fit(
+    module: pl.LightningModule, x, y, epochs: int, batch_size=None, shuffle=False, callbacks=()
+):
     trainer = pl.Trainer(
         max_epochs=epochs,
         logger=False,

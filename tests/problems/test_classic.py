@@ -27,7 +27,9 @@ def test_branin_at_its_three_minimizers() -> None:
 
 def test_hartmann6_at_its_minimizer() -> None:
     problem = get_problem("hartmann6")
-    x = torch.tensor([[0.20169, 0.150011, 0.476874, 0.275332, 0.311652, 0.6573]], dtype=torch.double)
+    x = torch.tensor(
+        [[0.20169, 0.150011, 0.476874, 0.275332, 0.311652, 0.6573]], dtype=torch.double
+    )
     assert problem.optimal_value == pytest.approx(3.32237)
     assert problem.evaluate_true(x).item() == pytest.approx(problem.optimal_value, abs=1e-4)
 

@@ -27,7 +27,9 @@ def test_objective_negated_once_and_slacks_as_botorch() -> None:
     thicknesses in the slacks too (BoTorch's slacks at the rounded point)."""
     problem = get_problem("pressure-vessel", thickness_rounding="cost-only")
     lb, ub = problem.bounds
-    X = lb + (ub - lb) * torch.rand(20, 4, generator=torch.Generator().manual_seed(0), dtype=torch.double)
+    X = lb + (ub - lb) * torch.rand(
+        20, 4, generator=torch.Generator().manual_seed(0), dtype=torch.double
+    )
     f = PressureVessel()
     Y = problem.evaluate_true(X)
     assert torch.allclose(Y[:, 0], -f(X, noise=False))

@@ -17,18 +17,28 @@ from dsbo.problems.base import Context
 
 TABLE = {  # name: (parameter names, context names, design dims, relevant contexts)
     "contextual-hartmann4": (
-        ("x1", "z2", "z3", "x4", "n1", "n2", "n3"), ("z2", "z3", "n1", "n2", "n3"), (0, 3), ["z2", "z3"],
+        ("x1", "z2", "z3", "x4", "n1", "n2", "n3"),
+        ("z2", "z3", "n1", "n2", "n3"),
+        (0, 3),
+        ["z2", "z3"],
     ),
     "contextual-hartmann6": (
         ("z1", "x2", "z3", "z4", "x5", "x6", *(f"n{i}" for i in range(1, 7))),
-        ("z1", "z3", "z4", *(f"n{i}" for i in range(1, 7))), (1, 4, 5), ["z1", "z3", "z4"],
+        ("z1", "z3", "z4", *(f"n{i}" for i in range(1, 7))),
+        (1, 4, 5),
+        ["z1", "z3", "z4"],
     ),
     "contextual-ackley": (
         ("x1", "x2", "z3", "z4", "z5", *(f"n{i}" for i in range(1, 9))),
-        ("z3", "z4", "z5", *(f"n{i}" for i in range(1, 9))), (0, 1), ["z3", "z4", "z5"],
+        ("z3", "z4", "z5", *(f"n{i}" for i in range(1, 9))),
+        (0, 1),
+        ["z3", "z4", "z5"],
     ),
     "contextual-eggholder": (
-        ("x1", "z2", "n1", "n2", "n3", "n4"), ("z2", "n1", "n2", "n3", "n4"), (0,), ["z2"],
+        ("x1", "z2", "n1", "n2", "n3", "n4"),
+        ("z2", "n1", "n2", "n3", "n4"),
+        (0,),
+        ["z2"],
     ),
 }
 
@@ -41,8 +51,13 @@ def test_names_follow_the_module_table(name):
     assert problem.parameter_names == parameters and problem.context_names == contexts
     assert problem.design_dims == design and problem.dim == len(parameters)
     assert problem.metadata["relevant_contexts"] == relevant
-    assert all(c.cost == 1.0 and c.controllable for c in problem.contexts) and problem.design_cost == 1.0
-    assert torch.equal(problem.bounds, torch.tensor([[0.0] * problem.dim, [1.0] * problem.dim], dtype=torch.double))
+    assert (
+        all(c.cost == 1.0 and c.controllable for c in problem.contexts)
+        and problem.design_cost == 1.0
+    )
+    assert torch.equal(
+        problem.bounds, torch.tensor([[0.0] * problem.dim, [1.0] * problem.dim], dtype=torch.double)
+    )
     assert problem.context_distribution().tolist() == [[0.0] * len(contexts), [1.0] * len(contexts)]
     assert problem.optimal_value == 1.0 and problem.noise_std == pytest.approx(math.sqrt(1e-3))
 
@@ -59,26 +74,36 @@ def test_the_known_optimizer_scores_one(name, base):
     problem = get_problem(name)
     lb, ub = base.bounds
     optimum = (base.optimizers[0] - lb) / (ub - lb)  # into the unit cube, f's variables first
-    noise = torch.rand(2, problem.dim - base.dim, generator=torch.Generator().manual_seed(0), dtype=torch.double)
+    noise = torch.rand(
+        2, problem.dim - base.dim, generator=torch.Generator().manual_seed(0), dtype=torch.double
+    )
     X = torch.cat([optimum.expand(2, -1), noise], dim=-1)
     assert torch.allclose(problem.evaluate_true(X), torch.ones(2, 1, dtype=torch.double), atol=1e-5)
 
 
 def test_hartmann4_scaling_tops_out_at_one():
     problem = get_problem("contextual-hartmann4")
-    X = torch.rand(4096, problem.dim, generator=torch.Generator().manual_seed(1), dtype=torch.double)
+    X = torch.rand(
+        4096, problem.dim, generator=torch.Generator().manual_seed(1), dtype=torch.double
+    )
     values = problem.evaluate_true(X).reshape(-1)
     assert float(values.max()) <= 1.0
     start = X[int(values.argmax())].numpy()
-    res = minimize(lambda v: -float(problem.evaluate_true(torch.as_tensor(v).unsqueeze(0))), start,
-                   method="L-BFGS-B", bounds=[(0.0, 1.0)] * problem.dim)  # fmt: skip
+    res = minimize(
+        lambda v: -float(problem.evaluate_true(torch.as_tensor(v).unsqueeze(0))),
+        start,
+        method="L-BFGS-B",
+        bounds=[(0.0, 1.0)] * problem.dim,
+    )
     assert -res.fun == pytest.approx(1.0, abs=1e-5)
 
 
 @pytest.mark.parametrize("name", TABLE)
 def test_outputs_lie_in_the_unit_interval(name):
     problem = get_problem(name)
-    X = torch.rand(5000, problem.dim, generator=torch.Generator().manual_seed(2), dtype=torch.double)
+    X = torch.rand(
+        5000, problem.dim, generator=torch.Generator().manual_seed(2), dtype=torch.double
+    )
     values = problem.evaluate_true(X)
     # g_lo is a sampled minimum: a point may fall slightly below it
     assert float(values.max()) <= 1.0 + 1e-9 and float(values.min()) >= -0.05
@@ -119,7 +144,12 @@ def test_noise_contexts_option():
 
 def test_context_cost_as_a_number_a_list_or_a_mapping():
     names = ("z2", "z3", "n1", "n2", "n3")
-    costs = {n: c.cost for n, c in zip(names, get_problem("contextual-hartmann4", context_cost=2.5).contexts, strict=True)}
+    costs = {
+        n: c.cost
+        for n, c in zip(
+            names, get_problem("contextual-hartmann4", context_cost=2.5).contexts, strict=True
+        )
+    }
     assert costs == dict.fromkeys(names, 2.5)
     listed = get_problem("contextual-hartmann4", context_cost=[0.0, 1.5, 2, 3, 4]).contexts
     assert [c.cost for c in listed] == [0.0, 1.5, 2.0, 3.0, 4.0]

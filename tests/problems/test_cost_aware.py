@@ -26,10 +26,12 @@ def test_cost_branin_value_cost_and_optimum():
 def test_bad_costs_are_named():
     problem = get_problem("cost-branin")
     X = torch.zeros(3, 3)
-    for bad, match in ((lambda X: torch.tensor([1.0, 0.0, 2.0]), "returned 0.0 for row 1"),
-                       (lambda X: torch.tensor([1.0, 1.0, float("nan")]), "nan"),
-                       (lambda X: torch.ones(2), "one cost per row"),
-                       (lambda X: 1 / 0, "ZeroDivisionError")):  # fmt: skip
+    for bad, match in (
+        (lambda X: torch.tensor([1.0, 0.0, 2.0]), "returned 0.0 for row 1"),
+        (lambda X: torch.tensor([1.0, 1.0, float("nan")]), "nan"),
+        (lambda X: torch.ones(2), "one cost per row"),
+        (lambda X: 1 / 0, "ZeroDivisionError"),
+    ):
         problem.cost_function = bad
         with pytest.raises(CostError, match=match):
             problem.evaluation_cost(X)

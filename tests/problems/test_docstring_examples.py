@@ -19,8 +19,13 @@ MODULES = ["options", "registry", "classic", "multi_objective", "constrained", "
 def test_examples(name: str) -> None:
     module = importlib.import_module(f"dsbo.problems.{name}")
     # BoTorch-style examples leave out the obvious imports; provide them.
-    globs = {**vars(module), "torch": torch, "get_problem": get_problem,
-             "from_test_problem": from_test_problem, "Branin": Branin}  # fmt: skip
+    globs = {
+        **vars(module),
+        "torch": torch,
+        "get_problem": get_problem,
+        "from_test_problem": from_test_problem,
+        "Branin": Branin,
+    }
     runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
     for test in doctest.DocTestFinder().find(module, globs=globs):
         runner.run(test)

@@ -48,8 +48,10 @@ def test_equals_the_base_problem_at_the_mapped_point(base: str, data_seed: int) 
     X = _rand(4, 30, data_seed)
     Z = problem.test_problem.to_base(X)
     assert torch.allclose(problem.evaluate_true(X), base_problem.evaluate_true(Z), rtol=1e-12)
-    assert torch.allclose(problem.test_problem.from_base(Z)[:, list(problem.relevant_dims)],
-                          X[:, list(problem.relevant_dims)])  # fmt: skip
+    assert torch.allclose(
+        problem.test_problem.from_base(Z)[:, list(problem.relevant_dims)],
+        X[:, list(problem.relevant_dims)],
+    )
     assert problem.optimal_value == base_problem.optimal_value
     assert problem.objective_names == base_problem.objective_names
     assert problem.constraint_names == base_problem.constraint_names
@@ -89,7 +91,9 @@ def test_embedded_optimum_equals_the_base_optimum() -> None:
 
 
 def test_target_zero_center_explicit() -> None:
-    assert torch.equal(get_problem("branin-50d", target="zero").default_point, torch.zeros(50).double())
+    assert torch.equal(
+        get_problem("branin-50d", target="zero").default_point, torch.zeros(50).double()
+    )
     assert torch.equal(get_problem("branin-50d").default_point, torch.full((50,), 0.5).double())
     point = torch.linspace(0, 1, 15).tolist()
     assert get_problem("hartmann6-15d", target=point).default_point.tolist() == point

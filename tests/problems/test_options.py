@@ -11,7 +11,9 @@ from dsbo.problems import get_problem
 
 def test_target_center_zero_and_explicit() -> None:
     assert torch.equal(get_problem("branin").default_point, torch.tensor([2.5, 7.5]).double())
-    assert torch.equal(get_problem("branin", target="zero").default_point, torch.tensor([-5.0, 0.0]).double())
+    assert torch.equal(
+        get_problem("branin", target="zero").default_point, torch.tensor([-5.0, 0.0]).double()
+    )
     explicit = get_problem("branin", target=[1.0, 2.0]).default_point
     assert explicit.dtype == torch.double and explicit.tolist() == [1.0, 2.0]
 

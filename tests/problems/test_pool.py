@@ -17,7 +17,9 @@ def test_generated_pool_rows_values_and_bounds():
     assert pool.size == 2000 and problem.dim == 32
     norms = np.sqrt(np.asarray(pool.features.multiply(pool.features).sum(1)).ravel())
     np.testing.assert_allclose(norms, 1.0)
-    assert 2.5 <= pool.features.nnz / 2000 <= 3.2  # round(0.1 * 32) = 3 draws per row (with replacement)
+    assert (
+        2.5 <= pool.features.nnz / 2000 <= 3.2
+    )  # round(0.1 * 32) = 3 draws per row (with replacement)
     rows = [0, 7, 1999]
     X = torch.as_tensor(pool.dense(rows))
     np.testing.assert_allclose(problem.evaluate(X, noise=False).ravel().numpy(), pool.values[rows])
@@ -76,4 +78,6 @@ def test_bad_pools_are_named(tmp_path):
     np.save(tmp_path / "empty.npy", np.zeros((0, 4)))
     np.save(tmp_path / "empty_v.npy", np.zeros(0))
     with pytest.raises(DataError, match="zero rows"):
-        get_problem("pool", features=str(tmp_path / "empty.npy"), values=str(tmp_path / "empty_v.npy"))
+        get_problem(
+            "pool", features=str(tmp_path / "empty.npy"), values=str(tmp_path / "empty_v.npy")
+        )

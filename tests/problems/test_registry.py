@@ -13,20 +13,39 @@ from dsbo.problems.options import from_test_problem
 def test_available_problems_lists_every_family_with_a_description() -> None:
     problems = available_problems()
     for name in [
-        "branin", "hartmann6", "ackley", "ackley-{D}d", "levy", "rastrigin", "griewank",
-        "schwefel", "branin-currin", "dtlz2", "pressure-vessel", "branin-{D}d",
-        "hartmann6-{D}d", "dtlz2-{D}d", "pressure-vessel-{D}d", "branin-currin-{D}d",
+        "branin",
+        "hartmann6",
+        "ackley",
+        "ackley-{D}d",
+        "levy",
+        "rastrigin",
+        "griewank",
+        "schwefel",
+        "branin-currin",
+        "dtlz2",
+        "pressure-vessel",
+        "branin-{D}d",
+        "hartmann6-{D}d",
+        "dtlz2-{D}d",
+        "pressure-vessel-{D}d",
+        "branin-currin-{D}d",
         "sourcing",
-    ]:  # fmt: skip
+    ]:
         assert name in problems
         assert problems[name]
 
 
 @pytest.mark.parametrize(
     ("name", "dim"),
-    [("branin-15d", 15), ("branin-50d", 50), ("hartmann6-15d", 15), ("hartmann6-50d", 50),
-     ("ackley-5d", 5), ("branin-currin-3d", 3)],
-)  # fmt: skip
+    [
+        ("branin-15d", 15),
+        ("branin-50d", 50),
+        ("hartmann6-15d", 15),
+        ("hartmann6-50d", 50),
+        ("ackley-5d", 5),
+        ("branin-currin-3d", 3),
+    ],
+)
 def test_dimension_suffix(name: str, dim: int) -> None:
     problem = get_problem(name)
     assert isinstance(problem, Problem)
@@ -52,7 +71,9 @@ def test_non_string_name() -> None:
 
 
 def test_unknown_option_is_named_and_options_listed() -> None:
-    with pytest.raises(ConfigError, match=r"no option\(s\) \['noise'\]; its options are: noise_std, target"):
+    with pytest.raises(
+        ConfigError, match=r"no option\(s\) \['noise'\]; its options are: noise_std, target"
+    ):
         get_problem("branin", noise=0.1)
     with pytest.raises(ConfigError, match=r"\['embedding_seed'\]"):
         get_problem("hartmann6", embedding_seed=1)

@@ -32,7 +32,13 @@ def test_branin4_currin4_is_a_sum_of_two_blocks_of_botorch_branin_currin():
     low, high = problem.metadata["objective_bounds"]
     assert high[1] > 27 and high[1] < 2 * 13.8  # the thesis' top box [23, 27] sits below max f2
     assert abs(float(branin(torch.tensor(math.pi), torch.tensor(2.275))) - 0.397887) < 1e-5
-    assert abs(float(currin(torch.tensor(1.0), torch.tensor(0.0))) - float(bc.evaluate_true(torch.tensor([[1.0, 0.0]]))[0, 1])) < 1e-6
+    assert (
+        abs(
+            float(currin(torch.tensor(1.0), torch.tensor(0.0)))
+            - float(bc.evaluate_true(torch.tensor([[1.0, 0.0]]))[0, 1])
+        )
+        < 1e-6
+    )
 
 
 def test_gp_samples_are_fixed_smooth_draws():
@@ -41,7 +47,9 @@ def test_gp_samples_are_fixed_smooth_draws():
     assert torch.equal(a.evaluate_true(X), b.evaluate_true(X))  # the same seed: the same functions
     other = get_problem("gp-samples-6", seed=1)
     assert not torch.allclose(a.evaluate_true(X), other.evaluate_true(X))
-    Y = a.evaluate_true(torch.rand(4000, 6, generator=torch.Generator().manual_seed(2), dtype=torch.double))
+    Y = a.evaluate_true(
+        torch.rand(4000, 6, generator=torch.Generator().manual_seed(2), dtype=torch.double)
+    )
     # random Fourier features of a unit-variance SE kernel: mean ~ 0, variance ~ 1
     assert Y.mean().abs() < 0.3 and 0.5 < Y.var() < 1.6
     assert a.num_objectives == 6 and a.metadata["pareto_front"]().shape[1] == 6
@@ -53,7 +61,11 @@ def test_faiss_tuning_measures_a_real_index():
     from dsbo.errors import ConfigError
 
     problem = get_problem("faiss-ivf-tuning")
-    assert problem.parameter_names == ("log2_nlist", "log2_nprobe", "log2_pq_m") and problem.integer_dims == (0, 1, 2)
+    assert problem.parameter_names == (
+        "log2_nlist",
+        "log2_nprobe",
+        "log2_pq_m",
+    ) and problem.integer_dims == (0, 1, 2)
     Y = problem.evaluate_true(torch.tensor([[4.0, 0.0, 2.0], [4.0, 4.0, 2.0]]))
     assert (Y[:, 0] < 0).all() and (Y[:, 2] < 0).all()  # -ms per query, -MB
     assert float(Y[1, 1]) > float(Y[0, 1])  # 16 probes of 16 lists find more true neighbours than 1

@@ -25,8 +25,14 @@ def in_repo(monkeypatch):
 
 
 def make(tmp_path, **overrides):
-    options = dict(config=CONFIG, parameters=PARAMETERS, metrics=["val_mse"], default={"model.lr": 0.01, "model.width": 16},
-                   args=["--data.num_samples=40", "--trainer.logger=false"], runs_dir=str(tmp_path / "runs"))  # fmt: skip
+    options = dict(
+        config=CONFIG,
+        parameters=PARAMETERS,
+        metrics=["val_mse"],
+        default={"model.lr": 0.01, "model.width": 16},
+        args=["--data.num_samples=40", "--trainer.logger=false"],
+        runs_dir=str(tmp_path / "runs"),
+    )
     return get_problem("train-run", **{**options, **overrides})
 
 
@@ -36,15 +42,30 @@ def test_box_default_and_names_follow_the_sweep_syntax(tmp_path, in_repo):
     assert problem.objective_names == ("neg_val_mse",)
     lo, hi = problem.bounds.tolist()
     assert lo == pytest.approx([math.log(1e-3), 4.0]) and hi == pytest.approx([math.log(0.1), 32.0])
-    assert problem.default_point.tolist() == pytest.approx([math.log(0.01), 16.0])  # searched in log lr
+    assert problem.default_point.tolist() == pytest.approx(
+        [math.log(0.01), 16.0]
+    )  # searched in log lr
     assert problem.integer_dims == (1,)
-    assert problem.space is problem.test_problem.space and problem.space.names == ["model.lr", "model.width", "trainer.max_epochs"]
-    assert problem.params(problem.default_point) == {"model.lr": 0.01, "model.width": 16, "trainer.max_epochs": 3}
+    assert problem.space is problem.test_problem.space and problem.space.names == [
+        "model.lr",
+        "model.width",
+        "trainer.max_epochs",
+    ]
+    assert problem.params(problem.default_point) == {
+        "model.lr": 0.01,
+        "model.width": 16,
+        "trainer.max_epochs": 3,
+    }
     assert problem.metadata["fixed"] == {"trainer.max_epochs": 3}
-    cmd = problem.test_problem.command({"model.lr": 0.01, "model.width": 16, "trainer.max_epochs": 3})
+    cmd = problem.test_problem.command(
+        {"model.lr": 0.01, "model.width": 16, "trainer.max_epochs": 3}
+    )
     assert cmd[-3:] == ["--model.lr=0.01", "--model.width=16", "--trainer.max_epochs=3"]
     tied = make(tmp_path, tied={"model.num_samples": "model.width"}).test_problem
-    assert tied.command({"model.lr": 0.01, "model.width": 8, "trainer.max_epochs": 3})[-1] == "--model.num_samples=8"
+    assert (
+        tied.command({"model.lr": 0.01, "model.width": 8, "trainer.max_epochs": 3})[-1]
+        == "--model.num_samples=8"
+    )
 
 
 def test_one_evaluation_is_one_training_run_and_reads_its_summary(tmp_path, in_repo):
@@ -53,8 +74,11 @@ def test_one_evaluation_is_one_training_run_and_reads_its_summary(tmp_path, in_r
     (run_dir,) = (tmp_path / "runs").iterdir()
     summary = json.loads((run_dir / "summary.json").read_text())
     assert y.tolist() == pytest.approx([-summary["val_mse"]])  # minimized -> negated
-    assert json.loads((run_dir / "params.json").read_text()) == {"model.lr": pytest.approx(0.01), "model.width": 16,
-                                                                 "trainer.max_epochs": 3}  # fmt: skip
+    assert json.loads((run_dir / "params.json").read_text()) == {
+        "model.lr": pytest.approx(0.01),
+        "model.width": 16,
+        "trainer.max_epochs": 3,
+    }
 
 
 def test_two_metrics_make_a_multi_objective_problem(tmp_path, in_repo):
@@ -81,10 +105,19 @@ def test_a_failing_run_or_a_missing_metric_is_an_evaluation_error(tmp_path, in_r
         ({"metrics": []}, "metrics must be a non-empty list"),
         ({"metrics": ["a", "a"]}, "repeat a name"),
         ({"goal": "lower"}, "goal='lower'"),
-        ({"default": {"model.lr": 0.5, "model.width": 16}}, r"default.model.lr=0.5 is outside \[0.001, 0.1\]"),
+        (
+            {"default": {"model.lr": 0.5, "model.width": 16}},
+            r"default.model.lr=0.5 is outside \[0.001, 0.1\]",
+        ),
         ({"default": {"model.lr": 0.01}}, "train-run: default: no value for model.width"),
-        ({"default": {"model.lr": 0.01, "model.width": 16, "model.depth": 2}}, "default.model.depth: there is no such parameter"),
-        ({"parameters": {"model.lr": {"distribution": "normal", "mu": 0, "sigma": 1}}}, "bounded box"),
+        (
+            {"default": {"model.lr": 0.01, "model.width": 16, "model.depth": 2}},
+            "default.model.depth: there is no such parameter",
+        ),
+        (
+            {"parameters": {"model.lr": {"distribution": "normal", "mu": 0, "sigma": 1}}},
+            "bounded box",
+        ),
         ({"timeout": 0}, "timeout=0"),
         ({"tied": {"data.x": "model.nope"}}, "tied must map"),
         ({"tied": {"model.lr": "model.width"}}, "are parameters themselves"),
@@ -104,22 +137,43 @@ def test_rows_are_evaluated_one_run_each(tmp_path, in_repo):
     assert Y.shape == (2, 1) and len(list((tmp_path / "runs").iterdir())) == 2
 
 
-def test_a_categorical_is_one_hot_and_the_history_shows_the_values_the_run_received(tmp_path, in_repo):
+def test_a_categorical_is_one_hot_and_the_history_shows_the_values_the_run_received(
+    tmp_path, in_repo
+):
     from dsbo.campaign.history import history_frame
     from dsbo.storage import Trial
 
-    parameters = {**PARAMETERS, "model.activation": {"values": ["relu", "tanh"]},
-                  "model.batch": {"distribution": "q_log_uniform_values", "min": 8, "max": 64, "q": 8}}  # fmt: skip
+    parameters = {
+        **PARAMETERS,
+        "model.activation": {"values": ["relu", "tanh"]},
+        "model.batch": {"distribution": "q_log_uniform_values", "min": 8, "max": 64, "q": 8},
+    }
     problem = make(tmp_path, parameters=parameters, default=None)
-    assert problem.parameter_names == ("model.lr", "model.width", "model.activation=relu", "model.activation=tanh", "model.batch")
+    assert problem.parameter_names == (
+        "model.lr",
+        "model.width",
+        "model.activation=relu",
+        "model.activation=tanh",
+        "model.batch",
+    )
     assert problem.test_problem.bounds.T.tolist() == [list(b) for b in problem.space.bounds]
     assert problem.test_problem.discrete_inds == [1] and problem.integer_dims == (1,)
     default = problem.params(problem.default_point)
-    assert default["model.activation"] == "relu" and default["model.width"] == 18 and default["model.batch"] in (16, 24)
-    x = problem.space.encode({"model.lr": 0.002, "model.width": 8, "model.activation": "tanh", "model.batch": 64})
-    frame = history_frame([Trial(id=0, batch=0, generator="sobol-init", status="completed", x=x, y=[-1.0])], problem)
+    assert (
+        default["model.activation"] == "relu"
+        and default["model.width"] == 18
+        and default["model.batch"] in (16, 24)
+    )
+    x = problem.space.encode(
+        {"model.lr": 0.002, "model.width": 8, "model.activation": "tanh", "model.batch": 64}
+    )
+    frame = history_frame(
+        [Trial(id=0, batch=0, generator="sobol-init", status="completed", x=x, y=[-1.0])], problem
+    )
     row = frame.iloc[0]
-    assert row["model.lr"] == 0.002 and row["model.activation"] == "tanh" and row["model.batch"] == 64
+    assert (
+        row["model.lr"] == 0.002 and row["model.activation"] == "tanh" and row["model.batch"] == 64
+    )
     assert row["trainer.max_epochs"] == 3
     with pytest.raises(ConfigError, match="mix types"):
         make(tmp_path, parameters={**PARAMETERS, "model.activation": {"values": ["relu", 1]}})
@@ -145,8 +199,14 @@ def test_a_run_reports_each_epoch_through_the_channel_and_stops_when_told(tmp_pa
     trial = StopAt(2)
     y = problem(problem.default_point, trial)
     (run_dir,) = (tmp_path / "runs").iterdir()
-    assert [s for s, _ in trial.reports] == [1, 2]  # epochs trained so far; stopped after the second
-    decisions = [json.loads(line) for line in (run_dir / "trial" / "decisions.jsonl").read_text().splitlines()]
+    assert [s for s, _ in trial.reports] == [
+        1,
+        2,
+    ]  # epochs trained so far; stopped after the second
+    decisions = [
+        json.loads(line)
+        for line in (run_dir / "trial" / "decisions.jsonl").read_text().splitlines()
+    ]
     assert decisions == [{"step": 1, "stop": False}, {"step": 2, "stop": True}]
     summary = json.loads((run_dir / "summary.json").read_text())
     assert all(v < 0 for _, v in trial.reports)  # -val_mse: the objective's direction
@@ -158,15 +218,25 @@ def test_a_refused_report_stops_the_run_and_fails_the_evaluation(tmp_path, in_re
     with pytest.raises(ValueError, match="refused"):
         problem(problem.default_point, StopAt(99, refuse=True))
     (run_dir,) = (tmp_path / "runs").iterdir()
-    assert (run_dir / "trial" / "decisions.jsonl").read_text().count("\n") == 1  # told to stop at once
+    assert (run_dir / "trial" / "decisions.jsonl").read_text().count(
+        "\n"
+    ) == 1  # told to stop at once
 
 
 def test_a_campaign_stops_training_runs_early(tmp_path, in_repo):
     from dsbo.campaign import Campaign
 
     problem = make(tmp_path, parameters={**PARAMETERS, "trainer.max_epochs": {"value": 4}})
-    campaign = Campaign(problem, surrogate="gp", budget=3, n_init=3, dry_run=False, max_steps=4, budget_steps=12,
-                        early_stopping={"name": "percentile", "percentile": 1.0, "n_startup_trials": 1})  # fmt: skip
+    campaign = Campaign(
+        problem,
+        surrogate="gp",
+        budget=3,
+        n_init=3,
+        dry_run=False,
+        max_steps=4,
+        budget_steps=12,
+        early_stopping={"name": "percentile", "percentile": 1.0, "n_startup_trials": 1},
+    )
     campaign.run()
     store = campaign.store
     curves = store.curves()
@@ -174,16 +244,32 @@ def test_a_campaign_stops_training_runs_early(tmp_path, in_repo):
     for trial in store.trials():
         steps = [s for s, _ in curves[trial.id]]
         assert steps == list(range(1, len(steps) + 1)) and trial.cost == steps[-1]
-        assert trial.status in ("completed", "stopped") and (trial.status == "stopped") == (steps[-1] < 4)
+        assert trial.status in ("completed", "stopped") and (trial.status == "stopped") == (
+            steps[-1] < 4
+        )
 
 
 def test_a_freeze_thaw_campaign_resumes_paused_runs_from_their_checkpoints(tmp_path, in_repo):
     from dsbo.campaign import Campaign
 
     problem = make(tmp_path, parameters={**PARAMETERS, "trainer.max_epochs": {"value": 4}})
-    campaign = Campaign(problem, surrogate="gp", budget=20, n_init=2, dry_run=False, max_steps=4, budget_steps=10,
-                        early_stopping={"name": "freeze-thaw", "curve_model": "power-law-ensemble", "steps_per_thaw": 2,
-                                        "epochs": 30, "warm_epochs": 5, "candidates": 32})  # fmt: skip
+    campaign = Campaign(
+        problem,
+        surrogate="gp",
+        budget=20,
+        n_init=2,
+        dry_run=False,
+        max_steps=4,
+        budget_steps=10,
+        early_stopping={
+            "name": "freeze-thaw",
+            "curve_model": "power-law-ensemble",
+            "steps_per_thaw": 2,
+            "epochs": 30,
+            "warm_epochs": 5,
+            "candidates": 32,
+        },
+    )
     campaign.run()
     store = campaign.store
     trials, curves = store.trials(), store.curves()
@@ -200,6 +286,12 @@ def test_a_freeze_thaw_campaign_resumes_paused_runs_from_their_checkpoints(tmp_p
     for trial in thawed:  # Lightning restored the checkpoint and trained the next epochs only
         run_dir = Path(trial.metadata["user_attrs"]["run_dir"])
         log = (run_dir / "output.log").read_text()
-        assert "Restoring states from the checkpoint" in log or "Restored all states from the checkpoint" in log
-        decisions = [json.loads(line) for line in (run_dir / "trial" / "decisions.jsonl").read_text().splitlines()]
+        assert (
+            "Restoring states from the checkpoint" in log
+            or "Restored all states from the checkpoint" in log
+        )
+        decisions = [
+            json.loads(line)
+            for line in (run_dir / "trial" / "decisions.jsonl").read_text().splitlines()
+        ]
         assert decisions[0]["step"] == 3, "the thawed run reported from the epoch after its pause"

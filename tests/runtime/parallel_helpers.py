@@ -44,9 +44,16 @@ def most_at_once() -> int:
 
 def campaign_kwargs(url: str, seconds: float, lease: float, budget: int) -> dict:
     return dict(
-        surrogate="gp", budget=budget, n_init=4, seed=0, store=url, evaluator=SlowBranin(seconds),
-        optimizer=FAST, lease=lease, dry_run=False,
-    )  # fmt: skip
+        surrogate="gp",
+        budget=budget,
+        n_init=4,
+        seed=0,
+        store=url,
+        evaluator=SlowBranin(seconds),
+        optimizer=FAST,
+        lease=lease,
+        dry_run=False,
+    )
 
 
 def work(url: str, seconds: float, lease: float, budget: int, ready: str, go: str) -> None:

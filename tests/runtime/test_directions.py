@@ -22,15 +22,31 @@ from dsbo.problems import get_problem
 
 SPACE = {"x": dsbo.Float(0.0, 1.0), "c": dsbo.Choice(["a", "b"])}
 FAST = {"surrogate": "gp", "acquisition": "sobol", "dry_run": False, "outcome_warping": None}
-CASES = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
+CASES = settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True
+)
 
 #: How training code hands back a number: Python, NumPy and torch scalars of many dtypes, 0-d
 #: and one-element arrays and tensors (with grad too), one-element lists.
 KINDS = [
-    "float", "int", "np.float16", "np.float32", "np.float64", "np.int32", "np.int64", "np.uint16",
-    "np.array0d", "np.array1", "list1", "torch.float32", "torch.float64", "torch.bfloat16",
-    "torch.int64", "torch1", "torch.grad",
-]  # fmt: skip
+    "float",
+    "int",
+    "np.float16",
+    "np.float32",
+    "np.float64",
+    "np.int32",
+    "np.int64",
+    "np.uint16",
+    "np.array0d",
+    "np.array1",
+    "list1",
+    "torch.float32",
+    "torch.float64",
+    "torch.bfloat16",
+    "torch.int64",
+    "torch1",
+    "torch.grad",
+]
 
 
 def wrap(value: float, kind: str):
@@ -38,15 +54,24 @@ def wrap(value: float, kind: str):
     if kind in ("int", "np.int32", "np.int64", "np.uint16", "torch.int64"):
         value = abs(round(value)) if kind == "np.uint16" else round(value)
     return {
-        "float": lambda v: float(v), "int": lambda v: int(v), "np.float16": np.float16, "np.float32": np.float32,
-        "np.float64": np.float64, "np.int32": np.int32, "np.int64": np.int64, "np.uint16": np.uint16,
-        "np.array0d": lambda v: np.array(v, dtype=np.float32), "np.array1": lambda v: np.array([v]),
-        "list1": lambda v: [v], "torch.float32": lambda v: torch.tensor(v, dtype=torch.float32),
+        "float": lambda v: float(v),
+        "int": lambda v: int(v),
+        "np.float16": np.float16,
+        "np.float32": np.float32,
+        "np.float64": np.float64,
+        "np.int32": np.int32,
+        "np.int64": np.int64,
+        "np.uint16": np.uint16,
+        "np.array0d": lambda v: np.array(v, dtype=np.float32),
+        "np.array1": lambda v: np.array([v]),
+        "list1": lambda v: [v],
+        "torch.float32": lambda v: torch.tensor(v, dtype=torch.float32),
         "torch.float64": lambda v: torch.tensor(v, dtype=torch.float64),
         "torch.bfloat16": lambda v: torch.tensor(v, dtype=torch.bfloat16),
-        "torch.int64": lambda v: torch.tensor(int(v)), "torch1": lambda v: torch.tensor([v]),
+        "torch.int64": lambda v: torch.tensor(int(v)),
+        "torch1": lambda v: torch.tensor([v]),
         "torch.grad": lambda v: torch.tensor(v, requires_grad=True) * 1.0,
-    }[kind](value)  # fmt: skip
+    }[kind](value)
 
 
 def meant(returned) -> float:
@@ -59,9 +84,12 @@ def meant(returned) -> float:
 
 
 returns = st.lists(
-    st.tuples(st.floats(-500.0, 500.0, allow_nan=False, allow_subnormal=False), st.sampled_from(KINDS)),
-    min_size=2, max_size=5,
-)  # fmt: skip
+    st.tuples(
+        st.floats(-500.0, 500.0, allow_nan=False, allow_subnormal=False), st.sampled_from(KINDS)
+    ),
+    min_size=2,
+    max_size=5,
+)
 directions = st.sampled_from(["minimize", "maximize", "min", "max"])
 
 
@@ -103,7 +131,9 @@ def test_maximize_reports_the_highest_returned_value(drawn):
 @CASES
 @given(returns, directions, st.booleans())
 def test_tuner_tell_takes_any_number_in_the_users_direction(drawn, direction, as_mapping):
-    tuner = dsbo.Tuner(SPACE, len(drawn), direction=direction, objective="loss", n_init=len(drawn), **FAST)
+    tuner = dsbo.Tuner(
+        SPACE, len(drawn), direction=direction, objective="loss", n_init=len(drawn), **FAST
+    )
     values = [wrap(v, k) for v, k in drawn]
     for value in values:
         suggestion = tuner.ask()
@@ -115,8 +145,15 @@ def test_tuner_tell_takes_any_number_in_the_users_direction(drawn, direction, as
 @given(returns, directions)
 def test_a_black_box_declared_with_a_direction_reports_it(drawn, direction):
     problem = get_problem("black-box", parameters=SPACE, objectives={"loss": direction})
-    campaign = Campaign(problem, budget=len(drawn), n_init=len(drawn), seed=0, surrogate="gp",
-                        acquisition="sobol", dry_run=False)  # fmt: skip
+    campaign = Campaign(
+        problem,
+        budget=len(drawn),
+        n_init=len(drawn),
+        seed=0,
+        surrogate="gp",
+        acquisition="sobol",
+        dry_run=False,
+    )
     values = [wrap(v, k) for v, k in drawn]
     for value in values:
         [trial] = campaign.ask(1)
@@ -127,11 +164,23 @@ def test_a_black_box_declared_with_a_direction_reports_it(drawn, direction):
 def write_config(path, direction: str, budget: int) -> str:
     path.mkdir(parents=True, exist_ok=True)
     cfg = {
-        "problem": {"name": "black-box", "options": {"parameters": {"x": [0.0, 1.0]}, "objectives": {"loss": direction},
-                                                     "constraints": ["memory <= 8"]}},
-        "surrogate": {"name": "gp"}, "acquisition": {"name": "sobol"}, "postprocess": None, "budget": budget, "n_init": budget, "q": budget,
-        "run_dir": str(path / "run"), "wandb": {"mode": "disabled"},
-    }  # fmt: skip
+        "problem": {
+            "name": "black-box",
+            "options": {
+                "parameters": {"x": [0.0, 1.0]},
+                "objectives": {"loss": direction},
+                "constraints": ["memory <= 8"],
+            },
+        },
+        "surrogate": {"name": "gp"},
+        "acquisition": {"name": "sobol"},
+        "postprocess": None,
+        "budget": budget,
+        "n_init": budget,
+        "q": budget,
+        "run_dir": str(path / "run"),
+        "wandb": {"mode": "disabled"},
+    }
     (path / "lab.yaml").write_text(yaml.safe_dump(cfg))
     return str(path / "lab.yaml")
 
@@ -152,8 +201,18 @@ class LabRuns:
             self.runs[direction] = {"path": path, "trials": iter(trials), "told": []}
         run = self.runs[direction]
         trial = next(run["trials"])
-        _run(self.main, ["tell", "--config", run["path"], "--trial", str(trial["trial"]),
-                         "--values", json.dumps({"loss": value, "memory": memory})])  # fmt: skip
+        _run(
+            self.main,
+            [
+                "tell",
+                "--config",
+                run["path"],
+                "--trial",
+                str(trial["trial"]),
+                "--values",
+                json.dumps({"loss": value, "memory": memory}),
+            ],
+        )
         run["told"].append((value, memory))
         return _run(self.main, ["status", "--config", run["path"]])
 
@@ -164,7 +223,11 @@ def lab_runs(tmp_path_factory):
 
 
 @CASES
-@given(st.floats(-500.0, 500.0, allow_nan=False, allow_subnormal=False), directions, st.floats(0.0, 16.0))
+@given(
+    st.floats(-500.0, 500.0, allow_nan=False, allow_subnormal=False),
+    directions,
+    st.floats(0.0, 16.0),
+)
 def test_blackbox_tell_and_status_keep_the_declared_direction(lab_runs, value, direction, memory):
     """The command line: a YAML config declaring ``loss: <direction>`` and ``memory <= 8``;
     ``tell --values '{loss: v, memory: m}'`` then ``status``: the best is the best loss told
@@ -175,10 +238,14 @@ def test_blackbox_tell_and_status_keep_the_declared_direction(lab_runs, value, d
     told = lab_runs.runs[direction]["told"]
     feasible = [v for v, m in told if m <= 8]
     if feasible:
-        assert status["best_value"] == pytest.approx(best_of(feasible, direction), rel=1e-9, abs=1e-12)
+        assert status["best_value"] == pytest.approx(
+            best_of(feasible, direction), rel=1e-9, abs=1e-12
+        )
     else:
         assert status["best_value"] is None
-    header = (lab_runs.root / direction / "run" / "history.csv").read_text().splitlines()[0].split(",")
+    header = (
+        (lab_runs.root / direction / "run" / "history.csv").read_text().splitlines()[0].split(",")
+    )
     assert "loss" in header and "memory" in header and "-loss" not in header
 
 
@@ -194,5 +261,7 @@ def _run(main, argv):
 
 def test_the_wrapped_kinds_are_what_training_code_returns():
     assert isinstance(wrap(0.5, "np.float32"), np.float32) and wrap(0.5, "torch.grad").requires_grad
-    assert wrap(-2.4, "np.uint16") == 2 and meant(wrap(0.1, "torch.bfloat16")) != 0.1  # bfloat16 rounds
+    assert (
+        wrap(-2.4, "np.uint16") == 2 and meant(wrap(0.1, "torch.bfloat16")) != 0.1
+    )  # bfloat16 rounds
     assert not math.isnan(meant(wrap(3.0, "list1")))

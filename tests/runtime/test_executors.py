@@ -73,7 +73,9 @@ def test_a_killed_worker_costs_only_its_own_task(pool, tmp_path):
     assert wait_until(lambda: len(list(tmp_path.iterdir())) == 1)
     pid = int(next(tmp_path.iterdir()).name)
     os.kill(pid, signal.SIGKILL)
-    with pytest.raises(WorkerDiedError, match=f"worker pid {pid} died \\(killed by signal 9 \\(SIGKILL\\)\\)"):
+    with pytest.raises(
+        WorkerDiedError, match=f"worker pid {pid} died \\(killed by signal 9 \\(SIGKILL\\)\\)"
+    ):
         victim.result(timeout=30)
     assert healthy.result(timeout=30) != pid, "the other worker's task completes"
     assert pool.submit(square, 3).result(timeout=60) == 9, "the pool goes on"
@@ -135,7 +137,12 @@ def test_a_failing_initializer_fails_fast():
 
 
 @pytest.mark.parametrize(
-    "kwargs, message", [({"workers": 0}, "workers"), ({"workers": 1.5}, "workers"), ({"context": "thread"}, "context")]
+    "kwargs, message",
+    [
+        ({"workers": 0}, "workers"),
+        ({"workers": 1.5}, "workers"),
+        ({"context": "thread"}, "context"),
+    ],
 )
 def test_bad_arguments_name_themselves(kwargs, message):
     with pytest.raises(ConfigError, match=message):
@@ -169,7 +176,9 @@ def test_no_orphans_after_the_driver_is_killed(tmp_path):
         assert len(pids) == 2 and all(alive(p) for p in pids), "busy workers"
         driver.send_signal(signal.SIGKILL)
         driver.wait(timeout=30)
-        assert wait_until(lambda: not any(alive(p) for p in pids), 5), "workers die with their driver"
+        assert wait_until(lambda: not any(alive(p) for p in pids), 5), (
+            "workers die with their driver"
+        )
     finally:
         if driver.poll() is None:
             driver.kill()

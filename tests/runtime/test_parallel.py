@@ -30,7 +30,9 @@ class Worker:
 
         self.out = out
         self.process = multiprocessing.get_context("fork").Process(
-            target=_work, args=(url, seconds, lease, budget, str(ready), str(go), str(out)), daemon=True
+            target=_work,
+            args=(url, seconds, lease, budget, str(ready), str(go), str(out)),
+            daemon=True,
         )
         self.process.start()
 
@@ -72,7 +74,10 @@ def wait_for(predicate, timeout, what):
 def test_four_workers_reach_exactly_the_budget_without_duplicates(postgres_url, tmp_path):  # noqa: F811
     budget, go = 10, tmp_path / "go"
     ready = [tmp_path / f"ready-{i}" for i in range(4)]
-    workers = [Worker(postgres_url, 0.3, 30.0, budget, r, go, tmp_path / f"out-{i}") for i, r in enumerate(ready)]
+    workers = [
+        Worker(postgres_url, 0.3, 30.0, budget, r, go, tmp_path / f"out-{i}")
+        for i, r in enumerate(ready)
+    ]
     try:
         wait_for(lambda: all(r.exists() for r in ready), 60, "4 workers to start")
         go.touch()  # all four begin at once
@@ -84,19 +89,25 @@ def test_four_workers_reach_exactly_the_budget_without_duplicates(postgres_url, 
     assert codes == [0, 0, 0, 0], reports
     with open_store(postgres_url) as store:
         trials = store.trials()
-    assert len(trials) == budget and all(t.status == "completed" for t in trials), "exactly the budget"
+    assert len(trials) == budget and all(t.status == "completed" for t in trials), (
+        "exactly the budget"
+    )
     assert sorted(t.id for t in trials) == list(range(1, budget + 1)), "ids never collide or skip"
     assert len({tuple(t.x) for t in trials}) == budget, "no point proposed twice"
     by_worker = [set(r["trials"]) for r in reports]
     assert sum(map(len, by_worker)) == budget and set().union(*by_worker) == {t.id for t in trials}
     assert sum(1 for s in by_worker if s) >= 3, f"the workers shared the work: {by_worker}"
-    assert [t.generator for t in trials[:4]] == ["sobol-init"] * 4 and len({t.batch for t in trials}) == budget
+    assert [t.generator for t in trials[:4]] == ["sobol-init"] * 4 and len(
+        {t.batch for t in trials}
+    ) == budget
 
 
 def test_a_sigkilled_worker_trial_is_retried_after_its_lease(postgres_url, tmp_path):  # noqa: F811
     go = tmp_path / "go"
     go.touch()
-    victim = Worker(postgres_url, 600.0, 1.0, 4, tmp_path / "ready", go, tmp_path / "out")  # each evaluation hangs
+    victim = Worker(
+        postgres_url, 600.0, 1.0, 4, tmp_path / "ready", go, tmp_path / "out"
+    )  # each evaluation hangs
     try:
         wait_for(lambda: (tmp_path / "ready").exists(), 120, "the worker to start")
         store = open_store(postgres_url)
@@ -115,7 +126,9 @@ def test_a_sigkilled_worker_trial_is_retried_after_its_lease(postgres_url, tmp_p
     trials = store.trials()
     assert result.num_completed == 4 and len(trials) == 4 and store.count("pending") == 0
     retried = store.get(orphan.id)
-    assert retried.status == "completed" and retried.x == orphan.x, "the same point, evaluated once more"
+    assert retried.status == "completed" and retried.x == orphan.x, (
+        "the same point, evaluated once more"
+    )
     assert retried.worker == survivor.worker and retried.metadata["lease_retries"] == 1
     assert retried.metadata["lease_lost_by"] == [orphan.worker]
     assert time.monotonic() - start < 30
@@ -124,7 +137,11 @@ def test_a_sigkilled_worker_trial_is_retried_after_its_lease(postgres_url, tmp_p
 
 def test_lease_retries_are_bounded_then_the_trial_fails(postgres_url):  # noqa: F811
     store = open_store(postgres_url)
-    campaign = Campaign(get_problem("branin"), **dict(campaign_kwargs(postgres_url, 0.0, 0.2, 3), store=store, n_init=2), worker_retries=0)
+    campaign = Campaign(
+        get_problem("branin"),
+        **dict(campaign_kwargs(postgres_url, 0.0, 0.2, 3), store=store, n_init=2),
+        worker_retries=0,
+    )
     [trial] = store.add_trials([[1.0, 2.0]], "sobol-init", worker="dead-worker", budget=3)
     time.sleep(0.3)
     result = campaign.run()  # claimed once (lease_retries 1 > worker_retries 0): a failed trial
@@ -143,10 +160,14 @@ def test_the_heartbeat_renews_leases_and_survives_a_dropped_connection(postgres_
     beat = Heartbeat(store, "me", interval=0.1)
     try:
         wait_for(lambda: beat.beats >= 2, 10, "two heartbeats")
-        with psycopg.connect(postgres_url, autocommit=True) as admin:  # the server drops the connection
-            admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                          "WHERE datname = current_database() AND pid <> pg_backend_pid() AND pid <> %s",
-                          (store._conn.info.backend_pid,))  # fmt: skip
+        with psycopg.connect(
+            postgres_url, autocommit=True
+        ) as admin:  # the server drops the connection
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid() AND pid <> %s",
+                (store._conn.info.backend_pid,),
+            )
         before = beat.beats
         wait_for(lambda: beat.beats >= before + 2, 10, "heartbeats after a reconnect")
         first = store.get(tid).heartbeat_at
@@ -158,8 +179,12 @@ def test_the_heartbeat_renews_leases_and_survives_a_dropped_connection(postgres_
 
 
 def test_workers_of_one_campaign_share_one_lease(postgres_url):  # noqa: F811
-    Campaign(get_problem("branin"), **dict(campaign_kwargs(postgres_url, 0.0, 5.0, 2), n_init=2)).run()
-    late = Campaign(get_problem("branin"), **dict(campaign_kwargs(postgres_url, 0.0, 9.0, 2), n_init=2))
+    Campaign(
+        get_problem("branin"), **dict(campaign_kwargs(postgres_url, 0.0, 5.0, 2), n_init=2)
+    ).run()
+    late = Campaign(
+        get_problem("branin"), **dict(campaign_kwargs(postgres_url, 0.0, 9.0, 2), n_init=2)
+    )
     with pytest.raises(ConfigError, match="the campaign's workers use lease=5 s"):
         late.run()
 
@@ -182,8 +207,12 @@ def test_a_hung_trial_times_out_while_the_others_go_on(tmp_path):
     from parallel_helpers import HangsOnce
 
     with ThreadPoolExecutor(2) as pool:
-        kwargs = dict(campaign_kwargs(str(tmp_path / "t.sqlite"), 0.0, 60.0, 6), evaluator=HangsOnce(2.0))
-        campaign = Campaign(get_problem("branin"), **kwargs, executor=pool, parallel=2, eval_timeout=0.5)
+        kwargs = dict(
+            campaign_kwargs(str(tmp_path / "t.sqlite"), 0.0, 60.0, 6), evaluator=HangsOnce(2.0)
+        )
+        campaign = Campaign(
+            get_problem("branin"), **kwargs, executor=pool, parallel=2, eval_timeout=0.5
+        )
         result = campaign.run()
     [hung] = campaign.store.trials("failed")
     assert "EvaluationTimeout" in hung.error and "eval_timeout=0.5" in hung.error and hung.id == 1
@@ -196,7 +225,12 @@ def test_parallel_resume_retries_the_trials_a_crash_left_pending(tmp_path):
     left = first.ask(q=2)
     first.store.close()  # "crashed" with two trials pending
     with ThreadPoolExecutor(2) as pool:
-        again = Campaign(get_problem("branin"), **campaign_kwargs(str(path), 0.0, 60.0, 6), executor=pool, parallel=2)
+        again = Campaign(
+            get_problem("branin"),
+            **campaign_kwargs(str(path), 0.0, 60.0, 6),
+            executor=pool,
+            parallel=2,
+        )
         again.run()
     assert [again.store.get(t.id).status for t in left] == ["completed"] * 2
     assert again.store.count("completed") == 6 and again.store.count() == 6

@@ -5,18 +5,33 @@ import math
 from dsbo.runtime.sweep_config import parse_sweep
 from dsbo.runtime.sweep_report import sweep_report_data
 
-SWEEP = parse_sweep({
-    "program": "train.py", "method": "grid", "metric": {"name": "loss", "goal": "minimize"},
-    "parameters": {"lr": {"values": [0.1, 0.01, 0.001]}, "depth": {"values": [2, 4]}},
-})  # fmt: skip
+SWEEP = parse_sweep(
+    {
+        "program": "train.py",
+        "method": "grid",
+        "metric": {"name": "loss", "goal": "minimize"},
+        "parameters": {"lr": {"values": [0.1, 0.01, 0.001]}, "depth": {"values": [2, 4]}},
+    }
+)
 
 
 def run(status, metric, lr, depth=2):
-    return {"status": status, "metric": metric, "params": {"lr": lr, "depth": depth}, "seconds": 2.0, "error": None}
+    return {
+        "status": status,
+        "metric": metric,
+        "params": {"lr": lr, "depth": depth},
+        "seconds": 2.0,
+        "error": None,
+    }
 
 
 def test_runs_become_trials_in_the_maximized_sense():
-    runs = [run("finished", 0.5, 0.1), run("stopped", 0.9, 0.01), run("failed", None, 0.001), run("no_metric", None, 0.1, 4)]
+    runs = [
+        run("finished", 0.5, 0.1),
+        run("stopped", 0.9, 0.01),
+        run("failed", None, 0.001),
+        run("no_metric", None, 0.1, 4),
+    ]
     data = sweep_report_data(SWEEP, runs, seed=0, model=False)
     frame = data.frame
     assert data.objective_names == ["neg_loss"]
@@ -29,7 +44,9 @@ def test_runs_become_trials_in_the_maximized_sense():
 
 
 def test_a_gp_on_the_runs_ranks_the_parameter_that_matters():
-    runs = [run("finished", 10 * lr + 0.001 * d, lr, d) for lr in (0.1, 0.01, 0.001) for d in (2, 4)]
+    runs = [
+        run("finished", 10 * lr + 0.001 * d, lr, d) for lr in (0.1, 0.01, 0.001) for d in (2, 4)
+    ]
     data = sweep_report_data(SWEEP, runs, seed=0)
     assert data.importance[0].ranking[0] == "lr"
     assert {s.parameter for s in data.slices} == {"lr", "depth"}

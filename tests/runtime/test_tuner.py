@@ -21,12 +21,25 @@ SPACE = {
 
 def loss(p):
     assert p["activation"] == "relu" and ("momentum" in p) == (p["optimizer"] == "sgd")
-    return (math.log10(p["lr"]) + 2.5) ** 2 + abs(math.log2(p["width"]) - 6) / 4 + (p["optimizer"] == "sgd")
+    return (
+        (math.log10(p["lr"]) + 2.5) ** 2
+        + abs(math.log2(p["width"]) - 6) / 4
+        + (p["optimizer"] == "sgd")
+    )
 
 
 def test_the_top_level_names_are_the_space_types_and_the_api():
     assert dsbo.Float is dsbo.space.Float and callable(dsbo.minimize) and callable(dsbo.maximize)
-    assert {"Float", "Int", "Choice", "Fixed", "SearchSpace", "minimize", "maximize", "Tuner"} <= set(dir(dsbo))
+    assert {
+        "Float",
+        "Int",
+        "Choice",
+        "Fixed",
+        "SearchSpace",
+        "minimize",
+        "maximize",
+        "Tuner",
+    } <= set(dir(dsbo))
     with pytest.raises(AttributeError):
         dsbo.no_such_name  # noqa: B018
 
@@ -43,7 +56,9 @@ def test_minimize_reports_the_objective_in_its_own_sense():
 
 
 def test_maximize_keeps_the_sign():
-    result = dsbo.maximize(lambda p: -loss(p), SPACE, budget=6, n_init=5, surrogate="gp", optimizer=FAST)
+    result = dsbo.maximize(
+        lambda p: -loss(p), SPACE, budget=6, n_init=5, surrogate="gp", optimizer=FAST
+    )
     assert result.best_value == pytest.approx(result.history["objective"].max())
     assert result.best_value <= 0
 
@@ -64,9 +79,13 @@ def test_a_raising_function_is_a_failed_trial_not_a_crash():
 
 def test_a_store_resumes_with_the_same_named_values(tmp_path):
     store = tmp_path / "trials.sqlite"
-    first = dsbo.minimize(loss, SPACE, budget=5, n_init=4, surrogate="gp", optimizer=FAST, store=store)
+    first = dsbo.minimize(
+        loss, SPACE, budget=5, n_init=4, surrogate="gp", optimizer=FAST, store=store
+    )
     first.campaign.store.close()
-    again = dsbo.minimize(loss, SPACE, budget=6, n_init=4, surrogate="gp", optimizer=FAST, store=store)
+    again = dsbo.minimize(
+        loss, SPACE, budget=6, n_init=4, surrogate="gp", optimizer=FAST, store=store
+    )
     assert len(again.history) == 6
     cols = ["lr", "width", "optimizer"]
     assert again.history[cols].iloc[:5].equals(first.history[cols])
@@ -130,7 +149,9 @@ def test_a_told_value_of_the_wrong_type_is_refused():
 
 
 def test_workers_evaluate_in_parallel_threads():
-    result = dsbo.minimize(loss, SPACE, budget=6, n_init=4, surrogate="gp", optimizer=FAST, workers=2)
+    result = dsbo.minimize(
+        loss, SPACE, budget=6, n_init=4, surrogate="gp", optimizer=FAST, workers=2
+    )
     assert result.num_completed == 6
 
 
@@ -140,10 +161,17 @@ def test_the_default_surrogate_follows_the_size_of_the_space_and_the_copula_warp
     small = dsbo.Tuner(SPACE, budget=5, dry_run=False)  # 4 searched parameters (+ a fixed one)
     assert small.campaign.surrogate.name == "gp" and small.campaign.outcome_warping == "copula"
     limit = {f"x{i}": dsbo.Float(0.0, 1.0) for i in range(AUTO_GP_MAX_PARAMETERS)}
-    assert auto_surrogate(dsbo.SearchSpace({**limit, "fixed": dsbo.Fixed(1.0)})) == "gp"  # fixed ones do not count
-    large = dsbo.Tuner({**limit, "one_more": dsbo.Float(0.0, 1.0)}, budget=5, dry_run=False, outcome_warping=None)
+    assert (
+        auto_surrogate(dsbo.SearchSpace({**limit, "fixed": dsbo.Fixed(1.0)})) == "gp"
+    )  # fixed ones do not count
+    large = dsbo.Tuner(
+        {**limit, "one_more": dsbo.Float(0.0, 1.0)}, budget=5, dry_run=False, outcome_warping=None
+    )
     assert large.campaign.surrogate.name == "map-saas" and large.campaign.outcome_warping is None
-    assert dsbo.Tuner(SPACE, budget=5, dry_run=False, surrogate="map-saas").campaign.surrogate.name == "map-saas"
+    assert (
+        dsbo.Tuner(SPACE, budget=5, dry_run=False, surrogate="map-saas").campaign.surrogate.name
+        == "map-saas"
+    )
 
 
 # ------------------------------------------------------------------ issue 41
@@ -169,7 +197,13 @@ def test_enqueued_configurations_are_tried_first_and_counted():
     tuner = dsbo.Tuner(SPACE, budget=5, n_init=4, surrogate="gp", optimizer=FAST)
     tuner.enqueue({"lr": 1e-3, "width": 64, "optimizer": "sgd", "momentum": 0.9})
     result = tuner.run(f)
-    assert calls[0] == {"lr": 1e-3, "width": 64, "optimizer": "sgd", "momentum": 0.9, "activation": "relu"}
+    assert calls[0] == {
+        "lr": 1e-3,
+        "width": 64,
+        "optimizer": "sgd",
+        "momentum": 0.9,
+        "activation": "relu",
+    }
     assert len(calls) == 5 and result.history["generator"].iloc[0] == "enqueued"
     with pytest.raises(dsbo.errors.BudgetExhaustedError):
         tuner.enqueue({"lr": 1e-3, "width": 64, "optimizer": "adam"})
@@ -208,7 +242,10 @@ def test_a_run_whose_every_evaluation_failed_warns_with_the_first_error():
     def broken(p):
         raise ValueError("no such file: data.csv")
 
-    with pytest.warns(dsbo.errors.AllEvaluationsFailedWarning, match="all 5 evaluations failed.*no such file: data.csv"):
+    with pytest.warns(
+        dsbo.errors.AllEvaluationsFailedWarning,
+        match="all 5 evaluations failed.*no such file: data.csv",
+    ):
         result = dsbo.minimize(broken, SPACE, budget=5, n_init=4, surrogate="gp", optimizer=FAST)
     assert result.best_value is None and result.num_failed == 5
 
@@ -237,8 +274,15 @@ def test_bad_input_is_answered_in_the_users_words(kwargs, match):
 
 def test_a_parameter_constraint_string_is_one_constraint():
     space = {"x": dsbo.Float(0, 1), "y": dsbo.Float(0, 1)}
-    result = dsbo.minimize(lambda p: (p["x"] - 1) ** 2 + (p["y"] - 1) ** 2, space, budget=6, n_init=5,
-                           parameter_constraints="x + y <= 1", surrogate="gp", optimizer=FAST)  # fmt: skip
+    result = dsbo.minimize(
+        lambda p: (p["x"] - 1) ** 2 + (p["y"] - 1) ** 2,
+        space,
+        budget=6,
+        n_init=5,
+        parameter_constraints="x + y <= 1",
+        surrogate="gp",
+        optimizer=FAST,
+    )
     assert len(result.campaign.problem.space.constraints) == 1
     assert (result.history["x"] + result.history["y"] <= 1 + 1e-9).all()
 
@@ -247,13 +291,26 @@ def test_several_objectives_and_outcome_constraints_in_five_lines(tmp_path):
     space = {"x": dsbo.Float(0, 1), "y": dsbo.Float(0, 1)}
 
     def f(p):  # two conflicting losses, and a memory that must stay <= 8
-        return {"loss": p["x"] ** 2 + p["y"], "latency": np.float32((1 - p["x"]) ** 2 * 100), "memory": 10 * p["y"]}
+        return {
+            "loss": p["x"] ** 2 + p["y"],
+            "latency": np.float32((1 - p["x"]) ** 2 * 100),
+            "memory": 10 * p["y"],
+        }
 
-    result = dsbo.minimize(f, space, budget=10, n_init=6, objectives={"loss": "min", "latency": ("min", 80.0)},
-                           constraints=["memory <= 8"], optimizer=FAST)  # fmt: skip
+    result = dsbo.minimize(
+        f,
+        space,
+        budget=10,
+        n_init=6,
+        objectives={"loss": "min", "latency": ("min", 80.0)},
+        constraints=["memory <= 8"],
+        optimizer=FAST,
+    )
     problem = result.campaign.problem
     assert result.campaign.policy.name == "qlognehvi"
-    assert math.isnan(problem.ref_point[0]) and problem.ref_point[1] == -80.0  # the threshold, stored maximized
+    assert (
+        math.isnan(problem.ref_point[0]) and problem.ref_point[1] == -80.0
+    )  # the threshold, stored maximized
     assert result.best_value is None and result.hypervolume is not None and result.hypervolume >= 0
     front = result.pareto_front
     assert len(front) == len(result.best_trials) >= 1 and (front["memory"] <= 8).all()
@@ -265,7 +322,9 @@ def test_several_objectives_and_outcome_constraints_in_five_lines(tmp_path):
 
 
 def test_a_minimized_runs_outputs_show_the_users_names(tmp_path):
-    tuner = dsbo.Tuner(SPACE, budget=5, n_init=4, surrogate="gp", optimizer=FAST, objective="val_loss")
+    tuner = dsbo.Tuner(
+        SPACE, budget=5, n_init=4, surrogate="gp", optimizer=FAST, objective="val_loss"
+    )
     tuner.run(loss)
     summary = tuner.write(tmp_path)
     header = (tmp_path / "history.csv").read_text().splitlines()[0]
@@ -277,7 +336,9 @@ def test_a_minimized_runs_outputs_show_the_users_names(tmp_path):
 
 
 def test_optimizer_settings_may_be_a_mapping_and_a_bad_one_names_the_field():
-    tuner = dsbo.Tuner({"x": dsbo.Float(0, 1)}, optimizer={"num_restarts": 3, "raw_samples": 16}, dry_run=False)
+    tuner = dsbo.Tuner(
+        {"x": dsbo.Float(0, 1)}, optimizer={"num_restarts": 3, "raw_samples": 16}, dry_run=False
+    )
     assert tuner.campaign.optimizer.num_restarts == 3 and tuner.campaign.optimizer.raw_samples == 16
     with pytest.raises(ConfigError, match="optimizer.num_restart is not a setting"):
         dsbo.Tuner({"x": dsbo.Float(0, 1)}, optimizer={"num_restart": 3}, dry_run=False)
@@ -293,7 +354,11 @@ def test_ask_design_point_gives_design_point_k_for_any_k_and_is_handed_out():
     out_of_order = {k: numbered.ask_design_point(k) for k in (2, 0, 3, 1)}
     assert [out_of_order[k].params for k in range(4)] == in_order
     trials = numbered.campaign.store.trials()
-    assert {t.generator for t in trials} == {"sobol-init"} and sorted(t.metadata["design_index"] for t in trials) == [0, 1, 2, 3]
-    assert numbered.campaign.num_used == 4 and numbered.ask().trial_id not in {s.trial_id for s in out_of_order.values()}
+    assert {t.generator for t in trials} == {"sobol-init"} and sorted(
+        t.metadata["design_index"] for t in trials
+    ) == [0, 1, 2, 3]
+    assert numbered.campaign.num_used == 4 and numbered.ask().trial_id not in {
+        s.trial_id for s in out_of_order.values()
+    }
     with pytest.raises(ConfigError, match="integer >= 0"):
         numbered.ask_design_point(-1)

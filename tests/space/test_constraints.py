@@ -28,7 +28,9 @@ from dsbo.space.constraints import log_ratio_form
 )
 def test_parse(text, coefficients, rhs):
     c = parse_constraint(text)
-    assert c.coefficients == pytest.approx(coefficients) and set(c.coefficients) == set(coefficients)
+    assert c.coefficients == pytest.approx(coefficients) and set(c.coefficients) == set(
+        coefficients
+    )
     assert c.rhs == pytest.approx(rhs)
     assert c.text == text.strip()
 
@@ -75,7 +77,11 @@ def test_holds_in_user_values():
 
 
 def test_log_ratio_form():
-    assert log_ratio_form(parse_constraint("lr_max >= 2 * lr_min")) == ("lr_max", "lr_min", math.log(2))
+    assert log_ratio_form(parse_constraint("lr_max >= 2 * lr_min")) == (
+        "lr_max",
+        "lr_min",
+        math.log(2),
+    )
     assert log_ratio_form(parse_constraint("2 * a <= b")) == ("b", "a", math.log(2))
     assert log_ratio_form(parse_constraint("a >= b + 1")) is None
     assert log_ratio_form(parse_constraint("a + b >= 0")) is None
@@ -104,11 +110,18 @@ def test_model_columns_of_linear_and_log_ratio_constraints():
     for change in ({"y": 0.9}, {"lr_max": 1.5e-4}, {"n": 1}):
         values = {"x": 0.2, "opt": "b", "y": 0.7, "lr_min": 1e-4, "lr_max": 3e-4, "n": 2, **change}
         assert not space.feasible(space.encode(values)), change
-    assert SearchSpace.from_config(**{k.replace("parameter_", ""): v for k, v in space.to_config().items()}) == space
+    assert (
+        SearchSpace.from_config(
+            **{k.replace("parameter_", ""): v for k, v in space.to_config().items()}
+        )
+        == space
+    )
 
 
 def test_infeasible_constraints_are_refused():
-    with pytest.raises(ConfigError, match="no point of the parameters' ranges satisfies 'x \\+ y >= 3'"):
+    with pytest.raises(
+        ConfigError, match="no point of the parameters' ranges satisfies 'x \\+ y >= 3'"
+    ):
         SearchSpace({"x": [0, 1], "y": [0, 1]}, ["x + y >= 3"])
     with pytest.raises(ConfigError, match="no point"):
         SearchSpace({"x": [0, 1], "y": [0, 1]}, ["x >= y + 0.6", "y >= x + 0.6"])

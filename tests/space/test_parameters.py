@@ -79,7 +79,9 @@ def choices(draw):
     return Choice(values, ordered=draw(st.booleans()))
 
 
-parameters = st.one_of(linear_floats(), log_floats(), stepped_floats(), ints(), choices(), scalars.map(Fixed))
+parameters = st.one_of(
+    linear_floats(), log_floats(), stepped_floats(), ints(), choices(), scalars.map(Fixed)
+)
 
 
 @st.composite
@@ -204,14 +206,18 @@ def test_choice_values_of_different_types_are_distinct():
 
 
 def test_config_forms():
-    assert parameter_from_config("lr", {"type": "float", "low": 1e-4, "high": 0.1, "log": True}) == Float(
-        1e-4, 0.1, log=True
-    )
+    assert parameter_from_config(
+        "lr", {"type": "float", "low": 1e-4, "high": 0.1, "log": True}
+    ) == Float(1e-4, 0.1, log=True)
     assert parameter_from_config("x", [0, 1]) == Float(0, 1)
-    assert parameter_from_config("n", {"type": "int", "low": 1, "high": 9, "step": 2}) == Int(1, 9, step=2)
+    assert parameter_from_config("n", {"type": "int", "low": 1, "high": 9, "step": 2}) == Int(
+        1, 9, step=2
+    )
     assert parameter_from_config("o", {"values": ["a", "b"]}) == Choice(["a", "b"])
     assert parameter_from_config("k", {"value": 3}) == Fixed(3)
-    m = parameter_from_config("m", {"type": "float", "low": 0, "high": 1, "when": {"o": ["a", "b"]}})
+    m = parameter_from_config(
+        "m", {"type": "float", "low": 0, "high": 1, "when": {"o": ["a", "b"]}}
+    )
     assert m.conditions == {"o": ("a", "b")}
     assert parameter_from_config("m", m.to_config()) == m
 

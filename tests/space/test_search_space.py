@@ -112,7 +112,9 @@ def user_values(draw):
         elif isinstance(p, Int):
             values[name] = p.low + p.step * draw(st.integers(0, (p.high - p.low) // p.step))
         elif p.step is not None:
-            values[name] = p.decode([p.low + p.step * draw(st.integers(0, int((p.high - p.low) / p.step)))])
+            values[name] = p.decode(
+                [p.low + p.step * draw(st.integers(0, int((p.high - p.low) / p.step)))]
+            )
         else:
             values[name] = draw(st.floats(p.low, p.high))
     return values
@@ -154,7 +156,10 @@ def test_column_layout_and_groups():
 
 def test_inactive_conditional_parameters_never_appear_in_decode():
     space = SearchSpace(
-        {"optimizer": Choice(["adam", "sgd"]), "momentum": Float(0.0, 0.99, when={"optimizer": "sgd"})}
+        {
+            "optimizer": Choice(["adam", "sgd"]),
+            "momentum": Float(0.0, 0.99, when={"optimizer": "sgd"}),
+        }
     )
     assert space.decode([1.0, 0.0, 0.7]) == {"optimizer": "adam"}
     assert space.decode([0.2, 0.9, 0.7]) == {"optimizer": "sgd", "momentum": 0.7}
@@ -172,7 +177,11 @@ def test_nested_conditions_follow_the_chain():
     )
     assert space.decode(space.encode({"a": "off"})) == {"a": "off"}
     assert space.decode(space.encode({"a": "on", "b": 1})) == {"b": 1, "a": "on"}
-    assert space.decode(space.encode({"a": "on", "b": 3, "c": 0.5})) == {"c": 0.5, "b": 3, "a": "on"}
+    assert space.decode(space.encode({"a": "on", "b": 3, "c": 0.5})) == {
+        "c": 0.5,
+        "b": 3,
+        "a": "on",
+    }
     with pytest.raises(ConfigError, match=r"parameters\.c: c is inactive"):
         space.encode({"a": "off", "c": 0.5})
     with pytest.raises(ConfigError, match=r"parameters\.b: b is inactive"):
@@ -190,10 +199,20 @@ def test_condition_on_a_choice_compares_types():
 
 def test_condition_on_a_fixed_or_int_parent():
     space = SearchSpace(
-        {"mode": Fixed("fast"), "k": Int(1, 3), "a": Float(0, 1, when={"mode": "fast"}), "b": Float(0, 1, when={"k": 2})}
+        {
+            "mode": Fixed("fast"),
+            "k": Int(1, 3),
+            "a": Float(0, 1, when={"mode": "fast"}),
+            "b": Float(0, 1, when={"k": 2}),
+        }
     )
     assert space.decode(space.encode({"k": 1, "a": 0.5})) == {"mode": "fast", "k": 1, "a": 0.5}
-    assert space.decode(space.encode({"k": 2, "a": 0.5, "b": 0.25})) == {"mode": "fast", "k": 2, "a": 0.5, "b": 0.25}
+    assert space.decode(space.encode({"k": 2, "a": 0.5, "b": 0.25})) == {
+        "mode": "fast",
+        "k": 2,
+        "a": 0.5,
+        "b": 0.25,
+    }
 
 
 def one_line(match, fn, *args, **kwargs):
@@ -223,7 +242,10 @@ def one_line(match, fn, *args, **kwargs):
             },
             "the conditions form a circle: a -> c -> b -> a",
         ),
-        ({"a": Choice(["x", "y"], when={"a": "x"})}, "parameters.a.when.a: a parameter cannot depend on itself"),
+        (
+            {"a": Choice(["x", "y"], when={"a": "x"})},
+            "parameters.a.when.a: a parameter cannot depend on itself",
+        ),
         (
             {"opt": Choice(["adam", "sgd"]), "momentum": Float(0, 1, when={"optimiser": "sgd"})},
             "parameters.momentum.when.optimiser: there is no parameter 'optimiser'",
@@ -244,9 +266,15 @@ def one_line(match, fn, *args, **kwargs):
             {"n": Int(1, 3), "m": Float(0, 1, when={"n": 4})},
             "parameters.m.when.n: 4 is not a value of n",
         ),
-        ({"x": Float(0, 1), "bad name": Float(0, 1)}, "parameters.bad name: a parameter name must match"),
+        (
+            {"x": Float(0, 1), "bad name": Float(0, 1)},
+            "parameters.bad name: a parameter name must match",
+        ),
         ({"k": Fixed(1)}, "every parameter is fixed"),
-        ({"lr": {"type": "float", "low": 0, "high": 1, "log": True}}, "parameters.lr: a log scale needs low > 0"),
+        (
+            {"lr": {"type": "float", "low": 0, "high": 1, "log": True}},
+            "parameters.lr: a log scale needs low > 0",
+        ),
     ],
 )
 def test_bad_spaces_are_one_line_errors_naming_the_parameter(parameters, words):
@@ -264,7 +292,13 @@ def test_encode_names_the_parameter_at_fault():
     one_line("x.layers=2.5 must be an integer", SPACE.encode, {"layers": 2.5}, "x", True)
     one_line("x.optimizer='nag' is not one of", SPACE.encode, {"optimizer": "nag"}, "x", True)
     one_line("x.optimiser: there is no such parameter", SPACE.encode, {"optimiser": "adam"}, "x")
-    one_line("x.momentum: momentum is inactive", SPACE.encode, {"optimizer": "adam", "momentum": 0.5}, "x", True)
+    one_line(
+        "x.momentum: momentum is inactive",
+        SPACE.encode,
+        {"optimizer": "adam", "momentum": 0.5},
+        "x",
+        True,
+    )
     one_line("x.seed=8 differs from its fixed value 7", SPACE.encode, {"seed": 8}, "x", True)
     one_line("x: no value for lr", SPACE.encode, {"optimizer": "adam"}, "x")
     one_line("x must be a mapping", SPACE.encode, [1e-3], "x")
@@ -272,14 +306,25 @@ def test_encode_names_the_parameter_at_fault():
 
 def test_default_fills_the_rest_with_the_middle_of_the_range():
     space = SearchSpace(
-        {"lr": Float(1e-4, 1e-2, log=True), "optimizer": Choice(["adam", "sgd"]), "n": Int(0, 10),
-         "momentum": Float(0.0, 1.0, when={"optimizer": "sgd"})}
-    )  # fmt: skip
+        {
+            "lr": Float(1e-4, 1e-2, log=True),
+            "optimizer": Choice(["adam", "sgd"]),
+            "n": Int(0, 10),
+            "momentum": Float(0.0, 1.0, when={"optimizer": "sgd"}),
+        }
+    )
     assert space.decode(space.default()) == {"lr": 1e-3, "optimizer": "adam", "n": 5}
     assert space.decode(space.default({"optimizer": "sgd"})) == {
-        "lr": 1e-3, "optimizer": "sgd", "n": 5, "momentum": 0.5,
-    }  # fmt: skip
-    assert space.decode(space.default({"n": 2, "lr": 1e-4})) == {"lr": 1e-4, "optimizer": "adam", "n": 2}
+        "lr": 1e-3,
+        "optimizer": "sgd",
+        "n": 5,
+        "momentum": 0.5,
+    }
+    assert space.decode(space.default({"n": 2, "lr": 1e-4})) == {
+        "lr": 1e-4,
+        "optimizer": "adam",
+        "n": 2,
+    }
     one_line("default.n=11 is not in [0, 10]", space.default, {"n": 11})
     one_line("default.lr=1 is outside", space.default, {"lr": 1})
     one_line("target.epochs: there is no such parameter", space.default, {"epochs": 3}, "target")
@@ -292,7 +337,12 @@ def test_config_round_trip_keeps_the_space():
     again = SearchSpace.from_config(config["parameters"], config.get("parameter_constraints"))
     assert again == SPACE and again.to_config() == config
     assert again.column_names == SPACE.column_names and again.bounds == SPACE.bounds
-    assert config["parameters"]["momentum"] == {"type": "float", "low": 0.0, "high": 0.99, "when": {"optimizer": "sgd"}}
+    assert config["parameters"]["momentum"] == {
+        "type": "float",
+        "low": 0.0,
+        "high": 0.99,
+        "when": {"optimizer": "sgd"},
+    }
     assert config["parameters"]["decay_factor"]["when"] == {"decay_every": [10, 20, 30]}
 
 
@@ -314,7 +364,13 @@ def test_config_round_trip_through_json_and_yaml():
         loaded = json.loads(text) if text.startswith("{") else yaml.safe_load(text)
         again = SearchSpace.from_config(loaded["parameters"], loaded["parameter_constraints"])
         assert again == space
-        assert [type(v) for v in again.parameters["c"].values] == [int, float, bool, type(None), str]
+        assert [type(v) for v in again.parameters["c"].values] == [
+            int,
+            float,
+            bool,
+            type(None),
+            str,
+        ]
 
 
 def test_from_box_and_copy_with_more_constraints():

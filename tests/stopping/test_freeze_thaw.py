@@ -21,8 +21,14 @@ class GPOverSteps:
     max_steps, fit_seconds = T, 0.0
 
     def fit(self, configs, curves):
-        X = torch.cat([torch.cat([configs[i].expand(len(c), -1), torch.arange(1.0, len(c) + 1).unsqueeze(-1)], -1)
-                       for i, c in enumerate(curves)])  # fmt: skip
+        X = torch.cat(
+            [
+                torch.cat(
+                    [configs[i].expand(len(c), -1), torch.arange(1.0, len(c) + 1).unsqueeze(-1)], -1
+                )
+                for i, c in enumerate(curves)
+            ]
+        )
         Y = torch.tensor([v for c in curves for v in c]).unsqueeze(-1)
         gp = SingleTaskGP(X, Y)
         gp.covar_module.lengthscale = torch.tensor([0.3, 0.3, 3.0])  # an RBF kernel in BoTorch 0.18
@@ -54,7 +60,9 @@ def test_the_choice_maximizes_logei_at_each_candidates_step(criterion):
     steps = torch.full_like(next_steps, float(T)) if criterion == "final" else next_steps
     model = GPOverSteps().fit(configs, curves)
     X = torch.cat([rows, steps.unsqueeze(-1)], -1).unsqueeze(-2)
-    expected = LogExpectedImprovement(model, best_f=best_at_steps(curves, steps).unsqueeze(-1))(X).detach()
+    expected = LogExpectedImprovement(model, best_f=best_at_steps(curves, steps).unsqueeze(-1))(
+        X
+    ).detach()
     best = int(expected.argmax())
     assert choice.log_ei == pytest.approx(float(expected[best]))
     assert choice.until_step == int(next_steps[best])
@@ -68,7 +76,9 @@ def test_the_choice_maximizes_logei_at_each_candidates_step(criterion):
 def test_a_continue_never_passes_the_last_step_and_complete_curves_are_refused():
     configs, curves = _curves()
     curves[2] = curves[2] + [-0.15, -0.12, -0.11]  # 7 of 8 steps
-    choice = FreezeThaw(GPOverSteps(), steps_per_thaw=3).choose(configs, curves, paused=[2], candidates=torch.zeros(0, 2))
+    choice = FreezeThaw(GPOverSteps(), steps_per_thaw=3).choose(
+        configs, curves, paused=[2], candidates=torch.zeros(0, 2)
+    )
     assert (choice.action, choice.index, choice.until_step) == ("continue", 2, T)
     curves[2] = curves[2] + [-0.1]
     with pytest.raises(DataError, match="cannot be continued"):
@@ -85,7 +95,9 @@ def test_a_continue_never_passes_the_last_step_and_complete_curves_are_refused()
 def test_curve_models_warm_start_and_choose_through_botorch(name):
     torch.manual_seed(0)
     configs = torch.rand(12, 2)
-    curves = [[-(1.0 + c[0].item()) * (t + 1) ** -0.5 for t in range(int(2 + 5 * c[1]))] for c in configs]
+    curves = [
+        [-(1.0 + c[0].item()) * (t + 1) ** -0.5 for t in range(int(2 + 5 * c[1]))] for c in configs
+    ]
     surrogate = CurveSurrogate(name, 2, T, epochs=30, warm_epochs=5)
     policy = FreezeThaw(surrogate)
     first = policy.choose(configs, curves, paused=list(range(12)), candidates=torch.rand(16, 2))
@@ -115,7 +127,9 @@ def test_near_the_budget_end_the_best_predicted_paused_trial_is_finished():
     need = T - len(curves[best])
     # with room for one more thaw elsewhere, the usual choice; with less, the finish
     assert policy._endgame(model, configs, curves, [0, 1, 2], need + 1) is None
-    choice = policy.choose(configs, curves, paused=[0, 1, 2], candidates=torch.rand(4, 2), budget_left=need)
+    choice = policy.choose(
+        configs, curves, paused=[0, 1, 2], candidates=torch.rand(4, 2), budget_left=need
+    )
     assert (choice.action, choice.index, choice.until_step) == ("continue", best, T)
     # a trial the budget cannot finish is never the one finished
     assert policy._endgame(model, configs, curves, [0, 1, 2], 0) is None

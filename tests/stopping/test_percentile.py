@@ -35,7 +35,10 @@ def test_median_hand_computed():
     assert not rule.decide(running((3,), (3.1,)), FIVE).stop
     # the trial's best so far counts, not its value at the step
     assert not rule.decide(running((1, 3), (3.5, 1.0)), FIVE).stop
-    assert "worse than the median 3 of 5 completed trial(s)" in rule.decide(running((3,), (2.9,)), FIVE).reason
+    assert (
+        "worse than the median 3 of 5 completed trial(s)"
+        in rule.decide(running((3,), (2.9,)), FIVE).reason
+    )
 
 
 def test_percentile_keeps_the_top_percent():
@@ -43,7 +46,9 @@ def test_percentile_keeps_the_top_percent():
     rule = PercentileRule(25.0)
     assert rule.decide(running((3,), (3.9,)), FIVE).stop
     assert not rule.decide(running((3,), (4.0,)), FIVE).stop
-    assert "75th percentile (keeping the top 25%) 4" in rule.decide(running((3,), (3.9,)), FIVE).reason
+    assert (
+        "75th percentile (keeping the top 25%) 4" in rule.decide(running((3,), (3.9,)), FIVE).reason
+    )
     # interpolated: the 90th percentile of 1..5 is 4.6
     rule10 = PercentileRule(10.0)
     assert rule10.decide(running((3,), (4.59,)), FIVE).stop
@@ -56,10 +61,16 @@ def test_percentile_keeps_the_top_percent():
 
 
 def test_only_completed_trials_count():
-    others = [*FIVE[:4]] + [TrialCurve(10 + i, s, (3,), (100.0,)) for i, s in enumerate(("pending", "stopped", "failed", "abandoned"))]
+    others = [*FIVE[:4]] + [
+        TrialCurve(10 + i, s, (3,), (100.0,))
+        for i, s in enumerate(("pending", "stopped", "failed", "abandoned"))
+    ]
     rule = MedianRule(n_startup_trials=5)
     decision = rule.decide(running((3,), (0.0,)), others)
-    assert not decision.stop and "4 completed trial(s), fewer than n_startup_trials=5" in decision.reason
+    assert (
+        not decision.stop
+        and "4 completed trial(s), fewer than n_startup_trials=5" in decision.reason
+    )
     # with 4 startup trials, the median of 1..4 (2.5) is the cutoff: the others' 100s are ignored
     rule4 = MedianRule(n_startup_trials=4)
     assert rule4.decide(running((3,), (2.4,)), others).stop
@@ -81,15 +92,19 @@ def test_values_at_the_exact_step_only():
 def test_own_id_in_others_is_ignored():
     trial = running((3,), (2.9,), trial_id=2)
     # others holding the trial itself (as completed, with a high value) decide as without it
-    assert MedianRule(n_startup_trials=4).decide(trial, FIVE) == MedianRule(n_startup_trials=4).decide(
-        trial, [o for o in FIVE if o.trial_id != 2]
-    )
+    assert MedianRule(n_startup_trials=4).decide(trial, FIVE) == MedianRule(
+        n_startup_trials=4
+    ).decide(trial, [o for o in FIVE if o.trial_id != 2])
 
 
 def test_warmup_and_interval_checkpoints():
-    rule = MedianRule(n_startup_trials=1, n_warmup_steps=2, interval_steps=3)  # checkpoints 2, 5, 8, ...
+    rule = MedianRule(
+        n_startup_trials=1, n_warmup_steps=2, interval_steps=3
+    )  # checkpoints 2, 5, 8, ...
     good = [completed(i, range(12), [100.0] * 12) for i in range(3)]
-    stopped_at = [s for s in range(12) if rule.decide(running(range(s + 1), [0.0] * (s + 1)), good).stop]
+    stopped_at = [
+        s for s in range(12) if rule.decide(running(range(s + 1), [0.0] * (s + 1)), good).stop
+    ]
     assert stopped_at == [2, 5, 8, 11]
     assert rule.rungs(11) == [2, 5, 8, 11] and rule.rungs(None) == []
     # a checkpoint no report landed on is judged at the next report
@@ -138,17 +153,25 @@ def test_never_stopped_before_warmup_or_startup(case):
     rule, trial, others = case
     decision = rule.decide(trial, others)
     n_completed = sum(o.status == "completed" for o in others)
-    if trial.last_step is None or trial.last_step < rule.n_warmup_steps or n_completed < max(1, rule.n_startup_trials):
+    if (
+        trial.last_step is None
+        or trial.last_step < rule.n_warmup_steps
+        or n_completed < max(1, rule.n_startup_trials)
+    ):
         assert not decision.stop
     if decision.stop:  # a stop always has its cutoff above the trial's best
-        assert trial.best() < max(o.value_at(trial.last_step) for o in others if o.value_at(trial.last_step) is not None)
+        assert trial.best() < max(
+            o.value_at(trial.last_step) for o in others if o.value_at(trial.last_step) is not None
+        )
 
 
 @settings(max_examples=200, deadline=None)
 @given(campaigns(), st.floats(0.0, 10.0))
 def test_a_better_trial_is_never_stopped_where_a_worse_one_continues(case, lift):
     rule, trial, others = case
-    better = TrialCurve(trial.trial_id, "pending", trial.steps, tuple(v + lift for v in trial.values))
+    better = TrialCurve(
+        trial.trial_id, "pending", trial.steps, tuple(v + lift for v in trial.values)
+    )
     if not rule.decide(trial, others).stop:
         assert not rule.decide(better, others).stop
 
@@ -159,11 +182,20 @@ def test_median_is_percentile_50(case):
     rule, trial, others = case
     options = rule.options()
     del options["percentile"]
-    assert MedianRule(**options).decide(trial, others).stop == PercentileRule(50.0, **options).decide(trial, others).stop
+    assert (
+        MedianRule(**options).decide(trial, others).stop
+        == PercentileRule(50.0, **options).decide(trial, others).stop
+    )
 
 
 # ---------------------------------------------------------------------- cross-check with Optuna
-OPTUNA_STATE = {"completed": "COMPLETE", "stopped": "PRUNED", "failed": "FAIL", "abandoned": "FAIL", "pending": "RUNNING"}
+OPTUNA_STATE = {
+    "completed": "COMPLETE",
+    "stopped": "PRUNED",
+    "failed": "FAIL",
+    "abandoned": "FAIL",
+    "pending": "RUNNING",
+}
 
 
 def _random_case(rng: np.random.Generator):
@@ -174,11 +206,19 @@ def _random_case(rng: np.random.Generator):
         size = int(rng.integers(0, grid + 1)) if rng.random() < 0.3 else grid  # gaps now and then
         steps = sorted(rng.choice(grid, size=size, replace=False).tolist())
         level = float(rng.choice(pool)) if pool else rng.normal()  # each curve has its level
-        values = [level + float(rng.choice([0.0, 0.0, 1.0])) if pool else float(np.round(level + 0.2 * rng.normal(), 3)) for _ in steps]
+        values = [
+            level + float(rng.choice([0.0, 0.0, 1.0]))
+            if pool
+            else float(np.round(level + 0.2 * rng.normal(), 3))
+            for _ in steps
+        ]
         return TrialCurve(i, status, tuple(steps), tuple(values))
 
     weights = np.array([0.55, 0.15, 0.1, 0.05, 0.15])
-    others = [draw_curve(i, str(rng.choice(STATUSES[1:] + STATUSES[:1], p=weights))) for i in range(int(rng.integers(0, 13)))]
+    others = [
+        draw_curve(i, str(rng.choice(STATUSES[1:] + STATUSES[:1], p=weights)))
+        for i in range(int(rng.integers(0, 13)))
+    ]
     trial = draw_curve(len(others), "pending")
     percentile = float(rng.choice([0.0, 10.0, 25.0, 50.0, 75.0, 90.0, 100.0, rng.uniform(0, 100)]))
     options = {
@@ -198,7 +238,13 @@ def _optuna_study(others):
     for o in others:
         state = TrialState[OPTUNA_STATE[o.status]]
         value = (o.last_value if o.values else 0.0) if state == TrialState.COMPLETE else None
-        study.add_trial(create_trial(state=state, value=value, intermediate_values=dict(zip(o.steps, o.values, strict=True))))
+        study.add_trial(
+            create_trial(
+                state=state,
+                value=value,
+                intermediate_values=dict(zip(o.steps, o.values, strict=True)),
+            )
+        )
     return study
 
 
@@ -213,22 +259,32 @@ def test_matches_optuna(median: bool):
         if median:
             rule, pruner = MedianRule(**options), optuna.pruners.MedianPruner(**options)
         else:
-            rule, pruner = PercentileRule(percentile, **options), optuna.pruners.PercentilePruner(percentile, **options)
+            rule, pruner = (
+                PercentileRule(percentile, **options),
+                optuna.pruners.PercentilePruner(percentile, **options),
+            )
         study = _optuna_study(others)
         asked = study.ask()
         assert asked.number == trial.trial_id
         for i, (step, value) in enumerate(zip(trial.steps, trial.values, strict=True)):
             asked.report(value, step)
             frozen = study._storage.get_trial(asked._trial_id)
-            prefix = TrialCurve(trial.trial_id, "pending", trial.steps[: i + 1], trial.values[: i + 1])
+            prefix = TrialCurve(
+                trial.trial_id, "pending", trial.steps[: i + 1], trial.values[: i + 1]
+            )
             expected = pruner.prune(study, frozen)
             decision = rule.decide(prefix, others)
             assert decision.stop == expected, (rule, prefix, others, decision)
             n_decisions += 1
             n_stops += expected
-    print(f"{type(rule).__name__}: {n_cases} cases, {n_decisions} decisions, {n_stops} stops, all equal to Optuna's")
+    print(
+        f"{type(rule).__name__}: {n_cases} cases, {n_decisions} decisions, {n_stops} stops, all equal to Optuna's"
+    )
     # the cases exercise both outcomes
-    assert n_decisions > 1000 and n_stops > 100 and n_decisions - n_stops > 500, (n_decisions, n_stops)
+    assert n_decisions > 1000 and n_stops > 100 and n_decisions - n_stops > 500, (
+        n_decisions,
+        n_stops,
+    )
 
 
 def test_reasons_show_values_in_the_users_direction():

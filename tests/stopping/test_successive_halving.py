@@ -30,7 +30,11 @@ def arrival(value: float, step: int, trial_id: int = 99) -> TrialCurve:
 # ---------------------------------------------------------------------- hand-computed cases
 def test_rungs():
     assert ASHARule().rungs(30) == [1, 3, 9, 27]
-    assert ASHARule(min_resource=2, reduction_factor=2, min_early_stopping_rate=1).rungs(16) == [4, 8, 16]
+    assert ASHARule(min_resource=2, reduction_factor=2, min_early_stopping_rate=1).rungs(16) == [
+        4,
+        8,
+        16,
+    ]
     assert ASHARule().rungs(None) == [] and ASHARule(min_resource=5).rungs(4) == []
     rule = HyperbandRule(min_resource=1, max_resource=27, reduction_factor=3)
     assert rule.n_brackets == 4 and rule.budgets == [27, 12, 6, 4]
@@ -53,7 +57,10 @@ def test_asha_hand_computed():
     # n = 6 with the trial, keep max(1, 6 // 3) = 2: the cutoff is the 2nd largest
     decision = rule.decide(arrival(0.5, 3), others)
     assert decision.stop and decision.rung == 1
-    assert decision.reason == "asha: at rung 1 (step 3) 0.5 is outside the top 2 of 6 trials (cutoff 0.7)"
+    assert (
+        decision.reason
+        == "asha: at rung 1 (step 3) 0.5 is outside the top 2 of 6 trials (cutoff 0.7)"
+    )
     tie = rule.decide(arrival(0.7, 3), others)
     assert not tie.stop and tie.rung == 1 and tie.reason.endswith("(cutoff 0.7): promoted")
     # the same report at step 5 reaches rung 1 too (first report >= 3); at rung 0 (step 1),
@@ -82,7 +89,9 @@ def test_a_jump_over_rungs_is_judged_at_each():
     # keep 1: 5 is the best) and 1 (2 trials, keep 1), then stopped at rung 2 behind trial 1
     decision = rule.decide(TrialCurve(99, "pending", (0, 4), (0.0, 5.0)), others)
     assert decision.stop and decision.rung == 2
-    assert decision.reason == "asha: at rung 2 (step 4) 5 is outside the top 1 of 2 trials (cutoff 10)"
+    assert (
+        decision.reason == "asha: at rung 2 (step 4) 5 is outside the top 1 of 2 trials (cutoff 10)"
+    )
     promoted = rule.decide(TrialCurve(99, "pending", (0, 4), (0.0, 11.0)), others)
     assert not promoted.stop and promoted.rung == 2
     assert promoted.reason.count("is in the top") == 3
@@ -93,7 +102,11 @@ def test_bootstrap_count():
     # the first two trials at a rung are stopped, the third is judged
     assert rule.decide(arrival(5.0, 1), []).stop
     decision = rule.decide(arrival(5.0, 1), [curve(0, (1,), (1.0,))])
-    assert decision.stop and "only 2 trial(s) have reached the rung, not more than bootstrap_count=2" in decision.reason
+    assert (
+        decision.stop
+        and "only 2 trial(s) have reached the rung, not more than bootstrap_count=2"
+        in decision.reason
+    )
     assert not rule.decide(arrival(5.0, 1), [curve(0, (1,), (1.0,)), curve(1, (1,), (2.0,))]).stop
 
 
@@ -116,7 +129,9 @@ def test_hyperband_competes_within_its_bracket():
     strangers = [curve(i, (1, 3, 9), (100.0,) * 3) for i in by_bracket[1][:5] + by_bracket[2][:5]]
     # among the strangers only, the trial is alone at rung 0 and promoted
     alone = rule.decide(TrialCurve(mine, "pending", (0, 1), (0.0, 1.0)), strangers)
-    assert not alone.stop and alone.reason.startswith("hyperband: bracket 0 of 3: at rung 0 (step 1) 1 is in the top 1 of 1 trials")
+    assert not alone.stop and alone.reason.startswith(
+        "hyperband: bracket 0 of 3: at rung 0 (step 1) 1 is in the top 1 of 1 trials"
+    )
     # two better trials of its own bracket stop it
     rivals = [curve(i, (1,), (2.0,)) for i in same]
     assert rule.decide(TrialCurve(mine, "pending", (0, 1), (0.0, 1.0)), strangers + rivals).stop
@@ -154,7 +169,10 @@ def test_a_synchronous_rung_promotes_its_top_fraction(values, reduction_factor, 
     """Every trial judged at a rung that all n have reached: exactly those with a value at
     least the m-th largest continue, m = max(1, n // eta) (exactly m when values differ)."""
     rule = ASHARule(reduction_factor=reduction_factor)
-    curves = [TrialCurve(i, status, (reduction_factor - 1, reduction_factor), (0.0, float(v))) for i, v in enumerate(values)]
+    curves = [
+        TrialCurve(i, status, (reduction_factor - 1, reduction_factor), (0.0, float(v)))
+        for i, v in enumerate(values)
+    ]
     keep = max(1, len(values) // reduction_factor)
     cutoff = sorted(values, reverse=True)[keep - 1]
     for c in curves:
@@ -194,9 +212,13 @@ def asha_cases(draw):
 
     def draw_curve(i: int, status: str) -> TrialCurve:
         steps = sorted(draw(st.sets(st.integers(0, 20), max_size=6)))
-        return TrialCurve(i, status, tuple(steps), tuple(float(draw(st.integers(0, 4))) for _ in steps))
+        return TrialCurve(
+            i, status, tuple(steps), tuple(float(draw(st.integers(0, 4))) for _ in steps)
+        )
 
-    others = [draw_curve(i, draw(st.sampled_from(STATUSES))) for i in range(draw(st.integers(0, 10)))]
+    others = [
+        draw_curve(i, draw(st.sampled_from(STATUSES))) for i in range(draw(st.integers(0, 10)))
+    ]
     return rule, draw_curve(100, "pending"), others
 
 
@@ -207,7 +229,9 @@ def test_asha_order_of_others_does_not_matter(case, rnd: random.Random):
     shuffled = list(others)
     rnd.shuffle(shuffled)
     assert rule.decide(trial, shuffled) == rule.decide(trial, others)
-    hyperband = HyperbandRule(min_resource=rule.min_resource, max_resource=20, reduction_factor=rule.reduction_factor)
+    hyperband = HyperbandRule(
+        min_resource=rule.min_resource, max_resource=20, reduction_factor=rule.reduction_factor
+    )
     assert hyperband.decide(trial, shuffled) == hyperband.decide(trial, others)
 
 
@@ -220,7 +244,12 @@ def test_asha_stops_only_at_a_new_rung_and_never_a_better_trial(case, lift):
         assert not decision.stop and decision.rung is None
     if decision.stop:
         assert decision.rung in [k for k, _ in rule.new_rungs(trial)]
-    better = TrialCurve(trial.trial_id, "pending", trial.steps, trial.values[:-1] + (trial.values[-1] + lift,) if trial.values else ())
+    better = TrialCurve(
+        trial.trial_id,
+        "pending",
+        trial.steps,
+        trial.values[:-1] + (trial.values[-1] + lift,) if trial.values else (),
+    )
     if not decision.stop:
         assert not rule.decide(better, others).stop
 
@@ -239,17 +268,25 @@ def _replay(rule, pruner, rng: np.random.Generator, gaps: bool) -> tuple[int, in
     from optuna.trial import TrialState
 
     hyperband = isinstance(rule, HyperbandRule)
-    study = optuna.create_study(direction="maximize", study_name="")  # Optuna's brackets: crc32(f"_{number}")
+    study = optuna.create_study(
+        direction="maximize", study_name=""
+    )  # Optuna's brackets: crc32(f"_{number}")
     n_trials = int(rng.integers(2, 25))
     asked = [study.ask() for _ in range(n_trials)]
     plans = []
     for _ in range(n_trials):
         length = int(rng.integers(1, 30))
-        steps = sorted(rng.choice(60, size=length, replace=False).tolist()) if gaps else list(range(length))
+        steps = (
+            sorted(rng.choice(60, size=length, replace=False).tolist())
+            if gaps
+            else list(range(length))
+        )
         level = rng.normal()
         plans.append((steps, [float(np.round(level + 0.3 * rng.normal(), 2)) for _ in steps]))
     curves = [TrialCurve(i, "pending") for i in range(n_trials)]
-    phantom: dict[int, set[int]] = {}  # stopped trial -> rung steps it reached but was not judged at
+    phantom: dict[
+        int, set[int]
+    ] = {}  # stopped trial -> rung steps it reached but was not judged at
     active = list(range(n_trials))
     compared = stops = skipped = differ = 0
 
@@ -278,7 +315,9 @@ def _replay(rule, pruner, rng: np.random.Generator, gaps: bool) -> tuple[int, in
         if expected:
             status = "stopped"
             attrs = study._storage.get_trial(asked[i]._trial_id).system_attrs
-            failed_at = max(int(k.rsplit("_", 1)[1]) for k in attrs if k.startswith("completed_rung_"))
+            failed_at = max(
+                int(k.rsplit("_", 1)[1]) for k in attrs if k.startswith("completed_rung_")
+            )
             phantom[i] = {r for k, r in asha_of(i).new_rungs(c) if k > failed_at}
             study.tell(asked[i], state=TrialState.PRUNED)
         elif n + 1 == len(plans[i][0]):
@@ -311,9 +350,13 @@ def test_asha_matches_optuna(gaps: bool):
             "min_early_stopping_rate": int(rng.integers(0, 2)),
             "bootstrap_count": int(rng.choice([0, 0, 0, 1, 2])),
         }
-        totals += _replay(ASHARule(**options), optuna.pruners.SuccessiveHalvingPruner(**options), rng, gaps)
+        totals += _replay(
+            ASHARule(**options), optuna.pruners.SuccessiveHalvingPruner(**options), rng, gaps
+        )
     compared, stops, skipped, differ = totals
-    print(f"ASHA (gaps={gaps}): {compared} decisions equal to Optuna's ({stops} stops); {skipped} skipped, {differ} of them differ")
+    print(
+        f"ASHA (gaps={gaps}): {compared} decisions equal to Optuna's ({stops} stops); {skipped} skipped, {differ} of them differ"
+    )
     assert compared > 4000 and stops > 500
     # consecutive steps never jump rungs; with gaps the deviation is real but rare
     assert (skipped, differ) == (0, 0) if not gaps else 0 < differ <= skipped < compared // 5
@@ -333,12 +376,22 @@ def test_hyperband_matches_optuna(gaps: bool):
             "bootstrap_count": int(rng.choice([0, 0, 0, 1])),
         }
         rule = HyperbandRule(**options)
-        if math.floor(math.log(options["max_resource"] / options["min_resource"], options["reduction_factor"])) + 1 != rule.n_brackets:
+        if (
+            math.floor(
+                math.log(
+                    options["max_resource"] / options["min_resource"], options["reduction_factor"]
+                )
+            )
+            + 1
+            != rule.n_brackets
+        ):
             continue  # Optuna's floating log counts one bracket fewer (tested above)
         totals += _replay(rule, optuna.pruners.HyperbandPruner(**options), rng, gaps)
         n_campaigns += 1
     compared, stops, skipped, differ = totals
-    print(f"Hyperband (gaps={gaps}): {compared} decisions equal to Optuna's ({stops} stops); {skipped} skipped, {differ} of them differ")
+    print(
+        f"Hyperband (gaps={gaps}): {compared} decisions equal to Optuna's ({stops} stops); {skipped} skipped, {differ} of them differ"
+    )
     assert compared > 4000 and stops > 500
     assert (skipped, differ) == (0, 0) if not gaps else 0 < differ <= skipped < compared // 5
 
@@ -353,7 +406,10 @@ def test_hyperband_brackets_match_optuna():
     ]:
         rule, pruner = HyperbandRule(**options), optuna.pruners.HyperbandPruner(**options)
         pruner._try_initialization(None)  # an int max_resource needs no study
-        assert pruner._n_brackets == rule.n_brackets and pruner._trial_allocation_budgets == rule.budgets
+        assert (
+            pruner._n_brackets == rule.n_brackets
+            and pruner._trial_allocation_budgets == rule.budgets
+        )
         study = SimpleNamespace(study_name="")
         for i in range(500):
             assert rule.bracket_of(i) == pruner._get_bracket_id(study, SimpleNamespace(number=i))

@@ -16,7 +16,12 @@ from dsbo.storage import TrialStore
 def test_roundtrip_and_statuses(tmp_path):
     path = tmp_path / "t.sqlite"
     store = TrialStore(path)
-    ids = store.add_trials(torch.tensor([[0.1, 0.2], [0.3, 0.4]], dtype=torch.double), "sobol", fit_time=1.5, acq_time=2.0)
+    ids = store.add_trials(
+        torch.tensor([[0.1, 0.2], [0.3, 0.4]], dtype=torch.double),
+        "sobol",
+        fit_time=1.5,
+        acq_time=2.0,
+    )
     store.complete(ids[0], [1.0, -2.0], eval_time=0.1)
     store.fail(ids[1], "ValueError: boom")
     store.close()

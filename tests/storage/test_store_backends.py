@@ -30,7 +30,12 @@ def store(target):
 def test_roundtrip_statuses_and_reopen(target):
     store = open_store(target)
     assert isinstance(store, Store) and store.get_meta("schema_version") == SCHEMA_VERSION
-    ids = store.add_trials(torch.tensor([[0.1, 0.2], [0.3, 0.4]], dtype=torch.double), "sobol", fit_time=1.5, acq_time=2.0)
+    ids = store.add_trials(
+        torch.tensor([[0.1, 0.2], [0.3, 0.4]], dtype=torch.double),
+        "sobol",
+        fit_time=1.5,
+        acq_time=2.0,
+    )
     store.complete(ids[0], [1.0, -2.0], eval_time=0.1)
     store.fail(ids[1], "ValueError: boom")
     store.close()
@@ -38,11 +43,20 @@ def test_roundtrip_statuses_and_reopen(target):
         first, second = again.trials()
         assert first.status == "completed" and first.y == [1.0, -2.0] and first.eval_time == 0.1
         assert second.status == "failed" and second.error == "ValueError: boom" and second.y is None
-        assert (first.fit_time, first.acq_time, second.fit_time, second.acq_time) == (1.5, 2.0, 0.0, 0.0)
+        assert (first.fit_time, first.acq_time, second.fit_time, second.acq_time) == (
+            1.5,
+            2.0,
+            0.0,
+            0.0,
+        )
         assert first.batch == second.batch == 0
         X, Y = again.completed_data()
         assert X.tolist() == [[0.1, 0.2]] and Y.tolist() == [[1.0, -2.0]]
-        assert again.count() == 2 and again.count("failed") == 1 and again.count(("completed", "failed")) == 2
+        assert (
+            again.count() == 2
+            and again.count("failed") == 1
+            and again.count(("completed", "failed")) == 2
+        )
 
 
 def test_a_trial_is_told_once_and_must_exist(store):
@@ -165,10 +179,14 @@ def test_postgres_proposal_lock_serializes_proposers(postgres_url):  # noqa: F81
 
 def test_postgres_bad_urls_are_named_errors(postgres_server):  # noqa: F811
     server = postgres_server
-    with pytest.raises(StoreConnectionError, match="cannot open the store postgresql://dsbo@127.0.0.1:1/x"):
+    with pytest.raises(
+        StoreConnectionError, match="cannot open the store postgresql://dsbo@127.0.0.1:1/x"
+    ):
         open_store("postgresql://dsbo:secret@127.0.0.1:1/x")  # nothing listens on port 1
     with pytest.raises(StoreConnectionError, match="no_such_role") as info:
-        open_store(server.url("postgres", user="no_such_role", password="pw"))  # the login is refused
+        open_store(
+            server.url("postgres", user="no_such_role", password="pw")
+        )  # the login is refused
     assert ":pw@" not in str(info.value), "the password is never shown"
     with pytest.raises(StoreConnectionError, match="does not exist"):
         open_store(server.url("no_such_database"))
@@ -176,11 +194,16 @@ def test_postgres_bad_urls_are_named_errors(postgres_server):  # noqa: F811
 
 def test_postgres_wrong_password_is_a_named_error(postgres_server):  # noqa: F811
     if postgres_server.password is None:
-        pytest.skip("this server trusts every TCP login (no password to get wrong); CI's server asks for one")
+        pytest.skip(
+            "this server trusts every TCP login (no password to get wrong); CI's server asks for one"
+        )
     with pytest.raises(StoreConnectionError, match="password authentication failed") as info:
         open_store(postgres_server.url("postgres", password="not-the-password"))
     assert "not-the-password" not in str(info.value)
-    assert f"postgresql://{postgres_server.user}@{postgres_server.host}:{postgres_server.port}/postgres" in str(info.value)
+    assert (
+        f"postgresql://{postgres_server.user}@{postgres_server.host}:{postgres_server.port}/postgres"
+        in str(info.value)
+    )
 
 
 def test_sqlite_store_is_the_default_and_keeps_its_import_path(tmp_path):

@@ -75,7 +75,9 @@ def test_an_upgraded_store_records_costs_and_keeps_the_ledger(tmp_path):
     path = tmp_path / "old.sqlite"
     schema_1_store(path)
     with TrialStore(path) as store:
-        ids = store.add_trials(torch.tensor([[0.1, 0.2], [0.3, 0.4]], dtype=torch.double), "vbo", cost=[2.0, 3.5])
+        ids = store.add_trials(
+            torch.tensor([[0.1, 0.2], [0.3, 0.4]], dtype=torch.double), "vbo", cost=[2.0, 3.5]
+        )
         assert [store.get(i).cost for i in ids] == [2.0, 3.5]
         assert store.cost_used() == 1.0 + 2.0 + 3.5
         store.fail(ids[0], "boom")  # a failed evaluation was paid for
@@ -99,14 +101,18 @@ def test_a_single_cost_applies_to_every_point_and_bad_costs_are_refused(tmp_path
 
 def test_the_cost_budget_is_checked_before_writing(tmp_path):
     store = TrialStore(tmp_path / "t.sqlite")
-    ids = store.add_trials([[0.1], [0.2]], "sobol", cost=[2.0, 3.0], budget_cost=5.0)  # exactly the budget
+    ids = store.add_trials(
+        [[0.1], [0.2]], "sobol", cost=[2.0, 3.0], budget_cost=5.0
+    )  # exactly the budget
     store.complete(ids[0], [1.0])
     store.fail(ids[1], "boom")
     assert store.cost_used() == 5.0
     with pytest.raises(BudgetExhaustedError, match="cost budget of 5"):
         store.add_trials([[0.3]], "vbo", cost=0.5, budget_cost=5.0)
     with pytest.raises(BudgetExhaustedError, match="cost budget of 9"):
-        store.add_trials([[0.3], [0.4]], "vbo", cost=[1.0, 3.5], budget_cost=9.0)  # 4.5 > 4 left: none written
+        store.add_trials(
+            [[0.3], [0.4]], "vbo", cost=[1.0, 3.5], budget_cost=9.0
+        )  # 4.5 > 4 left: none written
     assert store.count() == 2 and store.cost_used() == 5.0
     [free] = store.add_trials([[0.3]], "vbo", cost=0.0, budget_cost=5.0)  # a free trial still fits
     assert store.get(free).cost == 0.0 and store.count() == 3
@@ -115,7 +121,9 @@ def test_the_cost_budget_is_checked_before_writing(tmp_path):
     with pytest.raises(BudgetExhaustedError):
         store.add_trials([[0.8]], "vbo", cost=2.0, budget_cost=7.0)
     assert store.abandon_pending() == [4, 5]
-    assert store.cost_used() == 7.0  # abandoned trials keep their cost in the ledger (issue 32, item 4)
+    assert (
+        store.cost_used() == 7.0
+    )  # abandoned trials keep their cost in the ledger (issue 32, item 4)
     with pytest.raises(BudgetExhaustedError, match="cost budget of 7"):
         store.add_trials([[0.8]], "vbo", cost=2.0, budget_cost=7.0)
     store.add_trials([[0.8]], "vbo", cost=2.0, budget_cost=9.0)

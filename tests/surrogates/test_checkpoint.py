@@ -15,7 +15,16 @@ from dsbo.surrogates.checkpoint import (
 )
 
 CASES = {
-    "ensemble": ["--model", "SimpleSMB", "--model.num_samples", "3", "--model.width", "16", "--model.lr", "0.01"],
+    "ensemble": [
+        "--model",
+        "SimpleSMB",
+        "--model.num_samples",
+        "3",
+        "--model.width",
+        "16",
+        "--model.lr",
+        "0.01",
+    ],
     "gaussian": ["--model", "NeuralLinTS", "--model.width", "16", "--model.lr", "0.01"],
 }
 
@@ -28,9 +37,18 @@ def trained(tmp_path_factory):
         run_dir = tmp_path_factory.mktemp(kind)
         common = [
             *model_args,
-            "--data.problem", "hartmann6", "--data.num_samples", "24",
-            "--trainer.logger", "false", "--trainer.enable_progress_bar", "false",
-            "--trainer.enable_model_summary", "false", "--run_dir", str(run_dir),
+            "--data.problem",
+            "hartmann6",
+            "--data.num_samples",
+            "24",
+            "--trainer.logger",
+            "false",
+            "--trainer.enable_progress_bar",
+            "false",
+            "--trainer.enable_model_summary",
+            "false",
+            "--run_dir",
+            str(run_dir),
         ]
         assert main(["fit", *common, "--trainer.max_epochs", "5"]) == 0
         ckpt = run_dir / "checkpoints" / "final.ckpt"
@@ -55,7 +73,9 @@ def test_posterior_mean_matches_module_predictions_in_raw_units(trained, kind):
     # raw units: the module was trained on standardized targets, whose scale differs
     assert (expected.std() - 1).abs() > 1e-3 or (expected.mean()).abs() > 1e-3
     std = posterior.variance.squeeze(-1).clamp_min(0).sqrt()
-    assert torch.allclose(std, torch.tensor(frame["pred_std"].to_numpy(), dtype=torch.double), rtol=1e-5, atol=1e-6)
+    assert torch.allclose(
+        std, torch.tensor(frame["pred_std"].to_numpy(), dtype=torch.double), rtol=1e-5, atol=1e-6
+    )
 
 
 def test_transforms_match_the_datamodule():
@@ -72,7 +92,9 @@ def test_transforms_match_the_datamodule():
 
     fitted = Standardize(m=1)
     fitted(y.unsqueeze(-1))
-    assert torch.allclose(fitted.means, standardize.means) and torch.allclose(fitted.stdvs, standardize.stdvs)
+    assert torch.allclose(fitted.means, standardize.means) and torch.allclose(
+        fitted.stdvs, standardize.stdvs
+    )
 
 
 def test_load_errors(tmp_path, trained):
@@ -88,10 +110,18 @@ def test_load_errors(tmp_path, trained):
     torch.save(stripped, tmp_path / "nodata.ckpt")
     with pytest.raises(DataError, match="holds no ObservationDataModule state"):
         load_surrogate(tmp_path / "nodata.ckpt")
-    foreign = {**checkpoint, "hyper_parameters": {**checkpoint["hyper_parameters"], "_class_path": "evil.module.Thing"}}
+    foreign = {
+        **checkpoint,
+        "hyper_parameters": {**checkpoint["hyper_parameters"], "_class_path": "evil.module.Thing"},
+    }
     with pytest.raises(ConfigError, match="outside the zoo"):
         module_class(foreign, "foreign.ckpt")
-    nameless = {**checkpoint, "hyper_parameters": {k: v for k, v in checkpoint["hyper_parameters"].items() if k != "_class_path"}}
+    nameless = {
+        **checkpoint,
+        "hyper_parameters": {
+            k: v for k, v in checkpoint["hyper_parameters"].items() if k != "_class_path"
+        },
+    }
     with pytest.raises(ConfigError, match="pass model_class"):
         module_class(nameless, "nameless.ckpt")
 
@@ -121,7 +151,13 @@ def test_a_checkpoint_saved_under_the_zoos_old_import_name_loads(tmp_path, train
     """Checkpoints saved before the zoo became ``dsbo_zoo`` name ``models.smb.SimpleSMB``."""
     checkpoint = read_checkpoint(trained["ensemble"] / "checkpoints" / "final.ckpt")
     assert checkpoint["hyper_parameters"]["_class_path"] == "dsbo_zoo.smb.SimpleSMB"
-    legacy = {**checkpoint, "hyper_parameters": {**checkpoint["hyper_parameters"], "_class_path": "models.smb.SimpleSMB"}}
+    legacy = {
+        **checkpoint,
+        "hyper_parameters": {
+            **checkpoint["hyper_parameters"],
+            "_class_path": "models.smb.SimpleSMB",
+        },
+    }
     assert module_class(legacy, "legacy.ckpt").__module__ == "dsbo_zoo.smb"
     torch.save(legacy, tmp_path / "legacy.ckpt")
     X = torch.rand(4, 6, dtype=torch.double)

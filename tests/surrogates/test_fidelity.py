@@ -34,7 +34,9 @@ def test_the_model_reads_the_gp_at_full_training_in_the_unit_cube():
     model = fit_fidelity_gp(X, S, Y, BOUNDS, max_steps=27)
     assert isinstance(model, TargetFidelityModel) and model.num_outputs == 1
     Xq = torch.tensor([[[2.0, 0.0]], [[4.0, -2.0]]], dtype=torch.double)
-    inner = model.model.posterior(torch.tensor([[[0.5, 0.5, 1.0]], [[1.0, 0.0, 1.0]]], dtype=torch.double))
+    inner = model.model.posterior(
+        torch.tensor([[[0.5, 0.5, 1.0]], [[1.0, 0.0, 1.0]]], dtype=torch.double)
+    )
     assert torch.allclose(model.posterior(Xq).mean, inner.mean)
     assert model.posterior(Xq).mean.shape == (2, 1, 1)
 
@@ -43,7 +45,9 @@ def test_a_curve_prefix_predicts_the_final_value_better_than_its_last_value():
     """Trials trained fully teach the GP how curves rise; a trial stopped at a third of its
     steps is then predicted near its true final value, far above its last reported one."""
     torch.manual_seed(0)
-    full = torch.tensor([[0.5, -1.0], [1.5, 1.0], [2.5, 0.5], [3.5, -0.5], [2.0, -1.5]], dtype=torch.double)
+    full = torch.tensor(
+        [[0.5, -1.0], [1.5, 1.0], [2.5, 0.5], [3.5, -0.5], [2.0, -1.5]], dtype=torch.double
+    )
     stopped = torch.tensor([[2.2, 0.2]], dtype=torch.double)
     X, S, Y = curve_data(torch.cat([full, stopped]), [27] * 5 + [9])
     model = fit_fidelity_gp(X, S, Y, BOUNDS, max_steps=27)

@@ -140,7 +140,10 @@ def test_qlognei_on_multi_output_model_with_objective(key):
 def test_the_dry_run_fits_map_saas_once_unless_the_options_set_restarts():
     from dsbo.surrogates import SurrogateSpec
 
-    assert SurrogateSpec("map-saas", {"num_taus": 2}).for_dry_run().options == {"num_taus": 2, "fit_restarts": 0}
+    assert SurrogateSpec("map-saas", {"num_taus": 2}).for_dry_run().options == {
+        "num_taus": 2,
+        "fit_restarts": 0,
+    }
     given = SurrogateSpec("map-saas", {"fit_restarts": -1})  # checked as given, not replaced
     assert given.for_dry_run() is given
     plain = SurrogateSpec("gp", {"kernel": "rbf"})  # no restarts to drop

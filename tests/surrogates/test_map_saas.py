@@ -90,14 +90,23 @@ def test_member_objective_is_each_members_own_log_posterior():
     assert values.shape == (3,) and torch.isfinite(values).all()
     for m in range(3):
         single = EnsembleMapSaasSingleTaskGP(
-            data.X, data.Y, num_taus=1, taus=model.taus[m : m + 1],
-            input_transform=model.input_transform, outcome_transform=Standardize(m=1, batch_shape=torch.Size([1])),
-        )  # fmt: skip
+            data.X,
+            data.Y,
+            num_taus=1,
+            taus=model.taus[m : m + 1],
+            input_transform=model.input_transform,
+            outcome_transform=Standardize(m=1, batch_shape=torch.Size([1])),
+        )
         with torch.no_grad():
             for p, q in zip(single.parameters(), model.parameters(), strict=True):
                 p.copy_(q[m : m + 1])
-        assert torch.allclose(_lengthscale_kernel(single).lengthscale, _lengthscale_kernel(model).lengthscale[m : m + 1])
-        assert torch.allclose(map_saas_member_objective(single), values[m : m + 1], rtol=1e-6, atol=1e-6)
+        assert torch.allclose(
+            _lengthscale_kernel(single).lengthscale,
+            _lengthscale_kernel(model).lengthscale[m : m + 1],
+        )
+        assert torch.allclose(
+            map_saas_member_objective(single), values[m : m + 1], rtol=1e-6, atol=1e-6
+        )
 
 
 def test_restarts_never_lower_any_members_objective():
@@ -128,7 +137,9 @@ def test_restarts_find_the_relevant_inputs_the_default_start_misses():
     per_point = {}
     for restarts in (0, 4):
         torch.manual_seed(101)
-        model = fit_surrogate({"name": "map-saas", "fit_restarts": restarts}, X, Y, bounds=problem.bounds)
+        model = fit_surrogate(
+            {"name": "map-saas", "fit_restarts": restarts}, X, Y, bounds=problem.bounds
+        )
         per_point[restarts] = map_saas_member_objective(model) / 30
         lengthscales = _lengthscale_kernel(model).lengthscale.detach().squeeze(-2)
         shortest = set(torch.argsort(lengthscales.min(dim=0).values)[:2].tolist())

@@ -16,7 +16,10 @@ GROUPS = [[0, 1, 2], [3, 4]]
 
 
 def _one_hot(codes: torch.Tensor) -> torch.Tensor:
-    return torch.cat([torch.nn.functional.one_hot(codes[:, 0], 3), torch.nn.functional.one_hot(codes[:, 1], 2)], -1).double()
+    return torch.cat(
+        [torch.nn.functional.one_hot(codes[:, 0], 3), torch.nn.functional.one_hot(codes[:, 1], 2)],
+        -1,
+    ).double()
 
 
 def test_equals_botorchs_categorical_kernel_on_one_hot_rows():
@@ -24,7 +27,9 @@ def test_equals_botorchs_categorical_kernel_on_one_hot_rows():
     ours = OneHotCategoricalKernel(GROUPS)
     theirs = CategoricalKernel(ard_num_dims=2)
     ours.lengthscale = theirs.lengthscale = torch.tensor([[0.7, 2.0]])
-    assert torch.allclose(ours(_one_hot(codes)).to_dense(), theirs(codes.double()).to_dense(), atol=1e-12)
+    assert torch.allclose(
+        ours(_one_hot(codes)).to_dense(), theirs(codes.double()).to_dense(), atol=1e-12
+    )
     # exp(-mean_g mismatch_g / l_g): rows 0 and 1 differ in both, rows 0 and 3 in the second only
     K = ours(_one_hot(codes)).to_dense()
     assert math.isclose(float(K[0, 1]), math.exp(-(1 / 0.7 + 1 / 2.0) / 2), rel_tol=1e-12)
@@ -57,12 +62,16 @@ def test_a_category_that_shifts_the_objective_is_learned_from_few_points():
     X, Y = _shifted_data()
     bounds = torch.tensor([[0.0, 0.0, 0.0], [1.0, 1.0, 1.0]], dtype=torch.double)
     grid = torch.linspace(0, 1, 21, dtype=torch.double).unsqueeze(-1)
-    test = torch.cat([grid, torch.tensor([[0.0, 1.0]], dtype=torch.double).expand(21, 2)], -1)  # category b
+    test = torch.cat(
+        [grid, torch.tensor([[0.0, 1.0]], dtype=torch.double).expand(21, 2)], -1
+    )  # category b
     truth = torch.sin(6 * grid) + 1.5
     errors = {}
     for categorical in ("mixed", "ard"):
         torch.manual_seed(0)
-        model = fit_surrogate({"name": "gp", "categorical": categorical}, X, Y, bounds, categorical_groups=[[1, 2]])
+        model = fit_surrogate(
+            {"name": "gp", "categorical": categorical}, X, Y, bounds, categorical_groups=[[1, 2]]
+        )
         with torch.no_grad():
             errors[categorical] = float((model.posterior(test).mean - truth).abs().mean())
     assert errors["mixed"] < 0.25, errors
@@ -72,13 +81,20 @@ def test_a_category_that_shifts_the_objective_is_learned_from_few_points():
 def test_the_gp_option_and_what_the_campaign_passes():
     X, Y = _shifted_data()
     bounds = torch.tensor([[0.0, 0.0, 0.0], [1.0, 1.0, 1.0]], dtype=torch.double)
-    model = fit_surrogate({"name": "gp", "categorical": "mixed"}, X, Y, bounds, categorical_groups=[[1, 2]])
+    model = fit_surrogate(
+        {"name": "gp", "categorical": "mixed"}, X, Y, bounds, categorical_groups=[[1, 2]]
+    )
     assert isinstance(model.covar_module, AdditiveKernel)
     assert model.fit_state.start == "no previous fit"  # warm-started by default: none yet
     lengthscales = input_lengthscales(model, 3)
     assert torch.isfinite(lengthscales).all()  # every column is read by some kernel
-    assert isinstance(fit_surrogate("gp", X, Y, bounds, categorical_groups=[[1, 2]]).covar_module, MaternKernel)
-    assert isinstance(fit_surrogate({"name": "gp", "categorical": "mixed"}, X, Y, bounds).covar_module, MaternKernel)
+    assert isinstance(
+        fit_surrogate("gp", X, Y, bounds, categorical_groups=[[1, 2]]).covar_module, MaternKernel
+    )
+    assert isinstance(
+        fit_surrogate({"name": "gp", "categorical": "mixed"}, X, Y, bounds).covar_module,
+        MaternKernel,
+    )
     with pytest.raises(ConfigError, match="categorical='onehot'"):
         fit_surrogate({"name": "gp", "categorical": "onehot"}, X, Y, bounds)
 
@@ -87,7 +103,10 @@ def test_a_tuner_on_a_space_with_a_choice_fits_the_mixed_kernel_when_asked():
     import dsbo
 
     tuner = dsbo.Tuner(
-        {"x": dsbo.Float(0.0, 1.0), "c": dsbo.Choice(["a", "b", "c"])}, budget=8, n_init=5, dry_run=False,
+        {"x": dsbo.Float(0.0, 1.0), "c": dsbo.Choice(["a", "b", "c"])},
+        budget=8,
+        n_init=5,
+        dry_run=False,
         surrogate={"name": "gp", "categorical": "mixed"},
     )
     for _ in range(5):

@@ -9,7 +9,9 @@ from dsbo.surrogates.multi_task import TargetTaskModel, fit_multi_task_gp
 
 
 def branin_like(X):
-    return -((X[:, 0] - 0.3) ** 2 + 2 * (X[:, 1] - 0.6) ** 2 + 0.3 * torch.sin(6 * X[:, 0])).unsqueeze(-1)
+    return -(
+        (X[:, 0] - 0.3) ** 2 + 2 * (X[:, 1] - 0.6) ** 2 + 0.3 * torch.sin(6 * X[:, 0])
+    ).unsqueeze(-1)
 
 
 def test_a_related_task_on_another_scale_sharpens_the_target_tasks_predictions():
@@ -35,12 +37,19 @@ def test_a_related_task_on_another_scale_sharpens_the_target_tasks_predictions()
         at_data = model.posterior(X_target).mean  # in the target task's own units
     assert mt_error < 0.5 * single_error
     assert torch.allclose(at_data, Y_target, atol=0.05)
-    assert model.posterior(X_test.reshape(20, 10, 2)).mean.shape == (20, 10, 1)  # q-batches for acquisitions
+    assert model.posterior(X_test.reshape(20, 10, 2)).mean.shape == (
+        20,
+        10,
+        1,
+    )  # q-batches for acquisitions
 
 
 def test_several_outcomes_give_a_model_list_and_bad_data_is_refused():
     bounds = torch.tensor([[0.0], [2.0]], dtype=torch.double)
-    X = [torch.linspace(0, 2, 5, dtype=torch.double).unsqueeze(-1), torch.linspace(0, 2, 7, dtype=torch.double).unsqueeze(-1)]
+    X = [
+        torch.linspace(0, 2, 5, dtype=torch.double).unsqueeze(-1),
+        torch.linspace(0, 2, 7, dtype=torch.double).unsqueeze(-1),
+    ]
     Y = [torch.cat([x.sin(), x.cos()], dim=-1) for x in X]
     model = fit_multi_task_gp(X, Y, bounds)
     assert model.num_outputs == 2 and model.posterior(X[0]).mean.shape == (5, 2)

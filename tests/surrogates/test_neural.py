@@ -57,7 +57,9 @@ def test_optimize_acqf_with_mc_and_analytic_acquisitions(name, data_3d):
     post = model.posterior(data_3d.X_test[:5])
     assert post.mean.shape == (5, 1) and post.mean.dtype == torch.double
     # raw units: the standardized fit is mapped back near the data's scale
-    assert abs(float(post.mean.detach().mean()) - float(data_3d.Y.mean())) < 3 * float(data_3d.Y.std())
+    assert abs(float(post.mean.detach().mean()) - float(data_3d.Y.mean())) < 3 * float(
+        data_3d.Y.std()
+    )
     sampler = SobolQMCNormalSampler(torch.Size([16]), seed=0)  # what dsbo's policies pass
     acqfs = [
         (qLogNoisyExpectedImprovement(model, data_3d.X, sampler=sampler), 2),
@@ -66,8 +68,14 @@ def test_optimize_acqf_with_mc_and_analytic_acquisitions(name, data_3d):
         (PosteriorMean(model), 1),
     ]
     for acqf, q in acqfs:
-        X, value = optimize_acqf(acqf, bounds=data_3d.bounds, q=q, num_restarts=2, raw_samples=16,
-                                 options={"maxiter": 10})
+        X, value = optimize_acqf(
+            acqf,
+            bounds=data_3d.bounds,
+            q=q,
+            num_restarts=2,
+            raw_samples=16,
+            options={"maxiter": 10},
+        )
         assert X.shape == (q, 3) and torch.isfinite(value).all()
         assert (X >= data_3d.bounds[0]).all() and (X <= data_3d.bounds[1]).all()
 
@@ -79,17 +87,27 @@ def test_qlognehvi_on_two_outputs(name, data_3d):
     model = fit_surrogate({"name": name, **TINY[name]}, data_3d.X, Y2, bounds=data_3d.bounds)
     assert isinstance(model, ModelList) and model.num_outputs == 2
     ref = Y2.min(0).values - 0.1 * (Y2.max(0).values - Y2.min(0).values)
-    acqf = qLogNoisyExpectedHypervolumeImprovement(model, ref_point=ref.tolist(), X_baseline=data_3d.X)
-    X, value = optimize_acqf(acqf, bounds=data_3d.bounds, q=1, num_restarts=2, raw_samples=16,
-                             options={"maxiter": 10})
+    acqf = qLogNoisyExpectedHypervolumeImprovement(
+        model, ref_point=ref.tolist(), X_baseline=data_3d.X
+    )
+    X, value = optimize_acqf(
+        acqf, bounds=data_3d.bounds, q=1, num_restarts=2, raw_samples=16, options={"maxiter": 10}
+    )
     assert X.shape == (1, 3) and torch.isfinite(value).all()
 
 
 @pytest.mark.parametrize("name", list(TINY))
 def test_short_campaign(name, fast_optimizer):
     options = dict(TINY[name], max_epochs=30)
-    campaign = Campaign(get_problem("branin"), surrogate={"name": name, **options},
-                        acquisition="qlognei", budget=5, n_init=3, seed=0, optimizer=fast_optimizer)
+    campaign = Campaign(
+        get_problem("branin"),
+        surrogate={"name": name, **options},
+        acquisition="qlognei",
+        budget=5,
+        n_init=3,
+        seed=0,
+        optimizer=fast_optimizer,
+    )
     result = campaign.run()
     trials = campaign.store.trials("completed")
     assert len(trials) == 5 and [t.generator for t in trials[3:]] == ["qlognei", "qlognei"]
@@ -98,8 +116,15 @@ def test_short_campaign(name, fast_optimizer):
 
 def test_campaign_is_reproducible_with_the_same_seed(fast_optimizer):
     def proposals():
-        campaign = Campaign(get_problem("branin"), surrogate={"name": "simple-smb", **TINY["simple-smb"]},
-                            acquisition="qlognei", budget=4, n_init=3, seed=3, optimizer=fast_optimizer)
+        campaign = Campaign(
+            get_problem("branin"),
+            surrogate={"name": "simple-smb", **TINY["simple-smb"]},
+            acquisition="qlognei",
+            budget=4,
+            n_init=3,
+            seed=3,
+            optimizer=fast_optimizer,
+        )
         campaign.run()
         return torch.tensor([t.x for t in campaign.store.trials("completed")])
 
@@ -109,8 +134,14 @@ def test_campaign_is_reproducible_with_the_same_seed(fast_optimizer):
 def test_noiseless_simple_smb_posterior_reproduces_the_data_in_raw_units(data_3d):
     torch.manual_seed(0)
     X, Y = data_3d.X[:6], data_3d.Y[:6]
-    options = {"width": 128, "num_samples": 2, "lr": 1e-2, "max_epochs": 2000, "train_tol": 1e-6,
-               "dtype": "float64"}
+    options = {
+        "width": 128,
+        "num_samples": 2,
+        "lr": 1e-2,
+        "max_epochs": 2000,
+        "train_tol": 1e-6,
+        "dtype": "float64",
+    }
     model = fit_surrogate({"name": "simple-smb", **options}, X, Y, bounds=data_3d.bounds)
     assert float(model.module.train_mse) < 1e-6
     values = model.posterior(X).values.detach()  # 2 x n x 1 draws
@@ -120,8 +151,12 @@ def test_noiseless_simple_smb_posterior_reproduces_the_data_in_raw_units(data_3d
 def test_train_tol_stops_early(data_1d):
     torch.manual_seed(0)
     options = {"width": 64, "lr": 1e-2, "max_epochs": 5000, "train_tol": 1e-3}
-    model = fit_surrogate({"name": "neural-ensemble", **options, "num_members": 2}, data_1d.X, data_1d.Y,
-                          bounds=data_1d.bounds)
+    model = fit_surrogate(
+        {"name": "neural-ensemble", **options, "num_members": 2},
+        data_1d.X,
+        data_1d.Y,
+        bounds=data_1d.bounds,
+    )
     assert float(model.module.train_mse) < 1e-3
     assert int(model.module.global_step) < 5000
 
@@ -149,7 +184,9 @@ def test_simple_smb_fresh_init_differs_between_fits(data_3d):
     spec = {"name": "simple-smb", **TINY["simple-smb"]}
     a = fit_surrogate(spec, data_3d.X, data_3d.Y, bounds=data_3d.bounds)
     b = fit_surrogate(spec, data_3d.X, data_3d.Y, bounds=data_3d.bounds)
-    assert not torch.allclose(a.posterior(data_3d.X_test).values, b.posterior(data_3d.X_test).values)
+    assert not torch.allclose(
+        a.posterior(data_3d.X_test).values, b.posterior(data_3d.X_test).values
+    )
     assert len(WARM_START_CACHE) == 0
 
 
@@ -171,10 +208,18 @@ def test_model_from_module_rejects_unknown_kinds():
 
 @pytest.mark.parametrize(
     "name, option, value",
-    [("simple-smb", "width", 0), ("simple-smb", "noise_var", -1.0), ("posterior-smb", "optimizer", "lbfgs"),
-     ("neural-ensemble", "max_epochs", 0), ("neural-lints", "dtype", "float16"),
-     ("neural-ucb", "train_tol", -1.0), ("neural-ucb", "confidence_scale", 0.0), ("neural-lints", "bogus", 1),
-     ("simple-smb", "device", "tpu"), ("neural-ensemble", "device", "cuda:7")],
+    [
+        ("simple-smb", "width", 0),
+        ("simple-smb", "noise_var", -1.0),
+        ("posterior-smb", "optimizer", "lbfgs"),
+        ("neural-ensemble", "max_epochs", 0),
+        ("neural-lints", "dtype", "float16"),
+        ("neural-ucb", "train_tol", -1.0),
+        ("neural-ucb", "confidence_scale", 0.0),
+        ("neural-lints", "bogus", 1),
+        ("simple-smb", "device", "tpu"),
+        ("neural-ensemble", "device", "cuda:7"),
+    ],
 )
 def test_bad_options_raise_config_errors_naming_the_field(name, option, value, data_1d):
     with pytest.raises(ConfigError, match=option):
@@ -184,8 +229,15 @@ def test_bad_options_raise_config_errors_naming_the_field(name, option, value, d
 @pytest.mark.parametrize("name", ["simple-smb", "neural-lints"])
 def test_multi_objective_campaign_with_qlognehvi(name, fast_optimizer):
     """dsbo's policies hand a ModelList of zoo models one Sobol sampler per member model."""
-    campaign = Campaign(get_problem("branin-currin"), surrogate={"name": name, **TINY[name]},
-                        acquisition="qlognehvi", budget=5, n_init=3, seed=0, optimizer=fast_optimizer)
+    campaign = Campaign(
+        get_problem("branin-currin"),
+        surrogate={"name": name, **TINY[name]},
+        acquisition="qlognehvi",
+        budget=5,
+        n_init=3,
+        seed=0,
+        optimizer=fast_optimizer,
+    )
     campaign.run()
     assert [t.generator for t in campaign.store.trials("completed")][3:] == ["qlognehvi"] * 2
 
@@ -193,10 +245,22 @@ def test_multi_objective_campaign_with_qlognehvi(name, fast_optimizer):
 @pytest.mark.parametrize("acquisition_function", ["ehvi", "qlognehvi"])
 def test_sebo_with_a_zoo_surrogate(acquisition_function, fast_optimizer):
     problem = get_problem("branin-6d", target="zero")
-    acquisition = {"name": "sebo", "penalty": "l0", "num_steps": 3, "num_restarts_homotopy": 2,
-                   "acquisition_function": acquisition_function}
-    campaign = Campaign(problem, surrogate={"name": "neural-ensemble", **TINY["neural-ensemble"]},
-                        acquisition=acquisition, budget=5, n_init=3, seed=0, optimizer=fast_optimizer)
+    acquisition = {
+        "name": "sebo",
+        "penalty": "l0",
+        "num_steps": 3,
+        "num_restarts_homotopy": 2,
+        "acquisition_function": acquisition_function,
+    }
+    campaign = Campaign(
+        problem,
+        surrogate={"name": "neural-ensemble", **TINY["neural-ensemble"]},
+        acquisition=acquisition,
+        budget=5,
+        n_init=3,
+        seed=0,
+        optimizer=fast_optimizer,
+    )
     campaign.run()
     trials = campaign.store.trials("completed")
     assert [t.generator for t in trials][3:] == ["sebo"] * 2
@@ -287,9 +351,15 @@ def test_acquisition_gradients_match_finite_differences(name, data_3d):
         x = x0.clone().requires_grad_(True)
         acqf(x).sum().backward()
         h = 1e-5 * (upper - lower)
-        numeric = torch.stack([
-            (acqf(x0 + h[j] * torch.eye(3, dtype=torch.double)[j]) - acqf(x0 - h[j] * torch.eye(3, dtype=torch.double)[j])).sum() / (2 * h[j])
-            for j in range(3)
-        ])  # fmt: skip
+        numeric = torch.stack(
+            [
+                (
+                    acqf(x0 + h[j] * torch.eye(3, dtype=torch.double)[j])
+                    - acqf(x0 - h[j] * torch.eye(3, dtype=torch.double)[j])
+                ).sum()
+                / (2 * h[j])
+                for j in range(3)
+            ]
+        )
         assert x.grad.abs().max() > 1e-6, "a gradient to follow"
         torch.testing.assert_close(x.grad.reshape(3), numeric.detach(), rtol=1e-4, atol=1e-6)

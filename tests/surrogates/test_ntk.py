@@ -49,19 +49,32 @@ def test_nngp_is_the_covariance_of_networks_at_init(activation, depth, final_bia
     errors (depth 1 is exact at any width; depth 2 has an O(1/width) bias, allowed 1.5%)."""
     sw, sb = 1.4, 0.6
     width, members = (64, 4000) if depth == 1 else (96, 3000)
-    f = init_outputs(POINTS, members, 500, seed=depth, width=width, depth=depth,
-                     activation=activation, sigma_w=sw, sigma_b=sb, final_bias=final_bias)  # fmt: skip
+    f = init_outputs(
+        POINTS,
+        members,
+        500,
+        seed=depth,
+        width=width,
+        depth=depth,
+        activation=activation,
+        sigma_w=sw,
+        sigma_b=sb,
+        final_bias=final_bias,
+    )
     prods = f[:, :, None] * f[:, None, :]
     emp, se = prods.mean(0), prods.std(0) / math.sqrt(members)
-    K, _ = kernels(POINTS, depth=depth, activation=activation, sigma_w=sw, sigma_b=sb,
-                   final_bias=final_bias)  # fmt: skip
+    K, _ = kernels(
+        POINTS, depth=depth, activation=activation, sigma_w=sw, sigma_b=sb, final_bias=final_bias
+    )
     allowance = 0.0 if depth == 1 else 0.015 * K.diagonal().max()
     assert ((emp - K).abs() <= 4.5 * se + allowance).all(), (emp, K, se)
 
 
 def test_zero_final_bias_removes_sigma_b_squared_from_nngp_only():
     kz, tz = kernels(POINTS, depth=2, activation="erf", sigma_w=1.3, sigma_b=0.7, final_bias="zero")
-    kr, tr = kernels(POINTS, depth=2, activation="erf", sigma_w=1.3, sigma_b=0.7, final_bias="random")
+    kr, tr = kernels(
+        POINTS, depth=2, activation="erf", sigma_w=1.3, sigma_b=0.7, final_bias="random"
+    )
     torch.testing.assert_close(kr - kz, torch.full_like(kz, 0.49))
     torch.testing.assert_close(tz, tr)
 
@@ -90,8 +103,9 @@ def test_empirical_ntk_converges_like_one_over_sqrt_width(activation):
     errors = []
     g = torch.Generator().manual_seed(0)
     for width in widths:
-        net = EnsembleMLP(2, width=width, depth=1, activation=activation, sigma_w=sw,
-                          sigma_b=sb, num_members=48).double()  # fmt: skip
+        net = EnsembleMLP(
+            2, width=width, depth=1, activation=activation, sigma_w=sw, sigma_b=sb, num_members=48
+        ).double()
         net.reset_parameters(generator=g)
         errors.append((empirical_ntk(net, POINTS) - theta).abs().mean().item())
     slope = np.polyfit(np.log(widths), np.log(errors), 1)[0]
@@ -106,8 +120,16 @@ def test_empirical_ntk_depth_two_and_zero_final_bias():
     _, theta = kernels(POINTS, depth=2, activation="tanh", sigma_w=sw, sigma_b=sb)
     g = torch.Generator().manual_seed(1)
     for final_bias in ("zero", "random"):
-        net = EnsembleMLP(2, width=1024, depth=2, activation="tanh", sigma_w=sw, sigma_b=sb,
-                          num_members=6, final_bias=final_bias).double()  # fmt: skip
+        net = EnsembleMLP(
+            2,
+            width=1024,
+            depth=2,
+            activation="tanh",
+            sigma_w=sw,
+            sigma_b=sb,
+            num_members=6,
+            final_bias=final_bias,
+        ).double()
         net.reset_parameters(generator=g)
         avg = empirical_ntk(net, POINTS).mean(0)
         assert ((avg - theta).abs() / theta.abs().max()).max() < 0.05, (avg, theta)
@@ -122,13 +144,22 @@ def test_kernels_are_symmetric_psd_and_diag_consistent(activation, depth):
     x = torch.rand(60, 4, generator=torch.Generator().manual_seed(depth), dtype=torch.double)
     x[1] = x[0]  # a repeated point
     for final_bias in ("zero", "random"):
-        K, T = kernels(x, depth=depth, activation=activation, sigma_w=1.7, sigma_b=0.4,
-                       final_bias=final_bias)  # fmt: skip
+        K, T = kernels(
+            x, depth=depth, activation=activation, sigma_w=1.7, sigma_b=0.4, final_bias=final_bias
+        )
         for M in (K, T):
             torch.testing.assert_close(M, M.T, rtol=0, atol=1e-12)
             assert torch.linalg.eigvalsh(M).min() > -1e-10 * M.diagonal().max()
-        Kd, Td = neural_kernels(x, x, depth=depth, activation=activation, sigma_w=1.7,
-                                sigma_b=0.4, final_bias=final_bias, diag=True)  # fmt: skip
+        Kd, Td = neural_kernels(
+            x,
+            x,
+            depth=depth,
+            activation=activation,
+            sigma_w=1.7,
+            sigma_b=0.4,
+            final_bias=final_bias,
+            diag=True,
+        )
         torch.testing.assert_close(Kd, K.diagonal(), rtol=1e-7, atol=1e-9)
         torch.testing.assert_close(Td, T.diagonal(), rtol=1e-7, atol=1e-9)
         assert (T.diagonal() >= K.diagonal()).all()  # Theta = K + a PSD part (+ sigma_b^2)
@@ -185,9 +216,13 @@ def test_learnable_sigmas_have_finite_gradients_on_the_diagonal():
 
 
 def test_kernel_option_errors_name_the_field():
-    for kw, field in (({"depth": -1}, "depth"), ({"activation": "gelu"}, "activation"),
-                      ({"final_bias": "none"}, "final_bias"), ({"sigma_w": 0.0}, "sigma_w"),
-                      ({"tanh_method": "mc"}, "tanh_method")):  # fmt: skip
+    for kw, field in (
+        ({"depth": -1}, "depth"),
+        ({"activation": "gelu"}, "activation"),
+        ({"final_bias": "none"}, "final_bias"),
+        ({"sigma_w": 0.0}, "sigma_w"),
+        ({"tanh_method": "mc"}, "tanh_method"),
+    ):
         with pytest.raises(ConfigError, match=field):
             NTKKernel(**kw)
 
@@ -199,8 +234,12 @@ def test_ntk_gp_posterior_is_proposition_3_2(data_1d):
     """Mean Theta_xX (Theta_XX + s2 I)^-1 y and covariance nu^2 (Theta - Theta_xX (.)^-1
     Theta_Xx') on the standardized outcomes of unit-cube inputs."""
     data, s2, nu = data_1d, 0.05, 1.5
-    model = fit_surrogate({"name": "ntk-gp", "activation": "erf", "depth": 2, "gamma": 1.3,
-                           "noise": s2, "nu": nu}, data.X, data.Y, bounds=data.bounds)  # fmt: skip
+    model = fit_surrogate(
+        {"name": "ntk-gp", "activation": "erf", "depth": 2, "gamma": 1.3, "noise": s2, "nu": nu},
+        data.X,
+        data.Y,
+        bounds=data.bounds,
+    )
     lo, hi = data.bounds
     U, Ut = (data.X - lo) / (hi - lo), (data.X_test[:5] - lo) / (hi - lo)
     y = data.Y[:, 0]
@@ -214,35 +253,51 @@ def test_ntk_gp_posterior_is_proposition_3_2(data_1d):
     cov = nu**2 * (Txx - Tx @ torch.linalg.solve(A, Tx.T))
     post = model.posterior(data.X_test[:5])
     torch.testing.assert_close(post.mean[:, 0], mean * y.std() + y.mean(), rtol=1e-6, atol=1e-8)
-    torch.testing.assert_close(
-        post.mvn.covariance_matrix, cov * y.var(), rtol=1e-5, atol=1e-8
-    )
+    torch.testing.assert_close(post.mvn.covariance_matrix, cov * y.var(), rtol=1e-5, atol=1e-8)
 
 
 def test_ntk_gp_fits_and_options(data_3d):
     data = data_3d
-    model = fit_surrogate({"name": "ntk-gp", "gamma": "fit", "noise": "fit", "nu": "fit",
-                           "activation": "relu"}, data.X, data.Y, bounds=data.bounds)  # fmt: skip
+    model = fit_surrogate(
+        {"name": "ntk-gp", "gamma": "fit", "noise": "fit", "nu": "fit", "activation": "relu"},
+        data.X,
+        data.Y,
+        bounds=data.bounds,
+    )
     kernel = model.covar_module.base_kernel
     assert kernel.raw_sigma_w.requires_grad and kernel.sigma_w.item() != pytest.approx(1.0)
     mse = ((model.posterior(data.X_test).mean - data.Y_test) ** 2).mean()
     assert mse < 0.3 * ((data.Y.mean() - data.Y_test) ** 2).mean()
-    nngp = fit_surrogate({"name": "nngp-gp", "activation": "tanh"}, data.X, data.Y,
-                         bounds=data.bounds)  # fmt: skip
+    nngp = fit_surrogate(
+        {"name": "nngp-gp", "activation": "tanh"}, data.X, data.Y, bounds=data.bounds
+    )
     assert isinstance(nngp.covar_module, NNGPKernel)
-    for options, field in (({"gamma": -1.0}, "gamma"), ({"noise": "auto"}, "noise"),
-                           ({"nu": 0}, "nu"), ({"depth": 1.5}, "depth"),
-                           ({"activation": "gelu"}, "activation")):  # fmt: skip
+    for options, field in (
+        ({"gamma": -1.0}, "gamma"),
+        ({"noise": "auto"}, "noise"),
+        ({"nu": 0}, "nu"),
+        ({"depth": 1.5}, "depth"),
+        ({"activation": "gelu"}, "activation"),
+    ):
         with pytest.raises(ConfigError, match=field):
             fit_surrogate({"name": "ntk-gp", **options}, data.X, data.Y, bounds=data.bounds)
 
 
 @pytest.mark.parametrize("acquisition", ["qlognei", {"name": "thompson", "n_candidates": 300}])
 def test_ntk_gp_in_a_campaign(acquisition):
-    fast = OptimizerSettings(num_restarts=2, raw_samples=32, maxiter=25, batch_limit=2, mc_samples=32)
-    campaign = Campaign(get_problem("branin"), surrogate={"name": "ntk-gp", "activation": "relu"},
-                        acquisition=acquisition, budget=8, n_init=4, q=2, seed=1,
-                        optimizer=fast)  # fmt: skip
+    fast = OptimizerSettings(
+        num_restarts=2, raw_samples=32, maxiter=25, batch_limit=2, mc_samples=32
+    )
+    campaign = Campaign(
+        get_problem("branin"),
+        surrogate={"name": "ntk-gp", "activation": "relu"},
+        acquisition=acquisition,
+        budget=8,
+        n_init=4,
+        q=2,
+        seed=1,
+        optimizer=fast,
+    )
     frame = campaign.run().history
     assert len(frame) == 8 and (frame["status"] == "completed").all()
     name = acquisition if isinstance(acquisition, str) else acquisition["name"]

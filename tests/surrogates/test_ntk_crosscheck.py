@@ -48,13 +48,27 @@ def test_kernels_match_neural_tangents(activation, depth, sigma_w, sigma_b):
     x = np.random.default_rng(depth).uniform(-1.0, 2.0, size=(7, 3))
     nngp, ntk = nt_kernels(x, activation, depth, sigma_w, sigma_b)
     xt = torch.as_tensor(x, dtype=torch.double)
-    K, T = neural_kernels(xt, xt, depth=depth, activation=activation, sigma_w=sigma_w,
-                          sigma_b=sigma_b, final_bias="random")  # fmt: skip
+    K, T = neural_kernels(
+        xt,
+        xt,
+        depth=depth,
+        activation=activation,
+        sigma_w=sigma_w,
+        sigma_b=sigma_b,
+        final_bias="random",
+    )
     np.testing.assert_allclose(K.numpy(), nngp, rtol=1e-8, atol=1e-10)
     np.testing.assert_allclose(T.numpy(), ntk, rtol=1e-8, atol=1e-10)
     # the zero-initialized final bias only removes sigma_b^2 from the NNGP kernel
-    Kz, Tz = neural_kernels(xt, xt, depth=depth, activation=activation, sigma_w=sigma_w,
-                            sigma_b=sigma_b, final_bias="zero")  # fmt: skip
+    Kz, Tz = neural_kernels(
+        xt,
+        xt,
+        depth=depth,
+        activation=activation,
+        sigma_w=sigma_w,
+        sigma_b=sigma_b,
+        final_bias="zero",
+    )
     np.testing.assert_allclose(Kz.numpy(), nngp - sigma_b**2, rtol=1e-8, atol=1e-10)
     np.testing.assert_allclose(Tz.numpy(), ntk, rtol=1e-8, atol=1e-10)
 
@@ -69,9 +83,19 @@ def test_tanh_kernels_match_neural_tangents_quadrature(depth, sigma_w, sigma_b):
     the mixture is the accurate one)."""
     x = np.random.default_rng(10 + depth).uniform(-1.0, 2.0, size=(6, 3))
     xt = torch.as_tensor(x, dtype=torch.double)
-    ours = {method: neural_kernels(xt, xt, depth=depth, activation="tanh", sigma_w=sigma_w, sigma_b=sigma_b,
-                                   final_bias="random", tanh_method=method)
-            for method in ("erf-mixture", "gauss-hermite")}  # fmt: skip
+    ours = {
+        method: neural_kernels(
+            xt,
+            xt,
+            depth=depth,
+            activation="tanh",
+            sigma_w=sigma_w,
+            sigma_b=sigma_b,
+            final_bias="random",
+            tanh_method=method,
+        )
+        for method in ("erf-mixture", "gauss-hermite")
+    }
     nngp64, ntk64 = nt_kernels(x, "tanh", depth, sigma_w, sigma_b, deg=64)
     np.testing.assert_allclose(ours["gauss-hermite"][0].numpy(), nngp64, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(ours["gauss-hermite"][1].numpy(), ntk64, rtol=1e-10, atol=1e-12)

@@ -17,7 +17,9 @@ def test_scaled_distance_is_the_kernel_distance_in_the_unit_cube(data_3d):
     model = fit_surrogate("gp", data_3d.X, data_3d.Y, bounds=bounds)
     lengthscales = input_lengthscales(model, 3)
     assert lengthscales.shape == (3,)
-    assert torch.allclose(lengthscales, model.covar_module.lengthscale.detach().reshape(-1).double())
+    assert torch.allclose(
+        lengthscales, model.covar_module.lengthscale.detach().reshape(-1).double()
+    )
     X, seen = uniform(bounds, 4, seed=1), uniform(bounds, 5, seed=2)
     unit = lambda Z: (Z - bounds[0]) / (bounds[1] - bounds[0])  # noqa: E731
     expected = torch.cdist(unit(X) / lengthscales, unit(seen) / lengthscales)
@@ -45,7 +47,11 @@ def test_ensembles_take_the_smallest_lengthscale_and_irrelevant_inputs_barely_co
 
 
 def test_models_without_lengthscales_have_no_scaled_distance(data_3d):
-    model = fit_surrogate({"name": "neural-ensemble", "options": {"width": 8, "num_members": 2, "max_epochs": 2}},
-                          data_3d.X, data_3d.Y, bounds=data_3d.bounds)  # fmt: skip
+    model = fit_surrogate(
+        {"name": "neural-ensemble", "options": {"width": 8, "num_members": 2, "max_epochs": 2}},
+        data_3d.X,
+        data_3d.Y,
+        bounds=data_3d.bounds,
+    )
     assert input_lengthscales(model, 3) is None
     assert scaled_distance(model, data_3d.X[:2], data_3d.X) is None

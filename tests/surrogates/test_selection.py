@@ -49,8 +49,13 @@ def test_kcs_keeps_the_best_point_of_each_cluster():
     from sklearn.cluster import KMeans
 
     Z = ((X - BOUNDS[0]) / (BOUNDS[1] - BOUNDS[0])).numpy()
-    labels = KMeans(n_clusters=6, n_init=1, random_state=(0 * 1_000_003 + 90) % (2**31 - 1)).fit_predict(Z)
-    expected = sorted(max((i for i in range(90) if labels[i] == c), key=lambda i: float(Y[i])) for c in set(labels))
+    labels = KMeans(
+        n_clusters=6, n_init=1, random_state=(0 * 1_000_003 + 90) % (2**31 - 1)
+    ).fit_predict(Z)
+    expected = sorted(
+        max((i for i in range(90) if labels[i] == c), key=lambda i: float(Y[i]))
+        for c in set(labels)
+    )
     assert rows == expected
 
 
@@ -58,7 +63,14 @@ def test_the_schedule_fits_everything_then_refreshes_every_5d_and_appends_betwee
     selector = Selector("rs", alpha=20)
     d = 4
     assert selector.last_refresh(119, d) is None  # below 30 d = 120: all data
-    assert [selector.last_refresh(n, d) for n in (120, 121, 139, 140, 159, 160)] == [120, 120, 120, 140, 140, 160]
+    assert [selector.last_refresh(n, d) for n in (120, 121, 139, 140, 159, 160)] == [
+        120,
+        120,
+        120,
+        140,
+        140,
+        160,
+    ]
     X, Y = data(125)
     X4 = torch.cat([X, X[:, :1]], dim=-1)
     bounds4 = torch.cat([BOUNDS, BOUNDS[:, :1]], dim=-1)
@@ -73,7 +85,9 @@ def test_same_seed_same_subset_and_a_new_seed_another():
     for name in ("rs", "kcs", "scs"):
         selector = Selector(name, alpha=10)
         assert selector.rows(X, Y, BOUNDS, seed=1) == selector.rows(X, Y, BOUNDS, seed=1)
-    assert Selector("rs", alpha=10).rows(X, Y, BOUNDS, seed=1) != Selector("rs", alpha=10).rows(X, Y, BOUNDS, seed=2)
+    assert Selector("rs", alpha=10).rows(X, Y, BOUNDS, seed=1) != Selector("rs", alpha=10).rows(
+        X, Y, BOUNDS, seed=2
+    )
 
 
 def test_fit_surrogate_fits_the_selected_rows_only():
@@ -86,26 +100,41 @@ def test_fit_surrogate_fits_the_selected_rows_only():
 
 @pytest.mark.parametrize(
     "spec, message",
-    [({"name": "kmeans"}, "selector.name"), ({"name": "kcs", "alpha": 0}, "selector.alpha"),
-     ({"name": "kcs", "k": 3}, "no option(s) ['k']"), (5, "must be a name or a mapping")],
-)  # fmt: skip
+    [
+        ({"name": "kmeans"}, "selector.name"),
+        ({"name": "kcs", "alpha": 0}, "selector.alpha"),
+        ({"name": "kcs", "k": 3}, "no option(s) ['k']"),
+        (5, "must be a name or a mapping"),
+    ],
+)
 def test_bad_selector_settings_name_the_field(spec, message):
-    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")):
+    with pytest.raises(
+        ConfigError, match=message.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")
+    ):
         make_selector(spec)
 
 
 def test_a_resumed_campaign_fits_the_same_subsets(tmp_path):
     warnings.simplefilter("ignore")
     problem = get_problem("ackley-2d")
-    settings = {"surrogate": {"name": "gp", "selector": {"name": "kcs", "alpha": 4, "start": 6, "refresh": 2}},
-                "acquisition": "logei", "n_init": 8, "seed": 7,
-                "optimizer": OptimizerSettings(num_restarts=2, raw_samples=32, maxiter=20)}  # fmt: skip
+    settings = {
+        "surrogate": {
+            "name": "gp",
+            "selector": {"name": "kcs", "alpha": 4, "start": 6, "refresh": 2},
+        },
+        "acquisition": "logei",
+        "n_init": 8,
+        "seed": 7,
+        "optimizer": OptimizerSettings(num_restarts=2, raw_samples=32, maxiter=20),
+    }
     whole = Campaign(problem, budget=20, store=tmp_path / "whole.sqlite", **settings)
     whole.run()
     first = Campaign(problem, budget=14, store=tmp_path / "resumed.sqlite", **settings)
     first.run()
     first.store.close()
-    resumed = Campaign(problem, budget=20, store=TrialStore(tmp_path / "resumed.sqlite"), **settings)
+    resumed = Campaign(
+        problem, budget=20, store=TrialStore(tmp_path / "resumed.sqlite"), **settings
+    )
     resumed.run()
     a = [t.metadata.get("fitted_trials") for t in whole.store.trials()]
     b = [t.metadata.get("fitted_trials") for t in resumed.store.trials()]

@@ -78,13 +78,28 @@ def predicted(kind: str, final_bias: str) -> tuple[torch.Tensor, torch.Tensor]:
 
 def trained_draws(cls, final_bias: str, seed: int) -> torch.Tensor:
     torch.manual_seed(seed)
-    smb = cls(1, num_samples=MEMBERS, width=WIDTH, depth=1, activation="tanh", gamma=GAMMA,
-              final_bias=final_bias, noise_var=NOISE_VAR, nu=NU, lr=LR,
-              optimizer="sgd").double()  # fmt: skip
+    smb = cls(
+        1,
+        num_samples=MEMBERS,
+        width=WIDTH,
+        depth=1,
+        activation="tanh",
+        gamma=GAMMA,
+        final_bias=final_bias,
+        noise_var=NOISE_VAR,
+        nu=NU,
+        lr=LR,
+        optimizer="sgd",
+    ).double()
     data = TensorDataset(X_TRAIN, Y_TRAIN, torch.arange(len(Y_TRAIN)))
-    trainer = pl.Trainer(max_epochs=STEPS, logger=False, enable_checkpointing=False,
-                         enable_progress_bar=False, enable_model_summary=False,
-                         accelerator="cpu")  # fmt: skip
+    trainer = pl.Trainer(
+        max_epochs=STEPS,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        accelerator="cpu",
+    )
     trainer.fit(smb, DataLoader(data, batch_size=len(Y_TRAIN)))
     with torch.no_grad():
         return smb(X_TEST)  # members x test points

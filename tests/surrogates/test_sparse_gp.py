@@ -346,7 +346,9 @@ def test_options(problem_4d):
     assert ((a >= 0) & (a <= 1)).all()  # the normalized input cube
     # At most n inducing points, also when asked for more.
     assert build_sparse_gp("fitc", X[:7], Y[:7]).covar_module.inducing_points.shape == (7, 4)
-    assert build_sparse_gp("vfe", X, Y, num_inducing=300).covar_module.inducing_points.shape[0] == 200
+    assert (
+        build_sparse_gp("vfe", X, Y, num_inducing=300).covar_module.inducing_points.shape[0] == 200
+    )
     assert build_sparse_gp("vfe", X, Y, num_inducing=3).covar_module.inducing_points.shape[0] == 3
     kernel = build_sparse_gp("vfe", X, Y, kernel="matern").covar_module.base_kernel
     assert kernel.nu == 2.5 and kernel.lengthscale.shape == (1, 4)

@@ -27,7 +27,11 @@ from .helpers import make_3d
 def _state(**changes) -> FitState:
     X = make_3d(n=10).X
     values = dict(
-        surrogate="map-saas", parameters={}, num_points=8, x_digest=digest(X[:8]), log_posterior=[0.0]
+        surrogate="map-saas",
+        parameters={},
+        num_points=8,
+        x_digest=digest(X[:8]),
+        log_posterior=[0.0],
     )
     values.update(changes)
     return FitState(**values)
@@ -36,7 +40,9 @@ def _state(**changes) -> FitState:
 def _fit(spec, n, previous=None, **options):
     data = make_3d(n=14)
     torch.manual_seed(n)
-    model = fit_surrogate({**spec, **options}, data.X[:n], data.Y[:n], bounds=data.bounds, previous_fits=previous)
+    model = fit_surrogate(
+        {**spec, **options}, data.X[:n], data.Y[:n], bounds=data.bounds, previous_fits=previous
+    )
     return model, data
 
 
@@ -55,14 +61,18 @@ def test_the_state_round_trips_json_exactly():
     model, _ = _fit({"name": "map-saas"}, 10)
     state = FitState.from_json(json.loads(json.dumps(model.fit_state.to_json())), "map-saas")
     assert state == model.fit_state
-    assert FitState.from_json(model.fit_state.to_json(), "gp") is None  # another surrogate's: ignored
+    assert (
+        FitState.from_json(model.fit_state.to_json(), "gp") is None
+    )  # another surrogate's: ignored
     assert FitState.from_json({"surrogate": "map-saas", "unknown": 1}, "map-saas") is None
     copy, _ = _fit({"name": "map-saas"}, 10)
     with torch.no_grad():
         for p in copy.parameters():
             p.add_(1.0)
     assert load_parameters(copy, state.parameters)
-    assert all(torch.equal(a, b) for a, b in zip(copy.parameters(), model.parameters(), strict=True))
+    assert all(
+        torch.equal(a, b) for a, b in zip(copy.parameters(), model.parameters(), strict=True)
+    )
     other = parameters_of(model) | {"likelihood.noise_covar.raw_noise": [[0.0]]}  # wrong shape
     assert not load_parameters(copy, other)
 
@@ -85,7 +95,9 @@ def test_a_new_point_is_fitted_warm_and_the_schedule_forces_full_fits():
     assert model.fit_state.start == "no previous fit"
     starts = []
     for n in range(11, 14):
-        model, _ = _fit({"name": "map-saas"}, n, model.fit_states, restart_every=3, restart_drop=10.0)
+        model, _ = _fit(
+            {"name": "map-saas"}, n, model.fit_states, restart_every=3, restart_drop=10.0
+        )
         starts.append(model.fit_state.start)
     assert starts == ["warm", "warm", "every 3 fits"]
     model, _ = _fit({"name": "map-saas"}, 14, model.fit_states, warm_start=False)
@@ -106,13 +118,17 @@ def test_map_saas_alternates_full_and_warm_fits_by_default():
 def test_a_drop_in_the_log_posterior_runs_the_full_fit_with_fresh_taus():
     previous, _ = _fit({"name": "map-saas"}, 11)
     state = previous.fit_state.to_json()
-    state["log_posterior"] = [v + 5.0 for v in state["log_posterior"]]  # the warm fit must fall below
+    state["log_posterior"] = [
+        v + 5.0 for v in state["log_posterior"]
+    ]  # the warm fit must fall below
     model, _ = _fit({"name": "map-saas"}, 12, [state])
     assert model.fit_state.start.startswith("log posterior per point fell by")
     assert model.fit_state.fits_since_restart == 0
     full, _ = _fit({"name": "map-saas"}, 12, warm_start=False)  # the same global RNG state
     assert torch.equal(model.taus, full.taus) and not torch.equal(model.taus, previous.taus)
-    assert torch.equal(model.covar_module.base_kernel.lengthscale, full.covar_module.base_kernel.lengthscale)
+    assert torch.equal(
+        model.covar_module.base_kernel.lengthscale, full.covar_module.base_kernel.lengthscale
+    )
 
 
 def test_the_plain_gp_warm_starts_only_when_asked():
@@ -141,7 +157,12 @@ def test_multi_output_fits_keep_a_state_per_output():
 
 @pytest.mark.parametrize(
     "option, value",
-    [("restart_every", 0), ("restart_after_points", -1), ("restart_drop", -0.1), ("warm_start", "yes")],
+    [
+        ("restart_every", 0),
+        ("restart_after_points", -1),
+        ("restart_drop", -0.1),
+        ("warm_start", "yes"),
+    ],
 )
 def test_bad_warm_start_options_are_refused_by_name(option, value):
     with pytest.raises(ConfigError, match=option):
