@@ -216,6 +216,22 @@ def test_modules_are_short_or_say_why_not():
     assert not long, f"modules over {MAX_LINES} lines without a 'Kept whole:' reason: {long}"
 
 
+#: ``# fmt: skip`` markers allowed in the repository's Python: only where a table or a matrix
+#: reads better aligned; everything else is ``ruff format``ted (CI runs ``ruff format --check``).
+MAX_FORMAT_SKIPS = 20
+
+
+def test_formatting_is_skipped_only_for_a_few_aligned_tables():
+    markers = tuple("# fmt: " + word for word in ("skip", "off"))  # spelt so: not a marker here
+    skips = []
+    for folder in ("dsbo", "models", "tests", "experiments", "configs"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            for number, line in enumerate(path.read_text().splitlines(), 1):
+                if any(marker in line for marker in markers):
+                    skips.append(f"{path.relative_to(ROOT)}:{number}")
+    assert len(skips) <= MAX_FORMAT_SKIPS, f"{len(skips)} fmt: skip/off markers: {skips[:30]}"
+
+
 # ---------------------------------------------------------------------- private names
 #: Private names of other libraries that dsbo reaches, each with why no public way exists.
 #: A key is ``(module or package, expression)``: the expression as :func:`private_accesses`
