@@ -13,7 +13,7 @@ from torch.quasirandom import SobolEngine
 import dsbo
 from dsbo.campaign import Campaign
 from dsbo.campaign.freeze_thaw import FreezeThawSettings, candidates, per_step
-from dsbo.errors import ConfigError
+from dsbo.errors import ConfigError, StaleSegmentError
 from dsbo.problems import get_problem
 from dsbo.storage import open_store
 
@@ -344,3 +344,45 @@ def test_two_thread_workers_complete_no_trial_before_its_last_segment(seed):
             f"trial {trial.id} completed at its last segment's end"
         )
     check_steps_charged_once(store, trainer, 45)
+
+
+def test_a_late_tell_from_another_worker_never_completes_a_trial_thawed_on_a_shared_store(
+    postgres_url,  # noqa: F811 - fixture
+):
+    """Two workers (two campaigns, as two processes would have) on one PostgreSQL store: worker
+    A's segment is paused, worker B thaws the trial, then A tells its segment late. The check is
+    the store's (its write transaction), so it holds across processes (issue 57)."""
+    problem = get_problem(
+        "black-box", parameters=dsbo.SearchSpace(SPACE), objectives={"loss": ("min", None)}
+    )
+    kwargs = dict(
+        early_stopping=QUICK,
+        max_steps=MAX_STEPS,
+        budget_steps=36,
+        store=postgres_url,
+        **{**FAST, "n_init": 2},
+    )
+    a, b = Campaign(problem, **kwargs), Campaign(problem, **kwargs)
+    first = a.ask(q=2)
+    for trial in first:
+        running = a.running(trial)
+        for epoch in (1, 2, 3):
+            running.report(epoch, loss_at(problem.params(trial.x), epoch))
+        assert running.should_stop() and running.paused
+    thawed = []
+    while not thawed and (new := b.ask()):
+        thawed = [t for t in new if t.id in {f.id for f in first}]
+        for t in new:
+            if t.id not in {f.id for f in first}:
+                running = b.running(t)
+                for epoch in range(1, 4):
+                    running.report(epoch, loss_at(problem.params(t.x), epoch))
+                running.should_stop()
+    [trial] = thawed
+    told = a.tell(trial.id, 0.5, segment=0)  # worker A's late tell of the paused segment
+    assert told.status == "pending" and a.store.get(trial.id).status == "pending"
+    running = b.running(trial)
+    assert running.segment == 1
+    running.report(4, loss_at(problem.params(trial.x), 4))  # the thawed segment goes on
+    with pytest.raises(StaleSegmentError):
+        a.store.report(trial.id, 5, 0.1, segment=0)
