@@ -19,6 +19,11 @@ CoCaBO (Ru et al., 2020) and BoTorch's own ``optimize_acqf_mixed_alternating``:
    puts it on the search space), in which case the next best one is; ``q > 1`` is built
    greedily, each chosen point becoming pending for the next, as ``optimize_acqf_mixed``
    does.
+
+When the combinations and fixed features fix every column there is nothing to optimize: the
+combinations are scored in one batched call and the best kept (``OptimizedPolicy.propose``
+sends such problems to :mod:`dsbo.acquisition.discrete_search`, which also enumerates spaces
+too large for ``max_enumerate`` and keeps to untried configurations).
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from botorch.generation.gen import gen_candidates_scipy
 from torch import Tensor
 from torch.quasirandom import SobolEngine
 
+from dsbo.acquisition.discrete_search import score_table
 from dsbo.acquisition.sparsity import is_duplicate
 
 #: Raw points per combination at least, whatever ``raw_samples`` says.
@@ -75,6 +81,8 @@ def maximize_over_combinations(
         dtype=bounds.dtype,
         device=bounds.device,
     )
+    if len(columns) == bounds.shape[-1]:  # every column fixed: L-BFGS-B has nothing to move
+        return _score_points(acqf, bounds, q, table, avoid, min_distance, snap)
     base_pending = getattr(acqf, "X_pending", None)
     chosen: list[Tensor] = []
     values: list[Tensor] = []
@@ -86,7 +94,9 @@ def maximize_over_combinations(
                 raw = torch.cat([raw, starts.to(raw)])
                 groups = torch.cat([groups, torch.full((starts.shape[0],), -1, device=raw.device)])
             with torch.no_grad():
-                scores = torch.cat([acqf(chunk.unsqueeze(-2)).reshape(-1) for chunk in raw.split(512)])
+                scores = torch.cat(
+                    [acqf(chunk.unsqueeze(-2)).reshape(-1) for chunk in raw.split(512)]
+                )
             picked = _pick_starts(scores, groups, len(table), num_restarts)
             initial = raw[picked].unsqueeze(-2)
             candidates, acq_values = _optimize_batched(acqf, initial, bounds, columns, maxiter)
@@ -94,7 +104,11 @@ def maximize_over_combinations(
             x = candidates[order[0], 0]
             if min_distance > 0:
                 seen = [t for t in (avoid, *chosen) if t is not None and t.numel()]
-                pool = torch.cat([t.reshape(-1, bounds.shape[-1]).to(raw) for t in seen]) if seen else None
+                pool = (
+                    torch.cat([t.reshape(-1, bounds.shape[-1]).to(raw) for t in seen])
+                    if seen
+                    else None
+                )
                 snapped = snap(candidates[order, 0]) if snap is not None else candidates[order, 0]
                 far = ~is_duplicate(snapped, pool, bounds, min_distance)
                 if far.any():
@@ -103,7 +117,11 @@ def maximize_over_combinations(
             with torch.no_grad():
                 values.append(acqf(x.reshape(1, 1, -1)).reshape(-1))
             if step + 1 < q:
-                pending = torch.cat(chosen) if base_pending is None else torch.cat([base_pending, *chosen])
+                pending = (
+                    torch.cat(chosen)
+                    if base_pending is None
+                    else torch.cat([base_pending, *chosen])
+                )
                 acqf.set_X_pending(pending)
     finally:
         if q > 1:
@@ -111,7 +129,31 @@ def maximize_over_combinations(
     return torch.cat(chosen), torch.cat(values)
 
 
-def _raw_points(bounds: Tensor, table: Tensor, columns: list[int], n: int, seed: int) -> tuple[Tensor, Tensor]:
+def _score_points(
+    acqf: Any,
+    bounds: Tensor,
+    q: int,
+    table: Tensor,
+    avoid: Tensor | None,
+    min_distance: float,
+    snap: Callable[[Tensor], Tensor] | None,
+) -> tuple[Tensor, Tensor]:
+    """The ``q`` best of the complete points ``table`` (every column fixed), those within
+    ``min_distance`` of ``avoid`` passed over while others are left
+    (:func:`~dsbo.acquisition.discrete_search.score_table`)."""
+    if min_distance > 0 and avoid is not None and avoid.numel():
+        snapped = snap(table) if snap is not None else table
+        far = ~is_duplicate(
+            snapped, avoid.reshape(-1, bounds.shape[-1]).to(table), bounds, min_distance
+        )
+        if int(far.sum()) >= q:
+            table = table[far]
+    return score_table(acqf, bounds, q, table)
+
+
+def _raw_points(
+    bounds: Tensor, table: Tensor, columns: list[int], n: int, seed: int
+) -> tuple[Tensor, Tensor]:
     """``n`` scrambled Sobol points over ``bounds`` and their combination labels: a seeded
     shuffle deals the combinations out evenly (``n / len(table)`` points each, give or take
     one), and each point's ``columns`` take its combination's values."""

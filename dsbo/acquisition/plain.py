@@ -46,6 +46,7 @@ from dsbo.acquisition.base import (
     Proposal,
     register_policy,
 )
+from dsbo.acquisition.discrete_search import free_categoricals, maximize_discrete
 from dsbo.acquisition.exploration import exploration_due, explore
 from dsbo.acquisition.mixed_optimizer import maximize_over_combinations
 from dsbo.acquisition.sparsity import DUPLICATE_TOLERANCE, is_duplicate
@@ -76,7 +77,12 @@ def objective_transform(model: Model) -> ScalarizedPosteriorTransform | None:
 
 
 def replace_repeats(
-    acqf: Any, X: Tensor, history: History, problem: Problem, optimizer: OptimizerSettings, tol: float
+    acqf: Any,
+    X: Tensor,
+    history: History,
+    problem: Problem,
+    optimizer: OptimizerSettings,
+    tol: float,
 ) -> tuple[Tensor, list[bool]]:
     """``X`` with every row that repeats an evaluated, pending or earlier row (within ``tol``,
     at least ``DUPLICATE_TOLERANCE``, in the unit cube's max-norm, after snapping to the
@@ -84,7 +90,10 @@ def replace_repeats(
     ``raw_samples`` points (snapped, feasible, fixed features applied) where ``acqf`` is
     largest; a row is kept when no new point is left. Snapping a relaxed maximizer (integers,
     categoricals, inactive conditional parameters) can land on a configuration already tried,
-    which would spend an evaluation on it again.
+    which would spend an evaluation on it again. When only categories are free
+    (:func:`~dsbo.acquisition.discrete_search.free_categoricals`), the replacement is the best
+    new configuration of :func:`~dsbo.acquisition.discrete_search.maximize_discrete` instead of
+    a Sobol set's (which can miss the few untried ones of a small space).
 
     Returns:
         The rows and, per row, whether it was replaced.
@@ -92,6 +101,7 @@ def replace_repeats(
     seen = history.seen().to(X)
     bounds = problem.bounds.to(X)
     tol = max(tol, DUPLICATE_TOLERANCE)
+    groups = free_categoricals(problem, optimizer)
     rows: list[Tensor] = []
     replaced: list[bool] = []
     for i, x in enumerate(X):
@@ -101,14 +111,26 @@ def replace_repeats(
             replaced.append(False)
             continue
         seed = (history.seed + 7919 * (i + 1)) % (2**31 - 1)
-        candidates = problem.sobol_design(optimizer.raw_samples, seed, optimizer.apply_fixed_features).to(X)
+        if groups is not None:  # only categories are free: the best new configuration
+            found = maximize_discrete(
+                acqf, problem, optimizer, 1, seed, groups, avoid=pool, warn=False
+            )
+            exhausted = found.metadata[0].get("space_exhausted", False)
+            rows.append(x if exhausted else found.X[0].to(x))
+            replaced.append(not exhausted)
+            continue
+        candidates = problem.sobol_design(
+            optimizer.raw_samples, seed, optimizer.apply_fixed_features
+        ).to(X)
         candidates = candidates[~is_duplicate(candidates, pool, bounds, tol)]
         if candidates.shape[0] == 0:
             rows.append(x)
             replaced.append(False)
             continue
         with torch.no_grad():
-            scores = torch.cat([acqf(chunk.unsqueeze(-2)).reshape(-1) for chunk in candidates.split(256)])
+            scores = torch.cat(
+                [acqf(chunk.unsqueeze(-2)).reshape(-1) for chunk in candidates.split(256)]
+            )
         rows.append(candidates[int(torch.argmax(scores))])
         replaced.append(True)
     return torch.stack(rows), replaced
@@ -123,7 +145,9 @@ def incumbents(history: History, k: int = 3) -> Tensor:
     return history.X[order[:k]]
 
 
-def category_combinations(problem: Problem, optimizer: OptimizerSettings) -> list[dict[int, float]] | None:
+def category_combinations(
+    problem: Problem, optimizer: OptimizerSettings
+) -> list[dict[int, float]] | None:
     """Every combination of the unordered categoricals' values as one-hot fixed features
     (``{column: 0 or 1}``), leaving out categoricals the optimizer's fixed features pin;
     ``None`` without such categoricals or with more than ``optimizer.max_enumerate``
@@ -162,7 +186,9 @@ class OptimizedPolicy(ABC):
         self.postprocessor: PostProcessor | None = None
 
     @abstractmethod
-    def build(self, model: Model, history: History, problem: Problem, q: int) -> AcquisitionFunction:
+    def build(
+        self, model: Model, history: History, problem: Problem, q: int
+    ) -> AcquisitionFunction:
         """The acquisition function to maximize for this step."""
 
     def sampler(self, history: History, model: Model | None = None) -> MCSampler:
@@ -171,7 +197,10 @@ class OptimizedPolicy(ABC):
         shape = torch.Size([self.optimizer.mc_samples])
         if isinstance(model, ModelList) and not isinstance(model, ModelListGP):
             return ListSampler(
-                *(SobolQMCNormalSampler(shape, seed=history.seed + i) for i in range(len(model.models)))
+                *(
+                    SobolQMCNormalSampler(shape, seed=history.seed + i)
+                    for i in range(len(model.models))
+                )
             )
         return SobolQMCNormalSampler(shape, seed=history.seed)
 
@@ -202,9 +231,18 @@ class OptimizedPolicy(ABC):
 
     def explores(self, history: History, problem: Problem) -> bool:
         """Whether a stalled search may explore (:mod:`dsbo.acquisition.exploration`): one
-        objective, no post-processor, no linear parameter constraints, no cost budget."""
-        return (problem.num_objectives == 1 and self.postprocessor is None and history.cost_left is None
-                and not problem.space.inequality_constraints())
+        objective, no post-processor, no linear parameter constraints, no cost budget, and a
+        column other than a category free. Exploration pulls a search off a plateau whose
+        continuous inputs it keeps polishing; where only categories are free, every proposal
+        is already a new configuration (:mod:`~dsbo.acquisition.discrete_search`), and the
+        Thompson draw's Sobol set, snapped to a few configurations, would repeat tried ones."""
+        return (
+            problem.num_objectives == 1
+            and self.postprocessor is None
+            and history.cost_left is None
+            and not problem.space.inequality_constraints()
+            and free_categoricals(problem, self.optimizer) is None
+        )
 
     def linear_constraints(self, problem: Problem) -> list[tuple[Tensor, Tensor, float]]:
         """Linear constraints the dense candidate must satisfy: those given to the
@@ -234,9 +272,23 @@ class OptimizedPolicy(ABC):
         if constraints:
             kwargs["inequality_constraints"] = constraints
         combinations = None
-        if opt.categorical == "enumerate" and opt.method == "lbfgsb":
+        discrete: list[dict[str, Any]] = [{} for _ in range(q)]
+        groups = free_categoricals(problem, opt)
+        if opt.categorical == "enumerate" and opt.method == "lbfgsb" and groups is None:
             combinations = category_combinations(problem, opt)
-        if combinations and not constraints and opt.initial == "raw_samples":
+        if groups is not None:  # nothing continuous left: enumeration or a local search
+            found = maximize_discrete(
+                acqf,
+                problem,
+                opt,
+                q,
+                history.seed,
+                groups,
+                avoid=history.seen(),
+                starts=incumbents(history),
+            )
+            X, values, discrete = found.X, found.values, found.metadata
+        elif combinations and not constraints and opt.initial == "raw_samples":
             X, values = maximize_over_combinations(
                 acqf,
                 problem.bounds,
@@ -261,7 +313,7 @@ class OptimizedPolicy(ABC):
         metadata: list[dict[str, Any]] = []
         for i in range(q):
             value = values[i] if values.numel() == q else values[0]
-            metadata.append({"acquisition": self.name, "acq_value": float(value)})
+            metadata.append({"acquisition": self.name, "acq_value": float(value), **discrete[i]})
         if self.postprocessor is not None:
             processed = self.postprocessor(acqf, X, history, problem, opt, self.log_scale)
             for meta, extra in zip(metadata, processed.metadata, strict=True):
@@ -292,7 +344,9 @@ class QLogNEI(OptimizedPolicy):
         super().__init__(optimizer)
         self.prune_baseline = prune_baseline
 
-    def build(self, model: Model, history: History, problem: Problem, q: int) -> AcquisitionFunction:
+    def build(
+        self, model: Model, history: History, problem: Problem, q: int
+    ) -> AcquisitionFunction:
         objective = None
         if model.num_outputs > 1:
             objective = GenericMCObjective(lambda Z, X=None: Z[..., 0])
@@ -335,7 +389,9 @@ class UCB(OptimizedPolicy):
         """The exploration weight at iteration ``t``."""
         return math.log(t + 2) if isinstance(self.beta, str) else float(self.beta)
 
-    def build(self, model: Model, history: History, problem: Problem, q: int) -> AcquisitionFunction:
+    def build(
+        self, model: Model, history: History, problem: Problem, q: int
+    ) -> AcquisitionFunction:
         if problem.num_constraints:
             raise ConfigError(
                 f"acquisition 'ucb' ignores outcome constraints and {problem.name} has "
@@ -361,7 +417,9 @@ class LogEI(OptimizedPolicy):
     name = "logei"
     supports_batch = False
 
-    def build(self, model: Model, history: History, problem: Problem, q: int) -> AcquisitionFunction:
+    def build(
+        self, model: Model, history: History, problem: Problem, q: int
+    ) -> AcquisitionFunction:
         best_f = best_feasible_value(history, problem)
         m = problem.num_objectives
         if problem.num_constraints:
@@ -369,7 +427,9 @@ class LogEI(OptimizedPolicy):
             return LogConstrainedExpectedImprovement(
                 model, best_f=best_f, objective_index=0, constraints=bounds
             )
-        return LogExpectedImprovement(model, best_f=best_f, posterior_transform=objective_transform(model))
+        return LogExpectedImprovement(
+            model, best_f=best_f, posterior_transform=objective_transform(model)
+        )
 
 
 def neural_greedy_exploration(dim: int, budget: int) -> int:
@@ -398,7 +458,9 @@ class Greedy(OptimizedPolicy):
     supports_batch = False
     log_scale = False
 
-    def build(self, model: Model, history: History, problem: Problem, q: int) -> AcquisitionFunction:
+    def build(
+        self, model: Model, history: History, problem: Problem, q: int
+    ) -> AcquisitionFunction:
         if problem.num_constraints:
             raise ConfigError(
                 f"acquisition 'greedy' ignores outcome constraints and {problem.name} has "
@@ -427,7 +489,11 @@ class QLogNEHVI(OptimizedPolicy):
         """The problem's reference point; coordinates it leaves open (NaN: an objective
         without a threshold), or all of them when it has none, inferred from the observed
         front."""
-        given = None if problem.ref_point is None else torch.as_tensor(problem.ref_point, dtype=torch.double)
+        given = (
+            None
+            if problem.ref_point is None
+            else torch.as_tensor(problem.ref_point, dtype=torch.double)
+        )
         if given is not None and not torch.isnan(given).any():
             return given
         m = problem.num_objectives
@@ -437,7 +503,9 @@ class QLogNEHVI(OptimizedPolicy):
         inferred = infer_reference_point(Y[is_non_dominated(Y)]).to(torch.double)
         return inferred if given is None else torch.where(torch.isnan(given), inferred, given)
 
-    def build(self, model: Model, history: History, problem: Problem, q: int) -> AcquisitionFunction:
+    def build(
+        self, model: Model, history: History, problem: Problem, q: int
+    ) -> AcquisitionFunction:
         m = problem.num_objectives
         return qLogNoisyExpectedHypervolumeImprovement(
             model=model,
@@ -451,7 +519,9 @@ class QLogNEHVI(OptimizedPolicy):
         )
 
 
-@register_policy("qparego", "q-Log Noisy ParEGO: qLogNEI on a random Chebyshev scalarization (multi-objective)")
+@register_policy(
+    "qparego", "q-Log Noisy ParEGO: qLogNEI on a random Chebyshev scalarization (multi-objective)"
+)
 class QParEGO(OptimizedPolicy):
     """qLogNParEGO (Knowles 2006; Daulton et al. 2020; Ament et al. 2023): each proposal draws
     Chebyshev weights uniformly from the simplex (seeded per proposal) and maximizes qLogNEI
@@ -465,7 +535,9 @@ class QParEGO(OptimizedPolicy):
         super().__init__(optimizer)
         self.prune_baseline = prune_baseline
 
-    def build(self, model: Model, history: History, problem: Problem, q: int) -> AcquisitionFunction:
+    def build(
+        self, model: Model, history: History, problem: Problem, q: int
+    ) -> AcquisitionFunction:
         m = problem.num_objectives
         generator = torch.Generator().manual_seed(history.seed)
         e = -torch.log(torch.rand(m, generator=generator, dtype=torch.double))
