@@ -117,3 +117,62 @@ def test_the_mixed_spaces_reports_share_their_runs_and_record_each_once():
     issue45 = (RESULTS / "mixed_spaces" / "issue45" / "runs.jsonl").read_text()
     assert issue45.count(f'"{REFERENCE}"') == 108 and issue45.count('"with"') == 30
     assert len(read_runs(RESULTS / "mixed_spaces" / "issue45")) == 372
+
+
+#: issue 59: experiments/results, the raw runs, reports and plots the results page rests on.
+RESULTS_LIMIT_BYTES = 20_000_000
+
+
+def tracked_results_bytes() -> int:
+    """The bytes of the files under experiments/results that git tracks (every file there when
+    git cannot say, e.g. in an exported tree)."""
+    import subprocess
+
+    try:
+        listed = subprocess.run(
+            ["git", "ls-files", "-z", "--", "experiments/results"],
+            cwd=ROOT,
+            capture_output=True,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.CalledProcessError):
+        listed = b""
+    paths = [ROOT / p.decode() for p in listed.split(b"\0") if p]
+    if not paths:
+        paths = [p for p in RESULTS.rglob("*") if p.is_file()]
+    return sum(p.stat().st_size for p in paths if p.exists())
+
+
+def test_experiments_results_stays_under_20_mb():
+    size = tracked_results_bytes()
+    assert 0 < size <= RESULTS_LIMIT_BYTES, (
+        f"experiments/results holds {size / 1e6:.2f} MB of tracked files, over "
+        f"{RESULTS_LIMIT_BYTES / 1e6:.0f} MB: keep raw runs once (results_io.reference_to), code "
+        "long repeated strings, draw plots with results_io.save_figure and shrink them losslessly"
+    )
+
+
+def test_plots_are_drawn_at_the_committed_dpi_and_shrunk_with_the_same_pixels(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+    from PIL import Image
+    from results_io import PLOT_DPI, save_figure
+    from shrink_plots import pixels, shrink
+
+    fig, ax = plt.subplots(figsize=(3, 2))
+    ax.plot([1, 2, 3], [3, 1, 2])
+    save_figure(fig, tmp_path / "plot.png")
+    plt.close(fig)
+    with Image.open(tmp_path / "plot.png") as image:
+        assert image.size == (3 * PLOT_DPI, 2 * PLOT_DPI)
+    # an opaque image stored loosely: smaller after, the same pixels
+    rgba = np.full((40, 60, 4), 255, dtype=np.uint8)
+    rgba[10:30, 5:50, :3] = (31, 119, 180)
+    Image.fromarray(rgba).save(tmp_path / "loose.png", compress_level=0)
+    data = (tmp_path / "loose.png").read_bytes()
+    before, after = shrink(tmp_path / "loose.png")
+    assert before == len(data) and after == (tmp_path / "loose.png").stat().st_size < before
+    assert (pixels((tmp_path / "loose.png").read_bytes()) == rgba).all()
