@@ -79,11 +79,15 @@ def inner_seconds(tuner: Any) -> float | None:
     return None if last is None or not last["acquisition"] > 0 else float(last["ask_total"])
 
 
-def run_tuner(problem: Any, seed: int, budget: int, n_init: int, smoke: bool, f: Recorder) -> dict[str, Any]:
+def run_tuner(
+    problem: Any, seed: int, budget: int, n_init: int, smoke: bool, f: Recorder
+) -> dict[str, Any]:
     import dsbo
 
     options = {"optimizer": _settings(smoke)} if smoke else {}
-    tuner = dsbo.Tuner(problem.space, budget=budget, seed=seed, n_init=n_init, dry_run=False, **options)
+    tuner = dsbo.Tuner(
+        problem.space, budget=budget, seed=seed, n_init=n_init, dry_run=False, **options
+    )
     calls, inner = [], []
     for _ in range(budget):
         tuner.campaign.last_ask = None
@@ -92,17 +96,28 @@ def run_tuner(problem: Any, seed: int, budget: int, n_init: int, smoke: bool, f:
         calls.append(time.perf_counter() - t0)
         inner.append(inner_seconds(tuner))
         tuner.tell(suggestion.trial_id, f(suggestion.params))
-    return {"calls": calls, "inner": inner, "generators": tuner.result().history["generator"].tolist()}
+    return {
+        "calls": calls,
+        "inner": inner,
+        "generators": tuner.result().history["generator"].tolist(),
+    }
 
 
-def run_optuna(problem: Any, seed: int, budget: int, n_init: int, smoke: bool, f: Recorder) -> dict[str, Any]:
+def run_optuna(
+    problem: Any, seed: int, budget: int, n_init: int, smoke: bool, f: Recorder
+) -> dict[str, Any]:
     import optuna
 
     from dsbo.integrations.optuna import DsboSampler
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    sampler = DsboSampler(space=problem.space, seed=seed, n_startup_trials=n_init, warn_independent_sampling=False,
-                          **({"optimizer": smoke_optimizer(smoke)} if smoke else {}))  # fmt: skip
+    sampler = DsboSampler(
+        space=problem.space,
+        seed=seed,
+        n_startup_trials=n_init,
+        warn_independent_sampling=False,
+        **({"optimizer": smoke_optimizer(smoke)} if smoke else {}),
+    )
     study = optuna.create_study(direction="minimize", sampler=sampler)
     calls, inner = [], []
     for _ in range(budget):
@@ -119,7 +134,9 @@ def run_optuna(problem: Any, seed: int, budget: int, n_init: int, smoke: bool, f
     return {"calls": calls, "inner": inner}
 
 
-def run_ray(problem: Any, seed: int, budget: int, n_init: int, smoke: bool, f: Recorder) -> dict[str, Any]:
+def run_ray(
+    problem: Any, seed: int, budget: int, n_init: int, smoke: bool, f: Recorder
+) -> dict[str, Any]:
     import ray
     from ray import tune
     from ray.tune.search import ConcurrencyLimiter
@@ -147,23 +164,43 @@ def run_ray(problem: Any, seed: int, budget: int, n_init: int, smoke: bool, f: R
     def trainable(config: dict[str, Any]) -> dict[str, float]:
         return {"objective": float(evaluate(config))}
 
-    search = TimedSearch(problem.space, metric="objective", mode="min", seed=seed, n_init=n_init,
-                         **({"optimizer": _settings(smoke)} if smoke else {}))  # fmt: skip
+    search = TimedSearch(
+        problem.space,
+        metric="objective",
+        mode="min",
+        seed=seed,
+        n_init=n_init,
+        **({"optimizer": _settings(smoke)} if smoke else {}),
+    )
     if not ray.is_initialized():
-        here = str(Path(__file__).resolve().parent)  # the trainable's problem comes from mixed_spaces.py
+        here = str(
+            Path(__file__).resolve().parent
+        )  # the trainable's problem comes from mixed_spaces.py
         path = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p)
-        ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False, configure_logging=False,
-                 runtime_env={"env_vars": {"PYTHONPATH": path}})
+        ray.init(
+            num_cpus=1,
+            include_dashboard=False,
+            log_to_driver=False,
+            configure_logging=False,
+            runtime_env={"env_vars": {"PYTHONPATH": path}},
+        )
     with tempfile.TemporaryDirectory() as storage:
         tuner = tune.Tuner(
             trainable,
-            tune_config=tune.TuneConfig(search_alg=ConcurrencyLimiter(search, max_concurrent=1), num_samples=budget),
+            tune_config=tune.TuneConfig(
+                search_alg=ConcurrencyLimiter(search, max_concurrent=1), num_samples=budget
+            ),
             run_config=tune.RunConfig(storage_path=storage, verbose=0),
         )
         tuner.fit()
     history = search.tuner.result().history  # in the order dsbo proposed them
-    for _, row in history.iterrows():  # the values as Ray's trials reported them, through the Recorder
-        params = {name: row[name] for name in problem.space if name in row and row[name] == row[name]}
+    for (
+        _,
+        row,
+    ) in history.iterrows():  # the values as Ray's trials reported them, through the Recorder
+        params = {
+            name: row[name] for name in problem.space if name in row and row[name] == row[name]
+        }
         f.values.append(float(row["objective"]))
         f.params.append(params)
     return {"calls": list(TimedSearch.calls), "inner": list(TimedSearch.inner)}
@@ -192,13 +229,24 @@ def run_job(problem_name: str, arm: str, seed: int, budget: int, smoke: bool) ->
     trace = [float(t) for t in np.minimum.accumulate(values)] if values else []
     ratios = [c / i - 1.0 for c, i in zip(extra["calls"], extra["inner"], strict=True) if i]
     return {
-        "problem": problem_name, "arm": arm, "seed": seed, "budget": budget, "smoke": smoke, "n_init": n_init,
-        "values": values, "trace": trace, "final_best": trace[-1] if trace else math.nan,
-        "seconds": time.perf_counter() - start, "overheads": ratios,
-        "median_call_s": float(np.median([c for c, i in zip(extra["calls"], extra["inner"], strict=True) if i]))
-        if ratios else math.nan,
+        "problem": problem_name,
+        "arm": arm,
+        "seed": seed,
+        "budget": budget,
+        "smoke": smoke,
+        "n_init": n_init,
+        "values": values,
+        "trace": trace,
+        "final_best": trace[-1] if trace else math.nan,
+        "seconds": time.perf_counter() - start,
+        "overheads": ratios,
+        "median_call_s": float(
+            np.median([c for c, i in zip(extra["calls"], extra["inner"], strict=True) if i])
+        )
+        if ratios
+        else math.nan,
         **extra,
-    }  # fmt: skip
+    }
 
 
 # ----------------------------------------------------------------------------- report
@@ -212,7 +260,9 @@ def mean_se(values: list[float]) -> tuple[float, float]:
 def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name in dict.fromkeys(r["problem"] for r in runs):
-        by_arm = {a: {r["seed"]: r for r in runs if r["problem"] == name and r["arm"] == a} for a in ARMS}
+        by_arm = {
+            a: {r["seed"]: r for r in runs if r["problem"] == name and r["arm"] == a} for a in ARMS
+        }
         rows: dict[str, Any] = {}
         for arm, seeds in by_arm.items():
             if not seeds:
@@ -220,19 +270,26 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
             mean, se = mean_se([r["final_best"] for r in seeds.values()])
             overheads = [o for r in seeds.values() for o in r["overheads"]]
             rows[arm] = {
-                "seeds": sorted(seeds), "mean": mean, "se": se,
+                "seeds": sorted(seeds),
+                "mean": mean,
+                "se": se,
                 "median_overhead": float(np.median(overheads)) if overheads else None,
                 "median_call_s": float(np.median([r["median_call_s"] for r in seeds.values()])),
-            }  # fmt: skip
+            }
             if arm != "tuner" and by_arm["tuner"]:
                 paired = sorted(set(seeds) & set(by_arm["tuner"]))
                 diffs = [seeds[s]["final_best"] - by_arm["tuner"][s]["final_best"] for s in paired]
                 d_mean, d_se = mean_se(diffs)
                 _, tuner_se = mean_se([by_arm["tuner"][s]["final_best"] for s in paired])
-                rows[arm].update(paired_seeds=paired, diff_mean=d_mean, diff_se=d_se,
-                                 within_one_se=bool(abs(d_mean) <= max(d_se, tuner_se)) if paired else None,
-                                 overhead_goal_met=None if rows[arm]["median_overhead"] is None
-                                 else bool(rows[arm]["median_overhead"] <= OVERHEAD_GOAL))  # fmt: skip
+                rows[arm].update(
+                    paired_seeds=paired,
+                    diff_mean=d_mean,
+                    diff_se=d_se,
+                    within_one_se=bool(abs(d_mean) <= max(d_se, tuner_se)) if paired else None,
+                    overhead_goal_met=None
+                    if rows[arm]["median_overhead"] is None
+                    else bool(rows[arm]["median_overhead"] <= OVERHEAD_GOAL),
+                )
         out[name] = rows
     return out
 
@@ -242,20 +299,32 @@ def write_report(runs: list[dict[str, Any]], out: Path) -> None:
     (out / "results.json").write_text(json.dumps(summary, indent=2) + "\n")
     seeds = sorted({r["seed"] for r in runs})
     lines = [
-        "# dsbo through its adapters (issue 44)", "",
+        "# dsbo through its adapters (issue 44)",
+        "",
         f"Budget {runs[0]['budget'] if runs else BUDGET}, seeds {seeds} (the seeds each row ran are listed); final best "
         "(lower is better), mean +- standard error; the paired difference from the Tuner's own ask/tell; the median "
-        "over BO proposals of the route's call time over dsbo's own proposal time, minus 1.", "",
+        "over BO proposals of the route's call time over dsbo's own proposal time, minus 1.",
+        "",
         "| problem | route | seeds | final best | diff vs tuner (paired) | within 1 SE | median call (s) | overhead |",
         "|---|---|---|---|---|---|---|---|",
-    ]  # fmt: skip
+    ]
     for name, rows in summary.items():
         for arm, row in rows.items():
-            diff = "" if "diff_mean" not in row else f"{row['diff_mean']:+.4g} +- {row['diff_se']:.2g}"
-            within = "" if row.get("within_one_se") is None else ("yes" if row["within_one_se"] else "no")
-            overhead = "" if row["median_overhead"] is None else f"{100 * row['median_overhead']:+.1f}%"
-            lines.append(f"| {name} | {arm} | {len(row['seeds'])} | {row['mean']:.4g} +- {row['se']:.2g} | {diff} | "
-                         f"{within} | {row['median_call_s']:.3g} | {overhead} |")  # fmt: skip
+            diff = (
+                "" if "diff_mean" not in row else f"{row['diff_mean']:+.4g} +- {row['diff_se']:.2g}"
+            )
+            within = (
+                ""
+                if row.get("within_one_se") is None
+                else ("yes" if row["within_one_se"] else "no")
+            )
+            overhead = (
+                "" if row["median_overhead"] is None else f"{100 * row['median_overhead']:+.1f}%"
+            )
+            lines.append(
+                f"| {name} | {arm} | {len(row['seeds'])} | {row['mean']:.4g} +- {row['se']:.2g} | {diff} | "
+                f"{within} | {row['median_call_s']:.3g} | {overhead} |"
+            )
     (out / "results.md").write_text("\n".join(lines) + "\n")
     plot(runs, out / "best_vs_evaluations.png")
 
@@ -267,10 +336,14 @@ def plot(runs: list[dict[str, Any]], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     names = list(dict.fromkeys(r["problem"] for r in runs))
-    fig, axes = plt.subplots(1, max(1, len(names)), figsize=(4.5 * max(1, len(names)), 3.6), squeeze=False)
+    fig, axes = plt.subplots(
+        1, max(1, len(names)), figsize=(4.5 * max(1, len(names)), 3.6), squeeze=False
+    )
     for ax, name in zip(axes[0], names, strict=False):
         for arm in ARMS:
-            traces = [r["trace"] for r in runs if r["problem"] == name and r["arm"] == arm and r["trace"]]
+            traces = [
+                r["trace"] for r in runs if r["problem"] == name and r["arm"] == arm and r["trace"]
+            ]
             if not traces:
                 continue
             n = min(len(t) for t in traces)
@@ -295,11 +368,15 @@ def load_runs(log: Path) -> list[dict[str, Any]]:
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seeds", type=int, default=10)
-    parser.add_argument("--first-seed", type=int, default=0, help="run seeds first-seed .. first-seed + seeds - 1")
+    parser.add_argument(
+        "--first-seed", type=int, default=0, help="run seeds first-seed .. first-seed + seeds - 1"
+    )
     parser.add_argument("--problems", nargs="+", default=list(PROBLEMS))
     parser.add_argument("--arms", nargs="+", default=list(ARMS), choices=ARMS)
     parser.add_argument("--budget", type=int, default=None)
-    parser.add_argument("--smoke", action="store_true", help="1 seed, budget 8, one problem: checks the script runs")
+    parser.add_argument(
+        "--smoke", action="store_true", help="1 seed, budget 8, one problem: checks the script runs"
+    )
     parser.add_argument("--report-only", action="store_true")
     add_out_argument(parser, RESULTS)
     args = parser.parse_args(argv)
@@ -313,18 +390,31 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         budget = args.budget or (SMOKE_BUDGET if args.smoke else BUDGET)
         seeds = range(args.first_seed, args.first_seed + (1 if args.smoke else args.seeds))
         problems = args.problems[:1] if args.smoke else args.problems
-        done = {(r["problem"], r["arm"], r["seed"], r["budget"], r["smoke"]) for r in load_runs(log)}
+        done = {
+            (r["problem"], r["arm"], r["seed"], r["budget"], r["smoke"]) for r in load_runs(log)
+        }
         # seed-major and the arms interleaved, so a partial run compares the arms on the same seeds
-        jobs = [(p, a, s) for s in seeds for p in problems for a in args.arms if (p, a, s, budget, args.smoke) not in done]
+        jobs = [
+            (p, a, s)
+            for s in seeds
+            for p in problems
+            for a in args.arms
+            if (p, a, s, budget, args.smoke) not in done
+        ]
         started = time.perf_counter()
         for i, (problem, arm, seed) in enumerate(jobs, 1):
             run = run_job(problem, arm, seed, budget, args.smoke)
-            with log.open("a") as sink:  # two runners (e.g. split by --first-seed) may share the file
+            with log.open(
+                "a"
+            ) as sink:  # two runners (e.g. split by --first-seed) may share the file
                 fcntl.flock(sink, fcntl.LOCK_EX)
                 sink.write(json.dumps(run) + "\n")
                 fcntl.flock(sink, fcntl.LOCK_UN)
-            print(f"[{i}/{len(jobs)}] {problem} {arm} seed {seed}: best {run['final_best']:.4g}, "
-                  f"{run['seconds']:.0f}s (elapsed {time.perf_counter() - started:.0f}s)", flush=True)  # fmt: skip
+            print(
+                f"[{i}/{len(jobs)}] {problem} {arm} seed {seed}: best {run['final_best']:.4g}, "
+                f"{run['seconds']:.0f}s (elapsed {time.perf_counter() - started:.0f}s)",
+                flush=True,
+            )
         if "ray" in sys.modules:  # started by the first Ray run, kept for the next ones
             import ray
 

@@ -53,12 +53,17 @@ def acquisition(surrogate: str, n: int, seed: int) -> tuple[Any, Any]:
     from dsbo.surrogates import fit_surrogate
 
     problem = get_problem("branin-20d")
-    X = problem.bounds[0] + (problem.bounds[1] - problem.bounds[0]) * torch.quasirandom.SobolEngine(
-        problem.dim, scramble=True, seed=seed).draw(n).double()  # fmt: skip
+    X = (
+        problem.bounds[0]
+        + (problem.bounds[1] - problem.bounds[0])
+        * torch.quasirandom.SobolEngine(problem.dim, scramble=True, seed=seed).draw(n).double()
+    )
     Y = problem.evaluate(X)
     model = fit_surrogate(surrogate, X, Y, bounds=problem.bounds)
     sampler = SobolQMCNormalSampler(torch.Size([128]), seed=seed)
-    return qLogNoisyExpectedImprovement(model, X_baseline=X, sampler=sampler, prune_baseline=True), problem.bounds
+    return qLogNoisyExpectedImprovement(
+        model, X_baseline=X, sampler=sampler, prune_baseline=True
+    ), problem.bounds
 
 
 def run(repeats: int, raw_samples: int, n: int) -> list[dict[str, Any]]:
@@ -73,20 +78,35 @@ def run(repeats: int, raw_samples: int, n: int) -> list[dict[str, Any]]:
         found: dict[str, tuple[Any, float]] = {}
         for _ in range(repeats):
             for name, batch_limit, init_batch_limit in ARMS:  # interleaved
-                options = {"batch_limit": batch_limit, "init_batch_limit": init_batch_limit, "maxiter": 200, "seed": 3}
+                options = {
+                    "batch_limit": batch_limit,
+                    "init_batch_limit": init_batch_limit,
+                    "maxiter": 200,
+                    "seed": 3,
+                }
                 start = time.perf_counter()
-                X, value = optimize_acqf(acqf, bounds, q=1, num_restarts=10, raw_samples=raw_samples, options=options)
+                X, value = optimize_acqf(
+                    acqf, bounds, q=1, num_restarts=10, raw_samples=raw_samples, options=options
+                )
                 times[name].append(time.perf_counter() - start)
                 found[name] = (X, float(value))
         X0, v0 = found["before"]
         for name, batch_limit, init_batch_limit in ARMS:
             X, v = found[name]
-            rows.append({
-                "surrogate": surrogate, "arm": name, "batch_limit": batch_limit, "init_batch_limit": init_batch_limit,
-                "median_s": statistics.median(times[name]), "times": times[name],
-                "speedup": statistics.median(times["before"]) / statistics.median(times[name]),
-                "value": v, "value_diff": abs(v - v0), "x_diff": float((X - X0).abs().max()),
-            })  # fmt: skip
+            rows.append(
+                {
+                    "surrogate": surrogate,
+                    "arm": name,
+                    "batch_limit": batch_limit,
+                    "init_batch_limit": init_batch_limit,
+                    "median_s": statistics.median(times[name]),
+                    "times": times[name],
+                    "speedup": statistics.median(times["before"]) / statistics.median(times[name]),
+                    "value": v,
+                    "value_diff": abs(v - v0),
+                    "x_diff": float((X - X0).abs().max()),
+                }
+            )
     return rows
 
 
@@ -101,9 +121,11 @@ def write_markdown(rows: list[dict[str, Any]], repeats: int, path: Path) -> None
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
-        lines.append(f"| {r['surrogate']} | {r['arm']} | {r['batch_limit']} | {r['init_batch_limit']} | "
-                     f"{r['median_s']:.3f} | {r['speedup']:.2f}x | {r['value']:.6g} | {r['value_diff']:.1e} | "
-                     f"{r['x_diff']:.1e} |")  # fmt: skip
+        lines.append(
+            f"| {r['surrogate']} | {r['arm']} | {r['batch_limit']} | {r['init_batch_limit']} | "
+            f"{r['median_s']:.3f} | {r['speedup']:.2f}x | {r['value']:.6g} | {r['value_diff']:.1e} | "
+            f"{r['x_diff']:.1e} |"
+        )
     path.write_text("\n".join(lines) + "\n")
 
 
@@ -119,7 +141,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         rows = run(repeats, raw_samples=100 if args.smoke else 512, n=12 if args.smoke else 30)
-    (out / "results.json").write_text(json.dumps({"smoke": args.smoke, "repeats": repeats, "rows": rows}, indent=1))
+    (out / "results.json").write_text(
+        json.dumps({"smoke": args.smoke, "repeats": repeats, "rows": rows}, indent=1)
+    )
     write_markdown(rows, repeats, out / "results.md")
     print((out / "results.md").read_text())
     return {"rows": rows}

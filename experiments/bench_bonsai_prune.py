@@ -42,7 +42,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--smoke", action="store_true")
     parser.add_argument("--seeds", type=int, default=None)
     parser.add_argument("--repeats", type=int, default=None)
-    parser.add_argument("--points", type=int, default=None, help="Sobol points the model is fitted to")
+    parser.add_argument(
+        "--points", type=int, default=None, help="Sobol points the model is fitted to"
+    )
     parser.add_argument("--problem", default=None)
     add_out_argument(parser, RESULTS)
     args = parser.parse_args(argv)
@@ -54,8 +56,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     points = args.points or (8 if smoke else 20)
     problem = get_problem(args.problem or ("branin-15d" if smoke else "branin-50d"))
     surrogate = "gp" if smoke else "map-saas"
-    opt = (OptimizerSettings(num_restarts=2, raw_samples=32, maxiter=25, batch_limit=2) if smoke
-           else OptimizerSettings(num_restarts=4, raw_samples=256, maxiter=100, batch_limit=4))
+    opt = (
+        OptimizerSettings(num_restarts=2, raw_samples=32, maxiter=25, batch_limit=2)
+        if smoke
+        else OptimizerSettings(num_restarts=4, raw_samples=256, maxiter=100, batch_limit=4)
+    )
     rows = []
     for seed in range(seeds):
         X = draw_sobol_samples(problem.bounds, n=points, q=1, seed=seed).squeeze(1)
@@ -72,22 +77,36 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 proposal = Bonsai(mode=mode)(acqf, x_star, history, problem, opt, True)
                 times[mode].append(time.perf_counter() - start)
                 meta[mode] = proposal.metadata[0]
-        rows.append({
-            "seed": seed,
-            **{f"{m}_seconds": statistics.median(times[m]) for m in MODES},
-            **{f"{m}_evaluations": meta[m]["acq_evaluations"] for m in MODES},
-            **{f"{m}_pruned": len(meta[m]["pruned_dims"]) for m in MODES},
-            **{f"{m}_relative_gap": meta[m]["relative_gap"] for m in MODES},
-            "num_active": meta["greedy"]["num_active"],
-            "same_resets": sorted(meta["greedy"]["pruned_dims"]) == sorted(meta["prefix"]["pruned_dims"]),
-        })
+        rows.append(
+            {
+                "seed": seed,
+                **{f"{m}_seconds": statistics.median(times[m]) for m in MODES},
+                **{f"{m}_evaluations": meta[m]["acq_evaluations"] for m in MODES},
+                **{f"{m}_pruned": len(meta[m]["pruned_dims"]) for m in MODES},
+                **{f"{m}_relative_gap": meta[m]["relative_gap"] for m in MODES},
+                "num_active": meta["greedy"]["num_active"],
+                "same_resets": sorted(meta["greedy"]["pruned_dims"])
+                == sorted(meta["prefix"]["pruned_dims"]),
+            }
+        )
         r = rows[-1]
-        print(f"seed {seed}: greedy {r['greedy_seconds']:.3f}s ({r['greedy_evaluations']} evaluations, "
-              f"{r['greedy_pruned']} reset), prefix {r['prefix_seconds']:.3f}s ({r['prefix_evaluations']}, "
-              f"{r['prefix_pruned']} reset)", flush=True)
+        print(
+            f"seed {seed}: greedy {r['greedy_seconds']:.3f}s ({r['greedy_evaluations']} evaluations, "
+            f"{r['greedy_pruned']} reset), prefix {r['prefix_seconds']:.3f}s ({r['prefix_evaluations']}, "
+            f"{r['prefix_pruned']} reset)",
+            flush=True,
+        )
     speedup = statistics.median(r["greedy_seconds"] / r["prefix_seconds"] for r in rows)
-    result = {"smoke": smoke, "problem": problem.name, "surrogate": surrogate, "points": points, "seeds": seeds,
-              "repeats": repeats, "rows": rows, "median_speedup": speedup}
+    result = {
+        "smoke": smoke,
+        "problem": problem.name,
+        "surrogate": surrogate,
+        "points": points,
+        "seeds": seeds,
+        "repeats": repeats,
+        "rows": rows,
+        "median_speedup": speedup,
+    }
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "results.json").write_text(json.dumps(result, indent=1))
     write_markdown(result, args.out / "results.md")
@@ -114,7 +133,10 @@ def write_markdown(result: dict[str, Any], path: Path) -> None:
             f"{r['greedy_evaluations']} | {r['prefix_evaluations']} | {r['greedy_pruned']} / {r['prefix_pruned']} | "
             f"{'yes' if r['same_resets'] else 'no'} | {_num(r['greedy_relative_gap'])} / {_num(r['prefix_relative_gap'])} |"
         )
-    lines += ["", f"Median speed-up of pruning (greedy / prefix, per seed): {result['median_speedup']:.1f}x."]
+    lines += [
+        "",
+        f"Median speed-up of pruning (greedy / prefix, per seed): {result['median_speedup']:.1f}x.",
+    ]
     path.write_text("\n".join(lines) + "\n")
 
 

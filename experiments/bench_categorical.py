@@ -69,7 +69,10 @@ def branin_cat(p: dict) -> float:
 def ackley(x: np.ndarray) -> float:
     d = len(x)
     return float(
-        -20 * math.exp(-0.2 * math.sqrt(np.sum(x**2) / d)) - math.exp(np.sum(np.cos(2 * math.pi * x)) / d) + 20 + math.e
+        -20 * math.exp(-0.2 * math.sqrt(np.sum(x**2) / d))
+        - math.exp(np.sum(np.cos(2 * math.pi * x)) / d)
+        + 20
+        + math.e
     )
 
 
@@ -84,17 +87,25 @@ def branin_optimum() -> float:
         for scale in SCALES.values():
             for start in ([-3, 12], [3, 2], [9, 2], [0, 5], [5, 10]):
                 res = scipy_minimize(
-                    lambda z, dx=dx, scale=scale, offset=offset: scale * branin(z[0] + dx, z[1]) + offset,
-                    start, bounds=[(-5, 10), (0, 15)], method="L-BFGS-B",
-                )  # fmt: skip
+                    lambda z, dx=dx, scale=scale, offset=offset: (
+                        scale * branin(z[0] + dx, z[1]) + offset
+                    ),
+                    start,
+                    bounds=[(-5, 10), (0, 15)],
+                    method="L-BFGS-B",
+                )
                 best = min(best, float(res.fun))
     return best
 
 
 def problems() -> dict[str, tuple]:
     def branin_space(ordered: bool) -> dict:
-        return {"x1": dsbo.Float(-5, 10), "x2": dsbo.Float(0, 15),
-                "shift": dsbo.Choice(list(SHIFTS), ordered=ordered), "scale": dsbo.Choice(list(SCALES), ordered=ordered)}  # fmt: skip
+        return {
+            "x1": dsbo.Float(-5, 10),
+            "x2": dsbo.Float(0, 15),
+            "shift": dsbo.Choice(list(SHIFTS), ordered=ordered),
+            "scale": dsbo.Choice(list(SCALES), ordered=ordered),
+        }
 
     def ackley_space(ordered: bool) -> dict:
         space = {f"x{i}": dsbo.Float(-2, 2) for i in (1, 2, 3)}
@@ -115,20 +126,40 @@ ARMS = {
 }
 
 
-def run_arm(fn, make_space, arm: str, seed: int, budget: int, n_init: int, smoke: bool = False) -> dict:
+def run_arm(
+    fn, make_space, arm: str, seed: int, budget: int, n_init: int, smoke: bool = False
+) -> dict:
     ordered, categorical = ARMS[arm]
     optimizer = OptimizerSettings(categorical=categorical, max_enumerate=32)
     if smoke:  # checks the script runs: two restarts, a cheap acquisition
-        optimizer = OptimizerSettings(categorical=categorical, max_enumerate=32, num_restarts=2, raw_samples=32,
-                                      maxiter=20, mc_samples=16)  # fmt: skip
+        optimizer = OptimizerSettings(
+            categorical=categorical,
+            max_enumerate=32,
+            num_restarts=2,
+            raw_samples=32,
+            maxiter=20,
+            mc_samples=16,
+        )
     start = time.perf_counter()
-    result = dsbo.minimize(fn, make_space(ordered), budget=budget, surrogate="gp", n_init=n_init, seed=seed,
-                           optimizer=optimizer, outcome_warping=None)  # fmt: skip  (as measured)
+    result = dsbo.minimize(
+        fn,
+        make_space(ordered),
+        budget=budget,
+        surrogate="gp",
+        n_init=n_init,
+        seed=seed,
+        optimizer=optimizer,
+        outcome_warping=None,
+    )  # (as measured)
     wall = time.perf_counter() - start
     bo = result.history[~result.history["generator"].str.startswith("sobol")]
     per_proposal = (bo["fit_time"] + bo["acq_time"]).tolist()
-    return {"best": float(result.best_value), "curve": result.history["best_so_far"].tolist(),
-            "seconds_per_proposal": statistics.median(per_proposal) if per_proposal else None, "wall": wall}  # fmt: skip
+    return {
+        "best": float(result.best_value),
+        "curve": result.history["best_so_far"].tolist(),
+        "seconds_per_proposal": statistics.median(per_proposal) if per_proposal else None,
+        "wall": wall,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -136,7 +167,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--budget", type=int, default=25)
     parser.add_argument("--n_init", type=int, default=8)
-    parser.add_argument("--smoke", action="store_true", help="1 seed, budget 7, cheap optimizer: checks the script runs")
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="1 seed, budget 7, cheap optimizer: checks the script runs",
+    )
     add_out_argument(parser, OUT)
     args = parser.parse_args(argv)
     args.out = output_folder(args.out, args.smoke, OUT)
@@ -151,8 +186,11 @@ def main(argv: list[str] | None = None) -> int:
                 record = run_arm(fn, make_space, arm, seed, args.budget, args.n_init, args.smoke)
                 record["regret"] = record["best"] - optimum
                 runs[name][arm].append(record)
-                print(f"{name} seed {seed} {arm}: regret {record['regret']:.4g}, "
-                      f"{record['seconds_per_proposal']:.2f} s/proposal", flush=True)  # fmt: skip
+                print(
+                    f"{name} seed {seed} {arm}: regret {record['regret']:.4g}, "
+                    f"{record['seconds_per_proposal']:.2f} s/proposal",
+                    flush=True,
+                )
     summary = {}
     lines = [
         f"# Categorical representations ({args.seeds} seeds, budget {args.budget}, {args.n_init} Sobol points, exact GP + qLogNEI)",
@@ -164,16 +202,31 @@ def main(argv: list[str] | None = None) -> int:
         summary[name] = {}
         for arm, records in arms.items():
             regrets = [r["regret"] for r in records]
-            times = [r["seconds_per_proposal"] for r in records if r["seconds_per_proposal"] is not None]
-            se = statistics.stdev(regrets) / math.sqrt(len(regrets)) if len(regrets) > 1 else float("nan")
-            summary[name][arm] = {"mean_regret": statistics.fmean(regrets), "se": se,
-                                  "median_regret": statistics.median(regrets),
-                                  "seconds_per_proposal": statistics.median(times) if times else None}  # fmt: skip
+            times = [
+                r["seconds_per_proposal"] for r in records if r["seconds_per_proposal"] is not None
+            ]
+            se = (
+                statistics.stdev(regrets) / math.sqrt(len(regrets))
+                if len(regrets) > 1
+                else float("nan")
+            )
+            summary[name][arm] = {
+                "mean_regret": statistics.fmean(regrets),
+                "se": se,
+                "median_regret": statistics.median(regrets),
+                "seconds_per_proposal": statistics.median(times) if times else None,
+            }
             s = summary[name][arm]
-            lines.append(f"| {name} | {arm} | {s['mean_regret']:.4g} +- {s['se']:.2g} | {s['median_regret']:.4g} | "
-                         f"{s['seconds_per_proposal']:.3g} |")  # fmt: skip
-    (args.out / "results.json").write_text(json.dumps({"settings": vars(args) | {"out": str(args.out)},
-                                                        "summary": summary, "runs": runs}, indent=1))  # fmt: skip
+            lines.append(
+                f"| {name} | {arm} | {s['mean_regret']:.4g} +- {s['se']:.2g} | {s['median_regret']:.4g} | "
+                f"{s['seconds_per_proposal']:.3g} |"
+            )
+    (args.out / "results.json").write_text(
+        json.dumps(
+            {"settings": vars(args) | {"out": str(args.out)}, "summary": summary, "runs": runs},
+            indent=1,
+        )
+    )
     (args.out / "results.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0

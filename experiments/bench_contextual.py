@@ -44,10 +44,19 @@ def state_for(n: int, seed: int, optimizer: OptimizerSettings) -> ContextState:
     X = draw_sobol_samples(problem.bounds, n=n, q=1, seed=seed).squeeze(1)
     Y = problem.evaluate(X)[:, 0]
     low, high = problem.context_distribution()
-    z = low + (high - low) * torch.rand(len(problem.contexts), generator=torch.Generator().manual_seed(seed),
-                                        dtype=torch.double)  # fmt: skip
-    return ContextState(problem=problem, X=X, Y=Y, z=z, t=n // 2, seed=seed,
-                        surrogate=SurrogateSpec("gp", {"kernel": "rbf"}), optimizer=optimizer)  # fmt: skip
+    z = low + (high - low) * torch.rand(
+        len(problem.contexts), generator=torch.Generator().manual_seed(seed), dtype=torch.double
+    )
+    return ContextState(
+        problem=problem,
+        X=X,
+        Y=Y,
+        z=z,
+        t=n // 2,
+        seed=seed,
+        surrogate=SurrogateSpec("gp", {"kernel": "rbf"}),
+        optimizer=optimizer,
+    )
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -59,36 +68,65 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     torch.set_num_threads(1)
     warnings.simplefilter("ignore")
     sizes, repeats = ([12], 1) if args.smoke else ([30, 60], 5)
-    optimizer = (OptimizerSettings(num_restarts=2, raw_samples=32, maxiter=25, mc_samples=32) if args.smoke
-                 else OptimizerSettings(num_restarts=4, raw_samples=256, maxiter=100, mc_samples=128))  # fmt: skip
+    optimizer = (
+        OptimizerSettings(num_restarts=2, raw_samples=32, maxiter=25, mc_samples=32)
+        if args.smoke
+        else OptimizerSettings(num_restarts=4, raw_samples=256, maxiter=100, mc_samples=128)
+    )
     rows = []
     for n in sizes:
         times: dict[str, list[float]] = {"sadcbo": [], "cbo": []}
         for rep in range(repeats):
             state = state_for(n, rep, optimizer)
             for name in times:  # interleaved: one of each per repeat
-                policy = make_context_policy(name, {"q_points": 2} if args.smoke and name == "sadcbo" else {},
-                                             optimizer)  # fmt: skip
+                policy = make_context_policy(
+                    name, {"q_points": 2} if args.smoke and name == "sadcbo" else {}, optimizer
+                )
                 if name == "sadcbo":  # the previous iteration's full model, as in a campaign
-                    policy.previous_full = (n - 1, fit_surrogate(state.surrogate, state.X[:-1], state.Y[:-1].unsqueeze(-1),
-                                                             bounds=state.problem.bounds))  # fmt: skip
+                    policy.previous_full = (
+                        n - 1,
+                        fit_surrogate(
+                            state.surrogate,
+                            state.X[:-1],
+                            state.Y[:-1].unsqueeze(-1),
+                            bounds=state.problem.bounds,
+                        ),
+                    )
                 torch.manual_seed(rep)
                 start = time.perf_counter()
                 policy.propose(state)
                 times[name].append(time.perf_counter() - start)
         ratio = statistics.median(s / c for s, c in zip(times["sadcbo"], times["cbo"], strict=True))
-        rows.append({"n": n, "repeats": repeats, "sadcbo_s": statistics.median(times["sadcbo"]),
-                     "cbo_s": statistics.median(times["cbo"]), "ratio": ratio, "times": times})  # fmt: skip
-        print(f"n={n}: SADCBO {rows[-1]['sadcbo_s']:.2f}s, CBO {rows[-1]['cbo_s']:.2f}s, ratio {ratio:.2f}x")
+        rows.append(
+            {
+                "n": n,
+                "repeats": repeats,
+                "sadcbo_s": statistics.median(times["sadcbo"]),
+                "cbo_s": statistics.median(times["cbo"]),
+                "ratio": ratio,
+                "times": times,
+            }
+        )
+        print(
+            f"n={n}: SADCBO {rows[-1]['sadcbo_s']:.2f}s, CBO {rows[-1]['cbo_s']:.2f}s, ratio {ratio:.2f}x"
+        )
     result = {"smoke": args.smoke, "rows": rows}
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "results.json").write_text(json.dumps(result, indent=1))
-    lines = ["# One SADCBO iteration vs one CBO iteration (Hartmann4D with contexts)", "",
-             f"Written by `python experiments/bench_contextual.py{' --smoke' if args.smoke else ''}`; the two "
-             "policies propose from the same state, interleaved; GP (RBF-ARD), 4 restarts / 256 raw samples, one "
-             "thread. Ratio = median over repeats of SADCBO seconds / CBO seconds (goal <= 3x).", "",
-             "| n evaluated | repeats | SADCBO s (median) | CBO s (median) | ratio (median) |", "|---|---|---|---|---|"]  # fmt: skip
-    lines += [f"| {r['n']} | {r['repeats']} | {r['sadcbo_s']:.2f} | {r['cbo_s']:.2f} | {r['ratio']:.2f}x |" for r in rows]
+    lines = [
+        "# One SADCBO iteration vs one CBO iteration (Hartmann4D with contexts)",
+        "",
+        f"Written by `python experiments/bench_contextual.py{' --smoke' if args.smoke else ''}`; the two "
+        "policies propose from the same state, interleaved; GP (RBF-ARD), 4 restarts / 256 raw samples, one "
+        "thread. Ratio = median over repeats of SADCBO seconds / CBO seconds (goal <= 3x).",
+        "",
+        "| n evaluated | repeats | SADCBO s (median) | CBO s (median) | ratio (median) |",
+        "|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {r['n']} | {r['repeats']} | {r['sadcbo_s']:.2f} | {r['cbo_s']:.2f} | {r['ratio']:.2f}x |"
+        for r in rows
+    ]
     (args.out / "results.md").write_text("\n".join(lines) + "\n")
     return result
 

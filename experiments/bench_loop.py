@@ -50,14 +50,28 @@ def prefilled_store(path: Path, problem, n: int, seed: int) -> TrialStore:
     return store
 
 
-def measure(problem_name: str, surrogate: str, n: int, iterations: int, threads: int, workdir: Path,
-            optimizer: OptimizerSettings) -> list[dict[str, float]]:
+def measure(
+    problem_name: str,
+    surrogate: str,
+    n: int,
+    iterations: int,
+    threads: int,
+    workdir: Path,
+    optimizer: OptimizerSettings,
+) -> list[dict[str, float]]:
     torch.set_num_threads(threads)
     problem = get_problem(problem_name)
     path = workdir / f"{surrogate}-{n}-{threads}.sqlite"
     store = prefilled_store(path, problem, n, seed=0)
-    campaign = Campaign(problem, surrogate=surrogate, budget=n + iterations, n_init=min(n, 10),
-                        seed=0, store=store, optimizer=optimizer)
+    campaign = Campaign(
+        problem,
+        surrogate=surrogate,
+        budget=n + iterations,
+        n_init=min(n, 10),
+        seed=0,
+        store=store,
+        optimizer=optimizer,
+    )
     for _ in range(iterations):
         campaign.step()
     store.close()
@@ -124,8 +138,11 @@ def main(argv: list[str] | None = None) -> dict:
         "surrogate": surrogate,
         "iterations_per_size": iterations,
         "smoke": args.smoke,
-        "machine": {"cpus": torch.get_num_threads(), "platform": platform.platform(),
-                    "torch": torch.__version__},
+        "machine": {
+            "cpus": torch.get_num_threads(),
+            "platform": platform.platform(),
+            "torch": torch.__version__,
+        },
         "rows": rows,
         "time_ratio_2_threads_over_1": speedup,
         "max_store_fraction": max(r["store_fraction"] for r in rows),
@@ -139,7 +156,8 @@ def main(argv: list[str] | None = None) -> dict:
 def write_markdown(result: dict, path: Path) -> None:
     lines = [
         f"# bench_loop: {result['problem']}, {result['surrogate']}, "
-        f"{result['iterations_per_size']} iteration(s) per size" + (" (smoke)" if result["smoke"] else ""),
+        f"{result['iterations_per_size']} iteration(s) per size"
+        + (" (smoke)" if result["smoke"] else ""),
         "",
         "| N | threads | fit s | acquisition s | store ms | store % of iteration | other s | iteration s |",
         "|---|---|---|---|---|---|---|---|",

@@ -78,7 +78,9 @@ CAMPAIGN_ARMS = {
 }
 
 
-def sequential_restarts(X: Tensor, Y: Tensor, bounds: Tensor, num_taus: int, restarts: int, seed: int):
+def sequential_restarts(
+    X: Tensor, Y: Tensor, bounds: Tensor, num_taus: int, restarts: int, seed: int
+):
     """The reference: the same starts as :func:`fit_map_saas` (same taus, same random
     lengthscales from the same seed), each fitted as its own ``M``-member model."""
     with torch.random.fork_rng(devices=[]):
@@ -87,8 +89,14 @@ def sequential_restarts(X: Tensor, Y: Tensor, bounds: Tensor, num_taus: int, res
 
         def build() -> EnsembleMapSaasSingleTaskGP:
             return EnsembleMapSaasSingleTaskGP(
-                X, Y, num_taus=num_taus, taus=taus, input_transform=Normalize(X.shape[-1], bounds=bounds),
-                outcome_transform=_ensemble_outcome_transform(Standardize(1), torch.Size([num_taus])),
+                X,
+                Y,
+                num_taus=num_taus,
+                taus=taus,
+                input_transform=Normalize(X.shape[-1], bounds=bounds),
+                outcome_transform=_ensemble_outcome_transform(
+                    Standardize(1), torch.Size([num_taus])
+                ),
             )
 
         members = torch.arange(num_taus)
@@ -113,8 +121,13 @@ def fit(arm: str, X: Tensor, Y: Tensor, bounds: Tensor, num_taus: int, restarts:
     if arm == "sequential":
         return sequential_restarts(X, Y, bounds, num_taus, restarts, seed)
     return fit_map_saas(
-        X, Y, input_transform=Normalize(X.shape[-1], bounds=bounds), outcome_transform=Standardize(1),
-        num_taus=num_taus, fit_restarts=0 if arm == "single" else restarts, seed=seed,
+        X,
+        Y,
+        input_transform=Normalize(X.shape[-1], bounds=bounds),
+        outcome_transform=Standardize(1),
+        num_taus=num_taus,
+        fit_restarts=0 if arm == "single" else restarts,
+        seed=seed,
     )
 
 
@@ -129,12 +142,22 @@ def finds_relevant_inputs(model, relevant: tuple[int, ...]) -> bool:
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--smoke", action="store_true")
-    parser.add_argument("--datasets", type=int, default=None, help="data sets (seeds 0..k-1; default 8, smoke 1)")
-    parser.add_argument("--points", type=int, default=None, help="observations per data set (default 30)")
-    parser.add_argument("--restarts", type=int, default=4, help="fit_restarts (default 4, the surrogate's default)")
-    parser.add_argument("--repeats", type=int, default=None, help="timed fits per arm and data set (default 3)")
+    parser.add_argument(
+        "--datasets", type=int, default=None, help="data sets (seeds 0..k-1; default 8, smoke 1)"
+    )
+    parser.add_argument(
+        "--points", type=int, default=None, help="observations per data set (default 30)"
+    )
+    parser.add_argument(
+        "--restarts", type=int, default=4, help="fit_restarts (default 4, the surrogate's default)"
+    )
+    parser.add_argument(
+        "--repeats", type=int, default=None, help="timed fits per arm and data set (default 3)"
+    )
     parser.add_argument("--section", choices=("all", "restarts", "campaign"), default="all")
-    parser.add_argument("--start", type=int, default=None, help="campaign: points at the first fit (default 10)")
+    parser.add_argument(
+        "--start", type=int, default=None, help="campaign: points at the first fit (default 10)"
+    )
     parser.add_argument("--iterations", type=int, default=None, help="campaign: fits (default 30)")
     add_out_argument(parser, RESULTS)
     args = parser.parse_args(argv)
@@ -155,13 +178,17 @@ def dataset(problem, seed: int, points: int) -> tuple[Tensor, Tensor]:
     are the ``k``-point data set of the same seed) and their objective values."""
     lower, upper = problem.bounds
     generator = torch.Generator().manual_seed(seed)
-    X = lower + (upper - lower) * torch.rand(points, problem.dim, generator=generator, dtype=torch.double)
+    X = lower + (upper - lower) * torch.rand(
+        points, problem.dim, generator=generator, dtype=torch.double
+    )
     return X, problem.evaluate(X)[:, :1]
 
 
 def problem_and_datasets(args: argparse.Namespace) -> tuple[Any, int]:
     """Branin in 50 dimensions (15 for ``--smoke``) and the number of data sets (8; smoke 1)."""
-    return get_problem("branin-15d" if args.smoke else "branin-50d"), args.datasets or (1 if args.smoke else 8)
+    return get_problem("branin-15d" if args.smoke else "branin-50d"), args.datasets or (
+        1 if args.smoke else 8
+    )
 
 
 def restarts_section(args: argparse.Namespace) -> dict[str, Any]:
@@ -178,7 +205,7 @@ def restarts_section(args: argparse.Namespace) -> dict[str, Any]:
         seconds: dict[str, list[float]] = {arm: [] for arm in ARMS}
         models: dict[str, Any] = {}
         for repeat in range(repeats):
-            for arm in ARMS[repeat % 3:] + ARMS[: repeat % 3]:  # rotate the order
+            for arm in ARMS[repeat % 3 :] + ARMS[: repeat % 3]:  # rotate the order
                 start = time.perf_counter()
                 models[arm] = fit(arm, X, Y, problem.bounds, num_taus, restarts, seed)
                 seconds[arm].append(time.perf_counter() - start)
@@ -188,22 +215,43 @@ def restarts_section(args: argparse.Namespace) -> dict[str, Any]:
             row[f"{arm}_log_posterior"] = (map_saas_member_objective(models[arm]) / points).tolist()
             row[f"{arm}_finds_inputs"] = finds_relevant_inputs(models[arm], problem.relevant_dims)
         row["batched_minus_sequential"] = max(
-            b - s for b, s in zip(row["batched_log_posterior"], row["sequential_log_posterior"], strict=True)
+            b - s
+            for b, s in zip(
+                row["batched_log_posterior"], row["sequential_log_posterior"], strict=True
+            )
         )
         row["sequential_minus_batched"] = max(
-            s - b for b, s in zip(row["batched_log_posterior"], row["sequential_log_posterior"], strict=True)
+            s - b
+            for b, s in zip(
+                row["batched_log_posterior"], row["sequential_log_posterior"], strict=True
+            )
         )
         rows.append(row)
-        print(f"data set {seed}: " + ", ".join(
-            f"{arm} {row[f'{arm}_seconds']:.1f}s (log posterior / n {min(row[f'{arm}_log_posterior']):.3f}"
-            f"..{max(row[f'{arm}_log_posterior']):.3f}, finds inputs {row[f'{arm}_finds_inputs']})" for arm in ARMS
-        ), flush=True)
+        print(
+            f"data set {seed}: "
+            + ", ".join(
+                f"{arm} {row[f'{arm}_seconds']:.1f}s (log posterior / n {min(row[f'{arm}_log_posterior']):.3f}"
+                f"..{max(row[f'{arm}_log_posterior']):.3f}, finds inputs {row[f'{arm}_finds_inputs']})"
+                for arm in ARMS
+            ),
+            flush=True,
+        )
 
     result = {
-        "smoke": smoke, "problem": problem.name, "points": points, "datasets": datasets, "restarts": restarts,
-        "num_taus": num_taus, "repeats": repeats, "rows": rows,
-        "median_batched_vs_sequential": statistics.median(r["batched_seconds"] / r["sequential_seconds"] for r in rows),
-        "median_batched_vs_single": statistics.median(r["batched_seconds"] / r["single_seconds"] for r in rows),
+        "smoke": smoke,
+        "problem": problem.name,
+        "points": points,
+        "datasets": datasets,
+        "restarts": restarts,
+        "num_taus": num_taus,
+        "repeats": repeats,
+        "rows": rows,
+        "median_batched_vs_sequential": statistics.median(
+            r["batched_seconds"] / r["sequential_seconds"] for r in rows
+        ),
+        "median_batched_vs_single": statistics.median(
+            r["batched_seconds"] / r["single_seconds"] for r in rows
+        ),
         "finds_inputs": {arm: sum(r[f"{arm}_finds_inputs"] for r in rows) for arm in ARMS},
         "largest_member_gain_batched": max(r["batched_minus_sequential"] for r in rows),
         "largest_member_loss_batched": max(r["sequential_minus_batched"] for r in rows),
@@ -233,31 +281,49 @@ def campaign_section(args: argparse.Namespace) -> dict[str, Any]:
                 spec = CAMPAIGN_ARMS[arm]
                 torch.manual_seed(1000 * seed + n)  # as a campaign seeds torch before each fit
                 t0 = time.perf_counter()
-                model = fit_surrogate(spec, X_all[:n], Y_all[:n], bounds=problem.bounds, previous_fits=states[arm])
+                model = fit_surrogate(
+                    spec, X_all[:n], Y_all[:n], bounds=problem.bounds, previous_fits=states[arm]
+                )
                 row[f"{arm}_seconds"] += time.perf_counter() - t0
                 states[arm] = model.fit_states
                 row[f"{arm}_starts"].append(model.fit_state.start)
                 for when, at in (("at_30", check_at), ("last", start + iterations - 1)):
                     if n == at:
-                        row[f"{arm}_finds_inputs_{when}"] = finds_relevant_inputs(model, problem.relevant_dims)
+                        row[f"{arm}_finds_inputs_{when}"] = finds_relevant_inputs(
+                            model, problem.relevant_dims
+                        )
                         if spec["name"] == "map-saas":
-                            row[f"{arm}_log_posterior_{when}"] = (map_saas_member_objective(model) / n).tolist()
+                            row[f"{arm}_log_posterior_{when}"] = (
+                                map_saas_member_objective(model) / n
+                            ).tolist()
         row["warm_vs_full"] = row["warm_seconds"] / row["full_seconds"]
         row["gp_warm_vs_cold"] = row["gp-warm_seconds"] / row["gp-cold_seconds"]
         rows.append(row)
-        print(f"campaign {seed}: " + ", ".join(f"{arm} {row[f'{arm}_seconds']:.1f}s" for arm in CAMPAIGN_ARMS)
-              + f"; warm / full {row['warm_vs_full']:.2f}x, warm finds inputs at n={check_at} "
-              f"{row['warm_finds_inputs_at_30']} (full {row['full_finds_inputs_at_30']})", flush=True)
+        print(
+            f"campaign {seed}: "
+            + ", ".join(f"{arm} {row[f'{arm}_seconds']:.1f}s" for arm in CAMPAIGN_ARMS)
+            + f"; warm / full {row['warm_vs_full']:.2f}x, warm finds inputs at n={check_at} "
+            f"{row['warm_finds_inputs_at_30']} (full {row['full_finds_inputs_at_30']})",
+            flush=True,
+        )
     result = {
-        "smoke": smoke, "problem": problem.name, "start": start, "iterations": iterations, "check_at": check_at,
-        "datasets": datasets, "rows": rows,
+        "smoke": smoke,
+        "problem": problem.name,
+        "start": start,
+        "iterations": iterations,
+        "check_at": check_at,
+        "datasets": datasets,
+        "rows": rows,
         "median_warm_vs_full": statistics.median(r["warm_vs_full"] for r in rows),
         "median_gp_warm_vs_cold": statistics.median(r["gp_warm_vs_cold"] for r in rows),
         "finds_inputs": {
             f"{arm}_{when}": sum(r[f"{arm}_finds_inputs_{when}"] for r in rows)
-            for arm in CAMPAIGN_ARMS for when in ("at_30", "last")
+            for arm in CAMPAIGN_ARMS
+            for when in ("at_30", "last")
         },
-        "warm_starts": {arm: sum(s == "warm" for r in rows for s in r[f"{arm}_starts"]) for arm in CAMPAIGN_ARMS},
+        "warm_starts": {
+            arm: sum(s == "warm" for r in rows for s in r[f"{arm}_starts"]) for arm in CAMPAIGN_ARMS
+        },
     }
     (args.out / "campaign.json").write_text(json.dumps(result, indent=1))
     write_campaign_markdown(result, args.out / "campaign.md")
@@ -279,8 +345,10 @@ def write_campaign_markdown(result: dict[str, Any], path: Path) -> None:
         lines.append(
             f"| {r['seed']} | {r['full_seconds']:.1f} | {r['warm_seconds']:.1f} | {r['warm_vs_full']:.2f} | "
             f"{r['gp-cold_seconds']:.1f} | {r['gp-warm_seconds']:.1f} | {r['gp_warm_vs_cold']:.2f} | "
-            + " / ".join("yes" if r[f"{a}_finds_inputs_at_30"] else "no" for a in CAMPAIGN_ARMS) + " | "
-            + " / ".join("yes" if r[f"{a}_finds_inputs_last"] else "no" for a in CAMPAIGN_ARMS) + " |"
+            + " / ".join("yes" if r[f"{a}_finds_inputs_at_30"] else "no" for a in CAMPAIGN_ARMS)
+            + " | "
+            + " / ".join("yes" if r[f"{a}_finds_inputs_last"] else "no" for a in CAMPAIGN_ARMS)
+            + " |"
         )
     found, warm = result["finds_inputs"], result["warm_starts"]
     starts: dict[str, int] = {}
@@ -293,10 +361,14 @@ def write_campaign_markdown(result: dict[str, Any], path: Path) -> None:
         f"- Fit time over the campaign, median over data sets: MAP-SAAS warm / full {result['median_warm_vs_full']:.2f}x; "
         f"gp warm / cold {result['median_gp_warm_vs_cold']:.2f}x.",
         f"- Warm fits: MAP-SAAS {warm['warm']} of {fits}, gp {warm['gp-warm']} of {fits}. How the MAP-SAAS warm arm's "
-        "fits started: " + ", ".join(f"{k}: {v}" for k, v in sorted(starts.items(), key=lambda kv: -kv[1])) + ".",
+        "fits started: "
+        + ", ".join(f"{k}: {v}" for k, v in sorted(starts.items(), key=lambda kv: -kv[1]))
+        + ".",
         f"- Finds the relevant inputs at n = {result['check_at']}: "
         + ", ".join(f"{a} {found[f'{a}_at_30']}" for a in CAMPAIGN_ARMS)
-        + f" of {result['datasets']}; at the last fit: " + ", ".join(f"{a} {found[f'{a}_last']}" for a in CAMPAIGN_ARMS) + ".",
+        + f" of {result['datasets']}; at the last fit: "
+        + ", ".join(f"{a} {found[f'{a}_last']}" for a in CAMPAIGN_ARMS)
+        + ".",
     ]
     path.write_text("\n".join(lines) + "\n")
 
@@ -305,7 +377,8 @@ def write_markdown(result: dict[str, Any], path: Path) -> None:
     lines = [
         f"# MAP-SAAS fit restarts: cost and value ({result['problem']}, {result['points']} uniform random points, "
         f"M = {result['num_taus']}, fit_restarts = {result['restarts']}; data sets run: {result['datasets']}, "
-        f"median of {result['repeats']} rotated repeats each, one thread)" + (" (smoke)" if result["smoke"] else ""),
+        f"median of {result['repeats']} rotated repeats each, one thread)"
+        + (" (smoke)" if result["smoke"] else ""),
         "",
         "| data set | single s | sequential s | batched s | log posterior / n, worst member (single / sequential / "
         "batched) | finds the relevant inputs (single / sequential / batched) |",
@@ -314,8 +387,10 @@ def write_markdown(result: dict[str, Any], path: Path) -> None:
     for r in result["rows"]:
         lines.append(
             f"| {r['seed']} | {r['single_seconds']:.2f} | {r['sequential_seconds']:.2f} | {r['batched_seconds']:.2f} | "
-            + " / ".join(f"{min(r[f'{a}_log_posterior']):.3f}" for a in ARMS) + " | "
-            + " / ".join("yes" if r[f"{a}_finds_inputs"] else "no" for a in ARMS) + " |"
+            + " / ".join(f"{min(r[f'{a}_log_posterior']):.3f}" for a in ARMS)
+            + " | "
+            + " / ".join("yes" if r[f"{a}_finds_inputs"] else "no" for a in ARMS)
+            + " |"
         )
     found = result["finds_inputs"]
     lines += [

@@ -57,7 +57,9 @@ def acquisition_for(
     from dsbo.acquisition.base import History
     from dsbo.campaign.outcome_warping import warp_outcomes
 
-    tuner = dsbo.Tuner(problem.space, budget=n + 5, n_init=n, seed=seed, dry_run=False, optimizer=optimizer)
+    tuner = dsbo.Tuner(
+        problem.space, budget=n + 5, n_init=n, seed=seed, dry_run=False, optimizer=optimizer
+    )
     recorder = mixed_spaces.Recorder(problem)
     for _ in range(n):
         suggestion = tuner.ask()
@@ -90,9 +92,15 @@ def run_pair(acqf: Any, campaign: Any, seed: int, order: int) -> dict[str, float
     def batched() -> None:
         t0 = time.perf_counter()
         _, value = maximize_over_combinations(
-            acqf, problem.bounds, 1, combos, num_restarts=opt.num_restarts, raw_samples=opt.raw_samples,
-            maxiter=opt.maxiter, seed=seed,
-        )  # fmt: skip
+            acqf,
+            problem.bounds,
+            1,
+            combos,
+            num_restarts=opt.num_restarts,
+            raw_samples=opt.raw_samples,
+            maxiter=opt.maxiter,
+            seed=seed,
+        )
         out["batched_s"], out["batched_value"] = time.perf_counter() - t0, float(value[0])
 
     for arm in (loop, batched) if order % 2 == 0 else (batched, loop):
@@ -106,16 +114,24 @@ def summarize(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         mine = [r for r in rows if r["problem"] == name]
         med = {k: statistics.median(r[k] for r in mine) for k in ("fit_s", "loop_s", "batched_s")}
         gaps = [r["batched_value"] - r["loop_value"] for r in mine]
-        table.append({
-            "problem": name, "combinations": mine[0]["combinations"], "runs": len(mine), **med,
-            "ratio": statistics.median(r["loop_s"] / r["batched_s"] for r in mine),
-            "value_gap_min": min(gaps), "value_gap_median": statistics.median(gaps),
-            "share_of_proposal_loop": med["loop_s"] / (med["loop_s"] + med["fit_s"]),
-        })  # fmt: skip
+        table.append(
+            {
+                "problem": name,
+                "combinations": mine[0]["combinations"],
+                "runs": len(mine),
+                **med,
+                "ratio": statistics.median(r["loop_s"] / r["batched_s"] for r in mine),
+                "value_gap_min": min(gaps),
+                "value_gap_median": statistics.median(gaps),
+                "share_of_proposal_loop": med["loop_s"] / (med["loop_s"] + med["fit_s"]),
+            }
+        )
     return table
 
 
-def write_markdown(table: list[dict[str, Any]], seeds: list[int], sizes: list[int], path: Path) -> None:
+def write_markdown(
+    table: list[dict[str, Any]], seeds: list[int], sizes: list[int], path: Path
+) -> None:
     lines = [
         f"# Acquisition optimization over category combinations (seeds {seeds}, n = {sizes} Sobol evaluations)",
         "",
@@ -162,11 +178,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         for seed in seeds:
             for i, n in enumerate(sizes):
                 acqf, campaign, fit = acquisition_for(problems[name], n, seed, optimizer)
-                row = {"problem": name, "seed": seed, "n": n, **fit, **run_pair(acqf, campaign, seed, seed + i)}
+                row = {
+                    "problem": name,
+                    "seed": seed,
+                    "n": n,
+                    **fit,
+                    **run_pair(acqf, campaign, seed, seed + i),
+                }
                 rows.append(row)
                 print(json.dumps(row), flush=True)
     table = summarize(rows)
-    (out / "results.json").write_text(json.dumps({"smoke": args.smoke, "rows": rows, "table": table}, indent=1))
+    (out / "results.json").write_text(
+        json.dumps({"smoke": args.smoke, "rows": rows, "table": table}, indent=1)
+    )
     write_markdown(table, seeds, sizes, out / "results.md")
     print((out / "results.md").read_text())
     return {"rows": rows, "table": table}

@@ -45,21 +45,37 @@ ARMS = ("after", "before")
 def checkout(rev: str, folder: Path) -> Path:
     """``rev`` checked out (detached) under ``folder`` with ``git worktree``."""
     tree = folder / "before"
-    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", "--quiet", str(tree), rev], check=True)
+    subprocess.run(
+        ["git", "-C", str(ROOT), "worktree", "add", "--detach", "--quiet", str(tree), rev],
+        check=True,
+    )
     return tree
 
 
 def check_imports_from(tree: Path) -> None:
     """``python -m`` run in ``tree`` must import that tree's dsbo (not the installed one)."""
-    found = subprocess.run([sys.executable, "-c", "import dsbo; print(dsbo.__file__)"], cwd=tree,
-                           capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    found = subprocess.run(
+        [sys.executable, "-c", "import dsbo; print(dsbo.__file__)"],
+        cwd=tree,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     if not Path(found).resolve().is_relative_to(tree.resolve()):
         raise RuntimeError(f"in {tree} python imports dsbo from {found}")
 
 
 def run_once(tree: Path, run_dir: Path, budget: int | None) -> dict[str, float]:
     """One whole ``python -m dsbo.optimize`` in ``tree``: seconds and what it found."""
-    command = [sys.executable, "-m", "dsbo.optimize", "--run_dir", str(run_dir), "--progress", "false"]
+    command = [
+        sys.executable,
+        "-m",
+        "dsbo.optimize",
+        "--run_dir",
+        str(run_dir),
+        "--progress",
+        "false",
+    ]
     if budget is not None:
         command += ["--budget", str(budget)]
     wall, cpu = timed(command, {**os.environ, "WANDB_SILENT": "true"}, cwd=tree)
@@ -96,9 +112,11 @@ def report(results: dict, out: Path) -> None:
         rs = runs[arm]
         best = sorted({round(r["best_value"], 6) for r in rs})
         changed = sorted({r["num_changed_best"] for r in rs})
-        lines.append(f"| {arm} | {median(rs, 'wall'):.1f} | {median(rs, 'cpu'):.1f} | {median(rs, 'fit'):.1f} | "
-                     f"{median(rs, 'acquisition'):.1f} | {median(rs, 'rest'):.1f} | {', '.join(map(str, best))} | "
-                     f"{', '.join(map(str, changed))} |")  # fmt: skip
+        lines.append(
+            f"| {arm} | {median(rs, 'wall'):.1f} | {median(rs, 'cpu'):.1f} | {median(rs, 'fit'):.1f} | "
+            f"{median(rs, 'acquisition'):.1f} | {median(rs, 'rest'):.1f} | {', '.join(map(str, best))} | "
+            f"{', '.join(map(str, changed))} |"
+        )
     walls = {arm: [round(r["wall"], 1) for r in runs[arm]] for arm in ARMS}
     ratio = median(runs["after"], "wall") / median(runs["before"], "wall")
     lines += [
@@ -113,10 +131,16 @@ def report(results: dict, out: Path) -> None:
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--before", default=BEFORE, help=f"the commit to compare with (default {BEFORE})")
+    parser.add_argument(
+        "--before", default=BEFORE, help=f"the commit to compare with (default {BEFORE})"
+    )
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--budget", type=int, default=None, help="evaluations per run (default: the command's)")
-    parser.add_argument("--smoke", action="store_true", help="1 repeat, 11 evaluations, --before HEAD")
+    parser.add_argument(
+        "--budget", type=int, default=None, help="evaluations per run (default: the command's)"
+    )
+    parser.add_argument(
+        "--smoke", action="store_true", help="1 repeat, 11 evaluations, --before HEAD"
+    )
     add_out_argument(parser, RESULTS)
     args = parser.parse_args(argv)
     if args.smoke:
@@ -125,8 +149,12 @@ def main(argv: list[str] | None = None) -> dict:
         parser.error("--repeats must be at least 1")
     out = output_folder(args.out, args.smoke, RESULTS)
     out.mkdir(parents=True, exist_ok=True)
-    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
-                          text=True, check=True).stdout.strip()  # fmt: skip
+    head = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     with tempfile.TemporaryDirectory(prefix="dsbo-bench-optimize-") as tmp:
         folder = Path(tmp)
         before = checkout(args.before, folder)
@@ -141,14 +169,25 @@ def main(argv: list[str] | None = None) -> dict:
                 for arm in order:
                     result = run_once(trees[arm], folder / f"{arm}-{r}", args.budget)
                     runs[arm].append(result)
-                    print(f"repeat {r} {arm}: {result['wall']:.1f} s, best {result['best_value']:.6g}", flush=True)
+                    print(
+                        f"repeat {r} {arm}: {result['wall']:.1f} s, best {result['best_value']:.6g}",
+                        flush=True,
+                    )
         finally:
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(before)], check=False)
+            subprocess.run(
+                ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(before)], check=False
+            )
     results = {
-        "config": {"before": args.before, "after": f"{head} (working tree)", "repeats": args.repeats,
-                   "budget": args.budget, "smoke": args.smoke, "machine": f"{platform.processor() or platform.machine()}, "
-                   f"{os.cpu_count()} cores", "load_start": round(load_start, 2),
-                   "load_end": round(os.getloadavg()[0], 2)},  # fmt: skip
+        "config": {
+            "before": args.before,
+            "after": f"{head} (working tree)",
+            "repeats": args.repeats,
+            "budget": args.budget,
+            "smoke": args.smoke,
+            "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",
+            "load_start": round(load_start, 2),
+            "load_end": round(os.getloadavg()[0], 2),
+        },
         "runs": runs,
     }
     (out / "results.json").write_text(json.dumps(results, indent=2))

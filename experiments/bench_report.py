@@ -74,10 +74,34 @@ SURROGATES = ("gp", "map-saas")
 #: The command part's runs: name -> ``python -m dsbo.optimize`` arguments (besides --run_dir).
 QUIET = ["--progress", "false", "--wandb.mode", "disabled"]
 RUNS = {"default-30": QUIET, "default-200": [*QUIET, "--budget", "200", "--n_init", "195"]}
-SMOKE_RUNS = {"smoke-6": [*QUIET, "--problem.name", "branin", "--surrogate.name", "gp", "--postprocess", "null",
-                          "--budget", "6", "--n_init", "4", "--acquisition.num_restarts", "2",
-                          "--acquisition.raw_samples", "32", "--acquisition.maxiter", "25"]}  # fmt: skip
-ARMS = ("before", "after, nothing kept", "after, data kept, model fitted", "after, as the run left it", "after, kept")
+SMOKE_RUNS = {
+    "smoke-6": [
+        *QUIET,
+        "--problem.name",
+        "branin",
+        "--surrogate.name",
+        "gp",
+        "--postprocess",
+        "null",
+        "--budget",
+        "6",
+        "--n_init",
+        "4",
+        "--acquisition.num_restarts",
+        "2",
+        "--acquisition.raw_samples",
+        "32",
+        "--acquisition.maxiter",
+        "25",
+    ]
+}
+ARMS = (
+    "before",
+    "after, nothing kept",
+    "after, data kept, model fitted",
+    "after, as the run left it",
+    "after, kept",
+)
 SMOKE_ARMS = ("before", "after, kept")
 MODES = ("model", "--no_model")
 SMOKE_MODES = ("--no_model",)  # the model path is tested in tests/cli/test_report.py
@@ -88,16 +112,23 @@ def space() -> dict:
     params: dict = {f"x{i}": dsbo.Float(0.0, 1.0) for i in range(8)}
     params.update({f"rate{i}": dsbo.Float(1e-5, 1e-1, log=True) for i in range(4)})
     params.update({f"n{i}": dsbo.Int(1, 64) for i in range(4)})
-    params.update({"opt": dsbo.Choice(["adam", "sgd", "rmsprop"]), "act": dsbo.Choice(["relu", "gelu"]),
-                   "norm": dsbo.Choice(["batch", "layer", "none"]),
-                   "momentum": dsbo.Float(0.0, 0.99, when={"opt": "sgd"})})  # fmt: skip
+    params.update(
+        {
+            "opt": dsbo.Choice(["adam", "sgd", "rmsprop"]),
+            "act": dsbo.Choice(["relu", "gelu"]),
+            "norm": dsbo.Choice(["batch", "layer", "none"]),
+            "momentum": dsbo.Float(0.0, 0.99, when={"opt": "sgd"}),
+        }
+    )
     return params
 
 
 def objective(p: dict) -> float:
     if p["x7"] > 0.95:
         raise RuntimeError("diverged")  # about 5% of the trials fail
-    value = (p["x0"] - 0.3) ** 2 + 0.5 * (p["x1"] - 0.7) ** 2 + 0.1 * (math.log10(p["rate0"]) + 3) ** 2
+    value = (
+        (p["x0"] - 0.3) ** 2 + 0.5 * (p["x1"] - 0.7) ** 2 + 0.1 * (math.log10(p["rate0"]) + 3) ** 2
+    )
     return value + 0.01 * p["n0"] + (0.3 if p["opt"] == "sgd" else 0.0)
 
 
@@ -117,14 +148,25 @@ def size_part(trials: int, repeats: int, out: Path) -> dict:
             t2 = time.perf_counter()
             path = out / f"report-{surrogate}.html"
             path.write_text(page, encoding="utf-8")
-            rows.append({"repeat": repeat, "surrogate": surrogate, "data_s": t1 - t0, "page_s": t2 - t1,
-                         "total_s": t2 - t0, "bytes": path.stat().st_size,
-                         "top_parameters": data.importance[0].ranking[:3] if data.importance else []})  # fmt: skip
+            rows.append(
+                {
+                    "repeat": repeat,
+                    "surrogate": surrogate,
+                    "data_s": t1 - t0,
+                    "page_s": t2 - t1,
+                    "total_s": t2 - t0,
+                    "bytes": path.stat().st_size,
+                    "top_parameters": data.importance[0].ranking[:3] if data.importance else [],
+                }
+            )
             print(json.dumps(rows[-1]), flush=True)
     summary = {}
     for surrogate in SURROGATES:
         mine = [r for r in rows if r["surrogate"] == surrogate]
-        summary[surrogate] = {k: statistics.median(r[k] for r in mine) for k in ("data_s", "page_s", "total_s", "bytes")}
+        summary[surrogate] = {
+            k: statistics.median(r[k] for r in mine)
+            for k in ("data_s", "page_s", "total_s", "bytes")
+        }
     campaign.store.close()
     for surrogate in SURROGATES:  # the pages are 5 MB each: kept out of the repository
         (out / f"report-{surrogate}.html").unlink()
@@ -138,21 +180,37 @@ def size_part(trials: int, repeats: int, out: Path) -> dict:
         "|---|---|---|---|---|",
     ]
     for surrogate, m in summary.items():
-        lines.append(f"| {surrogate} | {m['data_s']:.2f} | {m['page_s']:.2f} | {m['total_s']:.2f} | {m['bytes'] / 1e6:.2f} |")
+        lines.append(
+            f"| {surrogate} | {m['data_s']:.2f} | {m['page_s']:.2f} | {m['total_s']:.2f} | {m['bytes'] / 1e6:.2f} |"
+        )
     lines += ["", "Size in MB of 10^6 bytes; plotly.js, embedded once, is 4.82 of them."]
-    return {"trials": trials, "parameters": len(space()), "failed": result.num_failed, "repeats": repeats,
-            "threads": 1, "rows": rows, "median": summary, "lines": lines}  # fmt: skip
+    return {
+        "trials": trials,
+        "parameters": len(space()),
+        "failed": result.num_failed,
+        "repeats": repeats,
+        "threads": 1,
+        "rows": rows,
+        "median": summary,
+        "lines": lines,
+    }
 
 
 # ---------------------------------------------------------------------- the command end to end
 def baseline_commit() -> str:
     """The commit before the one that added ``dsbo/analysis/report_cache.py`` (HEAD while it
     is not committed)."""
-    added = subprocess.run(["git", "log", "--diff-filter=A", "--format=%H", "--", "dsbo/analysis/report_cache.py"],
-                           cwd=ROOT, capture_output=True, text=True, check=True).stdout.split()  # fmt: skip
+    added = subprocess.run(
+        ["git", "log", "--diff-filter=A", "--format=%H", "--", "dsbo/analysis/report_cache.py"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     rev = f"{added[-1]}^" if added else "HEAD"
-    return subprocess.run(["git", "rev-parse", "--short", rev], cwd=ROOT, capture_output=True, text=True,
-                          check=True).stdout.strip()  # fmt: skip
+    return subprocess.run(
+        ["git", "rev-parse", "--short", rev], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.strip()
 
 
 def baseline_tree(rev: str, work: Path) -> Path:
@@ -160,8 +218,12 @@ def baseline_tree(rev: str, work: Path) -> Path:
     ``PYTHONPATH``)."""
     folder = work / f"baseline-{rev}"
     if not (folder / "dsbo" / "__init__.py").is_file():
-        archive = subprocess.run(["git", "archive", "--format=tar", rev, "dsbo"], cwd=ROOT, capture_output=True,
-                                 check=True).stdout  # fmt: skip
+        archive = subprocess.run(
+            ["git", "archive", "--format=tar", rev, "dsbo"],
+            cwd=ROOT,
+            capture_output=True,
+            check=True,
+        ).stdout
         tar = work / f"baseline-{rev}.tar"
         tar.write_bytes(archive)
         with tarfile.open(tar) as t:
@@ -177,8 +239,12 @@ def build_run(work: Path, name: str, argv: list[str]) -> tuple[Path, dict[str, b
     snapshot = work / f"{name}.kept"
     if not (run_dir / "summary.json").is_file() or not snapshot.is_dir():
         t0 = time.perf_counter()
-        done = subprocess.run([sys.executable, "-m", "dsbo.optimize", *argv, "--run_dir", str(run_dir)], cwd=work,
-                              capture_output=True, text=True)  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, "-m", "dsbo.optimize", *argv, "--run_dir", str(run_dir)],
+            cwd=work,
+            capture_output=True,
+            text=True,
+        )
         if done.returncode != 0:
             raise RuntimeError(f"building {name} failed:\n{done.stderr[-3000:]}")
         print(f"built {name} in {time.perf_counter() - t0:.0f} s", flush=True)
@@ -232,7 +298,15 @@ def restore(run_dir: Path, kept: dict[str, bytes], arm: str) -> None:
 def report_command(run_dir: Path, mode: str, out: Path, env: dict[str, str]) -> dict:
     """Run ``python -m dsbo.report`` once (in ``run_dir``'s parent, so that the baseline's
     ``PYTHONPATH`` comes first); its wall and CPU seconds and the page's size."""
-    argv = [sys.executable, "-m", "dsbo.report", str(run_dir), "--out", str(out), *([mode] if mode != "model" else [])]
+    argv = [
+        sys.executable,
+        "-m",
+        "dsbo.report",
+        str(run_dir),
+        "--out",
+        str(out),
+        *([mode] if mode != "model" else []),
+    ]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     done = subprocess.run(argv, cwd=run_dir.parent, env=env, capture_output=True, text=True)
@@ -245,7 +319,12 @@ def report_command(run_dir: Path, mode: str, out: Path, env: dict[str, str]) -> 
 
 
 def command_part(
-    work: Path, runs: dict[str, list[str]], arms: tuple[str, ...], modes: tuple[str, ...], repeats: int, rev: str
+    work: Path,
+    runs: dict[str, list[str]],
+    arms: tuple[str, ...],
+    modes: tuple[str, ...],
+    repeats: int,
+    rev: str,
 ) -> dict:
     """The command part (see the module docstring): rows, medians and the table's lines."""
     base_env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
@@ -263,8 +342,13 @@ def command_part(
                     out = work / f"report-{name}.html"
                     if arm == "after, kept":
                         report_command(run_dir, mode, out, envs[arm])  # keeps the configuration
-                    row = {"repeat": repeat, "run": name, "mode": mode, "arm": arm,
-                           **report_command(run_dir, mode, out, envs[arm])}  # fmt: skip
+                    row = {
+                        "repeat": repeat,
+                        "run": name,
+                        "mode": mode,
+                        "arm": arm,
+                        **report_command(run_dir, mode, out, envs[arm]),
+                    }
                     rows.append(row)
                     print(json.dumps(row), flush=True)
         load.append(os.getloadavg()[0])
@@ -275,7 +359,9 @@ def command_part(
         for mode in modes:
             for arm in arms:
                 mine = [r for r in rows if (r["run"], r["mode"], r["arm"]) == (name, mode, arm)]
-                median[f"{name} {mode} {arm}"] = {k: statistics.median(r[k] for r in mine) for k in ("wall_s", "cpu_s")}
+                median[f"{name} {mode} {arm}"] = {
+                    k: statistics.median(r[k] for r in mine) for k in ("wall_s", "cpu_s")
+                }
     lines = [
         f"## `python -m dsbo.report` end to end (median of {repeats} interleaved repeats; wall s / CPU s)",
         "",
@@ -290,10 +376,21 @@ def command_part(
         for mode in modes:
             cells = [median[f"{name} {mode} {arm}"] for arm in arms]
             ratio = cells[0]["wall_s"] / cells[-1]["wall_s"] if arms[0] == "before" else math.nan
-            lines.append(f"| {name} | {mode} | " + " | ".join(f"{c['wall_s']:.1f} / {c['cpu_s']:.1f}" for c in cells)
-                         + f" | {ratio:.1f}x |")  # fmt: skip
-    return {"baseline": rev, "runs": runs, "arms": list(arms), "repeats": repeats, "load_average": load,
-            "rows": rows, "median": median, "lines": lines}  # fmt: skip
+            lines.append(
+                f"| {name} | {mode} | "
+                + " | ".join(f"{c['wall_s']:.1f} / {c['cpu_s']:.1f}" for c in cells)
+                + f" | {ratio:.1f}x |"
+            )
+    return {
+        "baseline": rev,
+        "runs": runs,
+        "arms": list(arms),
+        "repeats": repeats,
+        "load_average": load,
+        "rows": rows,
+        "median": median,
+        "lines": lines,
+    }
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -302,8 +399,17 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--part", choices=("size", "command", "all"), default="all")
     parser.add_argument("--trials", type=int, default=200)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--baseline", default=None, help="the commit the 'before' arm runs (default: found with git)")
-    parser.add_argument("--work", type=Path, default=None, help="where the runs are built (default: a temporary folder)")
+    parser.add_argument(
+        "--baseline",
+        default=None,
+        help="the commit the 'before' arm runs (default: found with git)",
+    )
+    parser.add_argument(
+        "--work",
+        type=Path,
+        default=None,
+        help="where the runs are built (default: a temporary folder)",
+    )
     add_out_argument(parser, OUT)
     args = parser.parse_args(argv)
     args.out = output_folder(args.out, args.smoke, OUT)
@@ -316,18 +422,29 @@ def main(argv: list[str] | None = None) -> dict:
     if args.part in ("command", "all"):
         work = args.work or Path(tempfile.mkdtemp(prefix="dsbo-bench-report-"))
         work.mkdir(parents=True, exist_ok=True)
-        runs, arms, modes = (SMOKE_RUNS, SMOKE_ARMS, SMOKE_MODES) if args.smoke else (RUNS, ARMS, MODES)
-        info["command"] = command_part(work.resolve(), runs, arms, modes, repeats, args.baseline or baseline_commit())
+        runs, arms, modes = (
+            (SMOKE_RUNS, SMOKE_ARMS, SMOKE_MODES) if args.smoke else (RUNS, ARMS, MODES)
+        )
+        info["command"] = command_part(
+            work.resolve(), runs, arms, modes, repeats, args.baseline or baseline_commit()
+        )
         if args.work is None:
             shutil.rmtree(work, ignore_errors=True)
-    previous = json.loads((args.out / "results.json").read_text()) if (args.out / "results.json").is_file() else {}
+    previous = (
+        json.loads((args.out / "results.json").read_text())
+        if (args.out / "results.json").is_file()
+        else {}
+    )
     if args.part == "command" and "rows" in previous:  # the other part's results stay
         info = {**{k: v for k, v in previous.items() if k != "command"}, **info}
     elif args.part == "size" and "command" in previous:
         info["command"] = previous["command"]
     (args.out / "results.json").write_text(json.dumps(info, indent=2))
-    lines = [*info.get("lines", []), *([""] if "lines" in info and "command" in info else []),
-             *info.get("command", {}).get("lines", [])]  # fmt: skip
+    lines = [
+        *info.get("lines", []),
+        *([""] if "lines" in info and "command" in info else []),
+        *info.get("command", {}).get("lines", []),
+    ]
     (args.out / "results.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return info

@@ -76,16 +76,32 @@ class SleepyProblem:
 
 def campaign(args: argparse.Namespace, store, **kwargs) -> Campaign:
     return Campaign(
-        get_problem(args.problem), surrogate="gp", acquisition="qlognei", budget=args.budget,
-        n_init=args.n_init, seed=args.seed, store=store, optimizer=OPTIMIZER,
-        evaluator=SleepyProblem(args.problem, args.eval_seconds), dry_run=False, **kwargs,
-    )  # fmt: skip
+        get_problem(args.problem),
+        surrogate="gp",
+        acquisition="qlognei",
+        budget=args.budget,
+        n_init=args.n_init,
+        seed=args.seed,
+        store=store,
+        optimizer=OPTIMIZER,
+        evaluator=SleepyProblem(args.problem, args.eval_seconds),
+        dry_run=False,
+        **kwargs,
+    )
 
 
 def warm_up(args: argparse.Namespace) -> None:
     """One untimed GP fit and acquisition in this process (imports, first-call costs), so that
     every configuration, in the parent or in a fresh worker process, is timed warm."""
-    c = Campaign(get_problem(args.problem), surrogate="gp", budget=4, n_init=2, seed=1, optimizer=OPTIMIZER, dry_run=False)
+    c = Campaign(
+        get_problem(args.problem),
+        surrogate="gp",
+        budget=4,
+        n_init=2,
+        seed=1,
+        optimizer=OPTIMIZER,
+        dry_run=False,
+    )
     c.run()
     c.store.close()
 
@@ -106,7 +122,9 @@ def run_sqlite(args: argparse.Namespace, workers: int, workdir: Path) -> dict:
         proposals = sum(t["ask_total"] for t in c.timings)
     else:
         proposals = proposal_seconds(c)
-    row = summarize(args, "sqlite", workers, wall, proposals, c.store.operations, c.store.busy_seconds, c)
+    row = summarize(
+        args, "sqlite", workers, wall, proposals, c.store.operations, c.store.busy_seconds, c
+    )
     c.store.close()
     return row
 
@@ -119,10 +137,16 @@ def _pg_worker(args: argparse.Namespace, url: str, ready: str, go: str, out: str
     while not Path(go).exists():
         time.sleep(0.01)
     c.run()
-    Path(out).write_text(json.dumps({
-        "proposals": proposal_seconds(c), "operations": c.store.operations, "busy": c.store.busy_seconds,
-        "trials": sum(1 for t in c.store.trials() if t.worker == c.worker),
-    }))  # fmt: skip
+    Path(out).write_text(
+        json.dumps(
+            {
+                "proposals": proposal_seconds(c),
+                "operations": c.store.operations,
+                "busy": c.store.busy_seconds,
+                "trials": sum(1 for t in c.store.trials() if t.worker == c.worker),
+            }
+        )
+    )
     c.store.close()
 
 
@@ -139,7 +163,10 @@ def run_postgres(args: argparse.Namespace, workers: int, workdir: Path) -> dict:
         go = workdir / f"go-{tag}"
         files = [(workdir / f"ready-{tag}-{i}", workdir / f"out-{tag}-{i}") for i in range(workers)]
         ctx = multiprocessing.get_context(args.start_method)
-        procs = [ctx.Process(target=_pg_worker, args=(args, url, str(r), str(go), str(o))) for r, o in files]
+        procs = [
+            ctx.Process(target=_pg_worker, args=(args, url, str(r), str(go), str(o)))
+            for r, o in files
+        ]
         for p in procs:
             p.start()
         while not all(r.exists() for r, _ in files):
@@ -155,8 +182,16 @@ def run_postgres(args: argparse.Namespace, workers: int, workdir: Path) -> dict:
             raise RuntimeError(f"PostgreSQL workers exited with {[p.exitcode for p in procs]}")
         reports = [json.loads(o.read_text()) for _, o in files]
         reader = campaign(args, url)
-        row = summarize(args, "postgres", workers, wall, sum(r["proposals"] for r in reports),
-                        sum(r["operations"] for r in reports), sum(r["busy"] for r in reports), reader)
+        row = summarize(
+            args,
+            "postgres",
+            workers,
+            wall,
+            sum(r["proposals"] for r in reports),
+            sum(r["operations"] for r in reports),
+            sum(r["busy"] for r in reports),
+            reader,
+        )
         row["trials_per_worker"] = [r["trials"] for r in reports]
         reader.store.close()
         return row
@@ -165,19 +200,35 @@ def run_postgres(args: argparse.Namespace, workers: int, workdir: Path) -> dict:
             admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
-def summarize(args, store: str, workers: int, wall: float, proposals: float, ops: int, busy: float, c: Campaign) -> dict:
+def summarize(
+    args,
+    store: str,
+    workers: int,
+    wall: float,
+    proposals: float,
+    ops: int,
+    busy: float,
+    c: Campaign,
+) -> dict:
     best, _ = c.best()
     trials = c.store.trials()
     return {
-        "store": store, "workers": workers, "wall_seconds": wall, "proposal_seconds": proposals,
+        "store": store,
+        "workers": workers,
+        "wall_seconds": wall,
+        "proposal_seconds": proposals,
         **ideals(args.budget, args.eval_seconds, workers, wall, proposals),
-        "proposal_seconds_mean": proposals / max(1, sum(t.generator != "sobol-init" for t in trials) + args.n_init),
-        "store_operations": ops, "store_ops_per_wall_second": ops / wall,
-        "store_op_latency_ms": 1000 * busy / max(ops, 1), "best_value": best,
-        "completed": c.store.count("completed"), "total_trials": len(trials),
+        "proposal_seconds_mean": proposals
+        / max(1, sum(t.generator != "sobol-init" for t in trials) + args.n_init),
+        "store_operations": ops,
+        "store_ops_per_wall_second": ops / wall,
+        "store_op_latency_ms": 1000 * busy / max(ops, 1),
+        "best_value": best,
+        "completed": c.store.count("completed"),
+        "total_trials": len(trials),
         "distinct_points": len({tuple(t.x) for t in trials}),
         "repeats": repeats(trials),
-    }  # fmt: skip
+    }
 
 
 def repeats(trials: list) -> list[dict]:
@@ -189,8 +240,14 @@ def repeats(trials: list) -> list[dict]:
         if key in seen:
             first = seen[key]
             pending = first.completed_at is None or first.completed_at > t.created_at
-            out.append({"trial": t.id, "repeats": first.id, "generator": t.generator,
-                        "earlier_was": "pending" if pending else first.status})  # fmt: skip
+            out.append(
+                {
+                    "trial": t.id,
+                    "repeats": first.id,
+                    "generator": t.generator,
+                    "earlier_was": "pending" if pending else first.status,
+                }
+            )
         else:
             seen[key] = t
     return out
@@ -200,8 +257,12 @@ def ideals(budget: int, eval_seconds: float, workers: int, wall: float, proposal
     """Perfect scaling ``(budget * eval + P) / N`` and the serialized-proposal bound."""
     ideal = (budget * eval_seconds + proposals) / workers
     serial = ideal_wall_time(budget, eval_seconds, workers, proposals)
-    return {"ideal_seconds": ideal, "ratio_to_ideal": wall / ideal,
-            "serialized_proposals_seconds": serial, "ratio_to_serialized": wall / serial}  # fmt: skip
+    return {
+        "ideal_seconds": ideal,
+        "ratio_to_ideal": wall / ideal,
+        "serialized_proposals_seconds": serial,
+        "ratio_to_serialized": wall / serial,
+    }
 
 
 def speedups(rows: list[dict]) -> None:
@@ -264,30 +325,65 @@ def write_markdown(result: dict, path: Path) -> None:
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--smoke", action="store_true", help="6 evaluations of 0.05 s, 1 and 2 workers")
+    parser.add_argument(
+        "--smoke", action="store_true", help="6 evaluations of 0.05 s, 1 and 2 workers"
+    )
     parser.add_argument("--problem", default="hartmann6")
     parser.add_argument("--budget", type=int, default=64)
     parser.add_argument("--n-init", type=int, default=8)
     parser.add_argument("--eval-seconds", type=float, default=2.0)
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2, 4])
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--stores", nargs="+", default=["sqlite", "postgres"], choices=["sqlite", "postgres"])
-    login = os.environ.get("PG_USER", "postgres") + (f":{os.environ['PG_PASSWORD']}" if os.environ.get("PG_PASSWORD") else "")
-    default_pg = f"postgresql://{login}@{os.environ['PG_HOST']}:{os.environ.get('PG_PORT', '5432')}/postgres" if os.environ.get("PG_HOST") else None
-    parser.add_argument("--pg", default=default_pg, help="admin URL of a PostgreSQL server (creates databases)")
-    parser.add_argument("--start-method", default=None, choices=["spawn", "fork", "forkserver"],
-                        help="how PostgreSQL workers start (default spawn; fork in --smoke)")
+    parser.add_argument(
+        "--stores", nargs="+", default=["sqlite", "postgres"], choices=["sqlite", "postgres"]
+    )
+    login = os.environ.get("PG_USER", "postgres") + (
+        f":{os.environ['PG_PASSWORD']}" if os.environ.get("PG_PASSWORD") else ""
+    )
+    default_pg = (
+        f"postgresql://{login}@{os.environ['PG_HOST']}:{os.environ.get('PG_PORT', '5432')}/postgres"
+        if os.environ.get("PG_HOST")
+        else None
+    )
+    parser.add_argument(
+        "--pg", default=default_pg, help="admin URL of a PostgreSQL server (creates databases)"
+    )
+    parser.add_argument(
+        "--start-method",
+        default=None,
+        choices=["spawn", "fork", "forkserver"],
+        help="how PostgreSQL workers start (default spawn; fork in --smoke)",
+    )
     add_out_argument(parser, RESULTS)
-    parser.add_argument("--render", metavar="RESULTS_JSON", default=None,
-                        help="recompute the derived columns and rewrite results.md/png from a results.json, run nothing")
-    parser.add_argument("--note", action="append", default=[], help="a line for results.md's notes (e.g. the machine's load)")
+    parser.add_argument(
+        "--render",
+        metavar="RESULTS_JSON",
+        default=None,
+        help="recompute the derived columns and rewrite results.md/png from a results.json, run nothing",
+    )
+    parser.add_argument(
+        "--note",
+        action="append",
+        default=[],
+        help="a line for results.md's notes (e.g. the machine's load)",
+    )
     args = parser.parse_args(argv)
-    args.out = str(output_folder(args.out, args.smoke, RESULTS))  # a string: results.json records the args
+    args.out = str(
+        output_folder(args.out, args.smoke, RESULTS)
+    )  # a string: results.json records the args
     if args.render:
         result = json.loads(Path(args.render).read_text())
         a = result["args"]
         for r in result["rows"]:
-            r.update(ideals(a["budget"], a["eval_seconds"], r["workers"], r["wall_seconds"], r["proposal_seconds"]))
+            r.update(
+                ideals(
+                    a["budget"],
+                    a["eval_seconds"],
+                    r["workers"],
+                    r["wall_seconds"],
+                    r["proposal_seconds"],
+                )
+            )
         speedups(result["rows"])
         result["notes"] = list(dict.fromkeys(result.get("notes", []) + args.note))
         out = Path(args.out)
@@ -318,10 +414,13 @@ def main(argv: list[str] | None = None) -> dict:
     speedups(rows)
     problem = get_problem(args.problem)
     result = {
-        "smoke": args.smoke, "args": {k: v for k, v in vars(args).items() if k != "pg"}, "rows": rows,
-        "optimal_value": problem.optimal_value, "notes": notes,
+        "smoke": args.smoke,
+        "args": {k: v for k, v in vars(args).items() if k != "pg"},
+        "rows": rows,
+        "optimal_value": problem.optimal_value,
+        "notes": notes,
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {sys.version.split()[0]}, torch {torch.__version__}",
-    }  # fmt: skip
+    }
     (out / "results.json").write_text(json.dumps(result, indent=2))
     plot(rows, out / "bench_scale_out.png", problem.optimal_value)
     write_markdown(result, out / "results.md")

@@ -48,8 +48,12 @@ def compare(problem_name: str, n: int, seed: int, smoke: bool) -> list[dict[str,
     torch.manual_seed(seed)
     model = fit_surrogate("gp" if smoke else "map-saas", X, Y, bounds=problem.bounds)
     history = History(X, Y, seed=seed, t=n)
-    opt = OptimizerSettings(num_restarts=4, raw_samples=32 if smoke else 256, maxiter=50 if smoke else 200,
-                            batch_limit=8)  # fmt: skip
+    opt = OptimizerSettings(
+        num_restarts=4,
+        raw_samples=32 if smoke else 256,
+        maxiter=50 if smoke else 200,
+        batch_limit=8,
+    )
     rows = []
     for variant, options in VARIANTS.items():
         policy = SEBO(penalty="l0", optimizer=opt, num_steps=6 if smoke else 30, **options)
@@ -60,11 +64,19 @@ def compare(problem_name: str, n: int, seed: int, smoke: bool) -> list[dict[str,
         with torch.no_grad():
             value = float(exact(proposal.X.unsqueeze(0)))
         meta = proposal.metadata[0]
-        rows.append({
-            "problem": problem_name, "n": n, "seed": seed, "variant": variant, "seconds": seconds,
-            "acq_value": value, "xi": meta["xi"], "a_values": len(meta["a_values"]),
-            "num_traced": meta["num_traced"],
-        })  # fmt: skip
+        rows.append(
+            {
+                "problem": problem_name,
+                "n": n,
+                "seed": seed,
+                "variant": variant,
+                "seconds": seconds,
+                "acq_value": value,
+                "xi": meta["xi"],
+                "a_values": len(meta["a_values"]),
+                "num_traced": meta["num_traced"],
+            }
+        )
     return rows
 
 
@@ -78,31 +90,49 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     torch.set_num_threads(1)
     warnings.simplefilter("ignore")
     seeds = args.seeds or (1 if args.smoke else 5)
-    states = [("branin-10d", 8)] if args.smoke else [(p, n) for p in ("branin-10d", "branin-50d") for n in (8, 20)]
+    states = (
+        [("branin-10d", 8)]
+        if args.smoke
+        else [(p, n) for p in ("branin-10d", "branin-50d") for n in (8, 20)]
+    )
     rows = []
     for problem_name, n in states:
         for seed in range(seeds):
             rows += compare(problem_name, n, seed, args.smoke)
             full, cheap = rows[-2:]
-            print(f"{problem_name} n={n} seed {seed}: full {full['seconds']:.1f}s acq {full['acq_value']:.4g} "
-                  f"xi {full['xi']:g} | cheap {cheap['seconds']:.1f}s acq {cheap['acq_value']:.4g} xi {cheap['xi']:g}",
-                  flush=True)  # fmt: skip
+            print(
+                f"{problem_name} n={n} seed {seed}: full {full['seconds']:.1f}s acq {full['acq_value']:.4g} "
+                f"xi {full['xi']:g} | cheap {cheap['seconds']:.1f}s acq {cheap['acq_value']:.4g} xi {cheap['xi']:g}",
+                flush=True,
+            )
     table = []
     for problem_name, n in states:
-        pairs = [(r, c) for r, c in zip(rows[::2], rows[1::2], strict=True) if r["problem"] == problem_name and r["n"] == n]
-        table.append({
-            "problem": problem_name, "n": n, "seeds": len(pairs),
-            "speedup_median": statistics.median(f["seconds"] / c["seconds"] for f, c in pairs),
-            "full_seconds_median": statistics.median(f["seconds"] for f, _ in pairs),
-            "cheap_seconds_median": statistics.median(c["seconds"] for _, c in pairs),
-            "acq_gap_median": statistics.median(c["acq_value"] - f["acq_value"] for f, c in pairs),
-            "cheap_no_worse": sum(c["acq_value"] >= f["acq_value"] - 1e-3 for f, c in pairs),
-            "xi_full": statistics.fmean(f["xi"] for f, _ in pairs),
-            "xi_cheap": statistics.fmean(c["xi"] for _, c in pairs),
-            "a_values_cheap": statistics.fmean(c["a_values"] for _, c in pairs),
-        })  # fmt: skip
+        pairs = [
+            (r, c)
+            for r, c in zip(rows[::2], rows[1::2], strict=True)
+            if r["problem"] == problem_name and r["n"] == n
+        ]
+        table.append(
+            {
+                "problem": problem_name,
+                "n": n,
+                "seeds": len(pairs),
+                "speedup_median": statistics.median(f["seconds"] / c["seconds"] for f, c in pairs),
+                "full_seconds_median": statistics.median(f["seconds"] for f, _ in pairs),
+                "cheap_seconds_median": statistics.median(c["seconds"] for _, c in pairs),
+                "acq_gap_median": statistics.median(
+                    c["acq_value"] - f["acq_value"] for f, c in pairs
+                ),
+                "cheap_no_worse": sum(c["acq_value"] >= f["acq_value"] - 1e-3 for f, c in pairs),
+                "xi_full": statistics.fmean(f["xi"] for f, _ in pairs),
+                "xi_cheap": statistics.fmean(c["xi"] for _, c in pairs),
+                "a_values_cheap": statistics.fmean(c["a_values"] for _, c in pairs),
+            }
+        )
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "results.json").write_text(json.dumps({"smoke": args.smoke, "table": table, "rows": rows}, indent=1))
+    (args.out / "results.json").write_text(
+        json.dumps({"smoke": args.smoke, "table": table, "rows": rows}, indent=1)
+    )
     lines = [
         "# SEBO homotopy: full vs cheap tracing",
         "",

@@ -85,19 +85,40 @@ def prepare_black_box(folder: Path, env: dict[str, str]) -> Path:
     config = folder / "lab.yaml"
     config.write_text(BLACK_BOX_CONFIG.replace("RUN_DIR", str(folder / "run")))
     base = [sys.executable, "-m", "dsbo.blackbox"]
-    asked = subprocess.run([*base, "ask", "--config", str(config), "--q", "3"], cwd=ROOT, env=env,
-                           capture_output=True, text=True, check=True)  # fmt: skip
+    asked = subprocess.run(
+        [*base, "ask", "--config", str(config), "--q", "3"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     for i, trial in enumerate(json.loads(asked.stdout)["trials"]):
-        subprocess.run([*base, "tell", "--config", str(config), "--trial", str(trial["trial"]),
-                        "--values", str(0.1 * i)], cwd=ROOT, env=env, check=True,
-                       capture_output=True)  # fmt: skip
+        subprocess.run(
+            [
+                *base,
+                "tell",
+                "--config",
+                str(config),
+                "--trial",
+                str(trial["trial"]),
+                "--values",
+                str(0.1 * i),
+            ],
+            cwd=ROOT,
+            env=env,
+            check=True,
+            capture_output=True,
+        )
     return config
 
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=10)
-    parser.add_argument("--smoke", action="store_true", help="1 repeat, no warm-up round, without dsbo.train")
+    parser.add_argument(
+        "--smoke", action="store_true", help="1 repeat, no warm-up round, without dsbo.train"
+    )
     add_out_argument(parser, RESULTS)
     args = parser.parse_args(argv)
     args.out = output_folder(args.out, args.smoke, RESULTS)
@@ -113,22 +134,37 @@ def main(argv: list[str] | None = None) -> dict:
         for name in [] if args.smoke else names:  # one warm-up round (file cache, .pyc files)
             timed(cmds[name], env)
         for r in range(repeats):
-            order = names[r % len(names):] + names[: r % len(names)]
+            order = names[r % len(names) :] + names[: r % len(names)]
             for name in order:
                 times[name].append(timed(cmds[name], env))
-                print(f"round {r + 1}/{repeats} {name}: {times[name][-1][0]:.2f} s", file=sys.stderr)
+                print(
+                    f"round {r + 1}/{repeats} {name}: {times[name][-1][0]:.2f} s", file=sys.stderr
+                )
     ref_wall = statistics.median(w for w, _ in times["import botorch"])
     rows = []
     for name in names:
         wall = statistics.median(w for w, _ in times[name])
         cpu = statistics.median(c for _, c in times[name])
-        rows.append({"command": name, "wall_s": round(wall, 3), "cpu_s": round(cpu, 3),
-                     "vs_botorch": round(wall / ref_wall, 2),
-                     "minus_botorch_s": round(wall - ref_wall, 3)})  # fmt: skip
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                            text=True).stdout.strip()  # fmt: skip
-    info = {"smoke": args.smoke, "repeats": repeats, "commit": commit, "python": platform.python_version(),
-            "cpus": os.cpu_count(), "rows": rows}  # fmt: skip
+        rows.append(
+            {
+                "command": name,
+                "wall_s": round(wall, 3),
+                "cpu_s": round(cpu, 3),
+                "vs_botorch": round(wall / ref_wall, 2),
+                "minus_botorch_s": round(wall - ref_wall, 3),
+            }
+        )
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+    ).stdout.strip()
+    info = {
+        "smoke": args.smoke,
+        "repeats": repeats,
+        "commit": commit,
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "rows": rows,
+    }
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "results.json").write_text(json.dumps(info, indent=2) + "\n")
     lines = [
@@ -138,8 +174,11 @@ def main(argv: list[str] | None = None) -> dict:
         "| command | wall s | CPU s | x import botorch | wall - botorch s |",
         "|---|---|---|---|---|",
     ]
-    lines += [f"| `{r['command']}` | {r['wall_s']:.2f} | {r['cpu_s']:.2f} | {r['vs_botorch']:.2f} | "
-              f"{r['minus_botorch_s']:+.2f} |" for r in rows]  # fmt: skip
+    lines += [
+        f"| `{r['command']}` | {r['wall_s']:.2f} | {r['cpu_s']:.2f} | {r['vs_botorch']:.2f} | "
+        f"{r['minus_botorch_s']:+.2f} |"
+        for r in rows
+    ]
     (args.out / "results.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return info

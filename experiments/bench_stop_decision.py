@@ -80,11 +80,24 @@ def make_campaign(store: Any, rule: str | None, budget: int, max_steps: int):
     """A campaign whose proposals are Sobol points (no model) with ``rule`` as its stopping rule."""
     from dsbo.campaign import Campaign
 
-    return Campaign(make_problem(), surrogate="gp", acquisition="sobol", budget=budget, n_init=2, seed=0,
-                    store=store, dry_run=False, early_stopping=rule, max_steps=max_steps, lease=600.0)  # fmt: skip
+    return Campaign(
+        make_problem(),
+        surrogate="gp",
+        acquisition="sobol",
+        budget=budget,
+        n_init=2,
+        seed=0,
+        store=store,
+        dry_run=False,
+        early_stopping=rule,
+        max_steps=max_steps,
+        lease=600.0,
+    )
 
 
-def run_trials(campaign, trials: int, max_steps: int, step_seconds: float, ask_lock: Any, rec: dict[str, list]) -> None:
+def run_trials(
+    campaign, trials: int, max_steps: int, step_seconds: float, ask_lock: Any, rec: dict[str, list]
+) -> None:
     """``trials`` trials of one worker: report each step, ask whether to stop after each
     report, timing both calls (module docstring)."""
     for _ in range(trials):
@@ -116,7 +129,9 @@ def new_record() -> dict[str, list]:
     return {"report": [], "decision": [], "trials": []}
 
 
-def _pg_worker(url: str, rule: str, settings: dict[str, Any], ready: str, go: str, out: str) -> None:
+def _pg_worker(
+    url: str, rule: str, settings: dict[str, Any], ready: str, go: str, out: str
+) -> None:
     import torch
 
     torch.set_num_threads(1)
@@ -125,7 +140,14 @@ def _pg_worker(url: str, rule: str, settings: dict[str, Any], ready: str, go: st
     Path(ready).touch()
     while not Path(go).exists():
         time.sleep(0.005)
-    run_trials(campaign, settings["trials"], settings["max_steps"], settings["step_seconds"], threading.Lock(), rec)
+    run_trials(
+        campaign,
+        settings["trials"],
+        settings["max_steps"],
+        settings["step_seconds"],
+        threading.Lock(),
+        rec,
+    )
     campaign.store.close()
     Path(out).write_text(json.dumps(rec))
 
@@ -172,15 +194,24 @@ class PostgresStores:
 
 
 # ---------------------------------------------------------------------- one configuration
-def run_postgres(args: argparse.Namespace, dbs: PostgresStores, base: str, size: int, rule: str, work: Path) -> dict:
+def run_postgres(
+    args: argparse.Namespace, dbs: PostgresStores, base: str, size: int, rule: str, work: Path
+) -> dict:
     url = dbs.url(dbs.create(template=base))
-    settings = {"budget": budget(args, size), "max_steps": args.max_steps, "trials": args.trials,
-                "step_seconds": args.step_seconds}  # fmt: skip
+    settings = {
+        "budget": budget(args, size),
+        "max_steps": args.max_steps,
+        "trials": args.trials,
+        "step_seconds": args.step_seconds,
+    }
     tag = uuid.uuid4().hex[:6]
     go = work / f"go-{tag}"
     files = [(work / f"ready-{tag}-{i}", work / f"out-{tag}-{i}") for i in range(args.workers)]
     ctx = multiprocessing.get_context(args.start_method)
-    procs = [ctx.Process(target=_pg_worker, args=(url, rule, settings, str(r), str(go), str(o))) for r, o in files]
+    procs = [
+        ctx.Process(target=_pg_worker, args=(url, rule, settings, str(r), str(go), str(o)))
+        for r, o in files
+    ]
     for p in procs:
         p.start()
     while not all(r.exists() for r, _ in files):
@@ -207,8 +238,13 @@ def run_sqlite(args: argparse.Namespace, base: Path, size: int, rule: str, work:
     campaign = make_campaign(str(path), rule, budget(args, size), args.max_steps)
     records = [new_record() for _ in range(args.workers)]
     lock = threading.Lock()
-    threads = [threading.Thread(target=run_trials, args=(campaign, args.trials, args.max_steps, args.step_seconds, lock, r))
-               for r in records]  # fmt: skip
+    threads = [
+        threading.Thread(
+            target=run_trials,
+            args=(campaign, args.trials, args.max_steps, args.step_seconds, lock, r),
+        )
+        for r in records
+    ]
     start = time.perf_counter()
     for t in threads:
         t.start()
@@ -232,21 +268,33 @@ def stats(values: list[float]) -> dict[str, float] | None:
         return None
     ordered = sorted(values)
     p95 = ordered[min(len(ordered) - 1, math.ceil(0.95 * len(ordered)) - 1)]
-    return {"n": len(ordered), "median_ms": statistics.median(ordered), "p95_ms": p95, "max_ms": ordered[-1],
-            "mean_ms": statistics.fmean(ordered)}  # fmt: skip
+    return {
+        "n": len(ordered),
+        "median_ms": statistics.median(ordered),
+        "p95_ms": p95,
+        "max_ms": ordered[-1],
+        "mean_ms": statistics.fmean(ordered),
+    }
 
 
-def summarize(store: str, size: int, rule: str, workers: int, wall: float, rec: dict, target: str, args) -> dict:
+def summarize(
+    store: str, size: int, rule: str, workers: int, wall: float, rec: dict, target: str, args
+) -> dict:
     decisions = [ms for ms, _ in rec["decision"]]
     row = {
-        "store": store, "size": size, "rule": rule, "workers": workers, "wall_seconds": wall,
+        "store": store,
+        "size": size,
+        "rule": rule,
+        "workers": workers,
+        "wall_seconds": wall,
         "decision": stats(decisions),
         "decision_continue": stats([ms for ms, stop in rec["decision"] if not stop]),
         "decision_stop": stats([ms for ms, stop in rec["decision"] if stop]),
         "report": stats(rec["report"]),
         "decisions_over_goal": sum(ms > GOAL_MS for ms in decisions),
-        "trials_run": len(rec["trials"]), "trials_stopped": rec["trials"].count("stopped"),
-    }  # fmt: skip
+        "trials_run": len(rec["trials"]),
+        "trials_stopped": rec["trials"].count("stopped"),
+    }
     row.update(breakdown(target, rule, args))
     return row
 
@@ -274,7 +322,8 @@ def breakdown(target: str, rule: str, args: argparse.Namespace) -> dict:
             return statistics.median(times)
 
         return {
-            "trials_at_end": len(statuses), "curve_rows_at_end": sum(len(c) for c in curves.values()),
+            "trials_at_end": len(statuses),
+            "curve_rows_at_end": sum(len(c) for c in curves.values()),
             "parts_ms": {
                 "store.get": median_ms(lambda: store.get(tid)),
                 "store.curves()": median_ms(store.curves),
@@ -286,7 +335,7 @@ def breakdown(target: str, rule: str, args: argparse.Namespace) -> dict:
                 "rule.decide (in memory)": median_ms(lambda: settings.rule.decide(trial, others)),
                 "EarlyStopping.decide": median_ms(lambda: settings.decide(store, tid)),
             },
-        }  # fmt: skip
+        }
     finally:
         store.close()
 
@@ -307,7 +356,11 @@ def write_markdown(result: dict, path: Path) -> None:
         f"steps, sleeping {a['step_seconds']} s before each report. PostgreSQL: {a['workers']} worker processes; "
         f"SQLite (reference): {a['workers']} threads of one process. Goal (issue 42): a stop decision costs at "
         f"most {GOAL_MS:g} ms on PostgreSQL with 4 workers. Machine: {result['machine']}."
-        + (" **Smoke mode** (small stores, few trials: the numbers are not results)." if result["smoke"] else ""),
+        + (
+            " **Smoke mode** (small stores, few trials: the numbers are not results)."
+            if result["smoke"]
+            else ""
+        ),
         "",
         "## should_stop() and report() latency (ms)",
         "",
@@ -332,34 +385,65 @@ def write_markdown(result: dict, path: Path) -> None:
         "|---|---|---|---|" + "---|" * len(parts),
     ]
     for r in result["rows"]:
-        lines.append(f"| {r['store']} | {r['size']} | {r['rule']} | {r['curve_rows_at_end']} | "
-                     + " | ".join(f"{r['parts_ms'][p]:.2f}" for p in parts) + " |")  # fmt: skip
+        lines.append(
+            f"| {r['store']} | {r['size']} | {r['rule']} | {r['curve_rows_at_end']} | "
+            + " | ".join(f"{r['parts_ms'][p]:.2f}" for p in parts)
+            + " |"
+        )
     lines += ["", *[f"- {n}" for n in result.get("notes", [])]]
     path.write_text("\n".join(lines) + "\n")
 
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--smoke", action="store_true", help="N in {10, 40}, 2 trials of 9 steps a worker")
-    parser.add_argument("--sizes", type=int, nargs="+", default=[100, 300], help="trials pre-filled in the store")
+    parser.add_argument(
+        "--smoke", action="store_true", help="N in {10, 40}, 2 trials of 9 steps a worker"
+    )
+    parser.add_argument(
+        "--sizes", type=int, nargs="+", default=[100, 300], help="trials pre-filled in the store"
+    )
     parser.add_argument("--rules", nargs="+", default=list(RULES), choices=RULES)
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--trials", type=int, default=12, help="trials each worker runs")
     parser.add_argument("--max-steps", type=int, default=27)
-    parser.add_argument("--step-seconds", type=float, default=0.02, help="simulated training before each report")
-    parser.add_argument("--repeats", type=int, default=20, help="timings of each part of a decision (median)")
-    parser.add_argument("--stores", nargs="+", default=["postgres", "sqlite"], choices=["postgres", "sqlite"])
-    login = os.environ.get("PG_USER", "postgres") + (f":{os.environ['PG_PASSWORD']}" if os.environ.get("PG_PASSWORD") else "")
-    default_pg = f"postgresql://{login}@{os.environ['PG_HOST']}:{os.environ.get('PG_PORT', '5432')}/postgres" if os.environ.get("PG_HOST") else None
-    parser.add_argument("--pg", default=default_pg, help="admin URL of a PostgreSQL server (creates databases)")
-    parser.add_argument("--start-method", default=None, choices=["spawn", "fork", "forkserver"],
-                        help="how PostgreSQL workers start (default spawn; fork in --smoke)")
+    parser.add_argument(
+        "--step-seconds", type=float, default=0.02, help="simulated training before each report"
+    )
+    parser.add_argument(
+        "--repeats", type=int, default=20, help="timings of each part of a decision (median)"
+    )
+    parser.add_argument(
+        "--stores", nargs="+", default=["postgres", "sqlite"], choices=["postgres", "sqlite"]
+    )
+    login = os.environ.get("PG_USER", "postgres") + (
+        f":{os.environ['PG_PASSWORD']}" if os.environ.get("PG_PASSWORD") else ""
+    )
+    default_pg = (
+        f"postgresql://{login}@{os.environ['PG_HOST']}:{os.environ.get('PG_PORT', '5432')}/postgres"
+        if os.environ.get("PG_HOST")
+        else None
+    )
+    parser.add_argument(
+        "--pg", default=default_pg, help="admin URL of a PostgreSQL server (creates databases)"
+    )
+    parser.add_argument(
+        "--start-method",
+        default=None,
+        choices=["spawn", "fork", "forkserver"],
+        help="how PostgreSQL workers start (default spawn; fork in --smoke)",
+    )
     parser.add_argument("--note", action="append", default=[], help="a line for results.md's notes")
     add_out_argument(parser, RESULTS)
     args = parser.parse_args(argv)
     out = output_folder(args.out, args.smoke, RESULTS)
     if args.smoke:
-        args.sizes, args.trials, args.max_steps, args.step_seconds, args.repeats = [10, 40], 2, 9, 0.002, 3
+        args.sizes, args.trials, args.max_steps, args.step_seconds, args.repeats = (
+            [10, 40],
+            2,
+            9,
+            0.002,
+            3,
+        )
     args.start_method = args.start_method or ("fork" if args.smoke else "spawn")
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     import torch
@@ -400,18 +484,26 @@ def main(argv: list[str] | None = None) -> dict:
                             row = run_sqlite(args, bases["sqlite"], size, rule, work)
                         rows.append(row)
                         d = row["decision"]
-                        print(f"{store} N={size} {rule}: should_stop median {fmt(d, 'median_ms')} p95 {fmt(d, 'p95_ms')} "
-                              f"max {fmt(d, 'max_ms')} ms; report median {fmt(row['report'], 'median_ms')} ms; "
-                              f"parts {json.dumps({k: round(v, 2) for k, v in row['parts_ms'].items()})}", flush=True)  # fmt: skip
+                        print(
+                            f"{store} N={size} {rule}: should_stop median {fmt(d, 'median_ms')} p95 {fmt(d, 'p95_ms')} "
+                            f"max {fmt(d, 'max_ms')} ms; report median {fmt(row['report'], 'median_ms')} ms; "
+                            f"parts {json.dumps({k: round(v, 2) for k, v in row['parts_ms'].items()})}",
+                            flush=True,
+                        )
     finally:
         if dbs is not None:
             dbs.drop_all()
     result = {
-        "smoke": args.smoke, "goal_ms": GOAL_MS, "rows": rows, "notes": notes,
-        "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if k != "pg"},
+        "smoke": args.smoke,
+        "goal_ms": GOAL_MS,
+        "rows": rows,
+        "notes": notes,
+        "args": {
+            k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if k != "pg"
+        },
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the end, "
-                   f"Python {sys.version.split()[0]}",
-    }  # fmt: skip
+        f"Python {sys.version.split()[0]}",
+    }
     (out / "results.json").write_text(json.dumps(result, indent=2))
     write_markdown(result, out / "results.md")
     return result

@@ -72,18 +72,24 @@ def data(n: int, seed: int = 0) -> tuple[Any, torch.Tensor, torch.Tensor]:
     return problem, X, problem.evaluate(X)
 
 
-def bo_step(problem, X, Y, surrogate: dict[str, Any], acquisition: str, opt: OptimizerSettings) -> dict[str, float]:
+def bo_step(
+    problem, X, Y, surrogate: dict[str, Any], acquisition: str, opt: OptimizerSettings
+) -> dict[str, float]:
     """Seconds to fit ``surrogate`` and propose one point with ``acquisition``."""
     torch.manual_seed(0)
     t0 = time.perf_counter()
     model = fit_surrogate(surrogate, X, Y, bounds=problem.bounds)
     t1 = time.perf_counter()
-    make_policy(acquisition, {}, opt).propose(model, History(X=X, Y=Y, seed=0, t=X.shape[0]), problem, 1)
+    make_policy(acquisition, {}, opt).propose(
+        model, History(X=X, Y=Y, seed=0, t=X.shape[0]), problem, 1
+    )
     t2 = time.perf_counter()
     return {"fit": t1 - t0, "acquisition": t2 - t1, "total": t2 - t0}
 
 
-def fit_time(n: int, width: int, members: int, steps: int, dtype: torch.dtype, variant: str = "default") -> float:
+def fit_time(
+    n: int, width: int, members: int, steps: int, dtype: torch.dtype, variant: str = "default"
+) -> float:
     """Seconds of one Lightning fit of a SimpleSMB with ``members`` networks on ``n`` points.
 
     ``variant``: ``default``; ``one-batch`` (no member chunks); ``torch-tanh`` (``torch.tanh``
@@ -108,7 +114,9 @@ def fit_time(n: int, width: int, members: int, steps: int, dtype: torch.dtype, v
         mlp.CHUNK_BYTES, mlp.ACTIVATIONS["tanh"], neural.STEPS_PER_BATCH = saved
 
 
-def closure_fit(n: int, width: int, members: int, target_mse: float, max_iter: int = 2000) -> tuple[float, int]:
+def closure_fit(
+    n: int, width: int, members: int, target_mse: float, max_iter: int = 2000
+) -> tuple[float, int]:
     """Seconds and L-BFGS iterations (full batch, strong-Wolfe line search, a plain PyTorch
     loop) for a ``members``-network SimpleSMB to reach a training MSE of ``target_mse``."""
     x = torch.rand(n, 6)
@@ -117,8 +125,9 @@ def closure_fit(n: int, width: int, members: int, target_mse: float, max_iter: i
     module.reinitialize()
     module.eps = torch.zeros(members, n)
     module._num_train = n
-    optimizer = torch.optim.LBFGS(module.net.parameters(), lr=1.0, max_iter=20, history_size=20,
-                                  line_search_fn="strong_wolfe")
+    optimizer = torch.optim.LBFGS(
+        module.net.parameters(), lr=1.0, max_iter=20, history_size=20, line_search_fn="strong_wolfe"
+    )
     index = torch.arange(n)
 
     def closure():
@@ -144,19 +153,34 @@ def adam_train_mse(n: int, width: int, members: int, steps: int) -> float:
     return float(module.train_mse)
 
 
-def to_tolerance_step(problem, X, Y, tol: float, width: int, opt: OptimizerSettings, max_steps: int) -> dict[str, float]:
+def to_tolerance_step(
+    problem, X, Y, tol: float, width: int, opt: OptimizerSettings, max_steps: int
+) -> dict[str, float]:
     """A SimpleSMB BO step trained until its standardized training MSE is below ``tol``."""
-    surrogate = {"name": "simple-smb", "num_samples": 1, "width": width, "max_epochs": max_steps,
-                 "train_tol": tol, "dtype": "float32"}
+    surrogate = {
+        "name": "simple-smb",
+        "num_samples": 1,
+        "width": width,
+        "max_epochs": max_steps,
+        "train_tol": tol,
+        "dtype": "float32",
+    }
     torch.manual_seed(0)
     t0 = time.perf_counter()
     model = fit_surrogate(surrogate, X, Y, bounds=problem.bounds)
     t1 = time.perf_counter()
-    make_policy("greedy", {}, opt).propose(model, History(X=X, Y=Y, seed=0, t=X.shape[0]), problem, 1)
+    make_policy("greedy", {}, opt).propose(
+        model, History(X=X, Y=Y, seed=0, t=X.shape[0]), problem, 1
+    )
     t2 = time.perf_counter()
     module = model.module
-    return {"fit": t1 - t0, "acquisition": t2 - t1, "total": t2 - t0, "train_mse": float(module.train_mse),
-            "steps": module.fit_steps}
+    return {
+        "fit": t1 - t0,
+        "acquisition": t2 - t1,
+        "total": t2 - t0,
+        "train_mse": float(module.train_mse),
+        "steps": module.fit_steps,
+    }
 
 
 def plain_loop_time(n: int, width: int, steps: int, dtype: torch.dtype) -> float:
@@ -186,11 +210,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--smoke", action="store_true")
     parser.add_argument("--sizes", type=int, nargs="*", default=None)
     parser.add_argument("--width", type=int, default=None, help="hidden width (default 1000)")
-    parser.add_argument("--steps", type=int, default=None, help="full-batch Adam steps per fit (default 500)")
-    parser.add_argument("--threads", type=int, default=1, help="intra-op threads of the main measurements")
-    parser.add_argument("--tol", type=float, default=1e-3, help="training MSE of the like-for-like network fit")
+    parser.add_argument(
+        "--steps", type=int, default=None, help="full-batch Adam steps per fit (default 500)"
+    )
+    parser.add_argument(
+        "--threads", type=int, default=1, help="intra-op threads of the main measurements"
+    )
+    parser.add_argument(
+        "--tol", type=float, default=1e-3, help="training MSE of the like-for-like network fit"
+    )
     parser.add_argument("--converged-sizes", type=int, nargs="*", default=None)
-    parser.add_argument("--repeats", type=int, default=None, help="interleaved repeats of the ensemble timings")
+    parser.add_argument(
+        "--repeats", type=int, default=None, help="interleaved repeats of the ensemble timings"
+    )
     parser.add_argument("--overhead-repeats", type=int, default=None)
     add_out_argument(parser, RESULTS)
     args = parser.parse_args(argv)
@@ -202,8 +234,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     steps = args.steps or (10 if smoke else 500)
     repeats = args.repeats or (1 if smoke else 5)
     args.overhead_repeats = args.overhead_repeats or (1 if smoke else 10)
-    opt = (OptimizerSettings(num_restarts=2, raw_samples=32, maxiter=25, batch_limit=2, mc_samples=32) if smoke
-           else OptimizerSettings(num_restarts=10, raw_samples=256, maxiter=100, batch_limit=10, mc_samples=128))
+    opt = (
+        OptimizerSettings(num_restarts=2, raw_samples=32, maxiter=25, batch_limit=2, mc_samples=32)
+        if smoke
+        else OptimizerSettings(
+            num_restarts=10, raw_samples=256, maxiter=100, batch_limit=10, mc_samples=128
+        )
+    )
     neural = {"width": width, "max_epochs": steps, "dtype": "float32"}
     methods = {
         "simple-smb": ({"name": "simple-smb", "num_samples": 1, **neural}, "greedy"),
@@ -217,7 +254,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         for name, (surrogate, acquisition) in methods.items():
             timing = bo_step(problem, X, Y, surrogate, acquisition, opt)
             rows.append({"n": n, "method": name, **timing})
-            print(f"N={n:5d} {name:>16}: fit {timing['fit']:.2f}s + acquisition {timing['acquisition']:.2f}s", flush=True)
+            print(
+                f"N={n:5d} {name:>16}: fit {timing['fit']:.2f}s + acquisition {timing['acquisition']:.2f}s",
+                flush=True,
+            )
 
     # 1. vectorized ensemble vs one member vs a loop of members (fit only, float32), interleaved
     n_mid = sizes[min(1, len(sizes) - 1)]
@@ -227,34 +267,61 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         times["one"].append(fit_time(n_mid, width, 1, steps, torch.float32))
         for v in variants:
             times[v].append(fit_time(n_mid, width, 10, steps, torch.float32, v))
-        times["loop"].append(sum(fit_time(n_mid, width, 1, steps, torch.float32) for _ in range(10)))
+        times["loop"].append(
+            sum(fit_time(n_mid, width, 1, steps, torch.float32) for _ in range(10))
+        )
     med = {k: statistics.median(v) for k, v in times.items()}
     target = adam_train_mse(n_mid, width, 10, steps)
     lbfgs_seconds, lbfgs_iters = closure_fit(n_mid, width, 10, target)
-    ensemble = {"n": n_mid, "repeats": repeats, "one_member": med["one"], "ten_loop": med["loop"],
-                "ten_vectorized": med["default"], "variants": {v: med[v] for v in variants},
-                "over_loop": med["default"] / med["loop"], "over_ten_ones": med["default"] / (10 * med["one"]),
-                "ratio": med["default"] / med["one"], "loop_ratio": med["loop"] / med["one"],
-                "lbfgs": {"target_mse": target, "seconds": lbfgs_seconds, "iterations": lbfgs_iters}}
-    print(f"ensemble at N={n_mid}: 10 vectorized / loop of 10 = {ensemble['over_loop']:.2f}x, "
-          f"/ (10 x one) = {ensemble['over_ten_ones']:.2f}x; variants "
-          + ", ".join(f"{v} {t:.2f}s" for v, t in ensemble["variants"].items()), flush=True)
+    ensemble = {
+        "n": n_mid,
+        "repeats": repeats,
+        "one_member": med["one"],
+        "ten_loop": med["loop"],
+        "ten_vectorized": med["default"],
+        "variants": {v: med[v] for v in variants},
+        "over_loop": med["default"] / med["loop"],
+        "over_ten_ones": med["default"] / (10 * med["one"]),
+        "ratio": med["default"] / med["one"],
+        "loop_ratio": med["loop"] / med["one"],
+        "lbfgs": {"target_mse": target, "seconds": lbfgs_seconds, "iterations": lbfgs_iters},
+    }
+    print(
+        f"ensemble at N={n_mid}: 10 vectorized / loop of 10 = {ensemble['over_loop']:.2f}x, "
+        f"/ (10 x one) = {ensemble['over_ten_ones']:.2f}x; variants "
+        + ", ".join(f"{v} {t:.2f}s" for v, t in ensemble["variants"].items()),
+        flush=True,
+    )
 
     # 2. GP / neural step at the largest N (fixed budgets), and both fitted to convergence
     n_max = sizes[-1]
     step = {r["method"]: r["total"] for r in rows if r["n"] == n_max}
-    gp_ratio = {"n": n_max, "gp_over_simple_smb": step["exact-gp"] / step["simple-smb"],
-                "gp_over_ensemble": step["exact-gp"] / step["smb-ensemble-10"]}
+    gp_ratio = {
+        "n": n_max,
+        "gp_over_simple_smb": step["exact-gp"] / step["simple-smb"],
+        "gp_over_ensemble": step["exact-gp"] / step["smb-ensemble-10"],
+    }
     converged = []
     for n in args.converged_sizes or ([20] if smoke else [500, 1000]):
         problem, X, Y = data(n)
         gp = next((r for r in rows if r["n"] == n and r["method"] == "exact-gp"), None)
         gp = gp or {"n": n, **bo_step(problem, X, Y, methods["exact-gp"][0], "logei", opt)}
         net = to_tolerance_step(problem, X, Y, args.tol, width, opt, 200 if smoke else 20000)
-        converged.append({"n": n, "gp_step": gp["total"], "net_step": net["total"], "net_steps": net["steps"],
-                          "net_train_mse": net["train_mse"], "gp_over_net": gp["total"] / net["total"]})
-        print(f"converged N={n}: GP {gp['total']:.2f}s, SimpleSMB to MSE<{args.tol:g} {net['total']:.2f}s "
-              f"({net['steps']} steps)", flush=True)
+        converged.append(
+            {
+                "n": n,
+                "gp_step": gp["total"],
+                "net_step": net["total"],
+                "net_steps": net["steps"],
+                "net_train_mse": net["train_mse"],
+                "gp_over_net": gp["total"] / net["total"],
+            }
+        )
+        print(
+            f"converged N={n}: GP {gp['total']:.2f}s, SimpleSMB to MSE<{args.tol:g} {net['total']:.2f}s "
+            f"({net['steps']} steps)",
+            flush=True,
+        )
 
     # 3. Lightning overhead at the smallest N: the bench width and the thesis width 5000, interleaved
     n_small = sizes[0]
@@ -266,12 +333,22 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             runs["per_step"].append(fit_time(n_small, w, 1, steps, torch.float32, "per-step"))
             runs["plain_loop"].append(plain_loop_time(n_small, w, steps, torch.float32))
         m = {k: statistics.median(v) for k, v in runs.items()}
-        overheads.append({"n": n_small, "width": w, "repeats": args.overhead_repeats, **m,
-                          "overhead_share": max(m["trainer_fit"] - m["plain_loop"], 0.0) / m["trainer_fit"],
-                          "per_step_share": max(m["per_step"] - m["plain_loop"], 0.0) / m["per_step"],
-                          "overhead_ms_per_step": 1e3 * (m["trainer_fit"] - m["plain_loop"]) / steps})
-        print(f"Lightning overhead at N={n_small}, width {w}: {overheads[-1]['overhead_share']:.1%} of the fit "
-              f"(one step per batch: {overheads[-1]['per_step_share']:.1%})", flush=True)
+        overheads.append(
+            {
+                "n": n_small,
+                "width": w,
+                "repeats": args.overhead_repeats,
+                **m,
+                "overhead_share": max(m["trainer_fit"] - m["plain_loop"], 0.0) / m["trainer_fit"],
+                "per_step_share": max(m["per_step"] - m["plain_loop"], 0.0) / m["per_step"],
+                "overhead_ms_per_step": 1e3 * (m["trainer_fit"] - m["plain_loop"]) / steps,
+            }
+        )
+        print(
+            f"Lightning overhead at N={n_small}, width {w}: {overheads[-1]['overhead_share']:.1%} of the fit "
+            f"(one step per batch: {overheads[-1]['per_step_share']:.1%})",
+            flush=True,
+        )
     overhead = overheads[0]
 
     # threads: the SimpleSMB step with 1 and 2 intra-op threads
@@ -284,9 +361,20 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             threads.append({"n": n, "threads": t, "total": timing["total"]})
     torch.set_num_threads(args.threads)
 
-    result = {"smoke": smoke, "width": width, "steps": steps, "threads": args.threads, "rows": rows,
-              "ensemble": ensemble, "gp_ratio": gp_ratio, "converged": converged, "tol": args.tol, "lightning": overhead, "lightning_by_width": overheads,
-              "thread_rows": threads}
+    result = {
+        "smoke": smoke,
+        "width": width,
+        "steps": steps,
+        "threads": args.threads,
+        "rows": rows,
+        "ensemble": ensemble,
+        "gp_ratio": gp_ratio,
+        "converged": converged,
+        "tol": args.tol,
+        "lightning": overhead,
+        "lightning_by_width": overheads,
+        "thread_rows": threads,
+    }
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "results.json").write_text(json.dumps(result, indent=1))
     write_markdown(result, args.out / "results.md")
@@ -298,13 +386,16 @@ def write_markdown(result: dict[str, Any], path: Path) -> None:
     e, g = result["ensemble"], result["gp_ratio"]
     lines = [
         f"# bench_surrogates (Hartmann6, d = 6; width {result['width']}, {result['steps']} full-batch Adam "
-        f"steps per neural fit, float32; {result['threads']} thread(s))" + (" (smoke)" if result["smoke"] else ""),
+        f"steps per neural fit, float32; {result['threads']} thread(s))"
+        + (" (smoke)" if result["smoke"] else ""),
         "",
         "| N | method | fit (s) | acquisition (s) | step (s) |",
         "|---|---|---|---|---|",
     ]
     for r in result["rows"]:
-        lines.append(f"| {r['n']} | {r['method']} | {r['fit']:.2f} | {r['acquisition']:.2f} | {r['total']:.2f} |")
+        lines.append(
+            f"| {r['n']} | {r['method']} | {r['fit']:.2f} | {r['acquisition']:.2f} | {r['total']:.2f} |"
+        )
     v = e["variants"]
     lines += [
         "",
@@ -351,7 +442,10 @@ def write_markdown(result: dict[str, Any], path: Path) -> None:
     lines += [
         "",
         "SimpleSMB step by intra-op threads: "
-        + ", ".join(f"N={r['n']} x {r['threads']} thread(s): {r['total']:.2f}s" for r in result["thread_rows"]),
+        + ", ".join(
+            f"N={r['n']} x {r['threads']} thread(s): {r['total']:.2f}s"
+            for r in result["thread_rows"]
+        ),
     ]
     path.write_text("\n".join(lines) + "\n")
 
@@ -360,7 +454,9 @@ def plot(result: dict[str, Any], path: Path) -> None:
     fig, ax = plt.subplots(figsize=(5.5, 4))
     for i, method in enumerate(sorted({r["method"] for r in result["rows"]})):
         rows = [r for r in result["rows"] if r["method"] == method]
-        ax.loglog([r["n"] for r in rows], [r["total"] for r in rows], "o-", color=f"C{i}", label=method)
+        ax.loglog(
+            [r["n"] for r in rows], [r["total"] for r in rows], "o-", color=f"C{i}", label=method
+        )
     ax.set_xlabel("observations N")
     ax.set_ylabel("seconds per BO step (fit + acquisition)")
     ax.set_title("Hartmann6: BO step cost")

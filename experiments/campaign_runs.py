@@ -30,7 +30,16 @@ from dsbo.acquisition.sparsity import is_duplicate, num_changed  # noqa: E402
 from dsbo.campaign import Campaign, best_so_far  # noqa: E402
 from dsbo.problems import Problem, get_problem  # noqa: E402
 
-KEY_FIELDS = ("problem", "method", "seed", "budget", "n_init", "surrogate", "smoke", "evaluate_target")
+KEY_FIELDS = (
+    "problem",
+    "method",
+    "seed",
+    "budget",
+    "n_init",
+    "surrogate",
+    "smoke",
+    "evaluate_target",
+)
 #: Key fields that runs recorded before the field existed lack, and their value then.
 KEY_DEFAULTS = {"evaluate_target": True, "beta": None}
 INITIAL = ("default", "sobol-init")
@@ -39,11 +48,17 @@ INITIAL = ("default", "sobol-init")
 def optimizer_settings(smoke: bool) -> OptimizerSettings:
     """Tiny settings for ``--smoke``; otherwise moderately reduced ones (stated in reports)."""
     if smoke:
-        return OptimizerSettings(num_restarts=2, raw_samples=32, maxiter=25, batch_limit=2, mc_samples=32)
-    return OptimizerSettings(num_restarts=8, raw_samples=256, maxiter=100, batch_limit=4, mc_samples=128)
+        return OptimizerSettings(
+            num_restarts=2, raw_samples=32, maxiter=25, batch_limit=2, mc_samples=32
+        )
+    return OptimizerSettings(
+        num_restarts=8, raw_samples=256, maxiter=100, batch_limit=4, mc_samples=128
+    )
 
 
-def record_campaign(campaign: Campaign, problem: Problem, job: dict[str, Any], seconds: float) -> dict[str, Any]:
+def record_campaign(
+    campaign: Campaign, problem: Problem, job: dict[str, Any], seconds: float
+) -> dict[str, Any]:
     """The per-run numbers: best-so-far trace, values, feasibility, changed parameters,
     how many BO proposals were new points, and the proposal times."""
     trials = campaign.store.trials("completed")
@@ -63,7 +78,9 @@ def record_campaign(campaign: Campaign, problem: Problem, job: dict[str, Any], s
         "duplicate_fallbacks": sum(bool(trials[i].metadata.get("duplicate_fallback")) for i in bo),
         "acq_time": [trials[i].acq_time for i in bo if trials[i].acq_time > 0],
         "seconds": seconds,
-        "default_value": next((float(Y[i, 0]) for i, t in enumerate(trials) if t.generator == "default"), None),
+        "default_value": next(
+            (float(Y[i, 0]) for i, t in enumerate(trials) if t.generator == "default"), None
+        ),
     }
 
 
@@ -115,7 +132,10 @@ def run_resumable(
     if only_existing:
         return [done[job_key(j)] for j in jobs if job_key(j) in done]
     if len(todo) < len(jobs):
-        print(f"resuming: {len(jobs) - len(todo)} of {len(jobs)} campaigns already in {log}", flush=True)
+        print(
+            f"resuming: {len(jobs) - len(todo)} of {len(jobs)} campaigns already in {log}",
+            flush=True,
+        )
     started = time.perf_counter()
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(workers, mp_context=context) as pool, log.open("a") as sink:
@@ -123,12 +143,19 @@ def run_resumable(
             done[job_key(run)] = run
             sink.write(json.dumps(run) + "\n")
             sink.flush()
-            what = " ".join(f"{k} {run[k]}" if k == "beta" else f"{run[k]}" for k in key_fields
-                            if k in ("problem", "method", "part") or k == "beta" and run.get(k) is not None)
+            what = " ".join(
+                f"{k} {run[k]}" if k == "beta" else f"{run[k]}"
+                for k in key_fields
+                if k in ("problem", "method", "part") or k == "beta" and run.get(k) is not None
+            )
             print(
                 f"[{i}/{len(jobs)}] {what} seed {run['seed']}: "
                 + (f"last trace value {run['trace'][-1]:.4g}, " if "trace" in run else "")
-                + (f"new points {run['distinct_bo']}/{run['num_bo']}, " if "distinct_bo" in run else "")
+                + (
+                    f"new points {run['distinct_bo']}/{run['num_bo']}, "
+                    if "distinct_bo" in run
+                    else ""
+                )
                 + f"{run['seconds']:.0f}s  (elapsed {time.perf_counter() - started:.0f}s)",
                 flush=True,
             )
@@ -138,7 +165,9 @@ def run_resumable(
 def best_with_at_most(run: dict[str, Any], k: int) -> float:
     """Best feasible value among the run's points that change at most ``k`` parameters."""
     values = [
-        v for v, c, f in zip(run["values"], run["changed"], run["feasible"], strict=True) if c <= k and f
+        v
+        for v, c, f in zip(run["values"], run["changed"], run["feasible"], strict=True)
+        if c <= k and f
     ]
     return max(values) if values else math.nan
 
@@ -173,7 +202,9 @@ def plot_traces(runs, problems, methods, path: Path, ylabel: str, transform=None
     fig, axes = panel_grid(len(problems))
     for ax, p in zip(axes, problems, strict=True):
         for j, m in enumerate(methods):
-            traces = np.array([r["trace"] for r in runs if r["problem"] == p and r["method"] == m], dtype=float)
+            traces = np.array(
+                [r["trace"] for r in runs if r["problem"] == p and r["method"] == m], dtype=float
+            )
             if traces.size == 0:
                 continue
             if transform is not None:

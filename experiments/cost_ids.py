@@ -77,17 +77,32 @@ TUNING_SEEDS = range(5)
 INITIAL = ("sobol-init", "sobol-fallback")
 
 
-def jobs_for(parts: list[str], seeds: int, rho_seeds: int, smoke: bool, first_seed: int = 0) -> list[dict[str, Any]]:
+def jobs_for(
+    parts: list[str], seeds: int, rho_seeds: int, smoke: bool, first_seed: int = 0
+) -> list[dict[str, Any]]:
     """Main part: seeds ``first_seed..first_seed + seeds - 1``; rho part: seeds ``0..rho_seeds - 1``,
     rho 1 and 2 only where the main part does not run them (as ``ucb`` and ``cost-ids``)."""
     jobs = []
     main_seeds = range(first_seed, first_seed + seeds) if "main" in parts else range(0)
     if "main" in parts:
-        jobs += [{"part": "main", "method": m, "rho": METHODS[m].get("rho", 0.0), "seed": s, "smoke": smoke}
-                 for s in main_seeds for m in METHODS]  # fmt: skip
+        jobs += [
+            {
+                "part": "main",
+                "method": m,
+                "rho": METHODS[m].get("rho", 0.0),
+                "seed": s,
+                "smoke": smoke,
+            }
+            for s in main_seeds
+            for m in METHODS
+        ]
     if "rho" in parts:
-        jobs += [{"part": "rho", "method": "cost-ids", "rho": r, "seed": s, "smoke": smoke}
-                 for s in range(rho_seeds) for r in RHOS if r not in (1.0, 2.0) or s not in main_seeds]  # fmt: skip
+        jobs += [
+            {"part": "rho", "method": "cost-ids", "rho": r, "seed": s, "smoke": smoke}
+            for s in range(rho_seeds)
+            for r in RHOS
+            if r not in (1.0, 2.0) or s not in main_seeds
+        ]
     return jobs
 
 
@@ -99,21 +114,42 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
     if acquisition["name"] == "cost-ids":
         acquisition["rho"] = job["rho"]
     if job["smoke"]:
-        budget_cost, optimizer = 150.0, OptimizerSettings(num_restarts=2, raw_samples=64, maxiter=25)
+        budget_cost, optimizer = (
+            150.0,
+            OptimizerSettings(num_restarts=2, raw_samples=64, maxiter=25),
+        )
     else:
-        budget_cost, optimizer = 500.0, OptimizerSettings(num_restarts=4, raw_samples=256, maxiter=100)
-    campaign = Campaign(problem, surrogate="gp", acquisition=acquisition, budget_cost=budget_cost, n_init=4,
-                        seed=job["seed"], optimizer=optimizer, dry_run=False)  # fmt: skip
+        budget_cost, optimizer = (
+            500.0,
+            OptimizerSettings(num_restarts=4, raw_samples=256, maxiter=100),
+        )
+    campaign = Campaign(
+        problem,
+        surrogate="gp",
+        acquisition=acquisition,
+        budget_cost=budget_cost,
+        n_init=4,
+        seed=job["seed"],
+        optimizer=optimizer,
+        dry_run=False,
+    )
     start = time.perf_counter()
     campaign.run()
     seconds = time.perf_counter() - start
     trials = campaign.store.trials(("completed", "failed"))
     X = torch.tensor([t.x for t in trials], dtype=torch.double)
     true = problem.evaluate_true(X)[:, 0]
-    return {**job, "true_values": true.tolist(), "costs": [t.cost for t in trials],
-            "is_bo": [t.generator not in INITIAL for t in trials], "optimum": problem.optimal_value,
-            "budget_cost": budget_cost, "acq_time": [t.acq_time for t in trials], "seconds": seconds,
-            "ucb_chosen": [t.metadata.get("chose_ucb_maximizer") for t in trials]}  # fmt: skip
+    return {
+        **job,
+        "true_values": true.tolist(),
+        "costs": [t.cost for t in trials],
+        "is_bo": [t.generator not in INITIAL for t in trials],
+        "optimum": problem.optimal_value,
+        "budget_cost": budget_cost,
+        "acq_time": [t.acq_time for t in trials],
+        "seconds": seconds,
+        "ucb_chosen": [t.metadata.get("chose_ucb_maximizer") for t in trials],
+    }
 
 
 def regret_trace(run: dict[str, Any], grid: np.ndarray) -> np.ndarray:
@@ -136,7 +172,9 @@ def log_regret_area(run: dict[str, Any]) -> float:
     return float(np.nanmean(np.log10(trace)))
 
 
-def summarize(runs: list[dict[str, Any]], smoke: bool, rho_seeds: int = 3, command: str = "") -> dict[str, Any]:
+def summarize(
+    runs: list[dict[str, Any]], smoke: bool, rho_seeds: int = 3, command: str = ""
+) -> dict[str, Any]:
     main = [r for r in runs if r["part"] == "main"]
     table = {}
     for m in METHODS:
@@ -144,12 +182,15 @@ def summarize(runs: list[dict[str, Any]], smoke: bool, rho_seeds: int = 3, comma
         if not rs:
             continue
         bo_costs = [c for r in rs for c, b in zip(r["costs"], r["is_bo"], strict=True) if b]
-        table[m] = {"seeds": len(rs), "seed_list": [r["seed"] for r in rs],
-                    "final_regret": mean_and_se([r["optimum"] - max(r["true_values"]) for r in rs]),
-                    "log_regret_area": mean_and_se([log_regret_area(r) for r in rs]),
-                    "bo_steps": float(np.mean([sum(r["is_bo"]) for r in rs])),
-                    "mean_bo_cost": float(np.mean(bo_costs)) if bo_costs else math.nan,
-                    "areas": [log_regret_area(r) for r in rs]}  # fmt: skip
+        table[m] = {
+            "seeds": len(rs),
+            "seed_list": [r["seed"] for r in rs],
+            "final_regret": mean_and_se([r["optimum"] - max(r["true_values"]) for r in rs]),
+            "log_regret_area": mean_and_se([log_regret_area(r) for r in rs]),
+            "bo_steps": float(np.mean([sum(r["is_bo"]) for r in rs])),
+            "mean_bo_cost": float(np.mean(bo_costs)) if bo_costs else math.nan,
+            "areas": [log_regret_area(r) for r in rs],
+        }
     tests: dict[str, dict[str, Any]] = {}
     for ours_name in ("cost-ids", "cost-ids-rho8"):
         if ours_name not in table:
@@ -162,19 +203,41 @@ def summarize(runs: list[dict[str, Any]], smoke: bool, rho_seeds: int = 3, comma
                 continue
             diff = np.asarray([ours[s] - theirs[s] for s in common])
             p = float(wilcoxon(diff).pvalue) if np.any(diff != 0) else 1.0
-            tests[f"{ours_name} vs {m}"] = {"cost_ids_better_in": int((diff < 0).sum()), "seeds": len(common),
-                                            "wilcoxon_p": p}  # fmt: skip
+            tests[f"{ours_name} vs {m}"] = {
+                "cost_ids_better_in": int((diff < 0).sum()),
+                "seeds": len(common),
+                "wilcoxon_p": p,
+            }
     rho_rows = []
     rho_runs = [r for r in runs if r["method"] in ("cost-ids", "ucb", "cost-ids-rho8")]
     for rho in RHOS:
-        rs = [r for r in rho_runs if r["rho"] == rho and r["seed"] < rho_seeds and (r["part"] == "rho" or rho in (1.0, 2.0))]
+        rs = [
+            r
+            for r in rho_runs
+            if r["rho"] == rho
+            and r["seed"] < rho_seeds
+            and (r["part"] == "rho" or rho in (1.0, 2.0))
+        ]
         if rs:
             bo_costs = [c for r in rs for c, b in zip(r["costs"], r["is_bo"], strict=True) if b]
-            rho_rows.append({"rho": rho, "seeds": len(rs), "seed_list": sorted(r["seed"] for r in rs), "mean_bo_cost": float(np.mean(bo_costs)) if bo_costs else math.nan,
-                             "bo_steps": float(np.mean([sum(r["is_bo"]) for r in rs])),
-                             "final_regret": mean_and_se([r["optimum"] - max(r["true_values"]) for r in rs])})  # fmt: skip
-    return {"smoke": smoke, "command": command, "seeds_run": sorted({r["seed"] for r in main}), "table": table,
-            "wilcoxon": tests, "rho": rho_rows}  # fmt: skip
+            rho_rows.append(
+                {
+                    "rho": rho,
+                    "seeds": len(rs),
+                    "seed_list": sorted(r["seed"] for r in rs),
+                    "mean_bo_cost": float(np.mean(bo_costs)) if bo_costs else math.nan,
+                    "bo_steps": float(np.mean([sum(r["is_bo"]) for r in rs])),
+                    "final_regret": mean_and_se([r["optimum"] - max(r["true_values"]) for r in rs]),
+                }
+            )
+    return {
+        "smoke": smoke,
+        "command": command,
+        "seeds_run": sorted({r["seed"] for r in main}),
+        "table": table,
+        "wilcoxon": tests,
+        "rho": rho_rows,
+    }
 
 
 def held_out_note(seeds: list[int]) -> str:
@@ -183,10 +246,14 @@ def held_out_note(seeds: list[int]) -> str:
         return ""
     tuned = sorted(set(seeds) & set(TUNING_SEEDS))
     if not tuned:
-        return (f"rho (2 for `cost-ids`, 8 for `cost-ids-rho8`) was chosen on seeds {seed_ranges(TUNING_SEEDS)}; "
-                f"seeds {seed_ranges(seeds)} were not used to choose it (held out).")  # fmt: skip
-    return (f"rho (2 for `cost-ids`, 8 for `cost-ids-rho8`) was chosen on seeds {seed_ranges(TUNING_SEEDS)}, "
-            f"so seeds {seed_ranges(tuned)} here are not held out from that choice.")  # fmt: skip
+        return (
+            f"rho (2 for `cost-ids`, 8 for `cost-ids-rho8`) was chosen on seeds {seed_ranges(TUNING_SEEDS)}; "
+            f"seeds {seed_ranges(seeds)} were not used to choose it (held out)."
+        )
+    return (
+        f"rho (2 for `cost-ids`, 8 for `cost-ids-rho8`) was chosen on seeds {seed_ranges(TUNING_SEEDS)}, "
+        f"so seeds {seed_ranges(tuned)} here are not held out from that choice."
+    )
 
 
 def fmt(pair: tuple[float, float], digits: int = 3) -> str:
@@ -196,32 +263,61 @@ def fmt(pair: tuple[float, float], digits: int = 3) -> str:
 def write_markdown(result: dict[str, Any], path: Path) -> None:
     seeds = sorted({v["seeds"] for v in result["table"].values()})
     budget = 150 if result["smoke"] else 500
-    cmd = result.get("command") or "python experiments/cost_ids.py" + (" --smoke" if result["smoke"] else "")
-    lines = ["# CostIDS on cost-Branin (Paria thesis section 4.6)", "",
-             f"Written by `{cmd}`. Seeds {seed_ranges(result.get('seeds_run', []))}; seeds run per row: "
-             f"{' or '.join(map(str, seeds)) or '0'} (column `seeds`); mean +- standard error. "
-             f"{held_out_note(result.get('seeds_run', []))} Cost budget {budget}, 4 Sobol initial points, "
-             "GP (Matern-5/2 ARD), "
-             + ("2 restarts / 64 raw samples (--smoke)" if result["smoke"] else "4 restarts / 256 raw samples")
-             + ". Regret = f* - best noiseless value; `log-regret area` = mean of "
-             "log10 regret over the cost axis (smaller is better); `BO cost` = mean cost of a BO step. "
-             "The thesis gives no numbers (figure 4.1 only): compare the ordering.", "",
-             "| method | seeds | final regret | log-regret area | BO steps | BO cost |", "|---|---|---|---|---|---|"]  # fmt: skip
+    cmd = result.get("command") or "python experiments/cost_ids.py" + (
+        " --smoke" if result["smoke"] else ""
+    )
+    lines = [
+        "# CostIDS on cost-Branin (Paria thesis section 4.6)",
+        "",
+        f"Written by `{cmd}`. Seeds {seed_ranges(result.get('seeds_run', []))}; seeds run per row: "
+        f"{' or '.join(map(str, seeds)) or '0'} (column `seeds`); mean +- standard error. "
+        f"{held_out_note(result.get('seeds_run', []))} Cost budget {budget}, 4 Sobol initial points, "
+        "GP (Matern-5/2 ARD), "
+        + (
+            "2 restarts / 64 raw samples (--smoke)"
+            if result["smoke"]
+            else "4 restarts / 256 raw samples"
+        )
+        + ". Regret = f* - best noiseless value; `log-regret area` = mean of "
+        "log10 regret over the cost axis (smaller is better); `BO cost` = mean cost of a BO step. "
+        "The thesis gives no numbers (figure 4.1 only): compare the ordering.",
+        "",
+        "| method | seeds | final regret | log-regret area | BO steps | BO cost |",
+        "|---|---|---|---|---|---|",
+    ]
     for m, v in sorted(result["table"].items(), key=lambda kv: kv[1]["log_regret_area"][0]):
-        lines.append(f"| {m} | {v['seeds']} | {fmt(v['final_regret'])} | {fmt(v['log_regret_area'])} "
-                     f"| {v['bo_steps']:.1f} | {v['mean_bo_cost']:.2f} |")  # fmt: skip
+        lines.append(
+            f"| {m} | {v['seeds']} | {fmt(v['final_regret'])} | {fmt(v['log_regret_area'])} "
+            f"| {v['bo_steps']:.1f} | {v['mean_bo_cost']:.2f} |"
+        )
     if result["wilcoxon"]:
-        lines += ["", "## CostIDS vs each baseline: paired Wilcoxon signed-rank on the log-regret area", "",
-                  f"Paired by seed (seeds {seed_ranges(result.get('seeds_run', []))}).", "",
-                  "| comparison | seeds where CostIDS is better | p (two-sided) |", "|---|---|---|"]  # fmt: skip
-        lines += [f"| {m} | {t['cost_ids_better_in']} of {t['seeds']} | {t['wilcoxon_p']:.3g} |"
-                  for m, t in result["wilcoxon"].items()]  # fmt: skip
+        lines += [
+            "",
+            "## CostIDS vs each baseline: paired Wilcoxon signed-rank on the log-regret area",
+            "",
+            f"Paired by seed (seeds {seed_ranges(result.get('seeds_run', []))}).",
+            "",
+            "| comparison | seeds where CostIDS is better | p (two-sided) |",
+            "|---|---|---|",
+        ]
+        lines += [
+            f"| {m} | {t['cost_ids_better_in']} of {t['seeds']} | {t['wilcoxon_p']:.3g} |"
+            for m, t in result["wilcoxon"].items()
+        ]
     if result["rho"]:
         rho_seeds = seed_ranges([s for r in result["rho"] for s in r.get("seed_list", [])])
-        lines += ["", f"## The tolerance rho (seeds {rho_seeds})", "", "| rho | seeds | mean BO cost | BO steps | final regret |",
-                  "|---|---|---|---|---|"]  # fmt: skip
-        lines += [f"| {r['rho']:g} | {r['seeds']} | {r['mean_bo_cost']:.2f} | {r['bo_steps']:.1f} | "
-                  f"{fmt(r['final_regret'])} |" for r in result["rho"]]  # fmt: skip
+        lines += [
+            "",
+            f"## The tolerance rho (seeds {rho_seeds})",
+            "",
+            "| rho | seeds | mean BO cost | BO steps | final regret |",
+            "|---|---|---|---|---|",
+        ]
+        lines += [
+            f"| {r['rho']:g} | {r['seeds']} | {r['mean_bo_cost']:.2f} | {r['bo_steps']:.1f} | "
+            f"{fmt(r['final_regret'])} |"
+            for r in result["rho"]
+        ]
     lines += ["", "![regret vs cost](regret_vs_cost.png)", ""]
     path.write_text("\n".join(lines))
 
@@ -245,7 +341,11 @@ def plot(runs: list[dict[str, Any]], out: Path) -> None:
         ax.plot(grid, mean, color=method_color(j, len(METHODS)), label=m)
         ax.fill_between(grid, mean - se, mean + se, color=method_color(j, len(METHODS)), alpha=0.15)
     seeds = sorted({r["seed"] for r in main})
-    ax.set(xlabel="cumulative cost", ylabel="log10 simple regret", title=f"cost-Branin, seeds {seed_ranges(seeds)}")
+    ax.set(
+        xlabel="cumulative cost",
+        ylabel="log10 simple regret",
+        title=f"cost-Branin, seeds {seed_ranges(seeds)}",
+    )
     ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(out / "regret_vs_cost.png", dpi=110)
@@ -255,12 +355,23 @@ def plot(runs: list[dict[str, Any]], out: Path) -> None:
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--smoke", action="store_true")
-    parser.add_argument("--seeds", type=int, default=None, help="number of main-part seeds (default 5; smoke 1)")
-    parser.add_argument("--first-seed", type=int, default=0,
-                        help="the main part runs seeds K..K+N-1 (rho was chosen on seeds 0-4: 5 holds them out)")  # fmt: skip
+    parser.add_argument(
+        "--seeds", type=int, default=None, help="number of main-part seeds (default 5; smoke 1)"
+    )
+    parser.add_argument(
+        "--first-seed",
+        type=int,
+        default=0,
+        help="the main part runs seeds K..K+N-1 (rho was chosen on seeds 0-4: 5 holds them out)",
+    )
     parser.add_argument("--rho-seeds", type=int, default=3)
-    parser.add_argument("--parts", nargs="*", default=None, choices=["main", "rho"],
-                        help="default: main and rho; main only with --first-seed > 0")  # fmt: skip
+    parser.add_argument(
+        "--parts",
+        nargs="*",
+        default=None,
+        choices=["main", "rho"],
+        help="default: main and rho; main only with --first-seed > 0",
+    )
     parser.add_argument("--methods", nargs="*", default=None, choices=list(METHODS))
     parser.add_argument("--workers", type=int, default=2)
     add_out_argument(parser, RESULTS)
@@ -269,13 +380,24 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if args.first_seed < 0:
         parser.error("--first-seed must be >= 0")
     seeds = args.seeds or (1 if args.smoke else 5)
-    parts = args.parts if args.parts is not None else ["main"] if args.smoke or args.first_seed else ["main", "rho"]
+    parts = (
+        args.parts
+        if args.parts is not None
+        else ["main"]
+        if args.smoke or args.first_seed
+        else ["main", "rho"]
+    )
     rho_seeds = min(args.rho_seeds, seeds)
-    command = " ".join(["python experiments/cost_ids.py", *(["--smoke"] if args.smoke else []),
-                        *([f"--seeds {args.seeds}"] if args.seeds else []),
-                        *([f"--first-seed {args.first_seed}"] if args.first_seed else []),
-                        *([f"--parts {' '.join(args.parts)}"] if args.parts is not None else []),
-                        *([f"--methods {' '.join(args.methods)}"] if args.methods else [])])  # fmt: skip
+    command = " ".join(
+        [
+            "python experiments/cost_ids.py",
+            *(["--smoke"] if args.smoke else []),
+            *([f"--seeds {args.seeds}"] if args.seeds else []),
+            *([f"--first-seed {args.first_seed}"] if args.first_seed else []),
+            *([f"--parts {' '.join(args.parts)}"] if args.parts is not None else []),
+            *([f"--methods {' '.join(args.methods)}"] if args.methods else []),
+        ]
+    )
     args.out.mkdir(parents=True, exist_ok=True)
     jobs = jobs_for(parts, seeds, rho_seeds, args.smoke, args.first_seed)
     if args.methods:

@@ -86,8 +86,13 @@ GOAL_DECISION_S = 1.0
 
 
 # ----------------------------------------------------------------------------- data
-def load_curves(folder: Path, allow_synthetic: bool, lines: int | None = None, problem: str = PROBLEM,
-                curve_seed: int = CURVE_SEED) -> dict[str, Any]:
+def load_curves(
+    folder: Path,
+    allow_synthetic: bool,
+    lines: int | None = None,
+    problem: str = PROBLEM,
+    curve_seed: int = CURVE_SEED,
+) -> dict[str, Any]:
     """The cached curves (loss units) and their configurations in the unit cube, from the
     first ``lines`` lines of the cache (all when ``None``; the longest curve of a key wins, as
     :class:`~early_stopping_problems.CurveCache` reads it). The cache is append-only and other
@@ -99,8 +104,10 @@ def load_curves(folder: Path, allow_synthetic: bool, lines: int | None = None, p
     path = folder / f"{problem}-seed{curve_seed}.jsonl"
     if not path.exists():
         if not allow_synthetic:
-            raise SystemExit(f"{path} is missing: run experiments/early_stopping.py --problems {problem} first "
-                             "(the curve cache stays out of git)")  # fmt: skip
+            raise SystemExit(
+                f"{path} is missing: run experiments/early_stopping.py --problems {problem} first "
+                "(the curve cache stays out of git)"
+            )
         print(f"{path} is missing: --smoke uses synthetic power-law curves", flush=True)
         return synthetic_curves()
     from early_stopping_problems import make_problems
@@ -123,9 +130,17 @@ def load_curves(folder: Path, allow_synthetic: bool, lines: int | None = None, p
     box = torch.tensor([space.encode(json.loads(k)) for k in keys], dtype=torch.float64)
     configs = ((box - lower) / (upper - lower)).clamp(0.0, 1.0)  # clamp: -3e-9 from a log bound
     curves = [[float(v) for v in table[k]] for k in keys]
-    return {"configs": configs, "curves": curves, "source": str(path.relative_to(HERE.parent)) if path.is_relative_to(HERE.parent) else str(path),
-            "lines": len(used), "lines_in_file": len(text), "columns": space.column_names,
-            "sha256_of_lines_used": hashlib.sha256("\n".join(used).encode()).hexdigest()}  # fmt: skip
+    return {
+        "configs": configs,
+        "curves": curves,
+        "source": str(path.relative_to(HERE.parent))
+        if path.is_relative_to(HERE.parent)
+        else str(path),
+        "lines": len(used),
+        "lines_in_file": len(text),
+        "columns": space.column_names,
+        "sha256_of_lines_used": hashlib.sha256("\n".join(used).encode()).hexdigest(),
+    }
 
 
 def problem_metric(problem: str) -> str:
@@ -147,9 +162,14 @@ def synthetic_curves(m: int = 60, d: int = 4, full: int = 20, seed: int = 0) -> 
     for i, x in enumerate(X):
         c, b, a = 0.1 + 0.3 * x[0], 0.5 + x[1], 0.3 + x[2]
         length = T if i < full else int(rng.integers(1, T))
-        curves.append([float(v) for v in (c + b * t ** -a + 0.01 * rng.standard_normal(T))[:length]])
-    return {"configs": torch.tensor(X), "curves": curves, "source": "synthetic (cache missing)", "lines": m,
-            "columns": [f"x{j}" for j in range(d)]}  # fmt: skip
+        curves.append([float(v) for v in (c + b * t**-a + 0.01 * rng.standard_normal(T))[:length]])
+    return {
+        "configs": torch.tensor(X),
+        "curves": curves,
+        "source": "synthetic (cache missing)",
+        "lines": m,
+        "columns": [f"x{j}" for j in range(d)],
+    }
 
 
 def subsample(data: dict[str, Any], curves: int, seed: int = 0) -> dict[str, Any]:
@@ -180,7 +200,9 @@ class Warnings:
 
             def __exit__(self, *exc):
                 for w in self.log:
-                    outer.counts[f"{where}: {w.category.__name__}: {str(w.message).splitlines()[0][:160]}"] += 1
+                    outer.counts[
+                        f"{where}: {w.category.__name__}: {str(w.message).splitlines()[0][:160]}"
+                    ] += 1
                 return super().__exit__(*exc)
 
         return _Catch(record=True)
@@ -203,7 +225,12 @@ def points_of(configs, curves, keep=None):
     """``(X, steps, Y)`` of every point of ``curves`` (``keep(i, step, length)`` filters)."""
     import torch
 
-    rows = [(i, s) for i, c in enumerate(curves) for s in range(1, len(c) + 1) if keep is None or keep(i, s, len(c))]
+    rows = [
+        (i, s)
+        for i, c in enumerate(curves)
+        for s in range(1, len(c) + 1)
+        if keep is None or keep(i, s, len(c))
+    ]
     index = torch.tensor([i for i, _ in rows], dtype=torch.long)
     steps = torch.tensor([s for _, s in rows], dtype=torch.float64)
     Y = torch.tensor([[curves[i][s - 1]] for i, s in rows], dtype=torch.float64)
@@ -215,20 +242,32 @@ def load_average() -> float:
 
 
 # ----------------------------------------------------------------------------- 1. calibration
-def metrics(truth: np.ndarray, mean: np.ndarray, sd: np.ndarray, latent_sd: np.ndarray) -> dict[str, Any]:
+def metrics(
+    truth: np.ndarray, mean: np.ndarray, sd: np.ndarray, latent_sd: np.ndarray
+) -> dict[str, Any]:
     """Coverage of the central 90% and 50% intervals (with the observation noise, and of the
     latent value without it), errors, and the sharpness: median sd over median error (a
     calibrated Gaussian: about 1.48)."""
     err = np.abs(truth - mean)
     finite = np.isfinite(mean) & np.isfinite(sd)
-    return {"coverage90": float(np.mean(err <= Z90 * sd)), "coverage50": float(np.mean(err <= Z50 * sd)),
-            "coverage90_latent": float(np.mean(err <= Z90 * latent_sd)), "median_abs_error": float(np.median(err)),
-            "mean_abs_error": float(np.mean(err)), "max_abs_error": float(np.max(err)), "median_sd": float(np.median(sd)),
-            "median_latent_sd": float(np.median(latent_sd)), "sd_over_error": float(np.median(sd) / max(np.median(err), 1e-12)),
-            "zero_sd": int(np.sum(sd <= 0)), "nonfinite": int(np.sum(~finite))}  # fmt: skip
+    return {
+        "coverage90": float(np.mean(err <= Z90 * sd)),
+        "coverage50": float(np.mean(err <= Z50 * sd)),
+        "coverage90_latent": float(np.mean(err <= Z90 * latent_sd)),
+        "median_abs_error": float(np.median(err)),
+        "mean_abs_error": float(np.mean(err)),
+        "max_abs_error": float(np.max(err)),
+        "median_sd": float(np.median(sd)),
+        "median_latent_sd": float(np.median(latent_sd)),
+        "sd_over_error": float(np.median(sd) / max(np.median(err), 1e-12)),
+        "zero_sd": int(np.sum(sd <= 0)),
+        "nonfinite": int(np.sum(~finite)),
+    }
 
 
-def calibration_repeat(data: dict[str, Any], r: int, args: argparse.Namespace, caught: Warnings) -> dict[str, Any]:
+def calibration_repeat(
+    data: dict[str, Any], r: int, args: argparse.Namespace, caught: Warnings
+) -> dict[str, Any]:
     import torch
 
     from dsbo.surrogates.curve_model import CurveSurrogate
@@ -238,7 +277,9 @@ def calibration_repeat(data: dict[str, Any], r: int, args: argparse.Namespace, c
     d = configs.shape[1]
     rng = np.random.default_rng(1000 + r)
     full = [i for i, c in enumerate(curves) if len(c) == T]
-    test = sorted(int(i) for i in rng.choice(full, size=max(1, round(TEST_SHARE * len(full))), replace=False))
+    test = sorted(
+        int(i) for i in rng.choice(full, size=max(1, round(TEST_SHARE * len(full))), replace=False)
+    )
     cuts = [int(k) for k in rng.integers(1, MAX_CUT + 1, size=len(test))]
     seen = [list(c) for c in curves]
     for i, k in zip(test, cuts, strict=True):
@@ -246,12 +287,24 @@ def calibration_repeat(data: dict[str, Any], r: int, args: argparse.Namespace, c
     truth = np.array([curves[i][-1] for i in test])
     last = np.array([curves[i][k - 1] for i, k in zip(test, cuts, strict=True)])
     negated = [[-v for v in c] for c in seen]
-    Xq = torch.cat([configs[test], torch.full((len(test), 1), float(T), dtype=torch.float64)], -1).unsqueeze(1)
-    out: dict[str, Any] = {"repeat": r, "test": test, "cuts": cuts, "truth": truth.tolist(), "last": last.tolist(),
-                           "train_points": sum(map(len, seen)), "test_configs": len(test), "models": {}}  # fmt: skip
+    Xq = torch.cat(
+        [configs[test], torch.full((len(test), 1), float(T), dtype=torch.float64)], -1
+    ).unsqueeze(1)
+    out: dict[str, Any] = {
+        "repeat": r,
+        "test": test,
+        "cuts": cuts,
+        "truth": truth.tolist(),
+        "last": last.tolist(),
+        "train_points": sum(map(len, seen)),
+        "test_configs": len(test),
+        "models": {},
+    }
     for name in MODELS:
         torch.manual_seed(r)
-        surrogate = CurveSurrogate(name, d, T, OPTIONS[name], epochs=args.epochs, warm_epochs=args.warm_epochs[0])
+        surrogate = CurveSurrogate(
+            name, d, T, OPTIONS[name], epochs=args.epochs, warm_epochs=args.warm_epochs[0]
+        )
         with caught(f"calibration {name}"):
             model, wall, _ = timed(surrogate.fit, configs, negated)
             post = model.posterior(Xq, observation_noise=True)
@@ -259,29 +312,65 @@ def calibration_repeat(data: dict[str, Any], r: int, args: argparse.Namespace, c
         variance = post.variance.reshape(-1)
         mean, sd = -post.mean.reshape(-1).numpy(), variance.clamp_min(0).sqrt().numpy()
         noise = getattr(surrogate.module, "noise_var", None)
-        out["models"][name] = {**metrics(truth, mean, sd, latent), "fit_s": wall, "mean": mean.tolist(), "sd": sd.tolist(),
-                               "negative_variance": int((variance < 0).sum()),
-                               "noise_var_std_units": None if noise is None else float(noise)}  # fmt: skip
+        out["models"][name] = {
+            **metrics(truth, mean, sd, latent),
+            "fit_s": wall,
+            "mean": mean.tolist(),
+            "sd": sd.tolist(),
+            "negative_variance": int((variance < 0).sum()),
+            "noise_var_std_units": None if noise is None else float(noise),
+        }
     # the exact GP: every test-prefix point, rung points (and the last one) of the others, thinned
     test_set = set(test)
     keep = lambda i, s, n: i in test_set or s in RUNGS or s == n  # noqa: E731
     X, steps, Y = points_of(configs, [[-v for v in c] for c in seen], keep)
-    tagged = torch.tensor([i in test_set for i, c in enumerate(seen) for s in range(1, len(c) + 1) if keep(i, s, len(c))])
+    tagged = torch.tensor(
+        [
+            i in test_set
+            for i, c in enumerate(seen)
+            for s in range(1, len(c) + 1)
+            if keep(i, s, len(c))
+        ]
+    )
     others = torch.nonzero(~tagged).reshape(-1)
     room = max(0, args.exact_points - int(tagged.sum()))
     drop_rng = torch.Generator().manual_seed(2000 + r)
-    chosen = torch.cat([torch.nonzero(tagged).reshape(-1), others[torch.randperm(len(others), generator=drop_rng)[:room]]]).sort().values
+    chosen = (
+        torch.cat(
+            [
+                torch.nonzero(tagged).reshape(-1),
+                others[torch.randperm(len(others), generator=drop_rng)[:room]],
+            ]
+        )
+        .sort()
+        .values
+    )
     torch.manual_seed(r)
     with caught("calibration exact GP"):
         gp, wall, _ = timed(fit_fidelity_gp, X[chosen], steps[chosen], Y[chosen], unit_bounds(d), T)
         post = gp.posterior(configs[test].unsqueeze(1), observation_noise=True)
-        latent = gp.posterior(configs[test].unsqueeze(1)).variance.reshape(-1).detach().clamp_min(0).sqrt().numpy()
+        latent = (
+            gp.posterior(configs[test].unsqueeze(1))
+            .variance.reshape(-1)
+            .detach()
+            .clamp_min(0)
+            .sqrt()
+            .numpy()
+        )
     variance = post.variance.reshape(-1).detach()
     mean, sd = -post.mean.reshape(-1).detach().numpy(), variance.clamp_min(0).sqrt().numpy()
-    out["models"][EXACT] = {**metrics(truth, mean, sd, latent), "fit_s": wall, "points": int(len(chosen)), "mean": mean.tolist(),
-                            "sd": sd.tolist(), "negative_variance": int((variance < 0).sum())}  # fmt: skip
-    out["last_value"] = {"median_abs_error": float(np.median(np.abs(truth - last))),
-                         "mean_abs_error": float(np.mean(np.abs(truth - last)))}  # fmt: skip
+    out["models"][EXACT] = {
+        **metrics(truth, mean, sd, latent),
+        "fit_s": wall,
+        "points": int(len(chosen)),
+        "mean": mean.tolist(),
+        "sd": sd.tolist(),
+        "negative_variance": int((variance < 0).sum()),
+    }
+    out["last_value"] = {
+        "median_abs_error": float(np.median(np.abs(truth - last))),
+        "mean_abs_error": float(np.mean(np.abs(truth - last))),
+    }
     return out
 
 
@@ -289,14 +378,31 @@ def summarize_calibration(repeats: list[dict[str, Any]]) -> dict[str, Any]:
     summary: dict[str, Any] = {}
     for name in (*MODELS, EXACT):
         rows = [rep["models"][name] for rep in repeats]
-        summary[name] = {key: {"median": statistics.median(r[key] for r in rows), "mean": statistics.fmean(r[key] for r in rows),
-                               "per_repeat": [r[key] for r in rows]}
-                         for key in ("coverage90", "coverage50", "coverage90_latent", "median_abs_error", "sd_over_error", "fit_s")}  # fmt: skip
+        summary[name] = {
+            key: {
+                "median": statistics.median(r[key] for r in rows),
+                "mean": statistics.fmean(r[key] for r in rows),
+                "per_repeat": [r[key] for r in rows],
+            }
+            for key in (
+                "coverage90",
+                "coverage50",
+                "coverage90_latent",
+                "median_abs_error",
+                "sd_over_error",
+                "fit_s",
+            )
+        }
         lo, hi = GOAL_COVERAGE
         summary[name]["coverage_goal_met"] = lo <= summary[name]["coverage90"]["median"] <= hi
     errors = [rep["last_value"]["median_abs_error"] for rep in repeats]
-    summary["last observed value"] = {"median_abs_error": {"median": statistics.median(errors), "mean": statistics.fmean(errors),
-                                                           "per_repeat": errors}}  # fmt: skip
+    summary["last observed value"] = {
+        "median_abs_error": {
+            "median": statistics.median(errors),
+            "mean": statistics.fmean(errors),
+            "per_repeat": errors,
+        }
+    }
     return summary
 
 
@@ -318,7 +424,9 @@ def sample_state(data: dict[str, Any], n: int, rng: np.random.Generator) -> list
     return entries
 
 
-def grow(data: dict[str, Any], entries: list[list[int]], extra: int, rng: np.random.Generator) -> list[list[int]]:
+def grow(
+    data: dict[str, Any], entries: list[list[int]], extra: int, rng: np.random.Generator
+) -> list[list[int]]:
     """``extra`` more points: paused curves continued one epoch (new curves at epoch 1 if too few)."""
     lengths = [len(c) for c in data["curves"]]
     entries = [list(e) for e in entries]
@@ -349,19 +457,33 @@ def candidates(data: dict[str, Any], configs, curves, seed: int):
     import torch
 
     paused = [j for j, c in enumerate(curves) if len(c) < T][: CANDIDATES // 2]
-    sobol = torch.quasirandom.SobolEngine(configs.shape[1], scramble=True, seed=seed).draw(CANDIDATES - len(paused)).double()
+    sobol = (
+        torch.quasirandom.SobolEngine(configs.shape[1], scramble=True, seed=seed)
+        .draw(CANDIDATES - len(paused))
+        .double()
+    )
     X = torch.cat([configs[paused], sobol])
-    steps = torch.tensor([len(curves[j]) + 1 for j in paused] + [1] * len(sobol), dtype=torch.float64)
+    steps = torch.tensor(
+        [len(curves[j]) + 1 for j in paused] + [1] * len(sobol), dtype=torch.float64
+    )
     return torch.cat([X, steps.unsqueeze(-1)], -1).unsqueeze(1)
 
 
 def variants(args: argparse.Namespace) -> list[tuple[str, str, int]]:
     """``(label, model, warm_epochs)``."""
     out = [(f"deep-kernel-gp (warm {w})", "deep-kernel-gp", w) for w in args.warm_epochs]
-    return out + [(f"power-law-ensemble (warm {args.warm_epochs[0]})", "power-law-ensemble", args.warm_epochs[0])]
+    return out + [
+        (
+            f"power-law-ensemble (warm {args.warm_epochs[0]})",
+            "power-law-ensemble",
+            args.warm_epochs[0],
+        )
+    ]
 
 
-def decision_cost(data: dict[str, Any], args: argparse.Namespace, caught: Warnings) -> list[dict[str, Any]]:
+def decision_cost(
+    data: dict[str, Any], args: argparse.Namespace, caught: Warnings
+) -> list[dict[str, Any]]:
     import torch
 
     from dsbo.surrogates.curve_model import CurveSurrogate
@@ -379,30 +501,52 @@ def decision_cost(data: dict[str, Any], args: argparse.Namespace, caught: Warnin
     rows: list[dict[str, Any]] = []
     for label, name, warm in variants(args):
         for n in args.sizes:
-            keys = ("first_fit_s", "warm_fit_s", "choice_s", "first_fit_cpu_s", "warm_fit_cpu_s", "untrained_fit_s")
+            keys = (
+                "first_fit_s",
+                "warm_fit_s",
+                "choice_s",
+                "first_fit_cpu_s",
+                "warm_fit_cpu_s",
+                "untrained_fit_s",
+            )
             times: dict[str, list[float]] = {k: [] for k in keys}
             load0 = load_average()
             for (c1, y1), (c2, y2), rep in states[n]:
                 torch.manual_seed(rep)
-                surrogate = CurveSurrogate(name, d, T, OPTIONS[name], epochs=args.epochs, warm_epochs=warm)
+                surrogate = CurveSurrogate(
+                    name, d, T, OPTIONS[name], epochs=args.epochs, warm_epochs=warm
+                )
                 with caught(f"decision {name}"):
                     _, wall1, cpu1 = timed(surrogate.fit, c1, y1)
                     model, wall2, cpu2 = timed(surrogate.fit, c2, y2)
                     X = candidates(data, c2, y2, rep)
                     _, wall3, _ = timed(model.posterior, X)
-                    surrogate.warm_epochs = 0  # what a fit costs besides the Adam steps: rows, model
+                    surrogate.warm_epochs = (
+                        0  # what a fit costs besides the Adam steps: rows, model
+                    )
                     _, wall4, _ = timed(surrogate.fit, c2, y2)
                 for key, value in zip(times, (wall1, wall2, wall3, cpu1, cpu2, wall4), strict=True):
                     times[key].append(value)
-            row = {"model": label, "n": n, "n_after": sum(map(len, states[n][0][1][1])),
-                   "tiled_curves": sum(1 for e in sample_state(data, n, np.random.default_rng([n, 7])) if e[2]),
-                   **{k: statistics.median(v) for k, v in times.items()}, "all": times,
-                   "load_before": load0, "load_after": load_average()}  # fmt: skip
+            row = {
+                "model": label,
+                "n": n,
+                "n_after": sum(map(len, states[n][0][1][1])),
+                "tiled_curves": sum(
+                    1 for e in sample_state(data, n, np.random.default_rng([n, 7])) if e[2]
+                ),
+                **{k: statistics.median(v) for k, v in times.items()},
+                "all": times,
+                "load_before": load0,
+                "load_after": load_average(),
+            }
             row["warm_decision_s"] = row["warm_fit_s"] + row["choice_s"]
             row["first_decision_s"] = row["first_fit_s"] + row["choice_s"]
             rows.append(row)
-            print(f"{label} n={n}: first fit {row['first_fit_s']:.2f} s, warm fit {row['warm_fit_s']:.3f} s, "
-                  f"choice {row['choice_s']:.3f} s (load {load0} -> {row['load_after']})", flush=True)  # fmt: skip
+            print(
+                f"{label} n={n}: first fit {row['first_fit_s']:.2f} s, warm fit {row['warm_fit_s']:.3f} s, "
+                f"choice {row['choice_s']:.3f} s (load {load0} -> {row['load_after']})",
+                flush=True,
+            )
     rows += exact_decisions(data, states, args, caught)
     return rows
 
@@ -426,7 +570,9 @@ def _exact_worker(queue: Any, jobs: list[tuple], threads: int) -> None:
         queue.put(("rep", n, rep, wall1, wall2, cpu1, messages))
 
 
-def exact_decisions(data: dict[str, Any], states: dict[int, list], args: argparse.Namespace, caught: Warnings) -> list[dict[str, Any]]:
+def exact_decisions(
+    data: dict[str, Any], states: dict[int, list], args: argparse.Namespace, caught: Warnings
+) -> list[dict[str, Any]]:
     """The exact GP's decisions (a fit on the ``n + 1%`` points and the posterior of the
     candidates) in a child process (spawned), stopped after 120 s on one fit: the size it was
     fitting is reported as over the limit and the larger ones are skipped."""
@@ -441,14 +587,18 @@ def exact_decisions(data: dict[str, Any], states: dict[int, list], args: argpars
         for _, (c2, y2), rep in states[n]:
             X, steps, Y = points_of(c2, y2)
             rows = candidates(data, c2, y2, rep)
-            rows = torch.cat([rows[..., :d], rows[..., d:] / T], -1)  # the GP's step column is epoch / T
+            rows = torch.cat(
+                [rows[..., :d], rows[..., d:] / T], -1
+            )  # the GP's step column is epoch / T
             jobs.append((n, rep, X, steps, Y, rows, d))
     context = multiprocessing.get_context("spawn")
     channel = context.Queue()
     child = context.Process(target=_exact_worker, args=(channel, jobs, args.threads), daemon=True)
     child.start()
     channel.get(timeout=600)  # imports
-    times: dict[int, dict[str, list[float]]] = {n: {"fit_s": [], "choice_s": [], "fit_cpu_s": []} for n in args.sizes}
+    times: dict[int, dict[str, list[float]]] = {
+        n: {"fit_s": [], "choice_s": [], "fit_cpu_s": []} for n in args.sizes
+    }
     loads: dict[int, list[float]] = {n: [] for n in args.sizes}
     over: int | None = None
     try:
@@ -458,7 +608,9 @@ def exact_decisions(data: dict[str, Any], states: dict[int, list], args: argpars
                 _, n_, rep_, wall1, wall2, cpu1, messages = channel.get(timeout=EXACT_LIMIT_S + 30)
             except queues.Empty:
                 over = n
-                print(f"{EXACT} n={n}: a fit ran over {EXACT_LIMIT_S + 30:.0f} s; stopped", flush=True)
+                print(
+                    f"{EXACT} n={n}: a fit ran over {EXACT_LIMIT_S + 30:.0f} s; stopped", flush=True
+                )
                 break
             assert (n_, rep_) == (n, rep)
             for m in messages:
@@ -466,7 +618,9 @@ def exact_decisions(data: dict[str, Any], states: dict[int, list], args: argpars
             times[n]["fit_s"].append(wall1)
             times[n]["choice_s"].append(wall2)
             times[n]["fit_cpu_s"].append(cpu1)
-            print(f"{EXACT} n={n} repeat {rep}: fit {wall1:.2f} s, choice {wall2:.3f} s", flush=True)
+            print(
+                f"{EXACT} n={n} repeat {rep}: fit {wall1:.2f} s, choice {wall2:.3f} s", flush=True
+            )
             if wall1 > EXACT_LIMIT_S:
                 over = n
                 break
@@ -477,24 +631,41 @@ def exact_decisions(data: dict[str, Any], states: dict[int, list], args: argpars
     rows: list[dict[str, Any]] = []
     for n in args.sizes:
         if over is not None and n > over:
-            rows.append({"model": EXACT, "n": n, "skipped": f"a fit at n={over} took over {EXACT_LIMIT_S:.0f} s"})
+            rows.append(
+                {
+                    "model": EXACT,
+                    "n": n,
+                    "skipped": f"a fit at n={over} took over {EXACT_LIMIT_S:.0f} s",
+                }
+            )
             continue
         if n == over:
             done = times[n]["fit_s"]
-            why = (f"its fit took {done[-1]:.0f} s > {EXACT_LIMIT_S:.0f} s" if done and done[-1] > EXACT_LIMIT_S
-                   else f"its fit ran over {EXACT_LIMIT_S + 30:.0f} s (stopped)")  # fmt: skip
+            why = (
+                f"its fit took {done[-1]:.0f} s > {EXACT_LIMIT_S:.0f} s"
+                if done and done[-1] > EXACT_LIMIT_S
+                else f"its fit ran over {EXACT_LIMIT_S + 30:.0f} s (stopped)"
+            )
             rows.append({"model": EXACT, "n": n, "skipped": why, "completed_fits": done})
             continue
-        row = {"model": EXACT, "n": n, "n_after": int(sum(map(len, states[n][0][1][1]))),
-               **{k: statistics.median(v) for k, v in times[n].items()}, "all": times[n],
-               "load_before": loads[n][0], "load_after": load_average()}  # fmt: skip
+        row = {
+            "model": EXACT,
+            "n": n,
+            "n_after": int(sum(map(len, states[n][0][1][1]))),
+            **{k: statistics.median(v) for k, v in times[n].items()},
+            "all": times[n],
+            "load_before": loads[n][0],
+            "load_after": load_average(),
+        }
         row["first_fit_s"] = row["fit_s"]
         row["warm_decision_s"] = row["first_decision_s"] = row["fit_s"] + row["choice_s"]
         rows.append(row)
     return rows
 
 
-def threads_check(data: dict[str, Any], args: argparse.Namespace, caught: Warnings) -> list[dict[str, Any]]:
+def threads_check(
+    data: dict[str, Any], args: argparse.Namespace, caught: Warnings
+) -> list[dict[str, Any]]:
     """The deep-kernel GP's first fit (at most 50 Adam steps, to keep it short), warm fit and
     choice at the smallest size (one repeat) with 1 torch thread and with one per CPU: on a
     machine that other jobs share, threads that wait for each other can cost more than they save."""
@@ -505,22 +676,44 @@ def threads_check(data: dict[str, Any], args: argparse.Namespace, caught: Warnin
     n, rows = min(args.sizes), []
     rng = np.random.default_rng([n, 7])
     first = sample_state(data, n, rng)
-    (c1, y1), (c2, y2) = build(data, first), build(data, grow(data, first, math.ceil(0.01 * n), rng))
+    (c1, y1), (c2, y2) = (
+        build(data, first),
+        build(data, grow(data, first, math.ceil(0.01 * n), rng)),
+    )
     d = c1.shape[1]
     for threads in sorted({1, os.cpu_count() or 1}):
         torch.set_num_threads(threads)
         torch.manual_seed(0)
-        surrogate = CurveSurrogate("deep-kernel-gp", d, T, OPTIONS["deep-kernel-gp"], epochs=min(args.epochs, 50),
-                                   warm_epochs=args.warm_epochs[0])  # fmt: skip
+        surrogate = CurveSurrogate(
+            "deep-kernel-gp",
+            d,
+            T,
+            OPTIONS["deep-kernel-gp"],
+            epochs=min(args.epochs, 50),
+            warm_epochs=args.warm_epochs[0],
+        )
         load0 = load_average()
         with caught("threads check"):
             _, wall1, _ = timed(surrogate.fit, c1, y1)
             model, wall2, _ = timed(surrogate.fit, c2, y2)
             _, wall3, _ = timed(model.posterior, candidates(data, c2, y2, 0))
-        rows.append({"threads": threads, "n": n, "first_fit_epochs": min(args.epochs, 50), "first_fit_s": wall1, "warm_fit_s": wall2, "choice_s": wall3,
-                     "load_before": load0, "load_after": load_average()})  # fmt: skip
-        print(f"threads check, deep-kernel-gp n={n}, {threads} thread(s): first fit {wall1:.2f} s, warm fit {wall2:.3f} s, "
-              f"choice {wall3:.3f} s (load {load0})", flush=True)  # fmt: skip
+        rows.append(
+            {
+                "threads": threads,
+                "n": n,
+                "first_fit_epochs": min(args.epochs, 50),
+                "first_fit_s": wall1,
+                "warm_fit_s": wall2,
+                "choice_s": wall3,
+                "load_before": load0,
+                "load_after": load_average(),
+            }
+        )
+        print(
+            f"threads check, deep-kernel-gp n={n}, {threads} thread(s): first fit {wall1:.2f} s, warm fit {wall2:.3f} s, "
+            f"choice {wall3:.3f} s (load {load0})",
+            flush=True,
+        )
     torch.set_num_threads(args.threads)
     return rows
 
@@ -530,14 +723,25 @@ def growth(rows: list[dict[str, Any]], sizes: list[int]) -> dict[str, Any]:
     of ``t ~ n^k`` from the smallest to the largest size measured."""
     out = {}
     for label in dict.fromkeys(r["model"] for r in rows):
-        t = {r["n"]: r["warm_decision_s"] for r in rows if r["model"] == label and "warm_decision_s" in r}
+        t = {
+            r["n"]: r["warm_decision_s"]
+            for r in rows
+            if r["model"] == label and "warm_decision_s" in r
+        }
         ns = [n for n in sizes if n in t]
         ratios = {f"{a}->{b}": t[b] / t[a] for a, b in zip(ns, ns[1:])}  # noqa: B905
-        exponent = math.log(t[ns[-1]] / t[ns[0]]) / math.log(ns[-1] / ns[0]) if len(ns) > 1 else None
+        exponent = (
+            math.log(t[ns[-1]] / t[ns[0]]) / math.log(ns[-1] / ns[0]) if len(ns) > 1 else None
+        )
         largest = max(sizes)
-        out[label] = {"ratios": ratios, "exponent": exponent, "largest_n": ns[-1] if ns else None,
-                      "decision_at_largest_s": t.get(largest), "at_most_linear": None if exponent is None else exponent <= 1.0,
-                      "decision_goal_met": None if largest not in t else t[largest] <= GOAL_DECISION_S}  # fmt: skip
+        out[label] = {
+            "ratios": ratios,
+            "exponent": exponent,
+            "largest_n": ns[-1] if ns else None,
+            "decision_at_largest_s": t.get(largest),
+            "at_most_linear": None if exponent is None else exponent <= 1.0,
+            "decision_goal_met": None if largest not in t else t[largest] <= GOAL_DECISION_S,
+        }
     return out
 
 
@@ -568,16 +772,25 @@ def decision_lines(result: dict[str, Any]) -> list[str]:
             continue
         warm = "-" if r["model"] == EXACT else fmt(r["warm_fit_s"])
         cpu = r.get("first_fit_cpu_s", r.get("fit_cpu_s"))
-        lines.append(f"| {r['model']} | {r['n']} | {fmt(r['first_fit_s'], 2)} | {warm} | {fmt(r['choice_s'])} | "
-                     f"{fmt(r['warm_decision_s'])} | {fmt(cpu, 2)} | {fmt(r.get('untrained_fit_s'))} | "
-                     f"{r['load_before']} -> {r['load_after']} |")  # fmt: skip
-    lines += ["", "Growth of the warm decision (ratio between consecutive sizes; exponent k of t ~ n^k over the sizes measured):", "",
-              "| model | ratios | exponent | at most linear | decision at largest n (s) | <= 1 s at largest n |", "|---|---|---|---|---|---|"]  # fmt: skip
+        lines.append(
+            f"| {r['model']} | {r['n']} | {fmt(r['first_fit_s'], 2)} | {warm} | {fmt(r['choice_s'])} | "
+            f"{fmt(r['warm_decision_s'])} | {fmt(cpu, 2)} | {fmt(r.get('untrained_fit_s'))} | "
+            f"{r['load_before']} -> {r['load_after']} |"
+        )
+    lines += [
+        "",
+        "Growth of the warm decision (ratio between consecutive sizes; exponent k of t ~ n^k over the sizes measured):",
+        "",
+        "| model | ratios | exponent | at most linear | decision at largest n (s) | <= 1 s at largest n |",
+        "|---|---|---|---|---|---|",
+    ]
     for label, g in result["decision"]["growth"].items():
         ratios = ", ".join(f"{k}: {v:.2f}" for k, v in g["ratios"].items())
         verdict = {None: "-", True: "yes", False: "NO"}
-        lines.append(f"| {label} | {ratios} | {fmt(g['exponent'], 2)} | {verdict[g['at_most_linear']]} | "
-                     f"{fmt(g['decision_at_largest_s'])} | {verdict[g['decision_goal_met']]} |")  # fmt: skip
+        lines.append(
+            f"| {label} | {ratios} | {fmt(g['exponent'], 2)} | {verdict[g['at_most_linear']]} | "
+            f"{fmt(g['decision_at_largest_s'])} | {verdict[g['decision_goal_met']]} |"
+        )
     return lines
 
 
@@ -603,16 +816,32 @@ def calibration_lines(result: dict[str, Any]) -> list[str]:
         s = summary[name]
         sds = [rep["models"][name]["median_sd"] for rep in cal["repeats"]]
         cell = lambda key, f=".1%", s=s: f"{s[key]['median']:{f}} ({s[key]['mean']:{f}})"  # noqa: E731
-        lines.append(f"| {name} | {cell('coverage90')} | {cell('median_abs_error', '.4f')} | {statistics.median(sds):.4f} | "
-                     f"{cell('sd_over_error', '.1f')} | {cell('coverage50')} | {cell('coverage90_latent')} | "
-                     f"{s['fit_s']['median']:.1f} | {'met' if s['coverage_goal_met'] else 'MISSED'} |")  # fmt: skip
+        lines.append(
+            f"| {name} | {cell('coverage90')} | {cell('median_abs_error', '.4f')} | {statistics.median(sds):.4f} | "
+            f"{cell('sd_over_error', '.1f')} | {cell('coverage50')} | {cell('coverage90_latent')} | "
+            f"{s['fit_s']['median']:.1f} | {'met' if s['coverage_goal_met'] else 'MISSED'} |"
+        )
     lv = summary["last observed value"]["median_abs_error"]
-    lines.append(f"| last observed value (baseline) | - | {lv['median']:.4f} ({lv['mean']:.4f}) | - | - | - | - | - | - |")
-    lines += ["", "Per repeat (coverage / median abs. error):", "", "| repeat | " + " | ".join((*MODELS, EXACT, "last value")) + " |",
-              "|---|" + "---|" * (len(MODELS) + 2)]  # fmt: skip
+    lines.append(
+        f"| last observed value (baseline) | - | {lv['median']:.4f} ({lv['mean']:.4f}) | - | - | - | - | - | - |"
+    )
+    lines += [
+        "",
+        "Per repeat (coverage / median abs. error):",
+        "",
+        "| repeat | " + " | ".join((*MODELS, EXACT, "last value")) + " |",
+        "|---|" + "---|" * (len(MODELS) + 2),
+    ]
     for rep in cal["repeats"]:
-        cells = [f"{rep['models'][m]['coverage90']:.0%} / {rep['models'][m]['median_abs_error']:.4f}" for m in (*MODELS, EXACT)]
-        lines.append(f"| {rep['repeat']} | " + " | ".join(cells) + f" | {rep['last_value']['median_abs_error']:.4f} |")
+        cells = [
+            f"{rep['models'][m]['coverage90']:.0%} / {rep['models'][m]['median_abs_error']:.4f}"
+            for m in (*MODELS, EXACT)
+        ]
+        lines.append(
+            f"| {rep['repeat']} | "
+            + " | ".join(cells)
+            + f" | {rep['last_value']['median_abs_error']:.4f} |"
+        )
     return lines
 
 
@@ -628,7 +857,9 @@ def write_markdown(result: dict[str, Any], path: Path) -> None:
         f"{result['data']['full_curves']} with all {T} epochs; {result['data'].get('metric', 'validation cross-entropy')}, minimized; the models see it negated). "
         f"Curve models: `deep-kernel-gp` (options {OPTIONS['deep-kernel-gp']}) and `power-law-ensemble` (defaults), "
         f"`CurveSurrogate(epochs={a['epochs']}, truncate=0.3)`. Exact GP: `fit_fidelity_gp` (SingleTaskMultiFidelityGP, "
-        "`fit_gpytorch_mll`, gpytorch's default settings). Machine: " + result["machine"]["text"] + ".",
+        "`fit_gpytorch_mll`, gpytorch's default settings). Machine: "
+        + result["machine"]["text"]
+        + ".",
         "",
     ]
     if cal["repeats"]:
@@ -636,14 +867,23 @@ def write_markdown(result: dict[str, Any], path: Path) -> None:
     if result["decision"]["rows"]:
         lines += decision_lines(result)
     if result["threads_check"]:
-        lines += ["", f"Threads check (deep-kernel GP, one repeat, first fit of {result['threads_check'][0]['first_fit_epochs']} Adam "
-                  "steps, wall seconds; the load is the 1-minute load average, other jobs included):", "",
-                  "| torch threads | n | first fit s | warm fit s | choice s | load before |", "|---|---|---|---|---|---|"]  # fmt: skip
+        lines += [
+            "",
+            f"Threads check (deep-kernel GP, one repeat, first fit of {result['threads_check'][0]['first_fit_epochs']} Adam "
+            "steps, wall seconds; the load is the 1-minute load average, other jobs included):",
+            "",
+            "| torch threads | n | first fit s | warm fit s | choice s | load before |",
+            "|---|---|---|---|---|---|",
+        ]
         for r in result["threads_check"]:
-            lines.append(f"| {r['threads']} | {r['n']} | {r['first_fit_s']:.2f} | {r['warm_fit_s']:.3f} | {r['choice_s']:.3f} | {r['load_before']} |")
+            lines.append(
+                f"| {r['threads']} | {r['n']} | {r['first_fit_s']:.2f} | {r['warm_fit_s']:.3f} | {r['choice_s']:.3f} | {r['load_before']} |"
+            )
     lines += ["", "## Goals", ""] + [f"- {g}" for g in result["goals"]]
     if result["warnings"]:
-        lines += ["", "## Warnings seen (count)", ""] + [f"- {k} ({v})" for k, v in result["warnings"].items()]
+        lines += ["", "## Warnings seen (count)", ""] + [
+            f"- {k} ({v})" for k, v in result["warnings"].items()
+        ]
     lines += ["", "## Notes", ""] + [f"- {n}" for n in result["notes"]]
     path.write_text("\n".join(lines) + "\n")
 
@@ -671,10 +911,29 @@ def plot_decision_cost(result: dict[str, Any], out: Path) -> None:
             continue
         ns = [r["n"] for r in mine]
         if label == EXACT:
-            ax.plot(ns, [r["warm_decision_s"] for r in mine], "s-", color="black", label=f"{label}: fit + choice")
+            ax.plot(
+                ns,
+                [r["warm_decision_s"] for r in mine],
+                "s-",
+                color="black",
+                label=f"{label}: fit + choice",
+            )
             continue
-        ax.plot(ns, [r["warm_decision_s"] for r in mine], "o-", color=colors(j), label=f"{label}: warm fit + choice")
-        ax.plot(ns, [r["first_fit_s"] for r in mine], "x--", color=colors(j), alpha=0.7, label=f"{label}: first fit")
+        ax.plot(
+            ns,
+            [r["warm_decision_s"] for r in mine],
+            "o-",
+            color=colors(j),
+            label=f"{label}: warm fit + choice",
+        )
+        ax.plot(
+            ns,
+            [r["first_fit_s"] for r in mine],
+            "x--",
+            color=colors(j),
+            alpha=0.7,
+            label=f"{label}: first fit",
+        )
     sizes = result["args"]["sizes"]
     ax.axhline(GOAL_DECISION_S, color="gray", lw=0.8, ls=":", label="goal: 1 s")
     ax.set_xscale("log")
@@ -683,7 +942,9 @@ def plot_decision_cost(result: dict[str, Any], out: Path) -> None:
     ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.set_xlabel("observed (configuration, epoch, value) points")
     ax.set_ylabel("wall seconds (median)")
-    ax.set_title(f"Decision cost, {result['machine']['cpus']}-core CPU, torch threads {result['machine']['torch_threads']}")
+    ax.set_title(
+        f"Decision cost, {result['machine']['cpus']}-core CPU, torch threads {result['machine']['torch_threads']}"
+    )
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     fig.savefig(out / "decision_cost.png", dpi=110)
@@ -702,8 +963,17 @@ def plot_calibration(result: dict[str, Any], out: Path) -> None:
         mean, sd = np.array(m["mean"]), np.array(m["sd"])
         inside = np.abs(truth - mean) <= Z90 * sd
         for mask, color, text in ((inside, "tab:blue", "inside"), (~inside, "tab:red", "outside")):
-            ax.errorbar(truth[mask], mean[mask], yerr=Z90 * sd[mask], fmt="o", ms=3, color=color, alpha=0.7, lw=0.8,
-                        label=f"90% interval {text} ({int(mask.sum())})")  # fmt: skip
+            ax.errorbar(
+                truth[mask],
+                mean[mask],
+                yerr=Z90 * sd[mask],
+                fmt="o",
+                ms=3,
+                color=color,
+                alpha=0.7,
+                lw=0.8,
+                label=f"90% interval {text} ({int(mask.sum())})",
+            )
         lo = min(truth.min(), (mean - Z90 * sd).min())
         hi = max(truth.max(), (mean + Z90 * sd).max())
         ax.plot([lo, hi], [lo, hi], color="gray", lw=0.8)
@@ -712,7 +982,9 @@ def plot_calibration(result: dict[str, Any], out: Path) -> None:
         ax.set_ylabel(f"predicted (prefix of 1..{int(cuts.max())} epochs)")
         ax.legend(fontsize=7)
     metric = result["data"].get("metric", "validation cross-entropy")
-    fig.suptitle(f"{result['data'].get('problem', PROBLEM)}, repeat {rep['repeat']}: held-back final {metric}, mean +- 1.645 sd")
+    fig.suptitle(
+        f"{result['data'].get('problem', PROBLEM)}, repeat {rep['repeat']}: held-back final {metric}, mean +- 1.645 sd"
+    )
     fig.tight_layout()
     fig.savefig(out / "calibration.png", dpi=110)
     plt.close(fig)
@@ -723,38 +995,75 @@ def goals(result: dict[str, Any]) -> list[str]:
     lo, hi = GOAL_COVERAGE
     for name in (*MODELS, EXACT) if result["calibration"]["repeats"] else ():
         s = result["calibration"]["summary"][name]
-        out.append(f"coverage {lo:.0%}-{hi:.0%}, {name}: {s['coverage90']['median']:.1%} (median over repeats) -> "
-                   + ("met" if s["coverage_goal_met"] else "MISSED"))  # fmt: skip
+        out.append(
+            f"coverage {lo:.0%}-{hi:.0%}, {name}: {s['coverage90']['median']:.1%} (median over repeats) -> "
+            + ("met" if s["coverage_goal_met"] else "MISSED")
+        )
     for label, g in result["decision"]["growth"].items():
         if label == EXACT:
             continue
-        out.append(f"warm decision <= {GOAL_DECISION_S:g} s at {max(result['args']['sizes'])} points, {label}: "
-                   f"{fmt(g['decision_at_largest_s'])} s -> {'met' if g['decision_goal_met'] else 'MISSED'}; growth exponent "
-                   f"{fmt(g['exponent'], 2)} -> {'at most linear' if g['at_most_linear'] else 'MORE than linear'}")  # fmt: skip
+        out.append(
+            f"warm decision <= {GOAL_DECISION_S:g} s at {max(result['args']['sizes'])} points, {label}: "
+            f"{fmt(g['decision_at_largest_s'])} s -> {'met' if g['decision_goal_met'] else 'MISSED'}; growth exponent "
+            f"{fmt(g['exponent'], 2)} -> {'at most linear' if g['at_most_linear'] else 'MORE than linear'}"
+        )
     return out
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--smoke", action="store_true", help="1 repeat, n in 100 200, few epochs, a subset of the curves")
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="1 repeat, n in 100 200, few epochs, a subset of the curves",
+    )
     parser.add_argument("--repeats", type=int, default=5, help="calibration repeats")
     parser.add_argument("--sizes", type=int, nargs="+", default=[250, 500, 1000, 2000])
     parser.add_argument("--timing-repeats", type=int, default=3)
     parser.add_argument("--epochs", type=int, default=300, help="Adam steps of a first fit")
-    parser.add_argument("--warm-epochs", type=int, nargs="+", default=[50, 20],
-                        help="warm_epochs of the deep-kernel GP (the first also for the ensemble and calibration)")
-    parser.add_argument("--exact-points", type=int, default=500, help="the exact GP's points in the calibration")
-    parser.add_argument("--threads", type=int, default=os.cpu_count(), help="torch intra-op threads (default: the CPUs)")
+    parser.add_argument(
+        "--warm-epochs",
+        type=int,
+        nargs="+",
+        default=[50, 20],
+        help="warm_epochs of the deep-kernel GP (the first also for the ensemble and calibration)",
+    )
+    parser.add_argument(
+        "--exact-points", type=int, default=500, help="the exact GP's points in the calibration"
+    )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=os.cpu_count(),
+        help="torch intra-op threads (default: the CPUs)",
+    )
     parser.add_argument("--curves", type=Path, default=CURVES, help="the curve cache folder")
-    parser.add_argument("--lines", type=int, default=0,
-                        help="read the cache's first LINES lines (0: all; the cache is append-only, so a number of lines is a fixed data set)")
-    parser.add_argument("--problem", default=PROBLEM, help="whose curve cache (an early-stopping problem; default mlp-cancer)")
-    parser.add_argument("--curve-seed", type=int, default=CURVE_SEED, help="the seed of that cache (default 0)")
-    parser.add_argument("--parts", nargs="+", default=["calibration", "decision", "threads"],
-                        choices=["calibration", "decision", "threads"])
+    parser.add_argument(
+        "--lines",
+        type=int,
+        default=0,
+        help="read the cache's first LINES lines (0: all; the cache is append-only, so a number of lines is a fixed data set)",
+    )
+    parser.add_argument(
+        "--problem",
+        default=PROBLEM,
+        help="whose curve cache (an early-stopping problem; default mlp-cancer)",
+    )
+    parser.add_argument(
+        "--curve-seed", type=int, default=CURVE_SEED, help="the seed of that cache (default 0)"
+    )
+    parser.add_argument(
+        "--parts",
+        nargs="+",
+        default=["calibration", "decision", "threads"],
+        choices=["calibration", "decision", "threads"],
+    )
     parser.add_argument("--note", action="append", default=[], help="a line for results.md's notes")
-    parser.add_argument("--report-only", action="store_true",
-                        help="run nothing: rebuild results.md and the plots from --out's results.json (adding --note lines)")
+    parser.add_argument(
+        "--report-only",
+        action="store_true",
+        help="run nothing: rebuild results.md and the plots from --out's results.json (adding --note lines)",
+    )
     add_out_argument(parser, RESULTS)
     args = parser.parse_args(argv)
     out = output_folder(args.out, args.smoke, RESULTS)
@@ -773,37 +1082,66 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     threads_before = torch.get_num_threads()
     torch.set_num_threads(args.threads)
-    print(f"torch threads: {torch.get_num_threads()} (CPUs: {os.cpu_count()}); load average {load_average()}", flush=True)
+    print(
+        f"torch threads: {torch.get_num_threads()} (CPUs: {os.cpu_count()}); load average {load_average()}",
+        flush=True,
+    )
     started = time.perf_counter()
     try:
-        data = load_curves(args.curves, allow_synthetic=args.smoke, lines=None if args.lines <= 0 else args.lines,
-                           problem=args.problem, curve_seed=args.curve_seed)
+        data = load_curves(
+            args.curves,
+            allow_synthetic=args.smoke,
+            lines=None if args.lines <= 0 else args.lines,
+            problem=args.problem,
+            curve_seed=args.curve_seed,
+        )
         if args.smoke:
             data = subsample(data, 45)
         caught = Warnings()
         result: dict[str, Any] = {"smoke": args.smoke, "notes": list(args.note)}
-        result["data"] = {"source": data["source"], "problem": args.problem, "metric": problem_metric(args.problem), "curves": len(data["curves"]), "points": sum(map(len, data["curves"])),
-                          "full_curves": sum(len(c) == T for c in data["curves"]), "cache_lines": data["lines"],
-                          "cache_lines_in_file": data.get("lines_in_file"), "sha256_of_lines_used": data.get("sha256_of_lines_used"),
-                          "diverged_points": sum(v >= 10.0 for c in data["curves"] for v in c)}  # fmt: skip
+        result["data"] = {
+            "source": data["source"],
+            "problem": args.problem,
+            "metric": problem_metric(args.problem),
+            "curves": len(data["curves"]),
+            "points": sum(map(len, data["curves"])),
+            "full_curves": sum(len(c) == T for c in data["curves"]),
+            "cache_lines": data["lines"],
+            "cache_lines_in_file": data.get("lines_in_file"),
+            "sha256_of_lines_used": data.get("sha256_of_lines_used"),
+            "diverged_points": sum(v >= 10.0 for c in data["curves"] for v in c),
+        }
         repeats = []
         if "calibration" in args.parts:
             for r in range(args.repeats):
                 rep = calibration_repeat(data, r, args, caught)
                 repeats.append(rep)
-                print(f"calibration repeat {r}: " + "; ".join(
-                    f"{k} coverage {v['coverage90']:.0%} error {v['median_abs_error']:.4f} fit {v['fit_s']:.1f} s"
-                    for k, v in rep["models"].items()) + f"; last value error {rep['last_value']['median_abs_error']:.4f}", flush=True)  # fmt: skip
-        result["calibration"] = {"repeats": repeats, "summary": summarize_calibration(repeats) if repeats else {}}
+                print(
+                    f"calibration repeat {r}: "
+                    + "; ".join(
+                        f"{k} coverage {v['coverage90']:.0%} error {v['median_abs_error']:.4f} fit {v['fit_s']:.1f} s"
+                        for k, v in rep["models"].items()
+                    )
+                    + f"; last value error {rep['last_value']['median_abs_error']:.4f}",
+                    flush=True,
+                )
+        result["calibration"] = {
+            "repeats": repeats,
+            "summary": summarize_calibration(repeats) if repeats else {},
+        }
         rows = decision_cost(data, args, caught) if "decision" in args.parts else []
         result["decision"] = {"rows": rows, "growth": growth(rows, args.sizes) if rows else {}}
-        result["threads_check"] = threads_check(data, args, caught) if "threads" in args.parts else []
+        result["threads_check"] = (
+            threads_check(data, args, caught) if "threads" in args.parts else []
+        )
         result["warnings"] = dict(caught.counts.most_common())
         result["machine"] = {
-            "cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(), "load_at_end": load_average(),
+            "cpus": os.cpu_count(),
+            "torch_threads": torch.get_num_threads(),
+            "load_at_end": load_average(),
             "text": f"{platform.machine()}, {os.cpu_count()} CPUs, torch {torch.__version__} with {torch.get_num_threads()} threads, "
-                    f"Python {sys.version.split()[0]}, 1-minute load average {load_average()} at the end",
-        }  # fmt: skip
+            f"Python {sys.version.split()[0]}, 1-minute load average {load_average()} at the end",
+        }
         result["args"] = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
         result["seconds"] = time.perf_counter() - started
         result["goals"] = goals(result)

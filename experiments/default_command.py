@@ -46,14 +46,27 @@ DEFAULT_ARMS = {"default": ""}
 def parse_arm(text: str) -> tuple[str, str]:
     name, sep, options = text.partition("=")
     if not sep or not name:
-        raise argparse.ArgumentTypeError(f"--arm must be NAME=OPTIONS (OPTIONS may be empty), got {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"--arm must be NAME=OPTIONS (OPTIONS may be empty), got {text!r}"
+        )
     return name, options
 
 
 def run_one(arm: str, options: str, seed: int, budget: int | None, folder: Path) -> dict:
     run_dir = folder / f"{arm}-{seed}"
-    command = [sys.executable, "-m", "dsbo.optimize", "--seed", str(seed), "--run_dir", str(run_dir),
-               "--progress", "false", "--wandb.mode", "disabled"]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "dsbo.optimize",
+        "--seed",
+        str(seed),
+        "--run_dir",
+        str(run_dir),
+        "--progress",
+        "false",
+        "--wandb.mode",
+        "disabled",
+    ]
     if options:
         command += ["--surrogate.options", options]
     if budget is not None:
@@ -85,24 +98,27 @@ def report(runs: list[dict], arms: dict[str, str], seeds: list[int], out: Path) 
         if not rs:
             continue
         values = [rs[s]["best_value"] for s in seeds if s in rs]
-        rows.append({
-            "arm": arm,
-            "options": arms[arm],
-            "seeds": sorted(rs),
-            "mean_best": statistics.mean(values),
-            "median_best": statistics.median(values),
-            "worst_best": min(values),
-            "relevant_only": sum(rs[s]["relevant_only"] for s in rs),
-            "fit_s": statistics.median(r["fit_s"] for r in rs.values()),
-            "acquisition_s": statistics.median(r["acquisition_s"] for r in rs.values()),
-            "per_seed": {s: rs[s] for s in sorted(rs)},
-        })  # fmt: skip
+        rows.append(
+            {
+                "arm": arm,
+                "options": arms[arm],
+                "seeds": sorted(rs),
+                "mean_best": statistics.mean(values),
+                "median_best": statistics.median(values),
+                "worst_best": min(values),
+                "relevant_only": sum(rs[s]["relevant_only"] for s in rs),
+                "fit_s": statistics.median(r["fit_s"] for r in rs.values()),
+                "acquisition_s": statistics.median(r["acquisition_s"] for r in rs.values()),
+                "per_seed": {s: rs[s] for s in sorted(rs)},
+            }
+        )
     lines = [
         f"# The default command's answers over seeds (branin-20d, optimum {OPTIMUM}; seeds run: {len(seeds)})",
         "",
         "Per seed: the best value, with the inputs it changes besides `x4`, `x5` (Branin's two).",
         "",
-        "| arm | surrogate options | " + " | ".join(f"seed {s}" for s in seeds)
+        "| arm | surrogate options | "
+        + " | ".join(f"seed {s}" for s in seeds)
         + " | mean | worst | best changes only x4, x5 | fit s / iteration | acquisition s / iteration |",
         "|---|---|" + "---|" * len(seeds) + "---|---|---|---|---|",
     ]
@@ -114,11 +130,18 @@ def report(runs: list[dict], arms: dict[str, str], seeds: list[int], out: Path) 
                 cells.append("-")
                 continue
             extra = [p for p in r["changed"] if p not in RELEVANT]
-            note = "" if not extra else f" (+{len(extra)}: {', '.join(extra[:3])}{'...' if len(extra) > 3 else ''})"
+            note = (
+                ""
+                if not extra
+                else f" (+{len(extra)}: {', '.join(extra[:3])}{'...' if len(extra) > 3 else ''})"
+            )
             cells.append(f"{r['best_value']:.4f}{note}")
-        lines.append(f"| {row['arm']} | `{row['options'] or '{}'}` | " + " | ".join(cells)
-                     + f" | {row['mean_best']:.3f} | {row['worst_best']:.3f} | {row['relevant_only']} of {len(row['seeds'])}"
-                     f" | {row['fit_s']:.2f} | {row['acquisition_s']:.2f} |")  # fmt: skip
+        lines.append(
+            f"| {row['arm']} | `{row['options'] or '{}'}` | "
+            + " | ".join(cells)
+            + f" | {row['mean_best']:.3f} | {row['worst_best']:.3f} | {row['relevant_only']} of {len(row['seeds'])}"
+            f" | {row['fit_s']:.2f} | {row['acquisition_s']:.2f} |"
+        )
     (out / "results.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     result = {"arms": rows, "seeds": seeds}
@@ -129,9 +152,16 @@ def report(runs: list[dict], arms: dict[str, str], seeds: list[int], out: Path) 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, default=8, help="seeds 0..n-1 (default 8)")
-    parser.add_argument("--arm", type=parse_arm, action="append", default=None,
-                        help="NAME=OPTIONS: a setting to run (repeatable; default: the command as it is)")  # fmt: skip
-    parser.add_argument("--budget", type=int, default=None, help="evaluations per run (default: the command's 30)")
+    parser.add_argument(
+        "--arm",
+        type=parse_arm,
+        action="append",
+        default=None,
+        help="NAME=OPTIONS: a setting to run (repeatable; default: the command as it is)",
+    )
+    parser.add_argument(
+        "--budget", type=int, default=None, help="evaluations per run (default: the command's 30)"
+    )
     parser.add_argument("--smoke", action="store_true", help="1 seed, 12 evaluations")
     add_out_argument(parser, RESULTS)
     args = parser.parse_args(argv)
@@ -143,8 +173,14 @@ def main(argv: list[str] | None = None) -> dict:
     out = output_folder(args.out, args.smoke, RESULTS)
     out.mkdir(parents=True, exist_ok=True)
     log = out / "runs.jsonl"
-    runs = [json.loads(line) for line in log.read_text().splitlines() if line.strip()] if log.exists() else []
-    runs = [r for r in runs if r["budget"] == args.budget and arms.get(r["arm"], None) == r["options"]]
+    runs = (
+        [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+        if log.exists()
+        else []
+    )
+    runs = [
+        r for r in runs if r["budget"] == args.budget and arms.get(r["arm"], None) == r["options"]
+    ]
     done = {(r["arm"], r["seed"]) for r in runs}
     seeds = list(range(args.seeds))
     with tempfile.TemporaryDirectory(prefix="dsbo-default-command-") as tmp, log.open("a") as sink:
@@ -156,7 +192,10 @@ def main(argv: list[str] | None = None) -> dict:
                 runs.append(run)
                 sink.write(json.dumps(run) + "\n")
                 sink.flush()
-                print(f"{arm} seed {seed}: best {run['best_value']:.4f}, changed {run['changed']}", flush=True)
+                print(
+                    f"{arm} seed {seed}: best {run['best_value']:.4f}, changed {run['changed']}",
+                    flush=True,
+                )
     return report(runs, arms, seeds, out)
 
 

@@ -86,18 +86,31 @@ def _split(name: str, small: bool) -> tuple[Any, ...]:
     else:
         if name == "cancer":
             X, y = datasets.load_breast_cancer(return_X_y=True)
-            X_tr, X_va, y_tr, y_va = train_test_split(X, y, test_size=171, stratify=y, random_state=0)
+            X_tr, X_va, y_tr, y_va = train_test_split(
+                X, y, test_size=171, stratify=y, random_state=0
+            )
         else:  # 800 / 400 of the 1797 images: a CNN epoch on all of them took twice as long
             X, y = datasets.load_digits(return_X_y=True)
-            X_tr, X_va, y_tr, y_va = train_test_split(X / 16.0, y, train_size=800, test_size=400, stratify=y, random_state=0)
+            X_tr, X_va, y_tr, y_va = train_test_split(
+                X / 16.0, y, train_size=800, test_size=400, stratify=y, random_state=0
+            )
         y_dtype = torch.int64
     if name != "digits":
         mu, sd = X_tr.mean(0), X_tr.std(0) + 1e-12
         X_tr, X_va = (X_tr - mu) / sd, (X_va - mu) / sd
     if small:
-        X_tr, y_tr, X_va, y_va = X_tr[: len(X_tr) // 3], y_tr[: len(y_tr) // 3], X_va[: len(X_va) // 3], y_va[: len(y_va) // 3]
-    _DATA[key] = (torch.tensor(X_tr, dtype=torch.float32), torch.tensor(y_tr, dtype=y_dtype),
-                  torch.tensor(X_va, dtype=torch.float32), torch.tensor(y_va, dtype=y_dtype))  # fmt: skip
+        X_tr, y_tr, X_va, y_va = (
+            X_tr[: len(X_tr) // 3],
+            y_tr[: len(y_tr) // 3],
+            X_va[: len(X_va) // 3],
+            y_va[: len(y_va) // 3],
+        )
+    _DATA[key] = (
+        torch.tensor(X_tr, dtype=torch.float32),
+        torch.tensor(y_tr, dtype=y_dtype),
+        torch.tensor(X_va, dtype=torch.float32),
+        torch.tensor(y_va, dtype=y_dtype),
+    )
     return _DATA[key]
 
 
@@ -138,14 +151,23 @@ def _optimizer(params: dict[str, Any], weights: Any) -> Any:
 
     lr, wd = params["lr"], params.get("weight_decay", 0.0)
     if params["optimizer"] == "sgd":
-        return torch.optim.SGD(weights, lr=lr, momentum=params.get("momentum", 0.0), weight_decay=wd)
+        return torch.optim.SGD(
+            weights, lr=lr, momentum=params.get("momentum", 0.0), weight_decay=wd
+        )
     if params["optimizer"] == "rmsprop":
         return torch.optim.RMSprop(weights, lr=lr, weight_decay=wd)
     return torch.optim.Adam(weights, lr=lr, weight_decay=wd)
 
 
-def _torch_loop(net: Any, params: dict[str, Any], data: tuple[Any, ...], seed: int, trial: Any,
-                loss_fn: Callable[..., Any], val_fn: Callable[..., Any]) -> None:
+def _torch_loop(
+    net: Any,
+    params: dict[str, Any],
+    data: tuple[Any, ...],
+    seed: int,
+    trial: Any,
+    loss_fn: Callable[..., Any],
+    val_fn: Callable[..., Any],
+) -> None:
     """Mini-batch training for :data:`MAX_EPOCHS` epochs, reporting ``val_fn`` after each."""
     import torch
 
@@ -157,7 +179,7 @@ def _torch_loop(net: Any, params: dict[str, Any], data: tuple[Any, ...], seed: i
         net.train()
         order = torch.randperm(n, generator=generator)
         for start in range(0, n, batch):
-            rows = order[start:start + batch]
+            rows = order[start : start + batch]
             loss = loss_fn(net(X_tr[rows]), y_tr[rows])
             optimizer.zero_grad()
             loss.backward()
@@ -187,8 +209,11 @@ def train_mlp_cancer(params: dict[str, Any], seed: int, trial: Any, small: bool 
     layers: list[Any] = []
     d = data[0].shape[1]
     for _ in range(int(params["layers"])):
-        layers += [nn.Linear(d, int(params["width"])), getattr(nn, ACTIVATIONS[params["activation"]])(),
-                   nn.Dropout(params["dropout"])]
+        layers += [
+            nn.Linear(d, int(params["width"])),
+            getattr(nn, ACTIVATIONS[params["activation"]])(),
+            nn.Dropout(params["dropout"]),
+        ]
         d = int(params["width"])
     net = nn.Sequential(*layers, nn.Linear(d, 2))
     _torch_loop(net, params, data, seed, trial, F.cross_entropy, F.cross_entropy)
@@ -204,11 +229,19 @@ def train_cnn_digits(params: dict[str, Any], seed: int, trial: Any, small: bool 
     data = (X_tr.reshape(-1, 1, 8, 8), y_tr, X_va.reshape(-1, 1, 8, 8), y_va)
     torch.manual_seed(seed)
     c = int(params["channels"])
-    layers: list[Any] = [nn.Conv2d(1, c, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2) if params["pool"] == "max" else nn.AvgPool2d(2)]
+    layers: list[Any] = [
+        nn.Conv2d(1, c, 3, padding=1),
+        nn.ReLU(),
+        nn.MaxPool2d(2) if params["pool"] == "max" else nn.AvgPool2d(2),
+    ]
     for _ in range(int(params["conv_layers"]) - 1):
         layers += [nn.Conv2d(c, c, 3, padding=1), nn.ReLU()]
-    layers += [nn.Flatten(), nn.Linear(c * 16, int(params["hidden"])), nn.ReLU(),
-               nn.Linear(int(params["hidden"]), 10)]
+    layers += [
+        nn.Flatten(),
+        nn.Linear(c * 16, int(params["hidden"])),
+        nn.ReLU(),
+        nn.Linear(int(params["hidden"]), 10),
+    ]
     net = nn.Sequential(*layers)
     smoothing = float(params["label_smoothing"])
 
@@ -232,22 +265,40 @@ def train_zoo_diabetes(params: dict[str, Any], seed: int, trial: Any, small: boo
     for name in ("pytorch_lightning", "lightning.pytorch", "lightning_fabric", "lightning"):
         logging.getLogger(name).setLevel(logging.ERROR)
     X_tr, y_tr, X_va, y_va = _split("diabetes", small)
-    network = {"width": int(params["width"]), "depth": int(params["depth"]), "activation": params["activation"],
-               "gamma": float(params["gamma"]), "lr": float(params["lr"]), "optimizer": params["optimizer"]}  # fmt: skip
+    network = {
+        "width": int(params["width"]),
+        "depth": int(params["depth"]),
+        "activation": params["activation"],
+        "gamma": float(params["gamma"]),
+        "lr": float(params["lr"]),
+        "optimizer": params["optimizer"],
+    }
     if params["family"] == "ensemble":
         model = NeuralEnsemble(X_tr.shape[1], num_members=int(params["members"]), **network)
     else:
-        model = SimpleSMB(X_tr.shape[1], num_samples=1, noise_var=float(params["noise_var"]), **network)
+        model = SimpleSMB(
+            X_tr.shape[1], num_samples=1, noise_var=float(params["noise_var"]), **network
+        )
     generator = torch.Generator().manual_seed(seed)
-    train = DataLoader(TensorDataset(X_tr, y_tr, torch.arange(len(y_tr))), batch_size=int(params["batch_size"]),
-                       shuffle=True, generator=generator)  # fmt: skip
+    train = DataLoader(
+        TensorDataset(X_tr, y_tr, torch.arange(len(y_tr))),
+        batch_size=int(params["batch_size"]),
+        shuffle=True,
+        generator=generator,
+    )
     val = DataLoader(TensorDataset(X_va, y_va, torch.arange(len(y_va))), batch_size=len(y_va))
     torch.manual_seed(seed)  # the zoo draws theta_0 from torch's global RNG at fit start
     trainer = pl.Trainer(
-        max_epochs=MAX_EPOCHS, accelerator="cpu", devices=1, enable_progress_bar=False, logger=False,
-        enable_checkpointing=False, enable_model_summary=False, num_sanity_val_steps=0,
+        max_epochs=MAX_EPOCHS,
+        accelerator="cpu",
+        devices=1,
+        enable_progress_bar=False,
+        logger=False,
+        enable_checkpointing=False,
+        enable_model_summary=False,
+        num_sanity_val_steps=0,
         callbacks=[ReportCallback(trial, monitor="val_mse")],
-    )  # fmt: skip
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         trainer.fit(model, train, val)
@@ -351,7 +402,10 @@ def active_values(space: dict[str, Any], params: dict[str, Any]) -> dict[str, An
     for name, parameter in space.items():
         if name not in params or params[name] is None:
             continue
-        if not all(parent in out and out[parent] in allowed for parent, allowed in parameter.conditions.items()):
+        if not all(
+            parent in out and out[parent] in allowed
+            for parent, allowed in parameter.conditions.items()
+        ):
             continue
         value = params[name]
         if isinstance(parameter, Float):
@@ -471,8 +525,16 @@ class Recorder:
             self.cache.put(self.problem.name, self.seed, key, forward.values)
             steps, last = len(forward.values), forward.values[-1]
             stopped = steps < MAX_EPOCHS
-        self.trials.append({"params": values, "epochs": steps, "value": last, "full": steps >= MAX_EPOCHS,
-                            "end_epochs": self.epochs, "stopped": stopped})  # fmt: skip
+        self.trials.append(
+            {
+                "params": values,
+                "epochs": steps,
+                "value": last,
+                "full": steps >= MAX_EPOCHS,
+                "end_epochs": self.epochs,
+                "stopped": stopped,
+            }
+        )
         return last
 
     def trace(self) -> list[list[float]]:

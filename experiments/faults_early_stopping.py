@@ -107,7 +107,9 @@ class Train:
 
     def __call__(self, x, trial) -> float:
         resumed = trial.resumed_from
-        self.write({"event": "start", "trial": trial.id, "resumed_from": resumed, "pid": os.getpid()})
+        self.write(
+            {"event": "start", "trial": trial.id, "resumed_from": resumed, "pid": os.getpid()}
+        )
         loss = math.nan
         for epoch in range(1, self.max_steps + 1):
             loss = loss_at(trial.params, epoch)
@@ -115,7 +117,15 @@ class Train:
             if not replay:
                 time.sleep(epoch_seconds(trial.id, epoch, *self.sleep))
             trial.report(epoch, loss)
-            self.write({"event": "report", "trial": trial.id, "step": epoch, "value": loss, "replay": replay})
+            self.write(
+                {
+                    "event": "report",
+                    "trial": trial.id,
+                    "step": epoch,
+                    "value": loss,
+                    "replay": replay,
+                }
+            )
             if trial.should_stop():
                 self.write({"event": "stopped", "trial": trial.id, "step": epoch})
                 break
@@ -123,8 +133,14 @@ class Train:
 
 
 #: ``--rule freeze-thaw``: trials paused every 9 steps and thawed by a quick curve model's choice.
-FREEZE_THAW = {"name": "freeze-thaw", "curve_model": "power-law-ensemble", "steps_per_thaw": 9, "epochs": 60,
-               "warm_epochs": 10, "candidates": 64}  # fmt: skip
+FREEZE_THAW = {
+    "name": "freeze-thaw",
+    "curve_model": "power-law-ensemble",
+    "steps_per_thaw": 9,
+    "epochs": 60,
+    "warm_epochs": 10,
+    "candidates": 64,
+}
 
 
 def build_campaign(settings: dict[str, Any], store: str, evaluator=None):
@@ -133,12 +149,22 @@ def build_campaign(settings: dict[str, Any], store: str, evaluator=None):
     from dsbo.campaign import Campaign
 
     return Campaign(
-        make_problem(), surrogate="gp", acquisition="qlognei", seed=settings["seed"], store=store,
-        optimizer=OptimizerSettings(num_restarts=2, raw_samples=64, maxiter=30), dry_run=False,
-        outcome_warping=None, n_init=settings["n_init"], evaluator=evaluator,
-        early_stopping=FREEZE_THAW if settings["rule"] == "freeze-thaw" else settings["rule"], max_steps=settings["max_steps"], budget_steps=settings["budget_steps"],
-        lease=settings["lease"], worker_retries=settings["worker_retries"],
-    )  # fmt: skip
+        make_problem(),
+        surrogate="gp",
+        acquisition="qlognei",
+        seed=settings["seed"],
+        store=store,
+        optimizer=OptimizerSettings(num_restarts=2, raw_samples=64, maxiter=30),
+        dry_run=False,
+        outcome_warping=None,
+        n_init=settings["n_init"],
+        evaluator=evaluator,
+        early_stopping=FREEZE_THAW if settings["rule"] == "freeze-thaw" else settings["rule"],
+        max_steps=settings["max_steps"],
+        budget_steps=settings["budget_steps"],
+        lease=settings["lease"],
+        worker_retries=settings["worker_retries"],
+    )
 
 
 def warm_up() -> None:
@@ -148,8 +174,15 @@ def warm_up() -> None:
     from dsbo.campaign import Campaign
     from dsbo.problems import get_problem
 
-    c = Campaign(get_problem("branin"), surrogate="gp", budget=4, n_init=2, seed=1, dry_run=False,
-                 optimizer=OptimizerSettings(num_restarts=2, raw_samples=64, maxiter=30))  # fmt: skip
+    c = Campaign(
+        get_problem("branin"),
+        surrogate="gp",
+        budget=4,
+        n_init=2,
+        seed=1,
+        dry_run=False,
+        optimizer=OptimizerSettings(num_restarts=2, raw_samples=64, maxiter=30),
+    )
     c.run()
     c.store.close()
 
@@ -164,7 +197,9 @@ def worker(settings: dict[str, Any], store: str, log: str, ready: str, err: str)
 
         torch.set_num_threads(1)
         warm_up()
-        campaign = build_campaign(settings, store, Train(log, settings["max_steps"], tuple(settings["sleep"])))
+        campaign = build_campaign(
+            settings, store, Train(log, settings["max_steps"], tuple(settings["sleep"]))
+        )
         Path(ready).touch()
         campaign.run()
         campaign.store.close()
@@ -204,7 +239,11 @@ def check(store, problem, settings: dict[str, Any], work: Path, final: bool) -> 
     acknowledged = {(e["trial"], e["step"]) for e in reports}
     trials = store.trials()
     params = {t.id: problem.params(t.x) for t in trials}
-    wrong = [(tid, step) for (tid, step), v in stored.items() if v != sign * loss_at(params[tid], step) + 0.0]
+    wrong = [
+        (tid, step)
+        for (tid, step), v in stored.items()
+        if v != sign * loss_at(params[tid], step) + 0.0
+    ]
     duplicates = non_increasing = gaps = 0
     for curve in curves.values():
         steps = [s for s, _ in curve]
@@ -218,12 +257,22 @@ def check(store, problem, settings: dict[str, Any], work: Path, final: bool) -> 
         if t.status == "pending":
             expected = float(t.metadata.get("cost_reserved", math.nan))
         elif t.status in ("completed", "stopped", "paused", "failed"):
-            expected = float(last) if last is not None else (0.0 if t.status == "failed" else math.nan)
+            expected = (
+                float(last) if last is not None else (0.0 if t.status == "failed" else math.nan)
+            )
         else:  # abandoned: keeps what it was charged (none expected with on_pending="retry")
             expected = t.cost
         expected_ledger += expected
         if t.cost != expected:
-            mismatches.append({"trial": t.id, "status": t.status, "cost": t.cost, "expected": expected, "last_step": last})
+            mismatches.append(
+                {
+                    "trial": t.id,
+                    "status": t.status,
+                    "cost": t.cost,
+                    "expected": expected,
+                    "last_step": last,
+                }
+            )
     ledger = store.cost_used()
     starts = [e for e in entries if e["event"] == "start"]
     evaluations: dict[int, int] = {}
@@ -244,7 +293,9 @@ def check(store, problem, settings: dict[str, Any], work: Path, final: bool) -> 
         "trials_with_gaps": gaps,
         "trials": len(trials),
         "by_status": by_status,
-        "last_steps": {str(k): n for k, n in sorted(Counter(c[-1][0] for c in curves.values()).items())},
+        "last_steps": {
+            str(k): n for k, n in sorted(Counter(c[-1][0] for c in curves.values()).items())
+        },
         "evaluations_started": len(starts),
         "trials_evaluated_more_than_once": sum(n > 1 for n in evaluations.values()),
         "resumed_evaluations": sum(e["resumed_from"] is not None for e in starts),
@@ -257,14 +308,22 @@ def check(store, problem, settings: dict[str, Any], work: Path, final: bool) -> 
         "overspent": max(0.0, ledger - settings["budget_steps"]),
     }
     result["ok"] = not (
-        result["lost"] or result["wrong_values"] or duplicates or non_increasing or gaps or mismatches
-        or abs(result["double_counted"]) > 1e-9 or result["overspent"] > 1e-9
+        result["lost"]
+        or result["wrong_values"]
+        or duplicates
+        or non_increasing
+        or gaps
+        or mismatches
+        or abs(result["double_counted"]) > 1e-9
+        or result["overspent"] > 1e-9
         or (final and by_status.get("pending", 0))
-    )  # fmt: skip
+    )
     return result
 
 
-def snapshot(store_target: str, settings: dict[str, Any], work: Path, final: bool) -> dict[str, Any]:
+def snapshot(
+    store_target: str, settings: dict[str, Any], work: Path, final: bool
+) -> dict[str, Any]:
     from dsbo.storage import open_store
 
     store = open_store(store_target, lock=False)
@@ -301,7 +360,9 @@ def kill_moment(proc, log: Path, rng: random.Random, args: argparse.Namespace) -
 class Workers:
     """Starts worker processes (numbered runs, one log and one stderr file each)."""
 
-    def __init__(self, args: argparse.Namespace, settings: dict[str, Any], store: str, work: Path) -> None:
+    def __init__(
+        self, args: argparse.Namespace, settings: dict[str, Any], store: str, work: Path
+    ) -> None:
         self.ctx = multiprocessing.get_context(args.start_method)
         self.settings, self.store, self.work = settings, store, work
         self.runs = 0
@@ -310,8 +371,14 @@ class Workers:
     def start(self) -> tuple[Any, Path, Path, Path]:
         self.runs += 1
         n = self.runs
-        ready, err, log = self.work / f"ready-{n}", self.work / f"err-{n}.txt", self.work / f"log-{n:03d}.jsonl"
-        proc = self.ctx.Process(target=worker, args=(self.settings, self.store, str(log), str(ready), str(err)))
+        ready, err, log = (
+            self.work / f"ready-{n}",
+            self.work / f"err-{n}.txt",
+            self.work / f"log-{n:03d}.jsonl",
+        )
+        proc = self.ctx.Process(
+            target=worker, args=(self.settings, self.store, str(log), str(ready), str(err))
+        )
         proc.start()
         return proc, ready, err, log
 
@@ -324,7 +391,9 @@ class Workers:
         """Record a worker that ended by itself with an error (a crash, e.g. on resume)."""
         if proc.exitcode not in (0, -9):
             text = err.read_text() if err.exists() else ""
-            self.crashes.append({"run": err.stem, "exitcode": proc.exitcode, "stderr_tail": text[-3000:]})
+            self.crashes.append(
+                {"run": err.stem, "exitcode": proc.exitcode, "stderr_tail": text[-3000:]}
+            )
 
 
 def run_sqlite(args: argparse.Namespace, settings: dict[str, Any], work: Path) -> dict[str, Any]:
@@ -350,7 +419,9 @@ def run_sqlite(args: argparse.Namespace, settings: dict[str, Any], work: Path) -
             if proc.exitcode is None:
                 proc.kill()
                 proc.join()
-                workers.crashes.append({"run": err.stem, "exitcode": None, "stderr_tail": "final run timed out"})
+                workers.crashes.append(
+                    {"run": err.stem, "exitcode": None, "stderr_tail": "final run timed out"}
+                )
                 break
         workers.ended(proc, err)
         if proc.exitcode != 0:
@@ -359,9 +430,15 @@ def run_sqlite(args: argparse.Namespace, settings: dict[str, Any], work: Path) -
             continue  # a crashed worker is restarted (and the crash reported)
         finished_early = kills < args.kills
         break
-    return {"kills": kills, "kill_kinds": kinds, "worker_runs": workers.runs, "crashes": workers.crashes,
-            "finished_before_kills": finished_early, "after_each_kill": after_kill,
-            "final": snapshot(store, settings, work, final=True)}  # fmt: skip
+    return {
+        "kills": kills,
+        "kill_kinds": kinds,
+        "worker_runs": workers.runs,
+        "crashes": workers.crashes,
+        "finished_before_kills": finished_early,
+        "after_each_kill": after_kill,
+        "final": snapshot(store, settings, work, final=True),
+    }
 
 
 def run_postgres(args: argparse.Namespace, settings: dict[str, Any], work: Path) -> dict[str, Any]:
@@ -372,7 +449,9 @@ def run_postgres(args: argparse.Namespace, settings: dict[str, Any], work: Path)
         admin.execute(f"CREATE DATABASE {name}")
     url = args.pg.rsplit("/", 1)[0] + "/" + name
     try:
-        build_campaign(settings, url).store.close()  # the campaign (identity, settings), created once
+        build_campaign(
+            settings, url
+        ).store.close()  # the campaign (identity, settings), created once
         rng = random.Random(args.seed)
         workers = Workers(args, settings, url, work)
         slots = [workers.start() for _ in range(args.workers)]
@@ -409,24 +488,34 @@ def run_postgres(args: argparse.Namespace, settings: dict[str, Any], work: Path)
                 if proc.exitcode is None:
                     proc.kill()
                     proc.join()
-                    workers.crashes.append({"run": err.stem, "exitcode": None, "stderr_tail": "final run timed out"})
+                    workers.crashes.append(
+                        {"run": err.stem, "exitcode": None, "stderr_tail": "final run timed out"}
+                    )
                     break
                 workers.ended(proc, err)
                 if proc.exitcode == 0 or len(workers.crashes) >= args.max_crashes:
                     break
                 slots[i] = workers.start()
-        return {"kills": kills, "kill_kinds": kinds, "worker_runs": workers.runs, "crashes": workers.crashes,
-                "finished_before_kills": finished_early, "after_each_kill": [],
-                "final": snapshot(url, settings, work, final=True)}  # fmt: skip
+        return {
+            "kills": kills,
+            "kill_kinds": kinds,
+            "worker_runs": workers.runs,
+            "crashes": workers.crashes,
+            "finished_before_kills": finished_early,
+            "after_each_kill": [],
+            "final": snapshot(url, settings, work, final=True),
+        }
     finally:
         with psycopg.connect(args.pg, autocommit=True) as admin:
             admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
 def summary_line(c: dict[str, Any]) -> str:
-    return (f"{c['reports_acknowledged']} acknowledged, {c['lost']} lost, {c['duplicate_steps']} duplicate steps, "
-            f"double-counted {c['double_counted']:g}, ledger {c['cost_used']:g}/{c['budget_steps']:g}, "
-            f"{c['by_status']}")  # fmt: skip
+    return (
+        f"{c['reports_acknowledged']} acknowledged, {c['lost']} lost, {c['duplicate_steps']} duplicate steps, "
+        f"double-counted {c['double_counted']:g}, ledger {c['cost_used']:g}/{c['budget_steps']:g}, "
+        f"{c['by_status']}"
+    )
 
 
 def write_markdown(result: dict[str, Any], path: Path) -> None:
@@ -460,31 +549,48 @@ def write_markdown(result: dict[str, Any], path: Path) -> None:
     for key, run in sorted(result["runs"].items()):
         checks = run["after_each_kill"]
         bad = [i + 1 for i, c in enumerate(checks) if not c["ok"]]
-        lines.append(f"- **{key}**: {'all checks passed' if run['ok'] else 'CHECKS FAILED'}; "
-                     f"settings {json.dumps(run['settings'])}; machine: {run['machine']}; dsbo commit {run['commit']}.")  # fmt: skip
+        lines.append(
+            f"- **{key}**: {'all checks passed' if run['ok'] else 'CHECKS FAILED'}; "
+            f"settings {json.dumps(run['settings'])}; machine: {run['machine']}; dsbo commit {run['commit']}."
+        )
         if checks:
-            lines.append(f"  - Checked after each of the {len(checks)} kills too (store as the kill left it): "
-                         + ("every check held." if not bad else f"checks failed after kills {bad}."))  # fmt: skip
+            lines.append(
+                f"  - Checked after each of the {len(checks)} kills too (store as the kill left it): "
+                + ("every check held." if not bad else f"checks failed after kills {bad}.")
+            )
         if run["finished_before_kills"]:
-            lines.append("  - The campaign finished before all kills were done (raise `--budget-steps`).")
+            lines.append(
+                "  - The campaign finished before all kills were done (raise `--budget-steps`)."
+            )
         for crash in run["crashes"]:
-            lines.append(f"  - Worker run {crash['run']} ended with exit code {crash['exitcode']}: "
-                         f"`{crash['stderr_tail'].strip().splitlines()[-1] if crash['stderr_tail'].strip() else ''}`")  # fmt: skip
+            lines.append(
+                f"  - Worker run {crash['run']} ended with exit code {crash['exitcode']}: "
+                f"`{crash['stderr_tail'].strip().splitlines()[-1] if crash['stderr_tail'].strip() else ''}`"
+            )
         f = run["final"]
-        lines.append(f"  - Trials by last stored step: {', '.join(f'{k}: {n}' for k, n in f['last_steps'].items())}; "
-                     f"{f['trials_evaluated_more_than_once']} trials were evaluated more than once (a kill or a lost "
-                     f"lease), {f['resumed_evaluations']} of those evaluations resumed a stored curve.")  # fmt: skip
-        lines.append(f"  - {run['final']['stored_not_acknowledged']} stored reports were not in the side log (a kill "
-                     "between the store's commit and the log's write: expected, at most one per kill); "
-                     f"{run['final']['torn_log_lines']} torn log lines.")  # fmt: skip
+        lines.append(
+            f"  - Trials by last stored step: {', '.join(f'{k}: {n}' for k, n in f['last_steps'].items())}; "
+            f"{f['trials_evaluated_more_than_once']} trials were evaluated more than once (a kill or a lost "
+            f"lease), {f['resumed_evaluations']} of those evaluations resumed a stored curve."
+        )
+        lines.append(
+            f"  - {run['final']['stored_not_acknowledged']} stored reports were not in the side log (a kill "
+            "between the store's commit and the log's write: expected, at most one per kill); "
+            f"{run['final']['torn_log_lines']} torn log lines."
+        )
     lines += [f"- {note}" for note in result.get("notes", [])]
     path.write_text("\n".join(lines) + "\n")
 
 
 def commit() -> str:
     try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                              cwd=Path(__file__).resolve().parent, check=True).stdout.strip()  # fmt: skip
+        return subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            cwd=Path(__file__).resolve().parent,
+            check=True,
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
 
@@ -495,27 +601,70 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--kills", type=int, default=20)
     parser.add_argument("--budget-steps", type=int, default=900)
     parser.add_argument("--max-steps", type=int, default=27)
-    parser.add_argument("--rule", default="asha", help="the stopping rule's name (its default options), or "
-                        "freeze-thaw (FREEZE_THAW: trials paused and thawed)")
+    parser.add_argument(
+        "--rule",
+        default="asha",
+        help="the stopping rule's name (its default options), or "
+        "freeze-thaw (FREEZE_THAW: trials paused and thawed)",
+    )
     parser.add_argument("--n-init", type=int, default=5)
-    parser.add_argument("--seed", type=int, default=0, help="the campaign's seed and the kills' random moments")
-    parser.add_argument("--min-delay", type=float, default=0.1, help="seconds after a worker starts running, at least")
-    parser.add_argument("--max-delay", type=float, default=4.0, help="... and at most, before it is killed")
-    parser.add_argument("--report-kills", type=float, default=0.5,
-                        help="share of the kills timed a few reports into a trial's training (the rest: a uniform delay)")
-    parser.add_argument("--max-wait", type=float, default=60.0, help="seconds a kill waits for reports at most")
-    parser.add_argument("--sleep", type=float, nargs=2, default=[0.02, 0.05], help="seconds an epoch takes (range)")
-    parser.add_argument("--pg", default=None, help="admin URL of a PostgreSQL server: run on a fresh database with --workers workers")
+    parser.add_argument(
+        "--seed", type=int, default=0, help="the campaign's seed and the kills' random moments"
+    )
+    parser.add_argument(
+        "--min-delay",
+        type=float,
+        default=0.1,
+        help="seconds after a worker starts running, at least",
+    )
+    parser.add_argument(
+        "--max-delay", type=float, default=4.0, help="... and at most, before it is killed"
+    )
+    parser.add_argument(
+        "--report-kills",
+        type=float,
+        default=0.5,
+        help="share of the kills timed a few reports into a trial's training (the rest: a uniform delay)",
+    )
+    parser.add_argument(
+        "--max-wait", type=float, default=60.0, help="seconds a kill waits for reports at most"
+    )
+    parser.add_argument(
+        "--sleep", type=float, nargs=2, default=[0.02, 0.05], help="seconds an epoch takes (range)"
+    )
+    parser.add_argument(
+        "--pg",
+        default=None,
+        help="admin URL of a PostgreSQL server: run on a fresh database with --workers workers",
+    )
     parser.add_argument("--workers", type=int, default=2, help="worker processes on PostgreSQL")
-    parser.add_argument("--lease", type=float, default=5.0, help="seconds before a killed PostgreSQL worker's trial is taken over")
+    parser.add_argument(
+        "--lease",
+        type=float,
+        default=5.0,
+        help="seconds before a killed PostgreSQL worker's trial is taken over",
+    )
     parser.add_argument("--worker-retries", type=int, default=10)
-    parser.add_argument("--start-method", default=None, choices=["spawn", "fork", "forkserver"],
-                        help="how workers start (default spawn: a fresh interpreter; fork with --smoke)")
+    parser.add_argument(
+        "--start-method",
+        default=None,
+        choices=["spawn", "fork", "forkserver"],
+        help="how workers start (default spawn: a fresh interpreter; fork with --smoke)",
+    )
     parser.add_argument("--start-timeout", type=float, default=300.0)
     parser.add_argument("--final-timeout", type=float, default=1800.0)
-    parser.add_argument("--max-crashes", type=int, default=3, help="worker crashes (not kills) before the run gives up")
+    parser.add_argument(
+        "--max-crashes",
+        type=int,
+        default=3,
+        help="worker crashes (not kills) before the run gives up",
+    )
     add_out_argument(parser, RESULTS)
-    parser.add_argument("--render", action="store_true", help="rewrite results.md from the folder's results.json, run nothing")
+    parser.add_argument(
+        "--render",
+        action="store_true",
+        help="rewrite results.md from the folder's results.json, run nothing",
+    )
     args = parser.parse_args(argv)
     out = output_folder(args.out, args.smoke, RESULTS)
     if args.render:
@@ -532,20 +681,38 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if args.start_method == "fork":
         warm_up()  # the forked workers inherit warm modules
     kind = "postgres" if args.pg else "sqlite"
-    settings = {"seed": args.seed, "n_init": args.n_init, "rule": args.rule, "max_steps": args.max_steps,
-                "budget_steps": args.budget_steps, "lease": args.lease, "worker_retries": args.worker_retries,
-                "sleep": list(args.sleep)}  # fmt: skip
+    settings = {
+        "seed": args.seed,
+        "n_init": args.n_init,
+        "rule": args.rule,
+        "max_steps": args.max_steps,
+        "budget_steps": args.budget_steps,
+        "lease": args.lease,
+        "worker_retries": args.worker_retries,
+        "sleep": list(args.sleep),
+    }
     out.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="dsbo-faults-") as tmp:
         run = (run_postgres if args.pg else run_sqlite)(args, settings, Path(tmp))
-    run.update({
-        "store": kind, "workers": args.workers if args.pg else 1, "wall_seconds": time.perf_counter() - start,
-        "settings": settings, "start_method": args.start_method, "kills_asked": args.kills,
-        "min_delay": args.min_delay, "max_delay": args.max_delay, "report_kills": args.report_kills, "commit": commit(),
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {sys.version.split()[0]}",
-    })  # fmt: skip
-    run["ok"] = run["final"]["ok"] and all(c["ok"] for c in run["after_each_kill"]) and not run["crashes"]
+    run.update(
+        {
+            "store": kind,
+            "workers": args.workers if args.pg else 1,
+            "wall_seconds": time.perf_counter() - start,
+            "settings": settings,
+            "start_method": args.start_method,
+            "kills_asked": args.kills,
+            "min_delay": args.min_delay,
+            "max_delay": args.max_delay,
+            "report_kills": args.report_kills,
+            "commit": commit(),
+            "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python {sys.version.split()[0]}",
+        }
+    )
+    run["ok"] = (
+        run["final"]["ok"] and all(c["ok"] for c in run["after_each_kill"]) and not run["crashes"]
+    )
     path = out / "results.json"
     result = json.loads(path.read_text()) if path.exists() else {}
     key = f"{kind} {args.rule}"
@@ -554,7 +721,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     path.write_text(json.dumps(result, indent=2))
     write_markdown(result, out / "results.md")
     f = run["final"]
-    print(f"{key}: {run['kills']} kills, {summary_line(f)}, ok={run['ok']}, {run['wall_seconds']:.0f} s", flush=True)
+    print(
+        f"{key}: {run['kills']} kills, {summary_line(f)}, ok={run['ok']}, {run['wall_seconds']:.0f} s",
+        flush=True,
+    )
     return result
 
 

@@ -49,7 +49,9 @@ def curves_of(n: int, seed: int) -> tuple[torch.Tensor, list[list[float]]]:
     return torch.stack(configs), curves
 
 
-def grown(configs: torch.Tensor, curves: list[list[float]], extra: int, seed: int) -> list[list[float]]:
+def grown(
+    configs: torch.Tensor, curves: list[list[float]], extra: int, seed: int
+) -> list[list[float]]:
     """``extra`` paused curves continued one epoch (the synthetic curve's next value)."""
     g = torch.Generator().manual_seed(seed + 1)
     out = [list(c) for c in curves]
@@ -61,7 +63,11 @@ def grown(configs: torch.Tensor, curves: list[list[float]], extra: int, seed: in
 
 def candidate_rows(configs: torch.Tensor, curves: list[list[float]], seed: int) -> torch.Tensor:
     paused = [i for i, c in enumerate(curves) if len(c) < T][: CANDIDATES // 2]
-    new = torch.quasirandom.SobolEngine(D, scramble=True, seed=seed).draw(CANDIDATES - len(paused)).double()
+    new = (
+        torch.quasirandom.SobolEngine(D, scramble=True, seed=seed)
+        .draw(CANDIDATES - len(paused))
+        .double()
+    )
     steps = torch.tensor([len(curves[i]) + 1 for i in paused] + [1] * len(new), dtype=torch.float64)
     return torch.cat([torch.cat([configs[paused], new]), steps.unsqueeze(-1)], -1).unsqueeze(1)
 
@@ -76,13 +82,23 @@ def timed(device: torch.device, fn, *args, **kwargs):
     return out, time.perf_counter() - start
 
 
-def run_curve_model(name: str, n: int, rep: int, device: torch.device, args: argparse.Namespace) -> dict[str, float]:
+def run_curve_model(
+    name: str, n: int, rep: int, device: torch.device, args: argparse.Namespace
+) -> dict[str, float]:
     from dsbo.surrogates.curve_model import CurveSurrogate
 
     configs, curves = curves_of(n, rep)
     later = grown(configs, curves, math.ceil(0.01 * n), rep)
     torch.manual_seed(rep)
-    surrogate = CurveSurrogate(name, D, T, OPTIONS[name], epochs=args.epochs, warm_epochs=args.warm_epochs, device=str(device))
+    surrogate = CurveSurrogate(
+        name,
+        D,
+        T,
+        OPTIONS[name],
+        epochs=args.epochs,
+        warm_epochs=args.warm_epochs,
+        device=str(device),
+    )
     _, first = timed(device, surrogate.fit, configs, curves)
     model, warm = timed(device, surrogate.fit, configs, later)
     _, choice = timed(device, model.posterior, candidate_rows(configs, later, rep))
@@ -99,7 +115,15 @@ def run_exact(n: int, rep: int, device: torch.device) -> dict[str, float]:
     bounds = torch.stack([torch.zeros(D), torch.ones(D)]).double()
     torch.manual_seed(rep)
     to = dict(device=device)
-    gp, fit = timed(device, fit_fidelity_gp, configs[index].to(**to), steps.to(**to), Y.to(**to), bounds.to(**to), T)
+    gp, fit = timed(
+        device,
+        fit_fidelity_gp,
+        configs[index].to(**to),
+        steps.to(**to),
+        Y.to(**to),
+        bounds.to(**to),
+        T,
+    )
     rows = candidate_rows(configs, curves, rep).to(**to)
     rows = torch.cat([rows[..., :D], rows[..., D:] / T], -1)
     _, choice = timed(device, gp.model.posterior, rows)
@@ -108,14 +132,27 @@ def run_exact(n: int, rep: int, device: torch.device) -> dict[str, float]:
 
 def main(argv: list[str] | None = None) -> dict | None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--device", default="auto", help="auto (CUDA if present), cuda, cuda:N or cpu")
-    parser.add_argument("--allow-cpu", action="store_true", help="without a GPU, run on the CPU into a temporary folder")
+    parser.add_argument(
+        "--device", default="auto", help="auto (CUDA if present), cuda, cuda:N or cpu"
+    )
+    parser.add_argument(
+        "--allow-cpu",
+        action="store_true",
+        help="without a GPU, run on the CPU into a temporary folder",
+    )
     parser.add_argument("--sizes", type=int, nargs="+", default=[500, 2000, 8000])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--epochs", type=int, default=300)
     parser.add_argument("--warm-epochs", type=int, default=50)
-    parser.add_argument("--exact-max", type=int, default=8000, help="largest n the exact GP is fitted at")
-    parser.add_argument("--out", type=Path, default=None, help=f"default {RESULTS} (CUDA) or a temporary folder (CPU)")
+    parser.add_argument(
+        "--exact-max", type=int, default=8000, help="largest n the exact GP is fitted at"
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help=f"default {RESULTS} (CUDA) or a temporary folder (CPU)",
+    )
     args = parser.parse_args(argv)
     cuda = torch.cuda.is_available()
     wanted = args.device if args.device != "auto" else ("cuda" if cuda else "cpu")
@@ -124,25 +161,54 @@ def main(argv: list[str] | None = None) -> dict | None:
         wanted = "cpu"
     device = torch.device(wanted)
     if device.type != "cuda" and not args.allow_cpu:
-        print("gpu_curve_models.py needs a GPU (CUDA); --allow-cpu runs it on the CPU into a temporary folder", flush=True)
+        print(
+            "gpu_curve_models.py needs a GPU (CUDA); --allow-cpu runs it on the CPU into a temporary folder",
+            flush=True,
+        )
         return None
-    out = args.out or (RESULTS if device.type == "cuda" else Path(tempfile.mkdtemp(prefix="dsbo-gpu-curve-models-cpu-")))
-    name = torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU ({platform.machine()}, {torch.get_num_threads()} threads)"
+    out = args.out or (
+        RESULTS
+        if device.type == "cuda"
+        else Path(tempfile.mkdtemp(prefix="dsbo-gpu-curve-models-cpu-"))
+    )
+    name = (
+        torch.cuda.get_device_name(device)
+        if device.type == "cuda"
+        else f"CPU ({platform.machine()}, {torch.get_num_threads()} threads)"
+    )
     print(f"device: {device} = {name}", flush=True)
     rows = []
     for n in args.sizes:
         for model in ("deep-kernel-gp", "power-law-ensemble", "exact fidelity GP"):
             if model == "exact fidelity GP" and n > args.exact_max:
                 continue
-            runs = [run_exact(n, rep, device) if model == "exact fidelity GP" else run_curve_model(model, n, rep, device, args)
-                    for rep in range(args.repeats)]  # fmt: skip
-            row = {"model": model, "n": n, **{k: statistics.median(r[k] for r in runs) for k in runs[0]},
-                   "all": runs}  # fmt: skip
+            runs = [
+                run_exact(n, rep, device)
+                if model == "exact fidelity GP"
+                else run_curve_model(model, n, rep, device, args)
+                for rep in range(args.repeats)
+            ]
+            row = {
+                "model": model,
+                "n": n,
+                **{k: statistics.median(r[k] for r in runs) for k in runs[0]},
+                "all": runs,
+            }
             row["decision_s"] = row.get("warm_fit_s", row["first_fit_s"]) + row["choice_s"]
             rows.append(row)
-            print(f"{model} n={n}: " + ", ".join(f"{k} {v:.3f}" for k, v in row.items() if k.endswith("_s")), flush=True)
-    result = {"device": str(device), "device_name": name, "torch": torch.__version__, "python": sys.version.split()[0],
-              "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}, "rows": rows}  # fmt: skip
+            print(
+                f"{model} n={n}: "
+                + ", ".join(f"{k} {v:.3f}" for k, v in row.items() if k.endswith("_s")),
+                flush=True,
+            )
+    result = {
+        "device": str(device),
+        "device_name": name,
+        "torch": torch.__version__,
+        "python": sys.version.split()[0],
+        "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+        "rows": rows,
+    }
     out.mkdir(parents=True, exist_ok=True)
     path = out / ("gpu.json" if device.type == "cuda" else "cpu.json")
     path.write_text(json.dumps(result, indent=1))

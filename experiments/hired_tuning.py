@@ -37,10 +37,18 @@ from dsbo.problems import get_problem
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "experiments" / "results" / "hired_tuning"
-CAMPAIGNS = {"single": "configs/bo/hired-tourismsmall.yaml", "levels": "configs/bo/hired-tourismsmall-levels.yaml"}
+CAMPAIGNS = {
+    "single": "configs/bo/hired-tourismsmall.yaml",
+    "levels": "configs/bo/hired-tourismsmall-levels.yaml",
+}
 #: Smoke runs replace the data by a small synthetic hierarchy and train for 2 epochs.
-SMOKE_ARGS = ["--data.init_args.name=null", "--data.init_args.synthetic={branching: [2, 3], num_steps: 60}",
-              "--data.init_args.val_windows=1", "--data.init_args.test_windows=1", "--trainer.max_epochs=2"]  # fmt: skip
+SMOKE_ARGS = [
+    "--data.init_args.name=null",
+    "--data.init_args.synthetic={branching: [2, 3], num_steps: 60}",
+    "--data.init_args.val_windows=1",
+    "--data.init_args.test_windows=1",
+    "--trainer.max_epochs=2",
+]
 
 
 def campaign_config(part: str, out: Path, smoke: bool) -> Path:
@@ -82,17 +90,33 @@ def run_campaign(part: str, out: Path, smoke: bool) -> dict[str, Any]:
     run_dir = Path(cfg["run_dir"])
     summary = json.loads((run_dir / "summary.json").read_text())
     history = pd.read_csv(run_dir / "history.csv")
-    history.to_csv(out / f"{part}_history.csv", index=False)  # beside results.md; the run folders stay local
-    names = problem.space.names  # the history holds each hyperparameter's value as the run received it
+    history.to_csv(
+        out / f"{part}_history.csv", index=False
+    )  # beside results.md; the run folders stay local
+    names = (
+        problem.space.names
+    )  # the history holds each hyperparameter's value as the run received it
     done = history[history["status"] == "completed"]
     objectives = list(problem.objective_names)
-    rows = [{"trial": int(r["trial"]), "generator": r["generator"], "num_changed": int(r["num_changed"]),
-             "params": {n: _plain(r[n]) for n in names},
-             "values": [float(r[o]) for o in objectives]}
-            for _, r in done.iterrows()]  # fmt: skip
+    rows = [
+        {
+            "trial": int(r["trial"]),
+            "generator": r["generator"],
+            "num_changed": int(r["num_changed"]),
+            "params": {n: _plain(r[n]) for n in names},
+            "values": [float(r[o]) for o in objectives],
+        }
+        for _, r in done.iterrows()
+    ]
     default = next((r for r in rows if r["generator"] == "default"), None)
-    return {"part": part, "summary": summary, "objectives": objectives, "trials": rows, "default": default,
-            "best_params": problem.params(summary["best_x"]) if len(objectives) == 1 else None}  # fmt: skip
+    return {
+        "part": part,
+        "summary": summary,
+        "objectives": objectives,
+        "trials": rows,
+        "default": default,
+        "best_params": problem.params(summary["best_x"]) if len(objectives) == 1 else None,
+    }
 
 
 def confirm_jobs(best: dict[str, Any], seeds: int, smoke: bool) -> list[dict[str, Any]]:
@@ -106,12 +130,27 @@ def confirm_jobs(best: dict[str, Any], seeds: int, smoke: bool) -> list[dict[str
             data[key] = value
     if "num_representatives" in model:
         data["num_representatives"] = model["num_representatives"]
-    base = {"part": "confirm", "dataset": "tourismsmall", "method": "hired", "alpha": 1.0, "threads": 1, "smoke": smoke}
+    base = {
+        "part": "confirm",
+        "dataset": "tourismsmall",
+        "method": "hired",
+        "alpha": 1.0,
+        "threads": 1,
+        "smoke": smoke,
+    }
     jobs = []
     for s in range(seeds):
         jobs.append({**base, "config": "default", "seed": s})
-        jobs.append({**base, "config": "tuned", "seed": s, "model_overrides": model, "data_overrides": data,
-                     "alpha": data.get("alpha", 1.0)})  # fmt: skip
+        jobs.append(
+            {
+                **base,
+                "config": "tuned",
+                "seed": s,
+                "model_overrides": model,
+                "data_overrides": data,
+                "alpha": data.get("alpha", 1.0),
+            }
+        )
     return jobs
 
 
@@ -128,49 +167,92 @@ def fmt(x: float) -> str:
 
 
 def write_markdown(result: dict[str, Any], path: Path) -> None:
-    out = ["# HiReD tuned by dsbo's BO (Tourism-small)", "",
-           "Written by `python experiments/hired_tuning.py`. Each trial is one `python -m dsbo.train fit` run "
-           "(problem `train-run`); MAP-SAAS, BONSAI (rho 0.2) toward the campaign's default point (table 6.5's Tourism column, lambda_e 0.03 on dsbo's scale); the default point "
-           "first, then Sobol points, then BO. One campaign seed each.", ""]  # fmt: skip
+    out = [
+        "# HiReD tuned by dsbo's BO (Tourism-small)",
+        "",
+        "Written by `python experiments/hired_tuning.py`. Each trial is one `python -m dsbo.train fit` run "
+        "(problem `train-run`); MAP-SAAS, BONSAI (rho 0.2) toward the campaign's default point (table 6.5's Tourism column, lambda_e 0.03 on dsbo's scale); the default point "
+        "first, then Sobol points, then BO. One campaign seed each.",
+        "",
+    ]
     if result["smoke"]:
         out += ["**Smoke run** (synthetic hierarchy, 2 epochs per trial): not a result.", ""]
     single = result.get("single")
     if single:
         s = single["summary"]
         d = single["default"]
-        out += ["## Single objective: best validation mean WAPE", "",
-                f"- trials: {s['completed']} completed, {s['failed']} failed",
-                f"- default point: validation WAPE {fmt(-d['values'][0]) if d else '-'}",
-                f"- best: validation WAPE {fmt(-s['best_value'])}, changing {s['num_changed_best']} of {s['dim']} "
-                f"hyperparameters: " + (", ".join(f"{k.split('.')[-1]} = {v:.4g}" if isinstance(v, float) else f"{k.split('.')[-1]} = {v}"
-                                                  for k, v in single["best_params"].items() if k in single["changed_names"]) or "none"),
-                "- best validation WAPE among trials changing at most k hyperparameters: "
-                + ", ".join(f"k={v['changed']}: {fmt(-v['best_value'])}" for v in s.get("value_vs_changes", [])), ""]  # fmt: skip
+        out += [
+            "## Single objective: best validation mean WAPE",
+            "",
+            f"- trials: {s['completed']} completed, {s['failed']} failed",
+            f"- default point: validation WAPE {fmt(-d['values'][0]) if d else '-'}",
+            f"- best: validation WAPE {fmt(-s['best_value'])}, changing {s['num_changed_best']} of {s['dim']} "
+            f"hyperparameters: "
+            + (
+                ", ".join(
+                    f"{k.split('.')[-1]} = {v:.4g}"
+                    if isinstance(v, float)
+                    else f"{k.split('.')[-1]} = {v}"
+                    for k, v in single["best_params"].items()
+                    if k in single["changed_names"]
+                )
+                or "none"
+            ),
+            "- best validation WAPE among trials changing at most k hyperparameters: "
+            + ", ".join(
+                f"k={v['changed']}: {fmt(-v['best_value'])}" for v in s.get("value_vs_changes", [])
+            ),
+            "",
+        ]
     levels = result.get("levels")
     if levels:
         s = levels["summary"]
-        out += ["## Four objectives: per-level validation WAPE (qLogNEHVI)", "",
-                f"- trials: {s['completed']} completed, {s['failed']} failed; dominated hypervolume {fmt(s['best_value'])} "
-                f"(default alone: {fmt(levels['default_hypervolume'])})", "",
-                "| trial | generator | changed | " + " | ".join(o.replace("neg_val_wape_", "WAPE ") for o in levels["objectives"]) + " |",
-                "|---|---|---|" + "---|" * len(levels["objectives"])]  # fmt: skip
+        out += [
+            "## Four objectives: per-level validation WAPE (qLogNEHVI)",
+            "",
+            f"- trials: {s['completed']} completed, {s['failed']} failed; dominated hypervolume {fmt(s['best_value'])} "
+            f"(default alone: {fmt(levels['default_hypervolume'])})",
+            "",
+            "| trial | generator | changed | "
+            + " | ".join(o.replace("neg_val_wape_", "WAPE ") for o in levels["objectives"])
+            + " |",
+            "|---|---|---|" + "---|" * len(levels["objectives"]),
+        ]
         for r in levels["front"]:
-            out.append(f"| {r['trial']} | {r['generator']} | {r['num_changed']} | " + " | ".join(fmt(-v) for v in r["values"]) + " |")
+            out.append(
+                f"| {r['trial']} | {r['generator']} | {r['num_changed']} | "
+                + " | ".join(fmt(-v) for v in r["values"])
+                + " |"
+            )
         out += ["", "(the Pareto-optimal trials)", ""]
     if result.get("confirm"):
-        out += ["## Out of sample: test WAPE of the default and the tuned configuration", "",
-                "| configuration | seeds | test mean WAPE | test top-level WAPE | test mean SMAPE |", "|---|---|---|---|---|"]  # fmt: skip
+        out += [
+            "## Out of sample: test WAPE of the default and the tuned configuration",
+            "",
+            "| configuration | seeds | test mean WAPE | test top-level WAPE | test mean SMAPE |",
+            "|---|---|---|---|---|",
+        ]
         for name, row in result["confirm"].items():
-            out.append(f"| {name} | {row['seeds']} | {row['wape'][0]:.4f} +- {row['wape'][1]:.4f} | "
-                       f"{row['wape_level0'][0]:.4f} +- {row['wape_level0'][1]:.4f} | {row['smape'][0]:.4f} +- {row['smape'][1]:.4f} |")  # fmt: skip
+            out.append(
+                f"| {name} | {row['seeds']} | {row['wape'][0]:.4f} +- {row['wape'][1]:.4f} | "
+                f"{row['wape_level0'][0]:.4f} +- {row['wape_level0'][1]:.4f} | {row['smape'][0]:.4f} +- {row['smape'][1]:.4f} |"
+            )
         out.append("")
-    out += ["![trace single](single_trace.png)", ""] if (path.parent / "single_trace.png").exists() else []
+    out += (
+        ["![trace single](single_trace.png)", ""]
+        if (path.parent / "single_trace.png").exists()
+        else []
+    )
     path.write_text("\n".join(out))
 
 
 def pareto(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     def dominated(a: dict[str, Any]) -> bool:
-        return any(all(x >= y for x, y in zip(b["values"], a["values"], strict=True)) and b["values"] != a["values"] for b in rows)
+        return any(
+            all(x >= y for x, y in zip(b["values"], a["values"], strict=True))
+            and b["values"] != a["values"]
+            for b in rows
+        )
 
     return [r for r in rows if not dominated(r)]
 
@@ -178,8 +260,15 @@ def pareto(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--smoke", action="store_true")
-    parser.add_argument("--parts", nargs="*", default=["single", "levels", "confirm"], choices=["single", "levels", "confirm"])
-    parser.add_argument("--seeds", type=int, default=None, help="seeds of the out-of-sample check (default 3)")
+    parser.add_argument(
+        "--parts",
+        nargs="*",
+        default=["single", "levels", "confirm"],
+        choices=["single", "levels", "confirm"],
+    )
+    parser.add_argument(
+        "--seeds", type=int, default=None, help="seeds of the out-of-sample check (default 3)"
+    )
     add_out_argument(parser, RESULTS)
     args = parser.parse_args(argv)
     args.out = output_folder(args.out, args.smoke, RESULTS)
@@ -188,9 +277,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     result: dict[str, Any] = {"smoke": args.smoke}
     if "single" in args.parts or "confirm" in args.parts:
         single = run_campaign("single", out, args.smoke)
-        single["changed_names"] = [c["parameter"] for c in single["summary"].get("changes_best", [])]
+        single["changed_names"] = [
+            c["parameter"] for c in single["summary"].get("changes_best", [])
+        ]
         result["single"] = single
-        trace = Path(yaml.safe_load((out / "single" / "campaign.yaml").read_text())["run_dir"]) / "trace.png"
+        trace = (
+            Path(yaml.safe_load((out / "single" / "campaign.yaml").read_text())["run_dir"])
+            / "trace.png"
+        )
         if trace.exists():
             (out / "single_trace.png").write_bytes(trace.read_bytes())
     if "levels" in args.parts:
@@ -198,7 +292,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         levels["front"] = pareto(levels["trials"])
         d = levels["default"]
         ref = [-1.0] * len(levels["objectives"])
-        levels["default_hypervolume"] = math.prod(v - r for v, r in zip(d["values"], ref, strict=True)) if d else math.nan
+        levels["default_hypervolume"] = (
+            math.prod(v - r for v, r in zip(d["values"], ref, strict=True)) if d else math.nan
+        )
         result["levels"] = levels
     if "confirm" in args.parts:
         seeds = args.seeds or (1 if args.smoke else 3)
@@ -207,8 +303,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         result["confirm"] = {}
         for name in ("default", "tuned"):
             mine = [r for r in runs if r["config"] == name]
-            result["confirm"][name] = {"seeds": len(mine), **{k: mean_and_se([r["test"][k] for r in mine])
-                                                               for k in ("wape", "wape_level0", "smape")}}  # fmt: skip
+            result["confirm"][name] = {
+                "seeds": len(mine),
+                **{
+                    k: mean_and_se([r["test"][k] for r in mine])
+                    for k in ("wape", "wape_level0", "smape")
+                },
+            }
     (out / "results.json").write_text(json.dumps(result, indent=1, default=str))
     write_markdown(result, out / "results.md")
     return result

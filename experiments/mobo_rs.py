@@ -62,8 +62,11 @@ TOY_BOXES = {"high-f2": [[0.2, 0.4], [0.9, 0.98]], "middle": [[0.65, 0.75], [0.6
 BC_BOXES = {"top": [[-110.0, -95.0], [23.0, 27.0]], "mid": [[-80.0, -70.0], [16.0, 22.0]]}
 #: faiss: query ms, recall@10 - 1 and MB, maximized: fast (<= 0.15 ms), recall >= 0.6, <= 0.4 MB
 FAISS_BOX = [[-0.15, 0.0], [-0.4, 0.0], [-0.4, 0.0]]
-RS_METHODS = {"rs-ts-chebyshev": ("ts", "chebyshev"), "rs-ucb-chebyshev": ("ucb", "chebyshev"),
-              "rs-ts-linear": ("ts", "linear")}  # fmt: skip
+RS_METHODS = {
+    "rs-ts-chebyshev": ("ts", "chebyshev"),
+    "rs-ucb-chebyshev": ("ucb", "chebyshev"),
+    "rs-ts-linear": ("ts", "linear"),
+}
 BASELINES = ("qparego", "qlognehvi", "sobol")
 MARGIN = 0.05
 REGRET_WEIGHTS = 500
@@ -85,32 +88,95 @@ def prior_spec(problem: str, region: str) -> Any:
     return {"box": boxes[region]}
 
 
-def jobs_for(parts: list[str], seeds: int, pattern_seeds: int, smoke: bool, faiss_seeds: int = 2) -> list[dict[str, Any]]:
+def jobs_for(
+    parts: list[str], seeds: int, pattern_seeds: int, smoke: bool, faiss_seeds: int = 2
+) -> list[dict[str, Any]]:
     jobs: list[dict[str, Any]] = []
     if "pattern" in parts:
         for s in range(pattern_seeds):
-            jobs += [{"part": "pattern", "problem": "circle-front", "method": m, "region": r, "seed": s, "smoke": smoke}
-                     for m in ("rs-ts-linear", "rs-ts-chebyshev") for r in ("high-f2", "middle", "high-f2/middle", "flat")]  # fmt: skip
+            jobs += [
+                {
+                    "part": "pattern",
+                    "problem": "circle-front",
+                    "method": m,
+                    "region": r,
+                    "seed": s,
+                    "smoke": smoke,
+                }
+                for m in ("rs-ts-linear", "rs-ts-chebyshev")
+                for r in ("high-f2", "middle", "high-f2/middle", "flat")
+            ]
     if "regret" in parts:
         for s in range(seeds):
-            jobs += [{"part": "regret", "problem": "branin4-currin4", "method": m, "region": r, "seed": s, "smoke": smoke}
-                     for m in ("rs-ts-chebyshev", "rs-ucb-chebyshev") for r in ("top", "mid", "top/mid", "flat")]  # fmt: skip
-            jobs += [{"part": "regret", "problem": "branin4-currin4", "method": m, "region": "-", "seed": s, "smoke": smoke}
-                     for m in BASELINES]  # fmt: skip
+            jobs += [
+                {
+                    "part": "regret",
+                    "problem": "branin4-currin4",
+                    "method": m,
+                    "region": r,
+                    "seed": s,
+                    "smoke": smoke,
+                }
+                for m in ("rs-ts-chebyshev", "rs-ucb-chebyshev")
+                for r in ("top", "mid", "top/mid", "flat")
+            ]
+            jobs += [
+                {
+                    "part": "regret",
+                    "problem": "branin4-currin4",
+                    "method": m,
+                    "region": "-",
+                    "seed": s,
+                    "smoke": smoke,
+                }
+                for m in BASELINES
+            ]
     if "six" in parts:
         for s in range(seeds):
-            jobs += [{"part": "six", "problem": "gp-samples-6", "method": m, "region": "mid", "seed": s, "smoke": smoke}
-                     for m in ("rs-ts-chebyshev", "rs-ucb-chebyshev")]  # fmt: skip
-            jobs += [{"part": "six", "problem": "gp-samples-6", "method": m, "region": "-", "seed": s, "smoke": smoke}
-                     for m in ("qparego", "sobol")]  # fmt: skip
+            jobs += [
+                {
+                    "part": "six",
+                    "problem": "gp-samples-6",
+                    "method": m,
+                    "region": "mid",
+                    "seed": s,
+                    "smoke": smoke,
+                }
+                for m in ("rs-ts-chebyshev", "rs-ucb-chebyshev")
+            ]
+            jobs += [
+                {
+                    "part": "six",
+                    "problem": "gp-samples-6",
+                    "method": m,
+                    "region": "-",
+                    "seed": s,
+                    "smoke": smoke,
+                }
+                for m in ("qparego", "sobol")
+            ]
     if "faiss" in parts:
         for s in range(faiss_seeds):
-            jobs += [{"part": "faiss", "problem": "faiss-ivf-tuning", "method": m, "region": r, "seed": s, "smoke": smoke}
-                     for m, r in (("rs-ts-chebyshev", "fast-accurate"), ("qparego", "-"), ("sobol", "-"))]  # fmt: skip
+            jobs += [
+                {
+                    "part": "faiss",
+                    "problem": "faiss-ivf-tuning",
+                    "method": m,
+                    "region": r,
+                    "seed": s,
+                    "smoke": smoke,
+                }
+                for m, r in (("rs-ts-chebyshev", "fast-accurate"), ("qparego", "-"), ("sobol", "-"))
+            ]
     if smoke:  # one configuration per part: enough to exercise every code path
-        keep = {("pattern", "rs-ts-linear", "middle"), ("regret", "rs-ts-chebyshev", "top/mid"),
-                ("regret", "rs-ucb-chebyshev", "top"), ("regret", "qparego", "-"), ("six", "rs-ts-chebyshev", "mid"),
-                ("faiss", "rs-ts-chebyshev", "fast-accurate")}
+        keep = {
+            ("pattern", "rs-ts-linear", "middle"),
+            ("regret", "rs-ts-chebyshev", "top/mid"),
+            ("regret", "rs-ucb-chebyshev", "top"),
+            ("regret", "qparego", "-"),
+            ("six", "rs-ts-chebyshev", "mid"),
+            ("faiss", "rs-ts-chebyshev", "fast-accurate"),
+        }
         jobs = [j for j in jobs if (j["part"], j["method"], j["region"]) in keep]
     return jobs
 
@@ -121,8 +187,12 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
     problem = get_problem(job["problem"])
     if job["method"] in RS_METHODS:
         strategy, scalarization = RS_METHODS[job["method"]]
-        acquisition: Any = {"name": "mobo-rs", "strategy": strategy, "scalarization": scalarization,
-                            "prior": prior_spec(job["problem"], job["region"])}  # fmt: skip
+        acquisition: Any = {
+            "name": "mobo-rs",
+            "strategy": strategy,
+            "scalarization": scalarization,
+            "prior": prior_spec(job["problem"], job["region"]),
+        }
     else:
         acquisition = job["method"]
     if job["smoke"]:
@@ -131,15 +201,28 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
     else:
         budget, n_init = 30, 6
         optimizer = OptimizerSettings(num_restarts=4, raw_samples=256, maxiter=100, mc_samples=128)
-    campaign = Campaign(problem, surrogate="gp", acquisition=acquisition, budget=budget, n_init=n_init,
-                        seed=job["seed"], optimizer=optimizer, dry_run=False)  # fmt: skip
+    campaign = Campaign(
+        problem,
+        surrogate="gp",
+        acquisition=acquisition,
+        budget=budget,
+        n_init=n_init,
+        seed=job["seed"],
+        optimizer=optimizer,
+        dry_run=False,
+    )
     start = time.perf_counter()
     campaign.run()
     seconds = time.perf_counter() - start
     trials = campaign.store.trials("completed")
-    return {**job, "Y": [t.y for t in trials], "is_bo": [t.generator not in INITIAL for t in trials],
-            "weights": [t.metadata.get("weights") for t in trials], "acq_time": [t.acq_time for t in trials],
-            "seconds": seconds}  # fmt: skip
+    return {
+        **job,
+        "Y": [t.y for t in trials],
+        "is_bo": [t.generator not in INITIAL for t in trials],
+        "weights": [t.metadata.get("weights") for t in trials],
+        "acq_time": [t.acq_time for t in trials],
+        "seconds": seconds,
+    }
 
 
 def regret_trace(run: dict[str, Any], region: str, front: torch.Tensor) -> list[float]:
@@ -148,8 +231,18 @@ def regret_trace(run: dict[str, Any], region: str, front: torch.Tensor) -> list[
     prior = WeightPrior.parse(prior_spec(run["problem"], region), problem.num_objectives)
     scale = ObjectiveScale.for_problem(problem)
     Y = torch.tensor(run["Y"], dtype=torch.double)
-    return [bayes_regret(Y[:n], prior, Scalarization("chebyshev"), scale, front=front,
-                         num_weights=REGRET_WEIGHTS, seed=0)["regret"] for n in range(1, Y.shape[0] + 1)]  # fmt: skip
+    return [
+        bayes_regret(
+            Y[:n],
+            prior,
+            Scalarization("chebyshev"),
+            scale,
+            front=front,
+            num_weights=REGRET_WEIGHTS,
+            seed=0,
+        )["regret"]
+        for n in range(1, Y.shape[0] + 1)
+    ]
 
 
 def inside_share(run: dict[str, Any]) -> float:
@@ -191,9 +284,14 @@ def summarize(runs: list[dict[str, Any]], smoke: bool) -> dict[str, Any]:
             for r in chosen:
                 trace = regret_trace(r, region, front_of(r["problem"]))
                 traces.setdefault(key, {}).setdefault(r["method"], []).append(trace)
-            regret[key] = {m: {"seeds": len(ts), "final": mean_and_se([t[-1] for t in ts]),
-                               "mean_over_run": mean_and_se([float(np.mean(t)) for t in ts])}
-                           for m, ts in traces[key].items()}  # fmt: skip
+            regret[key] = {
+                m: {
+                    "seeds": len(ts),
+                    "final": mean_and_se([t[-1] for t in ts]),
+                    "mean_over_run": mean_and_se([float(np.mean(t)) for t in ts]),
+                }
+                for m, ts in traces[key].items()
+            }
     faiss_runs = [r for r in runs if r["part"] == "faiss"]
     faiss_table = {}
     if faiss_runs:
@@ -204,14 +302,36 @@ def summarize(runs: list[dict[str, Any]], smoke: bool) -> dict[str, Any]:
         box = torch.tensor(FAISS_BOX, dtype=torch.double)
         for m in sorted({r["method"] for r in faiss_runs}):
             rs = [r for r in faiss_runs if r["method"] == m]
-            utility = [bayes_regret(torch.tensor(r["Y"], dtype=torch.double), prior, Scalarization("chebyshev"), scale,
-                                    num_weights=REGRET_WEIGHTS)["utility"] for r in rs]  # fmt: skip
+            utility = [
+                bayes_regret(
+                    torch.tensor(r["Y"], dtype=torch.double),
+                    prior,
+                    Scalarization("chebyshev"),
+                    scale,
+                    num_weights=REGRET_WEIGHTS,
+                )["utility"]
+                for r in rs
+            ]
             inside = []
             for r in rs:
                 Y = torch.tensor(r["Y"], dtype=torch.double)[torch.tensor(r["is_bo"])]
-                inside.append(float(((Y >= box[:, 0]) & (Y <= box[:, 1])).all(-1).double().mean()) if len(Y) else math.nan)
-            faiss_table[m] = {"seeds": len(rs), "utility": mean_and_se(utility), "inside": mean_and_se(inside)}
-    return {"smoke": smoke, "pattern": pattern_table, "regret": regret, "traces": traces, "faiss": faiss_table}
+                inside.append(
+                    float(((Y >= box[:, 0]) & (Y <= box[:, 1])).all(-1).double().mean())
+                    if len(Y)
+                    else math.nan
+                )
+            faiss_table[m] = {
+                "seeds": len(rs),
+                "utility": mean_and_se(utility),
+                "inside": mean_and_se(inside),
+            }
+    return {
+        "smoke": smoke,
+        "pattern": pattern_table,
+        "regret": regret,
+        "traces": traces,
+        "faiss": faiss_table,
+    }
 
 
 def fmt(pair: tuple[float, float] | list[float]) -> str:
@@ -221,33 +341,58 @@ def fmt(pair: tuple[float, float] | list[float]) -> str:
 def write_markdown(result: dict[str, Any], path: Path) -> None:
     cmd = "python experiments/mobo_rs.py" + (" --smoke" if result["smoke"] else "")
     budget = "8 (4 initial)" if result["smoke"] else "30 (6 initial)"
-    lines = ["# MOBO with random scalarizations (Paria thesis ch. 2)", "",
-             f"Written by `{cmd}`. Budget {budget} evaluations per run, GP surrogates, 4 restarts / 256 raw "
-             "samples; mean +- standard error over the seeds in column `seeds`. The thesis reports no numbers "
-             "(figures only): compare the orderings and patterns.", "",
-             "## Sampling pattern on the toy of figure 2.3 (`circle-front`)", "",
-             f"Share of BO points inside the requested box(es) (+- {MARGIN}); flat has no box.", "",
-             "| method | region | seeds | inside |", "|---|---|---|---|"]  # fmt: skip
+    lines = [
+        "# MOBO with random scalarizations (Paria thesis ch. 2)",
+        "",
+        f"Written by `{cmd}`. Budget {budget} evaluations per run, GP surrogates, 4 restarts / 256 raw "
+        "samples; mean +- standard error over the seeds in column `seeds`. The thesis reports no numbers "
+        "(figures only): compare the orderings and patterns.",
+        "",
+        "## Sampling pattern on the toy of figure 2.3 (`circle-front`)",
+        "",
+        f"Share of BO points inside the requested box(es) (+- {MARGIN}); flat has no box.",
+        "",
+        "| method | region | seeds | inside |",
+        "|---|---|---|---|",
+    ]
     for k, v in result["pattern"].items():
         m, region = k.split(" | ")
         lines.append(f"| {m} | {region} | {v['seeds']} | {fmt(v['inside'])} |")
-    lines += ["", "![patterns](patterns.png)", "", "## Bayes regret (Chebyshev, the region's prior)", "",
-              "`final` = after the last evaluation; `mean over run` = averaged over evaluations 1..30 "
-              "(the area under the regret curve). Baselines do not use the region: the same runs are scored "
-              "under each region's prior.", "",
-              "| problem | region | method | seeds | final | mean over run |", "|---|---|---|---|---|---|"]  # fmt: skip
+    lines += [
+        "",
+        "![patterns](patterns.png)",
+        "",
+        "## Bayes regret (Chebyshev, the region's prior)",
+        "",
+        "`final` = after the last evaluation; `mean over run` = averaged over evaluations 1..30 "
+        "(the area under the regret curve). Baselines do not use the region: the same runs are scored "
+        "under each region's prior.",
+        "",
+        "| problem | region | method | seeds | final | mean over run |",
+        "|---|---|---|---|---|---|",
+    ]
     for key, methods in result["regret"].items():
         problem, region = key.split(" | ")
         for m, v in sorted(methods.items(), key=lambda kv: kv[1]["final"][0]):
-            lines.append(f"| {problem} | {region} | {m} | {v['seeds']} | {fmt(v['final'])} | {fmt(v['mean_over_run'])} |")
+            lines.append(
+                f"| {problem} | {region} | {m} | {v['seeds']} | {fmt(v['final'])} | {fmt(v['mean_over_run'])} |"
+            )
     lines += ["", "![Bayes regret](bayes_regret.png)", ""]
     if result.get("faiss"):
-        lines += ["## Tuning a faiss IVF-PQ index (`faiss-ivf-tuning`)", "",
-                  f"Region box (maximization units: -ms per query, recall@10 - 1, -MB): {FAISS_BOX}. The front is "
-                  "unknown, so the table gives the Bayes utility E max s_lambda (higher is better; objectives "
-                  "normalized by the range of all runs pooled) and the share of BO points inside the box.", "",
-                  "| method | seeds | Bayes utility | BO points in the box |", "|---|---|---|---|"]  # fmt: skip
-        lines += [f"| {m} | {v['seeds']} | {fmt(v['utility'])} | {fmt(v['inside'])} |" for m, v in result["faiss"].items()]
+        lines += [
+            "## Tuning a faiss IVF-PQ index (`faiss-ivf-tuning`)",
+            "",
+            f"Region box (maximization units: -ms per query, recall@10 - 1, -MB): {FAISS_BOX}. The front is "
+            "unknown, so the table gives the Bayes utility E max s_lambda (higher is better; objectives "
+            "normalized by the range of all runs pooled) and the share of BO points inside the box.",
+            "",
+            "| method | seeds | Bayes utility | BO points in the box |",
+            "|---|---|---|---|",
+        ]
+        lines += [
+            f"| {m} | {v['seeds']} | {fmt(v['utility'])} | {fmt(v['inside'])} |"
+            for m, v in result["faiss"].items()
+        ]
         lines += ["", "![faiss front](faiss_front.png)", ""]
     path.write_text("\n".join(lines))
 
@@ -263,10 +408,17 @@ def plot(runs: list[dict[str, Any]], result: dict[str, Any], out: Path) -> None:
             if r["region"] != "flat":
                 for name in r["region"].split("/"):
                     (a1, b1), (a2, b2) = TOY_BOXES[name]
-                    ax.add_patch(plt.Rectangle((a1, a2), b1 - a1, b2 - a2, fill=False, ec="C3", lw=1))
+                    ax.add_patch(
+                        plt.Rectangle((a1, a2), b1 - a1, b2 - a2, fill=False, ec="C3", lw=1)
+                    )
             ax.scatter(Y[:, 0], Y[:, 1], c=np.arange(len(Y)), cmap="viridis", s=14)
-            ax.set(title=f"{r['method'].removeprefix('rs-')} | {r['region']}", xlim=(0, 1.05), ylim=(0, 1.05),
-                   xlabel="f1", ylabel="f2")  # fmt: skip
+            ax.set(
+                title=f"{r['method'].removeprefix('rs-')} | {r['region']}",
+                xlim=(0, 1.05),
+                ylim=(0, 1.05),
+                xlabel="f1",
+                ylabel="f2",
+            )
             ax.title.set_fontsize(8)
         fig.tight_layout()
         fig.savefig(out / "patterns.png", dpi=110)
@@ -277,7 +429,15 @@ def plot(runs: list[dict[str, Any]], result: dict[str, Any], out: Path) -> None:
         for ax, r in zip(axes, faiss_runs, strict=True):
             Y = np.asarray(r["Y"])
             points = ax.scatter(-Y[:, 0], 1 + Y[:, 1], c=-Y[:, 2], cmap="viridis", s=16)
-            ax.add_patch(plt.Rectangle((0, 1 + FAISS_BOX[1][0]), -FAISS_BOX[0][0], -FAISS_BOX[1][0], fill=False, ec="C3"))
+            ax.add_patch(
+                plt.Rectangle(
+                    (0, 1 + FAISS_BOX[1][0]),
+                    -FAISS_BOX[0][0],
+                    -FAISS_BOX[1][0],
+                    fill=False,
+                    ec="C3",
+                )
+            )
             ax.set(title=r["method"], xlabel="ms per query", ylabel="recall@10")
             fig.colorbar(points, ax=ax, label="MB")
         fig.tight_layout()
@@ -294,7 +454,9 @@ def plot(runs: list[dict[str, Any]], result: dict[str, Any], out: Path) -> None:
                 se = arr.std(0) / math.sqrt(len(arr))
                 x = np.arange(1, arr.shape[1] + 1)
                 ax.plot(x, mean, color=method_color(j, len(names)), label=m)
-                ax.fill_between(x, mean - se, mean + se, color=method_color(j, len(names)), alpha=0.15)
+                ax.fill_between(
+                    x, mean - se, mean + se, color=method_color(j, len(names)), alpha=0.15
+                )
             ax.set(title=key, xlabel="evaluations", ylabel="Bayes regret", yscale="log")
             ax.title.set_fontsize(8)
         axes[0].legend(fontsize=6)
@@ -308,8 +470,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--smoke", action="store_true")
     parser.add_argument("--seeds", type=int, default=None)
     parser.add_argument("--pattern-seeds", type=int, default=None)
-    parser.add_argument("--parts", nargs="*", default=["pattern", "regret", "six", "faiss"],
-                        choices=["pattern", "regret", "six", "faiss"])
+    parser.add_argument(
+        "--parts",
+        nargs="*",
+        default=["pattern", "regret", "six", "faiss"],
+        choices=["pattern", "regret", "six", "faiss"],
+    )
     parser.add_argument("--faiss-seeds", type=int, default=2)
     parser.add_argument("--workers", type=int, default=2)
     add_out_argument(parser, RESULTS)
@@ -319,7 +485,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     pattern_seeds = args.pattern_seeds or seeds
     parts = args.parts
     args.out.mkdir(parents=True, exist_ok=True)
-    jobs = jobs_for(parts, seeds, pattern_seeds, args.smoke, args.faiss_seeds if not args.smoke else 1)
+    jobs = jobs_for(
+        parts, seeds, pattern_seeds, args.smoke, args.faiss_seeds if not args.smoke else 1
+    )
     runs = run_resumable(run_job, jobs, args.out, args.workers, key_fields=KEY)
     result = summarize(runs, args.smoke)
     (args.out / "results.json").write_text(json.dumps(result, indent=1))

@@ -80,7 +80,9 @@ PROBLEMS: dict[str, tuple[str, dict[str, Any], int]] = {
 }
 
 
-def method_specs(width: int, gammas: tuple[float, ...], warm_gamma: float, max_epochs: int) -> dict[str, tuple[Any, Any]]:
+def method_specs(
+    width: int, gammas: tuple[float, ...], warm_gamma: float, max_epochs: int
+) -> dict[str, tuple[Any, Any]]:
     """method -> (surrogate spec, acquisition spec)."""
     smb = {"width": width, "max_epochs": max_epochs}
     # the baselines keep their thesis widths (ensemble 1000, LinTS 500, UCB 2 x 20) capped by
@@ -88,16 +90,27 @@ def method_specs(width: int, gammas: tuple[float, ...], warm_gamma: float, max_e
     baseline = {"max_epochs": max_epochs}
     capped = {"ensemble": {"width": min(width, 1000)}, "lints": {"width": min(width, 500)}}
     specs: dict[str, tuple[Any, Any]] = {
-        f"simple-smb-g{g:g}": ({"name": "simple-smb", "gamma": g, **smb}, {"name": "greedy"}) for g in gammas
+        f"simple-smb-g{g:g}": ({"name": "simple-smb", "gamma": g, **smb}, {"name": "greedy"})
+        for g in gammas
     }
     specs["simple-smb-warm"] = (
-        {"name": "simple-smb", "gamma": warm_gamma, "warm_start": True, **smb}, {"name": "greedy"}
+        {"name": "simple-smb", "gamma": warm_gamma, "warm_start": True, **smb},
+        {"name": "greedy"},
     )
     for g in gammas:
-        specs[f"posterior-smb-g{g:g}"] = ({"name": "posterior-smb", "gamma": g, **smb}, {"name": "greedy"})
+        specs[f"posterior-smb-g{g:g}"] = (
+            {"name": "posterior-smb", "gamma": g, **smb},
+            {"name": "greedy"},
+        )
     specs["gp-ei"] = ({"name": "gp", "kernel": "rbf"}, {"name": "logei"})
-    specs["neural-ens"] = ({"name": "neural-ensemble", **capped["ensemble"], **baseline}, {"name": "qlognei"})
-    specs["neural-lints"] = ({"name": "neural-lints", **capped["lints"], **baseline}, {"name": "thompson"})
+    specs["neural-ens"] = (
+        {"name": "neural-ensemble", **capped["ensemble"], **baseline},
+        {"name": "qlognei"},
+    )
+    specs["neural-lints"] = (
+        {"name": "neural-lints", **capped["lints"], **baseline},
+        {"name": "thompson"},
+    )
     specs["neural-ucb"] = ({"name": "neural-ucb", **baseline}, {"name": "ucb"})
     specs["random"] = ("gp", {"name": "sobol"})
     return specs
@@ -107,10 +120,16 @@ def optimizer_settings(smoke: bool, optimizer: str, method: str) -> OptimizerSet
     """L-BFGS-B from scored starts, or the thesis' 10 uniform starts x 500 gradient steps
     (``greedy`` methods only; GP-EI and the baselines keep L-BFGS-B)."""
     if optimizer == "thesis" and "smb" in method:
-        return OptimizerSettings.thesis(maxiter=20 if smoke else 500, num_restarts=2 if smoke else 10)
+        return OptimizerSettings.thesis(
+            maxiter=20 if smoke else 500, num_restarts=2 if smoke else 10
+        )
     if smoke:
-        return OptimizerSettings(num_restarts=2, raw_samples=32, maxiter=25, batch_limit=2, mc_samples=32)
-    return OptimizerSettings(num_restarts=10, raw_samples=256, maxiter=100, batch_limit=10, mc_samples=128)
+        return OptimizerSettings(
+            num_restarts=2, raw_samples=32, maxiter=25, batch_limit=2, mc_samples=32
+        )
+    return OptimizerSettings(
+        num_restarts=10, raw_samples=256, maxiter=100, batch_limit=10, mc_samples=128
+    )
 
 
 def run_campaign(job: dict[str, Any]) -> dict[str, Any]:
@@ -155,19 +174,41 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--seeds", type=int, default=None)
     parser.add_argument("--problems", nargs="*", default=None, choices=sorted(PROBLEMS))
     parser.add_argument("--methods", nargs="*", default=None)
-    parser.add_argument("--budget", type=int, default=None, help="T for every problem (default: per problem)")
-    parser.add_argument("--width", type=int, default=None, help="SMB width (thesis 5000; default 500)")
-    parser.add_argument("--max-epochs", type=int, default=None, help="full-batch training steps per fit")
-    parser.add_argument("--gammas", type=float, nargs="+", default=list(GAMMAS),
-                        help="gammas of the SimpleSMB and PosteriorSMB methods (thesis range 0.5-5)")
+    parser.add_argument(
+        "--budget", type=int, default=None, help="T for every problem (default: per problem)"
+    )
+    parser.add_argument(
+        "--width", type=int, default=None, help="SMB width (thesis 5000; default 500)"
+    )
+    parser.add_argument(
+        "--max-epochs", type=int, default=None, help="full-batch training steps per fit"
+    )
+    parser.add_argument(
+        "--gammas",
+        type=float,
+        nargs="+",
+        default=list(GAMMAS),
+        help="gammas of the SimpleSMB and PosteriorSMB methods (thesis range 0.5-5)",
+    )
     parser.add_argument("--warm-gamma", type=float, default=4.0, help="gamma of simple-smb-warm")
-    parser.add_argument("--optimizer", choices=("lbfgsb", "thesis"), default="lbfgsb",
-                        help="acquisition optimizer of the SMB methods")
-    parser.add_argument("--methods-like", nargs="*", default=None,
-                        help="run the methods whose name contains one of these strings")
+    parser.add_argument(
+        "--optimizer",
+        choices=("lbfgsb", "thesis"),
+        default="lbfgsb",
+        help="acquisition optimizer of the SMB methods",
+    )
+    parser.add_argument(
+        "--methods-like",
+        nargs="*",
+        default=None,
+        help="run the methods whose name contains one of these strings",
+    )
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--only-existing", action="store_true",
-                        help="run nothing new: report the campaigns already in runs.jsonl")
+    parser.add_argument(
+        "--only-existing",
+        action="store_true",
+        help="run nothing new: report the campaigns already in runs.jsonl",
+    )
     add_out_argument(parser, RESULTS)
     args = parser.parse_args(argv)
     args.out = output_folder(args.out, args.smoke, RESULTS)
@@ -176,7 +217,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     seeds = args.seeds or (1 if smoke else 2)
     width = args.width or (32 if smoke else 500)
     max_epochs = args.max_epochs or (20 if smoke else 500)
-    problems = args.problems or (["branin", "ackley-2-noisy"] if smoke else ["branin", "hartmann6", "ackley-2", "ackley-2-noisy"])
+    problems = args.problems or (
+        ["branin", "ackley-2-noisy"]
+        if smoke
+        else ["branin", "hartmann6", "ackley-2", "ackley-2-noisy"]
+    )
     gammas = tuple(args.gammas)
     all_methods = list(method_specs(width, gammas, args.warm_gamma, max_epochs))
     methods = args.methods or all_methods
@@ -195,17 +240,34 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             dim = get_problem(name, **options).dim
             n_init = 3 if smoke else neural_greedy_exploration(dim, budget)
             jobs += [
-                {"problem": p, "method": m, "seed": s, "budget": budget, "n_init": n_init, "surrogate": m,
-                 "smoke": smoke, "width": width, "max_epochs": max_epochs, "gammas": list(gammas),
-                 "warm_gamma": args.warm_gamma, "optimizer": args.optimizer}
+                {
+                    "problem": p,
+                    "method": m,
+                    "seed": s,
+                    "budget": budget,
+                    "n_init": n_init,
+                    "surrogate": m,
+                    "smoke": smoke,
+                    "width": width,
+                    "max_epochs": max_epochs,
+                    "gammas": list(gammas),
+                    "warm_gamma": args.warm_gamma,
+                    "optimizer": args.optimizer,
+                }
                 for m in methods
             ]
     runs = run_resumable(run_campaign, jobs, args.out, args.workers, args.only_existing)
     result = summarize(runs, problems, methods, width, max_epochs, args.optimizer, smoke)
     (args.out / "results.json").write_text(json.dumps(result, indent=1))
     write_markdown(result, args.out / "results.md")
-    plot_traces(runs, problems, methods, args.out / "regret_vs_evaluations.png",
-                "simple regret (log10, noise-free)", transform=lambda p, t: np.log10(np.maximum(t, 1e-8)))
+    plot_traces(
+        runs,
+        problems,
+        methods,
+        args.out / "regret_vs_evaluations.png",
+        "simple regret (log10, noise-free)",
+        transform=lambda p, t: np.log10(np.maximum(t, 1e-8)),
+    )
     return result
 
 
@@ -217,18 +279,38 @@ def summarize(runs, problems, methods, width, max_epochs, optimizer, smoke) -> d
             if not rs:
                 continue
             regret, se = mean_and_se([r["final_regret"] for r in rs])
-            table.append({"problem": p, "method": m, "runs": len(rs), "budget": rs[0]["budget"],
-                          "n_init": rs[0]["n_init"], "regret": regret, "regret_se": se,
-                          "step_time": float(np.mean(steps)) if (steps := [r["step_time"] for r in rs if not math.isnan(r["step_time"])]) else math.nan})
+            table.append(
+                {
+                    "problem": p,
+                    "method": m,
+                    "runs": len(rs),
+                    "budget": rs[0]["budget"],
+                    "n_init": rs[0]["n_init"],
+                    "regret": regret,
+                    "regret_se": se,
+                    "step_time": float(np.mean(steps))
+                    if (steps := [r["step_time"] for r in rs if not math.isnan(r["step_time"])])
+                    else math.nan,
+                }
+            )
     best_gamma: dict[str, dict[str, str]] = {}
     for family in FAMILIES:
         for p in problems:
             rows = [r for r in table if r["problem"] == p and r["method"].startswith(family)]
             if rows:
-                best_gamma.setdefault(family.removesuffix("-g"), {})[p] = min(rows, key=lambda r: r["regret"])["method"]
+                best_gamma.setdefault(family.removesuffix("-g"), {})[p] = min(
+                    rows, key=lambda r: r["regret"]
+                )["method"]
     runs_per_row = sorted({r["runs"] for r in table})
-    return {"seeds_per_row": runs_per_row, "width": width, "max_epochs": max_epochs, "optimizer": optimizer,
-            "smoke": smoke, "table": table, "best_gamma": best_gamma}
+    return {
+        "seeds_per_row": runs_per_row,
+        "width": width,
+        "max_epochs": max_epochs,
+        "optimizer": optimizer,
+        "smoke": smoke,
+        "table": table,
+        "best_gamma": best_gamma,
+    }
 
 
 OPTIMIZER_TEXT = {
@@ -251,14 +333,22 @@ def write_markdown(result: dict[str, Any], path: Path) -> None:
         "|---|---|---|---|---|---|---|",
     ]
     for r in result["table"]:
-        lines.append(f"| {r['problem']} | {r['method']} | {r['runs']} | {r['budget']} | {r['n_init']} | "
-                     f"{r['regret']:.4g} +- {r['regret_se']:.2g} | {r['step_time']:.2f} |")
+        lines.append(
+            f"| {r['problem']} | {r['method']} | {r['runs']} | {r['budget']} | {r['n_init']} | "
+            f"{r['regret']:.4g} +- {r['regret_se']:.2g} | {r['step_time']:.2f} |"
+        )
     if "posterior_gamma" in result:  # reports written before PosteriorSMB got its own gamma sweep
-        lines += ["", f"`posterior-smb` ran at gamma {result['posterior_gamma']:g} only; "
-                  f"`simple-smb-warm` at gamma {result['posterior_gamma']:g}."]
+        lines += [
+            "",
+            f"`posterior-smb` ran at gamma {result['posterior_gamma']:g} only; "
+            f"`simple-smb-warm` at gamma {result['posterior_gamma']:g}.",
+        ]
     for family, best in result["best_gamma"].items():
-        lines += ["", f"Best {family} gamma per problem: "
-                  + ", ".join(f"{p}: {m.removeprefix(family + '-g')}" for p, m in best.items())]
+        lines += [
+            "",
+            f"Best {family} gamma per problem: "
+            + ", ".join(f"{p}: {m.removeprefix(family + '-g')}" for p, m in best.items()),
+        ]
     path.write_text("\n".join(lines) + "\n")
 
 

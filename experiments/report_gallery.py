@@ -52,8 +52,12 @@ FAST = OptimizerSettings(num_restarts=2, raw_samples=64, maxiter=30, batch_limit
 PREFERENCE_BOX = [[-30.0, -2.0], [-8.0, -4.0]]
 #: Budgets: full / smoke (trials, or cost units for the cost-budgeted runs).
 BUDGETS = {
-    "sparse": (14, 9), "mobo": (14, 8), "contextual": (16.0, 11.0), "cost": (300.0, 120.0), "mixed": (14, 8),
-}  # fmt: skip
+    "sparse": (14, 9),
+    "mobo": (14, 8),
+    "contextual": (16.0, 11.0),
+    "cost": (300.0, 120.0),
+    "mixed": (14, 8),
+}
 
 
 def _store(work: Path, name: str) -> Path:
@@ -77,39 +81,76 @@ def build_sparse(work: Path, smoke: bool = False, seed: int = 0) -> Campaign:
     stratify x0 into eighths: two of them fail)."""
     problem = get_problem("branin-6d")
     budget = BUDGETS["sparse"][smoke]
-    campaign = Campaign(problem, surrogate="gp", acquisition="qlognei", postprocess={"bonsai": {}}, budget=budget,
-                        n_init=8, seed=seed, store=_store(work, "sparse"), optimizer=FAST,
-                        evaluator=failing_below(problem, 0, 0.75), dry_run=False)  # fmt: skip
+    campaign = Campaign(
+        problem,
+        surrogate="gp",
+        acquisition="qlognei",
+        postprocess={"bonsai": {}},
+        budget=budget,
+        n_init=8,
+        seed=seed,
+        store=_store(work, "sparse"),
+        optimizer=FAST,
+        evaluator=failing_below(problem, 0, 0.75),
+        dry_run=False,
+    )
     campaign.run()
     return campaign
 
 
 def build_mobo(work: Path, smoke: bool = False, seed: int = 0) -> Campaign:
     """Branin-Currin with MOBO-RS (Chebyshev, Thompson sampling) and a preference box."""
-    acquisition = {"name": "mobo-rs", "scalarization": "chebyshev", "strategy": "ts",
-                   "prior": {"box": PREFERENCE_BOX}}  # fmt: skip
-    campaign = Campaign(get_problem("branin-currin"), surrogate="gp", acquisition=acquisition,
-                        budget=BUDGETS["mobo"][smoke], n_init=6, seed=seed, store=_store(work, "mobo"),
-                        optimizer=FAST, dry_run=False)  # fmt: skip
+    acquisition = {
+        "name": "mobo-rs",
+        "scalarization": "chebyshev",
+        "strategy": "ts",
+        "prior": {"box": PREFERENCE_BOX},
+    }
+    campaign = Campaign(
+        get_problem("branin-currin"),
+        surrogate="gp",
+        acquisition=acquisition,
+        budget=BUDGETS["mobo"][smoke],
+        n_init=6,
+        seed=seed,
+        store=_store(work, "mobo"),
+        optimizer=FAST,
+        dry_run=False,
+    )
     campaign.run()
     return campaign
 
 
 def build_contextual(work: Path, smoke: bool = False, seed: int = 0) -> Campaign:
     """Contextual Hartmann-4 (2 relevant + 3 noise contexts), SADCBO, a cost budget."""
-    campaign = Campaign(get_problem("contextual-hartmann4"), surrogate="gp", n_init=8,
-                        budget_cost=BUDGETS["contextual"][smoke], seed=seed, optimizer=FAST,
-                        contexts={"policy": "sadcbo", "options": {"q_points": 1}}, store=_store(work, "contextual"),
-                        dry_run=False)  # fmt: skip
+    campaign = Campaign(
+        get_problem("contextual-hartmann4"),
+        surrogate="gp",
+        n_init=8,
+        budget_cost=BUDGETS["contextual"][smoke],
+        seed=seed,
+        optimizer=FAST,
+        contexts={"policy": "sadcbo", "options": {"q_points": 1}},
+        store=_store(work, "contextual"),
+        dry_run=False,
+    )
     campaign.run()
     return campaign
 
 
 def build_cost(work: Path, smoke: bool = False, seed: int = 0) -> Campaign:
     """Cost-Branin (cost ``exp(l)``) with CostIDS and a budget in cost units."""
-    campaign = Campaign(get_problem("cost-branin"), surrogate="gp", acquisition={"name": "cost-ids", "rho": 2.0},
-                        budget_cost=BUDGETS["cost"][smoke], n_init=4, seed=seed, store=_store(work, "cost"),
-                        optimizer=FAST, dry_run=False)  # fmt: skip
+    campaign = Campaign(
+        get_problem("cost-branin"),
+        surrogate="gp",
+        acquisition={"name": "cost-ids", "rho": 2.0},
+        budget_cost=BUDGETS["cost"][smoke],
+        n_init=4,
+        seed=seed,
+        store=_store(work, "cost"),
+        optimizer=FAST,
+        dry_run=False,
+    )
     campaign.run()
     return campaign
 
@@ -131,7 +172,11 @@ def mixed_objective(params: dict[str, Any]) -> float:
     if lr > 0.03 and layers <= 2:
         raise FloatingPointError(f"loss diverged (lr={lr:.3g}, layers={layers})")
     best_lr = {"adam": -3.0, "sgd": -1.5, "rmsprop": -2.5}[opt]
-    loss = (math.log10(lr) - best_lr) ** 2 + 0.1 * (layers - 4) ** 2 + {"adam": 0.0, "sgd": 0.2, "rmsprop": 0.4}[opt]
+    loss = (
+        (math.log10(lr) - best_lr) ** 2
+        + 0.1 * (layers - 4) ** 2
+        + {"adam": 0.0, "sgd": 0.2, "rmsprop": 0.4}[opt]
+    )
     if opt == "sgd":
         loss += (params["momentum"] - 0.9) ** 2
     return loss
@@ -141,12 +186,25 @@ def build_mixed(work: Path, smoke: bool = False, seed: int = 0) -> Any:
     """``dsbo.minimize`` on the mixed space (a result with a store on disk)."""
     import dsbo
 
-    return dsbo.minimize(mixed_objective, mixed_space(), budget=BUDGETS["mixed"][smoke], surrogate="gp", n_init=6,
-                         seed=seed, store=_store(work, "mixed"), optimizer=FAST)  # fmt: skip
+    return dsbo.minimize(
+        mixed_objective,
+        mixed_space(),
+        budget=BUDGETS["mixed"][smoke],
+        surrogate="gp",
+        n_init=6,
+        seed=seed,
+        store=_store(work, "mixed"),
+        optimizer=FAST,
+    )
 
 
-BUILDERS = {"sparse": build_sparse, "mobo": build_mobo, "contextual": build_contextual, "cost": build_cost,
-            "mixed": build_mixed}  # fmt: skip
+BUILDERS = {
+    "sparse": build_sparse,
+    "mobo": build_mobo,
+    "contextual": build_contextual,
+    "cost": build_cost,
+    "mixed": build_mixed,
+}
 
 
 def write(name: str, run: Any, out: Path) -> Path:
@@ -176,8 +234,13 @@ def screenshot(html: Path, png: Path) -> dict[str, Any]:
     page = browser.open(html, width=WIDTH)
     tall = browser.open(html, width=WIDTH, height=page.scroll_height, settle_s=1.0)
     browser.screenshot(png, width=WIDTH)
-    return {"plotly_divs": tall.plotly_divs, "rendered": tall.plotly_rendered, "errors": page.errors + tall.errors,
-            "height": tall.scroll_height, "load_s": round(page.load_s, 2)}  # fmt: skip
+    return {
+        "plotly_divs": tall.plotly_divs,
+        "rendered": tall.plotly_rendered,
+        "errors": page.errors + tall.errors,
+        "height": tall.scroll_height,
+        "load_s": round(page.load_s, 2),
+    }
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -200,7 +263,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             run = BUILDERS[name](Path(tmp), args.smoke, args.seed)
             built = time.perf_counter() - start
             html = write(name, run, args.out)
-            row = {"run_s": round(built, 1), "report_s": round(time.perf_counter() - start - built, 1)}
+            row = {
+                "run_s": round(built, 1),
+                "report_s": round(time.perf_counter() - start - built, 1),
+            }
             campaign = getattr(run, "campaign", run)
             statuses = campaign.result().history["status"].value_counts().to_dict()
             row["trials"] = statuses

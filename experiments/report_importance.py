@@ -67,7 +67,9 @@ KEY_FIELDS = ("problem", "seed", "embedding_seed", "fixed_embedding", "budget", 
 def optimizer_settings(smoke: bool) -> OptimizerSettings:
     """The default run's settings (configs/bo/default.yaml); tiny ones for ``--smoke``."""
     if smoke:
-        return OptimizerSettings(num_restarts=2, raw_samples=32, maxiter=25, batch_limit=2, mc_samples=32)
+        return OptimizerSettings(
+            num_restarts=2, raw_samples=32, maxiter=25, batch_limit=2, mc_samples=32
+        )
     return OptimizerSettings()
 
 
@@ -80,9 +82,15 @@ def run_seed(job: dict[str, Any]) -> dict[str, Any]:
     relevant = [names[j] for j in problem.relevant_dims]
     k = len(relevant)
     campaign = Campaign(
-        problem, surrogate="map-saas", acquisition="qlognei", budget=job["budget"], n_init=job["n_init"],
-        seed=job["seed"], optimizer=optimizer_settings(job["smoke"]), dry_run=False,
-    )  # fmt: skip
+        problem,
+        surrogate="map-saas",
+        acquisition="qlognei",
+        budget=job["budget"],
+        n_init=job["n_init"],
+        seed=job["seed"],
+        optimizer=optimizer_settings(job["smoke"]),
+        dry_run=False,
+    )
     wall, cpu = time.perf_counter(), time.process_time()
     campaign.run()
     run_seconds, run_cpu = time.perf_counter() - wall, time.process_time() - cpu
@@ -109,7 +117,9 @@ def run_seed(job: dict[str, Any]) -> dict[str, Any]:
         / max(s for n, s in importance.scores.items() if n not in relevant),
         "method": importance.method,
         "best_value": best,
-        "regret": None if problem.optimal_value is None or best is None else problem.optimal_value - best,
+        "regret": None
+        if problem.optimal_value is None or best is None
+        else problem.optimal_value - best,
         "completed": campaign.store.count("completed"),
         "run_seconds": run_seconds,
         "importance_seconds": importance_seconds,
@@ -133,7 +143,9 @@ def run_resumable(jobs: list[dict[str, Any]], out: Path) -> list[dict[str, Any]]
             done[job_key(run)] = run
     todo = [j for j in jobs if job_key(j) not in done]
     if len(todo) < len(jobs):
-        print(f"resuming: {len(jobs) - len(todo)} of {len(jobs)} seeds already in {log}", flush=True)
+        print(
+            f"resuming: {len(jobs) - len(todo)} of {len(jobs)} seeds already in {log}", flush=True
+        )
     started = time.perf_counter()
     with log.open("a") as sink:
         for i, job in enumerate(todo, len(jobs) - len(todo) + 1):
@@ -153,12 +165,20 @@ def run_resumable(jobs: list[dict[str, Any]], out: Path) -> list[dict[str, Any]]
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--smoke", action="store_true", help="2 seeds, 8 evaluations, tiny optimizer")
-    parser.add_argument("--seeds", type=int, default=None, help="seeds 0..N-1 (default 20; 2 with --smoke)")
+    parser.add_argument(
+        "--smoke", action="store_true", help="2 seeds, 8 evaluations, tiny optimizer"
+    )
+    parser.add_argument(
+        "--seeds", type=int, default=None, help="seeds 0..N-1 (default 20; 2 with --smoke)"
+    )
     parser.add_argument("--problems", nargs="*", default=None, choices=PROBLEMS)
     parser.add_argument("--hartmann-budget", type=int, default=BUDGETS["hartmann6-30d"])
-    parser.add_argument("--embedding-seed", type=int, default=None,
-                        help="one embedding for every seed (default: the campaign seed)")
+    parser.add_argument(
+        "--embedding-seed",
+        type=int,
+        default=None,
+        help="one embedding for every seed (default: the campaign seed)",
+    )
     add_out_argument(parser, RESULTS)
     args = parser.parse_args(argv)
     args.out = output_folder(args.out, args.smoke, RESULTS)
@@ -183,9 +203,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ]
     run_resumable(jobs, args.out)
     # the report covers every seed recorded in runs.jsonl (of this mode), not only this call's
-    recorded = {job_key(r): r for r in map(json.loads, (args.out / "runs.jsonl").read_text().splitlines())}
-    runs = sorted((r for r in recorded.values() if r["smoke"] == smoke),
-                  key=lambda r: (PROBLEMS.index(r["problem"]), r["budget"], -1 if r["fixed_embedding"] is None else r["fixed_embedding"], r["seed"]))
+    recorded = {
+        job_key(r): r for r in map(json.loads, (args.out / "runs.jsonl").read_text().splitlines())
+    }
+    runs = sorted(
+        (r for r in recorded.values() if r["smoke"] == smoke),
+        key=lambda r: (
+            PROBLEMS.index(r["problem"]),
+            r["budget"],
+            -1 if r["fixed_embedding"] is None else r["fixed_embedding"],
+            r["seed"],
+        ),
+    )
     result = summarize(runs, smoke)
     (args.out / "results.json").write_text(json.dumps(result, indent=1))
     write_markdown(result, runs, args.out / "results.md")
@@ -203,32 +232,41 @@ def summarize(runs: list[dict[str, Any]], smoke: bool) -> dict[str, Any]:
     for group in dict.fromkeys(map(_group, runs)):
         rs = [r for r in runs if _group(r) == group]
         k = rs[0]["k"]
-        table.append({
-            "problem": group[0],
-            "budget": group[1],
-            "fixed_embedding": group[2],
-            "n_init": rs[0]["n_init"],
-            "k": k,
-            "seeds": len(rs),
-            "seed_list": [r["seed"] for r in rs],
-            "fills_top_k": sum(r["fills_top_k"] for r in rs),
-            "missed_seeds": [r["seed"] for r in rs if not r["fills_top_k"]],
-            # how many seeds had j of the k relevant parameters in the top k
-            "num_in_top_k": {j: sum(r["num_in_top_k"] == j for r in rs) for j in range(k + 1)},
-            "methods": sorted({r["method"] for r in rs}),
-            "median_seconds": statistics.median(r["seconds"] for r in rs),
-            "median_run_seconds": statistics.median(r["run_seconds"] for r in rs),
-            "median_importance_seconds": statistics.median(r["importance_seconds"] for r in rs),
-            "median_cpu_seconds": statistics.median(r["cpu_seconds"] for r in rs),
-            "total_cpu_seconds": sum(r["cpu_seconds"] for r in rs),
-            "median_relevant_share": statistics.median(r["relevant_share"] for r in rs),
-            # per coordinate of the base function (the i-th relevant parameter is its x_{i+1}):
-            # its ranks over the seeds, and its true total-order Sobol index (what it is worth)
-            "base_ranks": [[list(r["relevant_ranks"].values())[i] for r in rs] for i in range(k)],
-            "base_total_sobol": true_total_sobol(group[0]),
-        })  # fmt: skip
-    return {"smoke": smoke, "surrogate": "map-saas", "acquisition": "qlognei (no post-processing)",
-            "optimizer": "tiny (smoke)" if smoke else "default (configs/bo/default.yaml)", "table": table}
+        table.append(
+            {
+                "problem": group[0],
+                "budget": group[1],
+                "fixed_embedding": group[2],
+                "n_init": rs[0]["n_init"],
+                "k": k,
+                "seeds": len(rs),
+                "seed_list": [r["seed"] for r in rs],
+                "fills_top_k": sum(r["fills_top_k"] for r in rs),
+                "missed_seeds": [r["seed"] for r in rs if not r["fills_top_k"]],
+                # how many seeds had j of the k relevant parameters in the top k
+                "num_in_top_k": {j: sum(r["num_in_top_k"] == j for r in rs) for j in range(k + 1)},
+                "methods": sorted({r["method"] for r in rs}),
+                "median_seconds": statistics.median(r["seconds"] for r in rs),
+                "median_run_seconds": statistics.median(r["run_seconds"] for r in rs),
+                "median_importance_seconds": statistics.median(r["importance_seconds"] for r in rs),
+                "median_cpu_seconds": statistics.median(r["cpu_seconds"] for r in rs),
+                "total_cpu_seconds": sum(r["cpu_seconds"] for r in rs),
+                "median_relevant_share": statistics.median(r["relevant_share"] for r in rs),
+                # per coordinate of the base function (the i-th relevant parameter is its x_{i+1}):
+                # its ranks over the seeds, and its true total-order Sobol index (what it is worth)
+                "base_ranks": [
+                    [list(r["relevant_ranks"].values())[i] for r in rs] for i in range(k)
+                ],
+                "base_total_sobol": true_total_sobol(group[0]),
+            }
+        )
+    return {
+        "smoke": smoke,
+        "surrogate": "map-saas",
+        "acquisition": "qlognei (no post-processing)",
+        "optimizer": "tiny (smoke)" if smoke else "default (configs/bo/default.yaml)",
+        "table": table,
+    }
 
 
 def true_total_sobol(name: str, n: int = 4096) -> list[float]:
@@ -249,13 +287,19 @@ def true_total_sobol(name: str, n: int = 4096) -> list[float]:
 
 
 def write_markdown(result: dict[str, Any], runs: list[dict[str, Any]], path: Path) -> None:
-    scope = "; ".join(f"{t['problem']}{_embedding(t)}: {t['seeds']} seed(s) ({_seeds(t['seed_list'])}), budget {t['budget']} "
-                      f"({t['n_init']} Sobol + {t['budget'] - t['n_init']} qLogNEI)" for t in result["table"])
+    scope = "; ".join(
+        f"{t['problem']}{_embedding(t)}: {t['seeds']} seed(s) ({_seeds(t['seed_list'])}), budget {t['budget']} "
+        f"({t['n_init']} Sobol + {t['budget'] - t['n_init']} qLogNEI)"
+        for t in result["table"]
+    )
     lines = [
-        "# Report importance: do the relevant inputs rank first?" + (" (smoke)" if result["smoke"] else ""),
+        "# Report importance: do the relevant inputs rank first?"
+        + (" (smoke)" if result["smoke"] else ""),
         "",
         f"MAP-SAAS (default options) + plain qLogNEI, optimizer {result['optimizer']}, one thread; the report's "
-        "importance (`parameter_importance` of `fit_campaign_model`) after the budget. Run: " + scope + ". "
+        "importance (`parameter_importance` of `fit_campaign_model`) after the budget. Run: "
+        + scope
+        + ". "
         "The relevant coordinates are drawn per seed (`embedding_seed` = the seed) unless a fixed embedding is stated.",
         "",
         "| problem | budget | seeds | relevant fill the top k | seeds by how many of the k are in the top k "
@@ -264,7 +308,11 @@ def write_markdown(result: dict[str, Any], runs: list[dict[str, Any]], path: Pat
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for t in result["table"]:
-        dist = ", ".join(f"{j}: {n}" for j, n in sorted(t["num_in_top_k"].items(), key=lambda kv: -int(kv[0])) if n)
+        dist = ", ".join(
+            f"{j}: {n}"
+            for j, n in sorted(t["num_in_top_k"].items(), key=lambda kv: -int(kv[0]))
+            if n
+        )
         lines.append(
             f"| {t['problem']}{_embedding(t)} | {t['budget']} | {t['seeds']} | {t['fills_top_k']} of {t['seeds']} (k = {t['k']}) | "
             f"{dist} | {t['median_relevant_share']:.3f} | {', '.join(t['methods'])} | "
@@ -272,17 +320,29 @@ def write_markdown(result: dict[str, Any], runs: list[dict[str, Any]], path: Pat
             f"{t['median_cpu_seconds']:.0f} | {t['total_cpu_seconds']:.0f} |"
         )
     for t in result["table"]:
-        lines += ["", f"{t['problem']}{_embedding(t)}, budget {t['budget']}, by coordinate of the base function "
-                  "(the i-th relevant parameter of a seed is the base function's x_i):", "",
-                  "| base coordinate | true total Sobol index | in the top k (seeds) | median rank | ranks over the seeds |",
-                  "|---|---|---|---|---|"]
-        for i, (ranks, sobol) in enumerate(zip(t["base_ranks"], t["base_total_sobol"], strict=True)):
-            lines.append(f"| x{i + 1} | {sobol:.3f} | {sum(r <= t['k'] for r in ranks)} of {len(ranks)} | "
-                         f"{statistics.median(ranks):g} | {', '.join(map(str, ranks))} |")
-    lines += ["", "## Per seed", "",
-              "| problem | budget | seed | embedding seed | relevant | their ranks | in top k | top k of the ranking "
-              "| separation (min relevant / max irrelevant score) | regret | s |",
-              "|---|---|---|---|---|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            f"{t['problem']}{_embedding(t)}, budget {t['budget']}, by coordinate of the base function "
+            "(the i-th relevant parameter of a seed is the base function's x_i):",
+            "",
+            "| base coordinate | true total Sobol index | in the top k (seeds) | median rank | ranks over the seeds |",
+            "|---|---|---|---|---|",
+        ]
+        for i, (ranks, sobol) in enumerate(
+            zip(t["base_ranks"], t["base_total_sobol"], strict=True)
+        ):
+            lines.append(
+                f"| x{i + 1} | {sobol:.3f} | {sum(r <= t['k'] for r in ranks)} of {len(ranks)} | "
+                f"{statistics.median(ranks):g} | {', '.join(map(str, ranks))} |"
+            )
+    lines += [
+        "",
+        "## Per seed",
+        "",
+        "| problem | budget | seed | embedding seed | relevant | their ranks | in top k | top k of the ranking "
+        "| separation (min relevant / max irrelevant score) | regret | s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in runs:
         ranks = ", ".join(str(v) for v in r["relevant_ranks"].values())
         top = ", ".join(r["ranking"][: r["k"]])
@@ -301,7 +361,11 @@ def _embedding(t: dict[str, Any]) -> str:
 def _seeds(seeds: list[int]) -> str:
     if len(seeds) == 1:
         return f"seed {seeds[0]}"
-    return f"{seeds[0]}-{seeds[-1]}" if seeds == list(range(seeds[0], seeds[-1] + 1)) else ", ".join(map(str, seeds))
+    return (
+        f"{seeds[0]}-{seeds[-1]}"
+        if seeds == list(range(seeds[0], seeds[-1] + 1))
+        else ", ".join(map(str, seeds))
+    )
 
 
 def plot_ranks(runs: list[dict[str, Any]], result: dict[str, Any], path: Path) -> None:
@@ -318,8 +382,10 @@ def plot_ranks(runs: list[dict[str, Any]], result: dict[str, Any], path: Path) -
         ax.set_ylim(len(rs[0]["ranking"]) + 0.5, 0.5)  # rank 1 at the top
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.set_title(f"{t['problem']}{_embedding(t)}, {t['budget']} evaluations: {t['fills_top_k']}/{t['seeds']} fill the top {t['k']}",
-                     fontsize=9)
+        ax.set_title(
+            f"{t['problem']}{_embedding(t)}, {t['budget']} evaluations: {t['fills_top_k']}/{t['seeds']} fill the top {t['k']}",
+            fontsize=9,
+        )
         ax.set_xlabel("seed")
         ax.set_ylabel("rank of each relevant parameter")
     fig.tight_layout()

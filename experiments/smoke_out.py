@@ -15,13 +15,21 @@ import tempfile
 from pathlib import Path
 
 
-def add_out_argument(parser: argparse.ArgumentParser, default: Path | str, help: str | None = None) -> None:
+def add_out_argument(
+    parser: argparse.ArgumentParser, default: Path | str, help: str | None = None
+) -> None:
     """``--out`` with no default of its own: :func:`output_folder` picks the folder."""
-    parser.add_argument("--out", type=Path, default=None,
-                        help=help or f"default {default}; with --smoke a fresh temporary folder")  # fmt: skip
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help=help or f"default {default}; with --smoke a fresh temporary folder",
+    )
 
 
-def output_folder(out: Path | str | None, smoke: bool, default: Path | str, name: str | None = None) -> Path:
+def output_folder(
+    out: Path | str | None, smoke: bool, default: Path | str, name: str | None = None
+) -> Path:
     """``out`` when given; else a fresh temporary folder with ``smoke`` (printed); else ``default``.
 
     ``name`` names the temporary folder (default: the last part of ``default``).

@@ -76,17 +76,24 @@ SPARSE = 2
 PARTS: dict[str, dict[str, Any]] = {
     "sebo": {
         "problem_options": {"target": "zero"},
-        "n_init": 8, "include_default": False, "iterations": 22,
+        "n_init": 8,
+        "include_default": False,
+        "iterations": 22,
         "optimizer": {"num_restarts": 4, "raw_samples": 256},
         "arms": {
             "qlognei": ({"name": "qlognei"}, None),
             "sebo-ehvi": ({"name": "sebo", "penalty": "l0"}, None),
-            "sebo-qlognehvi": ({"name": "sebo", "penalty": "l0", "acquisition_function": "qlognehvi"}, None),
+            "sebo-qlognehvi": (
+                {"name": "sebo", "penalty": "l0", "acquisition_function": "qlognehvi"},
+                None,
+            ),
         },
     },
     "bonsai": {
         "problem_options": {},
-        "n_init": 20, "include_default": True, "iterations": 20,
+        "n_init": 20,
+        "include_default": True,
+        "iterations": 20,
         "optimizer": {"num_restarts": 8, "raw_samples": 512},
         "arms": {
             "qlognei": ({"name": "qlognei"}, None),
@@ -94,15 +101,24 @@ PARTS: dict[str, dict[str, Any]] = {
             "bonsai-prefix": ({"name": "qlognei"}, {"bonsai": {"rho": 0.2, "mode": "prefix"}}),
         },
     },
-}  # fmt: skip
-GOALS = {"sebo-ehvi": (4.0, 2.0), "sebo-qlognehvi": (4.0, 2.0), "bonsai": (6.0, 1.05), "bonsai-prefix": (6.0, 1.05)}
+}
+GOALS = {
+    "sebo-ehvi": (4.0, 2.0),
+    "sebo-qlognehvi": (4.0, 2.0),
+    "bonsai": (6.0, 1.05),
+    "bonsai-prefix": (6.0, 1.05),
+}
 
 
 def rule_arm(text: str) -> tuple[str, tuple[dict[str, Any], dict[str, Any]]]:
     """``RULE[:RHO[:OUTCOME_FLOOR[:REPEAT_TOL]]]`` -> (arm name, BONSAI arm): qLogNEI + BONSAI,
     prefix mode."""
     rule, *numbers = text.split(":")
-    options: dict[str, Any] = {"rule": rule, "rho": float(numbers[0]) if numbers else 0.2, "mode": "prefix"}
+    options: dict[str, Any] = {
+        "rule": rule,
+        "rho": float(numbers[0]) if numbers else 0.2,
+        "mode": "prefix",
+    }
     if len(numbers) > 1:
         options["outcome_floor"] = float(numbers[1])
     if len(numbers) > 2:
@@ -112,9 +128,12 @@ def rule_arm(text: str) -> tuple[str, tuple[dict[str, Any], dict[str, Any]]]:
 
 
 def part_settings(
-    part: str, smoke: bool, problem: str | None = None, arms: list[str] | None = None,
+    part: str,
+    smoke: bool,
+    problem: str | None = None,
+    arms: list[str] | None = None,
     rules: list[str] | None = None,
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     """The part's settings; ``--smoke`` shrinks everything (Branin-10d, GP, 2 iterations).
 
     ``arms`` keeps only those arms of the part (all by default; only ``qlognei`` when
@@ -128,7 +147,9 @@ def part_settings(
     spec["surrogate"] = "gp" if smoke else "map-saas"
     spec["optimizer"] = {**spec["optimizer"], "maxiter": 200, "batch_limit": 8}
     if smoke:
-        spec.update(n_init=4, iterations=2, optimizer={"num_restarts": 2, "raw_samples": 32, "maxiter": 25})
+        spec.update(
+            n_init=4, iterations=2, optimizer={"num_restarts": 2, "raw_samples": 32, "maxiter": 25}
+        )
         spec["arms"] = {
             arm: ({**acq, "num_steps": 4} if acq["name"] == "sebo" else acq, post)
             for arm, (acq, post) in spec["arms"].items()
@@ -140,7 +161,9 @@ def run_seed(job: dict[str, Any]) -> dict[str, Any]:
     """Every arm of one (part, seed), interleaved: one BO iteration of each arm in turn."""
     torch.set_num_threads(1)
     warnings.simplefilter("ignore")
-    spec = part_settings(job["part"], job["smoke"], job.get("problem"), job.get("arms"), job.get("rules"))
+    spec = part_settings(
+        job["part"], job["smoke"], job.get("problem"), job.get("arms"), job.get("rules")
+    )
     if job.get("surrogate_options"):  # e.g. MAP-SAAS's fit schedule, {"restart_every": 5}
         spec["surrogate"] = {"name": spec["surrogate"], **job["surrogate_options"]}
     problem = get_problem(spec["problem"], **spec["problem_options"])
@@ -149,13 +172,19 @@ def run_seed(job: dict[str, Any]) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         campaigns = {
             arm: Campaign(
-                problem, surrogate=spec["surrogate"], acquisition=acquisition, budget=budget,
-                n_init=spec["n_init"], include_default=spec["include_default"], seed=job["seed"],
-                optimizer=OptimizerSettings(**spec["optimizer"]), postprocess=post,
+                problem,
+                surrogate=spec["surrogate"],
+                acquisition=acquisition,
+                budget=budget,
+                n_init=spec["n_init"],
+                include_default=spec["include_default"],
+                seed=job["seed"],
+                optimizer=OptimizerSettings(**spec["optimizer"]),
+                postprocess=post,
                 store=Path(tmp) / f"{arm}.sqlite",
             )
             for arm, (acquisition, post) in spec["arms"].items()
-        }  # fmt: skip
+        }
         while any(c.remaining > 0 for c in campaigns.values()):
             for campaign in campaigns.values():
                 if campaign.remaining > 0:
@@ -183,8 +212,11 @@ def record_arm(campaign: Campaign, problem) -> dict[str, Any]:
     return {
         "values": Y[:, 0].tolist(),
         "changed": changed.sum(-1).tolist(),
-        "only_relevant": [bool(row.any()) and not bool(row[[j for j in range(X.shape[1]) if j not in relevant]].any())
-                          for row in changed],
+        "only_relevant": [
+            bool(row.any())
+            and not bool(row[[j for j in range(X.shape[1]) if j not in relevant]].any())
+            for row in changed
+        ],
         "is_bo": is_bo,
         "relevant_repeat": repeats,
         "exact_repeat": exact,
@@ -192,10 +224,12 @@ def record_arm(campaign: Campaign, problem) -> dict[str, Any]:
         "fit_time": [t.fit_time for t in trials],
         "near_repeats_skipped": [int(t.metadata.get("near_repeats_skipped", 0)) for t in trials],
         "homotopy_values": [len(t.metadata.get("a_values", [])) for t in trials],
-    }  # fmt: skip
+    }
 
 
-def arm_summary(runs: list[dict[str, Any]], arm: str, optimum: float, sparse: int = SPARSE) -> dict[str, Any]:
+def arm_summary(
+    runs: list[dict[str, Any]], arm: str, optimum: float, sparse: int = SPARSE
+) -> dict[str, Any]:
     """Per-seed numbers of one arm (the seeds that ran it) and their mean over seeds."""
     per_seed = []
     for run in runs:
@@ -207,34 +241,40 @@ def arm_summary(runs: list[dict[str, Any]], arm: str, optimum: float, sparse: in
         found = next((i for i, v in enumerate(a["values"]) if optimum - v <= FOUND), None)
         after = [a["changed"][i] for i in bo if found is not None and i > found]
         plain_bo = [i for i, b in enumerate(plain["is_bo"]) if b]
-        per_seed.append({
-            "seed": run["seed"],
-            "reached_only_relevant": any(a["only_relevant"][i] for i in bo),
-            "mean_changed_bo": statistics.fmean(a["changed"][i] for i in bo),
-            "found_at_bo": None if found is None else sum(1 for i in bo if i <= found),
-            "mean_changed_after_found": statistics.fmean(after) if after else math.nan,
-            "mean_changed_last10": statistics.fmean(a["changed"][i] for i in bo[-10:]),
-            "best_sparse_gap": optimum - max(sparse_values) if sparse_values else math.nan,
-            "best_value": max(a["values"]),
-            "relevant_repeats": sum(a["relevant_repeat"][i] for i in bo),
-            "exact_repeats": sum(a["exact_repeat"][i] for i in bo),
-            "near_repeats_skipped": sum(a["near_repeats_skipped"][i] for i in bo),
-            "time_ratio": statistics.median(a["acq_time"][i] for i in bo)
-            / statistics.median(plain["acq_time"][i] for i in plain_bo),
-            "median_acq_seconds": statistics.median(a["acq_time"][i] for i in bo),
-            "median_fit_seconds": statistics.median(a["fit_time"][i] for i in bo),
-        })  # fmt: skip
+        per_seed.append(
+            {
+                "seed": run["seed"],
+                "reached_only_relevant": any(a["only_relevant"][i] for i in bo),
+                "mean_changed_bo": statistics.fmean(a["changed"][i] for i in bo),
+                "found_at_bo": None if found is None else sum(1 for i in bo if i <= found),
+                "mean_changed_after_found": statistics.fmean(after) if after else math.nan,
+                "mean_changed_last10": statistics.fmean(a["changed"][i] for i in bo[-10:]),
+                "best_sparse_gap": optimum - max(sparse_values) if sparse_values else math.nan,
+                "best_value": max(a["values"]),
+                "relevant_repeats": sum(a["relevant_repeat"][i] for i in bo),
+                "exact_repeats": sum(a["exact_repeat"][i] for i in bo),
+                "near_repeats_skipped": sum(a["near_repeats_skipped"][i] for i in bo),
+                "time_ratio": statistics.median(a["acq_time"][i] for i in bo)
+                / statistics.median(plain["acq_time"][i] for i in plain_bo),
+                "median_acq_seconds": statistics.median(a["acq_time"][i] for i in bo),
+                "median_fit_seconds": statistics.median(a["fit_time"][i] for i in bo),
+            }
+        )
     mean = {
         key: mean_and_se([math.nan if s[key] is None else s[key] for s in per_seed])
-        for key in per_seed[0] if key != "seed"
-    }  # fmt: skip
+        for key in per_seed[0]
+        if key != "seed"
+    }
     return {"arm": arm, "seeds": len(per_seed), "per_seed": per_seed, "mean": mean}
 
 
 def goal_verdicts(summary: dict[str, Any], sparse: int = SPARSE) -> list[str]:
     """The protocol's goals, each met or missed, from the measured means."""
     lines = []
-    goals = {**GOALS, **{arm: (6.0, 1.05) for arm in summary if arm.startswith("bonsai-") and arm not in GOALS}}
+    goals = {
+        **GOALS,
+        **{arm: (6.0, 1.05) for arm in summary if arm.startswith("bonsai-") and arm not in GOALS},
+    }
     for arm, (max_changed, max_ratio) in goals.items():
         s = summary.get(arm)
         if s is None:
@@ -242,19 +282,33 @@ def goal_verdicts(summary: dict[str, Any], sparse: int = SPARSE) -> list[str]:
         m, seeds = s["mean"], s["seeds"]
         reached = sum(p["reached_only_relevant"] for p in s["per_seed"])
         checks = [
-            (f"mean changed per BO point {m['mean_changed_bo'][0]:.2f} <= {max_changed:g}",
-             m["mean_changed_bo"][0] <= max_changed),
-            (f"best value with <= {sparse} changes within 1.0 of the optimum on average "
-             f"(gap {m['best_sparse_gap'][0]:.3g})", m["best_sparse_gap"][0] <= 1.0),
-            (f"repeated proposals {sum(p['relevant_repeats'] for p in s['per_seed'])} = 0",
-             all(p["relevant_repeats"] == 0 for p in s["per_seed"])),
-            (f"generation time {m['time_ratio'][0]:.2f}x plain (mean over seeds; median of per-seed ratios "
-             f"{statistics.median(p['time_ratio'] for p in s['per_seed']):.2f}x) <= {max_ratio:g}x",
-             m["time_ratio"][0] <= max_ratio),
-        ]  # fmt: skip
+            (
+                f"mean changed per BO point {m['mean_changed_bo'][0]:.2f} <= {max_changed:g}",
+                m["mean_changed_bo"][0] <= max_changed,
+            ),
+            (
+                f"best value with <= {sparse} changes within 1.0 of the optimum on average "
+                f"(gap {m['best_sparse_gap'][0]:.3g})",
+                m["best_sparse_gap"][0] <= 1.0,
+            ),
+            (
+                f"repeated proposals {sum(p['relevant_repeats'] for p in s['per_seed'])} = 0",
+                all(p["relevant_repeats"] == 0 for p in s["per_seed"]),
+            ),
+            (
+                f"generation time {m['time_ratio'][0]:.2f}x plain (mean over seeds; median of per-seed ratios "
+                f"{statistics.median(p['time_ratio'] for p in s['per_seed']):.2f}x) <= {max_ratio:g}x",
+                m["time_ratio"][0] <= max_ratio,
+            ),
+        ]
         if arm.startswith("sebo"):
-            checks.insert(0, (f"reached a point changing only relevant parameters in {reached} of {seeds} seeds",
-                              reached == seeds))  # fmt: skip
+            checks.insert(
+                0,
+                (
+                    f"reached a point changing only relevant parameters in {reached} of {seeds} seeds",
+                    reached == seeds,
+                ),
+            )
         lines += [f"- {arm}: {text}: **{'met' if ok else 'missed'}**" for text, ok in checks]
     return lines
 
@@ -271,11 +325,14 @@ def write_markdown(result: dict[str, Any], path: Path, image: str = "protocol.pn
         "",
     ]
     for part, data in result["parts"].items():
-        lines += [f"## {part} part ({data['problem']}, {data['design']})", "",
-                  "| arm | seeds | reached only-relevant | mean changed per BO point "
-                  f"| gap of best with <= {data.get('sparse', SPARSE)} changes "
-                  "| best value | repeated proposals | near-repeats skipped | acq s (median) | fit s (median) | time vs plain |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+        lines += [
+            f"## {part} part ({data['problem']}, {data['design']})",
+            "",
+            "| arm | seeds | reached only-relevant | mean changed per BO point "
+            f"| gap of best with <= {data.get('sparse', SPARSE)} changes "
+            "| best value | repeated proposals | near-repeats skipped | acq s (median) | fit s (median) | time vs plain |",
+            "|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
         for arm, s in data["arms"].items():
             m = s["mean"]
             reached = sum(p["reached_only_relevant"] for p in s["per_seed"])
@@ -289,10 +346,15 @@ def write_markdown(result: dict[str, Any], path: Path, image: str = "protocol.pn
                 f"| {sum(p['near_repeats_skipped'] for p in s['per_seed'])} | {m['median_acq_seconds'][0]:.2f} "
                 f"| {m['median_fit_seconds'][0]:.2f} | {m['time_ratio'][0]:.2f}x |"
             )
-        lines += ["", f"Per seed ({data['problem']}; 'found' = the first point within {FOUND} of the optimum, "
-                  "counted in BO points; changed = mean changed parameters per BO point):", "",
-                  "| arm | seed | changed (all BO) | found at BO | changed after found | changed last 10 "
-                  "| sparse-best gap | best value | time vs plain |", "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+        lines += [
+            "",
+            f"Per seed ({data['problem']}; 'found' = the first point within {FOUND} of the optimum, "
+            "counted in BO points; changed = mean changed parameters per BO point):",
+            "",
+            "| arm | seed | changed (all BO) | found at BO | changed after found | changed last 10 "
+            "| sparse-best gap | best value | time vs plain |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
         for arm, s in data["arms"].items():
             for p in s["per_seed"]:
                 lines.append(
@@ -322,19 +384,35 @@ def plot(runs: list[dict[str, Any]], result: dict[str, Any], path: Path) -> None
                 a = run["arms"][arm]
                 best, trace = -math.inf, []
                 for v, c in zip(a["values"], a["changed"], strict=True):
-                    best = max(best, v) if c <= result["parts"][part].get("sparse", SPARSE) else best
+                    best = (
+                        max(best, v) if c <= result["parts"][part].get("sparse", SPARSE) else best
+                    )
                     trace.append(optimum - best if best > -math.inf else math.nan)
                 gaps.append(trace)
                 changed.append([c for c, b in zip(a["changed"], a["is_bo"], strict=True) if b])
-            mean_gap = [statistics.fmean(g[i] for g in gaps if not math.isnan(g[i])) if any(not math.isnan(g[i]) for g in gaps)
-                        else math.nan for i in range(len(gaps[0]))]  # fmt: skip
+            mean_gap = [
+                statistics.fmean(g[i] for g in gaps if not math.isnan(g[i]))
+                if any(not math.isnan(g[i]) for g in gaps)
+                else math.nan
+                for i in range(len(gaps[0]))
+            ]
             axes[row][0].plot(range(1, len(mean_gap) + 1), mean_gap, label=arm, color=color)
-            axes[row][1].plot(range(1, len(changed[0]) + 1),
-                              [statistics.fmean(c[i] for c in changed) for i in range(len(changed[0]))],
-                              label=arm, color=color, marker=".")  # fmt: skip
-        axes[row][0].set(title=f"{part}: optimum - best value with <= {result['parts'][part].get('sparse', SPARSE)} changes", xlabel="evaluations",
-                         yscale="log")  # fmt: skip
-        axes[row][1].set(title=f"{part}: changed parameters per BO point (mean over seeds)", xlabel="BO iteration")
+            axes[row][1].plot(
+                range(1, len(changed[0]) + 1),
+                [statistics.fmean(c[i] for c in changed) for i in range(len(changed[0]))],
+                label=arm,
+                color=color,
+                marker=".",
+            )
+        axes[row][0].set(
+            title=f"{part}: optimum - best value with <= {result['parts'][part].get('sparse', SPARSE)} changes",
+            xlabel="evaluations",
+            yscale="log",
+        )
+        axes[row][1].set(
+            title=f"{part}: changed parameters per BO point (mean over seeds)",
+            xlabel="BO iteration",
+        )
         axes[row][0].legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -347,33 +425,77 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--seeds", type=int, default=None)
     parser.add_argument("--parts", nargs="*", default=list(PARTS), choices=list(PARTS))
     parser.add_argument("--workers", type=int, default=2)
-    add_out_argument(parser, RESULTS, help=f"default {RESULTS} ({RULES_RESULTS} with rules); with --smoke a fresh temporary folder")
-    parser.add_argument("--seed-list", type=int, nargs="*", default=None, help="run these seeds (not 0..seeds-1)")
+    add_out_argument(
+        parser,
+        RESULTS,
+        help=f"default {RESULTS} ({RULES_RESULTS} with rules); with --smoke a fresh temporary folder",
+    )
+    parser.add_argument(
+        "--seed-list", type=int, nargs="*", default=None, help="run these seeds (not 0..seeds-1)"
+    )
     parser.add_argument("--problem", default=None, help="e.g. hartmann6-50d (default branin-50d)")
     parser.add_argument("--arms", nargs="*", default=None, help="keep only these arms of the part")
-    parser.add_argument("--bonsai-rule", action="append", default=None, metavar="RULE[:RHO[:OUTCOME_FLOOR[:REPEAT_TOL]]]",
-                        help="add a qLogNEI + BONSAI arm with this rule (repeatable)")  # fmt: skip
-    parser.add_argument("--surrogate-options", type=json.loads, default=None,
-                        help='JSON options of the surrogate, e.g. \'{"restart_every": 5}\' (needs --out)')
+    parser.add_argument(
+        "--bonsai-rule",
+        action="append",
+        default=None,
+        metavar="RULE[:RHO[:OUTCOME_FLOOR[:REPEAT_TOL]]]",
+        help="add a qLogNEI + BONSAI arm with this rule (repeatable)",
+    )
+    parser.add_argument(
+        "--surrogate-options",
+        type=json.loads,
+        default=None,
+        help="JSON options of the surrogate, e.g. '{\"restart_every\": 5}' (needs --out)",
+    )
     args = parser.parse_args(argv)
-    seeds = args.seed_list if args.seed_list is not None else range(args.seeds or (1 if args.smoke else 5))
+    seeds = (
+        args.seed_list
+        if args.seed_list is not None
+        else range(args.seeds or (1 if args.smoke else 5))
+    )
     custom = args.arms is not None or bool(args.bonsai_rule) or args.problem is not None
-    out = output_folder(args.out, args.smoke, RULES_RESULTS if custom else RESULTS, name="sparse_protocol")
+    out = output_folder(
+        args.out, args.smoke, RULES_RESULTS if custom else RESULTS, name="sparse_protocol"
+    )
     out.mkdir(parents=True, exist_ok=True)
-    extra: dict[str, Any] = {"problem": args.problem, "arms": args.arms, "rules": args.bonsai_rule} if custom else {}
+    extra: dict[str, Any] = (
+        {"problem": args.problem, "arms": args.arms, "rules": args.bonsai_rule} if custom else {}
+    )
     if args.surrogate_options:
         extra["surrogate_options"] = args.surrogate_options
-    jobs = [{"part": part, "seed": seed, "smoke": args.smoke, **extra} for seed in seeds for part in args.parts]
+    jobs = [
+        {"part": part, "seed": seed, "smoke": args.smoke, **extra}
+        for seed in seeds
+        for part in args.parts
+    ]
     for job in jobs:
-        job.update({"problem": part_settings(job["part"], args.smoke, args.problem)["problem"]} if custom else {})
-        job.update({"arm_set": ",".join(part_settings(job["part"], args.smoke, args.problem, args.arms, args.bonsai_rule)["arms"])}
-                   if custom else {})  # fmt: skip
+        job.update(
+            {"problem": part_settings(job["part"], args.smoke, args.problem)["problem"]}
+            if custom
+            else {}
+        )
+        job.update(
+            {
+                "arm_set": ",".join(
+                    part_settings(
+                        job["part"], args.smoke, args.problem, args.arms, args.bonsai_rule
+                    )["arms"]
+                )
+            }
+            if custom
+            else {}
+        )
     keys = ("part", "seed", "smoke", "problem", "arm_set") if custom else ("part", "seed", "smoke")
     runs = run_resumable(run_seed, jobs, out, args.workers, key_fields=keys)
     if custom:  # summarize every seed of this problem recorded in the folder, whatever its arm set
         recorded = [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines()]
-        runs = [r for r in recorded if r["smoke"] == args.smoke and r.get("problem") == part_settings(
-            r["part"], args.smoke, args.problem)["problem"]]  # fmt: skip
+        runs = [
+            r
+            for r in recorded
+            if r["smoke"] == args.smoke
+            and r.get("problem") == part_settings(r["part"], args.smoke, args.problem)["problem"]
+        ]
     result: dict[str, Any] = {"smoke": args.smoke, "parts": {}}
     for part in args.parts:
         spec = part_settings(part, args.smoke, args.problem, args.arms, args.bonsai_rule)
@@ -381,15 +503,25 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         part_runs = [r for r in runs if r["part"] == part]
         arm_names = list(dict.fromkeys(arm for r in part_runs for arm in r["arms"]))
         sparse = len(problem.relevant_dims)
-        design = (("the default + " if spec["include_default"] else "") + f"{spec['n_init']} Sobol + "
-                  f"{spec['iterations']} BO, {spec['optimizer']['num_restarts']} restarts / "
-                  f"{spec['optimizer']['raw_samples']} raw samples, {spec['surrogate']}")  # fmt: skip
+        design = (
+            ("the default + " if spec["include_default"] else "") + f"{spec['n_init']} Sobol + "
+            f"{spec['iterations']} BO, {spec['optimizer']['num_restarts']} restarts / "
+            f"{spec['optimizer']['raw_samples']} raw samples, {spec['surrogate']}"
+        )
         result["parts"][part] = {
-            "problem": spec["problem"], "design": design, "optimum": problem.optimal_value, "sparse": sparse,
-            "arms": {arm: arm_summary(part_runs, arm, problem.optimal_value, sparse) for arm in arm_names},
-        }  # fmt: skip
-    result["goals"] = [line for part in result["parts"].values()
-                       for line in goal_verdicts(part["arms"], part["sparse"])]  # fmt: skip
+            "problem": spec["problem"],
+            "design": design,
+            "optimum": problem.optimal_value,
+            "sparse": sparse,
+            "arms": {
+                arm: arm_summary(part_runs, arm, problem.optimal_value, sparse) for arm in arm_names
+            },
+        }
+    result["goals"] = [
+        line
+        for part in result["parts"].values()
+        for line in goal_verdicts(part["arms"], part["sparse"])
+    ]
     name = part_settings(args.parts[0], args.smoke, args.problem)["problem"]
     stem = f"results_{name}" if custom else "results"
     (out / f"{stem}.json").write_text(json.dumps(result, indent=1))

@@ -97,7 +97,9 @@ def step_times(sizes: list[int], repeats: int, smoke: bool, dim: int = 10) -> li
                 torch.manual_seed(rep)
                 spec = SurrogateSpec.coerce(surrogate_for(method))
                 if method in ("rs", "kcs", "scs"):  # select at N as if a refresh happened now
-                    spec.selector = type(spec.selector)(spec.selector.name, spec.selector.alpha, start=n / dim)
+                    spec.selector = type(spec.selector)(
+                        spec.selector.name, spec.selector.alpha, start=n / dim
+                    )
                 c0, w0 = time.process_time(), time.perf_counter()
                 with gpytorch.settings.max_cholesky_size(EXACT_CHOLESKY_SIZE):
                     model = fit_surrogate(spec, X, Y, bounds=problem.bounds, selection_seed=rep)
@@ -107,9 +109,20 @@ def step_times(sizes: list[int], repeats: int, smoke: bool, dim: int = 10) -> li
         gp_cpu = statistics.median(t[0] for t in times["gp"])
         for method, ts in times.items():
             cpu, wall = statistics.median(t[0] for t in ts), statistics.median(t[1] for t in ts)
-            rows.append({"n_points": n, "method": method, "repeats": repeats, "cpu_s": cpu, "wall_s": wall,
-                         "saving": 1 - cpu / gp_cpu})  # fmt: skip
-            print(f"N={n} {method}: cpu {cpu:.2f}s wall {wall:.2f}s saving {rows[-1]['saving']:.1%}", flush=True)
+            rows.append(
+                {
+                    "n_points": n,
+                    "method": method,
+                    "repeats": repeats,
+                    "cpu_s": cpu,
+                    "wall_s": wall,
+                    "saving": 1 - cpu / gp_cpu,
+                }
+            )
+            print(
+                f"N={n} {method}: cpu {cpu:.2f}s wall {wall:.2f}s saving {rows[-1]['saving']:.1%}",
+                flush=True,
+            )
     return rows
 
 
@@ -121,26 +134,47 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
     n = problem.dim
     exact = surrogate_for("gp")
     sparse = job["method"] in ("vfe", "fitc")
-    campaign = Campaign(problem, surrogate=exact if sparse else surrogate_for(job["method"], job["alpha"]),
-                        acquisition="logei", budget=job["budget"], n_init=min(20 * n, job["budget"] - 1),
-                        seed=job["seed"], optimizer=optimizer(job["smoke"]), dry_run=False)  # fmt: skip
+    campaign = Campaign(
+        problem,
+        surrogate=exact if sparse else surrogate_for(job["method"], job["alpha"]),
+        acquisition="logei",
+        budget=job["budget"],
+        n_init=min(20 * n, job["budget"] - 1),
+        seed=job["seed"],
+        optimizer=optimizer(job["smoke"]),
+        dry_run=False,
+    )
     start = time.perf_counter()
-    while campaign.remaining > 0:  # VFE / FITC only from 30 n evaluations (appendix C.3), the exact GP before
+    while (
+        campaign.remaining > 0
+    ):  # VFE / FITC only from 30 n evaluations (appendix C.3), the exact GP before
         if sparse and campaign.store.count("completed") >= 30 * n:
             campaign.surrogate = SurrogateSpec.coerce(surrogate_for(job["method"]))
         campaign.step()
     trials = campaign.store.trials("completed")
     Y = [t.y[0] for t in trials]
-    model_cpu = sum(t.metadata.get("fit_cpu_time", 0.0) + t.metadata.get("acq_cpu_time", 0.0) for t in trials)
+    model_cpu = sum(
+        t.metadata.get("fit_cpu_time", 0.0) + t.metadata.get("acq_cpu_time", 0.0) for t in trials
+    )
     model_wall = sum(t.fit_time + t.acq_time for t in trials)
-    return {**job, "best": max(Y), "trace": np.maximum.accumulate(Y).tolist(), "model_cpu_s": model_cpu,
-            "model_wall_s": model_wall, "seconds": time.perf_counter() - start}  # fmt: skip
+    return {
+        **job,
+        "best": max(Y),
+        "trace": np.maximum.accumulate(Y).tolist(),
+        "model_cpu_s": model_cpu,
+        "model_wall_s": model_wall,
+        "seconds": time.perf_counter() - start,
+    }
 
 
 def cliffs_delta(a: list[float], b: list[float]) -> float:
     """Cliff's delta: P(a > b) - P(a < b) over all pairs."""
     pairs = list(itertools.product(a, b))
-    return (sum(x > y for x, y in pairs) - sum(x < y for x, y in pairs)) / len(pairs) if pairs else math.nan
+    return (
+        (sum(x > y for x, y in pairs) - sum(x < y for x, y in pairs)) / len(pairs)
+        if pairs
+        else math.nan
+    )
 
 
 def compare(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -153,17 +187,27 @@ def compare(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
             if not rs:
                 continue
             seeds = sorted(set(rs) & set(gp))
-            row = {"problem": problem, "method": method, "seeds": len(rs),
-                   "best": mean_and_se([-r["best"] for r in rs.values()]),
-                   "model_cpu_s": mean_and_se([r["model_cpu_s"] for r in rs.values()])}  # fmt: skip
+            row = {
+                "problem": problem,
+                "method": method,
+                "seeds": len(rs),
+                "best": mean_and_se([-r["best"] for r in rs.values()]),
+                "model_cpu_s": mean_and_se([r["model_cpu_s"] for r in rs.values()]),
+            }
             if method != "gp" and seeds:
                 a = [-rs[s]["best"] for s in seeds]  # minimization sense, as the paper
                 b = [-gp[s]["best"] for s in seeds]
-                row["roi"] = statistics.fmean(1 - rs[s]["model_cpu_s"] / gp[s]["model_cpu_s"] for s in seeds)
+                row["roi"] = statistics.fmean(
+                    1 - rs[s]["model_cpu_s"] / gp[s]["model_cpu_s"] for s in seeds
+                )
                 row["cliffs_delta"] = cliffs_delta(a, b)
                 diff = [x - y for x, y in zip(a, b, strict=True)]
-                row["wilcoxon_p"] = float(wilcoxon(a, b).pvalue) if len(seeds) >= 2 and any(diff) else math.nan
-                row["significantly_worse"] = bool(row["wilcoxon_p"] < 0.05 and statistics.fmean(diff) > 0)
+                row["wilcoxon_p"] = (
+                    float(wilcoxon(a, b).pvalue) if len(seeds) >= 2 and any(diff) else math.nan
+                )
+                row["significantly_worse"] = bool(
+                    row["wilcoxon_p"] < 0.05 and statistics.fmean(diff) > 0
+                )
             table.append(row)
     return table
 
@@ -172,12 +216,27 @@ def alpha_table(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     rows = []
     for problem in sorted({r["problem"] for r in runs if r["alpha"] != 20}):
         for method in ("rs", "kcs", "scs"):
-            ref = [-r["best"] for r in runs if (r["problem"], r["method"], r["alpha"]) == (problem, method, 20)]
+            ref = [
+                -r["best"]
+                for r in runs
+                if (r["problem"], r["method"], r["alpha"]) == (problem, method, 20)
+            ]
             for alpha in (5, 10, 15):
-                other = [-r["best"] for r in runs if (r["problem"], r["method"], r["alpha"]) == (problem, method, alpha)]
+                other = [
+                    -r["best"]
+                    for r in runs
+                    if (r["problem"], r["method"], r["alpha"]) == (problem, method, alpha)
+                ]
                 if ref and other:
-                    rows.append({"problem": problem, "method": method, "alpha": alpha, "seeds": len(other),
-                                 "cliffs_delta": cliffs_delta(ref, other)})  # fmt: skip
+                    rows.append(
+                        {
+                            "problem": problem,
+                            "method": method,
+                            "alpha": alpha,
+                            "seeds": len(other),
+                            "cliffs_delta": cliffs_delta(ref, other),
+                        }
+                    )
     return rows
 
 
@@ -190,75 +249,123 @@ def write(result: dict[str, Any], out: Path) -> None:
     lines = ["# Subset selection vs the exact GP and sparse GPs", "", f"Written by `{cmd}`.", ""]
     if result["step"]:
         reps = result["step"][0]["repeats"]
-        lines += [f"## One BO step (fit + LogEI) vs N, Ackley-10 (median of {reps} interleaved repeats, one thread)",
-                  "", "| N | method | CPU s | wall s | CPU saving vs exact GP |", "|---|---|---|---|---|"]  # fmt: skip
-        lines += [f"| {r['n_points']} | {r['method']} | {r['cpu_s']:.2f} | {r['wall_s']:.2f} | {r['saving']:.1%} |"
-                  for r in result["step"]]  # fmt: skip
+        lines += [
+            f"## One BO step (fit + LogEI) vs N, Ackley-10 (median of {reps} interleaved repeats, one thread)",
+            "",
+            "| N | method | CPU s | wall s | CPU saving vs exact GP |",
+            "|---|---|---|---|---|",
+        ]
+        lines += [
+            f"| {r['n_points']} | {r['method']} | {r['cpu_s']:.2f} | {r['wall_s']:.2f} | {r['saving']:.1%} |"
+            for r in result["step"]
+        ]
     if result["table"]:
         seeds = sorted({r["seeds"] for r in result["table"]})
-        lines += ["", f"## Campaigns (seeds run per row: {' or '.join(map(str, seeds))})", "",
-                  "Best = the minimum found (the paper's sense), mean +- SE; model CPU = seconds of fitting and "
-                  "acquisition over the campaign; ROI = 1 - CPU / exact GP's CPU (same seed); Wilcoxon "
-                  "signed-rank p and Cliff's delta against the exact GP (positive: worse than the GP).", "",
-                  "| problem | method | seeds | best | model CPU s | ROI | Wilcoxon p | Cliff's delta | significantly worse |",
-                  "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+        lines += [
+            "",
+            f"## Campaigns (seeds run per row: {' or '.join(map(str, seeds))})",
+            "",
+            "Best = the minimum found (the paper's sense), mean +- SE; model CPU = seconds of fitting and "
+            "acquisition over the campaign; ROI = 1 - CPU / exact GP's CPU (same seed); Wilcoxon "
+            "signed-rank p and Cliff's delta against the exact GP (positive: worse than the GP).",
+            "",
+            "| problem | method | seeds | best | model CPU s | ROI | Wilcoxon p | Cliff's delta | significantly worse |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
         for r in result["table"]:
-            lines.append(f"| {r['problem']} | {r['method']} | {r['seeds']} | {fmt(r['best'])} | {fmt(r['model_cpu_s'])} "
-                         f"| {r.get('roi', math.nan):.1%} | {r.get('wilcoxon_p', math.nan):.3g} "
-                         f"| {r.get('cliffs_delta', math.nan):.2f} | {r.get('significantly_worse', '-')} |")  # fmt: skip
+            lines.append(
+                f"| {r['problem']} | {r['method']} | {r['seeds']} | {fmt(r['best'])} | {fmt(r['model_cpu_s'])} "
+                f"| {r.get('roi', math.nan):.1%} | {r.get('wilcoxon_p', math.nan):.3g} "
+                f"| {r.get('cliffs_delta', math.nan):.2f} | {r.get('significantly_worse', '-')} |"
+            )
     if result["alpha"]:
-        lines += ["", "## Alpha sensitivity: Cliff's delta of alpha = 20 against alpha in {5, 10, 15}", "",
-                  "| problem | method | alpha | seeds | Cliff's delta |", "|---|---|---|---|---|"]  # fmt: skip
-        lines += [f"| {r['problem']} | {r['method']} | {r['alpha']} | {r['seeds']} | {r['cliffs_delta']:.2f} |"
-                  for r in result["alpha"]]  # fmt: skip
+        lines += [
+            "",
+            "## Alpha sensitivity: Cliff's delta of alpha = 20 against alpha in {5, 10, 15}",
+            "",
+            "| problem | method | alpha | seeds | Cliff's delta |",
+            "|---|---|---|---|---|",
+        ]
+        lines += [
+            f"| {r['problem']} | {r['method']} | {r['alpha']} | {r['seeds']} | {r['cliffs_delta']:.2f} |"
+            for r in result["alpha"]
+        ]
     lines += ["", "## Pass marks", "", *result["pass_marks"], "", "![step time](step.png)", ""]
     (out / "results.md").write_text("\n".join(lines))
     if result["step"]:
         fig, ax = plt.subplots(figsize=(6, 4))
         for j, method in enumerate(METHODS):
             rows = [r for r in result["step"] if r["method"] == method]
-            ax.plot([r["n_points"] for r in rows], [r["cpu_s"] for r in rows], marker="o", label=method,
-                    color=method_color(j, len(METHODS)))  # fmt: skip
-        ax.set(xscale="log", yscale="log", xlabel="evaluated points N", ylabel="CPU s per BO step",
-               title="one BO step (fit + LogEI), Ackley-10")  # fmt: skip
+            ax.plot(
+                [r["n_points"] for r in rows],
+                [r["cpu_s"] for r in rows],
+                marker="o",
+                label=method,
+                color=method_color(j, len(METHODS)),
+            )
+        ax.set(
+            xscale="log",
+            yscale="log",
+            xlabel="evaluated points N",
+            ylabel="CPU s per BO step",
+            title="one BO step (fit + LogEI), Ackley-10",
+        )
         ax.legend(fontsize=8)
         fig.tight_layout()
         fig.savefig(out / "step.png", dpi=110)
         plt.close(fig)
 
 
-def pass_marks(step: list[dict[str, Any]], table: list[dict[str, Any]], alpha: list[dict[str, Any]]) -> list[str]:
+def pass_marks(
+    step: list[dict[str, Any]], table: list[dict[str, Any]], alpha: list[dict[str, Any]]
+) -> list[str]:
     lines = []
     at_1000 = [r for r in step if r["n_points"] == 1000 and r["method"] in ("kcs", "scs")]
     if at_1000:
         saving = min(r["saving"] for r in at_1000)
-        lines.append(f"- per-step saving of KCS/SCS at N = 1000, n = 10: {saving:.1%} (>= 90%: "
-                     f"**{'met' if saving >= 0.9 else 'missed'}**)")  # fmt: skip
+        lines.append(
+            f"- per-step saving of KCS/SCS at N = 1000, n = 10: {saving:.1%} (>= 90%: "
+            f"**{'met' if saving >= 0.9 else 'missed'}**)"
+        )
     for method in ("kcs", "scs"):
         rows = [r for r in table if r["method"] == method]
         if rows:
             fine = sum(not r.get("significantly_worse", False) for r in rows)
             roi = statistics.fmean(r["roi"] for r in rows if "roi" in r)
-            lines.append(f"- {method.upper()}: not significantly worse than the exact GP on {fine} of {len(rows)} "
-                         f"functions (>= 3 of 5: **{'met' if fine >= 3 else 'missed'}**); campaign ROI {roi:.1%} "
-                         f"(>= 50%: **{'met' if roi >= 0.5 else 'missed'}**)")  # fmt: skip
+            lines.append(
+                f"- {method.upper()}: not significantly worse than the exact GP on {fine} of {len(rows)} "
+                f"functions (>= 3 of 5: **{'met' if fine >= 3 else 'missed'}**); campaign ROI {roi:.1%} "
+                f"(>= 50%: **{'met' if roi >= 0.5 else 'missed'}**)"
+            )
     rs = {r["problem"]: r["model_cpu_s"][0] for r in table if r["method"] == "rs"}
-    clustered = {(r["problem"], r["method"]): r["model_cpu_s"][0] for r in table if r["method"] in ("kcs", "scs")}
+    clustered = {
+        (r["problem"], r["method"]): r["model_cpu_s"][0]
+        for r in table
+        if r["method"] in ("kcs", "scs")
+    }
     if rs and clustered:
         more = sum(rs[p] >= max(v for (q, _), v in clustered.items() if q == p) for p in rs)
-        lines.append(f"- RS CPU time >= KCS and SCS on {more} of {len(rs)} problems (the paper: most)")
+        lines.append(
+            f"- RS CPU time >= KCS and SCS on {more} of {len(rs)} problems (the paper: most)"
+        )
     if alpha:
         small = sum(abs(r["cliffs_delta"]) <= 0.33 for r in alpha)
-        lines.append(f"- |Cliff's delta| <= 0.33 for alpha = 20 vs the others in {small} of {len(alpha)} comparisons "
-                     f"(>= 80%: **{'met' if small >= 0.8 * len(alpha) else 'missed'}**)")  # fmt: skip
+        lines.append(
+            f"- |Cliff's delta| <= 0.33 for alpha = 20 vs the others in {small} of {len(alpha)} comparisons "
+            f"(>= 80%: **{'met' if small >= 0.8 * len(alpha) else 'missed'}**)"
+        )
     return lines
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--smoke", action="store_true")
-    parser.add_argument("--parts", nargs="*", default=["step", "campaign", "alpha", "svm"],
-                        choices=["step", "campaign", "alpha", "svm"])  # fmt: skip
+    parser.add_argument(
+        "--parts",
+        nargs="*",
+        default=["step", "campaign", "alpha", "svm"],
+        choices=["step", "campaign", "alpha", "svm"],
+    )
     parser.add_argument("--n", type=int, default=4)
     parser.add_argument("--budget", type=int, default=None)
     parser.add_argument("--seeds", type=int, default=None)
@@ -280,28 +387,71 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     step: list[dict[str, Any]] = []
     step_path = args.out / "step.json"
     if "step" in args.parts:
-        step = step_times([40, 80] if smoke else [250, 500, 1000, 2000], 1 if smoke else 3, smoke, 3 if smoke else 10)
+        step = step_times(
+            [40, 80] if smoke else [250, 500, 1000, 2000],
+            1 if smoke else 3,
+            smoke,
+            3 if smoke else 10,
+        )
         step_path.write_text(json.dumps(step, indent=1))
     elif step_path.exists():
         step = json.loads(step_path.read_text())
     jobs = []
     for seed in range(seeds):
         if "campaign" in args.parts:
-            jobs += [{"part": "campaign", "problem": f"{f}-{n}d", "method": m, "seed": seed, "budget": budget,
-                      "alpha": 20, "smoke": smoke} for f in functions for m in METHODS]  # fmt: skip
+            jobs += [
+                {
+                    "part": "campaign",
+                    "problem": f"{f}-{n}d",
+                    "method": m,
+                    "seed": seed,
+                    "budget": budget,
+                    "alpha": 20,
+                    "smoke": smoke,
+                }
+                for f in functions
+                for m in METHODS
+            ]
         if "alpha" in args.parts:
-            jobs += [{"part": "campaign", "problem": f"{f}-{n}d", "method": m, "seed": seed, "budget": budget,
-                      "alpha": a, "smoke": smoke} for f in alpha_functions for m in ("rs", "kcs", "scs")
-                     for a in (5, 10, 15)]  # fmt: skip
+            jobs += [
+                {
+                    "part": "campaign",
+                    "problem": f"{f}-{n}d",
+                    "method": m,
+                    "seed": seed,
+                    "budget": budget,
+                    "alpha": a,
+                    "smoke": smoke,
+                }
+                for f in alpha_functions
+                for m in ("rs", "kcs", "scs")
+                for a in (5, 10, 15)
+            ]
         if "svm" in args.parts:
-            jobs += [{"part": "svm", "problem": "svm-hpo", "method": m, "seed": seed, "budget": 12 if smoke else 100,
-                      "alpha": 20, "smoke": smoke} for m in METHODS]  # fmt: skip
+            jobs += [
+                {
+                    "part": "svm",
+                    "problem": "svm-hpo",
+                    "method": m,
+                    "seed": seed,
+                    "budget": 12 if smoke else 100,
+                    "alpha": 20,
+                    "smoke": smoke,
+                }
+                for m in METHODS
+            ]
     runs = run_resumable(run_job, jobs, args.out, args.workers, key_fields=KEY) if jobs else []
     main_runs = [r for r in runs if r["alpha"] == 20]
     table = compare(main_runs)
     alphas = alpha_table(runs)
-    result = {"smoke": smoke, "args": " ".join(argv or []), "step": step, "table": table, "alpha": alphas,
-              "pass_marks": pass_marks(step, [r for r in table if r["problem"] != "svm-hpo"], alphas)}  # fmt: skip
+    result = {
+        "smoke": smoke,
+        "args": " ".join(argv or []),
+        "step": step,
+        "table": table,
+        "alpha": alphas,
+        "pass_marks": pass_marks(step, [r for r in table if r["problem"] != "svm-hpo"], alphas),
+    }
     (args.out / "results.json").write_text(json.dumps(result, indent=1))
     write(result, args.out)
     print("\n".join(result["pass_marks"]))

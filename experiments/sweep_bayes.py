@@ -82,7 +82,10 @@ def main(argv: list[str] | None = None) -> dict:
     os.environ.setdefault("WANDB_MODE", "offline")
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     raw = yaml.safe_load(SWEEP.read_text())
-    sweeps = {name: parse_sweep(r, source=f"{SWEEP.name} ({name})") for name, r in variants(raw, args.smoke).items()}
+    sweeps = {
+        name: parse_sweep(r, source=f"{SWEEP.name} ({name})")
+        for name, r in variants(raw, args.smoke).items()
+    }
     rows = []
     cwd = Path.cwd()
     os.chdir(ROOT)  # the command names configs/train/... relative to the repository
@@ -91,22 +94,46 @@ def main(argv: list[str] | None = None) -> dict:
             base = Path(args.keep) if args.keep else Path(tmp)
             for seed in args.seeds:
                 for method, sweep in sweeps.items():  # interleaved: bayes then random, per seed
-                    info = run_sweep(sweep, base / f"{method}-seed{seed}", count=args.count, seed=seed,
-                                     progress=False, source=str(SWEEP), workers=args.workers)
+                    info = run_sweep(
+                        sweep,
+                        base / f"{method}-seed{seed}",
+                        count=args.count,
+                        seed=seed,
+                        progress=False,
+                        source=str(SWEEP),
+                        workers=args.workers,
+                    )
                     runs = info["runs"]
                     metrics = [r["metric"] for r in runs if r["metric"] is not None]
-                    rows.append({
-                        "method": method, "seed": seed, "runs": len(runs),
-                        "finished": sum(r["status"] == "finished" for r in runs),
-                        "best": min(metrics) if metrics else None, "trace": best_trace(runs),
-                        "params": [r["params"] for r in runs], "metrics": [r["metric"] for r in runs],
-                        "seconds": sum(r["seconds"] for r in runs),
-                    })  # fmt: skip
-                    print(json.dumps({k: rows[-1][k] for k in ("method", "seed", "finished", "best")}), flush=True)
+                    rows.append(
+                        {
+                            "method": method,
+                            "seed": seed,
+                            "runs": len(runs),
+                            "finished": sum(r["status"] == "finished" for r in runs),
+                            "best": min(metrics) if metrics else None,
+                            "trace": best_trace(runs),
+                            "params": [r["params"] for r in runs],
+                            "metrics": [r["metric"] for r in runs],
+                            "seconds": sum(r["seconds"] for r in runs),
+                        }
+                    )
+                    print(
+                        json.dumps(
+                            {k: rows[-1][k] for k in ("method", "seed", "finished", "best")}
+                        ),
+                        flush=True,
+                    )
     finally:
         os.chdir(cwd)
-    result = {"smoke": args.smoke, "sweep": str(SWEEP.relative_to(ROOT)), "count": args.count,
-              "workers": args.workers, "seeds": args.seeds, "rows": rows}  # fmt: skip
+    result = {
+        "smoke": args.smoke,
+        "sweep": str(SWEEP.relative_to(ROOT)),
+        "count": args.count,
+        "workers": args.workers,
+        "seeds": args.seeds,
+        "rows": rows,
+    }
     (out / "results.json").write_text(json.dumps(result, indent=2))
     plot(rows, out / "sweep_bayes.png")
     write_markdown(result, out / "results.md")
@@ -118,8 +145,14 @@ def plot(rows: list[dict], path: Path) -> None:
     for r in rows:
         xs = [i + 1 for i, v in enumerate(r["trace"]) if v is not None]
         ys = [v for v in r["trace"] if v is not None]
-        ax.plot(xs, ys, color="C0" if r["method"] == "bayes" else "C1", alpha=0.8, drawstyle="steps-post",
-                label=f"{r['method']} seed {r['seed']}")  # fmt: skip
+        ax.plot(
+            xs,
+            ys,
+            color="C0" if r["method"] == "bayes" else "C1",
+            alpha=0.8,
+            drawstyle="steps-post",
+            label=f"{r['method']} seed {r['seed']}",
+        )
     ax.set_xlabel("run")
     ax.set_ylabel("best val_mse so far")
     ax.set_yscale("log")
@@ -136,7 +169,11 @@ def write_markdown(result: dict, path: Path) -> None:
         f"`{result['sweep']}` as `method: bayes` (dsbo campaign) and as `method: random` over the same parameters, "
         f"{result['count']} runs each, `--workers {result['workers']}`, seeds {result['seeds']}; every run a real "
         "`python -m dsbo.train fit`. Metric: best `val_mse` after all runs (lower is better)."
-        + (" **Smoke mode**: 1 run of 2 epochs per method, one seed; says nothing about quality." if result["smoke"] else ""),
+        + (
+            " **Smoke mode**: 1 run of 2 epochs per method, one seed; says nothing about quality."
+            if result["smoke"]
+            else ""
+        ),
         "",
         "| seed | bayes best val_mse | random best val_mse | bayes better |",
         "|---|---|---|---|",
@@ -148,11 +185,17 @@ def write_markdown(result: dict, path: Path) -> None:
         better = b["best"] is not None and (r["best"] is None or b["best"] < r["best"])
         wins.append(better)
         fmt = lambda v: "-" if v is None else f"{v:.5f}"  # noqa: E731
-        lines.append(f"| {seed} | {fmt(b['best'])} | {fmt(r['best'])} | {'yes' if better else 'no'} |")
+        lines.append(
+            f"| {seed} | {fmt(b['best'])} | {fmt(r['best'])} | {'yes' if better else 'no'} |"
+        )
     for method in ("bayes", "random"):
-        bests = [r["best"] for r in result["rows"] if r["method"] == method and r["best"] is not None]
+        bests = [
+            r["best"] for r in result["rows"] if r["method"] == method and r["best"] is not None
+        ]
         if bests:
-            lines.append(f"\n{method}: median best {statistics.median(bests):.5f} over {len(bests)} seed(s)")
+            lines.append(
+                f"\n{method}: median best {statistics.median(bests):.5f} over {len(bests)} seed(s)"
+            )
     lines.append(f"\nbayes beat random in {sum(wins)} of {len(wins)} seed(s).")
     path.write_text("\n".join(lines) + "\n")
 

@@ -25,8 +25,12 @@ def test_adapters_smoke(tmp_path):
     runs = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
     assert len(runs) == 3
     for run in runs:
-        assert len(run["values"]) == adapters.SMOKE_BUDGET and run["final_best"] == min(run["values"])
-        bo = adapters.SMOKE_BUDGET - run["n_init"]  # the proposals dsbo made (after the initial design)
+        assert len(run["values"]) == adapters.SMOKE_BUDGET and run["final_best"] == min(
+            run["values"]
+        )
+        bo = (
+            adapters.SMOKE_BUDGET - run["n_init"]
+        )  # the proposals dsbo made (after the initial design)
         assert len(run["overheads"]) == bo and all(o > -0.5 for o in run["overheads"])
     for arm in ("optuna", "ray"):
         assert rows[arm]["paired_seeds"] == [0] and rows[arm]["median_overhead"] is not None

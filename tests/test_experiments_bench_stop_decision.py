@@ -17,10 +17,15 @@ sys.path.insert(0, str(ROOT / "experiments"))
 def test_bench_stop_decision_smoke(tmp_path, postgres_server):  # noqa: F811
     import bench_stop_decision
 
-    result = bench_stop_decision.main(["--smoke", "--pg", postgres_server.url("postgres"), "--out", str(tmp_path)])
+    result = bench_stop_decision.main(
+        ["--smoke", "--pg", postgres_server.url("postgres"), "--out", str(tmp_path)]
+    )
     rows = result["rows"]
     assert {(r["store"], r["size"], r["rule"]) for r in rows} == {
-        (store, size, rule) for store in ("postgres", "sqlite") for size in (10, 40) for rule in ("median", "asha", "hyperband")
+        (store, size, rule)
+        for store in ("postgres", "sqlite")
+        for size in (10, 40)
+        for rule in ("median", "asha", "hyperband")
     }
     for r in rows:
         assert r["workers"] == 4 and r["trials_run"] == 8, r
@@ -28,7 +33,11 @@ def test_bench_stop_decision_smoke(tmp_path, postgres_server):  # noqa: F811
         d = r["decision"]
         assert 0 < d["median_ms"] <= d["p95_ms"] <= d["max_ms"], r
         assert r["trials_at_end"] == r["size"] + 8 and r["curve_rows_at_end"] >= r["size"] * 9
-        assert set(r["parts_ms"]) >= {"store.curves()", "rule.decide (in memory)", "EarlyStopping.decide"}
+        assert set(r["parts_ms"]) >= {
+            "store.curves()",
+            "rule.decide (in memory)",
+            "EarlyStopping.decide",
+        }
     assert json.loads((tmp_path / "results.json").read_text())["smoke"] is True
     text = (tmp_path / "results.md").read_text()
     assert text.startswith("# bench_stop_decision") and "| postgres | 40 | hyperband |" in text

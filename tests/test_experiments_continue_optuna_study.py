@@ -23,7 +23,9 @@ def test_continue_optuna_study_smoke(tmp_path):
     assert (summary["start"], summary["more"]) == (cos.SMOKE_START, cos.SMOKE_MORE)
     [run] = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
     assert run["imported"] == cos.SMOKE_START and run["refused"] == []
-    assert run["imported_charged"] == 0 and run["dsbo_used"] == cos.SMOKE_MORE  # imports are never charged
+    assert (
+        run["imported_charged"] == 0 and run["dsbo_used"] == cos.SMOKE_MORE
+    )  # imports are never charged
     assert len(run["dsbo_values"]) == len(run["tpe_values"]) == cos.SMOKE_MORE
     assert run["dsbo_generators"][0] not in ("sobol", "sobol-init")  # the model proposes at once
     for arm in ("dsbo", "tpe"):
@@ -34,11 +36,16 @@ def test_continue_optuna_study_smoke(tmp_path):
     assert math.isfinite(summary["dsbo_mean"]) and summary["wilcoxon"]["pairs"] == 1
     assert summary["verdict"].startswith("inconclusive")
     md = (tmp_path / "results.md").read_text()
-    assert md.startswith("# An Optuna study continued in dsbo") and "(smoke)" in md and "| 0 |" in md
+    assert (
+        md.startswith("# An Optuna study continued in dsbo") and "(smoke)" in md and "| 0 |" in md
+    )
     assert json.loads((tmp_path / "results.json").read_text())["summary"]["smoke"] is True
     assert (tmp_path / "best_so_far.png").stat().st_size > 0
     again = cos.main(["--smoke", "--out", str(tmp_path)])  # resumes: nothing runs again
-    assert len((tmp_path / "runs.jsonl").read_text().splitlines()) == 1 and again["dsbo_mean"] == summary["dsbo_mean"]
+    assert (
+        len((tmp_path / "runs.jsonl").read_text().splitlines()) == 1
+        and again["dsbo_mean"] == summary["dsbo_mean"]
+    )
 
 
 def test_best_so_far_starts_from_the_study_and_skips_failures():

@@ -22,8 +22,15 @@ def test_faults_early_stopping_smoke(tmp_path, rule):
     assert run["kills"] == 3 and not run["crashes"] and not run["finished_before_kills"], run
     final = run["final"]
     assert final["reports_acknowledged"] > 0 and final["lost"] == 0 and final["wrong_values"] == 0
-    assert final["duplicate_steps"] == final["trials_with_non_increasing_steps"] == final["trials_with_gaps"] == 0
-    assert final["cost_mismatches"] == 0 and final["double_counted"] == 0 and final["overspent"] == 0
+    assert (
+        final["duplicate_steps"]
+        == final["trials_with_non_increasing_steps"]
+        == final["trials_with_gaps"]
+        == 0
+    )
+    assert (
+        final["cost_mismatches"] == 0 and final["double_counted"] == 0 and final["overspent"] == 0
+    )
     assert final["by_status"].get("pending", 0) == 0 and final["cost_used"] <= final["budget_steps"]
     assert len(run["after_each_kill"]) == 3 and all(c["ok"] for c in run["after_each_kill"])
     assert run["ok"] and final["ok"]

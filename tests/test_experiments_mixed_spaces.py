@@ -36,7 +36,11 @@ def test_mixed_spaces_smoke(tmp_path):
         assert all(t >= 0 for t in run["proposal_times"])
     for row in summary["table"]:
         if row["arm"] in mixed_spaces.BONSAI_ARMS:
-            assert 0 <= row["changed_best_mean"] <= len(mixed_spaces.make_problems()[row["problem"]].space)
+            assert (
+                0
+                <= row["changed_best_mean"]
+                <= len(mixed_spaces.make_problems()[row["problem"]].space)
+            )
     assert json.loads((tmp_path / "results.json").read_text())["summary"]["smoke"] is True
     assert (tmp_path / "README.md").read_text().startswith("# Mixed search spaces")
     assert "seeds run per row: 1" in (tmp_path / "README.md").read_text()
@@ -59,8 +63,17 @@ def test_the_default_arm_is_what_dsbo_minimize_runs_on_these_spaces():
 
     warping = inspect.signature(Tuner).parameters["outcome_warping"].default
     assert OptimizerSettings().min_distance == 0.01  # the arm's +md
-    assert OptimizerSettings().stall_patience == mixed_spaces.stall_patience(mixed_spaces.DEFAULT_ARM) == 3  # +explore
-    assert inspect.signature(fit_gp).parameters["warm_start"].default is None  # not +warm: off for the ARD GP
+    assert (
+        OptimizerSettings().stall_patience
+        == mixed_spaces.stall_patience(mixed_spaces.DEFAULT_ARM)
+        == 3
+    )  # +explore
+    assert (
+        inspect.signature(fit_gp).parameters["warm_start"].default is None
+    )  # not +warm: off for the ARD GP
     assert inspect.signature(fit_gp).parameters["categorical"].default == "ard"  # not +mixed
     for problem in mixed_spaces.make_problems().values():
-        assert mixed_spaces.DEFAULT_ARM == f"dsbo-{auto_surrogate(SearchSpace(problem.space))}+{warping}+md+explore"
+        assert (
+            mixed_spaces.DEFAULT_ARM
+            == f"dsbo-{auto_surrogate(SearchSpace(problem.space))}+{warping}+md+explore"
+        )

@@ -19,8 +19,11 @@ SMOKE_SCRIPTS = sorted(p.stem for p in EXPERIMENTS.glob("*.py") if '"--smoke"' i
 
 def snapshot() -> dict[str, tuple[int, int]]:
     """Every file under experiments/results/ with its size and modification time."""
-    return {str(p.relative_to(RESULTS)): (p.stat().st_size, p.stat().st_mtime_ns)
-            for p in RESULTS.rglob("*") if p.is_file()}  # fmt: skip
+    return {
+        str(p.relative_to(RESULTS)): (p.stat().st_size, p.stat().st_mtime_ns)
+        for p in RESULTS.rglob("*")
+        if p.is_file()
+    }
 
 
 def is_inside(path: Path, folder: Path) -> bool:
@@ -43,7 +46,9 @@ def test_the_helper_picks_a_fresh_temporary_folder_only_for_smoke_without_out(tm
         second.rmdir()
     assert smoke_out.output_folder(str(tmp_path), True, default) == tmp_path  # --out is honoured
     assert smoke_out.output_folder(tmp_path, False, default) == tmp_path
-    assert smoke_out.output_folder(None, False, default) == default  # a real run: the results folder
+    assert (
+        smoke_out.output_folder(None, False, default) == default
+    )  # a real run: the results folder
 
 
 @pytest.mark.parametrize("name", SMOKE_SCRIPTS)
@@ -84,7 +89,9 @@ def test_a_smoke_run_without_out_leaves_the_committed_results_alone(capsys):
     try:
         assert snapshot() == before
         assert not is_inside(folder, RESULTS)
-        assert result["smoke"] is True and (folder / "results.md").read_text().startswith("# BONSAI pruning")
+        assert result["smoke"] is True and (folder / "results.md").read_text().startswith(
+            "# BONSAI pruning"
+        )
     finally:
         for path in folder.iterdir():
             path.unlink()

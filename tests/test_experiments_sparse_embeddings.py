@@ -21,7 +21,12 @@ def test_sparse_embeddings_smoke(tmp_path):
     assert toy["F~"]["p1_over_p2_at_sum_0.25"] < toy["L1"]["p1_over_p2_at_sum_0.25"]
     assert result["toy_gradient_check_max_abs_diff"] < 1e-10
     names = {r["name"] for r in result["runs"]}
-    assert {"none-0-const-none", "flops-0.03-warm-relu", "l1-0.01-warm-relu", "flops-30-const-relu"} <= names
+    assert {
+        "none-0-const-none",
+        "flops-0.03-warm-relu",
+        "l1-0.01-warm-relu",
+        "flops-30-const-relu",
+    } <= names
     dense = next(r for r in result["runs"] if r["regularizer"] == "none")
     assert dense["nnz"] == result["embedding_dim"] and dense["r_sub"] == 1.0
     assert json.loads((tmp_path / "results.json").read_text())["smoke"] is True
@@ -40,7 +45,11 @@ def test_bench_retrieval_smoke(tmp_path):
     result = bench_retrieval.main(["--smoke", "--out", str(tmp_path)])
     methods = result["retrieval"]["methods"]
     # exact dense scans agree with each other
-    assert methods["numpy BLAS"]["recall@1"] == methods["faiss IndexFlatIP"]["recall@1"] == methods["torch matmul+topk"]["recall@1"]
+    assert (
+        methods["numpy BLAS"]["recall@1"]
+        == methods["faiss IndexFlatIP"]["recall@1"]
+        == methods["torch matmul+topk"]["recall@1"]
+    )
     assert all(m["seconds_per_query"] > 0 for m in methods.values())
     # where the sparse query time goes: every sparse configuration, parts adding up to the total
     sparse = {name: m for name, m in methods.items() if m["kind"] == "sparse"}
@@ -50,7 +59,9 @@ def test_bench_retrieval_smoke(tmp_path):
         b = m["time_breakdown"]
         assert all(len(v) == 2 for v in b["all_seconds"].values())
         for run in range(2):
-            parts = sum(b["all_seconds"][part][run] for part in ("scoring", "topk", "rerank", "overhead"))
+            parts = sum(
+                b["all_seconds"][part][run] for part in ("scoring", "topk", "rerank", "overhead")
+            )
             assert parts == pytest.approx(b["all_seconds"]["total"][run], rel=1e-9)
         assert (b["seconds_per_query"]["rerank"] > 0) == ("sparse+rerank@" in name)
         assert all(0 <= share <= 1 for share in b["share"].values())
@@ -58,16 +69,26 @@ def test_bench_retrieval_smoke(tmp_path):
     # the compiled scan and the scipy path, side by side: the same answers
     compiled = [name for name in sparse if " | compiled | " in name]
     assert compiled and all(sparse[name]["same_ids_as_scipy"] for name in compiled)
-    assert "### Fastest configuration within a recall budget" in (tmp_path / "results.md").read_text()
+    assert (
+        "### Fastest configuration within a recall budget" in (tmp_path / "results.md").read_text()
+    )
     pool = result["pool"]
-    assert all(pool["same_picks_as_scipy"].values()) and set(pool["speedup_over_scipy"]) == set(pool["same_picks_as_scipy"])
+    assert all(pool["same_picks_as_scipy"].values()) and set(pool["speedup_over_scipy"]) == set(
+        pool["same_picks_as_scipy"]
+    )
     assert pool["ts_exact_same_pick"] is True  # the index without truncation is exact
-    assert set(result["campaigns"]["simple_regret"]) == {"TS index (32 weights, shortlist 1000)", "TS dense scan"}
+    assert set(result["campaigns"]["simple_regret"]) == {
+        "TS index (32 weights, shortlist 1000)",
+        "TS dense scan",
+    }
     assert (tmp_path / "results.md").read_text().startswith("# Retrieval and pool-BO benchmark")
     assert (tmp_path / "time_vs_recall.png").stat().st_size > 0
     # --parts reruns one part and keeps the others from results.json, saying so
     again = bench_retrieval.main(["--smoke", "--out", str(tmp_path), "--parts", "pool"])
-    assert again["retrieval"] == result["retrieval"] and set(again["carried_over"]) == {"retrieval", "campaigns"}
+    assert again["retrieval"] == result["retrieval"] and set(again["carried_over"]) == {
+        "retrieval",
+        "campaigns",
+    }
     assert "The retrieval part is carried over" in (tmp_path / "results.md").read_text()
     # a carried-over retrieval part from before the split of the query time still reports
     previous = json.loads((tmp_path / "results.json").read_text())
@@ -83,9 +104,25 @@ def test_bench_retrieval_rerank_with_the_dense_model(tmp_path):
     """A shortlist of every row re-ranked with the dense model's embeddings is the dense scan."""
     import bench_retrieval
 
-    result = bench_retrieval.main(["--smoke", "--out", str(tmp_path), "--parts", "retrieval", "pool", "campaigns",
-                                   "--shortlist", "100000", "50", "--threshold", "-1", "--rerank", "dense-model",
-                                   "--no-numpy"])
+    result = bench_retrieval.main(
+        [
+            "--smoke",
+            "--out",
+            str(tmp_path),
+            "--parts",
+            "retrieval",
+            "pool",
+            "campaigns",
+            "--shortlist",
+            "100000",
+            "50",
+            "--threshold",
+            "-1",
+            "--rerank",
+            "dense-model",
+            "--no-numpy",
+        ]
+    )
     methods = result["retrieval"]["methods"]
     assert "numpy BLAS" not in methods
     full = [m for name, m in methods.items() if name.endswith("sparse+rerank@100000")]
