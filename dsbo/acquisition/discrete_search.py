@@ -333,6 +333,53 @@ def maximize_discrete(
     return DiscreteProposal(torch.cat(chosen), torch.cat(values), metadata)
 
 
+def untried_design(
+    problem: Problem,
+    optimizer: OptimizerSettings,
+    q: int,
+    seed: int,
+    groups: list[list[int]],
+    avoid: Tensor | None = None,
+) -> tuple[Tensor, list[dict[str, Any]]]:
+    """``q`` model-free points (the Sobol policy and the campaign's fallback before a model can
+    be fitted) where only the categories ``groups`` are free: the configurations of a scrambled
+    Sobol sequence (``seed``, ``raw_samples`` points at least) not in ``avoid``, in the
+    sequence's order, then those of the product (in blocks, up to ``MAX_SWEEP``) that the
+    Sobol points missed; a repeat only once every configuration is in ``avoid``
+    (``space_exhausted`` in its metadata). Without this, two Sobol points of a six-configuration
+    space land on the same configuration as often as not."""
+    base = template(problem, optimizer)
+    tol = repeat_tolerance(optimizer)
+    sobol = problem.sobol_design(
+        max(q, optimizer.raw_samples), seed, optimizer.apply_fixed_features
+    )
+    candidates = snap(problem, sobol)
+    pool = (
+        None if avoid is None or not avoid.numel() else avoid.reshape(-1, base.shape[-1]).to(base)
+    )
+    chosen: list[Tensor] = []
+    metadata: list[dict[str, Any]] = []
+    start, total = 0, min(_product(groups), MAX_SWEEP)
+    while len(chosen) < q:
+        new = candidates[~is_duplicate(candidates, pool, problem.bounds, tol)]
+        if new.shape[0] == 0 and start < total:  # the Sobol points missed the untried ones
+            stop = min(start + RAW_BATCH, total)
+            candidates, start = (
+                configurations(problem, base, groups, _all_picks(groups, start, stop)),
+                stop,
+            )
+            continue
+        meta: dict[str, Any] = {"acquisition": "sobol"}
+        if new.shape[0]:
+            x = new[0]
+        else:
+            x, meta["space_exhausted"] = sobol[len(chosen) % sobol.shape[0]], True
+        chosen.append(x)
+        metadata.append(meta)
+        pool = x.unsqueeze(0) if pool is None else torch.cat([pool, x.unsqueeze(0)])
+    return torch.stack(chosen), metadata
+
+
 class SpaceExhaustedWarning(UserWarning):
     """Every configuration left free has been evaluated or is pending: a repeat is proposed."""
 
@@ -397,4 +444,5 @@ __all__ = [
     "score_table",
     "settled_columns",
     "snap",
+    "untried_design",
 ]

@@ -46,7 +46,11 @@ from dsbo.acquisition.base import (
     Proposal,
     register_policy,
 )
-from dsbo.acquisition.discrete_search import free_categoricals, maximize_discrete
+from dsbo.acquisition.discrete_search import (
+    free_categoricals,
+    maximize_discrete,
+    untried_design,
+)
 from dsbo.acquisition.exploration import exploration_due, explore
 from dsbo.acquisition.mixed_optimizer import maximize_over_combinations
 from dsbo.acquisition.sparsity import DUPLICATE_TOLERANCE, is_duplicate
@@ -562,7 +566,10 @@ class QParEGO(OptimizedPolicy):
 
 @register_policy("sobol", "scrambled Sobol points (the random baseline; no model)")
 class SobolPolicy:
-    """Quasi-random search: scrambled Sobol points over the box, seeded per proposal."""
+    """Quasi-random search: scrambled Sobol points over the box, seeded per proposal. Where only
+    categories are free, the untried configurations of the Sobol sequence
+    (:func:`~dsbo.acquisition.discrete_search.untried_design`): the campaign's fallback before
+    a model can be fitted would otherwise repeat a configuration of a small space."""
 
     name = "sobol"
     needs_model = False
@@ -571,5 +578,11 @@ class SobolPolicy:
         self.optimizer = optimizer or OptimizerSettings()
 
     def propose(self, model: Model | None, history: History, problem: Problem, q: int) -> Proposal:
+        groups = free_categoricals(problem, self.optimizer)
+        if groups is not None:  # a finite set: the untried configurations first
+            X, metadata = untried_design(
+                problem, self.optimizer, q, history.seed, groups, history.seen()
+            )
+            return Proposal(X=X, metadata=metadata)
         X = problem.sobol_design(q, history.seed, self.optimizer.apply_fixed_features)
         return Proposal(X=X, metadata=[{"acquisition": "sobol"} for _ in range(q)])

@@ -242,3 +242,21 @@ def test_a_repeat_is_replaced_by_the_best_untried_configuration():
     history = History(X=every, Y=torch.zeros(24, 1, dtype=torch.double))
     X, replaced = replace_repeats(acqf, every[:1].clone(), history, problem, FAST, 0.0)
     assert replaced == [False] and torch.equal(X[0], every[0])  # nothing untried is left
+
+
+def test_the_model_free_fallback_takes_untried_configurations_until_none_is_left():
+    problem = get_problem("black-box", parameters=SMALL)
+    sobol = make_policy("sobol", optimizer=FAST)
+    history = _history(problem, 20, seed=6)
+    proposal = sobol.propose(None, history, problem, 4)
+    every = every_configuration(problem)
+    untried = every[~(every.unsqueeze(1) == history.X.unsqueeze(0)).all(-1).any(-1)]
+    assert sorted(map(tuple, proposal.X.tolist())) == sorted(map(tuple, untried.tolist()))
+    assert not any(m.get("space_exhausted") for m in proposal.metadata)
+    # a design of n points with nothing tried: n distinct configurations, each a prefix of the next
+    nothing = History(X=every[:0], Y=torch.zeros(0, 1, dtype=torch.double))
+    first = sobol.propose(None, nothing, problem, 24).X
+    assert len(set(map(tuple, first.tolist()))) == 24
+    assert torch.equal(sobol.propose(None, nothing, problem, 5).X, first[:5])
+    everything = History(X=every, Y=torch.zeros(24, 1, dtype=torch.double))
+    assert sobol.propose(None, everything, problem, 1).metadata[0]["space_exhausted"] is True
