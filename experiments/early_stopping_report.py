@@ -10,7 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from early_stopping_arms import ARMS, BO_ES_ARMS, FULL_ARM, RECOMMENDED_ARM, TPE_HB
+from early_stopping_arms import (
+    ARMS,
+    BO_ES_ARMS,
+    FULL_ARM,
+    PREVIOUS_DEFAULT_ARM,
+    RECOMMENDED_ARM,
+    TPE_HB,
+)
 from early_stopping_problems import MAX_EPOCHS
 from results_io import save_figure
 from verdicts import paired_verdict
@@ -66,7 +73,7 @@ def summarize(
     by: dict[tuple[str, str], dict[int, dict[str, Any]]] = {}
     for r in runs:
         by.setdefault((r["problem"], r["arm"]), {})[r["seed"]] = r
-    table, reach_rows, goals = [], [], []
+    table, reach_rows, goals, previous = [], [], [], []
     for p in problems:
         full = by.get((p, FULL_ARM), {})
         own = {
@@ -142,6 +149,8 @@ def summarize(
                 }
             )
         goals += assess(p, rows, by, budget)
+        if (regression := against_previous(p, by)) is not None:
+            previous.append(regression)
     seeds_run = sorted({r["seed"] for r in runs})
     return {
         "budget": budget,
@@ -150,6 +159,7 @@ def summarize(
         "table": table,
         "vs_tpe_hyperband": reach_rows,
         "goals": goals,
+        "vs_previous_default": previous,
         "problems": {
             name: {
                 "space": {n: q.to_config() for n, q in pr.space.items()},
@@ -159,6 +169,40 @@ def summarize(
             }
             for name, pr in problems.items()
         },
+    }
+
+
+def against_previous(
+    problem: str, by: dict[tuple[str, str], dict[int, dict[str, Any]]]
+) -> dict[str, Any] | None:
+    """``RECOMMENDED_ARM`` against ``PREVIOUS_DEFAULT_ARM`` on ``problem``, paired by seed
+    (:func:`verdicts.paired_verdict`; "missed" here means a regression against the previous
+    default), or ``None`` when the two share no seed with a fully trained run each."""
+    ours, before = (
+        by.get((problem, RECOMMENDED_ARM), {}),
+        by.get((problem, PREVIOUS_DEFAULT_ARM), {}),
+    )
+    finals = {
+        s: (ours[s]["final_best"], before[s]["final_best"])
+        for s in sorted(set(ours) & set(before))
+        if ours[s]["final_best"] is not None and before[s]["final_best"] is not None
+    }
+    if not finals:
+        return None
+    v = paired_verdict(
+        {s: a for s, (a, _) in finals.items()},
+        {s: b for s, (_, b) in finals.items()},
+        lower_is_better=True,
+        threshold_p=THRESHOLD_P,
+    )
+    return {
+        "problem": problem,
+        "arm": RECOMMENDED_ARM,
+        "previous": PREVIOUS_DEFAULT_ARM,
+        "pairs": len(finals),
+        "mean_diff": v.mean_diff,
+        "p": v.p,
+        "verdict": {"met": "better", "missed": "worse (a regression)"}.get(v.verdict, v.verdict),
     }
 
 
@@ -274,7 +318,7 @@ def write_markdown(summary: dict[str, Any], path: Path) -> None:
     lines += [
         "",
         f"Goals, judged for `{RECOMMENDED_ARM}` alone (the arm named in `early_stopping_arms.py` "
-        "before the runs: what docs/guide/early-stopping.md shows). Goal 1: the median over seeds of "
+        "before the runs: the setting docs/guide/early-stopping.md recommends). Goal 1: the median over seeds of "
         "the epochs to reach bo-full's final best over bo-full's own, at most 1/3 (fewer than 3 seeds: "
         f"inconclusive). Goal 2: paired by seed against {TPE_HB}, two-sided Wilcoxon signed-rank "
         f"test; met: lower mean and p <= {THRESHOLD_P}, within noise: p > {THRESHOLD_P}, missed "
@@ -308,6 +352,19 @@ def write_markdown(summary: dict[str, Any], path: Path) -> None:
                 )
             )
         )
+    if summary.get("vs_previous_default"):
+        lines += [
+            "",
+            f"`{RECOMMENDED_ARM}` against the previous default `{PREVIOUS_DEFAULT_ARM}` (final best, paired "
+            f"by seed, two-sided Wilcoxon; better / worse at p <= {THRESHOLD_P}, else within noise):",
+            "",
+            "| problem | pairs | mean difference | Wilcoxon p | verdict |",
+            "|---|---|---|---|---|",
+        ]
+        for r in summary["vs_previous_default"]:
+            lines.append(
+                f"| {r['problem']} | {r['pairs']} | {fmt(r['mean_diff'], 3)} | {fmt(r['p'], 3)} | {r['verdict']} |"
+            )
     if summary.get("left_out"):
         lines += ["", "Arms left out:", ""] + [
             f"- `{a}`: {why}" for a, why in summary["left_out"].items()

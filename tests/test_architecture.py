@@ -216,8 +216,9 @@ def test_modules_are_short_or_say_why_not():
     assert not long, f"modules over {MAX_LINES} lines without a 'Kept whole:' reason: {long}"
 
 
-#: ``# fmt: skip`` markers allowed in the repository's Python: only where a table or a matrix
-#: reads better aligned; everything else is ``ruff format``ted (CI runs ``ruff format --check``).
+#: Markers that turn formatting off (``fmt: skip``, ``fmt: off``) allowed in the repository's
+#: Python: only where a table or a matrix reads better aligned; everything else is
+#: ``ruff format``ted (CI runs ``ruff format --check``).
 MAX_FORMAT_SKIPS = 20
 
 

@@ -11,7 +11,11 @@ PARAMETERS = {
     "x": [0.0, 1.0],
     "a": {"type": "choice", "values": ["p", "q"]},
     "b": {"type": "choice", "values": ["r", "s", "t"]},
-    "c": {"type": "choice", "values": [1, 2, 3], "ordered": True},  # an index column: not enumerated
+    "c": {
+        "type": "choice",
+        "values": [1, 2, 3],
+        "ordered": True,
+    },  # an index column: not enumerated
 }
 
 
@@ -33,9 +37,16 @@ def test_every_combination_is_one_hot_per_categorical():
 
 def test_pinned_categoricals_are_left_out_and_too_many_combinations_relax():
     problem = get_problem("black-box", parameters=PARAMETERS)
-    assert len(category_combinations(problem, OptimizerSettings(fixed_features={1: 1.0, 2: 0.0}))) == 3
+    assert (
+        len(category_combinations(problem, OptimizerSettings(fixed_features={1: 1.0, 2: 0.0}))) == 3
+    )
     assert category_combinations(problem, OptimizerSettings(max_enumerate=5)) is None
-    assert category_combinations(get_problem("black-box", parameters={"x": [0, 1]}), OptimizerSettings()) is None
+    assert (
+        category_combinations(
+            get_problem("black-box", parameters={"x": [0, 1]}), OptimizerSettings()
+        )
+        is None
+    )
 
 
 def test_the_setting_is_validated():

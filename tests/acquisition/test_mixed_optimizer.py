@@ -21,8 +21,14 @@ PARAMETERS = {
     "b": {"type": "choice", "values": ["u", "v"]},
 }
 #: Per combination: the maximizer's x and the value there.
-TARGETS = {("p", "u"): (0.2, 0.0), ("p", "v"): (0.8, 0.5), ("q", "u"): (0.5, 1.0),
-           ("q", "v"): (0.1, 0.2), ("r", "u"): (0.9, 0.3), ("r", "v"): (0.4, 0.9)}  # fmt: skip
+TARGETS = {
+    ("p", "u"): (0.2, 0.0),
+    ("p", "v"): (0.8, 0.5),
+    ("q", "u"): (0.5, 1.0),
+    ("q", "v"): (0.1, 0.2),
+    ("r", "u"): (0.9, 0.3),
+    ("r", "v"): (0.4, 0.9),
+}
 
 
 class Bowl:
@@ -55,7 +61,14 @@ def test_finds_the_best_combination_and_its_continuous_optimum():
     problem = get_problem("black-box", parameters=PARAMETERS)
     combos = category_combinations(problem, OptimizerSettings())
     X, values = maximize_over_combinations(
-        Bowl(problem), problem.bounds, 1, combos, num_restarts=2, raw_samples=64, maxiter=100, seed=0
+        Bowl(problem),
+        problem.bounds,
+        1,
+        combos,
+        num_restarts=2,
+        raw_samples=64,
+        maxiter=100,
+        seed=0,
     )
     combo, x, y = _decode(problem, X[0])
     assert combo == ("q", "u")
@@ -80,13 +93,33 @@ def test_min_distance_passes_over_an_optimum_next_to_an_evaluated_point():
     problem = get_problem("black-box", parameters=PARAMETERS)
     combos = category_combinations(problem, OptimizerSettings())
     best = torch.tensor([[0.5, 0.5, 0.0, 1.0, 0.0, 1.0, 0.0]], dtype=torch.double)  # (q, u) peak
-    options = {"num_restarts": 4, "raw_samples": 64, "maxiter": 100, "seed": 0, "snap": problem.round_to_domain}
-    X, _ = maximize_over_combinations(Bowl(problem), problem.bounds, 1, combos, avoid=best + 0.004 * torch.tensor(
-        [[1.0, 0, 0, 0, 0, 0, 0]]), min_distance=0.01, **options)  # fmt: skip
+    options = {
+        "num_restarts": 4,
+        "raw_samples": 64,
+        "maxiter": 100,
+        "seed": 0,
+        "snap": problem.round_to_domain,
+    }
+    X, _ = maximize_over_combinations(
+        Bowl(problem),
+        problem.bounds,
+        1,
+        combos,
+        avoid=best + 0.004 * torch.tensor([[1.0, 0, 0, 0, 0, 0, 0]]),
+        min_distance=0.01,
+        **options,
+    )
     combo, x, y = _decode(problem, X[0])
     assert combo == ("r", "v") and abs(x - 0.4) < 1e-3  # the next best local optimum
-    X, _ = maximize_over_combinations(Bowl(problem), problem.bounds, 1, combos, avoid=best + 0.02 * torch.tensor(
-        [[1.0, 0, 0, 0, 0, 0, 0]]), min_distance=0.01, **options)  # fmt: skip
+    X, _ = maximize_over_combinations(
+        Bowl(problem),
+        problem.bounds,
+        1,
+        combos,
+        avoid=best + 0.02 * torch.tensor([[1.0, 0, 0, 0, 0, 0, 0]]),
+        min_distance=0.01,
+        **options,
+    )
     assert _decode(problem, X[0])[0] == ("q", "u")  # 2% away is not a repeat
 
 
@@ -95,10 +128,16 @@ def _gp_acquisition(problem, n=12):
 
     def f(x):
         p = problem.params(x.tolist())
-        return -((p["x"] - 0.3) ** 2 + (p["y"] - 0.7) ** 2) - 0.3 * "pqr".index(p["a"]) - 0.2 * "uv".index(p["b"])
+        return (
+            -((p["x"] - 0.3) ** 2 + (p["y"] - 0.7) ** 2)
+            - 0.3 * "pqr".index(p["a"])
+            - 0.2 * "uv".index(p["b"])
+        )
 
     Y = torch.tensor([[f(x)] for x in X])
-    gp = SingleTaskGP(X, Y, input_transform=Normalize(X.shape[-1]), outcome_transform=Standardize(1))
+    gp = SingleTaskGP(
+        X, Y, input_transform=Normalize(X.shape[-1]), outcome_transform=Standardize(1)
+    )
     fit_gpytorch_mll(ExactMarginalLogLikelihood(gp.likelihood, gp))
     sampler = SobolQMCNormalSampler(torch.Size([64]), seed=0)
     return X, qLogNoisyExpectedImprovement(gp, X, sampler=sampler)
@@ -113,7 +152,13 @@ def test_reaches_botorchs_per_combination_optimum_on_a_gp_acquisition():
         acqf, problem.bounds, 1, combos, num_restarts=4, raw_samples=128, maxiter=100, seed=0
     )
     _, botorchs = optimize_acqf_mixed(
-        acqf, problem.bounds, 1, num_restarts=4, raw_samples=128, fixed_features_list=combos, options={"maxiter": 100}
+        acqf,
+        problem.bounds,
+        1,
+        num_restarts=4,
+        raw_samples=128,
+        fixed_features_list=combos,
+        options={"maxiter": 100},
     )
     assert float(ours[0]) >= float(botorchs) - 1e-3
 
@@ -124,9 +169,18 @@ def test_a_batch_is_built_greedily_and_the_pending_points_are_restored():
     combos = category_combinations(problem, OptimizerSettings())
     X_done, acqf = _gp_acquisition(problem)
     X, values = maximize_over_combinations(
-        acqf, problem.bounds, 3, combos, num_restarts=4, raw_samples=128, maxiter=100, seed=0,
-        avoid=X_done, min_distance=0.01, snap=problem.round_to_domain,
-    )  # fmt: skip
+        acqf,
+        problem.bounds,
+        3,
+        combos,
+        num_restarts=4,
+        raw_samples=128,
+        maxiter=100,
+        seed=0,
+        avoid=X_done,
+        min_distance=0.01,
+        snap=problem.round_to_domain,
+    )
     assert X.shape == (3, problem.dim) and values.shape == (3,)
     assert acqf.X_pending is None
     unit = (X - problem.bounds[0]) / (problem.bounds[1] - problem.bounds[0])
