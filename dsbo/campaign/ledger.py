@@ -105,15 +105,25 @@ def design_sequence(
     default point (with ``include_default``), then scrambled Sobol points (``seed``), fixed
     features applied, rounded to the domain; each a prefix of the next. A function, so that
     the ledger holding it does not hold the campaign (which is then freed, and its store
-    lock released, as soon as it is dropped, even when it fails to start)."""
+    lock released, as soon as it is dropped, even when it fails to start).
+
+    Where only unordered categories are free (a space of only categoricals, or every other
+    column fixed), the Sobol points are the sequence's *untried* configurations
+    (:func:`~dsbo.acquisition.discrete_search.untried_design`): raw Sobol points of a
+    six-configuration space repeat one as often as not, which spends a design point on nothing."""
     import torch
 
+    from dsbo.acquisition.discrete_search import free_categoricals, untried_design
+
     n_sobol = n - include_default
-    design = (
-        problem.sobol_design(n_sobol, seed, optimizer.apply_fixed_features)
-        if n_sobol > 0
-        else torch.empty(0, problem.dim, dtype=torch.double)
-    )
+    groups = free_categoricals(problem, optimizer) if n_sobol > 0 else None
+    if groups:
+        default = problem.default_point.reshape(1, -1) if include_default else None
+        design = untried_design(problem, optimizer, n_sobol, seed, groups, avoid=default)[0]
+    elif n_sobol > 0:
+        design = problem.sobol_design(n_sobol, seed, optimizer.apply_fixed_features)
+    else:
+        design = torch.empty(0, problem.dim, dtype=torch.double)
     if include_default:
         design = torch.cat([problem.default_point.to(design).reshape(1, -1), design])
     return problem.round_to_domain(optimizer.apply_fixed_features(design))

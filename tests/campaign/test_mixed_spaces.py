@@ -348,3 +348,24 @@ def test_a_parameter_may_not_take_a_core_history_column_name(name):
         ConfigError, match=f"parameters.{name}: .* is a column of the run's history"
     ):
         Campaign(problem, acquisition="sobol", budget=3)
+
+
+def test_the_initial_design_of_only_categoricals_tries_distinct_configurations():
+    """Raw Sobol points of a six-configuration space repeat one as often as not (issue 58's
+    follow-up): the design takes the sequence's untried configurations, each design a prefix of
+    the next."""
+    import torch
+
+    import dsbo
+    from dsbo.campaign.ledger import design_sequence
+    from dsbo.problems import get_problem
+
+    space = dsbo.SearchSpace(
+        {"opt": dsbo.Choice(["a", "b", "c"]), "act": dsbo.Choice(["relu", "tanh"])}
+    )
+    problem = get_problem("black-box", parameters=space, objectives={"loss": ("min", None)})
+    for seed in range(4):
+        design = design_sequence(problem, OptimizerSettings(), seed, False, 6)
+        assert len({tuple(row.tolist()) for row in design}) == 6
+        shorter = design_sequence(problem, OptimizerSettings(), seed, False, 4)
+        assert torch.equal(shorter, design[:4])
