@@ -162,7 +162,10 @@ def test_the_goals_are_judged_for_the_recommended_arm_alone_paired_with_wilcoxon
     from verdicts import paired_verdict
 
     recommended, tpe = arms.RECOMMENDED_ARM, arms.TPE_HB
-    assert recommended in arms.BO_ES_ARMS and recommended == "bo+asha"
+    assert (
+        recommended in arms.BO_ES_ARMS and arms.DSBO_ARMS[recommended] is True
+    )  # early_stopping=True
+    assert arms.PREVIOUS_DEFAULT_ARM == "bo+asha"
 
     def by_seed(finals):
         return {s: {"final_best": v} for s, v in enumerate(finals)}
