@@ -9,6 +9,15 @@ come from :mod:`dsbo.acquisition`, the context step from :mod:`dsbo.contexts`, s
 with a dry iteration before anything is evaluated; :mod:`~dsbo.campaign.given_points` holds
 the trials whose points the user gives (``attach``, ``enqueue``, ``ask(fixed=...)``).
 
+An ask takes one of four parts: the initial design and the model's proposal
+(:mod:`~dsbo.campaign.proposals`, where stopped and paused trials inform every proposal),
+contexts (:mod:`~dsbo.campaign.contextual`) and freeze-thaw (:mod:`~dsbo.campaign.freeze_thaw`),
+timed by :mod:`~dsbo.campaign.ask_timer`. Outcomes are told through
+:mod:`~dsbo.campaign.trial_outcomes` (segments exact, short step budgets recorded as stopped),
+evaluations report to a :mod:`~dsbo.campaign.running_trial`, early stopping's settings and
+training data are :mod:`~dsbo.campaign.early_stopping`'s, and the model stack's warnings are
+counted, not printed, by :mod:`~dsbo.campaign.model_warnings`.
+
 May import: errors, registry, space, storage, problems, surrogates, data, acquisition,
 contexts. Evaluating and driving a campaign to its budget is :mod:`dsbo.runtime`'s job;
 ``Campaign.evaluate`` and ``Campaign.run`` hand the campaign to it (the two imports from this
