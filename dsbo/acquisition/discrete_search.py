@@ -279,14 +279,13 @@ def maximize_discrete(
     tol = repeat_tolerance(optimizer)
     bounds = problem.bounds
     enumerate_all = _product(groups) <= enumeration_limit(optimizer)
-    base_pending = getattr(acqf, "X_pending", None)
-    chosen: list[Tensor] = []
-    values: list[Tensor] = []
     metadata: list[dict[str, Any]] = []
-    try:
+    with GreedyBatch(acqf, q) as batch:
         for step in range(q):
             seen = [
-                t.reshape(-1, base.shape[-1]).to(base) for t in (avoid, *chosen) if t is not None
+                t.reshape(-1, base.shape[-1]).to(base)
+                for t in (avoid, *batch.chosen)
+                if t is not None
             ]
             pool = torch.cat(seen) if seen else None
             if enumerate_all:
@@ -317,20 +316,9 @@ def maximize_discrete(
                     meta["space_exhausted"] = True
                     if warn:
                         _warn_exhausted(X.shape[0], enumerate_all)
-            chosen.append(x.unsqueeze(0))
-            values.append(value.reshape(1))
+            batch.add(x.unsqueeze(0), value)
             metadata.append(meta)
-            if step + 1 < q:
-                pending = (
-                    torch.cat(chosen)
-                    if base_pending is None
-                    else torch.cat([base_pending, *chosen])
-                )
-                acqf.set_X_pending(pending)
-    finally:
-        if q > 1:
-            acqf.set_X_pending(base_pending)
-    return DiscreteProposal(torch.cat(chosen), torch.cat(values), metadata)
+    return DiscreteProposal(*batch.result(), metadata)
 
 
 def untried_design(
@@ -395,6 +383,47 @@ def _warn_exhausted(n: int, enumerated: bool) -> None:
     )
 
 
+class GreedyBatch:
+    """The ``q`` picks of a sequential greedy batch (as BoTorch's ``optimize_acqf`` with
+    ``sequential=True``): each pick is made pending on ``acqf`` for the next one, and the
+    acquisition's own pending points are restored when the batch ends (a context manager, so
+    also when a pick fails).
+
+    Example:
+        >>> with GreedyBatch(acqf, q) as batch:
+        ...     for _ in range(q):
+        ...         batch.add(best_point(acqf), its_value)  # 1 x d, one value
+        >>> X, values = batch.result()
+    """
+
+    def __init__(self, acqf: Any, q: int) -> None:
+        self.acqf, self.q = acqf, q
+        self.base = getattr(acqf, "X_pending", None)
+        #: The picks so far (each ``1 x d``) and their values (each of one element).
+        self.chosen: list[Tensor] = []
+        self.values: list[Tensor] = []
+
+    def __enter__(self) -> GreedyBatch:
+        return self
+
+    def add(self, x: Tensor, value: Tensor) -> None:
+        """Record pick ``x`` (``1 x d``) and its acquisition ``value``; unless it is the last
+        of the batch, it is pending for the next pick."""
+        self.chosen.append(x)
+        self.values.append(value.reshape(1))
+        if len(self.chosen) < self.q:
+            pending = self.chosen if self.base is None else [self.base, *self.chosen]
+            self.acqf.set_X_pending(torch.cat(pending))
+
+    def __exit__(self, *exc: object) -> None:
+        if self.q > 1:
+            self.acqf.set_X_pending(self.base)
+
+    def result(self) -> tuple[Tensor, Tensor]:
+        """The picks (``q x d``) and their values (``q``)."""
+        return torch.cat(self.chosen), torch.cat(self.values)
+
+
 def score_table(acqf: Any, bounds: Tensor, q: int, table: Tensor) -> tuple[Tensor, Tensor]:
     """Maximize ``acqf`` over the rows of ``table`` (``n x d`` complete points: every column
     fixed, so no optimizer has anything to move): the ``q`` best distinct rows, greedily with
@@ -402,30 +431,16 @@ def score_table(acqf: Any, bounds: Tensor, q: int, table: Tensor) -> tuple[Tenso
     values)``, ``q x d`` and ``q``. Used by :meth:`OptimizerSettings.maximize` and the mixed
     optimizer when fixed features and categories leave no free column."""
     table = torch.unique(table.to(bounds), dim=0)
-    base_pending = getattr(acqf, "X_pending", None)
-    chosen: list[Tensor] = []
-    values: list[Tensor] = []
     taken = torch.zeros(table.shape[0], dtype=torch.bool)
-    try:
-        for step in range(q):
+    with GreedyBatch(acqf, q) as batch:
+        for _ in range(q):
             v = score(acqf, table)
             if not taken.all():
                 v = v.masked_fill(taken, -math.inf)
             i = int(torch.argmax(v))
             taken[i] = True
-            chosen.append(table[i : i + 1])
-            values.append(v[i].reshape(1))
-            if step + 1 < q:
-                pending = (
-                    torch.cat(chosen)
-                    if base_pending is None
-                    else torch.cat([base_pending, *chosen])
-                )
-                acqf.set_X_pending(pending)
-    finally:
-        if q > 1:
-            acqf.set_X_pending(base_pending)
-    return torch.cat(chosen), torch.cat(values)
+            batch.add(table[i : i + 1], v[i])
+    return batch.result()
 
 
 __all__ = [

@@ -36,7 +36,7 @@ from botorch.generation.gen import gen_candidates_scipy
 from torch import Tensor
 from torch.quasirandom import SobolEngine
 
-from dsbo.acquisition.discrete_search import score_table
+from dsbo.acquisition.discrete_search import GreedyBatch, score_table
 from dsbo.acquisition.sparsity import is_duplicate
 
 #: Raw points per combination at least, whatever ``raw_samples`` says.
@@ -83,10 +83,7 @@ def maximize_over_combinations(
     )
     if len(columns) == bounds.shape[-1]:  # every column fixed: L-BFGS-B has nothing to move
         return _score_points(acqf, bounds, q, table, avoid, min_distance, snap)
-    base_pending = getattr(acqf, "X_pending", None)
-    chosen: list[Tensor] = []
-    values: list[Tensor] = []
-    try:
+    with GreedyBatch(acqf, q) as batch:
         for step in range(q):
             n_raw = max(raw_samples, RAW_PER_COMBINATION * len(table))
             raw, groups = _raw_points(bounds, table, columns, n_raw, seed + step)
@@ -103,7 +100,7 @@ def maximize_over_combinations(
             order = torch.argsort(acq_values.reshape(-1), descending=True)
             x = candidates[order[0], 0]
             if min_distance > 0:
-                seen = [t for t in (avoid, *chosen) if t is not None and t.numel()]
+                seen = [t for t in (avoid, *batch.chosen) if t is not None and t.numel()]
                 pool = (
                     torch.cat([t.reshape(-1, bounds.shape[-1]).to(raw) for t in seen])
                     if seen
@@ -113,20 +110,10 @@ def maximize_over_combinations(
                 far = ~is_duplicate(snapped, pool, bounds, min_distance)
                 if far.any():
                     x = candidates[order[int(torch.nonzero(far)[0])], 0]
-            chosen.append(x.unsqueeze(0))
             with torch.no_grad():
-                values.append(acqf(x.reshape(1, 1, -1)).reshape(-1))
-            if step + 1 < q:
-                pending = (
-                    torch.cat(chosen)
-                    if base_pending is None
-                    else torch.cat([base_pending, *chosen])
-                )
-                acqf.set_X_pending(pending)
-    finally:
-        if q > 1:
-            acqf.set_X_pending(base_pending)
-    return torch.cat(chosen), torch.cat(values)
+                value = acqf(x.reshape(1, 1, -1)).reshape(-1)
+            batch.add(x.unsqueeze(0), value)
+    return batch.result()
 
 
 def _score_points(
