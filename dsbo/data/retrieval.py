@@ -67,7 +67,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from dsbo.data import posting_lists
+from dsbo.data import block_max, posting_lists
 from dsbo.data.dense_indexes import DenseIndex, FaissFlatIndex, FaissIVFIndex, TorchDenseIndex
 from dsbo.data.retrieval_checks import as_matrix, check_dim, check_k
 from dsbo.data.top_k import best_reranked, sorted_top, top_k_rows
@@ -92,6 +92,16 @@ class SparseIndex:
             installed). Both give the same ids and scores.
         threads: Threads of the compiled scan (queries split between them); the scipy path
             uses one.
+        traversal: ``"block-max"`` (exact dynamic pruning, :mod:`dsbo.data.block_max`: row
+            blocks whose score bound cannot enter the shortlist are skipped), ``"exhaustive"``
+            (every posting of every query term) or ``"auto"`` (block-max with the compiled
+            kernel). The same ids and scores either way (with ``bound_factor=1``).
+        bound_factor: 1 (default): exact. ``< 1``: **approximate** block-max traversal, a
+            block is visited only if ``bound_factor`` times its bound beats the heap
+            (SEISMIC's ``heap_factor``); returned scores stay exact, rows may be missed.
+        block_size: Rows per block of the block-max index.
+        reorder: Reorder the rows before cutting the blocks (tighter block maxima; the ids
+            returned are always the original ones).
     """
 
     #: Queries scored per sparse product (at most; see :meth:`block_rows`).
@@ -101,7 +111,15 @@ class SparseIndex:
     buffer = 1 << 22
 
     def __init__(
-        self, codes: Any, dense: Any | None = None, kernel: str = "auto", threads: int = 1
+        self,
+        codes: Any,
+        dense: Any | None = None,
+        kernel: str = "auto",
+        threads: int = 1,
+        traversal: str = "auto",
+        bound_factor: float = 1.0,
+        block_size: int = 64,
+        reorder: bool = True,
     ) -> None:
         if kernel not in KERNELS:
             raise ConfigError(f"kernel={kernel!r}: choose one of {', '.join(KERNELS)}")
@@ -123,9 +141,13 @@ class SparseIndex:
             else "scipy"
         )
         self.threads = int(threads)
+        #: ``"block-max"`` or ``"exhaustive"``: how the compiled kernel walks the lists.
+        self.traversal = block_max.check_traversal(traversal, self.kernel, bound_factor, block_size)
+        self.bound_factor, self.block_size = float(bound_factor), int(block_size)
+        self.reorder = bool(reorder)
         # the compiled scanners, built on first use: a retrieval index needs only the first, a
         # pool's only the second (each holds its own unsigned copy of the posting lists)
-        self._scanner: posting_lists.PostingScanner | None = None
+        self._scanner: posting_lists.PostingScanner | block_max.BlockMaxScanner | None = None
         self._dense_scanner: posting_lists.DenseQueryScanner | None = None
         self.dense = None
         if dense is not None:
@@ -190,7 +212,13 @@ class SparseIndex:
         width = check_k(width, self.n, "width")
         dims = np.arange(self.dim) if dims is None else np.asarray(dims, dtype=np.int64)
         if self.kernel == "compiled":
-            best = self._dense_query_scanner().top(dims, w[dims], width)
+            scanner = self._query_scanner() if self.traversal == "block-max" else None
+            scanner = scanner or self._dense_query_scanner()
+            best = (
+                scanner.dense_top(dims, w[dims], width)
+                if isinstance(scanner, block_max.BlockMaxScanner)
+                else scanner.top(dims, w[dims], width)
+            )
             if best is not None:
                 return best
         scores, hit = self.dense_query_scores(w, dims, hits=True)
@@ -319,8 +347,12 @@ class SparseIndex:
             )
             out_scores[rows_out], out_ids[rows_out] = block_scores, block_ids
 
-    def _query_scanner(self) -> posting_lists.PostingScanner:
-        if self._scanner is None:
+    def _query_scanner(self) -> posting_lists.PostingScanner | block_max.BlockMaxScanner:
+        if self._scanner is None and self.traversal == "block-max":
+            self._scanner = block_max.BlockMaxScanner(
+                self.postings, self.block_size, self.reorder, self.threads, self.bound_factor
+            )
+        elif self._scanner is None:
             self._scanner = posting_lists.PostingScanner(self.postings, self.threads)
         return self._scanner
 

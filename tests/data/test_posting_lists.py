@@ -23,16 +23,17 @@ def codes(n, d, density, seed, signed):
     return matrix
 
 
+@pytest.mark.parametrize("traversal", ["exhaustive", "block-max"])
 @pytest.mark.parametrize("signed", [False, True])
 @pytest.mark.parametrize("threads", [1, 3])
-def test_compiled_scan_equals_the_scipy_path_bitwise(signed, threads):
+def test_compiled_scan_equals_the_scipy_path_bitwise(signed, threads, traversal):
     D, Q = codes(3000, 64, 0.08, 1, signed), codes(150, 64, 0.1, 2, signed)
     rng = np.random.default_rng(3)
     dense, dense_q = (
         rng.standard_normal((3000, 8)).astype(np.float32),
         rng.standard_normal((150, 8)).astype(np.float32),
     )
-    compiled = SparseIndex(D, dense=dense, kernel="compiled", threads=threads)
+    compiled = SparseIndex(D, dense=dense, kernel="compiled", threads=threads, traversal=traversal)
     scipy_path = SparseIndex(D, dense=dense, kernel="scipy")
     compiled.chunk = scipy_path.chunk = 32  # several blocks
     cases = [
@@ -117,7 +118,8 @@ def test_dense_query_top_in_small_tiles_with_cancelling_sums(monkeypatch, tile):
     rng = np.random.default_rng(7)
     dense = rng.choice([0.0] * 5 + [1.0, -1.0, 0.5], size=(200, 12)).astype(np.float32)
     D = sp.csr_matrix(dense)
-    compiled, scipy_path = SparseIndex(D, kernel="compiled"), SparseIndex(D, kernel="scipy")
+    compiled = SparseIndex(D, kernel="compiled", traversal="exhaustive")  # the tiles
+    scipy_path = SparseIndex(D, kernel="scipy")
     for seed in range(9):
         w = np.random.default_rng(seed).choice(
             [1.0, -1.0, 0.5, 2.0], size=12
