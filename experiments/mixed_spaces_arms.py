@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 from mixed_spaces_problems import MixedProblem, Recorder, make_problems, num_changed, suggest_active
+from mixed_spaces_smac import run_smac
 
 #: GP/random/TPE/Ax arms first, the MAP-SAAS ones (1.5-2x a GP arm's time) after.
 FIRST_ARMS = (
@@ -20,12 +21,14 @@ FIRST_ARMS = (
     "random",
     "optuna-tpe",
     "ax",
+    "smac3",
     "dsbo-gp+bonsai",
     "dsbo-gp+winsorize",
     "dsbo-gp+copula",
     "dsbo-gp+copula+bonsai",
     "dsbo-gp+copula+md",
     "dsbo-gp+copula+md+explore",
+    "dsbo-gp+copula+md+explore+branch",
     "dsbo-gp+copula+md+explore5",
     "dsbo-gp+copula+md+explore+warm",
     "dsbo-gp+copula+mixed+md",
@@ -68,7 +71,7 @@ WARPED_ARMS = {
 }
 #: dsbo arms held to the goals against the baselines.
 GOAL_ARMS = tuple(dict.fromkeys((DEFAULT_ARM, "dsbo-gp", "dsbo-map-saas", *WARPED_ARMS)))
-EXTERNAL = {"optuna-tpe": "optuna", "ax": "ax"}
+EXTERNAL = {"optuna-tpe": "optuna", "ax": "ax", "smac3": "smac"}
 
 
 def run_dsbo(
@@ -102,6 +105,8 @@ def run_dsbo(
     settings: dict[str, Any] = {
         "min_distance": 0.01 if "+md" in arm else 0.0,
         "stall_patience": stall_patience(arm),
+        # +branch: Thompson-drawn branches and a balanced design (the default since issue 58)
+        "branches": "thompson" if "+branch" in arm else "acquisition",
     }
     if smoke:
         settings.update(num_restarts=2, raw_samples=32, maxiter=25, batch_limit=2, mc_samples=32)
@@ -243,6 +248,8 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
         extra = run_tpe(problem, job["seed"], job["budget"], f)
     elif arm == "ax":
         extra = run_ax(problem, job["seed"], job["budget"], f)
+    elif arm == "smac3":
+        extra = run_smac(problem, job["seed"], job["budget"], f)
     else:
         extra = run_dsbo(problem, arm, job["seed"], job["budget"], job["smoke"], f)
     seconds = time.perf_counter() - start

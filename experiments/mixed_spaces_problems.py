@@ -319,7 +319,10 @@ def make_problems() -> dict[str, MixedProblem]:
         None,
         "SGDClassifier on standardized breast cancer (569 rows), 5-fold CV error; defaults = sklearn's",
     )
-    return {p.name: p for p in (svc, branin_problem, ackley, synthetic, mlp, sgd)}
+    from mixed_spaces_branch_problems import make_branch_problems  # issue 58's problems
+
+    problems = {p.name: p for p in (svc, branin_problem, ackley, synthetic, mlp, sgd)}
+    return {**problems, **make_branch_problems()}
 
 
 # ----------------------------------------------------------------------------- the shared evaluation

@@ -75,15 +75,31 @@ def exploration_due(history: History, patience: int) -> bool:
 
 
 def explore(
-    model: Model, history: History, problem: Problem, q: int, optimizer: OptimizerSettings
+    model: Model,
+    history: History,
+    problem: Problem,
+    q: int,
+    optimizer: OptimizerSettings,
+    branches: list[dict[int, float]] | None = None,
 ) -> Proposal:
     """``q`` maximizers of independent posterior draws over ``EXPLORE_CANDIDATES`` Sobol
     points (fixed features set, rounded to the search space), marked ``explore`` in their
-    metadata."""
+    metadata. With ``branches`` (combinations of categories) and ``q = 1``, a draw over the
+    incumbent's copies in every branch comes first: when it leaves the incumbent's branch,
+    its best copy is the proposal (:func:`~dsbo.acquisition.branches.draw_branch`)."""
+    from dsbo.acquisition.base import Proposal
     from dsbo.acquisition.thompson import ThompsonSampling
 
-    proposal = ThompsonSampling(EXPLORE_CANDIDATES, optimizer).propose(model, history, problem, q)
     stalled = stalled_for(history)
+    if branches is not None and q == 1:
+        from dsbo.acquisition.branches import draw_branch
+
+        moved = draw_branch(model, history, problem, optimizer, branches)
+        if moved is not None:
+            x, branch = moved
+            meta = {"acquisition": "thompson", "explore": True, "stalled_for": stalled}
+            return Proposal(X=x, metadata=[{**meta, "branch": branch}])
+    proposal = ThompsonSampling(EXPLORE_CANDIDATES, optimizer).propose(model, history, problem, q)
     for meta in proposal.metadata:
         meta.update(explore=True, stalled_for=stalled)
     return proposal

@@ -11,7 +11,6 @@ problem's box, then clamps to the bounds and rounds integer dimensions.
 from __future__ import annotations
 
 import copy
-import itertools
 import math
 from abc import ABC, abstractmethod
 from typing import Any
@@ -46,6 +45,7 @@ from dsbo.acquisition.base import (
     Proposal,
     register_policy,
 )
+from dsbo.acquisition.branches import category_combinations
 from dsbo.acquisition.discrete_search import (
     free_categoricals,
     maximize_discrete,
@@ -149,25 +149,6 @@ def incumbents(history: History, k: int = 3) -> Tensor:
     return history.X[order[:k]]
 
 
-def category_combinations(
-    problem: Problem, optimizer: OptimizerSettings
-) -> list[dict[int, float]] | None:
-    """Every combination of the unordered categoricals' values as one-hot fixed features
-    (``{column: 0 or 1}``), leaving out categoricals the optimizer's fixed features pin;
-    ``None`` without such categoricals or with more than ``optimizer.max_enumerate``
-    combinations."""
-    space = problem.space
-    pinned = set(optimizer.fixed_features or {})
-    groups = [list(range(space.dim))[space.slices[name]] for name in space.categorical]
-    groups = [g for g in groups if not pinned.intersection(g)]
-    if not groups or math.prod(len(g) for g in groups) > optimizer.max_enumerate:
-        return None
-    combinations = []
-    for hot in itertools.product(*groups):
-        combinations.append({j: float(j in hot) for g in groups for j in g})
-    return combinations
-
-
 class OptimizedPolicy(ABC):
     """Base of the policies that maximize a BoTorch acquisition function."""
 
@@ -248,6 +229,16 @@ class OptimizedPolicy(ABC):
             and free_categoricals(problem, self.optimizer) is None
         )
 
+    def branches(self, problem: Problem) -> list[dict[int, float]] | None:
+        """The combinations of categories a stalled search's exploration draws among
+        (:mod:`dsbo.acquisition.branches`): with ``branches="thompson"`` and more than one
+        enumerable combination, else ``None``."""
+        opt = self.optimizer
+        if opt.branches != "thompson" or opt.method != "lbfgsb":
+            return None
+        combinations = category_combinations(problem, opt)
+        return combinations if combinations is not None and len(combinations) > 1 else None
+
     def linear_constraints(self, problem: Problem) -> list[tuple[Tensor, Tensor, float]]:
         """Linear constraints the dense candidate must satisfy: those given to the
         post-processor (BONSAI's ``inequality_constraints``), so that pruning starts from a
@@ -269,7 +260,7 @@ class OptimizedPolicy(ABC):
         self.check(problem, q)
         opt = self.optimizer
         if self.explores(history, problem) and exploration_due(history, opt.stall_patience):
-            return explore(model, history, problem, q, opt)
+            return explore(model, history, problem, q, opt, self.branches(problem))
         acqf = self.build(model, history, problem, q)
         kwargs: dict[str, Any] = {"sequential": opt.sequential and q > 1}
         constraints = self.linear_constraints(problem)

@@ -76,9 +76,16 @@ class OptimizerSettings:
             not improve the best value, and every as many proposals again, a single-objective
             search proposes the maximizer of a posterior draw (Thompson sampling) instead of
             the acquisition's (:mod:`dsbo.acquisition.exploration`); ``0`` never does.
+        branches: ``thompson`` (default): the initial design balances each categorical's
+            values, and a stalled search's exploration first draws among the combinations of
+            categories (branches), proposing the incumbent moved into another branch with its
+            own conditional parameters varied when the posterior draw prefers one
+            (:mod:`dsbo.acquisition.branches`); ``acquisition``: a raw Sobol design and the
+            stall rule's full-space draw only (the rule before issue 58).
     """
 
     METHODS = ("lbfgsb", "sgd", "adam")
+    BRANCHES = ("thompson", "acquisition")
     INITIAL = ("raw_samples", "uniform")
     CATEGORICAL = ("relax", "enumerate")
 
@@ -96,6 +103,7 @@ class OptimizerSettings:
     max_enumerate: int = 16
     min_distance: float = 0.01
     stall_patience: int = 3
+    branches: str = "thompson"
 
     @classmethod
     def thesis(cls, **overrides: Any) -> OptimizerSettings:
@@ -251,6 +259,10 @@ class OptimizerSettings:
         patience = self.stall_patience
         if isinstance(patience, bool) or not isinstance(patience, int) or patience < 0:
             raise ConfigError(f"{prefix}.stall_patience must be an integer >= 0, got {patience!r}")
+        if self.branches not in self.BRANCHES:
+            raise ConfigError(
+                f"{prefix}.branches={self.branches!r}: choose one of {', '.join(self.BRANCHES)}"
+            )
         if self.initial not in self.INITIAL:
             raise ConfigError(
                 f"{prefix}.initial={self.initial!r}: choose one of {', '.join(self.INITIAL)}"

@@ -110,9 +110,13 @@ def design_sequence(
     Where only unordered categories are free (a space of only categoricals, or every other
     column fixed), the Sobol points are the sequence's *untried* configurations
     (:func:`~dsbo.acquisition.discrete_search.untried_design`): raw Sobol points of a
-    six-configuration space repeat one as often as not, which spends a design point on nothing."""
+    six-configuration space repeat one as often as not, which spends a design point on nothing.
+    Elsewhere each unordered categorical's values are balanced over the Sobol points
+    (:func:`~dsbo.acquisition.branches.balanced_categories`): any prefix holds every value
+    ``floor(n / k)`` or ``ceil(n / k)`` times."""
     import torch
 
+    from dsbo.acquisition.branches import balanced_categories
     from dsbo.acquisition.discrete_search import free_categoricals, untried_design
 
     n_sobol = n - include_default
@@ -122,6 +126,7 @@ def design_sequence(
         design = untried_design(problem, optimizer, n_sobol, seed, groups, avoid=default)[0]
     elif n_sobol > 0:
         design = problem.sobol_design(n_sobol, seed, optimizer.apply_fixed_features)
+        design = balanced_categories(problem, design, seed, optimizer)
     else:
         design = torch.empty(0, problem.dim, dtype=torch.double)
     if include_default:

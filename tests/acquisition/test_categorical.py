@@ -3,7 +3,7 @@
 import pytest
 
 from dsbo.acquisition import OptimizerSettings
-from dsbo.acquisition.plain import category_combinations
+from dsbo.acquisition.branches import category_combinations
 from dsbo.errors import ConfigError
 from dsbo.problems import get_problem
 

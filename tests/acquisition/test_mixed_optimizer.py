@@ -10,8 +10,8 @@ from botorch.sampling import SobolQMCNormalSampler
 from gpytorch.mlls import ExactMarginalLogLikelihood
 
 from dsbo.acquisition import OptimizerSettings
+from dsbo.acquisition.branches import category_combinations
 from dsbo.acquisition.mixed_optimizer import _pick_starts, _raw_points, maximize_over_combinations
-from dsbo.acquisition.plain import category_combinations
 from dsbo.problems import get_problem
 
 PARAMETERS = {
