@@ -7,15 +7,25 @@ lambdas, and the dense baseline; loaded from ``--models``) embed a Megaface-like
 each (one query, one match in the database) and ``--distractors`` single samples of further
 unseen classes. Recall@1 is the share of queries whose top result is their match. Methods:
 
-- sparse: :class:`~dsbo.data.retrieval.SparseIndex` on the model's codes; a shortlist of the best
+- sparse: :class:`~dsbo.data.retrieval.SparseIndex` on the model's codes, on each path
+  (``--kernels``, ``--traversals``, ``--bound-factors``): the exhaustive compiled posting-list
+  scan, the exact block-max traversal (issue 60: row blocks whose score bound cannot enter the
+  shortlist are skipped; the same answers), its approximate mode (bound factor < 1) and scipy's
+  sparse product; a shortlist of the best
   ``--shortlist`` sparse scores above ``--threshold`` (the thesis: 0.25, k = 1000 for 1M rows;
   several shortlist lengths may be given), re-ranked exactly with dense vectors: ``--rerank
   dense-model`` (default) the dense baseline's embeddings, as the thesis re-ranks with a
   separate dense model, or ``own`` the sparse network's unit-norm pre-activations;
 - sparse, no re-ranking (top-1 of the sparse scores);
 - dense baselines on the dense model's embeddings: numpy BLAS matmul + argpartition, torch
-  matmul + topk, faiss ``IndexFlatIP`` (exact) and faiss ``IndexIVFFlat`` (nlist 1024, nprobe
-  1 / 4 / 16; training time excluded).
+  matmul + topk, faiss ``IndexFlatIP`` (exact), faiss ``IndexIVFFlat`` (nlist 1024, nprobe
+  1 / 4 / 16; training time excluded) and faiss ``IndexHNSWFlat`` (M 32, efSearch 16 = faiss'
+  default and the ``--ef-search`` grid; build time excluded).
+
+The retrieval part is :mod:`bench_retrieval_methods` (methods, timing, checks of each path's
+answers against the exact ones) and the report :mod:`bench_retrieval_report` (``results.md``:
+goals, faiss HNSW and F~ against L1 at matched recall; ``time_vs_recall.png`` with every model
+and baseline, ``time_breakdown.png``).
 
 Every method answers the same query batch; methods are timed in turns (round robin, so load
 on the shared machine hits all alike), ``--repeats`` times; the median seconds per query are
@@ -54,35 +64,23 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 import torch
+from bench_retrieval_methods import retrieval_bench
+from bench_retrieval_report import plot, report
 from smoke_out import add_out_argument, output_folder
 from threadpoolctl import threadpool_limits
 
 from dsbo.acquisition import History, make_policy
 from dsbo.campaign import Campaign
 from dsbo.data import SyntheticClassesDataModule
-from dsbo.data.retrieval import (
-    TIMING_PARTS,
-    DenseIndex,
-    FaissFlatIndex,
-    FaissIVFIndex,
-    SparseIndex,
-    TorchDenseIndex,
-)
 from dsbo.problems import get_problem
 from dsbo.surrogates import fit_surrogate
-from dsbo_zoo.sparse_embedding import SparseEmbedding, flops_per_row
+from dsbo_zoo.sparse_embedding import SparseEmbedding
 
 RESULTS = Path(__file__).resolve().parent / "results" / "bench_retrieval"
 MODELS = Path("runs/sparse_embeddings")
 #: The benchmark's parts (``--parts``).
 PARTS = ("retrieval", "pool", "campaigns")
-#: What ``--rerank`` re-ranks the shortlist with, as the report says it.
-RERANK_TEXT = {
-    "dense-model": "the dense model's embeddings (as the thesis re-ranks with a separate dense model)",
-    "own": "each sparse network's own dense pre-activations",
-}
 
 
 def load_models(directory: Path) -> dict[str, tuple[SparseEmbedding, dict[str, Any]]]:
@@ -143,158 +141,6 @@ def retrieval_set(
     database = np.concatenate([xm, x[~classes]])
     del seed
     return xq, database, np.arange(queries)
-
-
-def embed(model: SparseEmbedding, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(sparse codes, dense unit-norm pre-activations), float32, in chunks."""
-    codes, dense = [], []
-    with torch.no_grad():
-        for start in range(0, len(x), 65536):
-            t = torch.as_tensor(x[start : start + 65536])
-            codes.append(model(t).numpy())
-            dense.append(model.dense_embedding(t).numpy())
-    return np.concatenate(codes), np.concatenate(dense)
-
-
-def timed_round_robin(methods: dict[str, Any], repeats: int) -> dict[str, list[float]]:
-    times: dict[str, list[float]] = {name: [] for name in methods}
-    for _ in range(repeats):
-        for name, fn in methods.items():
-            started = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - started)
-    return times
-
-
-def sparse_search(index: SparseIndex, queries: Any, k: int, **options: Any) -> Any:
-    """``search(timings=None)``: the index's search of ``queries`` with ``options``."""
-
-    def search(timings: dict[str, float] | None = None) -> Any:
-        return index.search(queries, k, timings=timings, **options)
-
-    return search
-
-
-def time_breakdown(
-    searches: dict[str, Any], repeats: int, n_queries: int
-) -> dict[str, dict[str, Any]]:
-    """Each search run ``repeats`` times in turns with a timings dict: per part the median
-    seconds per query and its share of the median total (shares need not add to 1 exactly)."""
-    runs: dict[str, list[dict[str, float]]] = {name: [] for name in searches}
-    for _ in range(repeats):
-        for name, search in searches.items():
-            timings: dict[str, float] = {}
-            search(timings)
-            runs[name].append(timings)
-    out = {}
-    for name, timed in runs.items():
-        total = statistics.median(t["total"] for t in timed)
-        parts = {part: statistics.median(t[part] for t in timed) for part in TIMING_PARTS}
-        out[name] = {
-            "total_seconds_per_query": total / n_queries,
-            "repeats": repeats,
-            "seconds_per_query": {part: v / n_queries for part, v in parts.items()},
-            "share": {part: v / total for part, v in parts.items()},
-            "all_seconds": {key: [t[key] for t in timed] for key in (*TIMING_PARTS, "total")},
-        }
-    return out
-
-
-def retrieval_bench(models, xq, xdb, match, args) -> dict[str, Any]:
-    dense_name = next(name for name, (_, m) in models.items() if m["regularizer"] == "none")
-    dq, ddb = embed(models[dense_name][0], xq)[0], embed(models[dense_name][0], xdb)[0]
-    k = 1
-    ivf = {nprobe: None for nprobe in args.nprobe}
-    nlist = min(args.nlist, len(ddb) // 39)
-    for nprobe in ivf:
-        ivf[nprobe] = FaissIVFIndex(ddb, nlist=nlist, nprobe=min(nprobe, nlist))
-    dense_methods = {
-        **({} if args.no_numpy else {"numpy BLAS": (DenseIndex(ddb), {})}),
-        "torch matmul+topk": (TorchDenseIndex(ddb), {}),
-        "faiss IndexFlatIP": (FaissFlatIndex(ddb), {}),
-        **{f"faiss IVF nprobe={p}": (index, {}) for p, index in ivf.items()},
-    }
-    methods: dict[str, Any] = {}
-    searches: dict[str, Any] = {}  # the sparse searches, taking a timings dict
-    results: dict[str, dict[str, Any]] = {}
-    outputs: dict[str, Any] = {}
-
-    def runner(name, fn):
-        def run():
-            outputs[name] = fn()
-
-        methods[name] = run
-
-    for name, (index, _) in dense_methods.items():
-        runner(name, lambda index=index: index.search(dq, k))
-        results[name] = {"model": dense_name, "kind": "dense"}
-    for name, (model, meta) in models.items():
-        if meta["regularizer"] == "none":
-            continue
-        cq, cq_dense = embed(model, xq)
-        cdb, cdb_dense = embed(model, xdb)
-        if args.rerank == "dense-model":  # one shared matrix: the dense baseline's embeddings
-            cq_dense, cdb_dense = dq, ddb
-        indexes = {
-            kernel: SparseIndex(sp.csr_matrix(cdb), dense=cdb_dense, kernel=kernel)
-            for kernel in args.kernels
-        }
-        del cdb_dense
-        qcsr = sp.csr_matrix(cq)
-        labels = []
-        for kernel, index in indexes.items():
-            for shortlist in args.shortlist:
-                label = f"{name} | {kernel} | sparse+rerank@{shortlist}"
-                searches[label] = sparse_search(
-                    index,
-                    qcsr,
-                    k,
-                    shortlist=min(shortlist, len(cdb)),
-                    threshold=args.threshold,
-                    dense_queries=cq_dense,
-                )
-                labels.append(label)
-            searches[f"{name} | {kernel} | sparse, no rerank"] = sparse_search(index, qcsr, k)
-            labels.append(f"{name} | {kernel} | sparse, no rerank")
-        stats = {
-            "model": name,
-            "kind": "sparse",
-            "regularizer": meta["regularizer"],
-            "lam": meta["lam"],
-            "flops_per_row_db": index.flops_per_row(),
-            "nnz_per_row_db": index.nnz / index.n,
-            "flops_per_row_eval": float(flops_per_row(torch.as_tensor(cdb[:5000]))),
-        }
-        for label in labels:
-            runner(label, searches[label])
-            results[label] = dict(stats, kernel=label.split(" | ")[1])
-    for name in methods:  # warm up (and record the answers)
-        methods[name]()
-    times = timed_round_robin(methods, args.repeats)
-    for name, breakdown in time_breakdown(searches, args.breakdown_repeats, len(xq)).items():
-        results[name]["time_breakdown"] = breakdown
-    for name, out in outputs.items():
-        ids = np.asarray(out[1])[:, 0]
-        other = name.replace(" | compiled | ", " | scipy | ")
-        if other != name and other in outputs:  # the two kernels: the same answers
-            results[name]["same_ids_as_scipy"] = bool(np.array_equal(out[1], outputs[other][1]))
-        results[name]["recall@1"] = float((ids == match).mean())
-        results[name]["seconds_per_query"] = statistics.median(times[name]) / len(xq)
-        results[name]["all_seconds"] = times[name]
-    flat = results["faiss IndexFlatIP"]["seconds_per_query"]
-    torch_time = results["torch matmul+topk"]["seconds_per_query"]
-    dense_recall = results["faiss IndexFlatIP"]["recall@1"]
-    for r in results.values():
-        r["speedup_vs_faiss_flat"] = flat / r["seconds_per_query"]
-        r["speedup_vs_torch"] = torch_time / r["seconds_per_query"]
-        r["recall_loss_points"] = 100 * (dense_recall - r["recall@1"])
-    return {
-        "methods": results,
-        "dense_model": dense_name,
-        "n_database": len(xdb),
-        "n_queries": len(xq),
-        "ivf_nlist": nlist,
-    }
 
 
 def pool_bench(args) -> dict[str, Any]:
@@ -479,6 +325,29 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         action="store_true",
         help="leave out the numpy BLAS scan (the slowest exact baseline, a minute per repeat at d = 1024)",
     )
+    parser.add_argument(
+        "--traversals",
+        nargs="+",
+        choices=("exhaustive", "block-max"),
+        default=["exhaustive", "block-max"],
+        help="walks of the compiled kernel timed side by side",
+    )
+    parser.add_argument(
+        "--bound-factors",
+        type=float,
+        nargs="*",
+        default=[0.9, 0.7, 0.5],
+        help="approximate block-max paths: bound factors < 1 (none: exact paths only)",
+    )
+    parser.add_argument("--block-size", type=int, default=64, help="rows per block (block-max)")
+    parser.add_argument("--hnsw-m", type=int, default=32)
+    parser.add_argument(
+        "--ef-search",
+        type=int,
+        nargs="*",
+        default=[16, 32, 64, 128, 256],
+        help="faiss HNSW efSearch grid (16: faiss' default; none: no HNSW)",
+    )
     parser.add_argument("--nlist", type=int, default=1024)
     parser.add_argument("--nprobe", type=int, nargs="+", default=[1, 4, 16])
     parser.add_argument("--repeats", type=int, default=5)
@@ -575,208 +444,6 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     (args.out / "results.md").write_text(report(result))
     plot(result, args.out)
     return result
-
-
-def plot(result: dict[str, Any], out: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    timed = {
-        name: m["time_breakdown"]
-        for name, m in result["retrieval"]["methods"].items()
-        if "time_breakdown" in m
-    }
-    if timed:
-        fig, (ax, bars) = plt.subplots(
-            1, 2, figsize=(14, 5), gridspec_kw={"width_ratios": [1, 1.2]}
-        )
-        order = sorted(timed, key=lambda name: timed[name]["total_seconds_per_query"])
-        left = np.zeros(len(order))
-        for part, color in zip(
-            TIMING_PARTS, ("tab:blue", "tab:orange", "tab:green", "tab:gray"), strict=True
-        ):
-            widths = np.array([1e3 * timed[name]["seconds_per_query"][part] for name in order])
-            bars.barh(range(len(order)), widths, left=left, color=color, label=part)
-            left += widths
-        bars.set_yticks(range(len(order)), order, fontsize=6)
-        bars.set(
-            xlabel="ms per query (median of the timed runs)",
-            title="where the sparse query time goes",
-        )
-        bars.legend(fontsize=7)
-    else:
-        fig, ax = plt.subplots(figsize=(7, 5))
-    for name, r in result["retrieval"]["methods"].items():
-        if r["kind"] == "dense":
-            ax.scatter(r["seconds_per_query"] * 1e3, r["recall@1"], marker="*", s=90, color="k")
-            ax.annotate(name, (r["seconds_per_query"] * 1e3, r["recall@1"]), fontsize=6)
-        else:
-            color = "tab:blue" if r["regularizer"] == "flops" else "tab:red"
-            marker = "D" if "rerank" in name and "no rerank" not in name else "^"
-            ax.scatter(r["seconds_per_query"] * 1e3, r["recall@1"], marker=marker, color=color)
-            ax.annotate(f"{r['lam']:g}", (r["seconds_per_query"] * 1e3, r["recall@1"]), fontsize=6)
-    ax.set(
-        xscale="log",
-        xlabel="ms per query (one thread)",
-        ylabel="recall@1",
-        title="F~ (blue) and L1 (red): diamonds re-ranked, triangles not; stars dense",
-    )
-    fig.tight_layout()
-    fig.savefig(out / "time_vs_recall.png", dpi=110)
-    plt.close(fig)
-
-
-def breakdown_table(methods: dict[str, Any]) -> list[str]:
-    """The markdown table of where the sparse query time goes (none for results without it)."""
-    timed = {name: m["time_breakdown"] for name, m in methods.items() if "time_breakdown" in m}
-    if not timed:
-        return []
-    repeats = next(iter(timed.values()))["repeats"]
-    lines = [
-        "",
-        "### Where the sparse query time goes",
-        "",
-        f"`SparseIndex.search(..., timings=...)`, {repeats} more runs per configuration after the round robin "
-        "(in turns); median ms per query of each part and its share of the median total of those runs. "
-        "Scoring: the sparse products into the dense score buffer (compiled: the posting-list scan, which "
-        "also selects the shortlist while the scores are in cache); top-k: threshold counts, partition and "
-        "sorts (compiled: the best of the re-ranked shortlist); re-rank: the shortlist's dense inner "
-        "products; overhead: the rest (input checks and conversion, allocation, block slicing, Python "
-        "between the parts).",
-        "",
-        "| method | ms/query (timed runs) | scoring | top-k | re-rank | overhead |",
-        "|---|---|---|---|---|---|",
-    ]
-    for name, b in sorted(timed.items(), key=lambda kv: kv[1]["total_seconds_per_query"]):
-        cells = [
-            f"{1e3 * b['seconds_per_query'][part]:.3f} ({100 * b['share'][part]:.0f}%)"
-            for part in TIMING_PARTS
-        ]
-        lines.append(f"| {name} | {1e3 * b['total_seconds_per_query']:.3f} | {' | '.join(cells)} |")
-    return lines
-
-
-def goal_lines(methods: dict[str, Any]) -> list[str]:
-    """Per kernel, the fastest sparse configuration within 2 and within 5 points of the dense
-    recall@1 (the issue's goals: >= 5x and >= 20x faiss Flat), and the compiled scan's speed-up
-    over the scipy path on each configuration."""
-    sparse = {name: m for name, m in methods.items() if m["kind"] == "sparse"}
-    lines = [
-        "",
-        "### Fastest configuration within a recall budget",
-        "",
-        "| kernel | loss <= 2 points | loss <= 5 points |",
-        "|---|---|---|",
-    ]
-    for kernel in sorted({m.get("kernel", "scipy") for m in sparse.values()}):
-        cells = []
-        for budget in (2.0, 5.0):
-            within = [
-                (m["speedup_vs_faiss_flat"], name)
-                for name, m in sparse.items()
-                if m.get("kernel", "scipy") == kernel and m["recall_loss_points"] <= budget
-            ]
-            if within:
-                speedup, name = max(within)
-                cells.append(
-                    f"{speedup:.2f}x faiss Flat: {name.split(' | ')[0]}, {name.split(' | ')[-1]} "
-                    f"(recall {sparse[name]['recall@1']:.3f})"
-                )
-            else:
-                cells.append("none")
-        lines.append(f"| {kernel} | {' | '.join(cells)} |")
-    pairs = [
-        (name, name.replace(" | compiled | ", " | scipy | "))
-        for name in sparse
-        if " | compiled | " in name
-    ]
-    pairs = [(a, b) for a, b in pairs if b in sparse]
-    if pairs:
-        ratios = [sparse[b]["seconds_per_query"] / sparse[a]["seconds_per_query"] for a, b in pairs]
-        same = sum(bool(sparse[a].get("same_ids_as_scipy")) for a, _ in pairs)
-        lines += [
-            "",
-            f"Compiled scan over the scipy path, same configuration: {min(ratios):.1f}x to {max(ratios):.1f}x "
-            f"(median {statistics.median(ratios):.1f}x over {len(pairs)} configurations); the same ids in "
-            f"{same} of {len(pairs)}.",
-        ]
-    return lines
-
-
-def report(result: dict[str, Any]) -> str:
-    r, p, c = result["retrieval"], result["pool"], result["campaigns"]
-    s = result["settings"]
-    rs = {**s, **r.get("settings", {})}  # the retrieval part's own settings where it kept them
-    lines = [
-        "# Retrieval and pool-BO benchmark (Paria thesis ch. 5)",
-        "",
-        "Written by `python experiments/bench_retrieval.py"
-        + (" --smoke" if result["smoke"] else "")
-        + "`; "
-        "one thread (torch, faiss and numpy/scipy BLAS), methods timed in turns, median of "
-        f"{rs['repeats']} repeats (retrieval) and {s.get('pool_repeats', 7)} (pool); raw numbers in `results.json`, figure `time_vs_recall.png` "
-        "(with the split of the sparse query time, when measured).",
-        "",
-        *[
-            f"The {part} part is carried over from {when} (this run: `--parts {' '.join(s.get('parts', PARTS))}`)."
-            for part, when in result.get("carried_over", {}).items()
-        ],
-        "",
-        f"## Retrieval: {r['n_queries']} queries against {r['n_database']} rows "
-        f"({r['n_queries']} matches + {r['n_database'] - r['n_queries']} distractors), top-1",
-        "",
-        f"Sparse: threshold {rs['threshold']}, shortlist {rs['shortlist']} (`sparse+rerank@S`: the S best sparse scores), "
-        f"re-ranked with {RERANK_TEXT[rs.get('rerank', 'own')]}. Dense baselines on the dense model "
-        f"`{r['dense_model']}`; IVF nlist {r['ivf_nlist']}.",
-        "",
-        "| method | recall@1 | loss vs dense (points) | ms/query | speed-up vs faiss Flat | vs torch | nnz/row | FLOPs/row |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    for name, m in sorted(r["methods"].items(), key=lambda kv: kv[1]["seconds_per_query"]):
-        lines.append(
-            f"| {name} | {m['recall@1']:.3f} | {m['recall_loss_points']:.1f} | {1e3 * m['seconds_per_query']:.3f} | "
-            f"{m['speedup_vs_faiss_flat']:.2f}x | {m['speedup_vs_torch']:.2f}x | "
-            f"{m.get('nnz_per_row_db', float('nan')):.1f} | {m.get('flops_per_row_db', float('nan')):.2f} |"
-        )
-    lines += goal_lines(r["methods"])
-    lines += breakdown_table(r["methods"])
-    lines += [
-        "",
-        f"## Pool BO: one proposal over {p['pool_size']} candidates ({p['nnz_per_row']:.2f} non-zeros per row of 256)",
-        "",
-        "| policy | median seconds | cache build seconds (once per pool) |",
-        "|---|---|---|",
-    ]
-    for name, t in p["median_seconds"].items():
-        lines.append(f"| {name} | {t:.4f} | {p['cache_build_seconds'][name]:.2f} |")
-    lines += [
-        "",
-        f"TS speed-up, index vs dense scan: {p['ts_speedup_exact']:.2f}x exact (same pick: {p['ts_exact_same_pick']}), "
-        f"{p['ts_speedup_truncated']:.2f}x with 32 weights (same pick in {100 * p['ts_truncated_same_pick_share']:.0f}% of draws), "
-        f"{p['ts_speedup_truncated16']:.2f}x with 16 (same pick in {100 * p['ts_truncated16_same_pick_share']:.0f}%); "
-        f"UCB: {p['ucb_speedup']:.2f}x (same pick in {100 * p['ucb_same_pick_share']:.0f}%).",
-        *[
-            f"\nThe {p['kernels'][0]} scan against the {kernel} path, same policy: "
-            + ", ".join(
-                f"{name} {ratio:.2f}x (same picks: {p[f'same_picks_as_{kernel}'][name]})"
-                for name, ratio in p[f"speedup_over_{kernel}"].items()
-            )
-            + "."
-            for kernel in p.get("kernels", [])[1:]
-        ],
-        "",
-        f"## Campaigns: pool of {c['pool_size']}, budget {c['budget']} (10 initial), {c['seeds']} seeds, noise 0.05",
-        "",
-        "| policy | simple regret mean | std | per seed |",
-        "|---|---|---|---|",
-    ]
-    for name, v in c["simple_regret"].items():
-        lines.append(
-            f"| {name} | {c['mean'][name]:.3f} | {c['std'][name]:.3f} | {', '.join(f'{x:.3f}' for x in v)} |"
-        )
-    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":

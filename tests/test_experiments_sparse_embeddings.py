@@ -69,6 +69,18 @@ def test_bench_retrieval_smoke(tmp_path):
     # the compiled scan and the scipy path, side by side: the same answers
     compiled = [name for name in sparse if " | compiled | " in name]
     assert compiled and all(sparse[name]["same_ids_as_scipy"] for name in compiled)
+    # the exact block-max traversal: the exhaustive scan's ids and scores, fewer postings read
+    pruned = [name for name in sparse if " | block-max | " in name]
+    assert pruned and all(sparse[name]["same_ids_as_exhaustive"] for name in pruned)
+    assert all(0 < sparse[name]["postings_read_share"] <= 1 for name in pruned)
+    approximate = [name for name in sparse if " | block-max f=" in name]
+    assert approximate and all(
+        0 <= sparse[name]["top1_agreement_with_exact"] <= 1 for name in approximate
+    )
+    assert any(name.startswith("faiss HNSW efSearch=16 (default)") for name in methods)
+    assert "### F~ against L1 at matched recall" not in (tmp_path / "results.md").read_text()
+    assert "### faiss HNSW against the sparse paths" in (tmp_path / "results.md").read_text()
+    assert (tmp_path / "time_breakdown.png").stat().st_size > 0
     assert (
         "### Fastest configuration within a recall budget" in (tmp_path / "results.md").read_text()
     )

@@ -463,8 +463,10 @@ class BlockMaxScanner:
         self._scratch = [self._buffers(np.float32) for _ in range(self.threads)]
         self._dense_scratch: tuple[np.ndarray, ...] | None = None
         self._pool = ThreadPoolExecutor(self.threads) if self.threads > 1 else None
-        #: Postings read per query by the last :meth:`top` (pruned plus any exhaustive pass).
+        #: Postings read per query by the last :meth:`top` (pruned plus any exhaustive pass),
+        #: and the totals of every :meth:`top` so far.
         self.visited = np.zeros(0, dtype=np.int64)
+        self.postings_read = self.queries_read = 0
 
     def _buffers(self, dtype: Any) -> tuple[np.ndarray, ...]:
         nb = self.n_blocks
@@ -537,6 +539,8 @@ class BlockMaxScanner:
         else:
             bounds = np.linspace(0, m, min(self.threads, m) + 1).astype(int)
             list(self._pool.map(scan, range(len(bounds) - 1), bounds[:-1], bounds[1:]))
+        self.postings_read += int(self.visited.sum())
+        self.queries_read += m
         return scores, ids, kept
 
     def _row_buffer(self, part: int) -> np.ndarray:

@@ -161,6 +161,14 @@ class SparseIndex:
     def nnz(self) -> int:
         return int(self.postings.nnz)
 
+    def traversal_stats(self) -> dict[str, int]:
+        """Postings read and queries answered so far by :meth:`search`'s block-max traversal
+        (zeros on the other paths)."""
+        scanner = self._scanner
+        if isinstance(scanner, block_max.BlockMaxScanner):
+            return {"postings_read": scanner.postings_read, "queries": scanner.queries_read}
+        return {"postings_read": 0, "queries": 0}
+
     def flops_per_row(self) -> float:
         r"""Plug-in :math:`\sum_j \bar p_j^2` of the database (expected multiply-adds per row and query)."""
         p = np.diff(self.postings.indptr) / self.n
