@@ -42,6 +42,11 @@ Problems (minimization, each evaluation well under a second on one core):
    it is not ``optimal``, ``average`` a boolean. Library defaults = sklearn's. A fold whose fit
    fails (overflow) counts as all wrong. Optimum unknown.
 
+7.-10. Issue 58's ``branch-corner``, ``branch-int`` (the best category's own conditional
+   parameters start badly in a uniform design), ``cat-only`` (only categoricals) and
+   ``family-digits`` (a scikit-learn model family as the category, each with its own
+   parameters): ``mixed_spaces_branch_problems.py``.
+
 Arms (budget 40 evaluations each): a dsbo arm is a surrogate (``dsbo-gp``, ``dsbo-map-saas``)
 followed by options: ``+winsorize`` or ``+copula`` (``outcome_warping``:
 the surrogate fitted to the objective with its bad tail clipped at Tukey's fence, Ax's default
@@ -56,12 +61,19 @@ stalls, :mod:`dsbo.acquisition.exploration`; the library default since issue 45'
 slice; ``+explore5``: ``stall_patience=5``), every other dsbo arm ``stall_patience=0``; ``+warm`` starts each GP fit from the
 previous fit's hyperparameters (``surrogate={"name": "gp", "warm_start": True}``, a fit from
 BoTorch's initialization every 5 fits).
-``dsbo-gp+copula+md+explore`` is what ``dsbo.minimize``'s defaults run on these spaces. Then
+``dsbo-gp+copula+md+explore`` is what ``dsbo.minimize``'s defaults ran on these spaces from issue
+45 to issue 58.
+``+branch`` sets ``branches="thompson"`` (a design balanced over each categorical's values,
+and a stalled search's draw among the incumbent's copies in every branch,
+:mod:`dsbo.acquisition.branches`; the library default since issue 58), every other dsbo arm
+``branches="acquisition"``; ``dsbo-gp+copula+md+explore+branch`` is what ``dsbo.minimize``'s
+defaults run since issue 58 (its goals, fixed before the runs: ``mixed_spaces_goals.py``).
+``smac3``: SMAC3 2.4.1's HPO facade, conditions native (``mixed_spaces_smac.py``). Then
 ``optuna-tpe`` (``TPESampler(seed=seed)``, conditional parameters suggested
 only while active), ``ax`` (Ax 1.3.1 ``Client``, default generation strategy; a conditional
 parameter whose condition is one value of one parent is an Ax ``dependent_parameters`` child, one
 whose condition lists several values cannot be a child in Ax's tree and is passed always, the
-evaluation dropping it while inactive) and ``random`` (dsbo ``acquisition="sobol"``).
+evaluation dropping it while inactive) and ``random`` (dsbo ``acquisition="sobol"`` over a raw Sobol design).
 
 Runs are appended to ``runs.jsonl`` as they finish (a restart skips finished runs); the report
 (``results.json``, ``README.md``, ``best_vs_evaluations.png``) is written from whatever is there.

@@ -112,6 +112,8 @@ def run_dsbo(
         settings.update(num_restarts=2, raw_samples=32, maxiter=25, batch_limit=2, mc_samples=32)
     if arm != "random":
         options["optimizer"] = OptimizerSettings(**settings)
+    else:  # random search as before issue 58: raw Sobol points, the design's too
+        options["optimizer"] = OptimizerSettings(branches="acquisition")
     result = dsbo.minimize(f, problem.space, budget=budget, **options)
     h = result.history
     init = h["generator"].isin(["default", "sobol-init"])

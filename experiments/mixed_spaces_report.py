@@ -20,6 +20,7 @@ from mixed_spaces_arms import (
     REPORT_ONLY_ARMS,
     WARPED_ARMS,
 )
+from mixed_spaces_goals import issue58_goals, issue58_markdown
 from mixed_spaces_problems import MixedProblem
 from results_io import save_figure
 
@@ -124,6 +125,7 @@ def summarize(
     _RUNS_BY.update({k: {s: r["final_best"] for s, r in v.items()} for k, v in by.items()})
     goals = assess(table, problems)
     return {
+        "issue58": issue58_goals(runs, list(problems)),
         "budget": budget,
         "smoke": smoke,
         "table": table,
@@ -220,7 +222,7 @@ def fmt(x: Any, digits: int = 4) -> str:
 def write_markdown(summary: dict[str, Any], path: Path, notes: str = "") -> None:
     table, budget = summary["table"], summary["budget"]
     lines = [
-        f"# Mixed search spaces: dsbo vs Optuna TPE, Ax, random ({seeds_header(table)}; "
+        f"# Mixed search spaces: dsbo vs Optuna TPE, Ax, SMAC3, random ({seeds_header(table)}; "
         f"budget {budget} evaluations per run)" + (" (smoke)" if summary["smoke"] else ""),
         "",
         "Final best (lower is better) and regret: mean +- standard error over the seeds run. "
@@ -277,6 +279,9 @@ def write_markdown(summary: dict[str, Any], path: Path, notes: str = "") -> None
             f"- `{name}`: {p['note']}; optimum {fmt(p['optimum'], 7) if p['optimum'] is not None else 'unknown'}; "
             f"library defaults {p['default']}"
         )
+    goals58 = issue58_markdown(summary.get("issue58", []))
+    if goals58:
+        lines += ["", goals58]
     if notes:
         lines += ["", notes.strip()]
     path.write_text("\n".join(lines) + "\n")
