@@ -34,8 +34,6 @@ from botorch.acquisition.objective import GenericMCObjective, ScalarizedPosterio
 from botorch.models import ModelList, ModelListGP
 from botorch.models.model import Model
 from botorch.sampling import ListSampler, MCSampler, SobolQMCNormalSampler
-from botorch.utils.multi_objective.hypervolume import infer_reference_point
-from botorch.utils.multi_objective.pareto import is_non_dominated
 from torch import Tensor
 
 from dsbo.acquisition.base import (
@@ -53,6 +51,7 @@ from dsbo.acquisition.discrete_search import (
 )
 from dsbo.acquisition.exploration import exploration_due, explore
 from dsbo.acquisition.mixed_optimizer import maximize_over_combinations
+from dsbo.acquisition.reference_point import stable_reference_point
 from dsbo.acquisition.sparsity import DUPLICATE_TOLERANCE, is_duplicate
 from dsbo.errors import ConfigError
 from dsbo.problems.base import Problem
@@ -469,8 +468,9 @@ class QLogNEHVI(OptimizedPolicy):
     """qLogNEHVI (Daulton et al., 2021; Ament et al., 2023) for ``m >= 2`` objectives.
 
     The reference point is the problem's (the objective thresholds), or, where it has none,
-    inferred from the observed Pareto front with BoTorch's ``infer_reference_point`` (nadir
-    minus 10% of the range).
+    inferred from the observed Pareto fronts with BoTorch's ``infer_reference_point`` (nadir
+    minus 10% of the range), the best of the points inferred since the initial design: it
+    never moves outward (:mod:`dsbo.acquisition.reference_point`).
     """
 
     name = "qlognehvi"
@@ -483,7 +483,7 @@ class QLogNEHVI(OptimizedPolicy):
     def reference_point(self, history: History, problem: Problem) -> Tensor:
         """The problem's reference point; coordinates it leaves open (NaN: an objective
         without a threshold), or all of them when it has none, inferred from the observed
-        front."""
+        fronts and never moved outward (:mod:`dsbo.acquisition.reference_point`)."""
         given = (
             None
             if problem.ref_point is None
@@ -492,10 +492,8 @@ class QLogNEHVI(OptimizedPolicy):
         if given is not None and not torch.isnan(given).any():
             return given
         m = problem.num_objectives
-        Y = history.Y[problem.is_feasible(history.Y), :m]
-        if Y.shape[0] == 0:
-            Y = history.Y[:, :m]
-        inferred = infer_reference_point(Y[is_non_dominated(Y)]).to(torch.double)
+        Y = history.Y[:, :m]
+        inferred = stable_reference_point(Y, problem.is_feasible(history.Y), history.n_design)
         return inferred if given is None else torch.where(torch.isnan(given), inferred, given)
 
     def build(
