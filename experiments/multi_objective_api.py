@@ -38,6 +38,13 @@ proposal: dsbo ``fit_time + acq_time`` of each BO trial of ``result.history`` (t
 points excluded); Optuna the seconds in ``study.ask()``. The machine is a shared 2-core one, so
 times are upper bounds.
 
+Issue 58 (fixed before its run): with the reference point that never moves outward
+(:mod:`dsbo.acquisition.reference_point`), the ``dsbo`` arm at seeds 0-9 on ``dtlz2``, written
+to ``results/multi_objective_api/issue58/`` (the Optuna and random runs referred from the
+first run, unchanged); the goal is a mean final HV at or above ``optuna-tpe``'s, with the
+paired Wilcoxon p against it and against the previous ``dsbo`` runs (``results/
+multi_objective_api/runs.jsonl``) reported.
+
 Runs are appended to ``runs.jsonl`` as they finish (a rerun skips finished runs); the report
 (``results.json``, ``README.md``, ``best_hv_vs_evaluations.png``) is written from whatever is there;
 ``results.json`` is the summary only (the runs stay in ``runs.jsonl``). The report is in
