@@ -75,7 +75,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from results_io import write_results
+from results_io import read_runs, write_results
 from smoke_out import add_out_argument, output_folder
 
 RESULTS = Path(__file__).resolve().parent / "results" / "multi_objective_api"
@@ -305,11 +305,7 @@ def job_key(run: dict[str, Any]) -> tuple:
 def run_all(jobs: list[dict[str, Any]], out: Path, workers: int) -> None:
     """Run the jobs not yet in ``out/runs.jsonl``, appending each as it finishes."""
     log = out / "runs.jsonl"
-    done: set[tuple] = set()
-    if log.exists():
-        for line in log.read_text().splitlines():
-            if line.strip():
-                done.add(job_key(json.loads(line)))
+    done = {job_key(run) for run in read_runs(log)}  # reference lines resolved
     todo = [j for j in jobs if job_key(j) not in done]
     if len(todo) < len(jobs):
         print(f"resuming: {len(jobs) - len(todo)} of {len(jobs)} runs already in {log}", flush=True)
@@ -407,11 +403,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         run_all(jobs, args.out, 1 if smoke else args.workers)
     # the report covers every run recorded at this budget (other arms and seeds too)
     log = args.out / "runs.jsonl"
-    runs = (
-        [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
-        if log.exists()
-        else []
-    )
+    runs = read_runs(log)
     runs = [
         r
         for r in runs
