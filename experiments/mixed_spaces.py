@@ -84,7 +84,7 @@ Runs are appended to ``runs.jsonl`` as they finish (a restart skips finished run
     python experiments/mixed_spaces.py                          # 10 seeds, budget 40
     python experiments/mixed_spaces.py --arms dsbo-gp ax --seeds 5
     python experiments/mixed_spaces.py --report-only            # tables/plot from runs.jsonl
-    python experiments/mixed_spaces.py --smoke                  # ~1 min: 1 seed, budget 6, 2 problems
+    python experiments/mixed_spaces.py --smoke                  # ~1 min: 1 seed, budget 6, 3 problems
     python experiments/mixed_spaces.py --problems mlp-digits sgd-cancer --seeds 3
 
 ``--smoke`` without ``--out`` writes to a fresh temporary folder (printed), never into ``experiments/results/``.
@@ -131,8 +131,8 @@ from smoke_out import add_out_argument, output_folder
 RESULTS = Path(__file__).resolve().parent / "results" / "mixed_spaces"
 BUDGET = 40
 SMOKE_BUDGET = 6
-#: --smoke runs the two problems with conditional parameters (all three take about twice as long).
-SMOKE_PROBLEMS = ("svc-digits", "ackley-cond")
+#: --smoke runs two problems with conditional parameters and the one of only categoricals.
+SMOKE_PROBLEMS = ("svc-digits", "ackley-cond", "cat-only")
 
 
 def job_key(run: dict[str, Any]) -> tuple:
@@ -197,7 +197,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument(
         "--smoke",
         action="store_true",
-        help="1 seed, budget 6, 2 problems, 8 arms, tiny optimizer settings",
+        help="1 seed, budget 6, 3 problems, 10 arms, tiny optimizer settings",
     )
     parser.add_argument(
         "--seeds", type=int, default=None, help="seeds 0..n-1 (default 10; smoke 1)"

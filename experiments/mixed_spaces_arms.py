@@ -42,18 +42,20 @@ LATER_ARMS = (
 ARMS = FIRST_ARMS + LATER_ARMS
 #: --smoke runs one arm of each kind (the default, its variants' code paths, the baselines).
 SMOKE_ARMS = (
+    "dsbo-gp+copula+md+explore+branch",
     "dsbo-gp+copula+md+explore",
     "dsbo-gp+copula+mixed+md",
     "dsbo-gp+winsorize",
     "random",
     "optuna-tpe",
     "ax",
+    "smac3",
     "dsbo-gp+copula+bonsai",
     "dsbo-map-saas+copula",
 )
 #: What ``dsbo.minimize``'s defaults pick on these spaces (4-8 parameters: ``surrogate="auto"``
 #: is the exact GP, ``outcome_warping="copula"``).
-DEFAULT_ARM = "dsbo-gp+copula+md+explore"
+DEFAULT_ARM = "dsbo-gp+copula+md+explore+branch"  # since issue 58; before: without +branch
 BASELINES = ("optuna-tpe", "ax", "random")
 #: Arms that are reported, never run by this version: the default as it was before issue 45
 #: (one-hot columns in the ARD kernel, BoTorch's per-combination loop, no min_distance), whose
