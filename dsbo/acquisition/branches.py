@@ -64,6 +64,9 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import Tensor
 
+from dsbo.acquisition.discrete_search import repeat_tolerance
+from dsbo.acquisition.sparsity import is_duplicate
+
 if TYPE_CHECKING:
     from botorch.models.model import Model
 
@@ -201,11 +204,16 @@ def draw_branch(
     optimizer: OptimizerSettings,
     combinations: list[dict[int, float]],
 ) -> tuple[Tensor, dict[str, Any]] | None:
-    """One posterior draw over the incumbent's copies in every branch (the module doc): the
-    draw's best copy (``1 x d``) and its categories' user values when that copy lies outside
-    the incumbent's branch, else ``None`` (the draw keeps the incumbent's branch)."""
+    """One posterior draw over the incumbent's copies in every branch (the module doc), those
+    that repeat an evaluated or pending point left out: the draw's best copy (``1 x d``) and
+    its categories' user values when that copy lies outside the incumbent's branch, else
+    ``None`` (the draw keeps the incumbent's branch, or every copy was tried)."""
     seed = (history.seed + 104_729) % (2**31 - 1)  # not the stall rule's own draw
     X = incumbent_copies(problem, history, optimizer, combinations, seed)
+    seen = history.seen().to(X)
+    X = X[~is_duplicate(X, seen, problem.bounds.to(X), repeat_tolerance(optimizer))]
+    if X.shape[0] == 0:
+        return None
     x = X[int(draw_scores(model, X, problem, seed).argmax())].reshape(1, -1)
     home = matching(combinations, incumbent(history, problem).reshape(1, -1))
     if matching(combinations, x) == home:

@@ -25,7 +25,10 @@ already taken by draws ``1..i-1`` (so the ``q`` points are distinct).
 * Draws are exact: the ``N x N`` posterior covariance is factorized by Cholesky (GPyTorch's
   default switches to an approximate Lanczos root above 800 points).
 * Pending points are not conditioned on (no fantasies): batch diversity comes from the
-  independent draws.
+  independent draws. Candidates that repeat an evaluated or pending point (within
+  ``max(min_distance, DUPLICATE_TOLERANCE)``) are passed over while ``q`` new ones remain; in
+  a small discrete space that is all tried (fewer than ``q`` new candidates), the draw's best is proposed again with
+  ``space_exhausted: True`` in its metadata.
 * Randomness: the Sobol set and the draws are seeded with the proposal seed; the global torch
   RNG is left untouched.
 
@@ -55,6 +58,8 @@ from botorch.utils.sampling import draw_sobol_samples
 from torch import Tensor
 
 from dsbo.acquisition.base import History, OptimizerSettings, Proposal, register_policy
+from dsbo.acquisition.discrete_search import repeat_tolerance
+from dsbo.acquisition.sparsity import is_duplicate
 from dsbo.errors import ConfigError
 from dsbo.problems.base import Problem
 
@@ -143,8 +148,12 @@ class ThompsonSampling:
             samples = model.posterior(X).rsample(torch.Size([q]))  # q x batch x N x outputs
         samples = one_member_per_draw(samples, generator)  # q x N x outputs
         scores = thompson_objective(samples, m, c)  # q x N
-        # Draw i contributes the best candidate of its own draw not taken by draws < i.
-        taken = torch.zeros(X.shape[0], dtype=torch.bool)
+        # Draw i contributes the best candidate of its own draw not taken by draws < i, nor
+        # evaluated or pending (unless fewer than q candidates are new: a small space, all tried).
+        seen = is_duplicate(
+            X, history.seen().to(X), problem.bounds.to(X), repeat_tolerance(self.optimizer)
+        )
+        taken = seen if int((~seen).sum()) >= q else torch.zeros(X.shape[0], dtype=torch.bool)
         index: list[int] = []
 
         def masked(Z: Tensor, X: Tensor | None = None) -> Tensor:
@@ -157,8 +166,10 @@ class ThompsonSampling:
             taken[j] = True
             index.append(j)
         chosen = X[index]
+        exhausted = {"space_exhausted": True} if int((~seen).sum()) < q else {}
         metadata: list[dict[str, Any]] = [
             {
+                **exhausted,
                 "acquisition": self.name,
                 "n_candidates": int(X.shape[0]),
                 "sample_value": float(samples[i, index[i], 0]),
