@@ -153,3 +153,25 @@ def test_ensemble_model_and_multi_objective_errors(fitted):
         propose(mo, ensemble, history)
     with pytest.raises(ConfigError, match="n_candidates=4 is smaller than q=5"):
         propose(problem, ensemble, history, q=5, n_candidates=4)
+
+
+def test_a_small_discrete_space_is_never_repeated_until_it_is_exhausted():
+    """Two integers of 3 values each: 9 configurations. Every draw's maximizer over the
+    snapped Sobol set is an evaluated point once the posterior peaks there; the policy passes
+    over evaluated and pending ones and says when none is left."""
+    import dsbo
+
+    space = {"a": dsbo.Int(1, 3), "b": dsbo.Int(1, 3)}
+    result = dsbo.minimize(
+        lambda p: (p["a"] - 2) ** 2 + (p["b"] - 3) ** 2,
+        space,
+        budget=11,
+        seed=0,
+        acquisition="thompson",
+        dry_run=False,
+    )
+    rows = result.history
+    configs = list(zip(rows["a"], rows["b"], strict=True))
+    assert len(set(configs[:9])) == 9
+    exhausted = [t.metadata.get("space_exhausted", False) for t in result.campaign.store.trials()]
+    assert exhausted[9:] == [True, True]
