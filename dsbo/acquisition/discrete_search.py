@@ -18,7 +18,7 @@ directly:
   continuous search spends on scoring its raw samples. The proposal is
   :math:`\arg\max_{x \in \mathcal C \setminus S} \alpha(x)`, with :math:`S` the evaluated and
   pending points (``History.seen``, within the repeat tolerance ``max(min_distance,
-  DUPLICATE_TOLERANCE)`` of :func:`dsbo.acquisition.plain.replace_repeats`). This is exact.
+  DUPLICATE_TOLERANCE)`` of :func:`dsbo.acquisition.repeats.replace_repeats`). This is exact.
 * **Local search** above that size: a first-improvement-free steepest ascent over one-category
   moves (change one categorical's value), the neighbourhood of CoCaBO's and of BoTorch's
   ``optimize_acqf_mixed_alternating`` discrete step, from the ``num_restarts`` best points of a
@@ -315,7 +315,7 @@ def maximize_discrete(
                     x, value = X[i], v[i]
                     meta["space_exhausted"] = True
                     if warn:
-                        _warn_exhausted(X.shape[0], enumerate_all)
+                        warn_exhausted(X.shape[0], enumerate_all)
             batch.add(x.unsqueeze(0), value)
             metadata.append(meta)
     return DiscreteProposal(*batch.result(), metadata)
@@ -372,10 +372,13 @@ class SpaceExhaustedWarning(UserWarning):
     """Every configuration left free has been evaluated or is pending: a repeat is proposed."""
 
 
-def _warn_exhausted(n: int, enumerated: bool) -> None:
+def warn_exhausted(n: int, enumerated: bool) -> None:
+    """Issue the :class:`SpaceExhaustedWarning` of a proposal that repeats a configuration
+    because each of ``n`` (or, when not ``enumerated``, of the first ``MAX_SWEEP``) has been
+    tried."""
     what = f"each of the {n}" if enumerated else f"each of the first {MAX_SWEEP}"
     warnings.warn(
-        f"{what} configurations left free (the categories, with the fixed features) has been "
+        f"{what} configurations left free (with the fixed features) has been "
         "evaluated or is pending; proposing the acquisition's best one again (a repeat, "
         "space_exhausted in the trial's metadata)",
         SpaceExhaustedWarning,
@@ -460,4 +463,5 @@ __all__ = [
     "settled_columns",
     "snap",
     "untried_design",
+    "warn_exhausted",
 ]

@@ -52,7 +52,8 @@ from dsbo.acquisition.discrete_search import (
 from dsbo.acquisition.exploration import exploration_due, explore
 from dsbo.acquisition.mixed_optimizer import maximize_over_combinations
 from dsbo.acquisition.reference_point import stable_reference_point
-from dsbo.acquisition.sparsity import DUPLICATE_TOLERANCE, is_duplicate
+from dsbo.acquisition.repeats import replace_repeats
+from dsbo.acquisition.sparsity import DUPLICATE_TOLERANCE
 from dsbo.errors import ConfigError
 from dsbo.problems.base import Problem
 
@@ -77,66 +78,6 @@ def objective_transform(model: Model) -> ScalarizedPosteriorTransform | None:
     weights = torch.zeros(model.num_outputs, dtype=torch.double)
     weights[0] = 1.0
     return ScalarizedPosteriorTransform(weights)
-
-
-def replace_repeats(
-    acqf: Any,
-    X: Tensor,
-    history: History,
-    problem: Problem,
-    optimizer: OptimizerSettings,
-    tol: float,
-) -> tuple[Tensor, list[bool]]:
-    """``X`` with every row that repeats an evaluated, pending or earlier row (within ``tol``,
-    at least ``DUPLICATE_TOLERANCE``, in the unit cube's max-norm, after snapping to the
-    search space) replaced by the new point of a scrambled Sobol set of
-    ``raw_samples`` points (snapped, feasible, fixed features applied) where ``acqf`` is
-    largest; a row is kept when no new point is left. Snapping a relaxed maximizer (integers,
-    categoricals, inactive conditional parameters) can land on a configuration already tried,
-    which would spend an evaluation on it again. When only categories are free
-    (:func:`~dsbo.acquisition.discrete_search.free_categoricals`), the replacement is the best
-    new configuration of :func:`~dsbo.acquisition.discrete_search.maximize_discrete` instead of
-    a Sobol set's (which can miss the few untried ones of a small space).
-
-    Returns:
-        The rows and, per row, whether it was replaced.
-    """
-    seen = history.seen().to(X)
-    bounds = problem.bounds.to(X)
-    tol = max(tol, DUPLICATE_TOLERANCE)
-    groups = free_categoricals(problem, optimizer)
-    rows: list[Tensor] = []
-    replaced: list[bool] = []
-    for i, x in enumerate(X):
-        pool = torch.cat([seen, *(r.unsqueeze(0) for r in rows)])
-        if not is_duplicate(x.unsqueeze(0), pool, bounds, tol)[0]:
-            rows.append(x)
-            replaced.append(False)
-            continue
-        seed = (history.seed + 7919 * (i + 1)) % (2**31 - 1)
-        if groups is not None:  # only categories are free: the best new configuration
-            found = maximize_discrete(
-                acqf, problem, optimizer, 1, seed, groups, avoid=pool, warn=False
-            )
-            exhausted = found.metadata[0].get("space_exhausted", False)
-            rows.append(x if exhausted else found.X[0].to(x))
-            replaced.append(not exhausted)
-            continue
-        candidates = problem.sobol_design(
-            optimizer.raw_samples, seed, optimizer.apply_fixed_features
-        ).to(X)
-        candidates = candidates[~is_duplicate(candidates, pool, bounds, tol)]
-        if candidates.shape[0] == 0:
-            rows.append(x)
-            replaced.append(False)
-            continue
-        with torch.no_grad():
-            scores = torch.cat(
-                [acqf(chunk.unsqueeze(-2)).reshape(-1) for chunk in candidates.split(256)]
-            )
-        rows.append(candidates[int(torch.argmax(scores))])
-        replaced.append(True)
-    return torch.stack(rows), replaced
 
 
 def incumbents(history: History, k: int = 3) -> Tensor:
@@ -316,10 +257,12 @@ class OptimizedPolicy(ABC):
         # a pruned candidate (BONSAI) sits on the default in most coordinates: being near
         # another one is what sparsity means, so only exact repeats are replaced then
         tol = opt.min_distance if self.postprocessor is None else DUPLICATE_TOLERANCE
-        X, replaced = replace_repeats(acqf, X, history, problem, opt, tol)
-        for meta, was in zip(metadata, replaced, strict=True):
+        X, replaced, exhausted = replace_repeats(acqf, X, history, problem, opt, tol)
+        for meta, was, none_left in zip(metadata, replaced, exhausted, strict=True):
             if was:
                 meta["repeat_replaced"] = True
+            if none_left:
+                meta["space_exhausted"] = True
         if q == 1 and history.cost_left is not None and problem.cost_function is not None:
             from dsbo.acquisition.affordable import make_affordable  # only under a cost budget
 

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from dsbo.acquisition import History, OptimizerSettings, make_policy
+from dsbo.acquisition.branches import category_combinations
 from dsbo.acquisition.discrete_search import (
     SpaceExhaustedWarning,
     configurations,
@@ -16,7 +17,7 @@ from dsbo.acquisition.discrete_search import (
     template,
 )
 from dsbo.acquisition.mixed_optimizer import maximize_over_combinations
-from dsbo.acquisition.plain import category_combinations, replace_repeats
+from dsbo.acquisition.repeats import replace_repeats
 from dsbo.problems import get_problem
 from dsbo.surrogates import fit_surrogate
 
@@ -235,12 +236,12 @@ def test_a_repeat_is_replaced_by_the_best_untried_configuration():
     problem = get_problem("black-box", parameters=SMALL)
     history = _history(problem, 20, seed=4)
     acqf = Table(problem, seed=5)
-    X, replaced = replace_repeats(acqf, history.X[:1].clone(), history, problem, FAST, 0.0)
+    X, replaced, _ = replace_repeats(acqf, history.X[:1].clone(), history, problem, FAST, 0.0)
     every = every_configuration(problem)
     untried = every[~(every.unsqueeze(1) == history.X.unsqueeze(0)).all(-1).any(-1)]
     assert replaced == [True] and torch.equal(X[0], ranked(acqf, untried)[0])
     history = History(X=every, Y=torch.zeros(24, 1, dtype=torch.double))
-    X, replaced = replace_repeats(acqf, every[:1].clone(), history, problem, FAST, 0.0)
+    X, replaced, _ = replace_repeats(acqf, every[:1].clone(), history, problem, FAST, 0.0)
     assert replaced == [False] and torch.equal(X[0], every[0])  # nothing untried is left
 
 

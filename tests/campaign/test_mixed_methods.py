@@ -137,7 +137,7 @@ def test_a_snapped_repeat_is_replaced_by_the_best_new_point():
     import torch
 
     from dsbo.acquisition import History
-    from dsbo.acquisition.plain import replace_repeats
+    from dsbo.acquisition.repeats import replace_repeats
 
     problem = get_problem(
         "black-box", parameters={"n": {"type": "int", "low": 0, "high": 9}, "x": [0.0, 1.0]}
@@ -148,14 +148,16 @@ def test_a_snapped_repeat_is_replaced_by_the_best_new_point():
     def acqf(X):  # largest at the evaluated point
         return -((X[..., 0] - 3.0) ** 2 + (X[..., 1] - 0.5) ** 2).min(-1).values
 
-    X, replaced = replace_repeats(acqf, evaluated.clone(), history, problem, FAST, 0.0)
+    X, replaced, _ = replace_repeats(acqf, evaluated.clone(), history, problem, FAST, 0.0)
     assert replaced == [True] and not torch.equal(X[0], evaluated[0])
     assert X[0, 0].item() == 3.0  # the best new point is the evaluated one's neighbour
     fresh = torch.tensor([[5.0, 0.25]], dtype=torch.double)
-    X, replaced = replace_repeats(acqf, fresh, history, problem, FAST, 0.0)
+    X, replaced, _ = replace_repeats(acqf, fresh, history, problem, FAST, 0.0)
     assert replaced == [False] and torch.equal(X, fresh)
     near = torch.tensor([[3.0, 0.505]], dtype=torch.double)  # 0.5% of x's range away
     assert replace_repeats(acqf, near.clone(), history, problem, FAST, 0.0)[1] == [False]
-    X, replaced = replace_repeats(acqf, near.clone(), history, problem, FAST, 0.01)  # min_distance
+    X, replaced, _ = replace_repeats(
+        acqf, near.clone(), history, problem, FAST, 0.01
+    )  # min_distance
     unit = (X[0] - evaluated[0]).abs() / (problem.bounds[1] - problem.bounds[0])
     assert replaced == [True] and unit.max() >= 0.01
