@@ -7,6 +7,11 @@ epochs each, mixed spaces with log floats, integers, categoricals and conditiona
 data that ship with scikit-learn, fixed train/validation splits, the validation loss after each
 epoch as the curve. Every arm reads the curves through one cache of real training runs.
 
+Issue 57 added ``mlp-overfit`` (curves that cross: 120 training rows of polynomial diabetes
+features, where an unregularized network leads early and overfits, a regularized one starts
+slower and ends lower) and ``lightning-digits`` (a user's ``LightningModule`` fitted by the
+``lightning`` package's Trainer through ``ReportCallback``): ``early_stopping_more_problems.py``.
+
 Budget: 20 full trainings counted in epochs (``budget_steps=540, max_steps=27``); a trial is
 charged the epochs it trained. A trial that reached epoch 27 is *fully trained*; the rule is
 not asked after its last epoch (a rung at 27 would otherwise stop fully trained trials).

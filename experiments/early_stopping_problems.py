@@ -65,6 +65,13 @@ DIGITS = 6
 
 # ----------------------------------------------------------------------------- data
 _DATA: dict[tuple[str, bool], tuple[Any, ...]] = {}
+#: Splits built by other problem modules: ``name -> build(small)``.
+_SPLITS: dict[str, Callable[[bool], tuple[Any, ...]]] = {}
+
+
+def register_split(name: str, build: Callable[[bool], tuple[Any, ...]]) -> None:
+    """Make ``_split(name, small)`` return ``build(small)`` (cached like the others)."""
+    _SPLITS[name] = build
 
 
 def _split(name: str, small: bool) -> tuple[Any, ...]:
@@ -72,6 +79,9 @@ def _split(name: str, small: bool) -> tuple[Any, ...]:
     ``small`` (the smoke test) keeps a third of the rows."""
     key = (name, small)
     if key in _DATA:
+        return _DATA[key]
+    if name in _SPLITS:
+        _DATA[key] = _SPLITS[name](small)
         return _DATA[key]
     import torch
     from sklearn import datasets
@@ -314,6 +324,7 @@ class CurveProblem:
     data: str
     model: str
     metric: str
+    modules: tuple[str, ...] = ()  # what its training imports, beyond torch
 
     def preload(self, small: bool = False) -> None:
         """Import what a training imports and load its data, so that a run's timers count
@@ -323,6 +334,7 @@ class CurveProblem:
         modules = ["torch", "torch.nn", "torch.nn.functional"]
         if self.dataset == "diabetes":
             modules += ["pytorch_lightning", "dsbo.integrations.lightning", "dsbo_zoo"]
+        modules += list(self.modules)
         for module in modules:
             importlib.import_module(module)
         _split(self.dataset, small)
@@ -390,7 +402,9 @@ def make_problems() -> dict[str, CurveProblem]:
         "torch CNN, plain training loop",
         "validation cross-entropy",
     )
-    return {p.name: p for p in (zoo, mlp, cnn)}
+    from early_stopping_more_problems import more_problems  # issue 57's two
+
+    return {**{p.name: p for p in (zoo, mlp, cnn)}, **more_problems()}
 
 
 def active_values(space: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:

@@ -100,7 +100,9 @@ def test_seeds_parse_as_ranges_and_lists():
     )
 
 
-@pytest.mark.parametrize("name", ["zoo-diabetes", "mlp-cancer", "cnn-digits"])
+@pytest.mark.parametrize(
+    "name", ["zoo-diabetes", "mlp-cancer", "cnn-digits", "mlp-overfit", "lightning-digits"]
+)
 def test_each_problem_trains_deterministically_and_a_stopped_run_is_a_prefix(name):
     import early_stopping_problems as ep
     import torch
@@ -120,6 +122,22 @@ def test_each_problem_trains_deterministically_and_a_stopped_run_is_a_prefix(nam
         len(three.values) == 3 and three.values == again.values and two.values == three.values[:2]
     )
     assert all(math.isfinite(v) for v in three.values)
+
+
+def test_mlp_overfit_curves_cross_the_fast_starter_ends_worse():
+    """The claim of ``mlp-overfit``: unregularized, the network is ahead after 3 epochs and
+    behind at epoch 27 (it overfits); with weight decay and dropout it starts slower and ends
+    lower."""
+    import early_stopping_problems as ep
+    import torch
+
+    torch.set_num_threads(1)
+    problem = ep.make_problems()["mlp-overfit"]
+    base = {"optimizer": "adam", "width": 256, "layers": 2, "batch_size": 16, "lr": 1e-3}
+    fast, slow = StopAt(ep.MAX_EPOCHS), StopAt(ep.MAX_EPOCHS)
+    problem.train({**base, "weight_decay": 1e-6, "dropout": 0.0}, 0, fast, False)
+    problem.train({**base, "weight_decay": 0.1, "dropout": 0.6}, 0, slow, False)
+    assert fast.values[2] < slow.values[2] and fast.values[-1] > slow.values[-1]
 
 
 def test_a_cached_curve_is_replayed_and_trained_on_only_past_its_end(tmp_path):
