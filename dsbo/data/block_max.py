@@ -32,15 +32,21 @@ products; a sum of :math:`m` terms is within :math:`\gamma_m \sum_j |q_j D_{rj}|
 (:math:`\gamma_m \approx m 2^{-24}`), so the bound used is :math:`U_b (1 + (m + 2) 2^{-21})`, which
 is never below a computed score.
 
-**Traversal** (per query, one thread). The blocks whose bound exceeds the entry cut :math:`\tau`
-are bucket-sorted by bound (64 buckets, descending: an :math:`O(nb)` near-sort) and visited in that
-order; a visited block is scored exactly into a ``block``-entry buffer (the query terms in stored
-order, each list's postings in the block in row order: the summation order of the exhaustive scan,
-so the scores are bitwise its scores) and its rows scoring ``> tau`` are offered to a bounded heap
-of ``width`` rows ordered by (score descending, original row id). A block is skipped when its
-bound is ``<= tau`` or, with the heap full, below the heap's worst score (``<``: a row tying the
-worst score with a lower id still enters). The result is the top ``width`` rows scoring ``> tau``,
-in any visiting order.
+**Traversal** (per query, one thread; :mod:`dsbo.data.block_max_kernels`). The ``probe`` blocks of
+largest bound are scored exactly first (into a ``block``-entry buffer) and their rows scoring
+``> tau`` offered to a bounded heap of ``width`` rows ordered by (score descending, original row
+id); with the heap full, its worst score :math:`\theta_0` is a lower bound of the final
+threshold. The other blocks are kept when their bound is ``> tau`` and, with the heap full,
+``>= theta_0`` (a row of the answer scores at least the final threshold, so its block is kept;
+``>=`` keeps ties, which the heap breaks by id), and only they are scanned, term at a time as the
+exhaustive scan does (query terms in stored order, each list's postings in row order: bitwise its
+sums), into an ``n``-entry buffer; their rows scoring ``> tau`` are offered to the heap. The
+result is the top ``width`` rows scoring ``> tau``. Unlike BMP's visit of the blocks one by one
+through a forward index, the surviving blocks are scanned through the posting lists: a learned
+code has tens of non-zeros per row of which only a few match a query (its FLOPs per row), so a
+forward index would read every entry of a visited row. A query whose bound pass would cost more
+than its postings (``m nb >= cost * sum_j n_j``: short posting lists, many blocks) is scored
+exhaustively at once.
 
 **Exact semantics of** :meth:`SparseIndex.search`. With ``tau = max(threshold, 0)`` (0 without
 a threshold), the heap is the exhaustive scan's answer whenever it holds ``width`` rows, or, for a
@@ -66,14 +72,18 @@ from typing import Any
 
 import numpy as np
 
-from dsbo.data.posting_lists import _heap_sort, _jit, _offer, _worse
+from dsbo.data.block_max_kernels import _dense_pruned_top, _search_queries, _worth_pruning
 from dsbo.errors import ConfigError
 
 #: ``SparseIndex(traversal=...)``: the exhaustive scan, the block-max traversal, or ``"auto"``
-#: (block-max on the compiled kernel, the scipy product otherwise).
+#: (the exhaustive scan: on the 201k-row benchmark of issue 60 the block-max traversal paid only
+#: on the sparsest codes; ``experiments/results/bench_retrieval/pruning``).
 TRAVERSALS = ("auto", "exhaustive", "block-max")
-#: Buckets of the near-sort of the block bounds.
-BUCKETS = 64
+#: A query is pruned only if its bound pass (``m nb`` multiply-adds, vectorized) is below
+#: ``COST`` times its postings (random read-modify-writes); otherwise it is scanned exhaustively.
+COST = 2.0
+#: Above this share of blocks kept by the filter, a query is scanned exhaustively instead.
+ALIVE_MAX = 0.8
 
 
 def check_traversal(traversal: Any, kernel: str, bound_factor: Any, block: Any) -> str:
@@ -83,8 +93,7 @@ def check_traversal(traversal: Any, kernel: str, bound_factor: Any, block: Any) 
         raise ConfigError(f"traversal={traversal!r}: choose one of {', '.join(TRAVERSALS)}")
     if traversal == "block-max" and kernel != "compiled":
         raise ConfigError('traversal="block-max" needs kernel="compiled" (numba)')
-    chosen = "block-max" if traversal == "auto" and kernel == "compiled" else traversal
-    chosen = "exhaustive" if chosen == "auto" else chosen
+    chosen = "exhaustive" if traversal == "auto" else traversal
     if (
         isinstance(bound_factor, bool)
         or not isinstance(bound_factor, int | float | np.floating | np.integer)
@@ -99,300 +108,10 @@ def check_traversal(traversal: Any, kernel: str, bound_factor: Any, block: Any) 
         isinstance(block, bool)
         or not isinstance(block, int | np.integer)
         or not 1 <= block <= 65536
+        or block & (block - 1)
     ):
-        raise ConfigError(f"block must be an integer in [1, 65536], got {block!r}")
+        raise ConfigError(f"block must be a power of two in [1, 65536], got {block!r}")
     return chosen
-
-
-@_jit
-def _bounds(
-    bmax: Any, bmin: Any, signed: bool, dims: Any, weights: Any, ub: Any
-) -> None:  # pragma: no cover - compiled
-    """``ub[b]``: the sum over the query terms of the positive part of ``w_j`` times the block's
-    extreme value of list ``j`` (``M+`` for ``w_j > 0``, ``M-`` for ``w_j < 0``)."""
-    ub[:] = 0.0
-    for e in range(dims.shape[0]):
-        w = weights[e]
-        if w > 0:
-            row = bmax[dims[e]]
-        elif w < 0 and signed:
-            row = bmin[dims[e]]
-        else:
-            continue
-        for b in range(ub.shape[0]):
-            ub[b] += w * row[b]
-
-
-@_jit
-def _score_block(
-    starts: Any, local: Any, data: Any, dims: Any, weights: Any, b: int, blockbuf: Any
-) -> int:  # pragma: no cover - compiled
-    """Block ``b``'s scores into ``blockbuf`` (query terms in stored order); returns the postings read."""
-    visited = 0
-    for e in range(dims.shape[0]):
-        j, w = dims[e], weights[e]
-        low, high = starts[j, b], starts[j, b + 1]
-        visited += np.int64(high) - np.int64(low)
-        for p in range(low, high):
-            blockbuf[local[p]] += w * data[p]
-    return visited
-
-
-@_jit
-def _pruned(
-    starts: Any,
-    local: Any,
-    data: Any,
-    bmax: Any,
-    bmin: Any,
-    signed: bool,
-    orig: Any,
-    block: int,
-    n: int,
-    dims: Any,
-    weights: Any,
-    tau: float,
-    factor: float,
-    width: int,
-    heap_scores: Any,
-    heap_ids: Any,
-    ub: Any,
-    order: Any,
-    bucket_of: Any,
-    counts: Any,
-    blockbuf: Any,
-) -> tuple[int, int]:  # pragma: no cover - compiled
-    """The top ``width`` rows scoring ``> tau`` (unsorted heap; module docstring): ``(size, postings read)``."""
-    nb = ub.shape[0]
-    _bounds(bmax, bmin, signed, dims, weights, ub)
-    scale = (1.0 + (dims.shape[0] + 2) * 2.0**-21) * factor
-    top = 0.0
-    for b in range(nb):
-        top = max(top, ub[b])
-    if top * scale <= tau:
-        return 0, 0
-    low = max(tau, 0.0) / scale
-    span = top - low
-    counts[:] = 0
-    for b in range(nb):
-        bucket_of[b] = -1
-        if ub[b] * scale > tau:
-            at = int((ub[b] - low) * BUCKETS / span) if span > 0 else 0
-            at = min(BUCKETS - 1, max(0, at))
-            bucket_of[b] = at
-            counts[at] += 1
-    total = 0
-    for at in range(BUCKETS - 1, -1, -1):  # best bucket first
-        c = counts[at]
-        counts[at] = total
-        total += c
-    for b in range(nb):
-        at = bucket_of[b]
-        if at >= 0:
-            order[counts[at]] = b
-            counts[at] += 1
-    size = 0
-    visited = 0
-    for i in range(total):
-        b = order[i]
-        bound = ub[b] * scale
-        if size == width and bound < heap_scores[0]:
-            continue
-        visited += _score_block(starts, local, data, dims, weights, b, blockbuf)
-        base = b * block
-        for r in range(min(block, n - base)):
-            score = blockbuf[r]
-            blockbuf[r] = 0.0
-            if score > tau:
-                row = orig[base + r]
-                if size < width or _worse(heap_scores[0], heap_ids[0], score, row):
-                    size = _offer(heap_scores, heap_ids, size, width, score, row)
-    return size, visited
-
-
-@_jit
-def _exhaustive(
-    starts: Any,
-    local: Any,
-    data: Any,
-    orig: Any,
-    block: int,
-    n: int,
-    dims: Any,
-    weights: Any,
-    threshold: float,
-    use_threshold: bool,
-    k: int,
-    width: int,
-    heap_scores: Any,
-    heap_ids: Any,
-    buffer: Any,
-) -> int:  # pragma: no cover - compiled
-    """Every row scored (the exhaustive scan's selection over the reordered rows, ties by
-    original id): ``kept = clip(rows above the threshold, k, width)`` best rows into the heap."""
-    nb = starts.shape[1] - 1
-    for e in range(dims.shape[0]):
-        j, w = dims[e], weights[e]
-        for b in range(nb):
-            base = b * block
-            for p in range(starts[j, b], starts[j, b + 1]):
-                buffer[base + local[p]] += w * data[p]
-    kept = width
-    if use_threshold:
-        count = 0
-        for r in range(n):
-            if buffer[r] > threshold:
-                count += 1
-        kept = min(max(count, k), width)
-    size = 0
-    for r in range(n):
-        score = buffer[r]
-        buffer[r] = 0.0
-        row = orig[r]
-        if size < kept or _worse(heap_scores[0], heap_ids[0], score, row):
-            size = _offer(heap_scores, heap_ids, size, kept, score, row)
-    return size
-
-
-@_jit
-def _search_queries(
-    starts: Any,
-    local: Any,
-    data: Any,
-    bmax: Any,
-    bmin: Any,
-    signed: bool,
-    orig: Any,
-    block: int,
-    q_indptr: Any,
-    q_indices: Any,
-    q_data: Any,
-    first: int,
-    last: int,
-    threshold: float,
-    use_threshold: bool,
-    k: int,
-    width: int,
-    factor: float,
-    out_scores: Any,
-    out_ids: Any,
-    out_kept: Any,
-    out_visited: Any,
-    ub: Any,
-    order: Any,
-    bucket_of: Any,
-    counts: Any,
-    blockbuf: Any,
-    buffer: Any,
-) -> None:  # pragma: no cover - compiled
-    """Queries ``first .. last - 1`` of a CSR block: the pruned traversal, or the exhaustive
-    scoring where the pruned heap is not the answer (module docstring); sorted outputs."""
-    n = buffer.shape[0]
-    nb = ub.shape[0]
-    tau = max(threshold, 0.0) if use_threshold else 0.0
-    need = k if use_threshold and threshold >= 0 else width
-    for i in range(first, last):
-        dims = q_indices[q_indptr[i] : q_indptr[i + 1]]
-        weights = q_data[q_indptr[i] : q_indptr[i + 1]]
-        scores, ids = out_scores[i - first], out_ids[i - first]
-        size, visited = _pruned(
-            starts,
-            local,
-            data,
-            bmax,
-            bmin,
-            signed,
-            orig,
-            block,
-            n,
-            dims,
-            weights,
-            tau,
-            factor,
-            width,
-            scores,
-            ids,
-            ub,
-            order,
-            bucket_of,
-            counts,
-            blockbuf,
-        )
-        if size < need:
-            size = _exhaustive(
-                starts,
-                local,
-                data,
-                orig,
-                block,
-                n,
-                dims,
-                weights,
-                threshold,
-                use_threshold,
-                k,
-                width,
-                scores,
-                ids,
-                buffer,
-            )
-            for e in range(dims.shape[0]):
-                visited += np.int64(starts[dims[e], nb]) - np.int64(starts[dims[e], 0])
-        _heap_sort(scores, ids, size)
-        out_kept[i - first] = size
-        out_visited[i - first] = visited
-
-
-@_jit
-def _dense_pruned_top(
-    starts: Any,
-    local: Any,
-    data: Any,
-    bmax: Any,
-    bmin: Any,
-    signed: bool,
-    orig: Any,
-    block: int,
-    n: int,
-    dims: Any,
-    weights: Any,
-    factor: float,
-    width: int,
-    out_scores: Any,
-    out_ids: Any,
-    ub: Any,
-    order: Any,
-    bucket_of: Any,
-    counts: Any,
-    blockbuf: Any,
-) -> int:  # pragma: no cover - compiled
-    """One dense (float64) query: the ``width`` best rows scoring ``> 0``, sorted; returns how
-    many were found (``width``: they are the best of all rows)."""
-    size, _ = _pruned(
-        starts,
-        local,
-        data,
-        bmax,
-        bmin,
-        signed,
-        orig,
-        block,
-        n,
-        dims,
-        weights,
-        0.0,
-        factor,
-        width,
-        out_scores,
-        out_ids,
-        ub,
-        order,
-        bucket_of,
-        counts,
-        blockbuf,
-    )
-    _heap_sort(out_scores, out_ids, size)
-    return size
 
 
 def dominant_order(codes: Any) -> np.ndarray:
@@ -448,7 +167,9 @@ class BlockMaxScanner:
         self.starts = np.zeros((d, nb + 1), dtype=kind)
         self.starts[:, 1:] = np.cumsum(counts, axis=1) + lists.indptr[:-1, None]
         self.starts[:, 0] = lists.indptr[:-1]
-        self.local = (lists.indices - in_block * self.block).astype(np.uint16)
+        #: Each posting's row in the reordered index (its block: ``position >> shift``).
+        self.positions = lists.indices.astype(np.uint32)
+        self.shift = self.block.bit_length() - 1
         self.data = np.ascontiguousarray(lists.data, dtype=np.float32)
         self.bmax = np.zeros((d, nb), dtype=np.float32)
         self.signed = bool((self.data < 0).any())
@@ -469,19 +190,28 @@ class BlockMaxScanner:
         self.postings_read = self.queries_read = 0
 
     def _buffers(self, dtype: Any) -> tuple[np.ndarray, ...]:
-        nb = self.n_blocks
+        """Scratch of one thread: block bounds, alive blocks and their mask, one block's and all
+        rows' scores."""
         return (
-            np.zeros(nb, dtype=dtype),  # block bounds
-            np.zeros(nb, dtype=np.int64),  # visiting order
-            np.zeros(nb, dtype=np.int64),  # bucket of each block
-            np.zeros(BUCKETS, dtype=np.int64),
-            np.zeros(self.block, dtype=dtype),  # one block's scores
+            np.zeros(self.n_blocks, dtype=dtype),
+            np.zeros(self.n_blocks, dtype=np.int64),
+            np.zeros(self.n_blocks, dtype=np.bool_),
+            np.zeros(self.block, dtype=dtype),
+            np.zeros(self.n, dtype=dtype),
         )
+
+    def probe(self, width: int) -> int:
+        """Blocks scored first, for the heap's threshold: enough rows for ``width`` twice over."""
+        return int(min(self.n_blocks, max(8, -(-2 * width // self.block))))
+
+    def worth_pruning(self, dims: np.ndarray) -> bool:
+        """Whether a query over the lists ``dims`` goes through the pruned traversal (:data:`COST`)."""
+        return bool(_worth_pruning(self.starts, np.ascontiguousarray(dims, dtype=np.int64), COST))
 
     @property
     def nbytes(self) -> int:
         """Bytes of the index arrays (bounds, block starts, postings, row ids)."""
-        parts = (self.starts, self.local, self.data, self.bmax, self.bmin, self.orig)
+        parts = (self.starts, self.positions, self.data, self.bmax, self.bmin, self.orig)
         return int(sum(a.nbytes for a in parts))
 
     def top(
@@ -502,16 +232,17 @@ class BlockMaxScanner:
         cut = np.float32(threshold if use_threshold else 0.0)
 
         def scan(part: int, first: int, last: int) -> None:
-            ub, order, bucket_of, counts, blockbuf = self._scratch[part][:5]
+            ub, alive, mask, blockbuf, buffer = self._scratch[part]
             _search_queries(
                 self.starts,
-                self.local,
+                self.positions,
                 self.data,
                 self.bmax,
                 self.bmin,
                 self.signed,
                 self.orig,
                 self.block,
+                self.shift,
                 q_indptr,
                 q_indices,
                 q_data,
@@ -522,16 +253,18 @@ class BlockMaxScanner:
                 k,
                 width,
                 self.bound_factor,
+                self.probe(width),
+                ALIVE_MAX,
+                COST,
                 scores[first:last],
                 ids[first:last],
                 kept[first:last],
                 self.visited[first:last],
                 ub,
-                order,
-                bucket_of,
-                counts,
+                alive,
+                mask,
                 blockbuf,
-                self._row_buffer(part),
+                buffer,
             )
 
         if self._pool is None or m < 2:
@@ -543,47 +276,52 @@ class BlockMaxScanner:
         self.queries_read += m
         return scores, ids, kept
 
-    def _row_buffer(self, part: int) -> np.ndarray:
-        """The ``n``-entry buffer of the exhaustive pass of thread ``part`` (built on first use)."""
-        scratch = self._scratch[part]
-        if len(scratch) == 5:
-            self._scratch[part] = scratch = (*scratch, np.zeros(self.n, dtype=np.float32))
-        return scratch[5]
-
     def dense_top(
         self, dims: np.ndarray, weights: np.ndarray, width: int
-    ) -> tuple[np.ndarray, np.ndarray] | None:
+    ) -> tuple[np.ndarray, np.ndarray] | None | bool:
         """:meth:`~dsbo.data.posting_lists.DenseQueryScanner.top` through the traversal: the
         ``width`` best rows of one float64 dense query over the lists of ``dims`` when at least
-        ``width`` rows score above 0 (bitwise the scan's scores), ``None`` otherwise."""
+        ``width`` rows score above 0 (bitwise the scan's scores), ``None`` otherwise, ``False``
+        when the filter kept too many blocks (:data:`ALIVE_MAX`: scan exhaustively)."""
         if self._dense_scratch is None:
             self._dense_scratch = self._buffers(np.float64)
-        ub, order, bucket_of, counts, blockbuf = self._dense_scratch
+        ub, alive, mask, blockbuf, buffer = self._dense_scratch
         scores = np.empty(width, dtype=np.float64)
         ids = np.empty(width, dtype=np.int64)
         size = _dense_pruned_top(
             self.starts,
-            self.local,
+            self.positions,
             self.data,
             self.bmax,
             self.bmin,
             self.signed,
             self.orig,
             self.block,
-            self.n,
+            self.shift,
             np.ascontiguousarray(dims, dtype=np.int64),
             np.ascontiguousarray(weights, dtype=np.float64),
             self.bound_factor,
             width,
+            self.probe(width),
+            ALIVE_MAX,
             scores,
             ids,
             ub,
-            order,
-            bucket_of,
-            counts,
+            alive,
+            mask,
             blockbuf,
+            buffer,
         )
+        if size < 0:
+            return False
         return (scores, ids) if size == width else None
 
 
-__all__ = ["BUCKETS", "TRAVERSALS", "BlockMaxScanner", "check_traversal", "dominant_order"]
+__all__ = [
+    "ALIVE_MAX",
+    "COST",
+    "TRAVERSALS",
+    "BlockMaxScanner",
+    "check_traversal",
+    "dominant_order",
+]

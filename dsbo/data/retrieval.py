@@ -94,8 +94,9 @@ class SparseIndex:
             uses one.
         traversal: ``"block-max"`` (exact dynamic pruning, :mod:`dsbo.data.block_max`: row
             blocks whose score bound cannot enter the shortlist are skipped), ``"exhaustive"``
-            (every posting of every query term) or ``"auto"`` (block-max with the compiled
-            kernel). The same ids and scores either way (with ``bound_factor=1``).
+            (every posting of every query term) or ``"auto"`` (exhaustive: block-max paid only
+            on the sparsest codes of issue 60's benchmark). The same ids and scores either way
+            (with ``bound_factor=1``); block-max needs the compiled kernel.
         bound_factor: 1 (default): exact. ``< 1``: **approximate** block-max traversal, a
             block is visited only if ``bound_factor`` times its bound beats the heap
             (SEISMIC's ``heap_factor``); returned scores stay exact, rows may be missed.
@@ -220,13 +221,12 @@ class SparseIndex:
         width = check_k(width, self.n, "width")
         dims = np.arange(self.dim) if dims is None else np.asarray(dims, dtype=np.int64)
         if self.kernel == "compiled":
-            scanner = self._query_scanner() if self.traversal == "block-max" else None
-            scanner = scanner or self._dense_query_scanner()
-            best = (
-                scanner.dense_top(dims, w[dims], width)
-                if isinstance(scanner, block_max.BlockMaxScanner)
-                else scanner.top(dims, w[dims], width)
-            )
+            pruned = self._query_scanner() if self.traversal == "block-max" else None
+            best = False
+            if pruned is not None and pruned.worth_pruning(dims):
+                best = pruned.dense_top(dims, w[dims], width)
+            if best is False:  # exhaustive, or pruning would not pay (block_max.COST, ALIVE_MAX)
+                best = self._dense_query_scanner().top(dims, w[dims], width)
             if best is not None:
                 return best
         scores, hit = self.dense_query_scores(w, dims, hits=True)
