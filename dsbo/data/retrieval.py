@@ -40,6 +40,11 @@ for signed (SThresh) codes too: a row scoring 0 outranks one scoring below 0; ti
 by row id, also inside the selection (a threshold then changes nothing). Memory is bounded:
 a block holds at most ``chunk`` queries and ``buffer`` scores (:meth:`SparseIndex.block_rows`).
 
+**Dynamic pruning** (``traversal="block-max"``, compiled kernel): :mod:`dsbo.data.block_max`
+bounds row blocks by the positive parts of the query-posting products and skips the blocks that
+cannot enter the shortlist (BMP, Mallia et al. 2024), with the same ids and scores;
+``bound_factor < 1`` makes it approximate (SEISMIC's heap factor).
+
 Baselines with the same ``search(queries, k) -> (scores, ids)`` interface
 (:mod:`dsbo.data.dense_indexes`, importable from here too): :class:`DenseIndex` (one BLAS
 matmul + ``argpartition``), :class:`TorchDenseIndex` (``torch.matmul`` + ``torch.topk``),
