@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from results_io import save_figure
 
 from dsbo.data.retrieval import TIMING_PARTS
 
@@ -83,7 +84,7 @@ def plot(result: dict[str, Any], out: Path) -> None:
     )
     ax.title.set_fontsize(8)
     fig.tight_layout()
-    fig.savefig(out / "time_vs_recall.png", dpi=90)
+    save_figure(fig, out / "time_vs_recall.png")
     plt.close(fig)
     plot_breakdown(methods, out)
 
@@ -110,7 +111,7 @@ def plot_breakdown(methods: dict[str, Any], out: Path) -> None:
     )
     bars.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(out / "time_breakdown.png", dpi=90)
+    save_figure(fig, out / "time_breakdown.png")
     plt.close(fig)
 
 

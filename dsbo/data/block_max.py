@@ -72,7 +72,7 @@ from typing import Any
 
 import numpy as np
 
-from dsbo.data.block_max_kernels import _dense_pruned_top, _search_queries, _worth_pruning
+from dsbo.data.block_max_kernels import dense_pruned_top, search_queries, worth_pruning
 from dsbo.errors import ConfigError
 
 #: ``SparseIndex(traversal=...)``: the exhaustive scan, the block-max traversal, or ``"auto"``
@@ -206,7 +206,7 @@ class BlockMaxScanner:
 
     def worth_pruning(self, dims: np.ndarray) -> bool:
         """Whether a query over the lists ``dims`` goes through the pruned traversal (:data:`COST`)."""
-        return bool(_worth_pruning(self.starts, np.ascontiguousarray(dims, dtype=np.int64), COST))
+        return bool(worth_pruning(self.starts, np.ascontiguousarray(dims, dtype=np.int64), COST))
 
     @property
     def nbytes(self) -> int:
@@ -233,7 +233,7 @@ class BlockMaxScanner:
 
         def scan(part: int, first: int, last: int) -> None:
             ub, alive, mask, blockbuf, buffer = self._scratch[part]
-            _search_queries(
+            search_queries(
                 self.starts,
                 self.positions,
                 self.data,
@@ -288,7 +288,7 @@ class BlockMaxScanner:
         ub, alive, mask, blockbuf, buffer = self._dense_scratch
         scores = np.empty(width, dtype=np.float64)
         ids = np.empty(width, dtype=np.int64)
-        size = _dense_pruned_top(
+        size = dense_pruned_top(
             self.starts,
             self.positions,
             self.data,

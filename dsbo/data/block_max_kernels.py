@@ -29,10 +29,10 @@ from typing import Any
 
 import numpy as np
 
-from dsbo.data.posting_lists import _heap_sort, _jit, _offer, _worse
+from dsbo.data.posting_lists import heap_sort, jit, offer, worse
 
 
-@_jit
+@jit
 def _bounds(
     bmax: Any, bmin: Any, signed: bool, dims: Any, weights: Any, ub: Any
 ) -> None:  # pragma: no cover - compiled
@@ -51,7 +51,7 @@ def _bounds(
             ub[b] += w * row[b]
 
 
-@_jit
+@jit
 def _score_block(
     starts: Any,
     positions: Any,
@@ -74,7 +74,7 @@ def _score_block(
     return visited
 
 
-@_jit
+@jit
 def _offer_rows(
     scores: Any,
     at: int,
@@ -94,12 +94,12 @@ def _offer_rows(
         scores[at + r] = 0.0
         if score > tau:
             row = orig[base + r]
-            if size < width or _worse(heap_scores[0], heap_ids[0], score, row):
-                size = _offer(heap_scores, heap_ids, size, width, score, row)
+            if size < width or worse(heap_scores[0], heap_ids[0], score, row):
+                size = offer(heap_scores, heap_ids, size, width, score, row)
     return size
 
 
-@_jit
+@jit
 def _pruned(
     starts: Any,
     positions: Any,
@@ -183,7 +183,7 @@ def _pruned(
     return size, visited
 
 
-@_jit
+@jit
 def _exhaustive(
     starts: Any,
     positions: Any,
@@ -224,13 +224,13 @@ def _exhaustive(
         buffer[r] = 0.0
         if size < kept or score >= heap_scores[0]:
             row = orig[r]
-            if size < kept or _worse(heap_scores[0], heap_ids[0], score, row):
-                size = _offer(heap_scores, heap_ids, size, kept, score, row)
+            if size < kept or worse(heap_scores[0], heap_ids[0], score, row):
+                size = offer(heap_scores, heap_ids, size, kept, score, row)
     return size, visited
 
 
-@_jit
-def _worth_pruning(starts: Any, dims: Any, cost: float) -> bool:  # pragma: no cover - compiled
+@jit
+def worth_pruning(starts: Any, dims: Any, cost: float) -> bool:  # pragma: no cover - compiled
     """Whether the bound pass (``m nb`` multiply-adds) costs less than ``cost`` times the
     postings of the query's lists."""
     nb = starts.shape[1] - 1
@@ -240,8 +240,8 @@ def _worth_pruning(starts: Any, dims: Any, cost: float) -> bool:  # pragma: no c
     return dims.shape[0] * nb < cost * postings
 
 
-@_jit
-def _search_queries(
+@jit
+def search_queries(
     starts: Any,
     positions: Any,
     data: Any,
@@ -283,7 +283,7 @@ def _search_queries(
         weights = q_data[q_indptr[i] : q_indptr[i + 1]]
         scores, ids = out_scores[i - first], out_ids[i - first]
         size, visited = 0, 0
-        pruned = _worth_pruning(starts, dims, cost)
+        pruned = worth_pruning(starts, dims, cost)
         if pruned:
             size, visited = _pruned(
                 starts,
@@ -328,13 +328,13 @@ def _search_queries(
                 buffer,
             )
             visited += more
-        _heap_sort(scores, ids, size)
+        heap_sort(scores, ids, size)
         out_kept[i - first] = size
         out_visited[i - first] = visited
 
 
-@_jit
-def _dense_pruned_top(
+@jit
+def dense_pruned_top(
     starts: Any,
     positions: Any,
     data: Any,
@@ -387,5 +387,8 @@ def _dense_pruned_top(
         buffer,
     )
     if size > 0:
-        _heap_sort(out_scores, out_ids, size)
+        heap_sort(out_scores, out_ids, size)
     return size
+
+
+__all__ = ["dense_pruned_top", "search_queries", "worth_pruning"]

@@ -233,6 +233,12 @@ def _accumulate_dense(
             touched[r] = True
 
 
+#: The compiled heap of the scans, shared with :mod:`dsbo.data.block_max_kernels`: ``jit`` (numba's
+#: ``njit(nogil=True, cache=True)``), ``worse`` (the ranking order), ``offer`` (a bounded heap's
+#: insert) and ``heap_sort`` (best first).
+jit, worse, offer, heap_sort = _jit, _worse, _offer, _heap_sort
+
+
 def unsigned_postings(postings: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(indptr, indices, data)`` of a ``d x n`` CSR as uint64, uint32 and float32 arrays:
     unsigned positions spare the compiled loops numpy's negative-index check on every entry
@@ -365,4 +371,13 @@ class DenseQueryScanner:
         return (scores, ids) if positive >= width else None
 
 
-__all__ = ["DenseQueryScanner", "PostingScanner", "available", "unsigned_postings"]
+__all__ = [
+    "DenseQueryScanner",
+    "PostingScanner",
+    "available",
+    "heap_sort",
+    "jit",
+    "offer",
+    "unsigned_postings",
+    "worse",
+]
