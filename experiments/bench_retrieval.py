@@ -25,7 +25,7 @@ unseen classes. Recall@1 is the share of queries whose top result is their match
 The retrieval part is :mod:`bench_retrieval_methods` (methods, timing, checks of each path's
 answers against the exact ones) and the report :mod:`bench_retrieval_report` (``results.md``:
 goals, faiss HNSW and F~ against L1 at matched recall; ``time_vs_recall.png`` with every model
-and baseline, ``time_breakdown.png``).
+and baseline).
 
 Every method answers the same query batch; methods are timed in turns (round robin, so load
 on the shared machine hits all alike), ``--repeats`` times; the median seconds per query are
@@ -81,6 +81,18 @@ RESULTS = Path(__file__).resolve().parent / "results" / "bench_retrieval"
 MODELS = Path("runs/sparse_embeddings")
 #: The benchmark's parts (``--parts``).
 PARTS = ("retrieval", "pool", "campaigns")
+
+
+def rounded(value: Any, digits: int = 4) -> Any:
+    """``value`` with every float to ``digits`` significant digits (the committed results.json:
+    timings and ratios do not carry more, and the results folder has a size budget)."""
+    if isinstance(value, float):
+        return float(f"{value:.{digits}g}")
+    if isinstance(value, dict):
+        return {key: rounded(v, digits) for key, v in value.items()}
+    if isinstance(value, list):
+        return [rounded(v, digits) for v in value]
+    return value
 
 
 def load_models(directory: Path) -> dict[str, tuple[SparseEmbedding, dict[str, Any]]]:
@@ -440,7 +452,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         },
         "run_at": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
     }
-    (args.out / "results.json").write_text(json.dumps(result, indent=2))
+    (args.out / "results.json").write_text(json.dumps(rounded(result), separators=(",", ":")))
     (args.out / "results.md").write_text(report(result))
     plot(result, args.out)
     return result

@@ -1,7 +1,8 @@
 """The report of ``experiments/bench_retrieval.py``: ``results.md`` (tables, the recall budgets
 of the issues' goals, faiss HNSW against the sparse paths at matched recall, F~ against L1 at
-matched recall) and the figures (``time_vs_recall.png``: every model and baseline on one
-recall-vs-time plane; ``time_breakdown.png``: where the sparse query time goes)."""
+matched recall, where the sparse query time goes) and ``time_vs_recall.png``, every model and
+baseline on one recall-vs-time plane (the split of the query time is a table only: a bar per
+configuration made the figure larger than the results folder's budget allows)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from results_io import save_figure
 
 from dsbo.data.retrieval import TIMING_PARTS
@@ -49,7 +49,7 @@ def plot(result: dict[str, Any], out: Path) -> None:
         {m["model"] for m in methods.values() if m["kind"] == "sparse"},
         key=lambda name: float(name.split("-")[1]) if name.count("-") >= 2 else 0.0,
     )
-    fig, ax = plt.subplots(figsize=(10, 6.5))
+    fig, ax = plt.subplots(figsize=(7.5, 5))
     fronts: dict[tuple[str, str], list[tuple[float, float]]] = {}
     for name, r in methods.items():
         x, y = r["seconds_per_query"] * 1e3, r["recall@1"]
@@ -85,33 +85,6 @@ def plot(result: dict[str, Any], out: Path) -> None:
     ax.title.set_fontsize(8)
     fig.tight_layout()
     save_figure(fig, out / "time_vs_recall.png")
-    plt.close(fig)
-    plot_breakdown(methods, out)
-
-
-def plot_breakdown(methods: dict[str, Any], out: Path) -> None:
-    """``time_breakdown.png``: per sparse configuration, the median ms of each part."""
-    import matplotlib.pyplot as plt
-
-    timed = {name: m["time_breakdown"] for name, m in methods.items() if "time_breakdown" in m}
-    if not timed:
-        return
-    order = sorted(timed, key=lambda name: timed[name]["total_seconds_per_query"])
-    fig, bars = plt.subplots(figsize=(8, 2 + 0.09 * len(order)))
-    left = np.zeros(len(order))
-    for part, color in zip(
-        TIMING_PARTS, ("tab:blue", "tab:orange", "tab:green", "tab:gray"), strict=True
-    ):
-        widths = np.array([1e3 * timed[name]["seconds_per_query"][part] for name in order])
-        bars.barh(range(len(order)), widths, left=left, color=color, label=part)
-        left += widths
-    bars.set_yticks(range(len(order)), order, fontsize=4)
-    bars.set(
-        xlabel="ms per query (median of the timed runs)", title="where the sparse query time goes"
-    )
-    bars.legend(fontsize=7)
-    fig.tight_layout()
-    save_figure(fig, out / "time_breakdown.png")
     plt.close(fig)
 
 
@@ -306,8 +279,8 @@ def report(result: dict[str, Any]) -> str:
         + "`; "
         "one thread (torch, faiss and numpy/scipy BLAS), methods timed in turns, median of "
         f"{rs['repeats']} repeats (retrieval) and {s.get('pool_repeats', 7)} (pool); raw numbers in "
-        "`results.json`, figures `time_vs_recall.png` (every model and baseline) and "
-        "`time_breakdown.png` (the split of the sparse query time, when measured).",
+        "`results.json` (floats to 4 significant digits), figure `time_vs_recall.png` (every "
+        "model and baseline).",
         "",
         *[
             f"The {part} part is carried over from {when} (this run: `--parts {' '.join(s.get('parts', []))}`)."
