@@ -10,8 +10,8 @@ skip, document at a time, the rows whose bound is below the heap's threshold; bl
 posting blocks. Learned sparse codes have long queries (tens of terms here) whose per-list
 maxima all overlap, which makes WAND's pivot selection costly and its list bounds loose; BMP
 (Block-Max Pruning, Mallia, Suel & Tonellotto, SIGIR 2024) and SEISMIC (Bruch et al., SIGIR
-2024) instead cut the *rows* into blocks, bound every block at once and visit the blocks best
-bound first. This module is BMP's design on the compiled posting lists.
+2024) instead cut the *rows* into blocks, bound every block at once and skip whole blocks. This
+module is BMP's block filter on the compiled posting lists.
 
 **Index.** The database rows are optionally reordered (``reorder``: rows sorted by their largest
 and second largest dimension, a cheap clustering so that a block's rows share dimensions and its
@@ -38,15 +38,23 @@ largest bound are scored exactly first (into a ``block``-entry buffer) and their
 id); with the heap full, its worst score :math:`\theta_0` is a lower bound of the final
 threshold. The other blocks are kept when their bound is ``> tau`` and, with the heap full,
 ``>= theta_0`` (a row of the answer scores at least the final threshold, so its block is kept;
-``>=`` keeps ties, which the heap breaks by id), and only they are scanned, term at a time as the
-exhaustive scan does (query terms in stored order, each list's postings in row order: bitwise its
-sums), into an ``n``-entry buffer; their rows scoring ``> tau`` are offered to the heap. The
-result is the top ``width`` rows scoring ``> tau``. Unlike BMP's visit of the blocks one by one
-through a forward index, the surviving blocks are scanned through the posting lists: a learned
-code has tens of non-zeros per row of which only a few match a query (its FLOPs per row), so a
-forward index would read every entry of a visited row. A query whose bound pass would cost more
-than its postings (``m nb >= cost * sum_j n_j``: short posting lists, many blocks) is scored
-exhaustively at once.
+``>=`` keeps ties, which the heap breaks by id). The posting lists are then walked term at a time
+as the exhaustive scan walks them (query terms in stored order, each list's postings in row
+order: bitwise its sums) into an ``n``-entry buffer, passing over the postings whose row lies in
+a skipped block (one mask test per posting instead of a random read-modify-write), and the rows
+of the kept blocks scoring ``> tau`` are offered to the heap. The result is the top ``width``
+rows scoring ``> tau``. BMP visits the kept blocks one by one through a forward index; here a
+learned code has tens of non-zeros per row of which only a few match a query (its FLOPs per
+row), so a forward index would read every entry of a visited row, and visiting blocks through
+per-(term, block) ranges was measured slower than the mask. A query whose bound pass would cost
+more than :data:`COST` times its postings, or whose filter keeps more than :data:`ALIVE_MAX` of
+the blocks, is scored exhaustively at once (the same answer).
+
+**Measured** (issue 60, ``experiments/results/bench_retrieval/pruning``): on 201k learned codes
+the bounds are loose (a block's bound sums tens of query terms, a row matches a few), so on the
+high-recall models almost every block is kept and the traversal costs a median 0.85x the
+exhaustive scan's speed; it pays only on the sparsest codes (up to 1.96x). Hence
+``traversal="auto"`` is the exhaustive scan.
 
 **Exact semantics of** :meth:`SparseIndex.search`. With ``tau = max(threshold, 0)`` (0 without
 a threshold), the heap is the exhaustive scan's answer whenever it holds ``width`` rows, or, for a
