@@ -137,7 +137,8 @@ def test_early_stopping_goals_are_the_recommended_arms_paired_verdicts():
 
 
 def test_mixed_spaces_row_states_the_default_against_the_previous_default():
-    from mixed_spaces_arms import DEFAULT_ARM, REPORT_ONLY_ARMS
+    from mixed_spaces_arms import REPORT_ONLY_ARMS
+    from mixed_spaces_goals import PREVIOUS_DEFAULT_ARM as DEFAULT_ARM  # issue 45's default
     from verdicts import paired_verdict
 
     [before] = REPORT_ONLY_ARMS
