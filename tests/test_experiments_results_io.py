@@ -37,7 +37,9 @@ def test_write_results_names_the_runs_file_and_refuses_to_repeat_the_runs(tmp_pa
 
 
 def committed_results_beside_runs():
-    return sorted(p for p in RESULTS.rglob("results.json") if (p.parent / "runs.jsonl").exists())
+    from results_io import run_lines
+
+    return sorted(p for p in RESULTS.rglob("results.json") if run_lines(p.parent))
 
 
 @pytest.mark.parametrize(
@@ -51,6 +53,24 @@ def test_no_committed_results_json_repeats_the_runs_beside_it(path):
     if "num_runs" in data:  # written by results_io: the summary covers that many recorded runs
         assert data["runs_file"] == "runs.jsonl"
         assert 0 < data["num_runs"] <= len(read_runs(path.parent))
+
+
+def test_archived_runs_read_as_before_and_lines_appended_after_come_last(tmp_path):
+    from results_io import archive_runs, read_runs, reference_to
+
+    runs = [{"arm": "a", "seed": s, "values": [float(s)]} for s in range(3)]
+    (tmp_path / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in runs))
+    archive = archive_runs(tmp_path)
+    assert archive.name == "runs.jsonl.gz" and not (tmp_path / "runs.jsonl").exists()
+    assert read_runs(tmp_path) == runs
+    assert archive_runs(tmp_path).read_bytes() == archive.read_bytes()  # no timestamp inside
+    later = {"arm": "b", "seed": 0, "values": [9.0]}
+    (tmp_path / "runs.jsonl").write_text(json.dumps(later) + "\n")  # a resumed run appends
+    assert read_runs(tmp_path) == [*runs, later]
+    (tmp_path / "next").mkdir()  # a reference to the archived file reads through the archive
+    ref = reference_to(tmp_path / "runs.jsonl", tmp_path / "next", {"arm": "a", "seed": 1})
+    (tmp_path / "next" / "runs.jsonl").write_text(json.dumps(ref) + "\n")
+    assert read_runs(tmp_path / "next") == [runs[1]]
 
 
 def test_a_reference_line_reads_as_the_run_it_names_in_its_place(tmp_path):
@@ -95,12 +115,12 @@ MIXED_SPACES = ("mixed_spaces", "mixed_spaces/after_fixes", "mixed_spaces/issue4
 
 
 def test_the_mixed_spaces_reports_share_their_runs_and_record_each_once():
-    from results_io import REFERENCE, read_runs
+    from results_io import REFERENCE, read_runs, run_lines
 
     recorded: dict[str, str] = {}
     key = ("problem", "arm", "seed", "budget", "smoke")
     for folder in (*MIXED_SPACES, "mixed_spaces/issue45-timing"):
-        lines = (RESULTS / folder / "runs.jsonl").read_text().splitlines()
+        lines = run_lines(RESULTS / folder)  # archived or not
         runs = read_runs(RESULTS / folder)  # every reference names one run
         assert len(runs) == len(lines) and len({tuple(r[k] for k in key) for r in runs}) == len(
             runs
@@ -114,7 +134,7 @@ def test_the_mixed_spaces_reports_share_their_runs_and_record_each_once():
             recorded[body] = folder
     # the second slice of issue 45 reports the baselines and the previous default of the earlier
     # folders: 108 of its 372 runs are read from there (30 of them under the name of the old default)
-    issue45 = (RESULTS / "mixed_spaces" / "issue45" / "runs.jsonl").read_text()
+    issue45 = "\n".join(run_lines(RESULTS / "mixed_spaces" / "issue45"))
     assert issue45.count(f'"{REFERENCE}"') == 108 and issue45.count('"with"') == 30
     assert len(read_runs(RESULTS / "mixed_spaces" / "issue45")) == 372
 
