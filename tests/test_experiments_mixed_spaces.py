@@ -72,8 +72,9 @@ def test_the_default_arm_is_what_dsbo_minimize_runs_on_these_spaces():
         inspect.signature(fit_gp).parameters["warm_start"].default is None
     )  # not +warm: off for the ARD GP
     assert inspect.signature(fit_gp).parameters["categorical"].default == "ard"  # not +mixed
+    assert OptimizerSettings().branches == "thompson"  # +branch
     for problem in mixed_spaces.make_problems().values():
         assert (
             mixed_spaces.DEFAULT_ARM
-            == f"dsbo-{auto_surrogate(SearchSpace(problem.space))}+{warping}+md+explore"
+            == f"dsbo-{auto_surrogate(SearchSpace(problem.space))}+{warping}+md+explore+branch"
         )
