@@ -258,8 +258,9 @@ def build_run(work: Path, name: str, argv: list[str]) -> tuple[Path, dict[str, b
 #: refuses them, so they are left out of its ``config.yaml`` while they hold their default (null).
 NEWER_KEYS = ("early_stopping", "max_steps", "budget_steps")
 #: Keys of the ``acquisition`` section added after the baseline, with their defaults (issue 45:
-#: exploration when the search stalls); left out the same way while they hold them.
-NEWER_ACQUISITION_KEYS = {"stall_patience": 3}
+#: exploration when the search stalls; issue 58: branches); left out the same way while they
+#: hold them.
+NEWER_ACQUISITION_KEYS = {"stall_patience": 3, "branches": "thompson"}
 
 
 def restore(run_dir: Path, kept: dict[str, bytes], arm: str) -> None:
