@@ -25,16 +25,15 @@ the conventions of ``early_stopping_problems.py``).
 from __future__ import annotations
 
 import logging
-import warnings
 from typing import Any
 
 from early_stopping_problems import (
     ACTIVATIONS,
-    MAX_EPOCHS,
     CurveProblem,
     _float32,
     _split,
     _torch_loop,
+    fit_reporting,
     register_split,
 )
 
@@ -144,20 +143,7 @@ def train_lightning_digits(
     val = DataLoader(TensorDataset(X_va, y_va), batch_size=len(y_va))
     torch.manual_seed(seed)
     model = digits_module(params, X_tr.shape[1])
-    trainer = L.Trainer(
-        max_epochs=MAX_EPOCHS,
-        accelerator="cpu",
-        devices=1,
-        enable_progress_bar=False,
-        logger=False,
-        enable_checkpointing=False,
-        enable_model_summary=False,
-        num_sanity_val_steps=0,
-        callbacks=[ReportCallback(trial, monitor="val_loss")],
-    )
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        trainer.fit(model, train, val)
+    fit_reporting(L.Trainer, model, train, val, ReportCallback(trial, monitor="val_loss"))
 
 
 def more_problems() -> dict[str, CurveProblem]:

@@ -298,7 +298,15 @@ def train_zoo_diabetes(params: dict[str, Any], seed: int, trial: Any, small: boo
     )
     val = DataLoader(TensorDataset(X_va, y_va, torch.arange(len(y_va))), batch_size=len(y_va))
     torch.manual_seed(seed)  # the zoo draws theta_0 from torch's global RNG at fit start
-    trainer = pl.Trainer(
+    fit_reporting(pl.Trainer, model, train, val, ReportCallback(trial, monitor="val_mse"))
+
+
+def fit_reporting(trainer: Any, model: Any, train: Any, val: Any, report: Any) -> None:
+    """Fit ``model`` for :data:`MAX_EPOCHS` epochs with the Trainer class ``trainer`` (either
+    Lightning package's) on CPU, quietly (no logger, checkpoints, progress bar or sanity
+    check), the ``report`` callback reporting each validation to the trial and ending the fit
+    when the trial says stop."""
+    fit = trainer(
         max_epochs=MAX_EPOCHS,
         accelerator="cpu",
         devices=1,
@@ -307,11 +315,11 @@ def train_zoo_diabetes(params: dict[str, Any], seed: int, trial: Any, small: boo
         enable_checkpointing=False,
         enable_model_summary=False,
         num_sanity_val_steps=0,
-        callbacks=[ReportCallback(trial, monitor="val_mse")],
+        callbacks=[report],
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        trainer.fit(model, train, val)
+        fit.fit(model, train, val)
 
 
 # ----------------------------------------------------------------------------- problems

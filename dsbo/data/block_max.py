@@ -217,6 +217,23 @@ class BlockMaxScanner:
         return bool(worth_pruning(self.starts, np.ascontiguousarray(dims, dtype=np.int64), COST))
 
     @property
+    def kernel_index(self) -> tuple[Any, ...]:
+        """The index as the compiled kernels take it: posting lists (``starts``, ``positions``,
+        ``data``), per-block bounds (``bmax``, ``bmin``, ``signed``), the row order (``orig``)
+        and the block geometry (``block``, ``shift``)."""
+        return (
+            self.starts,
+            self.positions,
+            self.data,
+            self.bmax,
+            self.bmin,
+            self.signed,
+            self.orig,
+            self.block,
+            self.shift,
+        )
+
+    @property
     def nbytes(self) -> int:
         """Bytes of the index arrays (bounds, block starts, postings, row ids)."""
         parts = (self.starts, self.positions, self.data, self.bmax, self.bmin, self.orig)
@@ -242,15 +259,7 @@ class BlockMaxScanner:
         def scan(part: int, first: int, last: int) -> None:
             ub, alive, mask, blockbuf, buffer = self._scratch[part]
             search_queries(
-                self.starts,
-                self.positions,
-                self.data,
-                self.bmax,
-                self.bmin,
-                self.signed,
-                self.orig,
-                self.block,
-                self.shift,
+                *self.kernel_index,
                 q_indptr,
                 q_indices,
                 q_data,
@@ -297,15 +306,7 @@ class BlockMaxScanner:
         scores = np.empty(width, dtype=np.float64)
         ids = np.empty(width, dtype=np.int64)
         size = dense_pruned_top(
-            self.starts,
-            self.positions,
-            self.data,
-            self.bmax,
-            self.bmin,
-            self.signed,
-            self.orig,
-            self.block,
-            self.shift,
+            *self.kernel_index,
             np.ascontiguousarray(dims, dtype=np.int64),
             np.ascontiguousarray(weights, dtype=np.float64),
             self.bound_factor,
