@@ -76,6 +76,7 @@ from early_stopping_arms import (  # noqa: F401  (the arms, for the tests and fr
     run_job,
     unavailable,
 )
+from early_stopping_goals import issue57_goals, issue57_markdown
 from early_stopping_problems import MAX_EPOCHS, make_problems
 from early_stopping_report import plot, seed_ranges, summarize, write_markdown  # noqa: F401
 from results_io import read_runs, write_results
@@ -164,9 +165,17 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument(
         "--report-only", action="store_true", help="run nothing: report the runs in runs.jsonl"
     )
+    parser.add_argument(
+        "--cache",
+        type=Path,
+        default=None,
+        help="the folder of cached training curves (default: OUT/curves); another folder's "
+        "cache replays the same trainings",
+    )
     add_out_argument(parser, RESULTS)
     args = parser.parse_args(argv)
     args.out = output_folder(args.out, args.smoke, RESULTS)
+    cache = args.cache or args.out / "curves"
 
     smoke = args.smoke
     seeds = parse_seeds(args.seeds) if args.seeds else ([0] if smoke else list(range(10)))
@@ -196,7 +205,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "budget": budget,
             "full_trainings": full_trainings,
             "smoke": smoke,
-            "cache": str(args.out / "curves"),
+            "cache": str(cache),
         }
         for s in seeds
         for p in problems
@@ -214,7 +223,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     recorded = {r["problem"] for r in runs}
     problems = {k: v for k, v in every_problem.items() if k in problems or k in recorded}
     summary = summarize(runs, problems, budget, smoke)
+    goals = issue57_goals(runs)
     summary.update(
+        issue57=goals,
         left_out=left_out,
         python=sys.version.split()[0],
         cpu_count=os.cpu_count(),
@@ -222,6 +233,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     )
     write_results(args.out, {"summary": summary}, runs)  # the runs themselves stay in runs.jsonl
     write_markdown(summary, args.out / "results.md")
+    section = issue57_markdown(goals)
+    if section:
+        with (args.out / "results.md").open("a") as md:
+            md.write("\n" + section)
     plot(runs, problems, budget, args.out / "best_vs_epochs.png")
     return summary
 

@@ -5,11 +5,13 @@ dsbo arm, Optuna's TPE with its pruners, and how each runs one (problem, seed) o
 
 from __future__ import annotations
 
+import importlib
 import time
 import warnings
 from pathlib import Path
 from typing import Any
 
+from early_stopping_peers import PEER_ARMS, peer_unavailable, run_elsewhere, run_peer, runs_here
 from early_stopping_problems import MAX_EPOCHS, CurveCache, Recorder, make_problems
 from mixed_spaces_problems import suggest_active
 
@@ -32,7 +34,7 @@ DSBO_ARMS: dict[str, Any] = {
     "bo+recommended": True,
 }
 OPTUNA_ARMS = ("optuna-tpe+hyperband", "optuna-tpe+median")
-ARMS = (*DSBO_ARMS, *OPTUNA_ARMS)
+ARMS = (*DSBO_ARMS, *OPTUNA_ARMS, *PEER_ARMS)
 BO_ES_ARMS = (
     "bo+median",
     "bo+asha",
@@ -64,6 +66,8 @@ def unavailable(arm: str) -> str | None:
     """Why ``arm`` cannot run here, or ``None``."""
     import importlib.util
 
+    if arm in PEER_ARMS:
+        return peer_unavailable(arm)
     if arm in OPTUNA_ARMS and importlib.util.find_spec("optuna") is None:
         return "optuna is not installed (pip install -e '.[compare]')"
     if arm in DSBO_ARMS and DSBO_ARMS[arm] is not None:
@@ -171,7 +175,10 @@ def run_optuna(problem: Any, arm: str, seed: int, budget: int, rec: Recorder) ->
 
 
 def run_job(job: dict[str, Any]) -> dict[str, Any]:
-    """One (problem, arm, seed) run; in a worker process on one thread."""
+    """One (problem, arm, seed) run; in a worker process on one thread (a peer arm whose
+    library this interpreter lacks: in the peers' interpreter, :mod:`early_stopping_peers`)."""
+    if job["arm"] in PEER_ARMS and not runs_here(job["arm"]):
+        return run_elsewhere(job)
     import torch
 
     torch.set_num_threads(1)
@@ -182,10 +189,14 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
 
     if job["arm"] in OPTUNA_ARMS:
         import optuna  # noqa: F401
+    elif job["arm"] in PEER_ARMS:
+        importlib.import_module(PEER_ARMS[job["arm"]])
     rec = Recorder(problem, job["seed"], CurveCache(Path(job["cache"])), small=job["smoke"])
     start = time.perf_counter()
     if job["arm"] in OPTUNA_ARMS:
         extra = run_optuna(problem, job["arm"], job["seed"], job["budget"], rec)
+    elif job["arm"] in PEER_ARMS:
+        extra = run_peer(problem, job["arm"], job["seed"], job["budget"], rec)
     else:
         extra = run_dsbo(
             problem,

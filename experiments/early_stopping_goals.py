@@ -1,0 +1,116 @@
+"""Issue 57's quality goal for ``early_stopping.py``, fixed before its runs: the arm, the peers,
+the problems, the seeds, the statistic and the threshold.
+
+- **The arm**: ``bo+recommended`` (``early_stopping=True``, the setting the guide names first),
+  on this commit's code.
+- **The peers**: Optuna TPE + ``HyperbandPruner``, random + ASHA (dsbo's Sobol proposals with
+  its ASHA rule), DEHB, Syne Tune's ASHA-CQR and BOHB (``early_stopping_peers.py``).
+- **The problems**: the five of ``early_stopping_problems.py`` (``zoo-diabetes``,
+  ``mlp-cancer``, ``cnn-digits``, and issue 57's ``mlp-overfit`` and ``lightning-digits``);
+  seeds 0-9; the budget of 20 full trainings (540 epochs).
+- **The statistic**: per problem and peer, the final best (the best validation value of a
+  fully trained trial) paired by seed, :func:`verdicts.paired_verdict` (two-sided Wilcoxon
+  signed-rank; met: the arm's mean lower and ``p <= 0.1``; ``p > 0.1``: within noise, not
+  met). A run without a fully trained trial counts as the worst final best any run reached on
+  that problem (the ranks stay honest; its count is printed).
+- **The goal**: the arm is below every peer (met against each) on at least 4 of the 5
+  problems.
+
+The runs are in ``results/early_stopping/issue57/``; each verdict is printed with its p-value.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from verdicts import MET, paired_verdict
+
+ARM = "bo+recommended"
+PEERS = (
+    "optuna-tpe+hyperband",
+    "random+asha",
+    "dehb",
+    "synetune-asha-cqr",
+    "synetune-bohb",
+)
+PROBLEMS = ("zoo-diabetes", "mlp-cancer", "cnn-digits", "mlp-overfit", "lightning-digits")
+SEEDS = tuple(range(10))
+FULL_TRAININGS = 20
+THRESHOLD_P = 0.1
+PROBLEMS_NEEDED = 4
+
+
+def final_bests(runs: list[dict[str, Any]], problem: str, arm: str) -> dict[int, float | None]:
+    """Seed -> final best of ``arm`` on ``problem`` over ``SEEDS`` (``None``: no full training)."""
+    return {
+        r["seed"]: r["final_best"]
+        for r in runs
+        if r["problem"] == problem
+        and r["arm"] == arm
+        and r["seed"] in SEEDS
+        and r["full_trainings"] == FULL_TRAININGS
+        and not r["smoke"]
+    }
+
+
+def issue57_goals(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per problem, the arm against each peer, and the goal's verdict."""
+    rows, problems_met, judged = [], [], []
+    for problem in PROBLEMS:
+        ours = final_bests(runs, problem, ARM)
+        if not ours:
+            continue
+        judged.append(problem)
+        reached = [
+            v for r in runs if r["problem"] == problem and (v := r["final_best"]) is not None
+        ]
+        worst = max(reached)
+        below_all = True
+        for peer in PEERS:
+            theirs = final_bests(runs, problem, peer)
+            seeds = sorted(set(ours) & set(theirs))
+            if not seeds:
+                below_all = False
+                rows.append({"problem": problem, "peer": peer, "verdict": "not run", "detail": ""})
+                continue
+            empty = [s for s in seeds if ours[s] is None or theirs[s] is None]
+
+            def filled(values: dict[int, float | None]) -> dict[int, float]:
+                return {s: worst if values[s] is None else values[s] for s in seeds}
+
+            v = paired_verdict(filled(ours), filled(theirs), True, THRESHOLD_P)
+            below_all &= v.verdict == MET
+            detail = v.describe(3)
+            if empty:
+                detail += f"; no full training on seeds {empty} (counted as {worst:.4g})"
+            rows.append({"problem": problem, "peer": peer, "verdict": v.verdict, "detail": detail})
+        if below_all:
+            problems_met.append(problem)
+    return {
+        "rows": rows,
+        "problems_judged": judged,
+        "problems_met": problems_met,
+        "met": len(problems_met) >= PROBLEMS_NEEDED,
+    }
+
+
+def issue57_markdown(goals: dict[str, Any]) -> str:
+    """The goal's section of ``results.md`` (empty when the arm has no run here)."""
+    if not goals["problems_judged"]:
+        return ""
+    verdict = "met" if goals["met"] else "**missed**"
+    lines = [
+        f"## Issue 57's goal: `{ARM}` below every peer on at least {PROBLEMS_NEEDED} of "
+        f"{len(PROBLEMS)} problems (seeds {SEEDS[0]}-{SEEDS[-1]}, paired Wilcoxon, "
+        f"p <= {THRESHOLD_P}; fixed in `early_stopping_goals.py` before the runs)",
+        "",
+        f"Below every peer on {len(goals['problems_met'])} of {len(goals['problems_judged'])} "
+        f"problems run ({', '.join(goals['problems_met']) or 'none'}): {verdict}.",
+        "",
+        f"| problem | peer | verdict | {ARM} - peer |",
+        "|---|---|---|---|",
+    ]
+    lines += [
+        f"| {r['problem']} | {r['peer']} | {r['verdict']} | {r['detail']} |" for r in goals["rows"]
+    ]
+    return "\n".join(lines) + "\n"
