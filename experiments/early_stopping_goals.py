@@ -53,6 +53,11 @@ def final_bests(runs: list[dict[str, Any]], problem: str, arm: str) -> dict[int,
     }
 
 
+def filled(values: dict[int, float | None], seeds: list[int], worst: float) -> dict[int, float]:
+    """``values`` on ``seeds``, a run without a full training counted as ``worst``."""
+    return {s: worst if values[s] is None else values[s] for s in seeds}
+
+
 def issue57_goals(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """Per problem, the arm against each peer, and the goal's verdict."""
     rows, problems_met, judged = [], [], []
@@ -74,11 +79,9 @@ def issue57_goals(runs: list[dict[str, Any]]) -> dict[str, Any]:
                 rows.append({"problem": problem, "peer": peer, "verdict": "not run", "detail": ""})
                 continue
             empty = [s for s in seeds if ours[s] is None or theirs[s] is None]
-
-            def filled(values: dict[int, float | None]) -> dict[int, float]:
-                return {s: worst if values[s] is None else values[s] for s in seeds}
-
-            v = paired_verdict(filled(ours), filled(theirs), True, THRESHOLD_P)
+            v = paired_verdict(
+                filled(ours, seeds, worst), filled(theirs, seeds, worst), True, THRESHOLD_P
+            )
             below_all &= v.verdict == MET
             detail = v.describe(3)
             if empty:
