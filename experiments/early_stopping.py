@@ -76,7 +76,7 @@ from early_stopping_arms import (  # noqa: F401  (the arms, for the tests and fr
     run_job,
     unavailable,
 )
-from early_stopping_goals import issue57_goals, issue57_markdown
+from early_stopping_goals import ARM, EXPLORATORY_ARMS, issue57_goals, issue57_markdown
 from early_stopping_problems import MAX_EPOCHS, make_problems
 from early_stopping_report import plot, seed_ranges, summarize, write_markdown  # noqa: F401
 from results_io import read_runs, write_results
@@ -223,7 +223,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     recorded = {r["problem"] for r in runs}
     problems = {k: v for k, v in every_problem.items() if k in problems or k in recorded}
     summary = summarize(runs, problems, budget, smoke)
-    goals = issue57_goals(runs)
+    goals = {arm: issue57_goals(runs, arm) for arm in (ARM, *EXPLORATORY_ARMS)}
     summary.update(
         issue57=goals,
         left_out=left_out,
@@ -233,9 +233,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     )
     write_results(args.out, {"summary": summary}, runs)  # the runs themselves stay in runs.jsonl
     write_markdown(summary, args.out / "results.md")
-    section = issue57_markdown(goals)
-    if section:
-        with (args.out / "results.md").open("a") as md:
+    with (args.out / "results.md").open("a") as md:
+        for section in filter(None, map(issue57_markdown, goals.values())):
             md.write("\n" + section)
     plot(runs, problems, budget, args.out / "best_vs_epochs.png")
     return summary

@@ -32,7 +32,12 @@ DSBO_ARMS: dict[str, Any] = {
     # early_stopping=True, the recommended setting of issue 57 (ASHA, model "last", stopped
     # trials pending when not fitted, no proposal repeating an ended trial)
     "bo+recommended": True,
+    # the same with Thompson sampling over Sobol candidates instead of qLogNEI's maximizer
+    # (issue 57, exploratory: named in early_stopping_goals.EXPLORATORY_ARMS before its runs)
+    "bo-ts+recommended": True,
 }
+#: The acquisition of the dsbo arms that do not use ``dsbo.minimize``'s default.
+ARM_ACQUISITION = {"bo-ts+recommended": "thompson"}
 OPTUNA_ARMS = ("optuna-tpe+hyperband", "optuna-tpe+median")
 ARMS = (*DSBO_ARMS, *OPTUNA_ARMS, *PEER_ARMS)
 BO_ES_ARMS = (
@@ -44,6 +49,7 @@ BO_ES_ARMS = (
     "bohb",
     "bo+mf-gp",
     "bo+recommended",
+    "bo-ts+recommended",
 )
 FULL_ARM, TPE_HB = "bo-full", "optuna-tpe+hyperband"
 #: The one arm the goals are judged for, named before the runs (issue 59): the guide's one
@@ -97,6 +103,8 @@ def run_dsbo(
     }
     if arm.startswith("random+"):
         options["acquisition"] = "sobol"
+    elif arm in ARM_ACQUISITION:
+        options["acquisition"] = ARM_ACQUISITION[arm]
     elif smoke:
         options["optimizer"] = OptimizerSettings(
             num_restarts=2, raw_samples=32, maxiter=25, batch_limit=2, mc_samples=32
