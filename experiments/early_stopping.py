@@ -27,6 +27,12 @@ Arms:
   with ``model: "bohb"`` (fitted on the
   highest rung with enough trials); ``bo+mf-gp``: ASHA with ``model: "fidelity"``, run only if
   this dsbo accepts it (else left out, with the reason in results.md).
+- ``bo-ts+recommended``: ``early_stopping=True`` with ``acquisition="thompson"`` (issue 57's
+  exploratory arm, ``early_stopping_goals.py``).
+- ``dehb``, ``synetune-asha-cqr``, ``synetune-bohb``: DEHB 0.1.2 and Syne Tune 0.16's ASHA-CQR
+  and BOHB, asked and told in-process (``early_stopping_peers.py``; they need numpy 1.26 and
+  run in the ``.venv-peers`` environment that file describes, left out with the reason when
+  it is missing).
 - ``optuna-tpe+hyperband``, ``optuna-tpe+median``: ``TPESampler(seed=seed)`` with
   ``HyperbandPruner(min_resource=1, max_resource=27, reduction_factor=3)`` / ``MedianPruner()``;
   conditional parameters suggested only while active; a trial the budget ends early is pruned.
@@ -48,6 +54,10 @@ every run recorded. The arms are in ``early_stopping_arms.py``, the report in
                                                                 # besides bo+mf-gp: 3.3 h of run time, one process each)
     python experiments/early_stopping.py --arms bo+asha bohb --seeds 0-4
     python experiments/early_stopping.py --report-only
+    python experiments/early_stopping.py --out experiments/results/early_stopping/issue57 \
+        --cache experiments/results/early_stopping/curves --arms bo+recommended \
+        optuna-tpe+hyperband random+asha dehb synetune-asha-cqr synetune-bohb
+                                                                # issue 57's goal: 5 problems, 6 arms, seeds 0-9
     python experiments/early_stopping.py --smoke                # < 1 min: 2 problems on small data, 3 arms, 1 seed
 
 ``--smoke`` without ``--out`` writes to a fresh temporary folder (printed).
@@ -76,7 +86,13 @@ from early_stopping_arms import (  # noqa: F401  (the arms, for the tests and fr
     run_job,
     unavailable,
 )
-from early_stopping_goals import ARM, EXPLORATORY_ARMS, issue57_goals, issue57_markdown
+from early_stopping_goals import (
+    ARM,
+    EXPLORATORY_ARMS,
+    against_earlier_code,
+    issue57_goals,
+    issue57_markdown,
+)
 from early_stopping_problems import MAX_EPOCHS, make_problems
 from early_stopping_report import plot, seed_ranges, summarize, write_markdown  # noqa: F401
 from results_io import read_runs, write_results
@@ -236,6 +252,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     with (args.out / "results.md").open("a") as md:
         for section in filter(None, map(issue57_markdown, goals.values())):
             md.write("\n" + section)
+        if args.out.resolve() != RESULTS.resolve():  # e.g. issue57/: the same arm's earlier runs
+            earlier = against_earlier_code(runs, read_runs(RESULTS / "runs.jsonl"))
+            md.write("\n" + earlier if earlier else "")
     plot(runs, problems, budget, args.out / "best_vs_epochs.png")
     return summary
 

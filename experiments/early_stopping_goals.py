@@ -133,3 +133,37 @@ def issue57_markdown(goals: dict[str, Any]) -> str:
         f"| {r['problem']} | {r['peer']} | {r['verdict']} | {r['detail']} |" for r in goals["rows"]
     ]
     return "\n".join(lines) + "\n"
+
+
+def against_earlier_code(runs: list[dict[str, Any]], earlier: list[dict[str, Any]]) -> str:
+    """``ARM`` on this code against its runs on the code of an earlier stop (``earlier``:
+    ``results/early_stopping/runs.jsonl``), paired by seed per problem both ran: a regression
+    is reported where the earlier runs are better with ``p <= THRESHOLD_P``."""
+    lines = []
+    for problem in PROBLEMS:
+        now, before = final_bests(runs, problem, ARM), final_bests(earlier, problem, ARM)
+        seeds = sorted(
+            s for s in set(now) & set(before) if now[s] is not None and before[s] is not None
+        )
+        if not seeds:
+            continue
+        v = paired_verdict(
+            {s: now[s] for s in seeds}, {s: before[s] for s in seeds}, True, THRESHOLD_P
+        )
+        verdict = {"met": "better", "missed": "**regression**"}.get(v.verdict, v.verdict)
+        lines.append(f"| {problem} | {verdict} | {v.describe(3)} |")
+    if not lines:
+        return ""
+    return (
+        "\n".join(
+            [
+                f"## `{ARM}` on this code against its runs of the earlier stop "
+                "(`results/early_stopping/runs.jsonl`, before issue 58's balanced initial design)",
+                "",
+                "| problem | verdict | now - earlier |",
+                "|---|---|---|",
+                *lines,
+            ]
+        )
+        + "\n"
+    )

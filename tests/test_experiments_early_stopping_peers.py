@@ -142,3 +142,16 @@ def test_each_peer_runs_a_short_job_within_its_budget(arm, tmp_path):
     if arm == "dehb":  # DEHB's fidelities are Hyperband's rungs: 1, 3, 9 and 27 epochs
         assert {e for e, _ in result["trials"][:-1]} <= {1, 3, 9, 27}
     assert peers.PEER_ARMS[arm] in ("dehb", "syne_tune")
+
+
+def test_the_arm_against_its_earlier_runs_reports_a_regression_paired_by_seed():
+    import early_stopping_goals as goals
+
+    earlier = [0.4 + 0.01 * s for s in goals.SEEDS]
+    worse = [v + 0.02 + 0.001 * s for s, v in enumerate(earlier)]  # worse on every seed
+    then = [run("zoo-diabetes", goals.ARM, s, earlier) for s in goals.SEEDS]
+    now = [run("zoo-diabetes", goals.ARM, s, worse) for s in goals.SEEDS]
+    table = goals.against_earlier_code(now, then)
+    assert "| zoo-diabetes | **regression** |" in table and "10 pairs" in table
+    assert "| zoo-diabetes | better |" in goals.against_earlier_code(then, now)
+    assert goals.against_earlier_code(now, []) == ""
