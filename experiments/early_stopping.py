@@ -30,7 +30,7 @@ Arms:
 - ``bo-ts+recommended``: ``early_stopping=True`` with ``acquisition="thompson"`` (issue 57's
   exploratory arm, ``early_stopping_goals.py``).
 - ``dehb``, ``synetune-asha-cqr``, ``synetune-bohb``: DEHB 0.1.2 and Syne Tune 0.16's ASHA-CQR
-  and BOHB, asked and told in-process (``early_stopping_peers.py``; they need numpy 1.26 and
+  and BOHB, asked and told in-process (``early_stopping_peers.py``; DEHB pins numpy < 2, so they
   run in the ``.venv-peers`` environment that file describes, left out with the reason when
   it is missing).
 - ``optuna-tpe+hyperband``, ``optuna-tpe+median``: ``TPESampler(seed=seed)`` with

@@ -17,13 +17,13 @@ ASHA-CQR and BOHB, each asked and told in-process on the same curves as every ot
   (``on_trial_add``, ``on_trial_result`` after every epoch, whose ``STOP`` ends the trial,
   ``on_trial_complete`` at epoch 27).
 
-Both libraries pin numpy 1.26, which the project's own environment does not have: they live in
+DEHB pins numpy < 2, which the project's own environment does not keep: both libraries live in
 a second virtual environment whose interpreter runs these arms (``.venv-peers`` beside the
 repository, or the one ``DSBO_PEERS_PYTHON`` names; Syne Tune imports ``huggingface_hub`` for its
 CQR searcher and downloads nothing here)::
 
     python3 -m venv .venv-peers
-    .venv-peers/bin/pip install "torch==2.13.0" "dehb==0.1.2" "syne-tune==0.16.0" huggingface_hub -e ".[lightning]"
+    .venv-peers/bin/pip install "torch==2.13.0" -e ".[lightning,peers]"
 
 A job of a peer arm started from an interpreter without the library is run by that one
 (:func:`run_elsewhere`: the job as JSON on its standard input, the run as JSON on its output).
