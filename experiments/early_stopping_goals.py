@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from verdicts import MET, paired_verdict
+from verdicts import MET, finals_by_seed, paired_verdict
 
 ARM = "bo+recommended"
 EXPLORATORY_ARMS = ("bo-ts+recommended",)
@@ -50,15 +50,7 @@ PROBLEMS_NEEDED = 4
 
 def final_bests(runs: list[dict[str, Any]], problem: str, arm: str) -> dict[int, float | None]:
     """Seed -> final best of ``arm`` on ``problem`` over ``SEEDS`` (``None``: no full training)."""
-    return {
-        r["seed"]: r["final_best"]
-        for r in runs
-        if r["problem"] == problem
-        and r["arm"] == arm
-        and r["seed"] in SEEDS
-        and r["full_trainings"] == FULL_TRAININGS
-        and not r["smoke"]
-    }
+    return finals_by_seed(runs, problem, arm, SEEDS, full_trainings=FULL_TRAININGS)
 
 
 def filled(values: dict[int, float | None], seeds: list[int], worst: float) -> dict[int, float]:

@@ -225,7 +225,9 @@ def run_synetune(problem: Any, arm: str, seed: int, budget: int, rec: Recorder) 
         suggestion = scheduler.suggest()
         if suggestion is None:  # the scheduler has nothing left to propose
             break
-        trial = Trial(trial_id=trial_id, config=suggestion.config, creation_time=now())
+        trial = Trial(
+            trial_id=trial_id, config=suggestion.config, creation_time=datetime.datetime.now()
+        )
         scheduler.on_trial_add(trial)
         times.append(time.perf_counter() - t0)
         trial_id += 1
@@ -235,10 +237,6 @@ def run_synetune(problem: Any, arm: str, seed: int, budget: int, rec: Recorder) 
         if rec.trials[-1]["full"]:
             scheduler.on_trial_complete(trial, {METRIC: value, TIME_ATTR: MAX_EPOCHS})
     return {"proposal_times": times, "decision_seconds": decisions, **statuses(rec)}
-
-
-def now() -> datetime.datetime:
-    return datetime.datetime.now()
 
 
 def statuses(rec: Recorder) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from verdicts import MISSED, paired_verdict
+from verdicts import MISSED, finals_by_seed, paired_verdict
 
 #: What ``dsbo.minimize``'s defaults run on these spaces since issue 58.
 ISSUE58_ARM = "dsbo-gp+copula+md+explore+branch"
@@ -34,15 +34,7 @@ THRESHOLD_P = 0.1
 
 def final_values(runs: list[dict[str, Any]], problem: str, arm: str) -> dict[int, float]:
     """Seed -> final best of ``arm`` on ``problem`` over ``SEEDS`` at ``BUDGET``."""
-    return {
-        r["seed"]: r["final_best"]
-        for r in runs
-        if r["problem"] == problem
-        and r["arm"] == arm
-        and r["seed"] in SEEDS
-        and r.get("budget") == BUDGET
-        and not r.get("smoke")
-    }
+    return finals_by_seed(runs, problem, arm, SEEDS, budget=BUDGET)
 
 
 def median_proposal_seconds(runs: list[dict[str, Any]], problem: str, arm: str) -> float | None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 MET, WITHIN_NOISE, MISSED = "met", "within noise", "missed"
 
@@ -65,6 +66,27 @@ def _pairs(
         if a is None or b is None or not (math.isfinite(a) and math.isfinite(b)):
             raise ValueError(f"a pair without two finite values: {(a, b)}")
     return [(float(a), float(b)) for a, b in pairs]
+
+
+def finals_by_seed(
+    runs: Sequence[Mapping[str, Any]],
+    problem: str,
+    arm: str,
+    seeds: Sequence[int],
+    **fields: Any,
+) -> dict[int, Any]:
+    """Seed -> ``final_best`` of the full-size (not ``smoke``) runs of ``arm`` on ``problem``
+    over ``seeds`` whose ``fields`` hold the given values (e.g. ``budget=40``): the values a
+    goal pairs by seed."""
+    return {
+        r["seed"]: r["final_best"]
+        for r in runs
+        if r["problem"] == problem
+        and r["arm"] == arm
+        and r["seed"] in seeds
+        and not r.get("smoke")
+        and all(r.get(k) == value for k, value in fields.items())
+    }
 
 
 def paired_verdict(
