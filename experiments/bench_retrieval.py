@@ -10,8 +10,9 @@ unseen classes. Recall@1 is the share of queries whose top result is their match
 - sparse: :class:`~dsbo.data.retrieval.SparseIndex` on the model's codes, on each path
   (``--kernels``, ``--traversals``, ``--bound-factors``): the exhaustive compiled posting-list
   scan, the exact block-max traversal (issue 60: row blocks whose score bound cannot enter the
-  shortlist are skipped; the same answers), its approximate mode (bound factor < 1) and scipy's
-  sparse product; a shortlist of the best
+  shortlist are skipped; the same answers), its approximate mode (bound factor < 1), the
+  clustered lists of SEISMIC (``--traversals clustered``: exact, and approximate at each
+  ``--clusters`` spec) and scipy's sparse product; a shortlist of the best
   ``--shortlist`` sparse scores above ``--threshold`` (the thesis: 0.25, k = 1000 for 1M rows;
   several shortlist lengths may be given), re-ranked exactly with dense vectors: ``--rerank
   dense-model`` (default) the dense baseline's embeddings, as the thesis re-ranks with a
@@ -340,9 +341,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument(
         "--traversals",
         nargs="+",
-        choices=("exhaustive", "block-max"),
-        default=["exhaustive", "block-max"],
+        choices=("exhaustive", "block-max", "clustered"),
+        default=["exhaustive", "block-max", "clustered"],
         help="walks of the compiled kernel timed side by side",
+    )
+    parser.add_argument(
+        "--clusters",
+        nargs="*",
+        default=["list=2000,block=16,mass=0.4,terms=10,f=0.9"],
+        help="approximate clustered paths, each KEY=VALUE,... of list (postings kept per list), "
+        "block (rows per block), mass (summary mass), terms (query terms), f (heap factor)",
     )
     parser.add_argument(
         "--bound-factors",

@@ -8,7 +8,10 @@ Methods (each ``search(queries, k)``, top-1 here):
   block-max traversal of :mod:`dsbo.data.block_max`: the same ids and scores, fewer postings
   read), ``block-max f=F`` (its **approximate** mode, ``bound_factor = F < 1``: a block is visited
   only if ``F`` times its score bound beats the heap, as SEISMIC's ``heap_factor``) and
-  ``scipy`` (scipy's sparse product); with a shortlist of the ``--shortlist`` best sparse scores
+  ``clustered`` (SEISMIC's blocked lists with summaries, :mod:`dsbo.data.clustered_postings`,
+  exact settings: the same ids and scores), ``clustered SPEC`` (its **approximate** settings,
+  ``--clusters``: postings kept per list, rows per block, summary mass, query terms, heap
+  factor) and ``scipy`` (scipy's sparse product); with a shortlist of the ``--shortlist`` best sparse scores
   above ``--threshold`` re-ranked by dense vectors, and without re-ranking;
 - dense baselines on the dense model's embeddings: numpy BLAS, torch, faiss ``IndexFlatIP``,
   ``IndexIVFFlat`` (``--nprobe``) and ``IndexHNSWFlat`` (M = ``--hnsw-m``, faiss' default
@@ -16,10 +19,11 @@ Methods (each ``search(queries, k)``, top-1 here):
   excluded).
 
 Each sparse path is checked against the exact ones: ``same_ids_as_scipy`` (compiled),
-``same_ids_as_exhaustive`` (block-max: the exhaustive compiled scan's ids), and for the
-approximate mode ``top1_agreement_with_exact``, the share of queries whose top-1 is the exact
+``same_ids_as_exhaustive`` (block-max and clustered: the exhaustive compiled scan's ids), and
+for the approximate modes ``top1_agreement_with_exact``, the share of queries whose top-1 is the exact
 traversal's (its recall against the exact mode). ``postings_read_share``: postings the
-traversal read per query over those of the query's posting lists (1 for the exhaustive scan).
+traversal read per query over those of the query's posting lists (1 for the exhaustive scan;
+clustered: the summary and forward-index entries it read).
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
+from dsbo.data.clustered_postings import ClusterSettings
 from dsbo.data.dense_indexes import faiss_module
 from dsbo.data.retrieval import (
     TIMING_PARTS,
@@ -85,7 +90,56 @@ def sparse_paths(args: Any) -> dict[str, dict[str, Any]]:
             paths["block-max"] = options
             for factor in args.bound_factors:
                 paths[f"block-max f={factor:g}"] = {**options, "bound_factor": factor}
+        if "clustered" in args.traversals:
+            paths["clustered"] = {"kernel": "compiled", "traversal": "clustered"}
+            for spec in args.clusters:
+                paths[f"clustered {spec}"] = {
+                    "kernel": "compiled",
+                    "traversal": "clustered",
+                    **cluster_options(spec),
+                }
     return paths
+
+
+#: ``--clusters`` keys: the :class:`~dsbo.data.clustered_postings.ClusterSettings` field each sets.
+CLUSTER_KEYS = {
+    "list": "list_size",
+    "block": "block_size",
+    "mass": "summary_mass",
+    "terms": "query_terms",
+}
+
+
+def cluster_options(spec: str) -> dict[str, Any]:
+    """``SparseIndex`` options of one ``--clusters`` spec, e.g. ``list=2000,mass=0.4,terms=10,f=0.9``
+    (``f``: the heap factor, ``bound_factor``); bad keys stop the run before anything is timed."""
+    clusters: dict[str, Any] = {}
+    options: dict[str, Any] = {"clusters": clusters}
+    for item in spec.split(","):
+        key, _, value = item.partition("=")
+        if key == "f":
+            options["bound_factor"] = float(value)
+        elif key in CLUSTER_KEYS:
+            field = CLUSTER_KEYS[key]
+            clusters[field] = float(value) if field == "summary_mass" else int(value)
+        else:
+            raise SystemExit(
+                f"--clusters {spec!r}: unknown key {key!r} (use {', '.join(CLUSTER_KEYS)}, f)"
+            )
+    ClusterSettings(**clusters)  # checked now: a bad value names its field
+    return options
+
+
+def index_options(options: dict[str, Any]) -> dict[str, Any]:
+    """A path's options as ``SparseIndex`` takes them (the clustered settings as their class)."""
+    if "clusters" not in options:
+        return options
+    return {**options, "clusters": ClusterSettings(**options["clusters"])}
+
+
+def is_approximate(path: str) -> bool:
+    """Whether a sparse path may miss rows (block-max with a factor, clustered with a spec)."""
+    return path.startswith(("block-max f=", "clustered "))
 
 
 def embed(model: SparseEmbedding, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -179,11 +233,11 @@ def check_paths(results: dict[str, Any], outputs: dict[str, Any]) -> None:
         if path == "compiled" and f"{model} | scipy | {config}" in outputs:
             scipy_ids = outputs[f"{model} | scipy | {config}"][1]
             results[name]["same_ids_as_scipy"] = bool(np.array_equal(out[1], scipy_ids))
-        elif path == "block-max" and exhaustive is not None:
+        elif path in ("block-max", "clustered") and exhaustive is not None:
             results[name]["same_ids_as_exhaustive"] = bool(
                 np.array_equal(out[1], exhaustive[1]) and np.array_equal(out[0], exhaustive[0])
             )
-        elif path.startswith("block-max f=") and exact is not None:
+        elif is_approximate(path) and exact is not None:
             agree = np.asarray(out[1])[:, 0] == np.asarray(exact[1])[:, 0]
             results[name]["top1_agreement_with_exact"] = float(agree.mean())
 
@@ -197,7 +251,7 @@ def retrieval_bench(models, xq, xdb, match, args) -> dict[str, Any]:
     searches: dict[str, Any] = {}  # the sparse searches, taking a timings dict
     results: dict[str, dict[str, Any]] = {}
     outputs: dict[str, Any] = {}
-    read: dict[str, Any] = {}  # the block-max indexes: postings read per query
+    read: dict[str, Any] = {}  # the pruning indexes: postings (entries) read per query
 
     def runner(name, fn):
         def run():
@@ -218,7 +272,7 @@ def retrieval_bench(models, xq, xdb, match, args) -> dict[str, Any]:
             cq_dense, cdb_dense = dq, ddb
         database = sp.csr_matrix(cdb)
         indexes = {
-            path: SparseIndex(database, dense=cdb_dense, **options)
+            path: SparseIndex(database, dense=cdb_dense, **index_options(options))
             for path, options in paths.items()
         }
         del cdb_dense
@@ -237,7 +291,7 @@ def retrieval_bench(models, xq, xdb, match, args) -> dict[str, Any]:
                 dense_q = cq_dense if "shortlist" in options else None
                 searches[label] = sparse_search(index, qcsr, k, dense_queries=dense_q, **options)
                 labels.append(label)
-                if path.startswith("block-max"):
+                if path.startswith(("block-max", "clustered")):
                     read[label] = (index, full_postings)
         stats = {
             "model": name,

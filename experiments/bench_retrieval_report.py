@@ -10,6 +10,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from bench_retrieval_methods import is_approximate
 from results_io import save_figure
 
 from dsbo.data.retrieval import TIMING_PARTS
@@ -67,10 +68,11 @@ def plot(result: dict[str, Any], out: Path) -> None:
         path = r.get("kernel", "compiled")
         color = model_color(r, models)
         face = "none" if path in ("compiled", "scipy") else color
-        size = 14 if path.startswith("block-max f=") else 30
+        size = 14 if is_approximate(path) else 30
         ax.scatter(x, y, marker=config_marker(name), s=size, facecolors=face, edgecolors=color)
-        if path.startswith("block-max"):
-            fronts.setdefault((r["model"], name.split(" | ")[-1]), []).append((x, y))
+        if path.startswith(("block-max", "clustered")):
+            family = path.split(" ")[0]
+            fronts.setdefault((r["model"], family, name.split(" | ")[-1]), []).append((x, y))
     for points in fronts.values():
         points.sort()
         ax.plot(*zip(*points, strict=True), lw=0.6, alpha=0.6, color="0.5")
@@ -79,7 +81,8 @@ def plot(result: dict[str, Any], out: Path) -> None:
         xlabel="ms per query (one thread, median of interleaved repeats)",
         ylabel="recall@1",
         title="F~ (blues, darker: larger lambda) and L1 (reds); hollow: exhaustive scan, filled: "
-        "block-max,\nsmall: approximate (lines join a model's block-max points); diamonds re-rank "
+        "block-max or clustered,\nsmall: approximate (lines join a model's points of one "
+        "traversal); diamonds re-rank "
         "1000, squares 100, triangles none;\nblack stars exact dense, grey + IVF, green HNSW",
     )
     ax.title.set_fontsize(8)
@@ -142,7 +145,7 @@ def path_groups(sparse: dict[str, Any]) -> dict[str, Any]:
     """Sparse paths grouped for the goal tables: each path, and every exact / every path."""
     paths = sorted({m.get("kernel", "scipy") for m in sparse.values()})
     groups = {path: (lambda n, m, p=path: m.get("kernel", "scipy") == p) for path in paths}
-    groups["any exact path"] = lambda n, m: not m.get("kernel", "").startswith("block-max f=")
+    groups["any exact path"] = lambda n, m: not is_approximate(m.get("kernel", ""))
     groups["any path (approximate included)"] = lambda n, m: True
     return groups
 
@@ -167,7 +170,7 @@ def goal_lines(methods: dict[str, Any]) -> list[str]:
         lines.append(f"| {group} | {' | '.join(cells)} |")
     checks = [
         ("same_ids_as_scipy", "compiled scan: the scipy path's ids"),
-        ("same_ids_as_exhaustive", "block-max: the exhaustive scan's ids and scores"),
+        ("same_ids_as_exhaustive", "block-max and clustered: the exhaustive scan's ids and scores"),
     ]
     for key, text in checks:
         flags = [m[key] for m in sparse.values() if key in m]
@@ -185,12 +188,14 @@ def goal_lines(methods: dict[str, Any]) -> list[str]:
             f"{100 * max(values):.1f}% of the queries (median {100 * statistics.median(values):.1f}%, "
             f"{len(values)} configurations)."
         )
-    shares = [m["postings_read_share"] for m in sparse.values() if m.get("kernel") == "block-max"]
-    if shares:
-        lines.append(
-            f"\nblock-max (exact) read {100 * min(shares):.1f}% to {100 * max(shares):.1f}% of the "
-            f"postings of the queries' lists (median {100 * statistics.median(shares):.1f}%)."
-        )
+    for path, what in (("block-max", "postings"), ("clustered", "entries (summaries and rows)")):
+        shares = [m["postings_read_share"] for m in sparse.values() if m.get("kernel") == path]
+        if shares:
+            lines.append(
+                f"\n{path} (exact) read {100 * min(shares):.1f}% to {100 * max(shares):.1f}% as "
+                f"many {what} as the queries' lists hold postings (median "
+                f"{100 * statistics.median(shares):.1f}%)."
+            )
     return lines
 
 
@@ -241,7 +246,7 @@ def family_lines(methods: dict[str, Any]) -> list[str]:
         "|---|---|---|---|---|",
     ]
     groups = path_groups(sparse)
-    for group in ("compiled", "block-max", "any path (approximate included)"):
+    for group in ("compiled", "block-max", "clustered", "any path (approximate included)"):
         if group not in groups:
             continue
         for loss in (0, 1, 2, 5, 10, 20):
@@ -293,7 +298,10 @@ def report(result: dict[str, Any]) -> str:
         f"Sparse: threshold {rs['threshold']}, shortlist {rs['shortlist']} (`sparse+rerank@S`: the S best sparse scores), "
         f"re-ranked with {RERANK_TEXT[rs.get('rerank', 'own')]}; paths: `compiled` the exhaustive "
         "posting-list scan, `block-max` the exact pruned traversal, `block-max f=F` its approximate "
-        "mode (bound factor F), `scipy` scipy's sparse product. Dense baselines on the dense model "
+        "mode (bound factor F), `clustered` SEISMIC's blocked lists with summaries (exact "
+        "settings), `clustered SPEC` its approximate settings (list: postings kept per list, "
+        "block: rows per block, mass: summary mass, terms: query terms, f: heap factor), `scipy` "
+        "scipy's sparse product. Dense baselines on the dense model "
         f"`{r['dense_model']}`; IVF nlist {r['ivf_nlist']}"
         + (
             f"; HNSW M {hnsw['M']}, efConstruction {hnsw['efConstruction']} (built in "

@@ -41,6 +41,7 @@ def test_sparse_embeddings_smoke(tmp_path):
 
 def test_bench_retrieval_smoke(tmp_path):
     import bench_retrieval
+    from bench_retrieval_methods import is_approximate
 
     result = bench_retrieval.main(["--smoke", "--out", str(tmp_path)])
     methods = result["retrieval"]["methods"]
@@ -73,7 +74,12 @@ def test_bench_retrieval_smoke(tmp_path):
     pruned = [name for name in sparse if " | block-max | " in name]
     assert pruned and all(sparse[name]["same_ids_as_exhaustive"] for name in pruned)
     assert all(0 < sparse[name]["postings_read_share"] <= 1 for name in pruned)
-    approximate = [name for name in sparse if " | block-max f=" in name]
+    # the clustered lists (SEISMIC): exact settings give the exhaustive answer; a spec is approximate
+    clustered = [name for name in sparse if " | clustered | " in name]
+    assert clustered and all(sparse[name]["same_ids_as_exhaustive"] for name in clustered)
+    assert all(sparse[name]["postings_read_share"] > 0 for name in clustered)
+    approximate = [name for name in sparse if is_approximate(name.split(" | ")[1])]
+    assert any(" | clustered list=" in name for name in approximate)
     assert approximate and all(
         0 <= sparse[name]["top1_agreement_with_exact"] <= 1 for name in approximate
     )

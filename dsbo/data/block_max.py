@@ -83,10 +83,13 @@ import numpy as np
 from dsbo.data.block_max_kernels import dense_pruned_top, search_queries, worth_pruning
 from dsbo.errors import ConfigError
 
-#: ``SparseIndex(traversal=...)``: the exhaustive scan, the block-max traversal, or ``"auto"``
-#: (the exhaustive scan: on the 201k-row benchmark of issue 60 the block-max traversal paid only
-#: on the sparsest codes; ``experiments/results/bench_retrieval/pruning``).
-TRAVERSALS = ("auto", "exhaustive", "block-max")
+#: ``SparseIndex(traversal=...)``: the exhaustive scan, the block-max traversal, the clustered
+#: lists of :mod:`dsbo.data.clustered_postings`, or ``"auto"`` (the exhaustive scan: on the
+#: 201k-row benchmark of issue 60 the block-max traversal paid only on the sparsest codes;
+#: ``experiments/results/bench_retrieval/pruning``).
+TRAVERSALS = ("auto", "exhaustive", "block-max", "clustered")
+#: The traversals that prune (need the compiled kernel, take a ``bound_factor < 1``).
+PRUNING = ("block-max", "clustered")
 #: A query is pruned only if its bound pass (``m nb`` multiply-adds, vectorized) is below
 #: ``COST`` times its postings (random read-modify-writes); otherwise it is scanned exhaustively.
 COST = 2.0
@@ -95,12 +98,13 @@ ALIVE_MAX = 0.8
 
 
 def check_traversal(traversal: Any, kernel: str, bound_factor: Any, block: Any) -> str:
-    """The traversal :class:`SparseIndex` takes (``"exhaustive"`` or ``"block-max"``) for the
-    requested one and kernel; bad values raise :class:`~dsbo.errors.ConfigError`."""
+    """The traversal :class:`SparseIndex` takes (``"exhaustive"``, ``"block-max"`` or
+    ``"clustered"``) for the requested one and kernel; bad values raise
+    :class:`~dsbo.errors.ConfigError`."""
     if traversal not in TRAVERSALS:
         raise ConfigError(f"traversal={traversal!r}: choose one of {', '.join(TRAVERSALS)}")
-    if traversal == "block-max" and kernel != "compiled":
-        raise ConfigError('traversal="block-max" needs kernel="compiled" (numba)')
+    if traversal in PRUNING and kernel != "compiled":
+        raise ConfigError(f"traversal={traversal!r} needs kernel='compiled' (numba)")
     chosen = "exhaustive" if traversal == "auto" else traversal
     if (
         isinstance(bound_factor, bool)
@@ -108,9 +112,10 @@ def check_traversal(traversal: Any, kernel: str, bound_factor: Any, block: Any) 
         or not 0.0 < float(bound_factor) <= 1.0
     ):
         raise ConfigError(f"bound_factor must be in (0, 1] (1: exact), got {bound_factor!r}")
-    if float(bound_factor) < 1.0 and chosen != "block-max":
+    if float(bound_factor) < 1.0 and chosen not in PRUNING:
         raise ConfigError(
-            f"bound_factor={bound_factor} (approximate) needs traversal='block-max', not {chosen!r}"
+            f"bound_factor={bound_factor} (approximate) needs traversal='block-max' or "
+            f"'clustered', not {chosen!r}"
         )
     if (
         isinstance(block, bool)
@@ -329,6 +334,7 @@ class BlockMaxScanner:
 __all__ = [
     "ALIVE_MAX",
     "COST",
+    "PRUNING",
     "TRAVERSALS",
     "BlockMaxScanner",
     "check_traversal",

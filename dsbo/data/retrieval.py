@@ -43,7 +43,12 @@ a block holds at most ``chunk`` queries and ``buffer`` scores (:meth:`SparseInde
 **Dynamic pruning** (``traversal="block-max"``, compiled kernel): :mod:`dsbo.data.block_max`
 bounds row blocks by the positive parts of the query-posting products and skips the blocks that
 cannot enter the shortlist (BMP, Mallia et al. 2024), with the same ids and scores;
-``bound_factor < 1`` makes it approximate (SEISMIC's heap factor).
+``bound_factor < 1`` makes it approximate (SEISMIC's heap factor). ``traversal="clustered"``
+(:mod:`dsbo.data.clustered_postings`, SEISMIC, Bruch et al. 2024) cuts each posting list into
+blocks of similar rows with summaries and scores the rows of the blocks that may enter through a
+forward index: exact with its default :class:`~dsbo.data.clustered_postings.ClusterSettings`,
+**approximate** with any of its relaxations (``list_size``, ``summary_mass``, ``query_terms``,
+``bound_factor < 1``).
 
 Baselines with the same ``search(queries, k) -> (scores, ids)`` interface
 (:mod:`dsbo.data.dense_indexes`, importable from here too): :class:`DenseIndex` (one BLAS
@@ -72,7 +77,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from dsbo.data import block_max, posting_lists
+from dsbo.data import block_max, clustered_postings, posting_lists
+from dsbo.data.clustered_postings import ClusterSettings
 from dsbo.data.dense_indexes import DenseIndex, FaissFlatIndex, FaissIVFIndex, TorchDenseIndex
 from dsbo.data.retrieval_checks import as_matrix, check_dim, check_k
 from dsbo.data.top_k import best_reranked, sorted_top, top_k_rows
@@ -98,16 +104,21 @@ class SparseIndex:
         threads: Threads of the compiled scan (queries split between them); the scipy path
             uses one.
         traversal: ``"block-max"`` (exact dynamic pruning, :mod:`dsbo.data.block_max`: row
-            blocks whose score bound cannot enter the shortlist are skipped), ``"exhaustive"``
+            blocks whose score bound cannot enter the shortlist are skipped), ``"clustered"``
+            (SEISMIC's blocked posting lists with summaries, :mod:`dsbo.data.clustered_postings`:
+            exact with the default ``clusters``, approximate with its relaxations), ``"exhaustive"``
             (every posting of every query term) or ``"auto"`` (exhaustive: block-max paid only
             on the sparsest codes of issue 60's benchmark). The same ids and scores either way
-            (with ``bound_factor=1``); block-max needs the compiled kernel.
-        bound_factor: 1 (default): exact. ``< 1``: **approximate** block-max traversal, a
+            (with ``bound_factor=1`` and exact ``clusters``); the pruning traversals need the
+            compiled kernel.
+        bound_factor: 1 (default): exact. ``< 1``: **approximate** pruning traversal, a
             block is visited only if ``bound_factor`` times its bound beats the heap
             (SEISMIC's ``heap_factor``); returned scores stay exact, rows may be missed.
         block_size: Rows per block of the block-max index.
         reorder: Reorder the rows before cutting the blocks (tighter block maxima; the ids
             returned are always the original ones).
+        clusters: The clustered traversal's settings
+            (:class:`~dsbo.data.clustered_postings.ClusterSettings`; default: exact).
     """
 
     #: Queries scored per sparse product (at most; see :meth:`block_rows`).
@@ -126,6 +137,7 @@ class SparseIndex:
         bound_factor: float = 1.0,
         block_size: int = 64,
         reorder: bool = True,
+        clusters: ClusterSettings | None = None,
     ) -> None:
         if kernel not in KERNELS:
             raise ConfigError(f"kernel={kernel!r}: choose one of {', '.join(KERNELS)}")
@@ -151,9 +163,14 @@ class SparseIndex:
         self.traversal = block_max.check_traversal(traversal, self.kernel, bound_factor, block_size)
         self.bound_factor, self.block_size = float(bound_factor), int(block_size)
         self.reorder = bool(reorder)
+        if clusters is not None and not isinstance(clusters, ClusterSettings):
+            raise ConfigError(f"clusters must be a ClusterSettings, got {type(clusters).__name__}")
+        if clusters is not None and self.traversal != "clustered":
+            raise ConfigError(f"clusters given but traversal={self.traversal!r}: use 'clustered'")
+        self.clusters = clusters or ClusterSettings()
         # the compiled scanners, built on first use: a retrieval index needs only the first, a
         # pool's only the second (each holds its own unsigned copy of the posting lists)
-        self._scanner: posting_lists.PostingScanner | block_max.BlockMaxScanner | None = None
+        self._scanner: Any = None
         self._dense_scanner: posting_lists.DenseQueryScanner | None = None
         self.dense = None
         if dense is not None:
@@ -168,11 +185,14 @@ class SparseIndex:
         return int(self.postings.nnz)
 
     def traversal_stats(self) -> dict[str, int]:
-        """Postings read and queries answered so far by :meth:`search`'s block-max traversal
-        (zeros on the other paths)."""
+        """Postings read and queries answered so far by :meth:`search`'s pruning traversal
+        (block-max: postings; clustered: summary and forward-index entries; zeros on the other
+        paths)."""
         scanner = self._scanner
         if isinstance(scanner, block_max.BlockMaxScanner):
             return {"postings_read": scanner.postings_read, "queries": scanner.queries_read}
+        if isinstance(scanner, clustered_postings.ClusteredScanner):
+            return {"postings_read": scanner.entries_read, "queries": scanner.queries_read}
         return {"postings_read": 0, "queries": 0}
 
     def flops_per_row(self) -> float:
@@ -219,6 +239,8 @@ class SparseIndex:
         ids)``, float64, best first, ties by row id, over all ``n`` rows (untouched rows score
         0). When at least ``width`` touched rows score above 0 only they are ranked, so the cost
         follows the posting lists, not ``n`` (the compiled kernel resets only what it touched).
+        The block-max traversal prunes here too; the clustered one answers :meth:`search` only
+        (a dense query walks the full lists, exactly).
         """
         w = np.asarray(w, dtype=np.float64).reshape(-1)
         if len(w) != self.dim:
@@ -360,8 +382,16 @@ class SparseIndex:
             )
             out_scores[rows_out], out_ids[rows_out] = block_scores, block_ids
 
-    def _query_scanner(self) -> posting_lists.PostingScanner | block_max.BlockMaxScanner:
-        if self._scanner is None and self.traversal == "block-max":
+    def _query_scanner(self) -> Any:
+        """The compiled scanner of :meth:`search` (built on first use): a
+        :class:`~dsbo.data.posting_lists.PostingScanner`,
+        :class:`~dsbo.data.block_max.BlockMaxScanner` or
+        :class:`~dsbo.data.clustered_postings.ClusteredScanner`, by ``traversal``."""
+        if self._scanner is None and self.traversal == "clustered":
+            self._scanner = clustered_postings.ClusteredScanner(
+                self.postings, self.clusters, self.threads, self.bound_factor
+            )
+        elif self._scanner is None and self.traversal == "block-max":
             self._scanner = block_max.BlockMaxScanner(
                 self.postings, self.block_size, self.reorder, self.threads, self.bound_factor
             )
