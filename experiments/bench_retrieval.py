@@ -348,8 +348,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument(
         "--clusters",
         nargs="*",
-        default=["list=2000,block=16,mass=0.4,terms=10,f=0.9"],
-        help="approximate clustered paths, each KEY=VALUE,... of list (postings kept per list), "
+        default=[
+            "list=2000,block=16,mass=0.4,terms=10,f=0.9",
+            "list=500,block=16,mass=0.4,terms=5,f=0.9",
+        ],
+        help="clustered paths: 'exact' (the full lists and summaries: large on large data; the "
+        "smoke run's), or approximate, each KEY=VALUE,... of list (postings kept per list), "
         "block (rows per block), mass (summary mass), terms (query terms), f (heap factor)",
     )
     parser.add_argument(
@@ -400,6 +404,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             [1, 4],
         )
         args.breakdown_repeats = 2
+        args.clusters = ["exact", *args.clusters]
         (
             args.pool_size,
             args.pool_repeats,

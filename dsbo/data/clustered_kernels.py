@@ -196,6 +196,8 @@ def search_queries(
     fwd_indptr: Any,
     fwd_dims: Any,
     fwd_vals: Any,
+    orig: Any,
+    position: Any,
     q_indptr: Any,
     q_indices: Any,
     q_data: Any,
@@ -216,7 +218,8 @@ def search_queries(
     scored: Any,
 ) -> None:  # pragma: no cover - compiled
     """Queries ``first .. last - 1`` into row ``i - first`` of the outputs: the ``kept`` best
-    rows found (sorted, ties by id; ``kept = clip(count above threshold, k, width)`` or
+    rows found (sorted, ties by row id; blocks and the forward index address rows by their
+    position, ``orig[position]`` the row id and ``position[id]`` its inverse; ``kept = clip(count above threshold, k, width)`` or
     ``width``) and the index entries read (summaries and forward rows). ``qd`` (``d`` zeros),
     ``stamp`` (``n`` zeros) and ``scored`` (``n``) are scratch, left as found."""
     n = stamp.shape[0]
@@ -241,14 +244,15 @@ def search_queries(
                     if factor * bound * margin < heap_scores[0]:
                         continue
                 for p in range(block_ptr[b], block_ptr[b + 1]):
-                    r = rows[p]
-                    if stamp[r]:
+                    at = rows[p]
+                    if stamp[at]:
                         continue
-                    stamp[r] = 1
-                    scored[n_scored] = r
+                    stamp[at] = 1
+                    scored[n_scored] = at
                     n_scored += 1
-                    read += fwd_indptr[r + 1] - fwd_indptr[r]
-                    score = _row_score(fwd_indptr, fwd_dims, fwd_vals, qd, r)
+                    read += fwd_indptr[at + 1] - fwd_indptr[at]
+                    score = _row_score(fwd_indptr, fwd_dims, fwd_vals, qd, at)
+                    r = orig[at]
                     if size < width or worse(heap_scores[0], heap_ids[0], score, r):
                         size = offer(heap_scores, heap_ids, size, width, score, r)
         if size < width or heap_scores[0] <= 0.0:
@@ -257,10 +261,11 @@ def search_queries(
             for r in range(n):
                 if size == width and not worse(heap_scores[0], heap_ids[0], 0.0, r):
                     break
-                if stamp[r]:
+                at = position[r]
+                if stamp[at]:
                     continue
-                read += fwd_indptr[r + 1] - fwd_indptr[r]
-                score = _row_score(fwd_indptr, fwd_dims, fwd_vals, qd, r)
+                read += fwd_indptr[at + 1] - fwd_indptr[at]
+                score = _row_score(fwd_indptr, fwd_dims, fwd_vals, qd, at)
                 if size < width or worse(heap_scores[0], heap_ids[0], score, r):
                     size = offer(heap_scores, heap_ids, size, width, score, r)
         heap_sort(heap_scores, heap_ids, size)

@@ -31,7 +31,9 @@ and each term's blocks in turn. Once the heap holds ``width`` rows, a block is s
 :math:`\theta` the heap's worst score, :math:`f` the heap factor, :math:`m` the query's terms (the
 margin covers float32 rounding). Otherwise every row of the block not yet scored is scored
 exactly through the forward index (its entries against the dense query, in dimension order: the
-exhaustive scan's float32 sum, bitwise) and offered to the heap (ties by row id). With the full
+exhaustive scan's float32 sum, bitwise; the forward index holds the rows in the order of
+:func:`~dsbo.data.block_max.dominant_order`, so a block's rows lie near each other in memory:
+a forward row read at random costs several times one read in order) and offered to the heap (ties by row id). With the full
 summary, :math:`U_b \ge \sum_i (q_i D_{ri})_+ \ge s_r` for every row of the block, so only rows
 that cannot enter are skipped.
 
@@ -59,6 +61,10 @@ import numpy as np
 from dsbo.data.block_max import dominant_order
 from dsbo.data.clustered_kernels import fill_summaries, search_queries, summary_sizes
 from dsbo.errors import ConfigError
+
+#: The most summary entries an index may hold (12 bytes each): exact settings on a large database
+#: summarize every posting list in full, so the size is checked before anything is allocated.
+MAX_SUMMARY_ENTRIES = 1 << 28
 
 
 def _positive_int_or_none(value: Any, name: str) -> int | None:
@@ -111,11 +117,14 @@ class ClusterSettings:
         return self.list_size is None and self.summary_mass >= 1.0 and self.query_terms is None
 
 
-def list_blocks(codes: Any, settings: ClusterSettings) -> tuple[np.ndarray, ...]:
+def list_blocks(
+    codes: Any, settings: ClusterSettings, position: np.ndarray
+) -> tuple[np.ndarray, ...]:
     """The kept postings cut into blocks: ``(list_blocks, block_ptr, rows)``, list ``j``'s blocks
     ``list_blocks[j] .. list_blocks[j + 1] - 1``, block ``b``'s rows ``rows[block_ptr[b] ..
-    block_ptr[b + 1] - 1]`` (original ids, similar rows adjacent). ``codes``: ``n x d`` CSR."""
-    n, d = codes.shape
+    block_ptr[b + 1] - 1]`` as their ``position`` in the index's row order, increasing (similar
+    rows adjacent). ``codes``: ``n x d`` CSR."""
+    d = codes.shape[1]
     postings = codes.T.tocsr()
     owner = np.repeat(np.arange(d, dtype=np.int64), np.diff(postings.indptr))
     row = postings.indices.astype(np.int64)
@@ -124,9 +133,8 @@ def list_blocks(codes: Any, settings: ClusterSettings) -> tuple[np.ndarray, ...]
         rank = np.arange(len(owner)) - postings.indptr[owner[by_value]]
         keep = np.sort(by_value[rank < settings.list_size])
         owner, row = owner[keep], row[keep]
-    position = np.empty(n, dtype=np.int64)
-    position[dominant_order(codes)] = np.arange(n)
-    order = np.lexsort((position[row], owner))
+    row = position[row]
+    order = np.lexsort((row, owner))
     owner, row = owner[order], row[order]
     lengths = np.bincount(owner, minlength=d)
     blocks_per_list = -(-lengths // settings.block_size)
@@ -167,11 +175,19 @@ class ClusteredScanner:
         self.bound_factor = float(bound_factor)
         codes = postings.T.tocsr()
         codes.sort_indices()
-        self.fwd_indptr = codes.indptr.astype(np.int64)
-        self.fwd_dims = codes.indices.astype(np.int32)
-        self.fwd_vals = np.ascontiguousarray(codes.data, dtype=np.float32)
+        #: The row order of the forward index (``orig[position]`` is the row id) and its inverse:
+        #: similar rows adjacent, so that a block's rows are near each other in memory.
+        self.orig = dominant_order(codes).astype(np.int64)
+        self.position = np.empty(n, dtype=np.int64)
+        self.position[self.orig] = np.arange(n)
+        forward = codes[self.orig]
+        self.fwd_indptr = forward.indptr.astype(np.int64)
+        self.fwd_dims = forward.indices.astype(np.int32)
+        self.fwd_vals = np.ascontiguousarray(forward.data, dtype=np.float32)
         self.signed = bool((self.fwd_vals < 0).any())
-        self.list_blocks, self.block_ptr, self.rows = list_blocks(codes, self.settings)
+        self.list_blocks, self.block_ptr, self.rows = list_blocks(
+            codes, self.settings, self.position
+        )
         self._summaries()
         self.threads = max(1, int(threads))
         self._scratch = [
@@ -197,6 +213,11 @@ class ClusteredScanner:
         self.summary_ptr = np.zeros(len(sizes) + 1, dtype=np.int64)
         np.cumsum(sizes, out=self.summary_ptr[1:])
         total = int(self.summary_ptr[-1])
+        if total > MAX_SUMMARY_ENTRIES:
+            raise ConfigError(
+                f"the clustered index's summaries would hold {total} entries (at most "
+                f"{MAX_SUMMARY_ENTRIES}): set ClusterSettings' list_size or summary_mass"
+            )
         self.summary_dims = np.zeros(total, dtype=np.int32)
         self.summary_hi = np.zeros(total, dtype=np.float32)
         self.summary_lo = np.zeros(total if self.signed else 1, dtype=np.float32)
@@ -227,6 +248,8 @@ class ClusteredScanner:
             self.summary_dims,
             self.summary_hi,
             self.summary_lo,
+            self.orig,
+            self.position,
         )
         return int(sum(a.nbytes for a in parts))
 
@@ -261,6 +284,8 @@ class ClusteredScanner:
                 self.fwd_indptr,
                 self.fwd_dims,
                 self.fwd_vals,
+                self.orig,
+                self.position,
                 q_indptr,
                 q_indices,
                 q_data,
@@ -289,4 +314,4 @@ class ClusteredScanner:
         return scores, ids, kept
 
 
-__all__ = ["ClusterSettings", "ClusteredScanner", "list_blocks"]
+__all__ = ["MAX_SUMMARY_ENTRIES", "ClusterSettings", "ClusteredScanner", "list_blocks"]

@@ -9,7 +9,7 @@ import pytest
 import scipy.sparse as sp
 from sparse_cases import brute_force, random_case
 
-from dsbo.data import posting_lists
+from dsbo.data import clustered_postings, posting_lists
 from dsbo.data.clustered_postings import ClusteredScanner, ClusterSettings, list_blocks
 from dsbo.data.retrieval import SparseIndex
 from dsbo.errors import ConfigError
@@ -62,9 +62,15 @@ def test_blocks_hold_each_lists_kept_postings_once_and_summaries_bound_their_row
     D = sp.random(500, 30, density=0.2, format="csr", random_state=rng, dtype=np.float32)
     D.data -= 0.3
     settings = ClusterSettings(list_size=40, block_size=8)
-    list_ptr, block_ptr, rows = list_blocks(D, settings)
     postings = D.T.tocsr()
     scanner = ClusteredScanner(postings, settings)
+    list_ptr, block_ptr = scanner.list_blocks, scanner.block_ptr
+    rows = scanner.orig[scanner.rows]  # positions in the forward index's order: row ids
+    again = list_blocks(D, settings, scanner.position)
+    assert all(
+        np.array_equal(a, b)
+        for a, b in zip(again, (list_ptr, block_ptr, scanner.rows), strict=True)
+    )
     dense = D.toarray()
     for j in range(30):
         blocks = range(list_ptr[j], list_ptr[j + 1])
@@ -116,7 +122,7 @@ def test_approximate_settings_return_exact_scores_never_above_the_exact_answer(s
     assert read < exact_read
 
 
-def test_clustered_settings_are_checked():
+def test_clustered_settings_are_checked(monkeypatch):
     D = sp.csr_matrix(np.eye(6, 4, dtype=np.float32))
     for field, value in [
         ("list_size", 0),
@@ -136,4 +142,7 @@ def test_clustered_settings_are_checked():
     with pytest.raises(ConfigError, match="ClusterSettings"):
         SparseIndex(D, traversal="clustered", clusters={"list_size": 3})
     assert SparseIndex(D, traversal="clustered", bound_factor=0.5).bound_factor == 0.5
+    monkeypatch.setattr(clustered_postings, "MAX_SUMMARY_ENTRIES", 3)
+    with pytest.raises(ConfigError, match="set ClusterSettings' list_size or summary_mass"):
+        ClusteredScanner(D.T.tocsr())
     assert ClusterSettings().exact and not ClusterSettings(query_terms=2).exact
