@@ -22,8 +22,8 @@ the whole block at once, with no per-query Python loop:
    the partition is needed, and the cost follows the non-zero scores rather than ``n``;
    only queries with fewer than ``k`` passing rows go through the buffer to be completed;
 3. **re-rank** the shortlist exactly with dense vectors (``dense``: e.g. the unit-norm
-   pre-activations of the same network; the shortlist's vectors gathered for the block and
-   multiplied in one batched product) and return the ``k`` best; without dense vectors the
+   pre-activations of the same network; each shortlisted row's vector read once and multiplied
+   with its query's, :func:`~dsbo.data.rerank.gathered_dots`) and return the ``k`` best; without dense vectors the
    sparse scores, which are exact inner products of the sparse codes, rank.
 
 **Where the time goes.** ``search(..., timings={})`` adds the wall time (``time.perf_counter``)
@@ -80,6 +80,7 @@ import scipy.sparse as sp
 from dsbo.data import block_max, clustered_postings, posting_lists
 from dsbo.data.clustered_postings import ClusterSettings
 from dsbo.data.dense_indexes import DenseIndex, FaissFlatIndex, FaissIVFIndex, TorchDenseIndex
+from dsbo.data.rerank import gathered_dots
 from dsbo.data.retrieval_checks import as_matrix, check_dim, check_k
 from dsbo.data.top_k import best_reranked, sorted_top, top_k_rows
 from dsbo.errors import ConfigError, DataError
@@ -124,7 +125,7 @@ class SparseIndex:
     #: Queries scored per sparse product (at most; see :meth:`block_rows`).
     chunk = 64
     #: Entries of the dense score buffer of one block (``block x n`` float32, 16 MB) and of
-    #: the gathered re-rank block (``rows x shortlist x e``).
+    #: the gathered re-rank block (``rows x shortlist x e``) where numba is missing.
     buffer = 1 << 22
 
     def __init__(
@@ -538,18 +539,9 @@ class SparseIndex:
         return np.flatnonzero(counts < k)
 
     def _rerank(self, cand: np.ndarray, dq: np.ndarray) -> np.ndarray:
-        """Dense inner products ``<dense[cand[i, l]], dq[i]>`` (``b x L``), batched over rows;
-        the gathered ``rows x L x e`` block stays within ``buffer`` entries."""
-        b, width = cand.shape
-        e = self.dense.shape[1]
-        out = np.empty((b, width), dtype=np.float32)
-        step = max(1, int(self.buffer) // (width * e))
-        for start in range(0, b, step):
-            stop = min(b, start + step)
-            out[start:stop] = np.matmul(self.dense[cand[start:stop]], dq[start:stop, :, None])[
-                ..., 0
-            ]
-        return out
+        """Dense inner products ``<dense[cand[i, l]], dq[i]>`` (``b x L``, float32;
+        :func:`~dsbo.data.rerank.gathered_dots`, within ``buffer`` entries without numba)."""
+        return gathered_dots(self.dense, cand, dq, int(self.buffer))
 
 
 __all__ = [
