@@ -349,7 +349,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "--clusters",
         nargs="*",
         default=[
-            "list=2000,block=16,mass=0.4,terms=10,f=0.9",
+            "list=1000,block=16,mass=0.4,terms=10,f=0.9",
             "list=500,block=16,mass=0.4,terms=5,f=0.9",
         ],
         help="clustered paths: 'exact' (the full lists and summaries: large on large data; the "
