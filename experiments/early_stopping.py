@@ -58,6 +58,10 @@ every run recorded. The arms are in ``early_stopping_arms.py``, the report in
         --cache experiments/results/early_stopping/curves --arms bo+recommended \
         optuna-tpe+hyperband random+asha dehb synetune-asha-cqr synetune-bohb
                                                                 # issue 57's goal: 5 problems, 6 arms, seeds 0-9
+    python experiments/early_stopping.py --out experiments/results/early_stopping/issue57 \
+        --cache experiments/results/early_stopping/curves --seeds 10-19 --arms bo-ts+recommended \
+        optuna-tpe+hyperband random+asha dehb synetune-asha-cqr synetune-bohb
+                                                                # its confirmation run (Thompson sampling, fresh seeds)
     python experiments/early_stopping.py --smoke                # < 1 min: 2 problems on small data, 3 arms, 1 seed
 
 ``--smoke`` without ``--out`` writes to a fresh temporary folder (printed).
@@ -88,6 +92,8 @@ from early_stopping_arms import (  # noqa: F401  (the arms, for the tests and fr
 )
 from early_stopping_goals import (
     ARM,
+    CONFIRMATION_ARM,
+    CONFIRMATION_SEEDS,
     EXPLORATORY_ARMS,
     against_earlier_code,
     issue57_goals,
@@ -240,6 +246,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     problems = {k: v for k, v in every_problem.items() if k in problems or k in recorded}
     summary = summarize(runs, problems, budget, smoke)
     goals = {arm: issue57_goals(runs, arm) for arm in (ARM, *EXPLORATORY_ARMS)}
+    goals["confirmation"] = issue57_goals(runs, CONFIRMATION_ARM, CONFIRMATION_SEEDS)
     summary.update(
         issue57=goals,
         left_out=left_out,

@@ -57,6 +57,27 @@ def test_the_goal_needs_every_peer_beaten_beyond_noise_on_four_problems():
     assert "**missed**" in markdown and "Wilcoxon p" in markdown
 
 
+def test_the_confirmation_run_is_judged_on_its_own_fresh_seeds_only():
+    import early_stopping_goals as goals
+
+    assert goals.CONFIRMATION_ARM == "bo-ts+recommended"
+    assert not set(goals.CONFIRMATION_SEEDS) & set(goals.SEEDS)
+    clearly = [0.4 - 0.001 * s for s in goals.SEEDS]
+    exploratory = [
+        dict(r, arm=goals.CONFIRMATION_ARM) if r["arm"] == goals.ARM else r
+        for r in runs_where({"mlp-cancer": clearly})
+    ]
+    # runs on seeds 0-9 say nothing about the confirmation
+    result = goals.issue57_goals(exploratory, goals.CONFIRMATION_ARM, goals.CONFIRMATION_SEEDS)
+    assert result["problems_judged"] == [] and goals.issue57_markdown(result) == ""
+    fresh = [dict(r, seed=r["seed"] + 10) for r in exploratory]
+    result = goals.issue57_goals(fresh, goals.CONFIRMATION_ARM, goals.CONFIRMATION_SEEDS)
+    assert result["problems_met"] == ["mlp-cancer"] and not result["met"]
+    assert "confirmation run" in goals.issue57_markdown(result) and "seeds 10-19" in (
+        goals.issue57_markdown(result)
+    )
+
+
 def test_a_peer_not_run_or_better_on_one_seed_set_keeps_the_problem_unmet():
     import early_stopping_goals as goals
 
