@@ -31,10 +31,10 @@ and each term's blocks in turn. Once the heap holds ``width`` rows, a block is s
 :math:`\theta` the heap's worst score, :math:`f` the heap factor, :math:`m` the query's terms (the
 margin covers float32 rounding). Otherwise every row of the block not yet scored is scored
 exactly through the forward index (its entries against the dense query, in dimension order: the
-exhaustive scan's float32 sum, bitwise; the forward index holds the rows in the order of
-:func:`~dsbo.data.block_max.dominant_order`, so a block's rows lie near each other in memory:
-a forward row read at random costs several times one read in order) and offered to the heap (ties by row id). With the full
-summary, :math:`U_b \ge \sum_i (q_i D_{ri})_+ \ge s_r` for every row of the block, so only rows
+exhaustive scan's float32 sum, bitwise) and offered to the heap (ties by row id). The forward
+index holds the rows in the order of :func:`~dsbo.data.block_max.dominant_order`, so a block's
+rows lie near each other in memory (a forward row read at random costs several times one read
+in order). With the full summary, :math:`U_b \ge \sum_i (q_i D_{ri})_+ \ge s_r` for every row of the block, so only rows
 that cannot enter are skipped.
 
 **Exact semantics.** With every posting kept (``list_size=None``), the full summaries
