@@ -48,6 +48,14 @@ list sorted, but rows may be missed; the benchmark reports the recall against th
 
 Memory: the forward index (the codes, ``nnz``), the kept postings' row ids and the summaries
 (at most ``block_size`` rows' entries per block, fewer with ``summary_mass < 1``).
+
+**Measured** (issue 60, ``experiments/results/bench_retrieval/clustered``, 201k learned codes,
+1000 queries, one thread, idle machine): with 1000 or 500 postings per list, blocks of 16,
+summary mass 0.4, 10 or 5 query terms and heap factor 0.9 it was never the fastest path at a
+recall budget: a row scored through the forward index reads its tens of entries in random
+order, which costs more than the exhaustive scan's in-order walk of the postings it replaces,
+and a shortlist of 100 keeps the heap's threshold low. It paid only on the sparsest codes
+(about 2x the exhaustive scan, at a lower recall). ``traversal="auto"`` stays exhaustive.
 """
 
 from __future__ import annotations
