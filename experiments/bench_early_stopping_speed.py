@@ -24,9 +24,16 @@ the dsbo arm over every trial of every seed, up to :data:`TRIALS` trials, one th
 if that median is at most the goal. Optuna's figure is reported beside it, with the ratio of
 the two medians (same run, same machine).
 
+``--candidate thompson`` adds the candidate for the recommended setting of issue 57's
+confirmation run (``early_stopping_goals.CONFIRMATION_ARM``: ``early_stopping=True,
+acquisition="thompson"``) as a third arm, interleaved with the other two and judged by the same
+goal (fixed here before its run).
+
 Writes ``experiments/results/bench_early_stopping_speed/{results.json, results.md}``.
 
     python experiments/bench_early_stopping_speed.py            # 3 seeds x 150 trials
+    python experiments/bench_early_stopping_speed.py --candidate thompson \
+        --out experiments/results/bench_early_stopping_speed/thompson
     python experiments/bench_early_stopping_speed.py --smoke    # 1 seed x 15 trials, temporary folder
 """
 
@@ -63,13 +70,32 @@ def loss_at(params: dict[str, float], epoch: int) -> float:
     return gap + 1.0 / epoch + slow * math.exp(-epoch / 5)
 
 
-def run_dsbo(seed: int, trials: int) -> list[float]:
-    """Own seconds of each trial of the recommended setting (module docstring)."""
+#: The arms: label and the extra ``dsbo.Tuner`` options of each dsbo arm.
+DSBO_ARMS = {
+    "dsbo": ("dsbo `early_stopping=True`", {}),
+    "dsbo-thompson": (
+        'dsbo `early_stopping=True, acquisition="thompson"` (candidate)',
+        {"acquisition": "thompson"},
+    ),
+}
+#: ``--candidate``: the dsbo arm each adds.
+CANDIDATES = {"thompson": "dsbo-thompson"}
+
+
+def run_dsbo(seed: int, trials: int, arm: str = "dsbo") -> list[float]:
+    """Own seconds of each trial of the recommended setting, or of a candidate ``arm``
+    (:data:`DSBO_ARMS`; module docstring)."""
     import dsbo
 
     space = {name: dsbo.Float(0.0, 1.0) for name in NAMES}
     tuner = dsbo.Tuner(
-        space, budget=trials, seed=seed, early_stopping=True, max_steps=MAX_STEPS, threads=1
+        space,
+        budget=trials,
+        seed=seed,
+        early_stopping=True,
+        max_steps=MAX_STEPS,
+        threads=1,
+        **DSBO_ARMS[arm][1],
     )
     own: list[float] = []
     while True:
@@ -153,11 +179,16 @@ def write(
     """``results.json`` (summary and the per-trial seconds) and ``results.md``."""
     import torch
 
-    ours, theirs = summary["dsbo"]["median"], summary["optuna"]["median"]
-    verdict = "met" if ours <= GOAL_SECONDS else "missed"
+    theirs = summary["optuna"]["median"]
+    verdicts = {
+        arm: "met" if summary[arm]["median"] <= GOAL_SECONDS else "missed"
+        for arm in summary
+        if arm in DSBO_ARMS
+    }
     record = {
         "goal_seconds": GOAL_SECONDS,
-        "verdict": verdict,
+        "verdict": verdicts["dsbo"],
+        "verdicts": verdicts,
         "seeds": seeds,
         "trials": trials,
         "summary": summary,
@@ -177,18 +208,19 @@ def write(
         "| arm | median s / trial | by trial number (median s) | max s |",
         "|---|---|---|---|",
     ]
-    for arm, label in (
-        ("dsbo", "dsbo `early_stopping=True`"),
-        ("optuna", "Optuna TPE + HyperbandPruner"),
-    ):
-        row = summary[arm]
+    labels = {arm: label for arm, (label, _) in DSBO_ARMS.items()}
+    labels["optuna"] = "Optuna TPE + HyperbandPruner"
+    for arm, row in summary.items():
         windows = ", ".join(f"{k}: {v:.3f}" for k, v in row["by_trial"].items())
-        lines.append(f"| {label} | {row['median']:.3f} | {windows} | {row['max']:.2f} |")
-    lines += [
-        "",
-        f"Goal (fixed before the run): dsbo's median at most {GOAL_SECONDS} s: **{verdict}** "
-        f"({ours:.3f} s; {ours / theirs:.1f}x Optuna's {theirs:.4f} s on the same machine, same run).",
-    ]
+        lines.append(f"| {labels[arm]} | {row['median']:.3f} | {windows} | {row['max']:.2f} |")
+    lines.append("")
+    for arm, verdict in verdicts.items():
+        ours = summary[arm]["median"]
+        lines.append(
+            f"Goal (fixed before the run) for {labels[arm]}: median at most {GOAL_SECONDS} s: "
+            f"**{verdict}** ({ours:.3f} s; {ours / theirs:.1f}x Optuna's {theirs:.4f} s on the "
+            "same machine, same run)."
+        )
     (out / "results.md").write_text("\n".join(lines) + "\n")
 
 
@@ -200,6 +232,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--trials", type=int, default=None, help=f"trials per run (default {TRIALS})"
     )
+    parser.add_argument(
+        "--candidate",
+        nargs="*",
+        choices=tuple(CANDIDATES),
+        default=[],
+        help="candidate settings timed beside the recommended one (module docstring)",
+    )
     add_out_argument(parser, RESULTS)
     args = parser.parse_args(argv)
     import torch
@@ -208,10 +247,12 @@ def main(argv: list[str] | None = None) -> int:
     seeds = [0] if args.smoke else list(SEEDS)
     trials = args.trials or (15 if args.smoke else TRIALS)
     out = output_folder(args.out, args.smoke, RESULTS)
-    runs: dict[str, list[list[float]]] = {"dsbo": [], "optuna": []}
+    arms = ["dsbo", *(CANDIDATES[c] for c in args.candidate), "optuna"]
+    runs: dict[str, list[list[float]]] = {arm: [] for arm in arms}
     for seed in seeds:
-        for arm, run in (("dsbo", run_dsbo), ("optuna", run_optuna)):
-            runs[arm].append(run(seed, trials))
+        for arm in arms:
+            run = run_optuna(seed, trials) if arm == "optuna" else run_dsbo(seed, trials, arm)
+            runs[arm].append(run)
             print(
                 f"seed {seed} {arm}: median {statistics.median(runs[arm][-1]):.4f} s / trial",
                 flush=True,
