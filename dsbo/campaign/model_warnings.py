@@ -5,8 +5,10 @@ BoTorch ``OptimizationWarning`` when L-BFGS-B stops early, an ``InputDataWarning
 30-trial search that was a dozen console lines about numerics the search already handles
 (issue 57; Optuna's GPSampler prints none). A campaign's proposals run inside
 :class:`ModelWarnings`, which keeps the warnings whose category comes from the model stack
-(:data:`MODEL_STACK`: linear_operator, GPyTorch, BoTorch, Lightning) as counts by message, and passes
-every other warning on unchanged (a user's own, a deprecation of ours). The counts are the
+(:data:`MODEL_STACK`: linear_operator, GPyTorch, BoTorch, Lightning), or that a file of those
+packages issued under a builtin category (BoTorch's ``RuntimeWarning: Optimization failed in
+gen_candidates_scipy ... Trying again``), as counts by message, and passes every other warning
+on unchanged (a user's own, a deprecation of ours). The counts are the
 campaign's :attr:`~dsbo.campaign.Campaign.model_warnings`, reported by ``dsbo.minimize``'s
 result (``result.warnings``) and written to the command line's ``warnings.log``.
 
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import warnings
 from collections import Counter
+from pathlib import Path
 from types import TracebackType
 
 #: Packages whose warning categories are the model stack's (Lightning trains the zoo's curve
@@ -32,9 +35,13 @@ MODEL_STACK = (
 )
 
 
-def from_model_stack(category: type[Warning]) -> bool:
-    """Whether ``category`` is defined by a package of :data:`MODEL_STACK`."""
-    return category.__module__.split(".")[0] in MODEL_STACK
+def from_model_stack(category: type[Warning], filename: str = "") -> bool:
+    """Whether ``category`` is defined by a package of :data:`MODEL_STACK`, or the warning was
+    issued from a file inside one (``filename``, the warning's own)."""
+    if category.__module__.split(".")[0] in MODEL_STACK:
+        return True
+    parts = Path(filename).parts
+    return any(package in parts for package in MODEL_STACK)
 
 
 class ModelWarnings:
@@ -60,7 +67,7 @@ class ModelWarnings:
     ) -> None:
         self._context.__exit__(kind, error, traceback)
         for caught in self._caught:
-            if from_model_stack(caught.category):
+            if from_model_stack(caught.category, caught.filename):
                 first_line = str(caught.message).splitlines()[0] if str(caught.message) else ""
                 self.counts[f"{caught.category.__name__}: {first_line}"] += 1
             else:

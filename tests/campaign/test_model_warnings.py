@@ -43,3 +43,19 @@ def test_model_stack_warnings_are_counted_and_others_pass_through():
             )
             warnings.warn("yours", UserWarning, stacklevel=1)
     assert counts == {"NumericalWarning: A not p.d., added jitter of 1.0e-08 to the diagonal": 2}
+
+
+def test_builtin_warnings_issued_inside_the_model_stack_are_counted_too():
+    """BoTorch retries a failed acquisition optimization with a RuntimeWarning (a builtin
+    category, issued from botorch/optim/optimize.py): it is the model stack's, counted."""
+    counts = Counter()
+    retry = "Optimization failed in `gen_candidates_scipy` with the following warning(s):"
+    with pytest.warns(RuntimeWarning, match="a user's"):
+        with ModelWarnings(counts):
+            warnings.warn_explicit(
+                retry, RuntimeWarning, "/site-packages/botorch/optim/optimize.py", 844
+            )
+            warnings.warn_explicit("a user's", RuntimeWarning, "/home/me/train.py", 3)
+    assert counts == {f"RuntimeWarning: {retry}": 1}
+    assert from_model_stack(RuntimeWarning, "/x/gpytorch/kernels/kernel.py")
+    assert not from_model_stack(RuntimeWarning, "/x/botorch_experiments/run.py")
