@@ -7,12 +7,12 @@ Methods (each ``search(queries, k)``, top-1 here):
   :mod:`dsbo.data.posting_lists`, every posting of every query term), ``block-max`` (the exact
   block-max traversal of :mod:`dsbo.data.block_max`: the same ids and scores, fewer postings
   read), ``block-max f=F`` (its **approximate** mode, ``bound_factor = F < 1``: a block is visited
-  only if ``F`` times its score bound beats the heap, as SEISMIC's ``heap_factor``) and
+  only if ``F`` times its score bound beats the heap, as SEISMIC's ``heap_factor``),
   ``clustered`` (SEISMIC's blocked lists with summaries, :mod:`dsbo.data.clustered_postings`,
   exact settings: the same ids and scores), ``clustered SPEC`` (its **approximate** settings,
   ``--clusters``: postings kept per list, rows per block, summary mass, query terms, heap
-  factor) and ``scipy`` (scipy's sparse product); with a shortlist of the ``--shortlist`` best sparse scores
-  above ``--threshold`` re-ranked by dense vectors, and without re-ranking;
+  factor) and ``scipy`` (scipy's sparse product); with a shortlist of the ``--shortlist`` best
+  sparse scores above ``--threshold`` re-ranked by dense vectors, and without re-ranking;
 - dense baselines on the dense model's embeddings: numpy BLAS, torch, faiss ``IndexFlatIP``,
   ``IndexIVFFlat`` (``--nprobe``) and ``IndexHNSWFlat`` (M = ``--hnsw-m``, faiss' default
   efConstruction 40; efSearch 16 is faiss' default, and the ``--ef-search`` grid; build time
@@ -20,8 +20,8 @@ Methods (each ``search(queries, k)``, top-1 here):
 
 Each sparse path is checked against the exact ones: ``same_ids_as_scipy`` (compiled),
 ``same_ids_as_exhaustive`` (block-max and clustered: the exhaustive compiled scan's ids), and
-for the approximate modes ``top1_agreement_with_exact``, the share of queries whose top-1 is the exact
-traversal's (its recall against the exact mode). ``postings_read_share``: postings the
+for the approximate modes ``top1_agreement_with_exact``, the share of queries whose top-1 is
+the exact traversal's (its recall against the exact mode). ``postings_read_share``: postings the
 traversal read per query over those of the query's posting lists (1 for the exhaustive scan;
 clustered: the summary and forward-index entries it read).
 """
@@ -113,8 +113,9 @@ CLUSTER_KEYS = {
 
 
 def cluster_options(spec: str) -> dict[str, Any]:
-    """``SparseIndex`` options of one ``--clusters`` spec, e.g. ``list=2000,mass=0.4,terms=10,f=0.9``
-    (``f``: the heap factor, ``bound_factor``); bad keys stop the run before anything is timed."""
+    """``SparseIndex`` options of one ``--clusters`` spec, e.g.
+    ``list=2000,mass=0.4,terms=10,f=0.9`` (``f``: the heap factor, ``bound_factor``); bad keys
+    stop the run before anything is timed."""
     clusters: dict[str, Any] = {}
     options: dict[str, Any] = {"clusters": clusters}
     for item in spec.split(","):

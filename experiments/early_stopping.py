@@ -61,7 +61,7 @@ every run recorded. The arms are in ``early_stopping_arms.py``, the report in
     python experiments/early_stopping.py --out experiments/results/early_stopping/issue57 \
         --cache experiments/results/early_stopping/curves --seeds 10-19 --arms bo-ts+recommended \
         optuna-tpe+hyperband random+asha dehb synetune-asha-cqr synetune-bohb
-                                                                # its confirmation run (Thompson sampling, fresh seeds)
+                                                                # its confirmation (fresh seeds)
     python experiments/early_stopping.py --smoke                # < 1 min: 2 problems on small data, 3 arms, 1 seed
 
 ``--smoke`` without ``--out`` writes to a fresh temporary folder (printed).

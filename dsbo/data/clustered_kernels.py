@@ -218,10 +218,13 @@ def search_queries(
     scored: Any,
 ) -> None:  # pragma: no cover - compiled
     """Queries ``first .. last - 1`` into row ``i - first`` of the outputs: the ``kept`` best
-    rows found (sorted, ties by row id; blocks and the forward index address rows by their
-    position, ``orig[position]`` the row id and ``position[id]`` its inverse; ``kept = clip(count above threshold, k, width)`` or
-    ``width``) and the index entries read (summaries and forward rows). ``qd`` (``d`` zeros),
-    ``stamp`` (``n`` zeros) and ``scored`` (``n``) are scratch, left as found."""
+    rows found (sorted, ties by row id; ``kept = clip(count above threshold, k, width)`` or
+    ``width``) and the index entries read (summaries and forward rows). Blocks and the forward
+    index address rows by their position: ``orig[position]`` is the row id, ``position[id]``
+    its inverse. ``qd`` (``d`` zeros), ``stamp`` (``n`` zeros) and ``scored`` (``n``) are
+    scratch, left as found. Every bound is a sum of non-negative terms, so a block is skipped
+    only while the heap's worst score is positive, and the rows completed at the end (worst
+    ``<= 0``) are exactly those that no skipped block holds."""
     n = stamp.shape[0]
     for i in range(first, last):
         low, high = q_indptr[i], q_indptr[i + 1]

@@ -34,8 +34,8 @@ exactly through the forward index (its entries against the dense query, in dimen
 exhaustive scan's float32 sum, bitwise) and offered to the heap (ties by row id). The forward
 index holds the rows in the order of :func:`~dsbo.data.block_max.dominant_order`, so a block's
 rows lie near each other in memory (a forward row read at random costs several times one read
-in order). With the full summary, :math:`U_b \ge \sum_i (q_i D_{ri})_+ \ge s_r` for every row of the block, so only rows
-that cannot enter are skipped.
+in order). With the full summary, :math:`U_b \ge \sum_i (q_i D_{ri})_+ \ge s_r` for every row
+of the block, so only rows that cannot enter are skipped.
 
 **Exact semantics.** With every posting kept (``list_size=None``), the full summaries
 (``summary_mass=1``), every query term (``query_terms=None``) and ``bound_factor=1``, every row

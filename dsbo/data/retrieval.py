@@ -23,8 +23,9 @@ the whole block at once, with no per-query Python loop:
    only queries with fewer than ``k`` passing rows go through the buffer to be completed;
 3. **re-rank** the shortlist exactly with dense vectors (``dense``: e.g. the unit-norm
    pre-activations of the same network; each shortlisted row's vector read once and multiplied
-   with its query's, :func:`~dsbo.data.rerank.gathered_dots`) and return the ``k`` best; without dense vectors the
-   sparse scores, which are exact inner products of the sparse codes, rank.
+   with its query's, :func:`~dsbo.data.rerank.gathered_dots`) and return the ``k`` best;
+   without dense vectors the sparse scores, which are exact inner products of the sparse codes,
+   rank.
 
 **Where the time goes.** ``search(..., timings={})`` adds the wall time (``time.perf_counter``)
 of its parts to the dict (keys :data:`TIMING_PARTS` and ``"total"``, seconds, summed over
@@ -88,6 +89,10 @@ from dsbo.errors import ConfigError, DataError
 #: ``SparseIndex(kernel=...)``: the compiled posting-list scan, scipy's sparse product, or the
 #: compiled one where numba is installed.
 KERNELS = ("auto", "compiled", "scipy")
+#: The compiled scanners of :meth:`SparseIndex.search`, one per traversal.
+QueryScanner = (
+    posting_lists.PostingScanner | block_max.BlockMaxScanner | clustered_postings.ClusteredScanner
+)
 #: The parts of :meth:`SparseIndex.search`'s ``timings`` (with ``"total"``, their sum).
 TIMING_PARTS = ("scoring", "topk", "rerank", "overhead")
 
@@ -106,9 +111,10 @@ class SparseIndex:
             uses one.
         traversal: ``"block-max"`` (exact dynamic pruning, :mod:`dsbo.data.block_max`: row
             blocks whose score bound cannot enter the shortlist are skipped), ``"clustered"``
-            (SEISMIC's blocked posting lists with summaries, :mod:`dsbo.data.clustered_postings`:
-            exact with the default ``clusters``, approximate with its relaxations), ``"exhaustive"``
-            (every posting of every query term) or ``"auto"`` (exhaustive: block-max paid only
+            (SEISMIC's blocked posting lists with summaries,
+            :mod:`dsbo.data.clustered_postings`: exact with the default ``clusters``,
+            approximate with its relaxations), ``"exhaustive"`` (every posting of every query
+            term) or ``"auto"`` (exhaustive: block-max paid only
             on the sparsest codes of issue 60's benchmark). The same ids and scores either way
             (with ``bound_factor=1`` and exact ``clusters``); the pruning traversals need the
             compiled kernel.
@@ -171,7 +177,7 @@ class SparseIndex:
         self.clusters = clusters or ClusterSettings()
         # the compiled scanners, built on first use: a retrieval index needs only the first, a
         # pool's only the second (each holds its own unsigned copy of the posting lists)
-        self._scanner: Any = None
+        self._scanner: QueryScanner | None = None
         self._dense_scanner: posting_lists.DenseQueryScanner | None = None
         self.dense = None
         if dense is not None:
@@ -383,7 +389,7 @@ class SparseIndex:
             )
             out_scores[rows_out], out_ids[rows_out] = block_scores, block_ids
 
-    def _query_scanner(self) -> Any:
+    def _query_scanner(self) -> QueryScanner:
         """The compiled scanner of :meth:`search` (built on first use): a
         :class:`~dsbo.data.posting_lists.PostingScanner`,
         :class:`~dsbo.data.block_max.BlockMaxScanner` or
