@@ -50,3 +50,22 @@ def random_case(seed):
         block_size=int(rng.choice([1, 2, 4, 8, 16, 64])), reorder=bool(rng.random() < 0.7)
     )
     return D, Q, k, shortlist, threshold, rerank, options
+
+
+def brute_force_mismatches(build, seeds, rng_offset):
+    """The seeds of :func:`random_case` whose ``build(D, options, seed)`` index answers
+    differently from :func:`brute_force` (random integer dense vectors re-rank when the case
+    asks)."""
+    mismatches = []
+    for seed in seeds:
+        D, Q, k, shortlist, threshold, rerank, options = random_case(seed)
+        rng = np.random.default_rng(rng_offset + seed)
+        dense = rng.integers(-4, 5, size=(len(D), 3)).astype(np.float32)
+        dq = rng.integers(-4, 5, size=(len(Q), 3)).astype(np.float32) if rerank else None
+        index = build(D, dense, options, seed)
+        kwargs = dict(threshold=threshold, shortlist=shortlist if rerank else None)
+        scores, ids = index.search(Q, k, dense_queries=dq, **kwargs)
+        ref_scores, ref_ids = brute_force(D, Q, k, shortlist, threshold, dense, dq)
+        if not (np.array_equal(ids, ref_ids) and np.array_equal(scores, ref_scores)):
+            mismatches.append(seed)
+    return mismatches

@@ -81,6 +81,7 @@ from typing import Any
 import numpy as np
 
 from dsbo.data.block_max_kernels import dense_pruned_top, search_queries, worth_pruning
+from dsbo.data.posting_lists import QueryBlock
 from dsbo.errors import ConfigError
 
 #: ``SparseIndex(traversal=...)``: the exhaustive scan, the block-max traversal, the clustered
@@ -250,37 +251,25 @@ class BlockMaxScanner:
         """:meth:`~dsbo.data.posting_lists.PostingScanner.top`'s ``(scores, ids, kept)`` of a
         block of CSR float32 queries, through the block-max traversal (the same answer with
         ``bound_factor = 1``)."""
-        m = queries.shape[0]
-        scores = np.zeros((m, width), dtype=np.float32)
-        ids = np.zeros((m, width), dtype=np.int64)
-        kept = np.zeros(m, dtype=np.int64)
-        self.visited = np.zeros(m, dtype=np.int64)
-        q_indptr = np.ascontiguousarray(queries.indptr)
-        q_indices = np.ascontiguousarray(queries.indices)
-        q_data = np.ascontiguousarray(queries.data, dtype=np.float32)
-        use_threshold = threshold is not None
-        cut = np.float32(threshold if use_threshold else 0.0)
+        block = QueryBlock(queries, width, threshold)
+        self.visited = np.zeros(block.m, dtype=np.int64)
 
         def scan(part: int, first: int, last: int) -> None:
             ub, alive, mask, blockbuf, buffer = self._scratch[part]
             search_queries(
                 *self.kernel_index,
-                q_indptr,
-                q_indices,
-                q_data,
+                *block.arrays,
                 first,
                 last,
-                cut,
-                use_threshold,
+                block.cut,
+                block.use_threshold,
                 k,
                 width,
                 self.bound_factor,
                 self.probe(width),
                 ALIVE_MAX,
                 COST,
-                scores[first:last],
-                ids[first:last],
-                kept[first:last],
+                *block.outputs(first, last),
                 self.visited[first:last],
                 ub,
                 alive,
@@ -289,14 +278,10 @@ class BlockMaxScanner:
                 buffer,
             )
 
-        if self._pool is None or m < 2:
-            scan(0, 0, m)
-        else:
-            bounds = np.linspace(0, m, min(self.threads, m) + 1).astype(int)
-            list(self._pool.map(scan, range(len(bounds) - 1), bounds[:-1], bounds[1:]))
+        block.split(scan, self._pool, self.threads)
         self.postings_read += int(self.visited.sum())
-        self.queries_read += m
-        return scores, ids, kept
+        self.queries_read += block.m
+        return block.result
 
     def dense_top(
         self, dims: np.ndarray, weights: np.ndarray, width: int

@@ -1,11 +1,11 @@
 r"""The numba kernels of :mod:`dsbo.data.clustered_postings` (the index, the bound and the
 exactness argument are in that module's docstring).
 
-- :func:`summary_sizes` and :func:`fill_summaries`: each block's summary, the coordinate-wise
+- :func:`summaries`: each block's summary, the coordinate-wise
   extremes of its rows (:math:`M^+_b = \max(0, \max_r D_r)`, :math:`M^-_b = \min(0, \min_r D_r)`),
   pruned to the largest entries holding ``mass`` of the summary's total :math:`\sum_i
-  (M^+_{bi} - M^-_{bi})`; the first pass counts, the second writes (the arrays are allocated
-  once between them).
+  (M^+_{bi} - M^-_{bi})`; a first pass sizes, a second writes (the arrays are allocated once
+  between them).
 - :func:`search_queries`: per query, the selected terms' blocks in turn; a block is skipped when
   the heap is full and ``factor`` times its bound is below the heap's worst score, otherwise each
   of its rows not yet scored is scored exactly through the forward index and offered to the
@@ -74,40 +74,7 @@ def _block_summary(
 
 
 @jit
-def summary_sizes(
-    block_ptr: Any,
-    rows: Any,
-    fwd_indptr: Any,
-    fwd_dims: Any,
-    fwd_vals: Any,
-    mass: float,
-    hi: Any,
-    lo: Any,
-    touched: Any,
-    sizes: Any,
-) -> None:  # pragma: no cover - compiled
-    """``sizes[b]``: the entries block ``b``'s summary keeps."""
-    for b in range(block_ptr.shape[0] - 1):
-        kept, count = _block_summary(
-            rows,
-            block_ptr[b],
-            block_ptr[b + 1],
-            fwd_indptr,
-            fwd_dims,
-            fwd_vals,
-            mass,
-            hi,
-            lo,
-            touched,
-        )
-        sizes[b] = kept.shape[0]
-        for t in range(count):
-            hi[touched[t]] = 0.0
-            lo[touched[t]] = 0.0
-
-
-@jit
-def fill_summaries(
+def summaries(
     block_ptr: Any,
     rows: Any,
     fwd_indptr: Any,
@@ -122,8 +89,12 @@ def fill_summaries(
     summary_hi: Any,
     summary_lo: Any,
     signed: bool,
+    write: bool,
 ) -> None:  # pragma: no cover - compiled
-    """Write every block's summary at ``summary_ptr[b]`` (sizes from :func:`summary_sizes`)."""
+    """Every block's summary. Sizing pass (``write`` false): ``summary_ptr[b + 1]`` is the
+    entries block ``b`` keeps (the caller turns the sizes into offsets). Writing pass: block
+    ``b``'s dims and extremes at ``summary_ptr[b]``. ``hi``, ``lo`` (``d`` zeros) and
+    ``touched`` are scratch, left as found."""
     for b in range(block_ptr.shape[0] - 1):
         kept, count = _block_summary(
             rows,
@@ -137,13 +108,16 @@ def fill_summaries(
             lo,
             touched,
         )
-        at = summary_ptr[b]
-        for t in range(kept.shape[0]):
-            i = kept[t]
-            summary_dims[at + t] = i
-            summary_hi[at + t] = hi[i]
-            if signed:
-                summary_lo[at + t] = lo[i]
+        if not write:
+            summary_ptr[b + 1] = kept.shape[0]
+        else:
+            at = summary_ptr[b]
+            for t in range(kept.shape[0]):
+                i = kept[t]
+                summary_dims[at + t] = i
+                summary_hi[at + t] = hi[i]
+                if signed:
+                    summary_lo[at + t] = lo[i]
         for t in range(count):
             hi[touched[t]] = 0.0
             lo[touched[t]] = 0.0

@@ -67,7 +67,8 @@ from typing import Any
 import numpy as np
 
 from dsbo.data.block_max import dominant_order
-from dsbo.data.clustered_kernels import fill_summaries, search_queries, summary_sizes
+from dsbo.data.clustered_kernels import search_queries, summaries
+from dsbo.data.posting_lists import QueryBlock
 from dsbo.errors import ConfigError
 
 #: The most summary entries an index may hold (12 bytes each): exact settings on a large database
@@ -211,15 +212,22 @@ class ClusteredScanner:
         self.entries_read = self.queries_read = 0
 
     def _summaries(self) -> None:
-        hi = np.zeros(self.dim, dtype=np.float32)
-        lo = np.zeros(self.dim, dtype=np.float32)
-        touched = np.zeros(self.dim, dtype=np.int64)
+        """Every block's summary: sized in a first pass of
+        :func:`~dsbo.data.clustered_kernels.summaries` (checked against
+        :data:`MAX_SUMMARY_ENTRIES`), written by a second into arrays allocated once."""
+        scratch = (
+            np.zeros(self.dim, dtype=np.float32),
+            np.zeros(self.dim, dtype=np.float32),
+            np.zeros(self.dim, dtype=np.int64),
+        )
         args = (self.block_ptr, self.rows, self.fwd_indptr, self.fwd_dims, self.fwd_vals)
         mass = float(self.settings.summary_mass)
-        sizes = np.zeros(len(self.block_ptr) - 1, dtype=np.int64)
-        summary_sizes(*args, mass, hi, lo, touched, sizes)
-        self.summary_ptr = np.zeros(len(sizes) + 1, dtype=np.int64)
-        np.cumsum(sizes, out=self.summary_ptr[1:])
+        self.summary_ptr = np.zeros(len(self.block_ptr), dtype=np.int64)
+        self.summary_dims = np.zeros(0, dtype=np.int32)
+        self.summary_hi = self.summary_lo = np.zeros(0, dtype=np.float32)
+        outputs = (self.summary_ptr, self.summary_dims, self.summary_hi, self.summary_lo)
+        summaries(*args, mass, *scratch, *outputs, self.signed, False)
+        np.cumsum(self.summary_ptr, out=self.summary_ptr)  # sizes (from index 1) to offsets
         total = int(self.summary_ptr[-1])
         if total > MAX_SUMMARY_ENTRIES:
             raise ConfigError(
@@ -229,26 +237,17 @@ class ClusteredScanner:
         self.summary_dims = np.zeros(total, dtype=np.int32)
         self.summary_hi = np.zeros(total, dtype=np.float32)
         self.summary_lo = np.zeros(total if self.signed else 1, dtype=np.float32)
-        fill_summaries(
-            *args,
-            mass,
-            hi,
-            lo,
-            touched,
-            self.summary_ptr,
-            self.summary_dims,
-            self.summary_hi,
-            self.summary_lo,
-            self.signed,
-        )
+        outputs = (self.summary_ptr, self.summary_dims, self.summary_hi, self.summary_lo)
+        summaries(*args, mass, *scratch, *outputs, self.signed, True)
 
     @property
-    def nbytes(self) -> int:
-        """Bytes of the index arrays (forward index, blocks, summaries)."""
-        parts = (
-            self.fwd_indptr,
-            self.fwd_dims,
-            self.fwd_vals,
+    def kernel_index(self) -> tuple[Any, ...]:
+        """The index as :func:`~dsbo.data.clustered_kernels.search_queries` takes it: the
+        lists' blocks (``list_blocks``, ``block_ptr``, ``rows``), their summaries
+        (``summary_ptr``, ``summary_dims``, ``summary_hi``, ``summary_lo``, ``signed``), the
+        forward index (``fwd_indptr``, ``fwd_dims``, ``fwd_vals``) and the row order (``orig``,
+        ``position``)."""
+        return (
             self.list_blocks,
             self.block_ptr,
             self.rows,
@@ -256,10 +255,18 @@ class ClusteredScanner:
             self.summary_dims,
             self.summary_hi,
             self.summary_lo,
+            self.signed,
+            self.fwd_indptr,
+            self.fwd_dims,
+            self.fwd_vals,
             self.orig,
             self.position,
         )
-        return int(sum(a.nbytes for a in parts))
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the index arrays (blocks, summaries, forward index, row order)."""
+        return int(sum(a.nbytes for a in self.kernel_index if isinstance(a, np.ndarray)))
 
     def top(
         self, queries: Any, k: int, width: int, threshold: float | None
@@ -267,59 +274,31 @@ class ClusteredScanner:
         """:meth:`~dsbo.data.posting_lists.PostingScanner.top`'s ``(scores, ids, kept)`` of a
         block of CSR float32 queries through the clustered index (the same answer with exact
         settings, module docstring)."""
-        m = queries.shape[0]
-        scores = np.zeros((m, width), dtype=np.float32)
-        ids = np.zeros((m, width), dtype=np.int64)
-        kept = np.zeros(m, dtype=np.int64)
-        read = np.zeros(m, dtype=np.int64)
-        q_indptr = np.ascontiguousarray(queries.indptr)
-        q_indices = np.ascontiguousarray(queries.indices)
-        q_data = np.ascontiguousarray(queries.data, dtype=np.float32)
-        use_threshold = threshold is not None
-        cut = np.float32(threshold if use_threshold else 0.0)
+        block = QueryBlock(queries, width, threshold)
+        read = np.zeros(block.m, dtype=np.int64)
         terms = self.settings.query_terms or 0
 
         def scan(part: int, first: int, last: int) -> None:
             search_queries(
-                self.list_blocks,
-                self.block_ptr,
-                self.rows,
-                self.summary_ptr,
-                self.summary_dims,
-                self.summary_hi,
-                self.summary_lo,
-                self.signed,
-                self.fwd_indptr,
-                self.fwd_dims,
-                self.fwd_vals,
-                self.orig,
-                self.position,
-                q_indptr,
-                q_indices,
-                q_data,
+                *self.kernel_index,
+                *block.arrays,
                 first,
                 last,
-                cut,
-                use_threshold,
+                block.cut,
+                block.use_threshold,
                 k,
                 width,
                 self.bound_factor,
                 terms,
-                scores[first:last],
-                ids[first:last],
-                kept[first:last],
+                *block.outputs(first, last),
                 read[first:last],
                 *self._scratch[part],
             )
 
-        if self._pool is None or m < 2:
-            scan(0, 0, m)
-        else:
-            bounds = np.linspace(0, m, min(self.threads, m) + 1).astype(int)
-            list(self._pool.map(scan, range(len(bounds) - 1), bounds[:-1], bounds[1:]))
+        block.split(scan, self._pool, self.threads)
         self.entries_read += int(read.sum())
-        self.queries_read += m
-        return scores, ids, kept
+        self.queries_read += block.m
+        return block.result
 
 
 __all__ = ["MAX_SUMMARY_ENTRIES", "ClusterSettings", "ClusteredScanner", "list_blocks"]

@@ -254,6 +254,45 @@ def unsigned_postings(postings: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray
     )
 
 
+class QueryBlock:
+    """One block of CSR queries as the compiled scans take it, with the outputs of a ``top``
+    (``scores``, ``ids``, ``kept``: row ``i`` holds the ``kept[i]`` best rows, best first, ties
+    by id; the places after them unused, id 0 and score 0), shared by the scanners of
+    :mod:`dsbo.data.posting_lists`, :mod:`dsbo.data.block_max` and
+    :mod:`dsbo.data.clustered_postings`."""
+
+    def __init__(self, queries: Any, width: int, threshold: float | None) -> None:
+        self.m = queries.shape[0]
+        self.scores = np.zeros((self.m, width), dtype=np.float32)
+        self.ids = np.zeros((self.m, width), dtype=np.int64)
+        self.kept = np.zeros(self.m, dtype=np.int64)
+        #: The queries' CSR arrays (float32 values), the kernels' query arguments.
+        self.arrays = (
+            np.ascontiguousarray(queries.indptr),
+            np.ascontiguousarray(queries.indices),
+            np.ascontiguousarray(queries.data, dtype=np.float32),
+        )
+        self.use_threshold = threshold is not None
+        self.cut = np.float32(threshold if self.use_threshold else 0.0)
+
+    def outputs(self, first: int, last: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The output rows of queries ``first .. last - 1``."""
+        return self.scores[first:last], self.ids[first:last], self.kept[first:last]
+
+    def split(self, scan: Any, pool: ThreadPoolExecutor | None, threads: int) -> None:
+        """``scan(part, first, last)`` over contiguous query ranges, one per thread of ``pool``
+        (or all at once without one)."""
+        if pool is None or self.m < 2:
+            scan(0, 0, self.m)
+            return
+        bounds = np.linspace(0, self.m, min(threads, self.m) + 1).astype(int)
+        list(pool.map(scan, range(len(bounds) - 1), bounds[:-1], bounds[1:]))
+
+    @property
+    def result(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return self.scores, self.ids, self.kept
+
+
 class PostingScanner:
     """Reusable buffers of the compiled scan over one index's posting lists (``d x n`` CSR)."""
 
@@ -267,45 +306,27 @@ class PostingScanner:
     def top(
         self, queries: Any, k: int, width: int, threshold: float | None
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(scores, ids, kept)`` of a block of CSR float32 queries: row ``i`` holds the
-        ``kept[i]`` best rows (best first, ties by id); the places after them are unused
-        (id 0, score 0)."""
-        m = queries.shape[0]
-        scores = np.zeros((m, width), dtype=np.float32)
-        ids = np.zeros((m, width), dtype=np.int64)
-        kept = np.zeros(m, dtype=np.int64)
-        q_indptr = np.ascontiguousarray(queries.indptr)
-        q_indices = np.ascontiguousarray(queries.indices)
-        q_data = np.ascontiguousarray(queries.data, dtype=np.float32)
-        use_threshold = threshold is not None
-        cut = np.float32(threshold if use_threshold else 0.0)
+        """``(scores, ids, kept)`` of a block of CSR float32 queries (:class:`QueryBlock`)."""
+        block = QueryBlock(queries, width, threshold)
 
         def scan(part: int, first: int, last: int) -> None:
             _scan_queries(
                 self.indptr,
                 self.indices,
                 self.data,
-                q_indptr,
-                q_indices,
-                q_data,
+                *block.arrays,
                 first,
                 last,
-                cut,
-                use_threshold,
+                block.cut,
+                block.use_threshold,
                 k,
                 width,
-                scores[first:last],
-                ids[first:last],
-                kept[first:last],
+                *block.outputs(first, last),
                 self._buffers[part],
             )
 
-        if self._pool is None or m < 2:
-            scan(0, 0, m)
-        else:
-            bounds = np.linspace(0, m, min(self.threads, m) + 1).astype(int)
-            list(self._pool.map(scan, range(len(bounds) - 1), bounds[:-1], bounds[1:]))
-        return scores, ids, kept
+        block.split(scan, self._pool, self.threads)
+        return block.result
 
 
 class DenseQueryScanner:
@@ -374,6 +395,7 @@ class DenseQueryScanner:
 __all__ = [
     "DenseQueryScanner",
     "PostingScanner",
+    "QueryBlock",
     "available",
     "heap_sort",
     "jit",

@@ -7,7 +7,7 @@ mode (``bound_factor < 1``) returns exact scores in order, never better than the
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from sparse_cases import brute_force, random_case
+from sparse_cases import brute_force_mismatches
 
 from dsbo.data import block_max, posting_lists
 from dsbo.data.retrieval import SparseIndex
@@ -26,21 +26,12 @@ def always_prune(monkeypatch):
 
 
 def test_exact_block_max_equals_brute_force_over_600_random_cases(monkeypatch):
-    mismatches = []
-    for seed in range(600):
+    def build(D, dense, options, seed):
         # the filter's bail-out to the exhaustive scan: never, at half the blocks, always
         monkeypatch.setattr(block_max, "ALIVE_MAX", [1.0, 0.5, 0.0][seed % 3])
-        D, Q, k, shortlist, threshold, rerank, options = random_case(seed)
-        rng = np.random.default_rng(10_000 + seed)
-        dense = rng.integers(-4, 5, size=(len(D), 3)).astype(np.float32)
-        dq = rng.integers(-4, 5, size=(len(Q), 3)).astype(np.float32) if rerank else None
-        index = SparseIndex(D, dense=dense, kernel="compiled", traversal="block-max", **options)
-        kwargs = dict(threshold=threshold, shortlist=shortlist if rerank else None)
-        scores, ids = index.search(Q, k, dense_queries=dq, **kwargs)
-        ref_scores, ref_ids = brute_force(D, Q, k, shortlist, threshold, dense, dq)
-        if not (np.array_equal(ids, ref_ids) and np.array_equal(scores, ref_scores)):
-            mismatches.append(seed)
-    assert mismatches == []
+        return SparseIndex(D, dense=dense, kernel="compiled", traversal="block-max", **options)
+
+    assert brute_force_mismatches(build, range(600), 10_000) == []
 
 
 @pytest.mark.parametrize("signed", [False, True])

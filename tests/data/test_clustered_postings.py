@@ -7,7 +7,7 @@ answer, and fewer entries read; its settings are checked."""
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from sparse_cases import brute_force, random_case
+from sparse_cases import brute_force_mismatches
 
 from dsbo.data import clustered_postings, posting_lists
 from dsbo.data.clustered_postings import ClusteredScanner, ClusterSettings, list_blocks
@@ -20,22 +20,13 @@ pytestmark = pytest.mark.skipif(
 
 
 def test_exact_clustered_equals_brute_force_over_600_random_cases():
-    mismatches = []
-    for seed in range(600):
-        D, Q, k, shortlist, threshold, rerank, options = random_case(seed)
-        rng = np.random.default_rng(20_000 + seed)
-        dense = rng.integers(-4, 5, size=(len(D), 3)).astype(np.float32)
-        dq = rng.integers(-4, 5, size=(len(Q), 3)).astype(np.float32) if rerank else None
+    def build(D, dense, options, seed):
         settings = ClusterSettings(block_size=options["block_size"])
-        index = SparseIndex(
+        return SparseIndex(
             D, dense=dense, kernel="compiled", traversal="clustered", clusters=settings
         )
-        kwargs = dict(threshold=threshold, shortlist=shortlist if rerank else None)
-        scores, ids = index.search(Q, k, dense_queries=dq, **kwargs)
-        ref_scores, ref_ids = brute_force(D, Q, k, shortlist, threshold, dense, dq)
-        if not (np.array_equal(ids, ref_ids) and np.array_equal(scores, ref_scores)):
-            mismatches.append(seed)
-    assert mismatches == []
+
+    assert brute_force_mismatches(build, range(600), 20_000) == []
 
 
 @pytest.mark.parametrize("signed", [False, True])
